@@ -1,0 +1,114 @@
+package attachments
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// Cursor is a position in a list: the (CreatedAt, ID) of an item. Lists are
+// ordered by CreatedAt, then ID, both descending.
+type Cursor struct {
+	CreatedAt time.Time
+	ID        string
+}
+
+// ListQuery selects a page of attachments for a repository.
+type ListQuery struct {
+	// ConversationIDs restricts the list to attachments of these
+	// conversations. When All is true it is ignored.
+	ConversationIDs []string
+	// All lists attachments of every conversation.
+	All bool
+	// UploaderID, when set, also lists the attachments that this contact
+	// uploaded without a conversation (ConversationID "").
+	UploaderID string
+	// Limit is the page size, at least 1.
+	Limit int
+	// After, when set, selects the Limit items just older than it.
+	After *Cursor
+	// Before, when set, selects the Limit items just newer than it; they are
+	// still returned newest first. After and Before are never both set.
+	Before *Cursor
+}
+
+// Repository stores attachment rows. Implementations must be safe for
+// concurrent use. The storetest package checks every obligation below.
+//
+// Times are stored with at least microsecond precision and returned in UTC.
+type Repository interface {
+	// CreateAttachment stores a new attachment row. a.MessageID is "" (the
+	// Service links attachments through messaging.Repository).
+	CreateAttachment(ctx context.Context, a Attachment) error
+
+	// GetAttachment returns the attachment. If none exists, it must return an
+	// error for which errors.Is(err, ErrNotFound) is true.
+	GetAttachment(ctx context.Context, id string) (Attachment, error)
+
+	// ListAttachments returns up to q.Limit attachments matching q, newest
+	// first (CreatedAt, then ID, descending), and whether more exist beyond
+	// them in the direction of travel (older for After or none, newer for
+	// Before).
+	ListAttachments(ctx context.Context, q ListQuery) (items []Attachment, hasMore bool, err error)
+
+	// RenameAttachment sets the file name and returns the updated row, or an
+	// error matching ErrNotFound.
+	RenameAttachment(ctx context.Context, id, filename string) (Attachment, error)
+
+	// DeleteAttachment removes the row and, in the same transaction, records
+	// its Key as a pending deletion (see PendingDeletions). It returns an
+	// error matching ErrNotFound if there is no such row.
+	DeleteAttachment(ctx context.Context, id string) (Attachment, error)
+
+	// PendingDeletions returns up to limit blob keys whose rows are gone but
+	// whose objects may still exist, oldest first.
+	PendingDeletions(ctx context.Context, limit int) ([]string, error)
+
+	// ForgetDeletion removes key from the pending deletions. Forgetting a key
+	// that is not pending is not an error.
+	ForgetDeletion(ctx context.Context, key string) error
+
+	// KeysInUse reports which of keys belong to an attachment row or a
+	// pending deletion, for reconciliation against the blob store.
+	KeysInUse(ctx context.Context, keys []string) (map[string]bool, error)
+}
+
+// BlobStore stores the bytes of attachments under keys that the Service
+// makes. Implementations must be safe for concurrent use.
+type BlobStore interface {
+	// Put writes all of r under key. If r returns an error, or ctx is done,
+	// before io.EOF, Put must return an error and leave no object under key.
+	Put(ctx context.Context, key, contentType string, r io.Reader) error
+
+	// Open returns a reader of the object's bytes that can seek (for Range
+	// requests). If there is no object, it must return an error for which
+	// errors.Is(err, ErrNotFound) is true.
+	Open(ctx context.Context, key string) (io.ReadSeekCloser, error)
+
+	// Delete removes the object. Deleting a key that does not exist returns
+	// nil or an error matching ErrNotFound.
+	Delete(ctx context.Context, key string) error
+}
+
+// Object describes one object of a blob store, for reconciliation.
+type Object struct {
+	Key     string
+	ModTime time.Time
+}
+
+// Lister is an optional interface of a BlobStore that can list its
+// objects; Reconcile needs it to find orphaned objects.
+type Lister interface {
+	// List calls fn for every object whose key starts with prefix, stopping
+	// at the first error fn returns.
+	List(ctx context.Context, prefix string, fn func(Object) error) error
+}
+
+// URLSigner is an optional interface of a BlobStore that can make signed,
+// expiring URLs of its objects.
+type URLSigner interface {
+	// SignedURL returns a URL that serves the object for expiry, with the
+	// given file name and content type in its response headers where the
+	// store supports it.
+	SignedURL(ctx context.Context, key, filename, contentType string, expiry time.Duration) (string, error)
+}

@@ -1,0 +1,128 @@
+// Package check holds the input rules that messaging and attachments share:
+// identifiers chosen by clients, text, page sizes and file names.
+package check
+
+import (
+	"path"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/parleychat/parley/internal/kind"
+)
+
+// ConversationID checks a client-chosen conversation id: 1 to 128 letters,
+// digits and _ - . :
+func ConversationID(param, s string) error {
+	if s == "" {
+		return kind.Missing(param)
+	}
+	if len(s) > 128 {
+		return kind.BadParam(param, param+" must be at most 128 characters")
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.' || c == ':') {
+			return kind.BadParam(param, param+" may hold only letters, digits and _ - . :")
+		}
+	}
+	return nil
+}
+
+// Text checks that s is valid UTF-8 with no control characters; newline and
+// tab are allowed when multiline is true.
+func Text(param, s string, multiline bool) error {
+	if !utf8.ValidString(s) {
+		return kind.BadParam(param, param+" must be valid UTF-8")
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) && !(multiline && (r == '\n' || r == '\t' || r == '\r')) {
+			return kind.BadParam(param, param+" must not contain control characters")
+		}
+	}
+	return nil
+}
+
+// MessageText checks the text of a message: required, not only white space,
+// at most max characters, no control characters but newline and tab.
+func MessageText(param, s string, max int) error {
+	if s == "" {
+		return kind.Missing(param)
+	}
+	if err := Text(param, s, true); err != nil {
+		return err
+	}
+	if strings.TrimSpace(s) == "" {
+		return kind.BadParam(param, param+" must not be empty")
+	}
+	if n := utf8.RuneCountInString(s); n > max {
+		return kind.BadParam(param, param+" is too long: at most "+strconv.Itoa(max)+" characters")
+	}
+	return nil
+}
+
+// ReactionName checks a reaction name: 1 to 64 characters, no white space,
+// brackets or control characters.
+func ReactionName(param, s string) error {
+	if s == "" {
+		return kind.BadParam(param, "a reaction name must not be empty")
+	}
+	if err := Text(param, s, false); err != nil {
+		return err
+	}
+	if utf8.RuneCountInString(s) > 64 {
+		return kind.BadParam(param, "a reaction name must be at most 64 characters")
+	}
+	if strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || r == '[' || r == ']' }) {
+		return kind.BadParam(param, "a reaction name must not contain white space or brackets")
+	}
+	return nil
+}
+
+// Limit resolves a page size: 0 means the default of 10; anything outside
+// 1..max is an error naming param "limit".
+func Limit(n, max int) (int, error) {
+	if n == 0 {
+		return min(10, max), nil
+	}
+	if n < 1 || n > max {
+		return 0, kind.BadParam("limit", "limit must be between 1 and "+strconv.Itoa(max))
+	}
+	return n, nil
+}
+
+// Cursor checks that at most one of starting_after and ending_before is set.
+func Cursor(after, before string) error {
+	if after != "" && before != "" {
+		return kind.BadParam("ending_before", "starting_after and ending_before cannot be used together")
+	}
+	return nil
+}
+
+// Filename cleans an uploaded file's name: its base name (after the last /
+// or \), invalid UTF-8 and control characters removed, surrounding white
+// space trimmed, cut to at most 255 bytes on a character boundary. A name
+// that is empty after cleaning, "." or ".." is an error.
+func Filename(param, name string) (string, error) {
+	name = strings.ToValidUTF8(name, "")
+	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
+		name = name[i+1:]
+	}
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, name)
+	name = strings.TrimSpace(name)
+	for len(name) > 255 {
+		_, size := utf8.DecodeLastRuneInString(name)
+		name = name[:len(name)-size]
+	}
+	name = strings.TrimSpace(name)
+	if name == "" || name == "." || name == ".." || path.Base(name) != name {
+		return "", kind.BadParam(param, param+" is empty or not a valid file name")
+	}
+	return name, nil
+}

@@ -1,0 +1,102 @@
+// Package ids makes the server's identifiers: a type prefix and a 26-character
+// suffix that sorts in creation order (a ULID in lower-case Crockford base32:
+// 48 bits of Unix milliseconds, then 80 bits that are random for the first id
+// of a millisecond and incremented for the ones after it).
+//
+// Time-ordered ids append to the right edge of a B-tree index, which is what
+// makes inserts cheap on every SQL backend.
+package ids
+
+import (
+	"crypto/rand"
+	"sync"
+	"time"
+)
+
+const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
+
+// Prefixes of the identifier types.
+const (
+	Message    = "msg_"
+	Attachment = "att_"
+	Contact    = "ctc_"
+)
+
+var (
+	mu     sync.Mutex
+	lastMS uint64
+	last   [10]byte
+)
+
+// New returns a new identifier with the given prefix, greater than every
+// identifier this process made before with any prefix.
+func New(prefix string) string {
+	return NewAt(prefix, time.Now())
+}
+
+// NewAt is New for a given time; ids made for earlier times than the last one
+// still sort after it (the clock never goes back within a process).
+func NewAt(prefix string, t time.Time) string {
+	ms := uint64(t.UnixMilli())
+	mu.Lock()
+	if ms <= lastMS {
+		ms = lastMS
+		increment(&last)
+	} else {
+		lastMS = ms
+		_, _ = rand.Read(last[:])
+		last[0] &= 0x7f // room to increment within the millisecond
+	}
+	r := last
+	mu.Unlock()
+
+	var b [16]byte
+	for i := 5; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
+	}
+	copy(b[6:], r[:])
+	return prefix + encode(b)
+}
+
+func increment(b *[10]byte) {
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i]++
+		if b[i] != 0 {
+			return
+		}
+	}
+}
+
+// encode writes 128 bits as 26 base32 characters, most significant first.
+func encode(b [16]byte) string {
+	var out [26]byte
+	// 130 bits of output: two leading zero bits, then the 128 bits of b.
+	var acc uint32
+	bits := 2
+	j := 0
+	for _, c := range b {
+		acc = acc<<8 | uint32(c)
+		bits += 8
+		for bits >= 5 {
+			bits -= 5
+			out[j] = alphabet[(acc>>bits)&31]
+			j++
+		}
+	}
+	return string(out[:])
+}
+
+// Valid reports whether s looks like an id with the given prefix.
+func Valid(prefix, s string) bool {
+	if len(s) != len(prefix)+26 || s[:len(prefix)] != prefix {
+		return false
+	}
+	for i := len(prefix); i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z') {
+			return false
+		}
+	}
+	return true
+}
