@@ -1,0 +1,45 @@
+// Package attachments is the files half of Parley: files uploaded by
+// contacts, filed in conversations and linked to messages, with their bytes
+// in any object store.
+//
+// A Service holds the rules; a Repository stores the rows and a BlobStore
+// the bytes. Uploads stream from the reader to the store: memory does not
+// grow with the file's size, the size limit is enforced while streaming, and
+// the size and SHA-256 are computed on the way.
+//
+// # No orphans
+//
+// Writes are ordered so that a failure at any point leaves nothing, or
+// something Reconcile finishes:
+//
+//   - Upload writes the object first (its key is made by the server, never
+//     from user input: "attachments/<id>"), then the row. A failed object
+//     write leaves nothing; a failed row insert removes the object; if that
+//     removal fails too, the object is an orphan that Reconcile removes once
+//     it is older than Options.OrphanGrace.
+//   - Delete removes the row and records the key as a pending deletion in
+//     one transaction, then removes the object and forgets the key. If the
+//     object cannot be removed, the pending deletion stays, and Reconcile
+//     retries it.
+//
+// Run Reconcile periodically (the example server does).
+//
+// # File names
+//
+// A file name is the base name of the uploaded name (no path), with invalid
+// UTF-8 and control characters removed, trimmed, at most 255 bytes; a name
+// that is empty after cleaning, "." or ".." is invalid. Renames follow the
+// same rules, change the row only, and never copy the bytes.
+//
+// # Errors
+//
+// Errors match, with errors.Is, the kinds ErrNotFound, ErrInvalid,
+// ErrPermission, ErrConflict, ErrTooLarge and ErrUnavailable (the same values
+// as messaging's), and errors.As reads them as *Error.
+//
+// # Backends
+//
+// storage/sqlstore and storage/memstore implement Repository;
+// storage/blobstore (any gocloud.dev bucket: local files, S3, GCS, Azure) and
+// storage/memstore implement BlobStore. storage/storetest checks both.
+package attachments
