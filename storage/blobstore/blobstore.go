@@ -1,0 +1,195 @@
+package blobstore
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"gocloud.dev/blob"
+	_ "gocloud.dev/blob/fileblob" // file:// URLs
+	_ "gocloud.dev/blob/memblob"  // mem:// URLs
+	_ "gocloud.dev/blob/s3blob"   // s3:// URLs
+	"gocloud.dev/gcerrors"
+
+	"github.com/parleychat/parley/attachments"
+)
+
+// Store is an attachments.BlobStore, attachments.Lister and
+// attachments.URLSigner over a gocloud bucket. It is safe for concurrent
+// use.
+type Store struct {
+	b *blob.Bucket
+}
+
+var (
+	_ attachments.BlobStore = (*Store)(nil)
+	_ attachments.Lister    = (*Store)(nil)
+	_ attachments.URLSigner = (*Store)(nil)
+)
+
+// Open opens the bucket at a gocloud URL (s3://, file://, mem://, or the
+// scheme of any driver the program imports); see the package documentation.
+// The Store owns the bucket: Close closes it.
+func Open(ctx context.Context, bucketURL string) (*Store, error) {
+	b, err := blob.OpenBucket(ctx, bucketURL)
+	if err != nil {
+		return nil, fmt.Errorf("blobstore: %w", err)
+	}
+	return New(b), nil
+}
+
+// New returns a Store over b. Close closes b.
+func New(b *blob.Bucket) *Store { return &Store{b: b} }
+
+// Bucket returns the underlying bucket, for what the Store does not offer
+// (serving fileblob signed URLs, for example).
+func (s *Store) Bucket() *blob.Bucket { return s.b }
+
+// Close closes the bucket.
+func (s *Store) Close() error { return s.b.Close() }
+
+// Put streams r into the object key. If r fails or ctx ends before io.EOF,
+// the write is aborted and no object is left under key.
+func (s *Store) Put(ctx context.Context, key, contentType string, r io.Reader) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := s.b.NewWriter(wctx, key, &blob.WriterOptions{ContentType: contentType, BufferSize: partSize, MaxConcurrency: partConcurrency})
+	if err != nil {
+		return fmt.Errorf("blobstore: put: %w", err)
+	}
+	_, err = io.Copy(w, r)
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		// Cancel before Close: that is how gocloud aborts a write instead
+		// of committing what was written so far.
+		cancel()
+		_ = w.Close()
+		return fmt.Errorf("blobstore: put %q aborted: %w", key, err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("blobstore: put: %w", err)
+	}
+	return nil
+}
+
+// Open returns a reader of the object that can seek. A missing object is an
+// error matching attachments.ErrNotFound.
+func (s *Store) Open(ctx context.Context, key string) (io.ReadSeekCloser, error) {
+	r, err := s.b.NewReader(ctx, key, nil)
+	if err != nil {
+		return nil, mapError("open", err)
+	}
+	return r, nil
+}
+
+// Delete removes the object; a missing object is not an error.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	err := s.b.Delete(ctx, key)
+	if err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		return fmt.Errorf("blobstore: delete: %w", err)
+	}
+	return nil
+}
+
+// List calls fn for every object whose key starts with prefix, in key
+// order, stopping at the first error fn returns.
+func (s *Store) List(ctx context.Context, prefix string, fn func(attachments.Object) error) error {
+	it := s.b.List(&blob.ListOptions{Prefix: prefix})
+	for {
+		o, err := it.Next(ctx)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("blobstore: list: %w", err)
+		}
+		if o.IsDir {
+			continue
+		}
+		if err := fn(attachments.Object{Key: o.Key, ModTime: o.ModTime}); err != nil {
+			return err
+		}
+	}
+}
+
+// SignedURL returns a GET URL of the object valid for expiry (0 means the
+// gocloud default of an hour). Where the
+// driver supports it (S3), the URL makes the server answer with
+// contentType and a Content-Disposition naming filename. A bucket that
+// cannot sign gives an error matching attachments.ErrUnimplemented.
+func (s *Store) SignedURL(ctx context.Context, key, filename, contentType string, expiry time.Duration) (string, error) {
+	disp := disposition(filename, contentType)
+	u, err := s.b.SignedURL(ctx, key, &blob.SignedURLOptions{
+		Expiry: expiry,
+		Method: http.MethodGet,
+		BeforeSign: func(as func(any) bool) error {
+			var in *s3.GetObjectInput
+			if as(&in) {
+				if contentType != "" {
+					in.ResponseContentType = &contentType
+				}
+				in.ResponseContentDisposition = &disp
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return "", mapError("sign", err)
+	}
+	return u, nil
+}
+
+// mapError turns the gocloud codes the attachments contract names into its
+// kinds, keeping the cause.
+func mapError(op string, err error) error {
+	switch gcerrors.Code(err) {
+	case gcerrors.NotFound:
+		return fmt.Errorf("blobstore: %s: %w: %w", op, attachments.ErrNotFound, err)
+	case gcerrors.Unimplemented:
+		return fmt.Errorf("blobstore: %s: the bucket cannot do this: %w: %w", op, attachments.ErrUnimplemented, err)
+	}
+	return fmt.Errorf("blobstore: %s: %w", op, err)
+}
+
+// inlineTypes are the media types a browser may show inline without risk;
+// every other type is served as a download.
+var inlineTypes = map[string]bool{
+	"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true,
+	"image/avif": true, "text/plain": true, "application/pdf": true,
+}
+
+// disposition returns the Content-Disposition for serving a file: inline
+// for images, plain text, PDF, audio and video, attachment for any other
+// type (HTML and SVG included), with the file name encoded as RFC 6266
+// asks.
+func disposition(filename, contentType string) string {
+	typ := "attachment"
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err == nil && (inlineTypes[mt] || strings.HasPrefix(mt, "audio/") || strings.HasPrefix(mt, "video/")) {
+		typ = "inline"
+	}
+	if filename == "" {
+		return typ
+	}
+	if d := mime.FormatMediaType(typ, map[string]string{"filename": filename}); d != "" {
+		return d
+	}
+	return typ
+}
+
+// Writes go in parts of partSize (the smallest S3 allows), partConcurrency
+// at a time: an S3 upload then holds about (partConcurrency+1)·partSize in
+// memory, plus the 16 MiB the AWS transfer manager reads before it decides
+// between a single and a multipart upload. gocloud's defaults (8 MiB, 5)
+// hold over 60 MiB per upload.
+const (
+	partSize        = 5 << 20
+	partConcurrency = 2
+)
