@@ -22,8 +22,9 @@ type Attachment struct {
 	UploaderID string
 	// Filename is the cleaned base name of the file; it is authoritative.
 	Filename string
-	// FileURL is an absolute URL that serves the bytes. The Service fills it
-	// in on every Attachment it returns; backends leave it empty.
+	// FileURL is an absolute URL that serves the bytes. It is filled in by
+	// whoever serves the attachment (httpadapter does, for every attachment
+	// it returns); the Service and backends leave it empty.
 	FileURL string
 	// FileType is the MIME type: as declared by the uploader when specific,
 	// otherwise sniffed from the content.

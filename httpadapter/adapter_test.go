@@ -1,0 +1,152 @@
+package httpadapter_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/storage/storetest"
+)
+
+// TestAdapter runs the adapter suite over every backend: memstore and
+// sqlite always, PostgreSQL and MySQL when PARLEY_TEST_POSTGRES and
+// PARLEY_TEST_MYSQL are set.
+func TestAdapter(t *testing.T) {
+	for _, b := range backendtest.All(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			runAdapterTests(t, func(t *testing.T) storetest.Store { return b.New(t) })
+		})
+	}
+}
+
+// runAdapterTests drives every test of the HTTP adapter over stores made by
+// newStore (fresh and empty for each call), with an in-memory blob store.
+func runAdapterTests(t *testing.T, newStore func(t *testing.T) storetest.Store) {
+	t.Run("Table", func(t *testing.T) {
+		for _, group := range []struct {
+			name  string
+			cases []apiCase
+		}{
+			{"Auth", authCases},
+			{"Routing", routingCases},
+			{"CreateMessage", createMessageCases},
+			{"GetMessage", getMessageCases},
+			{"UpdateMessage", updateMessageCases},
+			{"RemoveReaction", removeReactionCases},
+			{"DeleteMessage", deleteMessageCases},
+			{"Upload", uploadCases},
+			{"GetAttachment", getAttachmentCases},
+			{"RenameAttachment", renameAttachmentCases},
+			{"DeleteAttachment", deleteAttachmentCases},
+			{"ListParams", listParamCases},
+			{"File", fileCases},
+		} {
+			t.Run(group.name, func(t *testing.T) {
+				// A fresh store every few cases keeps the snapshots that
+				// each rejection compares small.
+				var e *env
+				for i, tc := range group.cases {
+					if i%casesPerStore == 0 {
+						e = newEnv(t, newStore(t), envConfig{})
+					}
+					t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
+				}
+			})
+		}
+	})
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, newStore func(t *testing.T) storetest.Store)
+	}{
+		{"AuthenticatorErrors", testAuthenticatorErrors},
+		{"NoAuthenticator", testNoAuthenticator},
+		{"Touch", testTouch},
+		{"MessagePaging", testMessagePaging},
+		{"AttachmentPaging", testAttachmentPaging},
+		{"ListVisibility", testListVisibility},
+		{"Mount", testMount},
+		{"BaseURL", testBaseURL},
+		{"ForwardedProto", testForwardedProto},
+		{"SignedURLs", testSignedURLs},
+		{"UploadFlow", testUploadFlow},
+		{"UploadLimits", testUploadLimits},
+		{"BackendFailures", testBackendFailures},
+		{"ConcurrentReactions", testConcurrentReactions},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore) })
+	}
+}
+
+// casesPerStore is how many table cases share a store.
+const casesPerStore = 8
+
+// apiCase is one request against a fresh fixture, and what it must answer.
+// Placeholders like {msgA} in path and body name the fixture's resources.
+// A case that expects a 4xx also checks that nothing stored changed.
+type apiCase struct {
+	name       string
+	as         string // user: alice when empty; "-" sends no Authorization
+	auth       string // a raw Authorization header, overriding as
+	method     string
+	path       string
+	body       *reqBody
+	hdr        []string // extra header name, value pairs
+	wantStatus int
+	wantErr    *wantErr
+	want       map[string]any // dotted JSON paths; string values take placeholders
+	check      func(t *testing.T, e *env, fx *fixture, res *response)
+}
+
+func (tc apiCase) run(t *testing.T, e *env) {
+	fx := e.fixture(t)
+	var body *reqBody
+	if tc.body != nil {
+		body = &reqBody{ctype: tc.body.ctype, data: fx.vars.Replace(tc.body.data)}
+	}
+	before := e.snapshot(t)
+	hdr := tc.hdr
+	tok := ""
+	switch {
+	case tc.auth != "":
+		hdr = append([]string{"Authorization", tc.auth}, hdr...)
+	case tc.as == "-":
+	case tc.as == "":
+		tok = "tok-alice"
+	default:
+		tok = "tok-" + tc.as
+	}
+	res := e.do(t, tc.method, fx.vars.Replace(tc.path), tok, body, hdr...)
+	require.Equal(t, tc.wantStatus, res.StatusCode, "body: %s", res.body)
+	if tc.wantErr != nil {
+		assertError(t, res, tc.wantStatus, *tc.wantErr)
+	}
+	if tc.want != nil {
+		var v any
+		require.NoError(t, json.Unmarshal(res.body, &v), "body: %s", res.body)
+		for path, want := range tc.want {
+			got, ok := lookup(v, path)
+			if !assert.True(t, ok, "%s missing from %s", path, res.body) {
+				continue
+			}
+			switch w := want.(type) {
+			case notNullT:
+				assert.NotNil(t, got, "%s in %s", path, res.body)
+			case string:
+				assert.Equal(t, fx.vars.Replace(w), got, "%s in %s", path, res.body)
+			case int:
+				assert.Equal(t, float64(w), got, "%s in %s", path, res.body)
+			default:
+				assert.Equal(t, want, got, "%s in %s", path, res.body)
+			}
+		}
+	}
+	if tc.wantStatus >= 400 && tc.wantStatus < 500 {
+		e.assertUnchanged(t, before)
+	}
+	if tc.check != nil {
+		tc.check(t, e, fx, res)
+	}
+}

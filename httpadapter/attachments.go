@@ -1,0 +1,304 @@
+package httpadapter
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"strconv"
+
+	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/kind"
+	"github.com/parleychat/parley/messaging"
+)
+
+// maxFieldBytes bounds each non-file field of an upload.
+const maxFieldBytes = 64 << 10
+
+func (a *api) listAttachments(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
+	p, err := readListParams(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	page, err := a.files.List(ctx, caller.ID, attachments.ListOptions{
+		ConversationID: p.conversationID,
+		Limit:          p.limit,
+		StartingAfter:  p.startingAfter,
+		EndingBefore:   p.endingBefore,
+	})
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	u := a.urls(r)
+	for i := range page.Data {
+		u.attachment(ctx, &page.Data[i])
+	}
+	writeJSON(w, http.StatusOK, list[attachments.Attachment]{Object: "list", Data: page.Data, HasMore: page.HasMore})
+}
+
+// createAttachment streams a multipart/form-data upload into the blob
+// store. The fields conversation_id and message_id, when given, must come
+// before the one part named "file"; the parts after it are read (and
+// checked) before the upload is committed, so a rejected request stores
+// nothing.
+func (a *api) createAttachment(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "multipart/form-data" {
+		a.writeError(w, r, unsupportedMediaType("upload a file with Content-Type: multipart/form-data"))
+		return
+	}
+	limit := a.files.MaxUploadBytes() + a.maxBody
+	if r.ContentLength > limit {
+		a.writeError(w, r, a.uploadTooLarge())
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	mr, err := r.MultipartReader()
+	if err != nil {
+		a.writeError(w, r, bodyInvalid("malformed multipart/form-data body"))
+		return
+	}
+	var fields uploadFields
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			a.writeError(w, r, kind.Missing("file"))
+			return
+		}
+		if err != nil {
+			a.writeError(w, r, a.uploadBodyError(err))
+			return
+		}
+		if part.FormName() == "file" {
+			a.upload(w, r, caller, mr, part, fields)
+			return
+		}
+		if err := fields.read(part, false); err != nil {
+			a.writeError(w, r, a.uploadBodyError(err))
+			return
+		}
+	}
+}
+
+// uploadFields are the non-file fields of an upload.
+type uploadFields struct {
+	conversationID, messageID string
+	hasConv, hasMsg           bool
+}
+
+// read reads a non-file part; afterFile rejects the fields that must come
+// before the file, and a second file. Unknown fields are ignored.
+func (f *uploadFields) read(part *multipart.Part, afterFile bool) error {
+	name := part.FormName()
+	var dst *string
+	var seen *bool
+	switch name {
+	case "file":
+		return kind.BadParam("file", "exactly one file part is allowed")
+	case "conversation_id":
+		dst, seen = &f.conversationID, &f.hasConv
+	case "message_id":
+		dst, seen = &f.messageID, &f.hasMsg
+	default:
+		_, err := io.Copy(io.Discard, part)
+		return err
+	}
+	if afterFile {
+		return kind.BadParam(name, name+" must come before the file part")
+	}
+	if *seen {
+		return twice(name)
+	}
+	var buf bytes.Buffer
+	n, err := buf.ReadFrom(io.LimitReader(part, maxFieldBytes+1))
+	if err != nil {
+		return err
+	}
+	if n > maxFieldBytes {
+		return kind.BadParam(name, name+" is too long")
+	}
+	*dst, *seen = buf.String(), true
+	return nil
+}
+
+func (a *api) uploadTooLarge() error {
+	return &kind.Error{Kind: kind.TooLarge, Param: "file",
+		Message: "the file is larger than the limit of " + strconv.FormatInt(a.files.MaxUploadBytes(), 10) + " bytes"}
+}
+
+// uploadBodyError turns a failure to read an upload's body into a 413 (the
+// body passed its limit), the rejection itself when it is one, or a 400.
+func (a *api) uploadBodyError(err error) error {
+	var mb *http.MaxBytesError
+	if errors.As(err, &mb) {
+		return a.uploadTooLarge()
+	}
+	var ke *kind.Error
+	if errors.As(err, &ke) {
+		return err
+	}
+	return bodyInvalid("the upload body cannot be read or parsed")
+}
+
+// fileBody is the file part as the Service reads it. At the end of the part
+// it reads the rest of the multipart body, so that a trailing part that is
+// rejected (a second file, a late conversation_id) or a malformed end fails
+// the read, and with it the upload, before anything is committed.
+type fileBody struct {
+	part   *multipart.Part
+	mr     *multipart.Reader
+	fields *uploadFields
+	done   bool
+	err    error
+}
+
+func (b *fileBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	if b.done {
+		return 0, io.EOF
+	}
+	n, err := b.part.Read(p)
+	if err == io.EOF {
+		if err := b.finish(); err != nil {
+			b.err = err
+			return n, err
+		}
+		b.done = true
+		return n, io.EOF
+	}
+	if err != nil {
+		b.err = err
+	}
+	return n, err
+}
+
+// finish reads the parts after the file.
+func (b *fileBody) finish() error {
+	for {
+		part, err := b.mr.NextPart()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := b.fields.read(part, true); err != nil {
+			return err
+		}
+	}
+}
+
+func (a *api) upload(w http.ResponseWriter, r *http.Request, caller messaging.Contact, mr *multipart.Reader, part *multipart.Part, fields uploadFields) {
+	ctx := r.Context()
+	name := part.FileName()
+	if name == "" {
+		a.writeError(w, r, kind.BadParam("file", "the file part has no filename"))
+		return
+	}
+	body := &fileBody{part: part, mr: mr, fields: &fields}
+	u := attachments.Upload{
+		Filename:       name,
+		ContentType:    part.Header.Get("Content-Type"),
+		ConversationID: fields.conversationID,
+		Body:           body,
+	}
+	var att attachments.Attachment
+	var err error
+	if fields.hasMsg {
+		if fields.messageID == "" {
+			a.writeError(w, r, kind.BadParam("message_id", "message_id must not be empty"))
+			return
+		}
+		att, err = a.msgs.Attach(ctx, caller, fields.messageID, u)
+	} else {
+		if fields.hasConv && fields.conversationID == "" {
+			a.writeError(w, r, kind.BadParam("conversation_id", "conversation_id must not be empty"))
+			return
+		}
+		att, err = a.files.Upload(ctx, caller.ID, u)
+	}
+	if body.err != nil {
+		// The body, not the Service, failed; the Service stored nothing.
+		if err == nil {
+			a.discard(ctx, caller, att)
+		}
+		a.writeError(w, r, a.uploadBodyError(body.err))
+		return
+	}
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if !body.done {
+		// The store stopped reading at the end of the file part; check the
+		// rest now and undo the upload if it is rejected.
+		if ferr := body.finish(); ferr != nil {
+			a.discard(ctx, caller, att)
+			a.writeError(w, r, a.uploadBodyError(ferr))
+			return
+		}
+	}
+	a.urls(r).attachment(ctx, &att)
+	w.Header().Set("Location", a.location(r, "attachments", att.ID))
+	writeJSON(w, http.StatusCreated, att)
+}
+
+// discard removes an attachment whose request was rejected after all.
+func (a *api) discard(ctx context.Context, caller messaging.Contact, att attachments.Attachment) {
+	if err := a.files.Delete(context.WithoutCancel(ctx), caller.ID, att.ID); err != nil {
+		a.log.ErrorContext(ctx, "httpadapter: cannot remove the attachment of a rejected upload", "attachment", att.ID, "err", err)
+	}
+}
+
+func (a *api) getAttachment(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
+	ctx := r.Context()
+	att, err := a.files.Get(ctx, caller.ID, r.PathValue("id"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	a.urls(r).attachment(ctx, &att)
+	writeJSON(w, http.StatusOK, att)
+}
+
+func (a *api) renameAttachment(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
+	in, err := a.readInput(w, r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	name, ok, err := in.str("filename")
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if !ok {
+		a.writeError(w, r, kind.Missing("filename"))
+		return
+	}
+	ctx := r.Context()
+	att, err := a.files.Rename(ctx, caller.ID, r.PathValue("id"), name)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	a.urls(r).attachment(ctx, &att)
+	writeJSON(w, http.StatusOK, att)
+}
+
+func (a *api) deleteAttachment(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
+	id := r.PathValue("id")
+	if err := a.files.Delete(r.Context(), caller.ID, id); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, deleted{ID: id, Object: "attachment", Deleted: true})
+}

@@ -1,0 +1,70 @@
+package httpadapter_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// fileHeaders checks the headers of a served file.
+func fileHeaders(ctype, disposition string) func(t *testing.T, e *env, fx *fixture, res *response) {
+	return func(t *testing.T, _ *env, _ *fixture, res *response) {
+		assert.Equal(t, ctype, res.Header.Get("Content-Type"))
+		assert.Equal(t, "nosniff", res.Header.Get("X-Content-Type-Options"))
+		assert.Equal(t, disposition, res.Header.Get("Content-Disposition"))
+		assert.NotEmpty(t, res.Header.Get("Last-Modified"))
+		assert.Equal(t, "bytes", res.Header.Get("Accept-Ranges"))
+	}
+}
+
+var fileCases = []apiCase{
+	{name: "text inline", method: "GET", path: "/v1/attachments/{attA}/a.txt", wantStatus: 200,
+		check: func(t *testing.T, e *env, fx *fixture, res *response) {
+			fileHeaders("text/plain; charset=utf-8", `inline; filename="a.txt"; filename*=UTF-8''a.txt`)(t, e, fx, res)
+			assert.Equal(t, textA, string(res.body))
+			assert.Equal(t, `"`+sha(textA)+`"`, res.Header.Get("ETag"))
+		}},
+	{name: "PNG inline", as: "bob", method: "GET", path: "/v1/attachments/{attL}/linked.png", wantStatus: 200,
+		check: fileHeaders("image/png", `inline; filename="linked.png"; filename*=UTF-8''linked.png`)},
+	{name: "HTML as a download", method: "GET", path: "/v1/attachments/{attH}/page.html", wantStatus: 200,
+		check: fileHeaders("text/html", `attachment; filename="page.html"; filename*=UTF-8''page.html`)},
+	{name: "sniffed text inline", method: "GET", path: "/v1/attachments/{attN}/n.txt", wantStatus: 200,
+		check: fileHeaders("text/plain; charset=utf-8", `inline; filename="n.txt"; filename*=UTF-8''n.txt`)},
+	{name: "non-ASCII name", method: "GET", path: "/v1/attachments/{attU}/r%C3%A9sum%C3%A9%201.txt", wantStatus: 200,
+		check: func(t *testing.T, e *env, fx *fixture, res *response) {
+			assert.Equal(t, `inline; filename="r_sum_ 1.txt"; filename*=UTF-8''r%C3%A9sum%C3%A9%201.txt`, res.Header.Get("Content-Disposition"))
+			assert.Equal(t, "cv", string(res.body))
+		}},
+	{name: "HEAD", method: "HEAD", path: "/v1/attachments/{attA}/a.txt", wantStatus: 200,
+		check: func(t *testing.T, _ *env, _ *fixture, res *response) {
+			assert.Empty(t, res.body)
+			assert.Equal(t, int64(len(textA)), res.ContentLength)
+			assert.Equal(t, "nosniff", res.Header.Get("X-Content-Type-Options"))
+		}},
+	{name: "range", method: "GET", path: "/v1/attachments/{attA}/a.txt", hdr: []string{"Range", "bytes=0-4"}, wantStatus: 206,
+		check: func(t *testing.T, _ *env, _ *fixture, res *response) {
+			assert.Equal(t, textA[:5], string(res.body))
+			assert.Equal(t, "bytes 0-4/16", res.Header.Get("Content-Range"))
+		}},
+	{name: "suffix range", method: "GET", path: "/v1/attachments/{attA}/a.txt", hdr: []string{"Range", "bytes=-5"}, wantStatus: 206,
+		check: func(t *testing.T, _ *env, _ *fixture, res *response) {
+			assert.Equal(t, textA[len(textA)-5:], string(res.body))
+		}},
+	{name: "unsatisfiable range", method: "GET", path: "/v1/attachments/{attA}/a.txt", hdr: []string{"Range", "bytes=100-200"}, wantStatus: 416,
+		wantErr: &wantErr{"invalid_request_error", "range_not_satisfiable", ""}},
+	{name: "If-None-Match", method: "GET", path: "/v1/attachments/{attA}/a.txt", hdr: []string{"If-None-Match", `"` + sha(textA) + `"`}, wantStatus: 304,
+		check: func(t *testing.T, _ *env, _ *fixture, res *response) { assert.Empty(t, res.body) }},
+	{name: "If-None-Match of other bytes", method: "GET", path: "/v1/attachments/{attA}/a.txt", hdr: []string{"If-None-Match", `"0000"`}, wantStatus: 200},
+	{name: "If-Match fails", method: "GET", path: "/v1/attachments/{attA}/a.txt", hdr: []string{"If-Match", `"0000"`}, wantStatus: 412,
+		wantErr: &wantErr{"invalid_request_error", "precondition_failed", ""}},
+	{name: "If-Modified-Since", method: "GET", path: "/v1/attachments/{attA}/a.txt", hdr: []string{"If-Modified-Since", "Fri, 01 Jan 2100 00:00:00 GMT"}, wantStatus: 304},
+	{name: "If-Range with the ETag", method: "GET", path: "/v1/attachments/{attA}/a.txt", hdr: []string{"Range", "bytes=0-1", "If-Range", `"` + sha(textA) + `"`}, wantStatus: 206},
+	{name: "If-Range with another ETag", method: "GET", path: "/v1/attachments/{attA}/a.txt", hdr: []string{"Range", "bytes=0-1", "If-Range", `"0000"`}, wantStatus: 200},
+	{name: "other file name", method: "GET", path: "/v1/attachments/{attA}/b.txt", wantStatus: 404, wantErr: errNotFound},
+	{name: "file name differs in case", method: "GET", path: "/v1/attachments/{attA}/A.txt", wantStatus: 404, wantErr: errNotFound},
+	{name: "unknown attachment", method: "GET", path: "/v1/attachments/att_01jzzzzzzzzzzzzzzzzzzzzzzz/a.txt", wantStatus: 404, wantErr: errNotFound},
+	{name: "hidden by the policy", as: "mallory", method: "GET", path: "/v1/attachments/{attP}/p.txt", wantStatus: 404, wantErr: errNotFound},
+	{name: "another's in no conversation", as: "bob", method: "GET", path: "/v1/attachments/{attN}/n.txt", wantStatus: 404, wantErr: errNotFound},
+	{name: "POST", method: http.MethodPost, path: "/v1/attachments/{attA}/a.txt", wantStatus: 405, wantErr: errMethod},
+}

@@ -1,0 +1,414 @@
+package httpadapter_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"net/textproto"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/httpadapter"
+	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/storage/memstore"
+	"github.com/parleychat/parley/storage/storetest"
+)
+
+// Test limits, small so that the limit tests stay fast.
+const (
+	testMaxUpload = 4 << 10
+	testMaxBody   = 16 << 10
+)
+
+// users are the callers of every test env; their tokens are "tok-<name>".
+// mallory may not see conversations whose id starts with "private".
+var users = []string{"alice", "bob", "mallory"}
+
+// privatePolicy hides conversations "private…" from mallory.
+type privatePolicy struct{ malloryID string }
+
+func (p *privatePolicy) CanView(_ context.Context, contactID, conv string) (bool, error) {
+	return contactID != p.malloryID || !strings.HasPrefix(conv, "private"), nil
+}
+
+func (p *privatePolicy) Viewable(_ context.Context, contactID string) ([]string, bool, error) {
+	if contactID != p.malloryID {
+		return nil, true, nil
+	}
+	return []string{}, false, nil // mallory lists nothing without conversation_id
+}
+
+// env is a handler over real services on a store, served by httptest.
+type env struct {
+	t      testing.TB
+	store  storetest.Store
+	blobs  attachments.BlobStore
+	mem    *memstore.BlobStore
+	msgs   *messaging.Service
+	files  *attachments.Service
+	srv    *httptest.Server
+	url    string // where /v1 is reachable: srv.URL + mount prefix
+	prefix string
+	users  map[string]messaging.Contact
+	tokens map[string]messaging.Contact
+	ctx    context.Context
+}
+
+type envConfig struct {
+	prefix  string                                                    // mount prefix, served with http.StripPrefix
+	opts    httpadapter.Options                                       // Authenticator is set unless noAuth
+	noAuth  bool                                                      // leave Authenticator nil
+	blobs   func(*memstore.BlobStore) attachments.BlobStore           // wraps the blob store
+	auth    func(httpadapter.Authenticator) httpadapter.Authenticator // wraps the authenticator
+	extraUs int                                                       // extra users user000…
+}
+
+func newEnv(t testing.TB, store storetest.Store, cfg envConfig) *env {
+	t.Helper()
+	e := &env{t: t, store: store, mem: memstore.NewBlobStore(), prefix: cfg.prefix, ctx: context.Background(),
+		users: map[string]messaging.Contact{}, tokens: map[string]messaging.Contact{}}
+	e.blobs = e.mem
+	if cfg.blobs != nil {
+		e.blobs = cfg.blobs(e.mem)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	pol := &privatePolicy{}
+	e.files = attachments.New(store, e.blobs, &attachments.Options{Policy: pol, MaxUploadBytes: testMaxUpload, Logger: quiet})
+	e.msgs = messaging.New(store, e.files, &messaging.Options{Policy: pol, Logger: quiet})
+	names := slices.Clone(users)
+	for i := range cfg.extraUs {
+		names = append(names, fmt.Sprintf("user%03d", i))
+	}
+	for _, name := range names {
+		c, err := e.msgs.SaveContact(e.ctx, messaging.Contact{Username: name, PhoneNumber: "+100" + name})
+		require.NoError(t, err)
+		e.users[name] = c
+		e.tokens["tok-"+name] = c
+	}
+	pol.malloryID = e.users["mallory"].ID
+	opts := cfg.opts
+	if opts.MaxBodyBytes == 0 {
+		opts.MaxBodyBytes = testMaxBody
+	}
+	if opts.Logger == nil {
+		opts.Logger = quiet
+	}
+	if !cfg.noAuth {
+		opts.Authenticator = httpadapter.StaticTokens(e.tokens)
+		if cfg.auth != nil {
+			opts.Authenticator = cfg.auth(opts.Authenticator)
+		}
+	}
+	var h http.Handler = httpadapter.New(e.msgs, e.files, &opts)
+	if cfg.prefix != "" {
+		mux := http.NewServeMux()
+		mux.Handle(cfg.prefix+"/", http.StripPrefix(cfg.prefix, h))
+		h = mux
+	}
+	e.srv = httptest.NewServer(h)
+	t.Cleanup(e.srv.Close)
+	e.url = e.srv.URL + cfg.prefix
+	return e
+}
+
+// reqBody is a request body with its Content-Type.
+type reqBody struct {
+	ctype string
+	data  string
+}
+
+func form(s string) *reqBody     { return &reqBody{"application/x-www-form-urlencoded", s} }
+func jsonBody(s string) *reqBody { return &reqBody{"application/json", s} }
+func raw(ctype, s string) *reqBody {
+	return &reqBody{ctype, s}
+}
+
+// part is one part of a multipart/form-data body; a filename makes it a
+// file part.
+type part struct {
+	name, filename, ctype, data string
+}
+
+func multipartBody(parts ...part) *reqBody {
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	for _, p := range parts {
+		h := textproto.MIMEHeader{}
+		if p.filename != "" || p.ctype != "" {
+			h.Set("Content-Disposition", fmt.Sprintf(`form-data; name=%q; filename=%q`, p.name, p.filename))
+			if p.ctype != "" {
+				h.Set("Content-Type", p.ctype)
+			}
+		} else {
+			h.Set("Content-Disposition", fmt.Sprintf(`form-data; name=%q`, p.name))
+		}
+		w, err := mw.CreatePart(h)
+		if err != nil {
+			panic(err)
+		}
+		_, _ = io.WriteString(w, p.data)
+	}
+	_ = mw.Close()
+	return &reqBody{mw.FormDataContentType(), buf.String()}
+}
+
+func file(filename, ctype, data string) part { return part{"file", filename, ctype, data} }
+func field(name, value string) part          { return part{name: name, data: value} }
+
+// response is a response with its body read.
+type response struct {
+	*http.Response
+	body []byte
+}
+
+// json decodes the body as one JSON value.
+func (r *response) json(t testing.TB) map[string]any {
+	t.Helper()
+	var v map[string]any
+	require.NoError(t, json.Unmarshal(r.body, &v), "body: %s", r.body)
+	return v
+}
+
+// do sends a request as the caller with token tok ("" for none) to path
+// under e.url (or to an absolute URL).
+func (e *env) do(t testing.TB, method, path, tok string, body *reqBody, hdr ...string) *response {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		rd = strings.NewReader(body.data)
+	}
+	u := path
+	if !strings.HasPrefix(u, "http") {
+		u = e.url + path
+	}
+	req, err := http.NewRequestWithContext(e.ctx, method, u, rd)
+	require.NoError(t, err)
+	if body != nil && body.ctype != "" {
+		req.Header.Set("Content-Type", body.ctype)
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	res, err := e.srv.Client().Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return &response{Response: res, body: b}
+}
+
+// as sends a request as the named user.
+func (e *env) as(t testing.TB, user, method, path string, body *reqBody, hdr ...string) *response {
+	t.Helper()
+	return e.do(t, method, path, "tok-"+user, body, hdr...)
+}
+
+// fixture is a fresh set of resources for one test case, in conversations
+// of its own.
+type fixture struct {
+	conv, private string
+	msgA          string // alice's message in conv, with attL linked
+	msgB          string // bob's message in conv; reactions thumbs_up: alice, bob
+	msgP          string // alice's message in private (hidden from mallory)
+	attA          string // alice's unlinked text file "a.txt" in conv
+	attB          string // bob's unlinked file in conv
+	attL          string // alice's PNG "linked.png", linked to msgA
+	attN          string // alice's file in no conversation
+	attP          string // alice's file in private
+	attH          string // alice's HTML file "page.html" in conv
+	attU          string // alice's file "résumé 1.txt" in conv
+	vars          *strings.Replacer
+}
+
+const (
+	textA   = "hello from alice"
+	pngData = "\x89PNG\r\n\x1a\n0000IHDR-fake-png"
+)
+
+var fixtureSeq int
+
+func (e *env) fixture(t testing.TB) *fixture {
+	t.Helper()
+	fixtureSeq++
+	fx := &fixture{conv: fmt.Sprintf("conv-%d", fixtureSeq), private: fmt.Sprintf("private-%d", fixtureSeq)}
+	alice, bob := e.users["alice"], e.users["bob"]
+	fx.attA = e.upload(t, "alice", fx.conv, "a.txt", "text/plain; charset=utf-8", textA)
+	fx.attB = e.upload(t, "bob", fx.conv, "b.txt", "", "hello from bob")
+	fx.attL = e.upload(t, "alice", fx.conv, "linked.png", "image/png", pngData)
+	fx.attN = e.upload(t, "alice", "", "n.txt", "", "no conversation")
+	fx.attP = e.upload(t, "alice", fx.private, "p.txt", "", "private file")
+	fx.attH = e.upload(t, "alice", fx.conv, "page.html", "text/html", "<script>alert(1)</script>")
+	fx.attU = e.upload(t, "alice", fx.conv, "résumé 1.txt", "text/plain", "cv")
+	m, err := e.msgs.Create(e.ctx, alice, messaging.NewMessage{ConversationID: fx.conv, Text: "hi from alice", Attachments: []string{fx.attL}})
+	require.NoError(t, err)
+	fx.msgA = m.ID
+	m, err = e.msgs.Create(e.ctx, bob, messaging.NewMessage{ConversationID: fx.conv, Text: "hi from bob"})
+	require.NoError(t, err)
+	fx.msgB = m.ID
+	_, err = e.msgs.Update(e.ctx, alice, fx.msgB, messaging.Update{Reactions: []messaging.Reaction{{Name: "thumbs_up", Reactors: []string{"alice"}}}})
+	require.NoError(t, err)
+	_, err = e.msgs.Update(e.ctx, bob, fx.msgB, messaging.Update{Reactions: []messaging.Reaction{{Name: "thumbs_up", Reactors: []string{"bob"}}}})
+	require.NoError(t, err)
+	m, err = e.msgs.Create(e.ctx, alice, messaging.NewMessage{ConversationID: fx.private, Text: "a secret"})
+	require.NoError(t, err)
+	fx.msgP = m.ID
+	fx.vars = strings.NewReplacer(
+		"{conv}", fx.conv, "{private}", fx.private,
+		"{msgA}", fx.msgA, "{msgB}", fx.msgB, "{msgP}", fx.msgP,
+		"{attA}", fx.attA, "{attB}", fx.attB, "{attL}", fx.attL, "{attN}", fx.attN,
+		"{attP}", fx.attP, "{attH}", fx.attH, "{attU}", fx.attU,
+		"{alice}", alice.ID, "{bob}", bob.ID,
+	)
+	return fx
+}
+
+// upload stores a file through the Service, as user.
+func (e *env) upload(t testing.TB, user, conv, name, ctype, data string) string {
+	t.Helper()
+	a, err := e.files.Upload(e.ctx, e.users[user].ID, attachments.Upload{Filename: name, ContentType: ctype, ConversationID: conv, Body: strings.NewReader(data)})
+	require.NoError(t, err)
+	return a.ID
+}
+
+// snapshot describes everything stored, one sorted line per item:
+// messages (without the contacts' activity), attachment rows, pending
+// deletions and blob objects.
+func (e *env) snapshot(t testing.TB) []string {
+	t.Helper()
+	var lines []string
+	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
+	msgs, _, err := e.store.ListMessages(e.ctx, messaging.ListQuery{All: true, Limit: 10000})
+	require.NoError(t, err)
+	for _, m := range msgs {
+		var att []string
+		for _, a := range m.Attachments {
+			att = append(att, a.ID)
+		}
+		add("msg %s %s %s %q %v %v %d %d", m.ID, m.ConversationID, m.Contact.ID, m.Text, m.Reactions, att, m.ReadAt.UnixMicro(), m.UpdatedAt.UnixMicro())
+	}
+	seen := map[string]bool{}
+	for _, c := range e.users {
+		atts, _, err := e.store.ListAttachments(e.ctx, attachments.ListQuery{All: true, UploaderID: c.ID, Limit: 10000})
+		require.NoError(t, err)
+		for _, a := range atts {
+			if !seen[a.ID] {
+				seen[a.ID] = true
+				add("att %s %s %s %s %q %s %d %s %s", a.ID, a.MessageID, a.ConversationID, a.UploaderID, a.Filename, a.FileType, a.FileSize, a.SHA256, a.Key)
+			}
+		}
+	}
+	pending, err := e.store.PendingDeletions(e.ctx, 10000)
+	require.NoError(t, err)
+	for _, k := range pending {
+		add("pending %s", k)
+	}
+	require.NoError(t, e.mem.List(e.ctx, "", func(o attachments.Object) error {
+		add("blob %s %d", o.Key, o.ModTime.UnixNano())
+		return nil
+	}))
+	slices.Sort(lines)
+	return lines
+}
+
+// assertUnchanged checks that nothing stored changed since before.
+func (e *env) assertUnchanged(t testing.TB, before []string) {
+	t.Helper()
+	after := e.snapshot(t)
+	var added, removed []string
+	for _, l := range after {
+		if _, found := slices.BinarySearch(before, l); !found {
+			added = append(added, l)
+		}
+	}
+	for _, l := range before {
+		if _, found := slices.BinarySearch(after, l); !found {
+			removed = append(removed, l)
+		}
+	}
+	assert.Empty(t, added, "a rejected request stored something")
+	assert.Empty(t, removed, "a rejected request removed or changed something")
+}
+
+// blobCount counts the objects of the blob store.
+func (e *env) blobCount(t testing.TB) int {
+	t.Helper()
+	n := 0
+	require.NoError(t, e.mem.List(e.ctx, "", func(attachments.Object) error { n++; return nil }))
+	return n
+}
+
+// wantErr is the error object a case expects.
+type wantErr struct{ typ, code, param string }
+
+// assertError checks the error object of a failed response.
+func assertError(t testing.TB, res *response, status int, w wantErr) {
+	t.Helper()
+	require.Equal(t, status, res.StatusCode, "body: %s", res.body)
+	assert.Equal(t, "application/json; charset=utf-8", res.Header.Get("Content-Type"))
+	var body struct {
+		Error map[string]any `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(res.body, &body), "body: %s", res.body)
+	require.NotNil(t, body.Error, "body: %s", res.body)
+	assert.Equal(t, w.typ, body.Error["type"], "type; body: %s", res.body)
+	if w.code != "" {
+		assert.Equal(t, w.code, body.Error["code"], "code; body: %s", res.body)
+	}
+	if w.param != "" {
+		assert.Equal(t, w.param, body.Error["param"], "param; body: %s", res.body)
+	} else {
+		assert.NotContains(t, body.Error, "param", "body: %s", res.body)
+	}
+	assert.NotEmpty(t, body.Error["message"])
+}
+
+// lookup returns the value at a dotted path ("attachments.0.id") of v.
+func lookup(v any, path string) (any, bool) {
+	for _, k := range strings.Split(path, ".") {
+		switch x := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = x[k]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, err := strconv.Atoi(k)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil, false
+			}
+			v = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// notNull matches any value but null.
+type notNullT struct{}
+
+var notNull = notNullT{}
+
+func sha(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+func multipartWriter(w io.Writer) *multipart.Writer { return multipart.NewWriter(w) }

@@ -1,0 +1,148 @@
+package httpadapter
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/parleychat/parley/internal/ids"
+	"github.com/parleychat/parley/internal/kind"
+)
+
+// Error types of the API's error object.
+const (
+	typeInvalidRequest = "invalid_request_error"
+	typeAuthentication = "authentication_error"
+	typePermission     = "permission_error"
+	typeNotFound       = "not_found_error"
+	typeConflict       = "conflict_error"
+	typeAPI            = "api_error"
+)
+
+// Error codes beyond kind.CodeMissing and kind.CodeInvalid.
+const (
+	codeBodyInvalid      = "body_invalid"
+	codeUnauthenticated  = "unauthenticated"
+	codePermission       = "permission_denied"
+	codeNotFound         = "resource_missing"
+	codeMethod           = "method_not_allowed"
+	codeConflict         = "conflict"
+	codeTooLarge         = "too_large"
+	codeMediaType        = "unsupported_media_type"
+	codeRange            = "range_not_satisfiable"
+	codePrecondition     = "precondition_failed"
+	codeUnimplemented    = "unimplemented"
+	codeUnavailable      = "unavailable"
+	codeInternal         = "internal_error"
+	retryAfterSeconds    = "5"
+	internalErrorMessage = "internal error"
+)
+
+// apiError is the error object of a failed request, as the client sees it.
+type apiError struct {
+	status  int
+	Type    string `json:"type"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Param   string `json:"param,omitempty"`
+}
+
+type errorBody struct {
+	Error *apiError `json:"error"`
+}
+
+// httpError is an error the adapter itself raises with a given status (405,
+// 413 of a body, 415, …). It is never returned by the services.
+type httpError struct{ apiError }
+
+func (e *httpError) Error() string { return e.Message }
+
+func newHTTPError(status int, typ, code, msg string) *httpError {
+	return &httpError{apiError{status: status, Type: typ, Code: code, Message: msg}}
+}
+
+func bodyInvalid(msg string) error {
+	return newHTTPError(http.StatusBadRequest, typeInvalidRequest, codeBodyInvalid, msg)
+}
+
+func unsupportedMediaType(msg string) error {
+	return newHTTPError(http.StatusUnsupportedMediaType, typeInvalidRequest, codeMediaType, msg)
+}
+
+// errUnauthenticated answers a request without usable credentials.
+var errUnauthenticated = &kind.Error{Kind: kind.Unauthenticated,
+	Message: "authentication required: send Authorization: Bearer <token>"}
+
+// errUnknownToken answers a request whose bearer token is not known.
+var errUnknownToken = &kind.Error{Kind: kind.Unauthenticated, Message: "invalid bearer token"}
+
+// classify turns err into the error object the client sees: the one table
+// from error kind to HTTP status, type and code. Messages of *kind.Error
+// values are written for people and shown as they are; any other error is
+// "internal error".
+func classify(err error) *apiError {
+	var he *httpError
+	if errors.As(err, &he) {
+		e := he.apiError
+		return &e
+	}
+	var ke *kind.Error
+	hasKE := errors.As(err, &ke)
+	k := kind.Of(err)
+	msg := func(def string) string {
+		if hasKE && ke.Kind != nil && ke.Message != "" {
+			return ke.Message
+		}
+		return def
+	}
+	param := ""
+	if hasKE {
+		param = ke.Param
+	}
+	switch k {
+	case kind.Invalid:
+		code := kind.CodeInvalid
+		if hasKE && ke.Code != "" {
+			code = ke.Code
+		}
+		return &apiError{status: http.StatusBadRequest, Type: typeInvalidRequest, Code: code, Message: msg("invalid request"), Param: param}
+	case kind.Unauthenticated:
+		return &apiError{status: http.StatusUnauthorized, Type: typeAuthentication, Code: codeUnauthenticated, Message: msg("authentication required")}
+	case kind.Permission:
+		return &apiError{status: http.StatusForbidden, Type: typePermission, Code: codePermission, Message: msg("permission denied"), Param: param}
+	case kind.NotFound:
+		return &apiError{status: http.StatusNotFound, Type: typeNotFound, Code: codeNotFound, Message: msg("not found"), Param: param}
+	case kind.Conflict:
+		return &apiError{status: http.StatusConflict, Type: typeConflict, Code: codeConflict, Message: msg("conflict"), Param: param}
+	case kind.TooLarge:
+		return &apiError{status: http.StatusRequestEntityTooLarge, Type: typeInvalidRequest, Code: codeTooLarge, Message: msg("too large"), Param: param}
+	case kind.Unimplemented:
+		return &apiError{status: http.StatusNotImplemented, Type: typeAPI, Code: codeUnimplemented, Message: msg("not implemented")}
+	case kind.Unavailable:
+		return &apiError{status: http.StatusServiceUnavailable, Type: typeAPI, Code: codeUnavailable, Message: "service unavailable, try again later"}
+	}
+	return &apiError{status: http.StatusInternalServerError, Type: typeAPI, Code: codeInternal, Message: internalErrorMessage}
+}
+
+// writeError answers err. Unexpected errors (500) are logged with a request
+// id that is also sent in the Request-Id header; their text never reaches
+// the client.
+func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := classify(err)
+	h := w.Header()
+	switch e.status {
+	case http.StatusUnauthorized:
+		if errors.Is(err, errUnknownToken) {
+			h.Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		} else {
+			h.Set("WWW-Authenticate", "Bearer")
+		}
+	case http.StatusServiceUnavailable:
+		h.Set("Retry-After", retryAfterSeconds)
+		a.log.WarnContext(r.Context(), "httpadapter: backend unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+	case http.StatusInternalServerError, http.StatusNotImplemented:
+		reqID := ids.New("req_")
+		h.Set("Request-Id", reqID)
+		a.log.ErrorContext(r.Context(), "httpadapter: request failed", "request_id", reqID, "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	writeJSON(w, e.status, errorBody{Error: e})
+}

@@ -1,0 +1,154 @@
+package httpadapter
+
+import (
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/parleychat/parley/internal/kind"
+	"github.com/parleychat/parley/messaging"
+)
+
+// inlineTypes are the media types served with Content-Disposition: inline:
+// formats that browsers render without running scripts. Everything else
+// (HTML, SVG, XML, JavaScript, unknown types, …) is served as a download.
+var inlineTypes = map[string]bool{
+	"image/png":       true,
+	"image/jpeg":      true,
+	"image/gif":       true,
+	"image/webp":      true,
+	"image/avif":      true,
+	"text/plain":      true,
+	"application/pdf": true,
+	"audio/mpeg":      true,
+	"audio/ogg":       true,
+	"video/mp4":       true,
+	"video/webm":      true,
+}
+
+// serveFile serves an attachment's bytes at
+// /v1/attachments/{id}/{filename}. The file name in the path must be the
+// attachment's current name: after a rename the old URL is a 404.
+// Range and conditional requests (ETag: the SHA-256; Last-Modified: the
+// upload time) are answered by http.ServeContent.
+func (a *api) serveFile(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	att, body, err := a.files.Open(ctx, caller.ID, id)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	defer body.Close()
+	if att.Filename != r.PathValue("filename") {
+		a.writeError(w, r, &kind.Error{Kind: kind.NotFound, Message: "no such file: the attachment " + id + " has another file name"})
+		return
+	}
+	h := w.Header()
+	ctype := att.FileType
+	if ctype == "" {
+		ctype = "application/octet-stream"
+	}
+	h.Set("Content-Type", ctype)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "private")
+	h.Set("Content-Disposition", contentDisposition(ctype, att.Filename))
+	if att.SHA256 != "" {
+		h.Set("ETag", `"`+att.SHA256+`"`)
+	}
+	http.ServeContent(&fileErrorWriter{ResponseWriter: w, a: a, r: r}, r, "", att.CreatedAt, body)
+}
+
+// contentDisposition is inline for the safe types, else attachment, with
+// the file name in RFC 6266/8187 form and an ASCII fallback.
+func contentDisposition(ctype, filename string) string {
+	disp := "attachment"
+	if mt, _, err := mime.ParseMediaType(ctype); err == nil && inlineTypes[mt] {
+		disp = "inline"
+	}
+	var ascii strings.Builder
+	for _, c := range filename {
+		switch {
+		case c == '"' || c == '\\':
+			ascii.WriteByte('_')
+		case c < utf8.RuneSelf && c >= 0x20 && c != 0x7f:
+			ascii.WriteRune(c)
+		default:
+			ascii.WriteByte('_')
+		}
+	}
+	return disp + `; filename="` + ascii.String() + `"; filename*=UTF-8''` + encodeRFC8187(filename)
+}
+
+// encodeRFC8187 percent-encodes everything but attr-char (RFC 8187).
+func encodeRFC8187(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$&+-.^_`|~", c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
+}
+
+// fileErrorWriter turns the plain-text errors of http.ServeContent (416,
+// 412, 500) into the API's JSON error objects.
+type fileErrorWriter struct {
+	http.ResponseWriter
+	a       *api
+	r       *http.Request
+	swallow bool
+}
+
+func (w *fileErrorWriter) WriteHeader(status int) {
+	if status < 400 {
+		w.ResponseWriter.WriteHeader(status)
+		return
+	}
+	w.swallow = true
+	h := w.ResponseWriter.Header()
+	h.Del("Content-Disposition")
+	h.Del("ETag")
+	h.Del("Cache-Control")
+	var err error
+	switch status {
+	case http.StatusRequestedRangeNotSatisfiable:
+		err = newHTTPError(status, typeInvalidRequest, codeRange, "the requested range cannot be satisfied")
+	case http.StatusPreconditionFailed:
+		err = newHTTPError(status, typeInvalidRequest, codePrecondition, "a precondition of the request failed")
+	default:
+		err = newHTTPError(http.StatusInternalServerError, typeAPI, codeInternal, internalErrorMessage)
+	}
+	w.a.writeError(w.ResponseWriter, w.r, err)
+}
+
+func (w *fileErrorWriter) Write(p []byte) (int, error) {
+	if w.swallow {
+		return len(p), nil
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// ReadFrom keeps the underlying writer's io.ReaderFrom fast path.
+func (w *fileErrorWriter) ReadFrom(src io.Reader) (int64, error) {
+	if w.swallow {
+		return io.Copy(io.Discard, src)
+	}
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		return rf.ReadFrom(src)
+	}
+	return io.Copy(writerOnly{w.ResponseWriter}, src)
+}
+
+type writerOnly struct{ io.Writer }
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *fileErrorWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

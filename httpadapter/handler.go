@@ -1,0 +1,215 @@
+package httpadapter
+
+import (
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/messaging"
+)
+
+// Options configure the handler. A nil *Options means all defaults, which
+// include no Authenticator: every request is then answered 401.
+type Options struct {
+	// Authenticator identifies callers from their bearer tokens. Default:
+	// none, and every request is a 401.
+	Authenticator Authenticator
+
+	// BaseURL is the absolute URL at which the handler's /v1 is reachable,
+	// without the /v1, e.g. "https://chat.example.com/api". file_url values
+	// start with it, and Location headers with its path. Default: derived
+	// from each request: the scheme is https when the connection is TLS or
+	// X-Forwarded-Proto says "https", else http; the host is r.Host; the
+	// path prefix is the part of r.RequestURI before r.URL.Path (so mounting
+	// with http.StripPrefix works). Set it when a proxy rewrites hosts or
+	// paths. New panics if it is not an absolute http(s) URL.
+	BaseURL string
+
+	// SignedURLExpiry, when > 0 and the blob store can sign URLs
+	// (attachments.URLSigner), makes file_url a signed URL of the bucket
+	// valid for that long. Otherwise file_url is the handler's own
+	// authenticated route /v1/attachments/{id}/{filename}. Default: 0.
+	SignedURLExpiry time.Duration
+
+	// MaxBodyBytes is the largest body of a request other than an upload.
+	// Default: 1 MiB. Uploads are limited by the attachments Service's
+	// MaxUploadBytes (plus MaxBodyBytes for the multipart framing and the
+	// other fields).
+	MaxBodyBytes int64
+
+	// Logger receives unexpected errors (with the request id sent to the
+	// client) and failures that do not fail a request. Default:
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// api is the handler's state, shared by all requests.
+type api struct {
+	msgs       *messaging.Service
+	files      *attachments.Service
+	auth       Authenticator
+	log        *slog.Logger
+	maxBody    int64
+	signExpiry time.Duration
+	cannotSign atomic.Bool // the blob store answered ErrUnimplemented once
+
+	base     string // Options.BaseURL without a trailing slash; "" to derive
+	basePath string // the path of base
+	mux      *http.ServeMux
+	notFound http.Handler
+}
+
+// New returns an http.Handler that serves the /v1 API over the services.
+// It expects request paths that start with /v1; mount it under a prefix
+// with http.StripPrefix:
+//
+//	mux.Handle("/api/", http.StripPrefix("/api", httpadapter.New(msgs, files, opts)))
+func New(msgs *messaging.Service, files *attachments.Service, opts *Options) http.Handler {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	a := &api{
+		msgs:       msgs,
+		files:      files,
+		auth:       o.Authenticator,
+		log:        o.Logger,
+		maxBody:    o.MaxBodyBytes,
+		signExpiry: o.SignedURLExpiry,
+	}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	if a.maxBody <= 0 {
+		a.maxBody = 1 << 20
+	}
+	if o.BaseURL != "" {
+		u, err := url.Parse(o.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			panic("httpadapter: Options.BaseURL must be an absolute http or https URL without query: " + o.BaseURL)
+		}
+		a.base = strings.TrimRight(o.BaseURL, "/")
+		a.basePath = strings.TrimRight(u.EscapedPath(), "/")
+	}
+
+	a.mux = http.NewServeMux()
+	a.notFound = a.route(nil)
+	a.mux.Handle("/", a.notFound)
+	a.mux.Handle("/v1/messages", a.route([]method{
+		{http.MethodGet, a.listMessages},
+		{http.MethodPost, a.createMessage},
+	}))
+	a.mux.Handle("/v1/messages/{id}", a.route([]method{
+		{http.MethodGet, a.getMessage},
+		{http.MethodPut, a.updateMessage},
+		{http.MethodDelete, a.deleteMessage},
+	}))
+	a.mux.Handle("/v1/messages/{id}/reactions/{name}", a.route([]method{
+		{http.MethodDelete, a.removeReaction},
+	}))
+	a.mux.Handle("/v1/attachments", a.route([]method{
+		{http.MethodGet, a.listAttachments},
+		{http.MethodPost, a.createAttachment},
+	}))
+	a.mux.Handle("/v1/attachments/{id}", a.route([]method{
+		{http.MethodGet, a.getAttachment},
+		{http.MethodPut, a.renameAttachment},
+		{http.MethodDelete, a.deleteAttachment},
+	}))
+	a.mux.Handle("/v1/attachments/{id}/{filename}", a.route([]method{
+		{http.MethodGet, a.serveFile},
+	}))
+	return a
+}
+
+// ServeHTTP answers a path that is not in canonical form (// . ..) with a
+// 404, as it answers unknown paths, rather than the ServeMux's plain-text
+// redirect; everything else goes to the routes.
+func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p := r.URL.Path; p != "" && p[0] != '/' {
+		// Mounted with http.StripPrefix("/prefix/", …): put the slash back.
+		r2 := *r
+		u := *r.URL
+		u.Path = "/" + p
+		if u.RawPath != "" {
+			u.RawPath = "/" + u.RawPath
+		}
+		r2.URL = &u
+		r = &r2
+	}
+	if !isClean(r.URL.Path) {
+		a.notFound.ServeHTTP(w, r)
+		return
+	}
+	a.mux.ServeHTTP(w, r)
+}
+
+func isClean(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c == p
+}
+
+// handlerFunc serves one method of a route for an authenticated caller.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, caller messaging.Contact)
+
+type method struct {
+	name string
+	h    handlerFunc
+}
+
+// route serves the methods of one path; a nil list makes the JSON 404 of
+// unknown paths. Every request is authenticated first.
+type route struct {
+	a       *api
+	methods []method
+	allow   string
+}
+
+func (a *api) route(methods []method) *route {
+	var names []string
+	for _, m := range methods {
+		names = append(names, m.name)
+		if m.name == http.MethodGet {
+			names = append(names, http.MethodHead)
+		}
+	}
+	return &route{a: a, methods: methods, allow: strings.Join(names, ", ")}
+}
+
+func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a := rt.a
+	caller, err := a.authenticate(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if rt.methods == nil {
+		a.writeError(w, r, newHTTPError(http.StatusNotFound, typeNotFound, codeNotFound,
+			"unknown path: "+r.Method+" "+r.URL.Path))
+		return
+	}
+	m := r.Method
+	if m == http.MethodHead {
+		m = http.MethodGet
+	}
+	for _, h := range rt.methods {
+		if h.name == m {
+			h.h(w, r, caller)
+			return
+		}
+	}
+	w.Header().Set("Allow", rt.allow)
+	a.writeError(w, r, newHTTPError(http.StatusMethodNotAllowed, typeInvalidRequest, codeMethod,
+		"method "+r.Method+" is not allowed on this path; allowed: "+rt.allow))
+}

@@ -1,0 +1,111 @@
+package httpadapter
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/kind"
+	"github.com/parleychat/parley/messaging"
+)
+
+// baseURL returns the absolute URL under which /v1 is served for r, with no
+// trailing slash: Options.BaseURL, or one derived from the request.
+func (a *api) baseURL(r *http.Request) string {
+	if a.base != "" {
+		return a.base
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	} else if p := r.Header.Get("X-Forwarded-Proto"); p != "" {
+		p, _, _ = strings.Cut(p, ",")
+		if strings.EqualFold(strings.TrimSpace(p), "https") {
+			scheme = "https"
+		}
+	}
+	return scheme + "://" + r.Host + mountPrefix(r)
+}
+
+// basePathOf returns the path prefix under which /v1 is served for r.
+func (a *api) basePathOf(r *http.Request) string {
+	if a.base != "" {
+		return a.basePath
+	}
+	return mountPrefix(r)
+}
+
+// mountPrefix is the part of the request's path that was stripped before
+// the handler saw it: r.RequestURI's path minus r.URL's.
+func mountPrefix(r *http.Request) string {
+	ru := r.RequestURI
+	if i := strings.IndexByte(ru, '?'); i >= 0 {
+		ru = ru[:i]
+	}
+	if ru == "" {
+		return ""
+	}
+	if ru[0] != '/' { // absolute-form request target
+		u, err := url.Parse(ru)
+		if err != nil {
+			return ""
+		}
+		ru = u.EscapedPath()
+	}
+	p := r.URL.EscapedPath()
+	if len(ru) > len(p) && strings.HasSuffix(ru, p) {
+		return strings.TrimRight(ru[:len(ru)-len(p)], "/")
+	}
+	return ""
+}
+
+// location returns the Location of a new resource: the path of
+// /v1/<collection>/<id> under the mount prefix.
+func (a *api) location(r *http.Request, collection, id string) string {
+	return a.basePathOf(r) + "/v1/" + collection + "/" + id
+}
+
+// urls fills in file_url of attachments, computing the base once per
+// response.
+type urls struct {
+	a    *api
+	r    *http.Request
+	base string
+}
+
+func (a *api) urls(r *http.Request) *urls { return &urls{a: a, r: r} }
+
+// fileURL returns the URL of the attachment's bytes: a signed URL of the
+// bucket when configured and possible, else the handler's own route
+// <base>/v1/attachments/<id>/<escaped filename>.
+func (u *urls) fileURL(ctx context.Context, att attachments.Attachment) string {
+	a := u.a
+	if a.signExpiry > 0 && !a.cannotSign.Load() {
+		s, err := a.files.SignedURL(ctx, att, a.signExpiry)
+		if err == nil {
+			return s
+		}
+		if errors.Is(err, kind.Unimplemented) {
+			a.cannotSign.Store(true)
+		} else {
+			a.log.WarnContext(ctx, "httpadapter: cannot sign a file URL; serving it from the API", "attachment", att.ID, "err", err)
+		}
+	}
+	if u.base == "" {
+		u.base = a.baseURL(u.r)
+	}
+	return u.base + "/v1/attachments/" + att.ID + "/" + url.PathEscape(att.Filename)
+}
+
+func (u *urls) attachment(ctx context.Context, att *attachments.Attachment) {
+	att.FileURL = u.fileURL(ctx, *att)
+}
+
+func (u *urls) message(ctx context.Context, m *messaging.Message) {
+	for i := range m.Attachments {
+		u.attachment(ctx, &m.Attachments[i])
+	}
+}
