@@ -1,0 +1,201 @@
+// Command server runs Parley's /v1 API as a standalone HTTP server.
+//
+// With no flags it keeps everything under ./data (a SQLite database and a
+// folder of files), listens on 127.0.0.1:8080 and prints how to call it:
+//
+//	go run ./examples/server
+//
+// Flags choose the database (-db: a SQLite path, postgres://… or mysql://…),
+// the bucket (-bucket: any gocloud.dev bucket URL, such as s3://…), the
+// tokens, the upload limit and the public base URL. Run with -h for all.
+//
+// The program is written to be read: each step is one of the few lines a
+// host application needs to embed Parley.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/httpadapter"
+	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/storage/blobstore"
+	"github.com/parleychat/parley/storage/sqlstore"
+)
+
+// defaultTokens are the demo callers of a server started with no -tokens.
+const defaultTokens = "alice=alice-secret,bob=bob-secret"
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "server:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		addr      = flag.String("addr", "127.0.0.1:8080", "address to listen on")
+		dataDir   = flag.String("data", "data", "folder for the default SQLite file and files folder")
+		dsn       = flag.String("db", "", "database: a SQLite file path, postgres://… or mysql://… (default: DATA/parley.db)")
+		bucketURL = flag.String("bucket", "", "gocloud.dev bucket URL for files, such as s3://bucket?region=… (default: DATA/files)")
+		tokens    = flag.String("tokens", os.Getenv("PARLEY_TOKENS"), `bearer tokens as "user=token,user2=token2" (also PARLEY_TOKENS; default `+defaultTokens+`)`)
+		maxUpload = flag.Int64("max-upload-bytes", 25<<20, "largest accepted upload, in bytes")
+		baseURL   = flag.String("base-url", "", "public URL of this server, used in file_url and Location (default: from each request)")
+	)
+	flag.Parse()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+
+	// Stop on SIGINT or SIGTERM: the server finishes the requests under way.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	// 1. Storage: rows in SQL, bytes in a bucket. The defaults live in -data.
+	if *dsn == "" || *bucketURL == "" {
+		if err := os.MkdirAll(filepath.Join(*dataDir, "files"), 0o755); err != nil {
+			return err
+		}
+	}
+	if *dsn == "" {
+		*dsn = filepath.Join(*dataDir, "parley.db")
+	}
+	if *bucketURL == "" {
+		abs, err := filepath.Abs(filepath.Join(*dataDir, "files"))
+		if err != nil {
+			return err
+		}
+		*bucketURL = (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()
+	}
+	store, err := sqlstore.Open(ctx, *dsn, &sqlstore.Options{Logger: log})
+	if err != nil {
+		return fmt.Errorf("open database: %w", err)
+	}
+	defer store.Close()
+	// The schema is created or upgraded at start; concurrent starts are safe.
+	if err := store.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrate database: %w", err)
+	}
+	blobs, err := blobstore.Open(ctx, *bucketURL)
+	if err != nil {
+		return fmt.Errorf("open bucket: %w", err)
+	}
+	defer blobs.Close()
+
+	// 2. The services: every rule of the API lives here, whatever the backend.
+	files := attachments.New(store, blobs, &attachments.Options{MaxUploadBytes: *maxUpload, Logger: log})
+	msgs := messaging.New(store, files, &messaging.Options{Logger: log})
+
+	// 3. Callers: a static token table. A host plugs in its own Authenticator.
+	if *tokens == "" {
+		*tokens = defaultTokens
+	}
+	table, err := contacts(ctx, msgs, *tokens)
+	if err != nil {
+		return err
+	}
+
+	// 4. The HTTP adapter, mounted at the root of this server's mux.
+	api := httpadapter.New(msgs, files, &httpadapter.Options{
+		Authenticator: httpadapter.StaticTokens(table),
+		BaseURL:       *baseURL,
+		Logger:        log,
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/", api)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+
+	// 5. Reconcile files left behind by failures, now and every five minutes.
+	go reconcile(ctx, files, log)
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	greet(ln.Addr().String(), *baseURL, *dsn, *bucketURL, table)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// contacts makes (or finds) a contact for each "user=token" pair and returns
+// the token table.
+func contacts(ctx context.Context, msgs *messaging.Service, spec string) (map[string]messaging.Contact, error) {
+	table := map[string]messaging.Contact{}
+	for pair := range strings.SplitSeq(spec, ",") {
+		user, token, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if !ok || user == "" || token == "" {
+			return nil, fmt.Errorf(`bad token pair %q: want "user=token"`, pair)
+		}
+		c, err := msgs.SaveContact(ctx, messaging.Contact{Username: user})
+		if err != nil {
+			return nil, fmt.Errorf("contact %q: %w", user, err)
+		}
+		table[token] = c
+	}
+	return table, nil
+}
+
+func reconcile(ctx context.Context, files *attachments.Service, log *slog.Logger) {
+	t := time.NewTicker(5 * time.Minute)
+	defer t.Stop()
+	for {
+		rep, err := files.Reconcile(ctx)
+		if err != nil && ctx.Err() == nil {
+			log.Warn("reconcile", "err", err)
+		} else if rep.Deleted+rep.Orphans+rep.Failed > 0 {
+			log.Info("reconcile", "deleted", rep.Deleted, "orphans", rep.Orphans, "failed", rep.Failed)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// greet prints where the server listens and how to call it.
+func greet(addr, baseURL, dsn, bucket string, table map[string]messaging.Contact) {
+	base := baseURL
+	if base == "" {
+		base = "http://" + addr
+	}
+	var pairs []string
+	var first string
+	for token, c := range table {
+		pairs = append(pairs, fmt.Sprintf("  %-10s Authorization: Bearer %s", c.Username, token))
+	}
+	sort.Strings(pairs)
+	for token, c := range table {
+		if first == "" || c.Username < table[first].Username {
+			first = token
+		}
+	}
+	fmt.Printf("Parley is listening on %s\n  database: %s\n  files:    %s\ncallers:\n%s\ntry:\n  curl -s -H 'Authorization: Bearer %s' -d conversation_id=general -d message=hello %s/v1/messages\n  curl -s -H 'Authorization: Bearer %s' '%s/v1/messages?conversation_id=general'\n",
+		base, dsn, bucket, strings.Join(pairs, "\n"), first, base, first, base)
+}
