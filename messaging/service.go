@@ -143,8 +143,11 @@ func (s *Service) Touch(ctx context.Context, contactID string) error {
 	if last, ok := s.touched.Load(contactID); ok && now.Sub(last.(time.Time)) < s.opts.TouchInterval {
 		return nil
 	}
+	if err := s.repo.TouchContact(ctx, contactID, now); err != nil {
+		return kind.Wrap("messaging.Touch", err)
+	}
 	s.touched.Store(contactID, now)
-	return kind.Wrap("messaging.Touch", s.repo.TouchContact(ctx, contactID, now))
+	return nil
 }
 
 // NewMessage is what Create needs.

@@ -1,0 +1,30 @@
+// Package storage is the home of Parley's storage backends.
+//
+// Application code uses messaging and attachments; this is for backends.
+//
+// A backend "Store" implements both messaging.Repository and
+// attachments.Repository over the same storage, so that a message and the
+// links of its attachments commit together. A blob store implements
+// attachments.BlobStore, and optionally attachments.Lister and
+// attachments.URLSigner.
+//
+// # Backends
+//
+//	package     implements                                     over
+//	---------   --------------------------------------------   ------------------------------------------
+//	sqlstore    messaging.Repository, attachments.Repository   bun: SQLite, PostgreSQL, MySQL/MariaDB
+//	blobstore   attachments.BlobStore, Lister, URLSigner       a gocloud.dev *blob.Bucket (file, S3, ...)
+//	memstore    both Repositories; a BlobStore and Lister      memory: fakes for unit tests
+//	storetest   nothing: the conformance suite                 runs against any of the above
+//
+// # Writing a backend
+//
+// Implement the interfaces, then run the conformance suite in three lines:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.RunConformanceTests(t, func(t *testing.T) storetest.Store { return newStore(t) })
+//	}
+//
+// storetest.RunBlobConformanceTests does the same for a BlobStore, and
+// storetest.RunBenchmarks measures the Repository calls that matter.
+package storage

@@ -1,0 +1,164 @@
+package memstore
+
+import (
+	"context"
+	"slices"
+	"strconv"
+
+	"github.com/parleychat/parley/attachments"
+)
+
+func attPos(a attachments.Attachment) attachments.Cursor {
+	return attachments.Cursor{CreatedAt: a.CreatedAt, ID: a.ID}
+}
+
+// CreateAttachment stores a new attachment row (FileURL is not kept). An
+// existing ID is an error matching attachments.ErrConflict.
+func (s *Store) CreateAttachment(ctx context.Context, a attachments.Attachment) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.atts[a.ID]; ok {
+		return conflict("attachment exists: " + strconv.Quote(a.ID))
+	}
+	a.FileURL = ""
+	a.CreatedAt = norm(a.CreatedAt)
+	s.atts[a.ID] = a
+	if a.MessageID != "" {
+		s.linked[a.MessageID] = append(s.linked[a.MessageID], a.ID)
+	}
+	return nil
+}
+
+// GetAttachment returns the attachment, or an error matching
+// attachments.ErrNotFound.
+func (s *Store) GetAttachment(ctx context.Context, id string) (attachments.Attachment, error) {
+	if err := ctx.Err(); err != nil {
+		return attachments.Attachment{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.atts[id]
+	if !ok {
+		return attachments.Attachment{}, notFound("attachment", id)
+	}
+	return a, nil
+}
+
+// ListAttachments returns a page of the attachments q selects, newest
+// first, and whether more exist in the direction of travel: those of the
+// conversations q.ConversationIDs (of every conversation when q.All), and,
+// when q.UploaderID is set, those that contact uploaded in no conversation.
+// A Limit below 1 is an error matching attachments.ErrInvalid.
+func (s *Store) ListAttachments(ctx context.Context, q attachments.ListQuery) ([]attachments.Attachment, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var all []attachments.Attachment
+	for _, a := range s.atts {
+		var in bool
+		if a.ConversationID == "" {
+			in = q.UploaderID != "" && a.UploaderID == q.UploaderID
+		} else {
+			in = q.All || slices.Contains(q.ConversationIDs, a.ConversationID)
+		}
+		if in {
+			all = append(all, a)
+		}
+	}
+	sortNewestFirst(all, attPos)
+	sel, more, err := page(all, attPos, q.Limit, q.After, q.Before)
+	if err != nil {
+		return nil, false, err
+	}
+	return slices.Clone(sel), more, nil
+}
+
+// RenameAttachment sets the file name and returns the updated row, or an
+// error matching attachments.ErrNotFound.
+func (s *Store) RenameAttachment(ctx context.Context, id, filename string) (attachments.Attachment, error) {
+	if err := ctx.Err(); err != nil {
+		return attachments.Attachment{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.atts[id]
+	if !ok {
+		return attachments.Attachment{}, notFound("attachment", id)
+	}
+	a.Filename = filename
+	s.atts[id] = a
+	return a, nil
+}
+
+// DeleteAttachment removes the row (and so the attachment from its
+// message), records its Key as a pending deletion and returns the row, or
+// an error matching attachments.ErrNotFound.
+func (s *Store) DeleteAttachment(ctx context.Context, id string) (attachments.Attachment, error) {
+	if err := ctx.Err(); err != nil {
+		return attachments.Attachment{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.atts[id]
+	if !ok {
+		return attachments.Attachment{}, notFound("attachment", id)
+	}
+	delete(s.atts, id)
+	if a.MessageID != "" {
+		s.linked[a.MessageID] = slices.DeleteFunc(s.linked[a.MessageID], func(x string) bool { return x == id })
+	}
+	s.pending = append(s.pending, a.Key)
+	return a, nil
+}
+
+// PendingDeletions returns up to limit keys of pending deletions, oldest
+// first; all of them when limit < 1.
+func (s *Store) PendingDeletions(ctx context.Context, limit int) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.pending)
+	if limit > 0 {
+		n = min(n, limit)
+	}
+	return slices.Clone(s.pending[:n]), nil
+}
+
+// ForgetDeletion removes key from the pending deletions; a key that is not
+// pending is no error.
+func (s *Store) ForgetDeletion(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pending = slices.DeleteFunc(s.pending, func(k string) bool { return k == key })
+	return nil
+}
+
+// KeysInUse reports, for each of keys, whether it belongs to an attachment
+// row or a pending deletion.
+func (s *Store) KeysInUse(ctx context.Context, keys []string) (map[string]bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	used := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		used[k] = slices.Contains(s.pending, k)
+	}
+	for _, a := range s.atts {
+		if _, asked := used[a.Key]; asked {
+			used[a.Key] = true
+		}
+	}
+	return used, nil
+}

@@ -1,0 +1,22 @@
+// Package memstore holds in-memory fakes of Parley's storage, for unit
+// tests of code that uses messaging and attachments.
+//
+// New returns a Store, which implements both messaging.Repository and
+// attachments.Repository; NewBlobStore returns a BlobStore, which implements
+// attachments.BlobStore and attachments.Lister. Both are safe for concurrent
+// use, keep everything in memory, and pass the storetest conformance suite,
+// so they behave as the SQL and blob backends do:
+//
+//	store, blobs := memstore.New(), memstore.NewBlobStore()
+//	files := attachments.New(store, blobs, nil)
+//	msgs := messaging.New(store, files, nil)
+//
+// Values returned are copies: changing them changes nothing stored. Times
+// are kept in UTC, truncated to the microsecond, as a SQL backend keeps them.
+//
+// # Errors
+//
+// Store and BlobStore return errors matching messaging.ErrNotFound,
+// ErrConflict and ErrInvalid (the same values as attachments') where the
+// interfaces require them, and ctx.Err() when ctx is done.
+package memstore

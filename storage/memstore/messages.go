@@ -1,0 +1,261 @@
+package memstore
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/kind"
+	"github.com/parleychat/parley/messaging"
+)
+
+// CreateMessage stores m and links the attachments attachmentIDs to it, all
+// or nothing. Errors: messaging.ErrNotFound for a missing attachment,
+// messaging.ErrConflict for an attachment linked to another message or of
+// another conversation, or for an existing message ID.
+func (s *Store) CreateMessage(ctx context.Context, m messaging.Message, attachmentIDs []string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.messages[m.ID]; ok {
+		return conflict("message exists: " + strconv.Quote(m.ID))
+	}
+	links, err := s.checkLinks(m.ID, m.ConversationID, attachmentIDs)
+	if err != nil {
+		return err
+	}
+	stored := messaging.Message{
+		ID:             m.ID,
+		ConversationID: m.ConversationID,
+		Contact:        messaging.Contact{ID: m.Contact.ID},
+		Text:           m.Text,
+		Reactions:      addReactions(nil, m.Reactions),
+		ReadAt:         norm(m.ReadAt),
+		CreatedAt:      norm(m.CreatedAt),
+		UpdatedAt:      norm(m.UpdatedAt),
+	}
+	s.messages[m.ID] = &stored
+	s.link(&stored, links)
+	return nil
+}
+
+// checkLinks returns the ids of attachmentIDs, once each, that are not yet
+// linked to message msgID of conversation conv, or the error that forbids
+// linking one of them.
+func (s *Store) checkLinks(msgID, conv string, attachmentIDs []string) ([]string, error) {
+	var links []string
+	for _, id := range attachmentIDs {
+		a, ok := s.atts[id]
+		switch {
+		case !ok:
+			return nil, notFound("attachment", id)
+		case a.MessageID != "" && a.MessageID != msgID:
+			return nil, conflict("attachment " + strconv.Quote(id) + " is linked to another message")
+		case a.ConversationID != "" && a.ConversationID != conv:
+			return nil, conflict("attachment " + strconv.Quote(id) + " belongs to another conversation")
+		case a.MessageID == msgID || slices.Contains(links, id):
+			// already linked, or listed twice
+		default:
+			links = append(links, id)
+		}
+	}
+	return links, nil
+}
+
+// link links the attachments ids (checked by checkLinks) to m.
+func (s *Store) link(m *messaging.Message, ids []string) {
+	for _, id := range ids {
+		a := s.atts[id]
+		a.MessageID, a.ConversationID = m.ID, m.ConversationID
+		s.atts[id] = a
+		s.linked[m.ID] = append(s.linked[m.ID], id)
+	}
+}
+
+// view returns a deep copy of m as GetMessage returns it.
+func (s *Store) view(m *messaging.Message) messaging.Message {
+	v := *m
+	if c, ok := s.contacts[m.Contact.ID]; ok {
+		v.Contact = c
+	}
+	v.Reactions = copyReactions(m.Reactions)
+	v.Attachments = s.attachmentsOf(m.ID)
+	return v
+}
+
+// attachmentsOf returns copies of the message's attachments, oldest first.
+func (s *Store) attachmentsOf(msgID string) []attachments.Attachment {
+	ids := s.linked[msgID]
+	out := make([]attachments.Attachment, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, s.atts[id])
+	}
+	slices.SortFunc(out, func(a, b attachments.Attachment) int { return compareCursor(attPos(a), attPos(b)) })
+	return out
+}
+
+// GetMessage returns the message with its contact, reactions and
+// attachments, or an error matching messaging.ErrNotFound.
+func (s *Store) GetMessage(ctx context.Context, id string) (messaging.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return messaging.Message{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.messages[id]
+	if !ok {
+		return messaging.Message{}, notFound("message", id)
+	}
+	return s.view(m), nil
+}
+
+func msgPos(m *messaging.Message) attachments.Cursor {
+	return attachments.Cursor{CreatedAt: m.CreatedAt, ID: m.ID}
+}
+
+// ListMessages returns a page of the messages q selects, newest first, and
+// whether more exist in the direction of travel. A Limit below 1 is an
+// error matching messaging.ErrInvalid.
+func (s *Store) ListMessages(ctx context.Context, q messaging.ListQuery) ([]messaging.Message, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var all []*messaging.Message
+	for _, m := range s.messages {
+		if q.All || slices.Contains(q.ConversationIDs, m.ConversationID) {
+			all = append(all, m)
+		}
+	}
+	sortNewestFirst(all, msgPos)
+	sel, more, err := page(all, msgPos, q.Limit, q.After, q.Before)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]messaging.Message, len(sel))
+	for i, m := range sel {
+		out[i] = s.view(m)
+	}
+	return out, more, nil
+}
+
+// UpdateMessage applies ch atomically and returns the message as
+// GetMessage would after it. Errors: messaging.ErrNotFound for a missing
+// message or attachment, messaging.ErrConflict for an attachment linked to
+// another message or of another conversation, messaging.ErrInvalid when a
+// change that adds reaction names or attachments would leave more than
+// ch.MaxReactionNames or ch.MaxAttachments; on error nothing changes.
+func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.Change) (messaging.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return messaging.Message{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.messages[id]
+	if !ok {
+		return messaging.Message{}, notFound("message", id)
+	}
+	m := *cur
+	if ch.Text != nil {
+		m.Text = *ch.Text
+	}
+	names := len(m.Reactions)
+	m.Reactions = addReactions(copyReactions(m.Reactions), ch.AddReactions)
+	if r := ch.RemoveReaction; r != nil {
+		m.Reactions = removeReactors(m.Reactions, r.Name, r.Reactors)
+	}
+	if n := len(m.Reactions); ch.MaxReactionNames > 0 && n > ch.MaxReactionNames && n > names {
+		return messaging.Message{}, kind.BadParam("reactions", "memstore: a message may have at most "+strconv.Itoa(ch.MaxReactionNames)+" distinct reactions")
+	}
+	links, err := s.checkLinks(m.ID, m.ConversationID, ch.LinkAttachments)
+	if err != nil {
+		return messaging.Message{}, err
+	}
+	if n := len(s.linked[id]) + len(links); ch.MaxAttachments > 0 && len(links) > 0 && n > ch.MaxAttachments {
+		return messaging.Message{}, kind.BadParam("attachments", "memstore: a message may have at most "+strconv.Itoa(ch.MaxAttachments)+" attachments")
+	}
+	if ch.Read != nil {
+		switch {
+		case !*ch.Read:
+			m.ReadAt = time.Time{}
+		case m.ReadAt.IsZero():
+			m.ReadAt = norm(ch.ReadAt)
+		}
+	}
+	if !ch.UpdatedAt.IsZero() {
+		m.UpdatedAt = norm(ch.UpdatedAt)
+	}
+	*cur = m
+	s.link(cur, links)
+	return s.view(cur), nil
+}
+
+// DeleteMessage removes the message, its reactions and its attachment rows,
+// records the attachments' keys as pending deletions, and returns the
+// removed attachments (oldest first), or an error matching
+// messaging.ErrNotFound.
+func (s *Store) DeleteMessage(ctx context.Context, id string) ([]attachments.Attachment, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.messages[id]; !ok {
+		return nil, notFound("message", id)
+	}
+	removed := s.attachmentsOf(id)
+	for _, a := range removed {
+		delete(s.atts, a.ID)
+		s.pending = append(s.pending, a.Key)
+	}
+	delete(s.linked, id)
+	delete(s.messages, id)
+	return removed, nil
+}
+
+// addReactions merges add into rs: a reactor already under a name is not
+// added again; new names come after existing ones and new reactors after
+// existing ones, in the order given. A name is added with its first reactor.
+func addReactions(rs []messaging.Reaction, add []messaging.Reaction) []messaging.Reaction {
+	for _, r := range add {
+		i := slices.IndexFunc(rs, func(x messaging.Reaction) bool { return x.Name == r.Name })
+		for _, who := range r.Reactors {
+			if i < 0 {
+				rs = append(rs, messaging.Reaction{Name: r.Name})
+				i = len(rs) - 1
+			}
+			if !slices.Contains(rs[i].Reactors, who) {
+				rs[i].Reactors = append(rs[i].Reactors, who)
+			}
+		}
+	}
+	return rs
+}
+
+// removeReactors removes reactors from the reaction name of rs, and the
+// reaction if none is left. rs must be a copy owned by the caller.
+func removeReactors(rs []messaging.Reaction, name string, reactors []string) []messaging.Reaction {
+	i := slices.IndexFunc(rs, func(x messaging.Reaction) bool { return x.Name == name })
+	if i < 0 {
+		return rs
+	}
+	rs[i].Reactors = slices.DeleteFunc(rs[i].Reactors, func(who string) bool { return slices.Contains(reactors, who) })
+	if len(rs[i].Reactors) == 0 {
+		rs = slices.Delete(rs, i, i+1)
+	}
+	return rs
+}
+
+// copyReactions returns a deep copy of rs, never nil.
+func copyReactions(rs []messaging.Reaction) []messaging.Reaction {
+	out := make([]messaging.Reaction, len(rs))
+	for i, r := range rs {
+		out[i] = messaging.Reaction{Name: r.Name, Reactors: slices.Clone(r.Reactors)}
+	}
+	return out
+}

@@ -1,0 +1,95 @@
+package memstore
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/kind"
+	"github.com/parleychat/parley/messaging"
+)
+
+// Store is an in-memory messaging.Repository and attachments.Repository.
+// One mutex guards all of its state, so every call is atomic and calls are
+// serialized. The zero value is not usable; call New.
+type Store struct {
+	mu        sync.Mutex
+	contacts  map[string]messaging.Contact      // by id
+	usernames map[string]string                 // username -> contact id
+	messages  map[string]*messaging.Message     // by id; Contact holds the id only, Attachments is nil
+	atts      map[string]attachments.Attachment // by id
+	linked    map[string][]string               // message id -> ids of its attachments
+	pending   []string                          // keys of pending deletions, oldest first
+}
+
+var (
+	_ messaging.Repository   = (*Store)(nil)
+	_ attachments.Repository = (*Store)(nil)
+)
+
+// New returns an empty Store.
+func New() *Store {
+	return &Store{
+		contacts:  make(map[string]messaging.Contact),
+		usernames: make(map[string]string),
+		messages:  make(map[string]*messaging.Message),
+		atts:      make(map[string]attachments.Attachment),
+		linked:    make(map[string][]string),
+	}
+}
+
+// norm returns t as the Store keeps it: UTC, truncated to the microsecond.
+func norm(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+func notFound(what, id string) error {
+	return kind.New(kind.NotFound, "memstore: no such "+what+": "+strconv.Quote(id))
+}
+
+func conflict(msg string) error { return kind.New(kind.Conflict, "memstore: "+msg) }
+
+// compareCursor orders (CreatedAt, ID) pairs ascending.
+func compareCursor(a, b attachments.Cursor) int {
+	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ID, b.ID)
+}
+
+// page selects a page of items sorted newest first, as the ListQuery types
+// describe: Limit items just older than after, or just newer than before
+// (still newest first), or the newest, and whether more lie beyond them in
+// the direction of travel.
+func page[T any](items []T, pos func(T) attachments.Cursor, limit int, after, before *attachments.Cursor) ([]T, bool, error) {
+	if limit < 1 {
+		return nil, false, kind.BadParam("limit", "memstore: limit must be at least 1")
+	}
+	if after != nil && before != nil {
+		return nil, false, kind.BadParam("ending_before", "memstore: After and Before are both set")
+	}
+	if before != nil {
+		b := attachments.Cursor{CreatedAt: norm(before.CreatedAt), ID: before.ID}
+		// items[:end] are newer than the cursor; the page is the oldest of them.
+		end, _ := slices.BinarySearchFunc(items, b, func(it T, c attachments.Cursor) int { return compareCursor(c, pos(it)) })
+		start := max(0, end-limit)
+		return items[start:end], start > 0, nil
+	}
+	start := 0
+	if after != nil {
+		a := attachments.Cursor{CreatedAt: norm(after.CreatedAt), ID: after.ID}
+		// items[start:] are older than the cursor.
+		start, _ = slices.BinarySearchFunc(items, a, func(it T, c attachments.Cursor) int { return compareCursor(c, pos(it)) })
+		if start < len(items) && compareCursor(pos(items[start]), a) == 0 {
+			start++
+		}
+	}
+	end := min(len(items), start+limit)
+	return items[start:end], end < len(items), nil
+}
+
+// sortNewestFirst sorts items by (CreatedAt, ID) descending.
+func sortNewestFirst[T any](items []T, pos func(T) attachments.Cursor) {
+	slices.SortFunc(items, func(a, b T) int { return compareCursor(pos(b), pos(a)) })
+}

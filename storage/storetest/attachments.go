@@ -1,0 +1,153 @@
+package storetest
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/ids"
+)
+
+var attachmentTests = []test{
+	{"create_and_get_round_trip", testAttachmentRoundTrip},
+	{"not_found", testAttachmentNotFound},
+	{"rename", testRename},
+	{"list_filters", testAttachmentListFilters},
+	{"list_follows_links_into_conversations", testAttachmentListLinked},
+}
+
+func testAttachmentRoundTrip(t *testing.T, h *harness) {
+	alice := h.contact("alice")
+	created := at(1).Add(654321 * time.Microsecond)
+	filed := attachments.Attachment{
+		ID:             ids.NewAt(ids.Attachment, created),
+		ConversationID: "team:general",
+		UploaderID:     alice.ID,
+		Filename:       "Résumé (final) 📄.pdf",
+		FileType:       "application/pdf",
+		FileSize:       5 << 40, // beyond 32 bits
+		SHA256:         "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+		CreatedAt:      created,
+	}
+	filed.Key = attachments.KeyPrefix + filed.ID
+	require.NoError(t, h.s.CreateAttachment(h.ctx, filed))
+	got := h.getAttachment(filed.ID)
+	assert.Equal(t, filed, got, "every field comes back; FileURL stays empty")
+	assertUTC(t, got.CreatedAt, "CreatedAt")
+
+	unfiled := newAttachment("", alice.ID, at(2).In(time.FixedZone("UTC+1", 3600)))
+	unfiled.Filename = strings.Repeat("é", 127) + "a" // 255 bytes
+	unfiled.FileSize = 0
+	require.NoError(t, h.s.CreateAttachment(h.ctx, unfiled))
+	got = h.getAttachment(unfiled.ID)
+	want := unfiled
+	want.CreatedAt = unfiled.CreatedAt.UTC()
+	assert.Equal(t, want, got, "an unfiled attachment with a 255-byte name and no bytes; times in UTC")
+}
+
+func testAttachmentNotFound(t *testing.T, h *harness) {
+	alice := h.contact("alice")
+	h.attachment("c", alice, at(1))
+	missing := ids.New(ids.Attachment)
+	_, err := h.s.GetAttachment(h.ctx, missing)
+	assert.ErrorIs(t, err, attachments.ErrNotFound, "GetAttachment")
+	_, err = h.s.RenameAttachment(h.ctx, missing, "x.txt")
+	assert.ErrorIs(t, err, attachments.ErrNotFound, "RenameAttachment")
+	_, err = h.s.DeleteAttachment(h.ctx, missing)
+	assert.ErrorIs(t, err, attachments.ErrNotFound, "DeleteAttachment")
+	pending, err := h.s.PendingDeletions(h.ctx, 10)
+	require.NoError(t, err)
+	assert.Empty(t, pending, "a failed delete records nothing")
+}
+
+func testRename(t *testing.T, h *harness) {
+	alice := h.contact("alice")
+	a := h.attachment("c", alice, at(1))
+	other := h.attachment("c", alice, at(2))
+	m := h.message("c", alice, at(3), a.ID)
+
+	got, err := h.s.RenameAttachment(h.ctx, a.ID, "renamed ✓.txt")
+	require.NoError(t, err)
+	want := linked(a, m)
+	want.Filename = "renamed ✓.txt"
+	assert.Equal(t, want, got, "RenameAttachment returns the updated row")
+	assert.Equal(t, want, h.getAttachment(a.ID))
+	assert.Equal(t, []attachments.Attachment{want}, h.get(m.ID).Attachments, "the message shows the new name")
+	assert.Equal(t, other, h.getAttachment(other.ID), "other attachments are untouched")
+}
+
+func testAttachmentListFilters(t *testing.T, h *harness) {
+	u1, u2, u3 := h.contact("u1"), h.contact("u2"), h.contact("u3")
+	var inA, inB, unfiled1, unfiled2 []item
+	add := func(dst *[]item, conv string, who string, sec int) {
+		a := newAttachment(conv, who, at(sec/2))
+		require.NoError(t, h.s.CreateAttachment(h.ctx, a))
+		*dst = append(*dst, item{a.ID, a.CreatedAt})
+	}
+	for i := range 12 {
+		switch i % 4 {
+		case 0:
+			add(&inA, "a", u1.ID, i)
+		case 1:
+			add(&inB, "b", u2.ID, i)
+		case 2:
+			add(&unfiled1, "", u1.ID, i)
+		case 3:
+			add(&unfiled2, "", u2.ID, i)
+		}
+	}
+	cat := func(lists ...[]item) []item {
+		var out []item
+		for _, l := range lists {
+			out = append(out, l...)
+		}
+		return out
+	}
+	cases := []struct {
+		name string
+		q    attachments.ListQuery
+		want []item
+	}{
+		{"one_conversation", attachments.ListQuery{ConversationIDs: []string{"a"}}, inA},
+		{"two_conversations", attachments.ListQuery{ConversationIDs: []string{"a", "b"}}, cat(inA, inB)},
+		{"all_conversations_but_no_unfiled", attachments.ListQuery{All: true}, cat(inA, inB)},
+		{"all_and_the_uploaders_unfiled", attachments.ListQuery{All: true, UploaderID: u1.ID}, cat(inA, inB, unfiled1)},
+		{"all_ignores_conversation_ids", attachments.ListQuery{All: true, ConversationIDs: []string{"a"}, UploaderID: u2.ID}, cat(inA, inB, unfiled2)},
+		{"a_conversation_and_the_uploaders_unfiled", attachments.ListQuery{ConversationIDs: []string{"b"}, UploaderID: u1.ID}, cat(inB, unfiled1)},
+		{"only_the_uploaders_unfiled", attachments.ListQuery{UploaderID: u2.ID}, unfiled2},
+		{"uploader_with_no_uploads", attachments.ListQuery{All: true, UploaderID: u3.ID}, cat(inA, inB)},
+		{"unknown_conversation", attachments.ListQuery{ConversationIDs: []string{"zzz"}}, nil},
+		{"nothing_selected", attachments.ListQuery{}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.q.Limit = 100
+			got, more, err := h.s.ListAttachments(h.ctx, c.q)
+			require.NoError(t, err)
+			assert.Equal(t, nonNil(newestFirst(c.want)), nonNil(attachmentIDs(got)))
+			assert.False(t, more)
+		})
+	}
+	t.Run("items_are_full_rows", func(t *testing.T) {
+		got, _, err := h.s.ListAttachments(h.ctx, attachments.ListQuery{UploaderID: u1.ID, Limit: 1})
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		assert.Equal(t, h.getAttachment(got[0].ID), got[0])
+	})
+}
+
+func testAttachmentListLinked(t *testing.T, h *harness) {
+	alice := h.contact("alice")
+	unfiled := h.attachment("", alice, at(1))
+	m := h.message("c", alice, at(2), unfiled.ID)
+	got, _, err := h.s.ListAttachments(h.ctx, attachments.ListQuery{ConversationIDs: []string{"c"}, Limit: 10})
+	require.NoError(t, err)
+	assert.Equal(t, []attachments.Attachment{linked(unfiled, m)}, got, "an unfiled upload linked to a message is listed in its conversation")
+	got, _, err = h.s.ListAttachments(h.ctx, attachments.ListQuery{UploaderID: alice.ID, Limit: 10})
+	require.NoError(t, err)
+	assert.Empty(t, got, "and no longer among the unfiled")
+}

@@ -1,0 +1,129 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/internal/ids"
+	"github.com/parleychat/parley/messaging"
+)
+
+// RunBenchmarks measures the Repository calls that serve requests, against
+// stores made by newStore (one per sub-benchmark, seeded with at most about
+// 2,000 rows): CreateMessage, GetMessage, ListMessages (the first page and
+// a deep cursor page of a 1,000-message conversation) and UpdateMessage
+// adding a reaction.
+func RunBenchmarks(b *testing.B, newStore func(b *testing.B) Store) {
+	b.Helper()
+	b.Run("CreateMessage", func(b *testing.B) {
+		s, ctx, alice := benchSetup(b, newStore)
+		b.ReportAllocs()
+		for b.Loop() {
+			m := newMessage("c", alice, base)
+			if err := s.CreateMessage(ctx, m, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+
+	b.Run("GetMessage", func(b *testing.B) {
+		s, ctx, alice := benchSetup(b, newStore)
+		var atts []string
+		for i := range 2 {
+			a := newAttachment("c", alice.ID, at(i))
+			require.NoError(b, s.CreateAttachment(ctx, a))
+			atts = append(atts, a.ID)
+		}
+		m := newMessage("c", alice, at(3))
+		require.NoError(b, s.CreateMessage(ctx, m, atts))
+		_, err := s.UpdateMessage(ctx, m.ID, messaging.Change{AddReactions: []messaging.Reaction{r("👍", "alice"), r("🎉", "alice")}})
+		require.NoError(b, err)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := s.GetMessage(ctx, m.ID); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+
+	b.Run("ListMessages", func(b *testing.B) {
+		const n = 1000
+		s, ctx, alice := benchSetup(b, newStore)
+		var deep messaging.Cursor
+		for i := range n {
+			m := newMessage("c", alice, at(i))
+			require.NoError(b, s.CreateMessage(ctx, m, nil))
+			if i == 100 { // 899 newer messages before it
+				deep = messaging.Cursor{CreatedAt: m.CreatedAt, ID: m.ID}
+			}
+			if i%2 == 0 { // as many in another conversation
+				require.NoError(b, s.CreateMessage(ctx, newMessage("other", alice, at(i)), nil))
+			}
+		}
+		b.Run("FirstPage", func(b *testing.B) {
+			q := messaging.ListQuery{ConversationIDs: []string{"c"}, Limit: 20}
+			b.ReportAllocs()
+			for b.Loop() {
+				if items, _, err := s.ListMessages(ctx, q); err != nil || len(items) != 20 {
+					b.Fatal(len(items), err)
+				}
+			}
+		})
+		b.Run("DeepCursor", func(b *testing.B) {
+			q := messaging.ListQuery{ConversationIDs: []string{"c"}, Limit: 20, After: &deep}
+			b.ReportAllocs()
+			for b.Loop() {
+				if items, _, err := s.ListMessages(ctx, q); err != nil || len(items) != 20 {
+					b.Fatal(len(items), err)
+				}
+			}
+		})
+	})
+
+	b.Run("UpdateMessage/AddReaction", func(b *testing.B) {
+		const msgs, users = 50, 20
+		s, ctx, alice := benchSetup(b, newStore)
+		var names []string
+		for i := range users {
+			c := messaging.Contact{ID: ids.New(ids.Contact), Username: "user" + itoa(i), CreatedAt: base}
+			require.NoError(b, s.PutContact(ctx, c))
+			names = append(names, c.Username)
+		}
+		var mids []string
+		for i := range msgs {
+			m := newMessage("c", alice, at(i))
+			require.NoError(b, s.CreateMessage(ctx, m, nil))
+			mids = append(mids, m.ID)
+		}
+		reactions := []string{"👍", "🎉", "heart", "eyes", "fire"}
+		i := 0
+		b.ReportAllocs()
+		for b.Loop() {
+			// Each call adds a new reactor until every message holds every
+			// user under every name (50,000 calls); after that they merge
+			// nothing new.
+			ch := messaging.Change{
+				AddReactions:     []messaging.Reaction{r(reactions[i/(msgs*users)%len(reactions)], names[i/msgs%users])},
+				UpdatedAt:        at(i),
+				MaxReactionNames: 50,
+			}
+			if _, err := s.UpdateMessage(ctx, mids[i%msgs], ch); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+}
+
+// benchSetup makes a store and a contact "alice".
+func benchSetup(b *testing.B, newStore func(b *testing.B) Store) (Store, context.Context, messaging.Contact) {
+	b.Helper()
+	s := newStore(b)
+	require.NotNil(b, s, "newStore returned nil")
+	ctx := b.Context()
+	alice := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: base}
+	require.NoError(b, s.PutContact(ctx, alice))
+	return s, ctx, alice
+}

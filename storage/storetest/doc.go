@@ -1,0 +1,30 @@
+// Package storetest is the conformance suite of Parley's storage backends,
+// in the manner of gocloud.dev's blob/drivertest: the doc comments of
+// messaging.Repository, attachments.Repository and attachments.BlobStore
+// are the contract, and this package checks every obligation they state,
+// through the interfaces only.
+//
+// A backend runs the suite in its own tests, with a function that makes a
+// fresh, empty store for each subtest and removes it with t.Cleanup:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.RunConformanceTests(t, func(t *testing.T) storetest.Store { return newStore(t) })
+//	}
+//
+//	func TestBlobConformance(t *testing.T) {
+//		storetest.RunBlobConformanceTests(t, func(t *testing.T) attachments.BlobStore { return newBlobs(t) })
+//	}
+//
+//	func BenchmarkStore(b *testing.B) {
+//		storetest.RunBenchmarks(b, func(b *testing.B) storetest.Store { return newStore(b) })
+//	}
+//
+// Subtests are named for what they check (for example
+// "Lists/MessageCursors/before_11th"), so that -run can select them.
+// The suite runs them one after another; a subtest that starts goroutines
+// (the "Concurrency" group) waits for them all.
+//
+// The blob suite also checks attachments.Lister and attachments.URLSigner
+// when the store implements them; a SignedURL that fails with an error
+// matching attachments.ErrUnimplemented skips that check.
+package storetest
