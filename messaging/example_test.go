@@ -1,0 +1,104 @@
+package messaging_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/storage/memstore"
+)
+
+// newServices wires the services over in-memory storage.
+func newServices() *messaging.Service {
+	store := memstore.New()
+	return messaging.New(store, attachments.New(store, memstore.NewBlobStore(), nil), nil)
+}
+
+// Reactions merge: each caller adds itself, nobody is added twice, and the
+// order is the order of first use.
+func ExampleService_Update_reactions() {
+	ctx := context.Background()
+	msgs := newServices()
+	alice, _ := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
+	bob, _ := msgs.SaveContact(ctx, messaging.Contact{Username: "bob"})
+	m, _ := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "team", Text: "Ship it?"})
+
+	react := func(who messaging.Contact, name string) {
+		if _, err := msgs.Update(ctx, who, m.ID, messaging.Update{
+			Reactions: []messaging.Reaction{{Name: name, Reactors: []string{who.Username}}},
+		}); err != nil {
+			panic(err)
+		}
+	}
+	react(bob, "ship")
+	react(alice, "eyes")
+	react(alice, "ship")
+	react(bob, "ship") // already there: no change
+
+	m, _ = msgs.Get(ctx, bob, m.ID)
+	for _, r := range m.Reactions {
+		fmt.Println(r.Name, r.Reactors)
+	}
+	// Output:
+	// ship [bob alice]
+	// eyes [alice]
+}
+
+// Lists are pages, newest first; StartingAfter the last item of a page
+// gives the next one.
+func ExampleService_List() {
+	ctx := context.Background()
+	msgs := newServices()
+	alice, _ := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
+	for i := 1; i <= 5; i++ {
+		_, _ = msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "team", Text: fmt.Sprint("message ", i)})
+	}
+	opts := messaging.ListOptions{ConversationID: "team", Limit: 2}
+	for {
+		page, err := msgs.List(ctx, alice, opts)
+		if err != nil {
+			panic(err)
+		}
+		for _, m := range page.Data {
+			fmt.Println(m.Text)
+		}
+		if !page.HasMore {
+			break
+		}
+		opts.StartingAfter = page.Data[len(page.Data)-1].ID
+	}
+	// Output:
+	// message 5
+	// message 4
+	// message 3
+	// message 2
+	// message 1
+}
+
+// Errors are values: test the kind with errors.Is and read the field at
+// fault with errors.As.
+func Example_errors() {
+	ctx := context.Background()
+	msgs := newServices()
+	alice, _ := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
+	bob, _ := msgs.SaveContact(ctx, messaging.Contact{Username: "bob"})
+
+	_, err := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "team", Text: "   "})
+	var e *messaging.Error
+	if errors.Is(err, messaging.ErrInvalid) && errors.As(err, &e) {
+		fmt.Printf("invalid %s: %s\n", e.Param, e.Message)
+	}
+
+	m, _ := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "team", Text: "mine"})
+	err = msgs.Delete(ctx, bob, m.ID)
+	fmt.Println(errors.Is(err, messaging.ErrPermission))
+
+	_, err = msgs.Get(ctx, bob, "msg_00000000000000000000000000")
+	fmt.Println(errors.Is(err, messaging.ErrNotFound), errors.Is(err, attachments.ErrNotFound))
+	// Output:
+	// invalid message: message must not be empty
+	// true
+	// true true
+}

@@ -1,0 +1,115 @@
+package messaging_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/storage/memstore"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// onlyConversations lets each contact see the listed conversations.
+type onlyConversations map[string][]string
+
+func (p onlyConversations) CanView(_ context.Context, who, conv string) (bool, error) {
+	for _, c := range p[who] {
+		if c == conv {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (p onlyConversations) Viewable(_ context.Context, who string) ([]string, bool, error) {
+	return p[who], false, nil
+}
+
+func TestPolicyHidesConversations(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	policy := onlyConversations{}
+	files := attachments.New(store, memstore.NewBlobStore(), &attachments.Options{Policy: policy})
+	msgs := messaging.New(store, files, &messaging.Options{Policy: policy})
+	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
+	require.NoError(t, err)
+	bob, err := msgs.SaveContact(ctx, messaging.Contact{Username: "bob"})
+	require.NoError(t, err)
+	policy[alice.ID] = []string{"secret", "team"}
+	policy[bob.ID] = []string{"team"}
+
+	secret, err := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "secret", Text: "psst"})
+	require.NoError(t, err)
+	team, err := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "team", Text: "hello"})
+	require.NoError(t, err)
+
+	_, err = msgs.Get(ctx, bob, secret.ID)
+	assert.ErrorIs(t, err, messaging.ErrNotFound, "a hidden message is not found")
+	_, err = msgs.Create(ctx, bob, messaging.NewMessage{ConversationID: "secret", Text: "let me in"})
+	assert.ErrorIs(t, err, messaging.ErrNotFound)
+	_, err = msgs.Update(ctx, bob, secret.ID, messaging.Update{Read: new(true)})
+	assert.ErrorIs(t, err, messaging.ErrNotFound)
+
+	page, err := msgs.List(ctx, bob, messaging.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, page.Data, 1)
+	assert.Equal(t, team.ID, page.Data[0].ID)
+	page, err = msgs.List(ctx, bob, messaging.ListOptions{ConversationID: "secret"})
+	require.NoError(t, err)
+	assert.Empty(t, page.Data)
+	_, err = msgs.List(ctx, bob, messaging.ListOptions{StartingAfter: secret.ID})
+	assert.ErrorIs(t, err, messaging.ErrInvalid, "a hidden message is no cursor")
+
+	page, err = msgs.List(ctx, alice, messaging.ListOptions{})
+	require.NoError(t, err)
+	assert.Len(t, page.Data, 2)
+}
+
+func TestTouchWritesAtMostOncePerInterval(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	msgs := messaging.New(store, attachments.New(store, memstore.NewBlobStore(), nil),
+		&messaging.Options{Now: func() time.Time { return now }})
+	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
+	require.NoError(t, err)
+
+	first := now
+	require.NoError(t, msgs.Touch(ctx, alice.ID))
+	now = now.Add(30 * time.Second)
+	require.NoError(t, msgs.Touch(ctx, alice.ID))
+	c, err := msgs.Contact(ctx, alice.ID)
+	require.NoError(t, err)
+	assert.Equal(t, first, c.LastActiveAt, "a second touch within a minute writes nothing")
+
+	now = now.Add(31 * time.Second)
+	require.NoError(t, msgs.Touch(ctx, alice.ID))
+	c, err = msgs.Contact(ctx, alice.ID)
+	require.NoError(t, err)
+	assert.Equal(t, now, c.LastActiveAt)
+
+	assert.ErrorIs(t, msgs.Touch(ctx, "ctc_missing"), messaging.ErrNotFound)
+}
+
+func TestSaveContactFindsByUsername(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	msgs := messaging.New(store, attachments.New(store, memstore.NewBlobStore(), nil), nil)
+	a, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice", PhoneNumber: "+1"})
+	require.NoError(t, err)
+	again, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
+	require.NoError(t, err)
+	assert.Equal(t, a.ID, again.ID)
+	assert.Equal(t, "+1", again.PhoneNumber)
+
+	_, err = msgs.SaveContact(ctx, messaging.Contact{Username: "has space"})
+	assert.ErrorIs(t, err, messaging.ErrInvalid)
+	b, err := msgs.SaveContact(ctx, messaging.Contact{Username: "bob"})
+	require.NoError(t, err)
+	b.Username = "alice"
+	_, err = msgs.SaveContact(ctx, b)
+	assert.ErrorIs(t, err, messaging.ErrConflict)
+}
