@@ -1,0 +1,218 @@
+package sqlstore
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/parleychat/parley/attachments"
+)
+
+// attachmentRow is a row of attachments.
+type attachmentRow struct {
+	ID             string    `bun:"id"`
+	MessageID      string    `bun:"message_id"`
+	ConversationID string    `bun:"conversation_id"`
+	UploaderID     string    `bun:"uploader_id"`
+	Filename       string    `bun:"filename"`
+	FileType       string    `bun:"file_type"`
+	FileSize       int64     `bun:"file_size"`
+	SHA256         string    `bun:"sha256"`
+	Key            string    `bun:"blob_key"`
+	CreatedAt      time.Time `bun:"created_at"`
+}
+
+// attachmentCols are the columns of attachments AS a.
+const attachmentCols = "a.id, a.message_id, a.conversation_id, a.uploader_id, a.filename, a.file_type, a.file_size, a.sha256, a.blob_key, a.created_at"
+
+func (r attachmentRow) attachment() attachments.Attachment {
+	return attachments.Attachment{
+		ID:             r.ID,
+		MessageID:      r.MessageID,
+		ConversationID: r.ConversationID,
+		UploaderID:     r.UploaderID,
+		Filename:       r.Filename,
+		FileType:       r.FileType,
+		FileSize:       r.FileSize,
+		SHA256:         r.SHA256,
+		Key:            r.Key,
+		CreatedAt:      utc(r.CreatedAt),
+	}
+}
+
+// CreateAttachment stores a new attachment row. Errors: ErrConflict if its
+// id or key exists.
+func (s *Store) CreateAttachment(ctx context.Context, a attachments.Attachment) error {
+	return wrapErr("sqlstore.CreateAttachment", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO attachments (id, message_id, conversation_id, uploader_id, filename, file_type, file_size, sha256, blob_key, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			a.ID, nullable(a.MessageID), nullable(a.ConversationID), a.UploaderID, a.Filename, a.FileType, a.FileSize, a.SHA256, a.Key, a.CreatedAt.UTC())
+		if isUniqueViolation(err) {
+			return conflict("an attachment with this id or key exists")
+		}
+		return err
+	}))
+}
+
+// GetAttachment returns the attachment, or an error matching ErrNotFound.
+func (s *Store) GetAttachment(ctx context.Context, id string) (attachments.Attachment, error) {
+	a, err := s.getAttachment(ctx, s.r, id, "")
+	return a, wrapErr("sqlstore.GetAttachment", err)
+}
+
+func (s *Store) getAttachment(ctx context.Context, db bun.IDB, id, suffix string) (attachments.Attachment, error) {
+	var rows []attachmentRow
+	if err := db.NewRaw("SELECT "+attachmentCols+" FROM attachments AS a WHERE a.id = ?"+suffix, id).Scan(ctx, &rows); err != nil {
+		return attachments.Attachment{}, err
+	}
+	if len(rows) == 0 {
+		return attachments.Attachment{}, notFound("attachment")
+	}
+	return rows[0].attachment(), nil
+}
+
+// ListAttachments returns up to q.Limit attachments matching q, newest
+// first, and whether more exist beyond them in the direction of travel.
+func (s *Store) ListAttachments(ctx context.Context, q attachments.ListQuery) ([]attachments.Attachment, bool, error) {
+	items, more, err := s.listAttachments(ctx, q)
+	return items, more, wrapErr("sqlstore.ListAttachments", err)
+}
+
+func (s *Store) listAttachments(ctx context.Context, q attachments.ListQuery) ([]attachments.Attachment, bool, error) {
+	if q.Limit < 1 {
+		return nil, false, invalid("limit must be at least 1")
+	}
+	p := pageQuery{cols: attachmentCols, from: "attachments AS a", alias: "a", after: q.After, before: q.Before, limit: q.Limit}
+	convs := dedupe(q.ConversationIDs)
+	switch {
+	case q.All && q.UploaderID != "":
+		p.branches = []branch{{where: "(a.conversation_id IS NOT NULL OR a.uploader_id = ?)", args: []any{q.UploaderID}}}
+	case q.All:
+		p.branches = []branch{{where: "a.conversation_id IS NOT NULL"}}
+	case len(convs) <= maxBranches:
+		for _, c := range convs {
+			p.branches = append(p.branches, branch{where: "a.conversation_id = ?", args: []any{c}})
+		}
+	default:
+		p.branches = []branch{{where: "a.conversation_id IN (?)", args: []any{bun.List(convs)}}}
+	}
+	if !q.All && q.UploaderID != "" {
+		p.branches = append(p.branches, branch{where: "a.uploader_id = ? AND a.conversation_id IS NULL", args: []any{q.UploaderID}})
+	}
+	if len(p.branches) == 0 {
+		return []attachments.Attachment{}, false, nil
+	}
+	query, args := s.pageSQL(p)
+	var rows []attachmentRow
+	if err := s.r.NewRaw(query, args...).Scan(ctx, &rows); err != nil {
+		return nil, false, err
+	}
+	rows, more := trimPage(rows, q.Limit, q.Before != nil)
+	out := make([]attachments.Attachment, len(rows))
+	for i, r := range rows {
+		out[i] = r.attachment()
+	}
+	return out, more, nil
+}
+
+// RenameAttachment sets the file name and returns the updated row, or an
+// error matching ErrNotFound.
+func (s *Store) RenameAttachment(ctx context.Context, id, filename string) (attachments.Attachment, error) {
+	var out attachments.Attachment
+	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.ExecContext(ctx, "UPDATE attachments SET filename = ? WHERE id = ?", filename, id); err != nil {
+			return err
+		}
+		var err error
+		out, err = s.getAttachment(ctx, tx, id, "")
+		return err
+	})
+	return out, wrapErr("sqlstore.RenameAttachment", err)
+}
+
+// DeleteAttachment removes the row and records its key as a pending
+// deletion, in one transaction; it returns the removed row, or an error
+// matching ErrNotFound.
+func (s *Store) DeleteAttachment(ctx context.Context, id string) (attachments.Attachment, error) {
+	var out attachments.Attachment
+	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		if out, err = s.getAttachment(ctx, tx, id, s.forUpdate()); err != nil {
+			return err
+		}
+		if err := s.addPending(ctx, tx, out.Key); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, "DELETE FROM attachments WHERE id = ?", id)
+		return err
+	})
+	return out, wrapErr("sqlstore.DeleteAttachment", err)
+}
+
+// addPending records keys as pending deletions; a key already pending
+// stays as it is.
+func (s *Store) addPending(ctx context.Context, tx bun.Tx, keys ...string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	now := time.Now().UTC()
+	values := strings.Repeat("(?, ?), ", len(keys))
+	args := make([]any, 0, 2*len(keys))
+	for _, k := range keys {
+		args = append(args, k, now)
+	}
+	q := "INSERT INTO pending_deletions (blob_key, created_at) VALUES " + values[:len(values)-2]
+	if s.flavor == flavorMySQL {
+		q += " ON DUPLICATE KEY UPDATE blob_key = blob_key"
+	} else {
+		q += " ON CONFLICT (blob_key) DO NOTHING"
+	}
+	_, err := tx.ExecContext(ctx, q, args...)
+	return err
+}
+
+// PendingDeletions returns up to limit keys of pending deletions, oldest
+// first.
+func (s *Store) PendingDeletions(ctx context.Context, limit int) ([]string, error) {
+	if limit < 1 {
+		return []string{}, nil
+	}
+	keys := []string{}
+	err := s.r.NewRaw("SELECT blob_key FROM pending_deletions ORDER BY created_at, blob_key LIMIT ?", limit).Scan(ctx, &keys)
+	if err != nil {
+		return nil, wrapErr("sqlstore.PendingDeletions", err)
+	}
+	return keys, nil
+}
+
+// ForgetDeletion removes key from the pending deletions; a key that is
+// not pending is no error.
+func (s *Store) ForgetDeletion(ctx context.Context, key string) error {
+	return wrapErr("sqlstore.ForgetDeletion", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+		_, err := tx.ExecContext(ctx, "DELETE FROM pending_deletions WHERE blob_key = ?", key)
+		return err
+	}))
+}
+
+// KeysInUse reports which of keys belong to an attachment row or a
+// pending deletion.
+func (s *Store) KeysInUse(ctx context.Context, keys []string) (map[string]bool, error) {
+	used := make(map[string]bool)
+	const batch = 500
+	for len(keys) > 0 {
+		chunk := keys[:min(batch, len(keys))]
+		keys = keys[len(chunk):]
+		var found []string
+		err := s.r.NewRaw("SELECT blob_key FROM attachments WHERE blob_key IN (?) UNION SELECT blob_key FROM pending_deletions WHERE blob_key IN (?)",
+			bun.List(chunk), bun.List(chunk)).Scan(ctx, &found)
+		if err != nil {
+			return nil, wrapErr("sqlstore.KeysInUse", err)
+		}
+		for _, k := range found {
+			used[k] = true
+		}
+	}
+	return used, nil
+}

@@ -1,0 +1,155 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/parleychat/parley/messaging"
+)
+
+// contactRow is a row of contacts.
+type contactRow struct {
+	ID           string    `bun:"id"`
+	Username     string    `bun:"username"`
+	PhoneNumber  string    `bun:"phone_number"`
+	AvatarURL    string    `bun:"avatar_url"`
+	LastActiveAt time.Time `bun:"last_active_at"`
+	CreatedAt    time.Time `bun:"created_at"`
+}
+
+func (r contactRow) contact() messaging.Contact {
+	return messaging.Contact{
+		ID:           r.ID,
+		Username:     r.Username,
+		PhoneNumber:  r.PhoneNumber,
+		AvatarURL:    r.AvatarURL,
+		LastActiveAt: utc(r.LastActiveAt),
+		CreatedAt:    utc(r.CreatedAt),
+	}
+}
+
+// utc returns t in UTC, and the zero time (a NULL) as it is.
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// ts is the argument for a timestamp column: NULL for the zero time.
+func ts(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC()
+}
+
+// nullable is the argument for a nullable text column: NULL for "".
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+const contactCols = "id, username, phone_number, avatar_url, last_active_at, created_at"
+
+var errUsernameTaken = &messaging.Error{Kind: messaging.ErrConflict, Param: "username", Message: "username is taken by another contact"}
+
+// PutContact inserts the contact, or replaces every field of the contact
+// with the same ID. Errors: ErrConflict if another contact has the username.
+func (s *Store) PutContact(ctx context.Context, c messaging.Contact) error {
+	return wrapErr("sqlstore.PutContact", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+		args := []any{c.ID, c.Username, c.PhoneNumber, c.AvatarURL, ts(c.LastActiveAt), c.CreatedAt.UTC()}
+		if s.flavor != flavorMySQL {
+			_, err := tx.ExecContext(ctx, `INSERT INTO contacts (`+contactCols+`) VALUES (?, ?, ?, ?, ?, ?)
+				ON CONFLICT (id) DO UPDATE SET username = excluded.username, phone_number = excluded.phone_number,
+				avatar_url = excluded.avatar_url, last_active_at = excluded.last_active_at, created_at = excluded.created_at`, args...)
+			if isUniqueViolation(err) {
+				return errUsernameTaken // the only unique key ON CONFLICT leaves
+			}
+			return err
+		}
+		// MySQL's ON DUPLICATE KEY UPDATE would fire on the username key
+		// too and update the other contact: update, or insert.
+		update := func() error {
+			_, err := tx.ExecContext(ctx, `UPDATE contacts SET username = ?, phone_number = ?, avatar_url = ?,
+				last_active_at = ?, created_at = ? WHERE id = ?`, append(args[1:], c.ID)...)
+			if isUniqueViolation(err) {
+				return errUsernameTaken
+			}
+			return err
+		}
+		var n int
+		if err := tx.NewRaw("SELECT COUNT(*) FROM contacts WHERE id = ? FOR UPDATE", c.ID).Scan(ctx, &n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return update()
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO contacts (`+contactCols+`) VALUES (?, ?, ?, ?, ?, ?)`, args...)
+		if !isUniqueViolation(err) {
+			return err
+		}
+		// Either the username is taken, or a concurrent call inserted this
+		// id first (a failed statement leaves a MySQL transaction usable).
+		var other []string
+		if err := tx.NewRaw("SELECT id FROM contacts WHERE username = ? AND id <> ?", c.Username, c.ID).Scan(ctx, &other); err != nil {
+			return err
+		}
+		if len(other) > 0 {
+			return errUsernameTaken
+		}
+		return update()
+	}))
+}
+
+// GetContact returns the contact, or an error matching ErrNotFound.
+func (s *Store) GetContact(ctx context.Context, id string) (messaging.Contact, error) {
+	return s.contactWhere(ctx, "id = ?", id)
+}
+
+// ContactByUsername returns the contact with that username, or an error
+// matching ErrNotFound.
+func (s *Store) ContactByUsername(ctx context.Context, username string) (messaging.Contact, error) {
+	return s.contactWhere(ctx, "username = ?", username)
+}
+
+func (s *Store) contactWhere(ctx context.Context, where string, arg string) (messaging.Contact, error) {
+	var row contactRow
+	err := s.r.NewRaw("SELECT "+contactCols+" FROM contacts WHERE "+where, arg).Scan(ctx, &row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return messaging.Contact{}, notFound("contact")
+	}
+	if err != nil {
+		return messaging.Contact{}, wrapErr("sqlstore.GetContact", err)
+	}
+	return row.contact(), nil
+}
+
+// TouchContact sets the contact's LastActiveAt, or returns an error
+// matching ErrNotFound.
+func (s *Store) TouchContact(ctx context.Context, id string, at time.Time) error {
+	return wrapErr("sqlstore.TouchContact", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.ExecContext(ctx, "UPDATE contacts SET last_active_at = ? WHERE id = ?", ts(at), id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n > 0 {
+			return err
+		}
+		// MySQL without CLIENT_FOUND_ROWS counts changed rows only.
+		var n int
+		if err := tx.NewRaw("SELECT COUNT(*) FROM contacts WHERE id = ?", id).Scan(ctx, &n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return notFound("contact")
+		}
+		return nil
+	}))
+}

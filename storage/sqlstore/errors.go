@@ -1,0 +1,152 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/uptrace/bun/driver/pgdriver"
+
+	"github.com/parleychat/parley/internal/kind"
+)
+
+// SQLite result codes (primary codes are the low byte of extended ones).
+const (
+	sqliteBusy       = 5
+	sqliteLocked     = 6
+	sqliteCantOpen   = 14
+	sqliteConstraint = 19
+	sqliteUnique     = 2067 // SQLITE_CONSTRAINT_UNIQUE
+	sqlitePrimaryKey = 1555 // SQLITE_CONSTRAINT_PRIMARYKEY
+)
+
+// sqliteCode returns the (extended) result code of a SQLite error, or 0.
+func sqliteCode(err error) int {
+	var c interface{ Code() int } // modernc.org/sqlite's *sqlite.Error
+	if errors.As(err, &c) {
+		return c.Code()
+	}
+	return 0
+}
+
+func pgCode(err error) string {
+	var e pgdriver.Error
+	if errors.As(err, &e) {
+		return e.Field('C')
+	}
+	return ""
+}
+
+func mysqlCode(err error) uint16 {
+	var e *mysql.MySQLError
+	if errors.As(err, &e) {
+		return e.Number
+	}
+	return 0
+}
+
+// retryable reports whether a transaction that failed with err may succeed
+// if run again.
+func (s *Store) retryable(err error) bool {
+	switch s.flavor {
+	case flavorPostgres:
+		switch pgCode(err) {
+		case "40001", "40P01": // serialization_failure, deadlock_detected
+			return true
+		}
+	case flavorMySQL:
+		switch mysqlCode(err) {
+		case 1213, 1205: // ER_LOCK_DEADLOCK, ER_LOCK_WAIT_TIMEOUT
+			return true
+		}
+	case flavorSQLite:
+		switch sqliteCode(err) & 0xff {
+		case sqliteBusy, sqliteLocked:
+			return true
+		}
+	}
+	return false
+}
+
+// isUniqueViolation reports whether err is a unique or primary key
+// violation.
+func isUniqueViolation(err error) bool {
+	if pgCode(err) == "23505" || mysqlCode(err) == 1062 {
+		return true
+	}
+	switch c := sqliteCode(err); c {
+	case sqliteUnique, sqlitePrimaryKey:
+		return true
+	case sqliteConstraint:
+		return strings.Contains(err.Error(), "UNIQUE")
+	}
+	return false
+}
+
+// unavailable reports whether err means that the database cannot be
+// reached or cannot serve now, rather than that the request is wrong.
+func unavailable(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, driver.ErrBadConn) ||
+		errors.Is(err, mysql.ErrInvalidConn) ||
+		errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return true
+	}
+	if c := pgCode(err); c != "" {
+		// 08: connection exception; 53: insufficient resources (too many
+		// connections, disk full); 57P0x: shutting down or starting up.
+		return strings.HasPrefix(c, "08") || strings.HasPrefix(c, "53") ||
+			c == "57P01" || c == "57P02" || c == "57P03"
+	}
+	switch mysqlCode(err) {
+	case 1040, 1053, 1077, 1152, 1158, 1159, 1160, 1161, 1203, 1226: // too many connections, shutdown, aborted connections, user limits
+		return true
+	}
+	return sqliteCode(err)&0xff == sqliteCantOpen
+}
+
+// wrapErr returns err as the store returns it: a contract error (an
+// *kind.Error) as it is, an unreachable database as ErrUnavailable with a
+// message that shows no SQL, anything else unchanged (the Service turns it
+// into an internal error).
+func wrapErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ke *kind.Error
+	if errors.As(err, &ke) {
+		return err
+	}
+	if unavailable(err) {
+		return &kind.Error{Kind: kind.Unavailable, Op: op, Message: "the database is unavailable", Err: err}
+	}
+	return err
+}
+
+func notFound(what string) error {
+	return &kind.Error{Kind: kind.NotFound, Message: "no such " + what}
+}
+
+func conflict(msg string) error {
+	return &kind.Error{Kind: kind.Conflict, Message: msg}
+}
+
+func invalid(msg string) error {
+	return &kind.Error{Kind: kind.Invalid, Code: kind.CodeInvalid, Message: msg}
+}

@@ -1,0 +1,174 @@
+package sqlstore_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/storage/sqlstore"
+)
+
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func TestUnreachableIsUnavailable(t *testing.T) {
+	for _, dsn := range []string{
+		"postgres://postgres@127.0.0.1:1/postgres?sslmode=disable",
+		"mysql://root@127.0.0.1:1/test",
+		"root@tcp(127.0.0.1:1)/test",
+		filepath.Join(t.TempDir(), "no", "such", "dir", "parley.db"),
+	} {
+		t.Run(dsn, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			s, err := sqlstore.Open(ctx, dsn, quiet)
+			if err == nil {
+				_ = s.Close()
+			}
+			require.Error(t, err)
+			assert.ErrorIs(t, err, messaging.ErrUnavailable)
+			var e *messaging.Error
+			require.True(t, errors.As(err, &e))
+			assert.Equal(t, "the database is unavailable", e.Message)
+			assert.NotNil(t, e.Err, "the driver's error is the cause")
+		})
+	}
+}
+
+func TestDeadlineWhileConnectingIsUnavailable(t *testing.T) {
+	// A server that accepts connections and never answers.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	addr := ln.Addr().String()
+	for _, dsn := range []string{
+		"postgres://postgres@" + addr + "/postgres?sslmode=disable",
+		"mysql://root@" + addr + "/test",
+	} {
+		t.Run(dsn, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			_, err := sqlstore.Open(ctx, dsn, quiet)
+			require.Error(t, err)
+			assert.Less(t, time.Since(start), 5*time.Second, "the deadline holds")
+			assert.ErrorIs(t, err, messaging.ErrUnavailable, "%v", err)
+		})
+	}
+}
+
+func TestBadDSNIsInvalid(t *testing.T) {
+	_, err := sqlstore.Open(t.Context(), "postgres://%zz", quiet)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, messaging.ErrInvalid)
+}
+
+func TestErrorsShowNoSQL(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "parley.db"))
+	require.NoError(t, s.Migrate(t.Context()))
+	for _, err := range []error{
+		func() error { _, err := s.GetMessage(t.Context(), "msg_x"); return err }(),
+		func() error { _, err := s.GetAttachment(t.Context(), "att_x"); return err }(),
+		s.TouchContact(t.Context(), "ctc_x", time.Now()),
+	} {
+		var e *messaging.Error
+		require.True(t, errors.As(err, &e), "%v", err)
+		assert.ErrorIs(t, err, messaging.ErrNotFound)
+		for _, word := range []string{"SELECT", "UPDATE", "WHERE"} {
+			assert.NotContains(t, strings.ToUpper(e.Message), word)
+		}
+	}
+}
+
+func TestMySQLDSN(t *testing.T) {
+	cfg, err := sqlstore.MySQLConfig("mysql://u%40x:p%3Aw@db.example:3307/parley?timeout=5s&charset=utf8mb4")
+	require.NoError(t, err)
+	assert.Equal(t, "u@x", cfg.User)
+	assert.Equal(t, "p:w", cfg.Passwd)
+	assert.Equal(t, "tcp", cfg.Net)
+	assert.Equal(t, "db.example:3307", cfg.Addr)
+	assert.Equal(t, "parley", cfg.DBName)
+	assert.Equal(t, 5*time.Second, cfg.Timeout)
+	assert.True(t, cfg.ParseTime)
+	assert.Equal(t, time.UTC, cfg.Loc)
+
+	cfg, err = sqlstore.MySQLConfig("mysql://root@localhost/test")
+	require.NoError(t, err)
+	assert.Equal(t, "localhost:3306", cfg.Addr, "the default port")
+
+	cfg, err = sqlstore.MySQLConfig("root:pw@tcp(127.0.0.1:3306)/test")
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1:3306", cfg.Addr)
+	assert.Equal(t, "pw", cfg.Passwd)
+	assert.True(t, cfg.ClientFoundRows)
+}
+
+func TestSQLiteDSN(t *testing.T) {
+	dsn := sqlstore.SQLiteDSN("data/parley.db", "immediate", 3*time.Second, false)
+	assert.True(t, strings.HasPrefix(dsn, "file:data/parley.db?"), dsn)
+	for _, want := range []string{"_txlock=immediate", "busy_timeout(3000)", "journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(ON)"} {
+		assert.Contains(t, dsn, want)
+	}
+	dsn = sqlstore.SQLiteDSN("file:p.db?_pragma=synchronous(FULL)", "deferred", time.Second, false)
+	assert.Contains(t, dsn, "synchronous(FULL)")
+	assert.NotContains(t, dsn, "synchronous(NORMAL)", "a pragma of the DSN wins")
+	assert.Contains(t, dsn, "_txlock=deferred")
+}
+
+func TestSQLiteSettings(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "parley.db"))
+	ctx := t.Context()
+	var mode string
+	var sync, fk, busy int
+	r := sqlstore.ReaderDB(s)
+	require.NoError(t, r.NewRaw("PRAGMA journal_mode").Scan(ctx, &mode))
+	require.NoError(t, r.NewRaw("PRAGMA synchronous").Scan(ctx, &sync))
+	require.NoError(t, r.NewRaw("PRAGMA foreign_keys").Scan(ctx, &fk))
+	require.NoError(t, s.DB().NewRaw("PRAGMA busy_timeout").Scan(ctx, &busy))
+	assert.Equal(t, "wal", mode)
+	assert.Equal(t, 1, sync, "synchronous=NORMAL")
+	assert.Equal(t, 1, fk)
+	assert.Equal(t, 10000, busy)
+	assert.Equal(t, 1, s.DB().DB.Stats().MaxOpenConnections, "one writer connection")
+	assert.Greater(t, r.DB.Stats().MaxOpenConnections, 1, "a pool of readers")
+}
+
+func TestSQLiteMemory(t *testing.T) {
+	s := open(t, ":memory:")
+	require.NoError(t, s.Migrate(t.Context()))
+	c := messaging.Contact{ID: "ctc_1", Username: "alice", CreatedAt: time.Now().UTC()}
+	require.NoError(t, s.PutContact(t.Context(), c))
+	got, err := s.ContactByUsername(t.Context(), "alice")
+	require.NoError(t, err, "reads see writes: one database")
+	assert.Equal(t, "ctc_1", got.ID)
+}

@@ -1,0 +1,104 @@
+package sqlstore
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/parleychat/parley/attachments"
+)
+
+// maxBranches is the most conversations a list query reads as separate
+// index ranges (UNION ALL of one ordered, limited scan each); a list of
+// more conversations is one query with IN, which sorts.
+const maxBranches = 32
+
+// branch is one index-ordered range of a list: a WHERE condition.
+type branch struct {
+	where string
+	args  []any
+}
+
+// pageQuery is a keyset-paginated list: up to limit+1 rows of from
+// matching any of branches, beyond the cursor, ordered by (created_at, id)
+// newest first (After or no cursor) or oldest first (Before: the caller
+// reverses them).
+type pageQuery struct {
+	cols     string // the selected columns, unique names including created_at and id
+	from     string // FROM clause
+	alias    string // alias of the listed table in from
+	branches []branch
+	after    *attachments.Cursor
+	before   *attachments.Cursor
+	limit    int
+}
+
+// sql returns the query and its arguments.
+func (s *Store) pageSQL(p pageQuery) (string, []any) {
+	dir, cmp, cur := "DESC", "<", p.after
+	if p.before != nil {
+		dir, cmp, cur = "ASC", ">", p.before
+	}
+	a := p.alias
+	var seek string
+	var seekArgs []any
+	if cur != nil {
+		t := cur.CreatedAt.UTC()
+		if s.flavor == flavorPostgres {
+			// PostgreSQL compares rows by index order (an index condition).
+			seek = fmt.Sprintf("(%[1]s.created_at, %[1]s.id) %[2]s (?, ?)", a, cmp)
+			seekArgs = []any{t, cur.ID}
+		} else {
+			// MySQL/MariaDB and SQLite use a range on created_at, then filter
+			// the ties.
+			seek = fmt.Sprintf("%[1]s.created_at %[2]s= ? AND (%[1]s.created_at %[2]s ? OR %[1]s.id %[2]s ?)", a, cmp)
+			seekArgs = []any{t, t, cur.ID}
+		}
+	}
+	limit := strconv.Itoa(p.limit + 1)
+	one := func(b branch) (string, []any) {
+		var conds []string
+		var args []any
+		if b.where != "" {
+			conds = append(conds, b.where)
+			args = append(args, b.args...)
+		}
+		if seek != "" {
+			conds = append(conds, seek)
+			args = append(args, seekArgs...)
+		}
+		q := "SELECT " + p.cols + " FROM " + p.from
+		if len(conds) > 0 {
+			q += " WHERE " + strings.Join(conds, " AND ")
+		}
+		q += fmt.Sprintf(" ORDER BY %[1]s.created_at %[2]s, %[1]s.id %[2]s LIMIT %[3]s", a, dir, limit)
+		return q, args
+	}
+	if len(p.branches) == 1 {
+		return one(p.branches[0])
+	}
+	parts := make([]string, len(p.branches))
+	var args []any
+	for i, b := range p.branches {
+		q, bargs := one(b)
+		parts[i] = "SELECT * FROM (" + q + ") AS p" + strconv.Itoa(i)
+		args = append(args, bargs...)
+	}
+	q := "SELECT * FROM (" + strings.Join(parts, " UNION ALL ") + ") AS u" +
+		fmt.Sprintf(" ORDER BY u.created_at %[1]s, u.id %[1]s LIMIT %[2]s", dir, limit)
+	return q, args
+}
+
+// trimPage cuts rows (as pageSQL returned them) to the page: at most limit,
+// newest first, and whether there are more.
+func trimPage[T any](rows []T, limit int, before bool) ([]T, bool) {
+	more := len(rows) > limit
+	if more {
+		rows = rows[:limit]
+	}
+	if before {
+		slices.Reverse(rows)
+	}
+	return rows, more
+}

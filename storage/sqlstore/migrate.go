@@ -1,0 +1,314 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/migrate"
+)
+
+// Tables of bun/migrate's bookkeeping.
+const (
+	migrationsTable      = "parley_migrations"
+	migrationsLocksTable = "parley_migration_locks"
+)
+
+// version is one schema migration: the same change for each engine, in
+// each engine's SQL. Versions are applied in Name order and never edited
+// once released; a change to the schema is a new version.
+type version struct {
+	Name    string // sorts in the order of application
+	Comment string
+	SQL     map[flavor][]string
+}
+
+var versions = []version{{
+	Name:    "20260601000001",
+	Comment: "create_tables",
+	SQL: map[flavor][]string{
+		flavorSQLite: {
+			`CREATE TABLE IF NOT EXISTS contacts (
+				id TEXT PRIMARY KEY NOT NULL,
+				username TEXT NOT NULL UNIQUE,
+				phone_number TEXT NOT NULL DEFAULT '',
+				avatar_url TEXT NOT NULL DEFAULT '',
+				last_active_at TIMESTAMP,
+				created_at TIMESTAMP NOT NULL)`,
+			`CREATE TABLE IF NOT EXISTS messages (
+				id TEXT PRIMARY KEY NOT NULL,
+				conversation_id TEXT NOT NULL,
+				contact_id TEXT NOT NULL,
+				text TEXT NOT NULL,
+				read_at TIMESTAMP,
+				created_at TIMESTAMP NOT NULL,
+				updated_at TIMESTAMP)`,
+			`CREATE INDEX IF NOT EXISTS messages_conversation_created ON messages (conversation_id, created_at DESC, id DESC)`,
+			`CREATE INDEX IF NOT EXISTS messages_created ON messages (created_at DESC, id DESC)`,
+			// A reaction name keeps its place (seq) while it has reactors;
+			// reactors come in their own seq order. An INTEGER PRIMARY KEY is
+			// the rowid: a new row gets one more than the largest.
+			`CREATE TABLE IF NOT EXISTS reaction_names (
+				seq INTEGER PRIMARY KEY,
+				message_id TEXT NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+				name TEXT NOT NULL,
+				UNIQUE (message_id, name))`,
+			`CREATE TABLE IF NOT EXISTS reactions (
+				seq INTEGER PRIMARY KEY,
+				message_id TEXT NOT NULL,
+				name TEXT NOT NULL,
+				reactor TEXT NOT NULL,
+				UNIQUE (message_id, name, reactor),
+				FOREIGN KEY (message_id, name) REFERENCES reaction_names (message_id, name) ON DELETE CASCADE)`,
+			`CREATE TABLE IF NOT EXISTS attachments (
+				id TEXT PRIMARY KEY NOT NULL,
+				message_id TEXT REFERENCES messages (id),
+				conversation_id TEXT,
+				uploader_id TEXT NOT NULL,
+				filename TEXT NOT NULL,
+				file_type TEXT NOT NULL,
+				file_size INTEGER NOT NULL,
+				sha256 TEXT NOT NULL,
+				blob_key TEXT NOT NULL UNIQUE,
+				created_at TIMESTAMP NOT NULL)`,
+			`CREATE INDEX IF NOT EXISTS attachments_conversation_created ON attachments (conversation_id, created_at DESC, id DESC)`,
+			`CREATE INDEX IF NOT EXISTS attachments_uploader_created ON attachments (uploader_id, created_at DESC, id DESC)`,
+			`CREATE INDEX IF NOT EXISTS attachments_created ON attachments (created_at DESC, id DESC)`,
+			`CREATE INDEX IF NOT EXISTS attachments_message ON attachments (message_id)`,
+			`CREATE TABLE IF NOT EXISTS pending_deletions (
+				blob_key TEXT PRIMARY KEY NOT NULL,
+				created_at TIMESTAMP NOT NULL)`,
+			`CREATE INDEX IF NOT EXISTS pending_deletions_created ON pending_deletions (created_at, blob_key)`,
+		},
+		// Identifiers sort by bytes (COLLATE "C"), as Go compares strings.
+		flavorPostgres: {
+			`CREATE TABLE IF NOT EXISTS contacts (
+				id text COLLATE "C" PRIMARY KEY,
+				username text COLLATE "C" NOT NULL UNIQUE,
+				phone_number text NOT NULL DEFAULT '',
+				avatar_url text NOT NULL DEFAULT '',
+				last_active_at timestamptz,
+				created_at timestamptz NOT NULL)`,
+			`CREATE TABLE IF NOT EXISTS messages (
+				id text COLLATE "C" PRIMARY KEY,
+				conversation_id text COLLATE "C" NOT NULL,
+				contact_id text COLLATE "C" NOT NULL,
+				text text NOT NULL,
+				read_at timestamptz,
+				created_at timestamptz NOT NULL,
+				updated_at timestamptz)`,
+			`CREATE INDEX IF NOT EXISTS messages_conversation_created ON messages (conversation_id, created_at DESC, id DESC)`,
+			`CREATE INDEX IF NOT EXISTS messages_created ON messages (created_at DESC, id DESC)`,
+			`CREATE TABLE IF NOT EXISTS reaction_names (
+				seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+				message_id text COLLATE "C" NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+				name text COLLATE "C" NOT NULL,
+				UNIQUE (message_id, name))`,
+			`CREATE TABLE IF NOT EXISTS reactions (
+				seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+				message_id text COLLATE "C" NOT NULL,
+				name text COLLATE "C" NOT NULL,
+				reactor text COLLATE "C" NOT NULL,
+				UNIQUE (message_id, name, reactor),
+				FOREIGN KEY (message_id, name) REFERENCES reaction_names (message_id, name) ON DELETE CASCADE)`,
+			`CREATE TABLE IF NOT EXISTS attachments (
+				id text COLLATE "C" PRIMARY KEY,
+				message_id text COLLATE "C" REFERENCES messages (id),
+				conversation_id text COLLATE "C",
+				uploader_id text COLLATE "C" NOT NULL,
+				filename text NOT NULL,
+				file_type text NOT NULL,
+				file_size bigint NOT NULL,
+				sha256 text NOT NULL,
+				blob_key text COLLATE "C" NOT NULL UNIQUE,
+				created_at timestamptz NOT NULL)`,
+			`CREATE INDEX IF NOT EXISTS attachments_conversation_created ON attachments (conversation_id, created_at DESC, id DESC)`,
+			`CREATE INDEX IF NOT EXISTS attachments_uploader_created ON attachments (uploader_id, created_at DESC, id DESC)`,
+			`CREATE INDEX IF NOT EXISTS attachments_created ON attachments (created_at DESC, id DESC)`,
+			`CREATE INDEX IF NOT EXISTS attachments_message ON attachments (message_id)`,
+			`CREATE TABLE IF NOT EXISTS pending_deletions (
+				blob_key text COLLATE "C" PRIMARY KEY,
+				created_at timestamptz NOT NULL)`,
+			`CREATE INDEX IF NOT EXISTS pending_deletions_created ON pending_deletions (created_at, blob_key)`,
+		},
+		// MySQL has no CREATE INDEX IF NOT EXISTS (MariaDB has): indexes
+		// are declared in CREATE TABLE IF NOT EXISTS. utf8mb4_bin compares
+		// and sorts by bytes, as Go does, and makes usernames case-sensitive.
+		flavorMySQL: {
+			`CREATE TABLE IF NOT EXISTS contacts (
+				id VARCHAR(64) NOT NULL PRIMARY KEY,
+				username VARCHAR(255) NOT NULL,
+				phone_number TEXT NOT NULL,
+				avatar_url TEXT NOT NULL,
+				last_active_at DATETIME(6) NULL,
+				created_at DATETIME(6) NOT NULL,
+				UNIQUE KEY contacts_username (username)
+			) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+			`CREATE TABLE IF NOT EXISTS messages (
+				id VARCHAR(64) NOT NULL PRIMARY KEY,
+				conversation_id VARCHAR(128) NOT NULL,
+				contact_id VARCHAR(64) NOT NULL,
+				text TEXT NOT NULL,
+				read_at DATETIME(6) NULL,
+				created_at DATETIME(6) NOT NULL,
+				updated_at DATETIME(6) NULL,
+				KEY messages_conversation_created (conversation_id, created_at, id),
+				KEY messages_created (created_at, id)
+			) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+			`CREATE TABLE IF NOT EXISTS reaction_names (
+				seq BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+				message_id VARCHAR(64) NOT NULL,
+				name VARCHAR(64) NOT NULL,
+				UNIQUE KEY reaction_names_message_name (message_id, name),
+				CONSTRAINT reaction_names_message FOREIGN KEY (message_id) REFERENCES messages (id) ON DELETE CASCADE
+			) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+			`CREATE TABLE IF NOT EXISTS reactions (
+				seq BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+				message_id VARCHAR(64) NOT NULL,
+				name VARCHAR(64) NOT NULL,
+				reactor VARCHAR(255) NOT NULL,
+				UNIQUE KEY reactions_message_name_reactor (message_id, name, reactor),
+				CONSTRAINT reactions_name FOREIGN KEY (message_id, name) REFERENCES reaction_names (message_id, name) ON DELETE CASCADE
+			) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+			`CREATE TABLE IF NOT EXISTS attachments (
+				id VARCHAR(64) NOT NULL PRIMARY KEY,
+				message_id VARCHAR(64) NULL,
+				conversation_id VARCHAR(128) NULL,
+				uploader_id VARCHAR(64) NOT NULL,
+				filename VARCHAR(255) NOT NULL,
+				file_type VARCHAR(255) NOT NULL,
+				file_size BIGINT NOT NULL,
+				sha256 VARCHAR(64) NOT NULL,
+				blob_key VARCHAR(255) NOT NULL,
+				created_at DATETIME(6) NOT NULL,
+				UNIQUE KEY attachments_blob_key (blob_key),
+				KEY attachments_conversation_created (conversation_id, created_at, id),
+				KEY attachments_uploader_created (uploader_id, created_at, id),
+				KEY attachments_created (created_at, id),
+				KEY attachments_message (message_id),
+				CONSTRAINT attachments_message FOREIGN KEY (message_id) REFERENCES messages (id)
+			) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+			`CREATE TABLE IF NOT EXISTS pending_deletions (
+				blob_key VARCHAR(255) NOT NULL PRIMARY KEY,
+				created_at DATETIME(6) NOT NULL,
+				KEY pending_deletions_created (created_at, blob_key)
+			) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+		},
+	},
+}}
+
+// Migrate brings the schema up to date: it applies, in order, the versions
+// that the database has not recorded (in the table parley_migrations). It
+// is idempotent, and safe when several processes start at once: on
+// PostgreSQL and MySQL it holds an advisory lock (pg_advisory_lock,
+// GET_LOCK) of the database while it runs; on SQLite each version applies
+// in one IMMEDIATE transaction that first checks it is not applied yet.
+func (s *Store) Migrate(ctx context.Context) error {
+	return wrapErr("sqlstore.Migrate", s.migrate(ctx))
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	unlock, err := s.lockMigrations(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: lock: %w", err)
+	}
+	defer unlock()
+
+	ms := migrate.NewMigrations()
+	for _, v := range versions {
+		ms.Add(migrate.Migration{Name: v.Name, Comment: v.Comment, Up: s.up(v)})
+	}
+	m := migrate.NewMigrator(s.w, ms,
+		migrate.WithTableName(migrationsTable),
+		migrate.WithLocksTableName(migrationsLocksTable),
+		migrate.WithMarkAppliedOnSuccess(true),
+		migrate.WithUpsert(true))
+	if err := m.Init(ctx); err != nil {
+		return fmt.Errorf("migrate: init: %w", err)
+	}
+	group, err := m.Migrate(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if !group.IsZero() {
+		s.opts.Logger.InfoContext(ctx, "sqlstore: schema migrated", "engine", s.flavor.String(), "applied", group.Migrations.String())
+	}
+	return nil
+}
+
+// up returns the function that applies v. On engines with transactional
+// DDL, v's statements and its record in the migrations table commit
+// together, and v is skipped if another process recorded it meanwhile.
+func (s *Store) up(v version) func(context.Context, *migrate.Migrator, *migrate.Migration) error {
+	return func(ctx context.Context, _ *migrate.Migrator, mig *migrate.Migration) error {
+		stmts := v.SQL[s.flavor]
+		if s.flavor == flavorMySQL { // DDL commits implicitly: no transaction
+			for _, q := range stmts {
+				if _, err := s.w.ExecContext(ctx, q); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return s.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			var n int
+			if err := tx.NewRaw("SELECT COUNT(*) FROM "+migrationsTable+" WHERE name = ?", v.Name).Scan(ctx, &n); err != nil {
+				return err
+			}
+			if n > 0 {
+				return nil
+			}
+			for _, q := range stmts {
+				if _, err := tx.ExecContext(ctx, q); err != nil {
+					return err
+				}
+			}
+			_, err := tx.ExecContext(ctx, "INSERT INTO "+migrationsTable+" (name, group_id, migrated_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING",
+				v.Name, mig.GroupID, time.Now().UTC())
+			return err
+		})
+	}
+}
+
+// lockMigrations takes the database's migration lock, on PostgreSQL and
+// MySQL, on a connection of its own; unlock releases it.
+func (s *Store) lockMigrations(ctx context.Context) (unlock func(), err error) {
+	var lock, release string
+	switch s.flavor {
+	case flavorPostgres:
+		lock = "SELECT pg_advisory_lock(hashtext('parley.migrate:' || current_database() || '.' || current_schema()))"
+		release = "SELECT pg_advisory_unlock(hashtext('parley.migrate:' || current_database() || '.' || current_schema()))"
+	case flavorMySQL:
+		lock = "SELECT GET_LOCK(CONCAT('parley.migrate:', SHA1(DATABASE())), 600)"
+		release = "SELECT RELEASE_LOCK(CONCAT('parley.migrate:', SHA1(DATABASE())))"
+	default:
+		return func() {}, nil
+	}
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if s.flavor == flavorPostgres {
+		_, err = conn.ExecContext(ctx, lock)
+	} else {
+		var got *int64
+		if err = conn.NewRaw(lock).Scan(ctx, &got); err == nil && (got == nil || *got != 1) {
+			err = errors.New("timed out waiting for the migration lock")
+		}
+	}
+	if err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	return func() {
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), release); err != nil {
+			// Drop the connection rather than return it to the pool with
+			// the lock still held: closing it releases the lock.
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		_ = conn.Close()
+	}, nil
+}

@@ -1,0 +1,25 @@
+package sqlstore_test
+
+import (
+	"testing"
+
+	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/storage/storetest"
+)
+
+// TestConformance runs the repository contract on every SQL engine.
+func TestConformance(t *testing.T) {
+	for _, e := range backendtest.SQL(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			storetest.RunConformanceTests(t, func(t *testing.T) storetest.Store { return e.Open(t) })
+		})
+	}
+}
+
+func BenchmarkStore(b *testing.B) {
+	for _, e := range backendtest.SQL(b) {
+		b.Run(e.Name, func(b *testing.B) {
+			storetest.RunBenchmarks(b, func(b *testing.B) storetest.Store { return e.Open(b) })
+		})
+	}
+}
