@@ -32,14 +32,18 @@ type contactJSON struct {
 
 // MarshalJSON writes the contact as the API shows it (Unix seconds).
 func (c Contact) MarshalJSON() ([]byte, error) {
-	return json.Marshal(contactJSON{
+	return json.Marshal(c.wire())
+}
+
+func (c Contact) wire() contactJSON {
+	return contactJSON{
 		ID:           c.ID,
 		Username:     c.Username,
 		PhoneNumber:  c.PhoneNumber,
 		AvatarURL:    c.AvatarURL,
 		LastActiveAt: unixOrNull(c.LastActiveAt),
 		CreatedAt:    c.CreatedAt.Unix(),
-	})
+	}
 }
 
 // Reaction is one reaction name and the usernames of those who reacted with
@@ -51,11 +55,28 @@ type Reaction struct {
 
 // MarshalJSON writes the reaction as a one-key object: {"name": [reactors]}.
 func (r Reaction) MarshalJSON() ([]byte, error) {
+	return r.appendJSON(nil)
+}
+
+// appendJSON appends the reaction's JSON to b.
+func (r Reaction) appendJSON(b []byte) ([]byte, error) {
 	reactors := r.Reactors
 	if reactors == nil {
 		reactors = []string{}
 	}
-	return json.Marshal(map[string][]string{r.Name: reactors})
+	name, err := json.Marshal(r.Name)
+	if err != nil {
+		return nil, err
+	}
+	who, err := json.Marshal(reactors)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, '{')
+	b = append(b, name...)
+	b = append(b, ':')
+	b = append(b, who...)
+	return append(b, '}'), nil
 }
 
 // Message is a unit of a conversation.
@@ -78,41 +99,74 @@ type Message struct {
 	UpdatedAt   time.Time // zero while never updated
 }
 
-type messageJSON struct {
-	ID             string                   `json:"id"`
-	Object         string                   `json:"object"`
-	ConversationID string                   `json:"conversation_id"`
-	Contact        Contact                  `json:"contact"`
-	Message        string                   `json:"message"`
-	Reactions      []Reaction               `json:"reactions"`
-	Attachments    []attachments.Attachment `json:"attachments"`
-	ReadAt         *int64                   `json:"read_at"`
-	CreatedAt      int64                    `json:"created_at"`
-	UpdatedAt      *int64                   `json:"updated_at"`
+// messageHeadJSON and messageTailJSON are the members of a message's JSON
+// before and after its reactions and attachments.
+type messageHeadJSON struct {
+	ID             string      `json:"id"`
+	Object         string      `json:"object"`
+	ConversationID string      `json:"conversation_id"`
+	Contact        contactJSON `json:"contact"`
+	Message        string      `json:"message"`
+}
+
+type messageTailJSON struct {
+	ReadAt    *int64 `json:"read_at"`
+	CreatedAt int64  `json:"created_at"`
+	UpdatedAt *int64 `json:"updated_at"`
 }
 
 // MarshalJSON writes the message as the API shows it: empty arrays rather
 // than null, Unix seconds, null read_at and updated_at while unset.
+//
+// The members are id, object, conversation_id, contact, message,
+// reactions, attachments, read_at, created_at, updated_at, in that order.
+// The reactions and attachments are spliced in as their own MarshalJSON
+// writes them, rather than marshaled as nested json.Marshalers, which
+// encoding/json would check and compact once more: that doubled the cost
+// of a message.
 func (m Message) MarshalJSON() ([]byte, error) {
-	j := messageJSON{
+	head, err := json.Marshal(messageHeadJSON{
 		ID:             m.ID,
 		Object:         "message",
 		ConversationID: m.ConversationID,
-		Contact:        m.Contact,
+		Contact:        m.Contact.wire(),
 		Message:        m.Text,
-		Reactions:      m.Reactions,
-		Attachments:    m.Attachments,
-		ReadAt:         unixOrNull(m.ReadAt),
-		CreatedAt:      m.CreatedAt.Unix(),
-		UpdatedAt:      unixOrNull(m.UpdatedAt),
+	})
+	if err != nil {
+		return nil, err
 	}
-	if j.Reactions == nil {
-		j.Reactions = []Reaction{}
+	tail, err := json.Marshal(messageTailJSON{
+		ReadAt:    unixOrNull(m.ReadAt),
+		CreatedAt: m.CreatedAt.Unix(),
+		UpdatedAt: unixOrNull(m.UpdatedAt),
+	})
+	if err != nil {
+		return nil, err
 	}
-	if j.Attachments == nil {
-		j.Attachments = []attachments.Attachment{}
+	b := make([]byte, 0, len(head)+len(tail)+64+len(m.Reactions)*32+len(m.Attachments)*384)
+	b = append(b, head[:len(head)-1]...) // without the closing brace
+	b = append(b, `,"reactions":[`...)
+	for i, r := range m.Reactions {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if b, err = r.appendJSON(b); err != nil {
+			return nil, err
+		}
 	}
-	return json.Marshal(j)
+	b = append(b, `],"attachments":[`...)
+	for i, a := range m.Attachments {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		ab, err := a.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, ab...)
+	}
+	b = append(b, "],"...)
+	return append(b, tail[1:]...), nil // without the opening brace
 }
 
 func unixOrNull(t time.Time) *int64 {
