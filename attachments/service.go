@@ -145,7 +145,8 @@ func (s *Service) upload(ctx context.Context, callerID string, u Upload) (Attach
 		FileType:       ctype,
 		Key:            KeyPrefix + id,
 	}
-	cr := &countingReader{r: body, h: sha256.New(), max: s.opts.MaxUploadBytes}
+	cr := newCountingReader(body, s.opts.MaxUploadBytes)
+	defer cr.Close()
 	if err := s.blobs.Put(ctx, a.Key, ctype, cr); err != nil {
 		s.removeBlob(context.WithoutCancel(ctx), a.Key) // the store should have left nothing; make sure
 		if cr.tooLarge {
@@ -155,7 +156,7 @@ func (s *Service) upload(ctx context.Context, callerID string, u Upload) (Attach
 		return Attachment{}, err
 	}
 	a.FileSize = cr.n
-	a.SHA256 = hex.EncodeToString(cr.h.Sum(nil))
+	a.SHA256 = cr.Sum()
 	a.CreatedAt = s.opts.Now().UTC().Truncate(time.Microsecond)
 	if err := s.repo.CreateAttachment(ctx, a); err != nil {
 		s.removeBlob(context.WithoutCancel(ctx), a.Key)
@@ -177,12 +178,43 @@ func declaredType(ct string) string {
 	return mime.FormatMediaType(mt, params)
 }
 
-// countingReader counts and hashes what passes and fails past max bytes.
+// countingReader counts what passes and fails past max bytes. It hashes
+// the bytes on a goroutine of its own, so that hashing overlaps reading the
+// request and writing the object; Sum waits for it. Close must be called
+// (Sum does) so the goroutine ends.
 type countingReader struct {
 	r        io.Reader
-	h        hash.Hash
 	n, max   int64
 	tooLarge bool
+
+	h      hash.Hash
+	chunks chan []byte // filled chunks, to hash
+	free   chan []byte // hashed chunks, to fill again
+	done   chan struct{}
+	closed bool
+}
+
+// hashDepth is how many chunks may wait to be hashed.
+const hashDepth = 4
+
+func newCountingReader(r io.Reader, max int64) *countingReader {
+	c := &countingReader{
+		r: r, max: max, h: sha256.New(),
+		chunks: make(chan []byte, hashDepth),
+		free:   make(chan []byte, hashDepth+1),
+		done:   make(chan struct{}),
+	}
+	for range hashDepth + 1 {
+		c.free <- nil
+	}
+	go func() {
+		defer close(c.done)
+		for b := range c.chunks {
+			c.h.Write(b)
+			c.free <- b
+		}
+	}()
+	return c
 }
 
 var errTooLarge = errors.New("upload exceeds the size limit")
@@ -194,8 +226,26 @@ func (c *countingReader) Read(p []byte) (int, error) {
 		c.tooLarge = true
 		return 0, errTooLarge
 	}
-	c.h.Write(p[:n])
+	if n > 0 {
+		b := <-c.free
+		c.chunks <- append(b[:0], p[:n]...)
+	}
 	return n, err
+}
+
+// Close stops the hashing goroutine; it is safe to call more than once.
+func (c *countingReader) Close() {
+	if !c.closed {
+		c.closed = true
+		close(c.chunks)
+		<-c.done
+	}
+}
+
+// Sum returns the hex SHA-256 of everything read.
+func (c *countingReader) Sum() string {
+	c.Close()
+	return hex.EncodeToString(c.h.Sum(nil))
 }
 
 // removeBlob deletes an object, leaving it to Reconcile when it cannot.

@@ -75,6 +75,7 @@ func runAdapterTests(t *testing.T, newStore func(t *testing.T) storetest.Store) 
 		{"UploadLimits", testUploadLimits},
 		{"BackendFailures", testBackendFailures},
 		{"ConcurrentReactions", testConcurrentReactions},
+		{"RateLimit", testRateLimit},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore) })
 	}

@@ -16,6 +16,7 @@ const (
 	typeNotFound       = "not_found_error"
 	typeConflict       = "conflict_error"
 	typeAPI            = "api_error"
+	typeRateLimit      = "rate_limit_error"
 )
 
 // Error codes beyond kind.CodeMissing and kind.CodeInvalid.
@@ -33,6 +34,7 @@ const (
 	codeUnimplemented    = "unimplemented"
 	codeUnavailable      = "unavailable"
 	codeInternal         = "internal_error"
+	codeRateLimit        = "rate_limited"
 	retryAfterSeconds    = "5"
 	internalErrorMessage = "internal error"
 )

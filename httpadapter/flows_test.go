@@ -454,3 +454,33 @@ func testConcurrentReactions(t *testing.T, newStore newStoreFunc) {
 	}
 	assert.Len(t, seen, n)
 }
+
+// testRateLimit: a refusal of Options.Limit is a 429 with Retry-After, and
+// the refused request changes nothing.
+func testRateLimit(t *testing.T, newStore newStoreFunc) {
+	var mu sync.Mutex
+	left := map[string]int{}
+	e := newEnv(t, newStore(t), envConfig{opts: httpadapter.Options{
+		Limit: func(_ *http.Request, caller messaging.Contact) (time.Duration, bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			if left[caller.Username] >= 2 {
+				return 1500 * time.Millisecond, false
+			}
+			left[caller.Username]++
+			return 0, true
+		},
+	}})
+	for range 2 {
+		res := e.as(t, "alice", "POST", "/v1/messages", form("conversation_id=limited&message=hi"))
+		require.Equal(t, http.StatusCreated, res.StatusCode, "%s", res.body)
+	}
+	res := e.as(t, "alice", "POST", "/v1/messages", form("conversation_id=limited&message=one+too+many"))
+	assertError(t, res, http.StatusTooManyRequests, wantErr{typ: "rate_limit_error", code: "rate_limited"})
+	assert.Equal(t, "2", res.Header.Get("Retry-After"), "rounded up to whole seconds")
+	// bob has his own allowance, and alice's refused message was not stored.
+	list := e.as(t, "bob", "GET", "/v1/messages?conversation_id=limited", nil)
+	require.Equal(t, http.StatusOK, list.StatusCode)
+	ids, _ := listIDs(t, list)
+	assert.Len(t, ids, 2)
+}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -42,6 +43,13 @@ type Options struct {
 	// other fields).
 	MaxBodyBytes int64
 
+	// Limit, when set, is asked before every authenticated request whether
+	// the caller may go on. A refusal (ok false) is answered 429
+	// rate_limit_error with a Retry-After of retryAfter (rounded up to whole
+	// seconds, at least 1). Plug in any limiter, such as
+	// golang.org/x/time/rate per caller. Default: none.
+	Limit func(r *http.Request, caller messaging.Contact) (retryAfter time.Duration, ok bool)
+
 	// Logger receives unexpected errors (with the request id sent to the
 	// client) and failures that do not fail a request. Default:
 	// slog.Default().
@@ -57,6 +65,7 @@ type api struct {
 	maxBody    int64
 	signExpiry time.Duration
 	cannotSign atomic.Bool // the blob store answered ErrUnimplemented once
+	limit      func(*http.Request, messaging.Contact) (time.Duration, bool)
 
 	base     string // Options.BaseURL without a trailing slash; "" to derive
 	basePath string // the path of base
@@ -81,6 +90,7 @@ func New(msgs *messaging.Service, files *attachments.Service, opts *Options) htt
 		log:        o.Logger,
 		maxBody:    o.MaxBodyBytes,
 		signExpiry: o.SignedURLExpiry,
+		limit:      o.Limit,
 	}
 	if a.log == nil {
 		a.log = slog.Default()
@@ -193,6 +203,15 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		a.writeError(w, r, err)
 		return
+	}
+	if a.limit != nil {
+		if after, ok := a.limit(r, caller); !ok {
+			secs := max(1, int64((after+time.Second-1)/time.Second))
+			w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+			a.writeError(w, r, newHTTPError(http.StatusTooManyRequests, typeRateLimit, codeRateLimit,
+				"too many requests; retry after "+strconv.FormatInt(secs, 10)+" s"))
+			return
+		}
 	}
 	if rt.methods == nil {
 		a.writeError(w, r, newHTTPError(http.StatusNotFound, typeNotFound, codeNotFound,

@@ -100,8 +100,8 @@ func (s *Service) now() time.Time { return s.opts.Now().UTC().Truncate(time.Micr
 // for an empty or malformed username, ErrConflict for a username taken by
 // another contact.
 func (s *Service) SaveContact(ctx context.Context, c Contact) (Contact, error) {
-	c, err := s.saveContact(ctx, c)
-	return c, kind.Wrap("messaging.SaveContact "+strconv.Quote(c.Username), err)
+	saved, err := s.saveContact(ctx, c)
+	return saved, kind.Wrap("messaging.SaveContact "+strconv.Quote(c.Username), err)
 }
 
 func (s *Service) saveContact(ctx context.Context, c Contact) (Contact, error) {
@@ -111,7 +111,8 @@ func (s *Service) saveContact(ctx context.Context, c Contact) (Contact, error) {
 	if err := check.ReactionName("username", c.Username); err != nil {
 		return Contact{}, kind.BadParam("username", "a username is 1 to 64 characters with no white space, brackets or control characters")
 	}
-	if c.ID == "" {
+	findOrCreate := c.ID == ""
+	if findOrCreate {
 		got, err := s.repo.ContactByUsername(ctx, c.Username)
 		if err == nil {
 			return got, nil
@@ -124,7 +125,15 @@ func (s *Service) saveContact(ctx context.Context, c Contact) (Contact, error) {
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = s.now()
 	}
-	if err := s.repo.PutContact(ctx, c); err != nil {
+	err := s.repo.PutContact(ctx, c)
+	if findOrCreate && errors.Is(err, ErrConflict) {
+		// Another caller (another instance, say) created it meanwhile.
+		return s.repo.ContactByUsername(ctx, c.Username)
+	}
+	if errors.Is(err, ErrConflict) {
+		return Contact{}, &Error{Kind: ErrConflict, Param: "username", Message: "username is taken by another contact", Err: err}
+	}
+	if err != nil {
 		return Contact{}, err
 	}
 	return c, nil

@@ -56,6 +56,7 @@ func run() error {
 		tokens    = flag.String("tokens", os.Getenv("PARLEY_TOKENS"), `bearer tokens as "user=token,user2=token2" (also PARLEY_TOKENS; default `+defaultTokens+`)`)
 		maxUpload = flag.Int64("max-upload-bytes", 25<<20, "largest accepted upload, in bytes")
 		baseURL   = flag.String("base-url", "", "public URL of this server, used in file_url and Location (default: from each request)")
+		signed    = flag.Duration("signed-urls", 0, "when > 0 and the bucket can sign URLs (S3, GCS, Azure), file_url is a signed bucket URL valid this long")
 	)
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -78,7 +79,12 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		*bucketURL = (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()
+		// metadata=skip: the rows keep each file's type, size and hash, so
+		// the sidecar files (and the MD5 fileblob computes for them) are
+		// waste. no_tmp_dir: write temporary files beside the final ones, so
+		// the rename that completes a write never crosses file systems; one
+		// a crash leaves behind is removed by Reconcile.
+		*bucketURL = (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: "metadata=skip&no_tmp_dir=true"}).String()
 	}
 	store, err := sqlstore.Open(ctx, *dsn, &sqlstore.Options{Logger: log})
 	if err != nil {
@@ -110,9 +116,10 @@ func run() error {
 
 	// 4. The HTTP adapter, mounted at the root of this server's mux.
 	api := httpadapter.New(msgs, files, &httpadapter.Options{
-		Authenticator: httpadapter.StaticTokens(table),
-		BaseURL:       *baseURL,
-		Logger:        log,
+		Authenticator:   httpadapter.StaticTokens(table),
+		BaseURL:         *baseURL,
+		SignedURLExpiry: *signed,
+		Logger:          log,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
@@ -125,7 +132,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	greet(ln.Addr().String(), *baseURL, *dsn, *bucketURL, table)
+	greet(ln.Addr().String(), *baseURL, redact(*dsn), redact(*bucketURL), table)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -177,6 +184,14 @@ func reconcile(ctx context.Context, files *attachments.Service, log *slog.Logger
 		case <-t.C:
 		}
 	}
+}
+
+// redact hides the password of a URL-shaped DSN.
+func redact(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return dsn
 }
 
 // greet prints where the server listens and how to call it.
