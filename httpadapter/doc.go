@@ -131,6 +131,7 @@
 //	ErrTooLarge          413     invalid_request_error  too_large             (also a body over its limit)
 //	(Content-Type)       415     invalid_request_error  unsupported_media_type
 //	(bad Range)          416     invalid_request_error  range_not_satisfiable
+//	(Options.Limit)      429     rate_limit_error       rate_limited          + Retry-After
 //	ErrUnimplemented     501     api_error              unimplemented
 //	ErrUnavailable       503     api_error              unavailable           + Retry-After: 5
 //	anything else        500     api_error              internal_error
@@ -138,6 +139,6 @@
 // The message of a 4xx is the *messaging.Error's message, written for
 // people. A 500 says only "internal error": the error is logged to
 // Options.Logger with a request id, which the response carries in its
-// Request-Id header. No rate limiter is built in, so the API's 429 comes from
-// the host's middleware, if any.
+// Request-Id header. No rate limiter is built in: Options.Limit plugs one in,
+// asked once per authenticated request with the caller.
 package httpadapter
