@@ -370,9 +370,6 @@ func (s *Service) list(ctx context.Context, callerID string, o ListOptions) (Pag
 	if err != nil {
 		return Page{}, err
 	}
-	if err := check.Cursor(o.StartingAfter, o.EndingBefore); err != nil {
-		return Page{}, err
-	}
 	q := ListQuery{Limit: limit}
 	if o.ConversationID != "" {
 		if err := check.ConversationID("conversation_id", o.ConversationID); err != nil {
@@ -402,21 +399,15 @@ func (s *Service) list(ctx context.Context, callerID string, o ListOptions) (Pag
 		}
 		return q.All || slices.Contains(q.ConversationIDs, a.ConversationID)
 	}
-	for _, c := range []struct {
-		param, id string
-		dst       **Cursor
-	}{{"starting_after", o.StartingAfter, &q.After}, {"ending_before", o.EndingBefore, &q.Before}} {
-		if c.id == "" {
-			continue
+	q.After, q.Before, err = check.Cursors(o.StartingAfter, o.EndingBefore, func(id string) (Cursor, bool, error) {
+		a, err := s.get(ctx, callerID, id)
+		if errors.Is(err, ErrNotFound) {
+			return Cursor{}, false, nil
 		}
-		a, err := s.get(ctx, callerID, c.id)
-		if errors.Is(err, ErrNotFound) || err == nil && !inList(a) {
-			return Page{}, kind.BadParam(c.param, c.param+" names no attachment of this list: "+c.id)
-		}
-		if err != nil {
-			return Page{}, err
-		}
-		*c.dst = &Cursor{CreatedAt: a.CreatedAt, ID: a.ID}
+		return Cursor{CreatedAt: a.CreatedAt, ID: a.ID}, inList(a), err
+	})
+	if err != nil {
+		return Page{}, err
 	}
 	items, more, err := s.repo.ListAttachments(ctx, q)
 	if err != nil {

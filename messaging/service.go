@@ -336,9 +336,6 @@ func (s *Service) list(ctx context.Context, caller Contact, o ListOptions) (Page
 	if err != nil {
 		return Page{}, err
 	}
-	if err := check.Cursor(o.StartingAfter, o.EndingBefore); err != nil {
-		return Page{}, err
-	}
 	q := ListQuery{Limit: limit}
 	if o.ConversationID != "" {
 		if err := check.ConversationID("conversation_id", o.ConversationID); err != nil {
@@ -361,21 +358,16 @@ func (s *Service) list(ctx context.Context, caller Contact, o ListOptions) (Page
 			return Page{Data: []Message{}}, nil
 		}
 	}
-	for _, c := range []struct {
-		param, id string
-		dst       **Cursor
-	}{{"starting_after", o.StartingAfter, &q.After}, {"ending_before", o.EndingBefore, &q.Before}} {
-		if c.id == "" {
-			continue
+	q.After, q.Before, err = check.Cursors(o.StartingAfter, o.EndingBefore, func(id string) (Cursor, bool, error) {
+		m, err := s.get(ctx, caller, id)
+		if errors.Is(err, ErrNotFound) {
+			return Cursor{}, false, nil
 		}
-		m, err := s.get(ctx, caller, c.id)
-		if errors.Is(err, ErrNotFound) || err == nil && !q.All && !slices.Contains(q.ConversationIDs, m.ConversationID) {
-			return Page{}, kind.BadParam(c.param, c.param+" names no message of this list: "+c.id)
-		}
-		if err != nil {
-			return Page{}, err
-		}
-		*c.dst = &Cursor{CreatedAt: m.CreatedAt, ID: m.ID}
+		inList := q.All || slices.Contains(q.ConversationIDs, m.ConversationID)
+		return Cursor{CreatedAt: m.CreatedAt, ID: m.ID}, inList, err
+	})
+	if err != nil {
+		return Page{}, err
 	}
 	items, more, err := s.repo.ListMessages(ctx, q)
 	if err != nil {

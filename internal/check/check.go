@@ -92,12 +92,33 @@ func Limit(n, max int) (int, error) {
 	return n, nil
 }
 
-// Cursor checks that at most one of starting_after and ending_before is set.
-func Cursor(after, before string) error {
+// Cursors resolves the ids of starting_after and ending_before, of which at
+// most one may be set, to positions in a list. at reports an item's
+// position and whether it belongs to the list being paged (false for an
+// unknown or hidden id); an id that does not is an error naming its
+// parameter.
+func Cursors[P any](after, before string, at func(id string) (P, bool, error)) (afterPos, beforePos *P, err error) {
 	if after != "" && before != "" {
-		return kind.BadParam("ending_before", "starting_after and ending_before cannot be used together")
+		return nil, nil, kind.BadParam("ending_before", "starting_after and ending_before cannot be used together")
 	}
-	return nil
+	resolve := func(param, id string) (*P, error) {
+		if id == "" {
+			return nil, nil
+		}
+		pos, ok, err := at(id)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, kind.BadParam(param, param+" names no item of this list: "+id)
+		}
+		return &pos, nil
+	}
+	if afterPos, err = resolve("starting_after", after); err != nil {
+		return nil, nil, err
+	}
+	beforePos, err = resolve("ending_before", before)
+	return afterPos, beforePos, err
 }
 
 // Filename cleans an uploaded file's name: its base name (after the last /

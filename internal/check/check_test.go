@@ -1,0 +1,108 @@
+package check
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/internal/kind"
+)
+
+func TestFilename(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"notes.txt", "notes.txt"},
+		{"../../etc/passwd", "passwd"},
+		{`C:\Users\ann\report.pdf`, "report.pdf"},
+		{"  spaced name.png  ", "spaced name.png"},
+		{"tab\there\x00.txt", "tabhere.txt"},
+		{"bad\xffutf8.txt", "badutf8.txt"},
+		{"é" + strings.Repeat("x", 300), "é" + strings.Repeat("x", 253)},
+		{strings.Repeat("é", 200), strings.Repeat("é", 127)}, // never cut inside a character
+	} {
+		got, err := Filename("filename", tc.in)
+		require.NoError(t, err, "%q", tc.in)
+		assert.Equal(t, tc.want, got, "%q", tc.in)
+		assert.LessOrEqual(t, len(got), 255)
+	}
+	for _, bad := range []string{"", "   ", ".", "..", "dir/", "a/..", "\x01\x02"} {
+		_, err := Filename("filename", bad)
+		var e *kind.Error
+		require.True(t, errors.As(err, &e), "%q: %v", bad, err)
+		assert.Equal(t, "filename", e.Param)
+		assert.ErrorIs(t, err, kind.Invalid)
+	}
+}
+
+func TestConversationID(t *testing.T) {
+	for _, ok := range []string{"a", "general", "team-1_b.c:d", strings.Repeat("z", 128)} {
+		assert.NoError(t, ConversationID("conversation_id", ok), ok)
+	}
+	for _, bad := range []string{strings.Repeat("z", 129), "has space", "slash/no", "ünï", "semi;colon"} {
+		assert.ErrorIs(t, ConversationID("conversation_id", bad), kind.Invalid, bad)
+	}
+	var e *kind.Error
+	require.True(t, errors.As(ConversationID("conversation_id", ""), &e))
+	assert.Equal(t, kind.CodeMissing, e.Code)
+}
+
+func TestMessageText(t *testing.T) {
+	assert.NoError(t, MessageText("message", "line one\nline two\ttabbed", 4000))
+	assert.NoError(t, MessageText("message", strings.Repeat("é", 10), 10), "counted in characters, not bytes")
+	assert.ErrorIs(t, MessageText("message", strings.Repeat("é", 11), 10), kind.Invalid)
+	assert.ErrorIs(t, MessageText("message", " \n\t ", 10), kind.Invalid)
+	assert.ErrorIs(t, MessageText("message", "nul\x00", 10), kind.Invalid)
+	assert.ErrorIs(t, MessageText("message", "\xff", 10), kind.Invalid)
+}
+
+func TestReactionName(t *testing.T) {
+	assert.NoError(t, ReactionName("reactions", "thumbs_up"))
+	assert.NoError(t, ReactionName("reactions", "👍"))
+	for _, bad := range []string{"", "two words", "br[ack]et", strings.Repeat("x", 65), "ctl\x07"} {
+		assert.ErrorIs(t, ReactionName("reactions", bad), kind.Invalid, bad)
+	}
+}
+
+func TestLimit(t *testing.T) {
+	n, err := Limit(0, 100)
+	require.NoError(t, err)
+	assert.Equal(t, 10, n)
+	n, err = Limit(100, 100)
+	require.NoError(t, err)
+	assert.Equal(t, 100, n)
+	for _, bad := range []int{-1, 101} {
+		_, err := Limit(bad, 100)
+		var e *kind.Error
+		require.True(t, errors.As(err, &e))
+		assert.Equal(t, "limit", e.Param)
+	}
+}
+
+func TestCursors(t *testing.T) {
+	known := map[string]int{"a": 1, "b": 2}
+	at := func(id string) (int, bool, error) { p, ok := known[id]; return p, ok, nil }
+
+	after, before, err := Cursors("a", "", at)
+	require.NoError(t, err)
+	assert.Equal(t, 1, *after)
+	assert.Nil(t, before)
+
+	after, before, err = Cursors("", "b", at)
+	require.NoError(t, err)
+	assert.Nil(t, after)
+	assert.Equal(t, 2, *before)
+
+	for _, tc := range []struct{ after, before, param string }{
+		{"a", "b", "ending_before"}, {"zzz", "", "starting_after"}, {"", "zzz", "ending_before"},
+	} {
+		_, _, err := Cursors(tc.after, tc.before, at)
+		var e *kind.Error
+		require.True(t, errors.As(err, &e), "%v", tc)
+		assert.Equal(t, tc.param, e.Param)
+	}
+	boom := errors.New("boom")
+	_, _, err = Cursors("a", "", func(string) (int, bool, error) { return 0, false, boom })
+	assert.ErrorIs(t, err, boom)
+}
