@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -45,26 +46,38 @@ func (r attachmentRow) attachment() attachments.Attachment {
 // CreateAttachment stores a new attachment row. Errors: ErrConflict if its
 // id or key exists.
 func (s *Store) CreateAttachment(ctx context.Context, a attachments.Attachment) error {
-	return wrapErr("sqlstore.CreateAttachment", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO attachments (id, message_id, conversation_id, uploader_id, filename, file_type, file_size, sha256, blob_key, created_at)
+	insert := func(ctx context.Context, db bun.IConn) error {
+		_, err := db.ExecContext(ctx, `INSERT INTO attachments (id, message_id, conversation_id, uploader_id, filename, file_type, file_size, sha256, blob_key, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			a.ID, nullable(a.MessageID), nullable(a.ConversationID), a.UploaderID, a.Filename, a.FileType, a.FileSize, a.SHA256, a.Key, a.CreatedAt.UTC())
 		if isUniqueViolation(err) {
 			return conflict("an attachment with this id or key exists")
 		}
 		return err
+	}
+	if a.MessageID == "" {
+		// One statement, atomic on its own.
+		return wrapErr("sqlstore.CreateAttachment", s.retry(ctx, func(ctx context.Context) error { return insert(ctx, s.w) }))
+	}
+	// Created linked (the Service links through messaging.Repository
+	// instead): count it on its message, locked first as links do.
+	return wrapErr("sqlstore.CreateAttachment", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.ExecContext(ctx, "UPDATE messages SET attachment_count = attachment_count + 1 WHERE id = ?", a.MessageID); err != nil {
+			return err
+		}
+		return insert(ctx, tx)
 	}))
 }
 
 // GetAttachment returns the attachment, or an error matching ErrNotFound.
 func (s *Store) GetAttachment(ctx context.Context, id string) (attachments.Attachment, error) {
-	a, err := s.getAttachment(ctx, s.r, id, "")
+	a, err := getAttachment(ctx, s.read, id)
 	return a, wrapErr("sqlstore.GetAttachment", err)
 }
 
-func (s *Store) getAttachment(ctx context.Context, db bun.IDB, id, suffix string) (attachments.Attachment, error) {
+func getAttachment(ctx context.Context, query queryFn, id string) (attachments.Attachment, error) {
 	var rows []attachmentRow
-	if err := db.NewRaw("SELECT "+attachmentCols+" FROM attachments AS a WHERE a.id = ?"+suffix, id).Scan(ctx, &rows); err != nil {
+	if err := query(ctx, &rows, "SELECT "+attachmentCols+" FROM attachments AS a WHERE a.id = ?", id); err != nil {
 		return attachments.Attachment{}, err
 	}
 	if len(rows) == 0 {
@@ -96,7 +109,7 @@ func (s *Store) listAttachments(ctx context.Context, q attachments.ListQuery) ([
 			p.branches = append(p.branches, branch{where: "a.conversation_id = ?", args: []any{c}})
 		}
 	default:
-		p.branches = []branch{{where: "a.conversation_id IN (?)", args: []any{bun.List(convs)}}}
+		p.branches = []branch{{where: "a.conversation_id IN (?)", args: []any{idList(convs)}}}
 	}
 	if !q.All && q.UploaderID != "" {
 		p.branches = append(p.branches, branch{where: "a.uploader_id = ? AND a.conversation_id IS NULL", args: []any{q.UploaderID}})
@@ -106,7 +119,7 @@ func (s *Store) listAttachments(ctx context.Context, q attachments.ListQuery) ([
 	}
 	query, args := s.pageSQL(p)
 	var rows []attachmentRow
-	if err := s.r.NewRaw(query, args...).Scan(ctx, &rows); err != nil {
+	if err := s.read(ctx, &rows, query, args...); err != nil {
 		return nil, false, err
 	}
 	rows, more := trimPage(rows, q.Limit, q.Before != nil)
@@ -121,12 +134,28 @@ func (s *Store) listAttachments(ctx context.Context, q attachments.ListQuery) ([
 // error matching ErrNotFound.
 func (s *Store) RenameAttachment(ctx context.Context, id, filename string) (attachments.Attachment, error) {
 	var out attachments.Attachment
+	const update = "UPDATE attachments SET filename = ? WHERE id = ?"
+	if s.flavor != flavorMySQL {
+		// One statement that returns the row.
+		err := s.retry(ctx, func(ctx context.Context) error {
+			var rows []attachmentRow
+			if err := s.w.NewRaw(update+" RETURNING "+strings.ReplaceAll(attachmentCols, "a.", ""), filename, id).Scan(ctx, &rows); err != nil {
+				return err
+			}
+			if len(rows) == 0 {
+				return notFound("attachment")
+			}
+			out = rows[0].attachment()
+			return nil
+		})
+		return out, wrapErr("sqlstore.RenameAttachment", err)
+	}
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := tx.ExecContext(ctx, "UPDATE attachments SET filename = ? WHERE id = ?", filename, id); err != nil {
+		if _, err := tx.ExecContext(ctx, update, filename, id); err != nil {
 			return err
 		}
 		var err error
-		out, err = s.getAttachment(ctx, tx, id, "")
+		out, err = getAttachment(ctx, txQuery(tx), id)
 		return err
 	})
 	return out, wrapErr("sqlstore.RenameAttachment", err)
@@ -134,22 +163,55 @@ func (s *Store) RenameAttachment(ctx context.Context, id, filename string) (atta
 
 // DeleteAttachment removes the row and records its key as a pending
 // deletion, in one transaction; it returns the removed row, or an error
-// matching ErrNotFound.
+// matching ErrNotFound. A linked attachment is uncounted from its message,
+// whose row is locked before the attachment's, in the order of links.
 func (s *Store) DeleteAttachment(ctx context.Context, id string) (attachments.Attachment, error) {
 	var out attachments.Attachment
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var err error
-		if out, err = s.getAttachment(ctx, tx, id, s.forUpdate()); err != nil {
+		if out, err = getAttachment(ctx, txQuery(tx), id); err != nil {
 			return err
 		}
-		if err := s.addPending(ctx, tx, out.Key); err != nil {
-			return err
+		if out.MessageID == "" {
+			// Unless a link came first since the read.
+			res, err := tx.ExecContext(ctx, "DELETE FROM attachments WHERE id = ? AND message_id IS NULL", id)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil || n == 0 {
+				if err == nil {
+					err = errRelinked
+				}
+				return err
+			}
+		} else {
+			// A linked attachment stays linked to its message until deleted.
+			if _, err := tx.ExecContext(ctx, "UPDATE messages SET attachment_count = attachment_count - 1 WHERE id = ?", out.MessageID); err != nil {
+				return err
+			}
+			res, err := tx.ExecContext(ctx, "DELETE FROM attachments WHERE id = ?", id)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil || n == 0 {
+				if err == nil {
+					err = notFound("attachment") // deleted meanwhile
+				}
+				return err
+			}
 		}
-		_, err = tx.ExecContext(ctx, "DELETE FROM attachments WHERE id = ?", id)
-		return err
+		return s.addPending(ctx, tx, out.Key)
 	})
+	if errors.Is(err, errRelinked) {
+		// Linked meanwhile: once more, now by the linked path.
+		return s.DeleteAttachment(ctx, id)
+	}
 	return out, wrapErr("sqlstore.DeleteAttachment", err)
 }
+
+// errRelinked is DeleteAttachment's signal that the attachment it read
+// unlinked was linked before it could delete it.
+var errRelinked = errors.New("sqlstore: attachment linked meanwhile")
 
 // addPending records keys as pending deletions; a key already pending
 // stays as it is.
@@ -180,7 +242,7 @@ func (s *Store) PendingDeletions(ctx context.Context, limit int) ([]string, erro
 		return []string{}, nil
 	}
 	keys := []string{}
-	err := s.r.NewRaw("SELECT blob_key FROM pending_deletions ORDER BY created_at, blob_key LIMIT ?", limit).Scan(ctx, &keys)
+	err := s.read(ctx, &keys, "SELECT blob_key FROM pending_deletions ORDER BY created_at, blob_key LIMIT ?", limit)
 	if err != nil {
 		return nil, wrapErr("sqlstore.PendingDeletions", err)
 	}
@@ -190,8 +252,8 @@ func (s *Store) PendingDeletions(ctx context.Context, limit int) ([]string, erro
 // ForgetDeletion removes key from the pending deletions; a key that is
 // not pending is no error.
 func (s *Store) ForgetDeletion(ctx context.Context, key string) error {
-	return wrapErr("sqlstore.ForgetDeletion", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		_, err := tx.ExecContext(ctx, "DELETE FROM pending_deletions WHERE blob_key = ?", key)
+	return wrapErr("sqlstore.ForgetDeletion", s.retry(ctx, func(ctx context.Context) error {
+		_, err := s.w.ExecContext(ctx, "DELETE FROM pending_deletions WHERE blob_key = ?", key)
 		return err
 	}))
 }
@@ -205,8 +267,8 @@ func (s *Store) KeysInUse(ctx context.Context, keys []string) (map[string]bool, 
 		chunk := keys[:min(batch, len(keys))]
 		keys = keys[len(chunk):]
 		var found []string
-		err := s.r.NewRaw("SELECT blob_key FROM attachments WHERE blob_key IN (?) UNION SELECT blob_key FROM pending_deletions WHERE blob_key IN (?)",
-			bun.List(chunk), bun.List(chunk)).Scan(ctx, &found)
+		err := s.read(ctx, &found, "SELECT blob_key FROM attachments WHERE blob_key IN (?) UNION SELECT blob_key FROM pending_deletions WHERE blob_key IN (?)",
+			idList(chunk), idList(chunk))
 		if err != nil {
 			return nil, wrapErr("sqlstore.KeysInUse", err)
 		}

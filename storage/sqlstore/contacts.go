@@ -2,8 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -63,17 +61,20 @@ var errUsernameTaken = &messaging.Error{Kind: messaging.ErrConflict, Param: "use
 // PutContact inserts the contact, or replaces every field of the contact
 // with the same ID. Errors: ErrConflict if another contact has the username.
 func (s *Store) PutContact(ctx context.Context, c messaging.Contact) error {
-	return wrapErr("sqlstore.PutContact", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		args := []any{c.ID, c.Username, c.PhoneNumber, c.AvatarURL, ts(c.LastActiveAt), c.CreatedAt.UTC()}
-		if s.flavor != flavorMySQL {
-			_, err := tx.ExecContext(ctx, `INSERT INTO contacts (`+contactCols+`) VALUES (?, ?, ?, ?, ?, ?)
+	args := []any{c.ID, c.Username, c.PhoneNumber, c.AvatarURL, ts(c.LastActiveAt), c.CreatedAt.UTC()}
+	if s.flavor != flavorMySQL {
+		// One statement, atomic on its own.
+		return wrapErr("sqlstore.PutContact", s.retry(ctx, func(ctx context.Context) error {
+			_, err := s.w.ExecContext(ctx, `INSERT INTO contacts (`+contactCols+`) VALUES (?, ?, ?, ?, ?, ?)
 				ON CONFLICT (id) DO UPDATE SET username = excluded.username, phone_number = excluded.phone_number,
 				avatar_url = excluded.avatar_url, last_active_at = excluded.last_active_at, created_at = excluded.created_at`, args...)
 			if isUniqueViolation(err) {
 				return errUsernameTaken // the only unique key ON CONFLICT leaves
 			}
 			return err
-		}
+		}))
+	}
+	return wrapErr("sqlstore.PutContact", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		// MySQL's ON DUPLICATE KEY UPDATE would fire on the username key
 		// too and update the other contact: update, or insert.
 		update := func() error {
@@ -120,31 +121,32 @@ func (s *Store) ContactByUsername(ctx context.Context, username string) (messagi
 }
 
 func (s *Store) contactWhere(ctx context.Context, where string, arg string) (messaging.Contact, error) {
-	var row contactRow
-	err := s.r.NewRaw("SELECT "+contactCols+" FROM contacts WHERE "+where, arg).Scan(ctx, &row)
-	if errors.Is(err, sql.ErrNoRows) {
-		return messaging.Contact{}, notFound("contact")
-	}
-	if err != nil {
+	var rows []contactRow
+	if err := s.read(ctx, &rows, "SELECT "+contactCols+" FROM contacts WHERE "+where, arg); err != nil {
 		return messaging.Contact{}, wrapErr("sqlstore.GetContact", err)
 	}
-	return row.contact(), nil
+	if len(rows) == 0 {
+		return messaging.Contact{}, notFound("contact")
+	}
+	return rows[0].contact(), nil
 }
 
 // TouchContact sets the contact's LastActiveAt, or returns an error
 // matching ErrNotFound.
 func (s *Store) TouchContact(ctx context.Context, id string, at time.Time) error {
-	return wrapErr("sqlstore.TouchContact", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		res, err := tx.ExecContext(ctx, "UPDATE contacts SET last_active_at = ? WHERE id = ?", ts(at), id)
+	return wrapErr("sqlstore.TouchContact", s.retry(ctx, func(ctx context.Context) error {
+		// One statement, atomic on its own.
+		res, err := s.w.ExecContext(ctx, "UPDATE contacts SET last_active_at = ? WHERE id = ?", ts(at), id)
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil || n > 0 {
 			return err
 		}
-		// MySQL without CLIENT_FOUND_ROWS counts changed rows only.
+		// MySQL without CLIENT_FOUND_ROWS (a *bun.DB given to New) counts
+		// changed rows only.
 		var n int
-		if err := tx.NewRaw("SELECT COUNT(*) FROM contacts WHERE id = ?", id).Scan(ctx, &n); err != nil {
+		if err := s.w.NewRaw("SELECT COUNT(*) FROM contacts WHERE id = ?", id).Scan(ctx, &n); err != nil {
 			return err
 		}
 		if n == 0 {

@@ -55,7 +55,9 @@
 //
 // Tables: contacts (unique username); messages, indexed by
 // (conversation_id, created_at DESC, id DESC) and (created_at DESC, id
-// DESC); reaction_names, one row per (message_id, name) with an increasing
+// DESC), with counters of their reaction names and linked attachments
+// (reaction_count, attachment_count; version 2, backfilled on upgrade)
+// kept in the transactions that change them; reaction_names, one row per (message_id, name) with an increasing
 // seq that keeps a name's place while it has reactors; reactions, one row
 // per (message_id, name, reactor), unique, with an increasing seq that
 // orders a name's reactors; attachments, indexed for conversation lists and
@@ -64,10 +66,16 @@
 // # Concurrency
 //
 // Lists use keyset pagination on (created_at, id) in a form each engine
-// reads from an index, and load a page in three queries (messages with
-// contacts, reactions, attachments). UpdateMessage locks the message row
-// first (SELECT … FOR UPDATE; SQLite's single writer), so the changes of
-// one message, and the limits of messaging.Change, are serialized. Reactions
+// reads from an index, and load a page in at most three queries: the
+// messages with their contacts, then, only for the messages whose counters
+// say they have some, their reactions and their attachments. A page or a
+// message with neither is one query. On SQLite, reads outside
+// transactions use prepared statements, kept per query text (up to 256).
+// Writes that are one statement (a message without attachments, a
+// contact, a touch) run without BEGIN and COMMIT. UpdateMessage locks the
+// message row first (SELECT … FOR UPDATE; SQLite's single writer), so the
+// changes of one message, and the limits of messaging.Change, are
+// serialized; the counters give the limits their value before the change. Reactions
 // are merged by INSERT … ON CONFLICT DO NOTHING statements (MySQL: ON
 // DUPLICATE KEY UPDATE), one for new names and one for new reactors, never
 // by reading and rewriting them. An attachment is linked

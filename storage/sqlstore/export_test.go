@@ -27,3 +27,21 @@ var SQLiteDSN = sqliteDSN
 func Write(s *Store, ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
 	return s.write(ctx, fn)
 }
+
+// Versions returns the names of the schema versions, in order.
+func Versions() []string {
+	names := make([]string, len(versions))
+	for i, v := range versions {
+		names[i] = v.Name
+	}
+	return names
+}
+
+// MigrateTo applies the schema versions up to and including last.
+func MigrateTo(s *Store, ctx context.Context, last string) error {
+	return s.migrateTo(ctx, last)
+}
+
+// Reads returns the number of read queries the Store made outside
+// transactions.
+func Reads(s *Store) int64 { return s.reads.Load() }

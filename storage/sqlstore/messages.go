@@ -14,13 +14,15 @@ import (
 
 // messageRow is a row of messages joined with its contact.
 type messageRow struct {
-	ID             string    `bun:"id"`
-	ConversationID string    `bun:"conversation_id"`
-	ContactID      string    `bun:"contact_id"`
-	Text           string    `bun:"text"`
-	ReadAt         time.Time `bun:"read_at"`
-	CreatedAt      time.Time `bun:"created_at"`
-	UpdatedAt      time.Time `bun:"updated_at"`
+	ID              string    `bun:"id"`
+	ConversationID  string    `bun:"conversation_id"`
+	ContactID       string    `bun:"contact_id"`
+	Text            string    `bun:"text"`
+	ReadAt          time.Time `bun:"read_at"`
+	CreatedAt       time.Time `bun:"created_at"`
+	UpdatedAt       time.Time `bun:"updated_at"`
+	ReactionCount   int       `bun:"reaction_count"`
+	AttachmentCount int       `bun:"attachment_count"`
 
 	ContactUsername     string    `bun:"contact_username"`
 	ContactPhoneNumber  string    `bun:"contact_phone_number"`
@@ -30,9 +32,12 @@ type messageRow struct {
 }
 
 const (
-	messageCols = `m.id, m.conversation_id, m.contact_id, m.text, m.read_at, m.created_at, m.updated_at,
-		c.username AS contact_username, c.phone_number AS contact_phone_number, c.avatar_url AS contact_avatar_url,
+	// messageOwnCols are the columns of messages AS m: those of messageRow
+	// without the contact's.
+	messageOwnCols  = `m.id, m.conversation_id, m.contact_id, m.text, m.read_at, m.created_at, m.updated_at, m.reaction_count, m.attachment_count`
+	contactJoinCols = `c.username AS contact_username, c.phone_number AS contact_phone_number, c.avatar_url AS contact_avatar_url,
 		c.last_active_at AS contact_last_active_at, c.created_at AS contact_created_at`
+	messageCols = messageOwnCols + ", " + contactJoinCols
 	messageFrom = `messages AS m LEFT JOIN contacts AS c ON c.id = m.contact_id`
 )
 
@@ -48,23 +53,37 @@ type reactionRow struct {
 // ErrConflict for one linked to another message or of another
 // conversation, or for a message id that exists.
 func (s *Store) CreateMessage(ctx context.Context, m messaging.Message, attachmentIDs []string) error {
+	if len(attachmentIDs) == 0 {
+		// One statement, atomic on its own: no BEGIN and COMMIT.
+		return wrapErr("sqlstore.CreateMessage", s.retry(ctx, func(ctx context.Context) error {
+			return insertMessage(ctx, s.w, m, 0)
+		}))
+	}
+	// A link fails the transaction unless the attachment ends up linked
+	// here: the message has as many as there are distinct ids.
+	atts := dedupe(attachmentIDs)
 	return wrapErr("sqlstore.CreateMessage", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO messages (id, conversation_id, contact_id, text, read_at, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			m.ID, m.ConversationID, m.Contact.ID, m.Text, ts(m.ReadAt), m.CreatedAt.UTC(), ts(m.UpdatedAt))
-		if isUniqueViolation(err) {
-			return conflict("a message with this id exists")
-		}
-		if err != nil {
+		if err := insertMessage(ctx, tx, m, len(atts)); err != nil {
 			return err
 		}
-		return s.link(ctx, tx, m.ID, m.ConversationID, attachmentIDs)
+		return s.link(ctx, tx, m.ID, m.ConversationID, atts)
 	}))
+}
+
+// insertMessage inserts the row of m, with attachments linked attachments.
+func insertMessage(ctx context.Context, db bun.IConn, m messaging.Message, attachments int) error {
+	_, err := db.ExecContext(ctx, `INSERT INTO messages (id, conversation_id, contact_id, text, read_at, created_at, updated_at, attachment_count)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		m.ID, m.ConversationID, m.Contact.ID, m.Text, ts(m.ReadAt), m.CreatedAt.UTC(), ts(m.UpdatedAt), attachments)
+	if isUniqueViolation(err) {
+		return conflict("a message with this id exists")
+	}
+	return err
 }
 
 // link links the attachments ids to the message, each by one conditional
 // UPDATE, so that of two transactions linking one attachment elsewhere
-// exactly one succeeds.
+// exactly one succeeds. The caller keeps the message's attachment_count.
 func (s *Store) link(ctx context.Context, tx bun.Tx, messageID, conversationID string, ids []string) error {
 	for _, id := range ids {
 		res, err := tx.ExecContext(ctx, `UPDATE attachments SET message_id = ?, conversation_id = ?
@@ -99,21 +118,22 @@ func (s *Store) link(ctx context.Context, tx bun.Tx, messageID, conversationID s
 }
 
 // GetMessage returns the message with its contact, reactions and
-// attachments, or an error matching ErrNotFound.
+// attachments, or an error matching ErrNotFound. A message without
+// reactions or attachments takes one query.
 func (s *Store) GetMessage(ctx context.Context, id string) (messaging.Message, error) {
-	m, err := s.getMessage(ctx, s.r, id)
+	m, err := s.getMessage(ctx, id)
 	return m, wrapErr("sqlstore.GetMessage", err)
 }
 
-func (s *Store) getMessage(ctx context.Context, db bun.IDB, id string) (messaging.Message, error) {
+func (s *Store) getMessage(ctx context.Context, id string) (messaging.Message, error) {
 	var rows []messageRow
-	if err := db.NewRaw("SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id).Scan(ctx, &rows); err != nil {
+	if err := s.read(ctx, &rows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id); err != nil {
 		return messaging.Message{}, err
 	}
 	if len(rows) == 0 {
 		return messaging.Message{}, notFound("message")
 	}
-	ms, err := s.complete(ctx, db, rows)
+	ms, err := complete(ctx, s.read, rows)
 	if err != nil {
 		return messaging.Message{}, err
 	}
@@ -121,67 +141,120 @@ func (s *Store) getMessage(ctx context.Context, db bun.IDB, id string) (messagin
 }
 
 // complete turns rows into messages with their reactions and attachments,
-// in two queries whatever the number of rows.
-func (s *Store) complete(ctx context.Context, db bun.IDB, rows []messageRow) ([]messaging.Message, error) {
+// in at most two queries whatever the number of rows: one for the
+// reactions of the rows that have some (by their reaction_count), one for
+// the attachments of those that have some.
+func complete(ctx context.Context, query queryFn, rows []messageRow) ([]messaging.Message, error) {
 	if len(rows) == 0 {
 		return []messaging.Message{}, nil
 	}
-	ids := make([]string, len(rows))
-	for i, r := range rows {
-		ids[i] = r.ID
+	var withReactions, withAttachments []string
+	for _, r := range rows {
+		if r.ReactionCount > 0 {
+			withReactions = append(withReactions, r.ID)
+		}
+		if r.AttachmentCount > 0 {
+			withAttachments = append(withAttachments, r.ID)
+		}
 	}
-	// Names in their order, each name's reactors in theirs.
-	var rs []reactionRow
-	if err := db.NewRaw(`SELECT r.message_id, r.name, r.reactor FROM reactions AS r
-		JOIN reaction_names AS n ON n.message_id = r.message_id AND n.name = r.name
-		WHERE r.message_id IN (?) ORDER BY n.seq, r.seq`,
-		bun.List(ids)).Scan(ctx, &rs); err != nil {
+	rs, err := loadReactions(ctx, query, withReactions)
+	if err != nil {
 		return nil, err
 	}
-	var as []attachmentRow
-	if err := db.NewRaw("SELECT "+attachmentCols+" FROM attachments AS a WHERE a.message_id IN (?) ORDER BY a.created_at, a.id",
-		bun.List(ids)).Scan(ctx, &as); err != nil {
+	as, err := loadAttachments(ctx, query, withAttachments)
+	if err != nil {
 		return nil, err
 	}
 	out := make([]messaging.Message, len(rows))
+	for i := range rows {
+		out[i] = rows[i].message()
+	}
+	if len(rs) == 0 && len(as) == 0 {
+		return out, nil
+	}
 	index := make(map[string]*messaging.Message, len(rows))
-	for i, r := range rows {
-		out[i] = messaging.Message{
-			ID:             r.ID,
-			ConversationID: r.ConversationID,
-			Contact: messaging.Contact{
-				ID:           r.ContactID,
-				Username:     r.ContactUsername,
-				PhoneNumber:  r.ContactPhoneNumber,
-				AvatarURL:    r.ContactAvatarURL,
-				LastActiveAt: utc(r.ContactLastActiveAt),
-				CreatedAt:    utc(r.ContactCreatedAt),
-			},
-			Text:        r.Text,
-			Reactions:   []messaging.Reaction{},
-			Attachments: []attachments.Attachment{},
-			ReadAt:      utc(r.ReadAt),
-			CreatedAt:   utc(r.CreatedAt),
-			UpdatedAt:   utc(r.UpdatedAt),
-		}
-		index[r.ID] = &out[i]
+	for i := range out {
+		index[out[i].ID] = &out[i]
 	}
 	for _, r := range rs {
-		m := index[r.MessageID]
-		i := len(m.Reactions) - 1
-		for ; i >= 0 && m.Reactions[i].Name != r.Name; i-- {
-		}
-		if i < 0 {
-			m.Reactions = append(m.Reactions, messaging.Reaction{Name: r.Name})
-			i = len(m.Reactions) - 1
-		}
-		m.Reactions[i].Reactors = append(m.Reactions[i].Reactors, r.Reactor)
+		addReaction(index[r.MessageID], r)
 	}
 	for _, a := range as {
 		m := index[a.MessageID]
 		m.Attachments = append(m.Attachments, a.attachment())
 	}
 	return out, nil
+}
+
+// message returns the message of r, without reactions and attachments.
+func (r *messageRow) message() messaging.Message {
+	return messaging.Message{
+		ID:             r.ID,
+		ConversationID: r.ConversationID,
+		Contact: messaging.Contact{
+			ID:           r.ContactID,
+			Username:     r.ContactUsername,
+			PhoneNumber:  r.ContactPhoneNumber,
+			AvatarURL:    r.ContactAvatarURL,
+			LastActiveAt: utc(r.ContactLastActiveAt),
+			CreatedAt:    utc(r.ContactCreatedAt),
+		},
+		Text:        r.Text,
+		Reactions:   []messaging.Reaction{},
+		Attachments: []attachments.Attachment{},
+		ReadAt:      utc(r.ReadAt),
+		CreatedAt:   utc(r.CreatedAt),
+		UpdatedAt:   utc(r.UpdatedAt),
+	}
+}
+
+// addReaction adds the reactor of r to m, whose reactions come in order
+// (names by their seq, each name's reactors by theirs).
+func addReaction(m *messaging.Message, r reactionRow) {
+	i := len(m.Reactions) - 1
+	for ; i >= 0 && m.Reactions[i].Name != r.Name; i-- {
+	}
+	if i < 0 {
+		m.Reactions = append(m.Reactions, messaging.Reaction{Name: r.Name})
+		i = len(m.Reactions) - 1
+	}
+	m.Reactions[i].Reactors = append(m.Reactions[i].Reactors, r.Reactor)
+}
+
+// loadReactions returns the reactions of the messages ids: names in their
+// order, each name's reactors in theirs. No ids, no query.
+func loadReactions(ctx context.Context, query queryFn, ids []string) ([]reactionRow, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var rs []reactionRow
+	var err error
+	if len(ids) == 1 {
+		err = query(ctx, &rs, `SELECT r.message_id, r.name, r.reactor FROM reactions AS r
+			JOIN reaction_names AS n ON n.message_id = r.message_id AND n.name = r.name
+			WHERE r.message_id = ? ORDER BY n.seq, r.seq`, ids[0])
+	} else {
+		err = query(ctx, &rs, `SELECT r.message_id, r.name, r.reactor FROM reactions AS r
+			JOIN reaction_names AS n ON n.message_id = r.message_id AND n.name = r.name
+			WHERE r.message_id IN (?) ORDER BY n.seq, r.seq`, idList(ids))
+	}
+	return rs, err
+}
+
+// loadAttachments returns the attachments of the messages ids, oldest
+// first. No ids, no query.
+func loadAttachments(ctx context.Context, query queryFn, ids []string) ([]attachmentRow, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var as []attachmentRow
+	var err error
+	if len(ids) == 1 {
+		err = query(ctx, &as, "SELECT "+attachmentCols+" FROM attachments AS a WHERE a.message_id = ? ORDER BY a.created_at, a.id", ids[0])
+	} else {
+		err = query(ctx, &as, "SELECT "+attachmentCols+" FROM attachments AS a WHERE a.message_id IN (?) ORDER BY a.created_at, a.id", idList(ids))
+	}
+	return as, err
 }
 
 // ListMessages returns up to q.Limit messages matching q, newest first, and
@@ -202,11 +275,11 @@ func (s *Store) listMessages(ctx context.Context, q messaging.ListQuery) ([]mess
 		return []messaging.Message{}, false, nil
 	}
 	var rows []messageRow
-	if err := s.r.NewRaw(query, args...).Scan(ctx, &rows); err != nil {
+	if err := s.read(ctx, &rows, query, args...); err != nil {
 		return nil, false, err
 	}
 	rows, more := trimPage(rows, q.Limit, q.Before != nil)
-	items, err := s.complete(ctx, s.r, rows)
+	items, err := complete(ctx, s.read, rows)
 	if err != nil {
 		return nil, false, err
 	}
@@ -227,7 +300,7 @@ func (s *Store) messagePageSQL(q messaging.ListQuery) (string, []any, bool) {
 			p.branches = append(p.branches, branch{where: "m.conversation_id = ?", args: []any{c}})
 		}
 	default:
-		p.branches = []branch{{where: "m.conversation_id IN (?)", args: []any{bun.List(convs)}}}
+		p.branches = []branch{{where: "m.conversation_id IN (?)", args: []any{idList(convs)}}}
 	}
 	query, args := s.pageSQL(p)
 	return query, args, true
@@ -252,76 +325,146 @@ func dedupe(ss []string) []string {
 // a missing message or attachment, ErrConflict for an attachment linked
 // elsewhere, ErrInvalid when the change would add reaction names or
 // attachments beyond ch.MaxReactionNames or ch.MaxAttachments.
+//
+// The message's counters of reaction names and attachments give the
+// limits their "before"; the reactions and attachments read for the
+// result give their "after", and the new counters.
 func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.Change) (messaging.Message, error) {
 	var out messaging.Message
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		var convs []string
-		if err := tx.NewRaw("SELECT conversation_id FROM messages WHERE id = ?"+s.forUpdate(), id).Scan(ctx, &convs); err != nil {
-			return err
-		}
-		if len(convs) == 0 {
-			return notFound("message")
-		}
-		var sets []string
-		var args []any
-		if ch.Text != nil {
-			sets, args = append(sets, "text = ?"), append(args, *ch.Text)
-		}
-		if ch.Read != nil {
-			if *ch.Read {
-				sets, args = append(sets, "read_at = COALESCE(read_at, ?)"), append(args, ts(ch.ReadAt))
-			} else {
-				sets = append(sets, "read_at = NULL")
-			}
-		}
-		if !ch.UpdatedAt.IsZero() {
-			sets, args = append(sets, "updated_at = ?"), append(args, ch.UpdatedAt.UTC())
-		}
-		if len(sets) > 0 {
-			if _, err := tx.ExecContext(ctx, "UPDATE messages SET "+strings.Join(sets, ", ")+" WHERE id = ?", append(args, id)...); err != nil {
-				return err
-			}
-		}
-		if err := s.react(ctx, tx, id, ch); err != nil {
-			return err
-		}
-		if len(ch.LinkAttachments) > 0 {
-			countLinks := "SELECT COUNT(*) FROM attachments WHERE message_id = ?"
-			var before, after int
-			if ch.MaxAttachments > 0 {
-				if err := tx.NewRaw(countLinks, id).Scan(ctx, &before); err != nil {
-					return err
-				}
-			}
-			if err := s.link(ctx, tx, id, convs[0], ch.LinkAttachments); err != nil {
-				return err
-			}
-			if ch.MaxAttachments > 0 {
-				if err := tx.NewRaw(countLinks, id).Scan(ctx, &after); err != nil {
-					return err
-				}
-				if after > ch.MaxAttachments && after > before {
-					return &messaging.Error{Kind: messaging.ErrInvalid, Code: "parameter_invalid", Param: "attachments", Message: "too many attachments on the message"}
-				}
-			}
-		}
 		var err error
-		out, err = s.getMessage(ctx, tx, id)
+		out, err = s.updateMessage(ctx, tx, id, ch)
 		return err
 	})
 	return out, wrapErr("sqlstore.UpdateMessage", err)
 }
 
-// react applies ch's reaction changes to the locked message id.
-func (s *Store) react(ctx context.Context, tx bun.Tx, id string, ch messaging.Change) error {
-	countNames := "SELECT COUNT(*) FROM reaction_names WHERE message_id = ?"
-	limit := ch.MaxReactionNames > 0 && len(ch.AddReactions) > 0
-	var before int
-	if limit {
-		if err := tx.NewRaw(countNames, id).Scan(ctx, &before); err != nil {
-			return err
+// updatedRow is what UPDATE … RETURNING gives back of a changed message.
+type updatedRow struct {
+	Text      string    `bun:"text"`
+	ReadAt    time.Time `bun:"read_at"`
+	UpdatedAt time.Time `bun:"updated_at"`
+}
+
+func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch messaging.Change) (messaging.Message, error) {
+	// Lock the message row and read it; with its contact, except on MySQL,
+	// whose locking reads would lock the contact row too.
+	var rows []messageRow
+	var err error
+	switch s.flavor {
+	case flavorPostgres:
+		err = tx.NewRaw("SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ? FOR UPDATE OF m", id).Scan(ctx, &rows)
+	case flavorMySQL:
+		err = tx.NewRaw("SELECT "+messageOwnCols+" FROM messages AS m WHERE m.id = ? FOR UPDATE", id).Scan(ctx, &rows)
+	default:
+		err = tx.NewRaw("SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id).Scan(ctx, &rows)
+	}
+	if err != nil {
+		return messaging.Message{}, err
+	}
+	if len(rows) == 0 {
+		return messaging.Message{}, notFound("message")
+	}
+	row := &rows[0]
+
+	reacted, err := s.react(ctx, tx, id, ch, row.ReactionCount > 0)
+	if err != nil {
+		return messaging.Message{}, err
+	}
+	if len(ch.LinkAttachments) > 0 {
+		if err := s.link(ctx, tx, id, row.ConversationID, ch.LinkAttachments); err != nil {
+			return messaging.Message{}, err
 		}
 	}
+	var rs []reactionRow
+	if reacted || row.ReactionCount > 0 {
+		if rs, err = loadReactions(ctx, txQuery(tx), []string{id}); err != nil {
+			return messaging.Message{}, err
+		}
+	}
+	var as []attachmentRow
+	if len(ch.LinkAttachments) > 0 || row.AttachmentCount > 0 {
+		if as, err = loadAttachments(ctx, txQuery(tx), []string{id}); err != nil {
+			return messaging.Message{}, err
+		}
+	}
+	var reactions messaging.Message
+	for _, r := range rs {
+		addReaction(&reactions, r)
+	}
+	names := len(reactions.Reactions)
+	if ch.MaxReactionNames > 0 && len(ch.AddReactions) > 0 && names > ch.MaxReactionNames && names > row.ReactionCount {
+		return messaging.Message{}, &messaging.Error{Kind: messaging.ErrInvalid, Code: "parameter_invalid", Param: "reactions", Message: "too many distinct reactions on the message"}
+	}
+	if ch.MaxAttachments > 0 && len(ch.LinkAttachments) > 0 && len(as) > ch.MaxAttachments && len(as) > row.AttachmentCount {
+		return messaging.Message{}, &messaging.Error{Kind: messaging.ErrInvalid, Code: "parameter_invalid", Param: "attachments", Message: "too many attachments on the message"}
+	}
+
+	// One UPDATE for the fields and the counters.
+	var sets []string
+	var args []any
+	if ch.Text != nil {
+		sets, args = append(sets, "text = ?"), append(args, *ch.Text)
+	}
+	if ch.Read != nil {
+		if *ch.Read {
+			sets, args = append(sets, "read_at = COALESCE(read_at, ?)"), append(args, ts(ch.ReadAt))
+		} else {
+			sets = append(sets, "read_at = NULL")
+		}
+	}
+	if !ch.UpdatedAt.IsZero() {
+		sets, args = append(sets, "updated_at = ?"), append(args, ch.UpdatedAt.UTC())
+	}
+	fields := len(sets) > 0
+	if names != row.ReactionCount {
+		sets, args = append(sets, "reaction_count = ?"), append(args, names)
+	}
+	if len(as) != row.AttachmentCount {
+		sets, args = append(sets, "attachment_count = ?"), append(args, len(as))
+	}
+	if len(sets) > 0 {
+		update := "UPDATE messages SET " + strings.Join(sets, ", ") + " WHERE id = ?"
+		args = append(args, id)
+		if fields && s.flavor != flavorMySQL {
+			// The stored values, as a read would return them.
+			var got []updatedRow
+			if err := tx.NewRaw(update+" RETURNING text, read_at, updated_at", args...).Scan(ctx, &got); err != nil {
+				return messaging.Message{}, err
+			}
+			if len(got) == 0 {
+				return messaging.Message{}, notFound("message")
+			}
+			row.Text, row.ReadAt, row.UpdatedAt = got[0].Text, got[0].ReadAt, got[0].UpdatedAt
+		} else if _, err := tx.ExecContext(ctx, update, args...); err != nil {
+			return messaging.Message{}, err
+		}
+	}
+	if s.flavor == flavorMySQL {
+		// The updated row with its contact, read without locking the contact.
+		rows = rows[:0]
+		if err := tx.NewRaw("SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id).Scan(ctx, &rows); err != nil {
+			return messaging.Message{}, err
+		}
+		if len(rows) == 0 {
+			return messaging.Message{}, notFound("message")
+		}
+		row = &rows[0]
+	}
+	m := row.message()
+	if len(reactions.Reactions) > 0 {
+		m.Reactions = reactions.Reactions
+	}
+	for _, a := range as {
+		m.Attachments = append(m.Attachments, a.attachment())
+	}
+	return m, nil
+}
+
+// react applies ch's reaction changes to the locked message id, which has
+// reactions if hasReactions, and reports whether it changed or may have
+// changed any.
+func (s *Store) react(ctx context.Context, tx bun.Tx, id string, ch messaging.Change, hasReactions bool) (bool, error) {
 	type pair struct{ name, reactor string }
 	var names []string
 	var add []pair
@@ -350,7 +493,7 @@ func (s *Store) react(ctx context.Context, tx bun.Tx, id string, ch messaging.Ch
 			args = append(args, id, n)
 		}
 		if _, err := tx.ExecContext(ctx, "INSERT INTO reaction_names (message_id, name) VALUES "+values[:len(values)-2]+onConflict, args...); err != nil {
-			return err
+			return false, err
 		}
 		values = strings.Repeat("(?, ?, ?), ", len(add))
 		args = make([]any, 0, 3*len(add))
@@ -358,70 +501,70 @@ func (s *Store) react(ctx context.Context, tx bun.Tx, id string, ch messaging.Ch
 			args = append(args, id, p.name, p.reactor)
 		}
 		if _, err := tx.ExecContext(ctx, "INSERT INTO reactions (message_id, name, reactor) VALUES "+values[:len(values)-2]+onConflict, args...); err != nil {
-			return err
+			return false, err
 		}
 	}
-	if r := ch.RemoveReaction; r != nil && len(r.Reactors) > 0 {
+	// Nothing to remove from a message without reactions.
+	if r := ch.RemoveReaction; r != nil && len(r.Reactors) > 0 && (hasReactions || len(add) > 0) {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM reactions WHERE message_id = ? AND name = ? AND reactor IN (?)",
 			id, r.Name, bun.List(r.Reactors)); err != nil {
-			return err
+			return false, err
 		}
 		// A name left with no reactors disappears (and loses its place).
 		if _, err := tx.ExecContext(ctx, `DELETE FROM reaction_names WHERE message_id = ? AND name = ?
 			AND NOT EXISTS (SELECT 1 FROM reactions AS r WHERE r.message_id = ? AND r.name = ?)`,
 			id, r.Name, id, r.Name); err != nil {
-			return err
+			return false, err
 		}
 	}
-	if limit {
-		var after int
-		if err := tx.NewRaw(countNames, id).Scan(ctx, &after); err != nil {
-			return err
-		}
-		if after > ch.MaxReactionNames && after > before {
-			return &messaging.Error{Kind: messaging.ErrInvalid, Code: "parameter_invalid", Param: "reactions", Message: "too many distinct reactions on the message"}
-		}
-	}
-	return nil
+	return len(add) > 0, nil
 }
 
 // DeleteMessage removes the message, its reactions and its attachment rows
 // and records the attachments' keys as pending deletions, in one
 // transaction. It returns the removed attachments, oldest first, or an
-// error matching ErrNotFound.
+// error matching ErrNotFound. The message's counters spare the statements
+// on reactions and attachments it has none of.
 func (s *Store) DeleteMessage(ctx context.Context, id string) ([]attachments.Attachment, error) {
 	var out []attachments.Attachment
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		var n []string
-		if err := tx.NewRaw("SELECT id FROM messages WHERE id = ?"+s.forUpdate(), id).Scan(ctx, &n); err != nil {
+		var rows []messageRow
+		if err := tx.NewRaw("SELECT "+messageOwnCols+" FROM messages AS m WHERE m.id = ?"+s.forUpdate(), id).Scan(ctx, &rows); err != nil {
 			return err
 		}
-		if len(n) == 0 {
+		if len(rows) == 0 {
 			return notFound("message")
 		}
-		var as []attachmentRow
-		if err := tx.NewRaw("SELECT "+attachmentCols+" FROM attachments AS a WHERE a.message_id = ? ORDER BY a.created_at, a.id"+s.forUpdate(), id).Scan(ctx, &as); err != nil {
-			return err
-		}
-		out = make([]attachments.Attachment, len(as))
-		keys := make([]string, len(as))
-		for i, a := range as {
-			out[i], keys[i] = a.attachment(), a.Key
-		}
-		if err := s.addPending(ctx, tx, keys...); err != nil {
-			return err
-		}
-		for _, q := range []string{
-			"DELETE FROM attachments WHERE message_id = ?",
-			"DELETE FROM reactions WHERE message_id = ?",
-			"DELETE FROM reaction_names WHERE message_id = ?",
-			"DELETE FROM messages WHERE id = ?",
-		} {
-			if _, err := tx.ExecContext(ctx, q, id); err != nil {
+		out = []attachments.Attachment{}
+		if rows[0].AttachmentCount > 0 {
+			var as []attachmentRow
+			if err := tx.NewRaw("SELECT "+attachmentCols+" FROM attachments AS a WHERE a.message_id = ? ORDER BY a.created_at, a.id"+s.forUpdate(), id).Scan(ctx, &as); err != nil {
+				return err
+			}
+			out = make([]attachments.Attachment, len(as))
+			keys := make([]string, len(as))
+			for i, a := range as {
+				out[i], keys[i] = a.attachment(), a.Key
+			}
+			if err := s.addPending(ctx, tx, keys...); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, "DELETE FROM attachments WHERE message_id = ?", id); err != nil {
 				return err
 			}
 		}
-		return nil
+		if rows[0].ReactionCount > 0 {
+			for _, q := range []string{
+				"DELETE FROM reactions WHERE message_id = ?",
+				"DELETE FROM reaction_names WHERE message_id = ?",
+			} {
+				if _, err := tx.ExecContext(ctx, q, id); err != nil {
+					return err
+				}
+			}
+		}
+		_, err := tx.ExecContext(ctx, "DELETE FROM messages WHERE id = ?", id)
+		return err
 	})
 	if err != nil {
 		return nil, wrapErr("sqlstore.DeleteMessage", err)

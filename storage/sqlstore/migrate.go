@@ -198,7 +198,40 @@ var versions = []version{{
 			) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
 		},
 	},
+}, {
+	// Counters of a message's reaction names and linked attachments, kept
+	// in the transactions that change them, so that reading a message or a
+	// page skips the reactions and attachments queries when there are none.
+	// Backfilled from the rows already there.
+	Name:    "20260601000002",
+	Comment: "message_counters",
+	SQL: map[flavor][]string{
+		flavorSQLite: {
+			`ALTER TABLE messages ADD COLUMN reaction_count INTEGER NOT NULL DEFAULT 0`,
+			`ALTER TABLE messages ADD COLUMN attachment_count INTEGER NOT NULL DEFAULT 0`,
+			backfillCounters,
+		},
+		flavorPostgres: {
+			`ALTER TABLE messages ADD COLUMN IF NOT EXISTS reaction_count integer NOT NULL DEFAULT 0`,
+			`ALTER TABLE messages ADD COLUMN IF NOT EXISTS attachment_count integer NOT NULL DEFAULT 0`,
+			backfillCounters,
+		},
+		// Not transactional: up skips a column that exists (error 1060) when
+		// an interrupted run is repeated; the backfill is idempotent.
+		flavorMySQL: {
+			`ALTER TABLE messages ADD COLUMN reaction_count INT NOT NULL DEFAULT 0`,
+			`ALTER TABLE messages ADD COLUMN attachment_count INT NOT NULL DEFAULT 0`,
+			backfillCounters,
+		},
+	},
 }}
+
+// backfillCounters sets the counters of the messages that have reaction
+// names or attachments.
+const backfillCounters = `UPDATE messages SET
+	reaction_count = (SELECT COUNT(*) FROM reaction_names AS n WHERE n.message_id = messages.id),
+	attachment_count = (SELECT COUNT(*) FROM attachments AS a WHERE a.message_id = messages.id)
+	WHERE id IN (SELECT message_id FROM reaction_names) OR id IN (SELECT message_id FROM attachments WHERE message_id IS NOT NULL)`
 
 // Migrate brings the schema up to date: it applies, in order, the versions
 // that the database has not recorded (in the table parley_migrations). It
@@ -211,6 +244,11 @@ func (s *Store) Migrate(ctx context.Context) error {
 }
 
 func (s *Store) migrate(ctx context.Context) error {
+	return s.migrateTo(ctx, versions[len(versions)-1].Name)
+}
+
+// migrateTo applies the versions up to and including the one named last.
+func (s *Store) migrateTo(ctx context.Context, last string) error {
 	unlock, err := s.lockMigrations(ctx)
 	if err != nil {
 		return fmt.Errorf("migrate: lock: %w", err)
@@ -219,6 +257,9 @@ func (s *Store) migrate(ctx context.Context) error {
 
 	ms := migrate.NewMigrations()
 	for _, v := range versions {
+		if v.Name > last {
+			break
+		}
 		ms.Add(migrate.Migration{Name: v.Name, Comment: v.Comment, Up: s.up(v)})
 	}
 	m := migrate.NewMigrator(s.w, ms,
@@ -247,7 +288,11 @@ func (s *Store) up(v version) func(context.Context, *migrate.Migrator, *migrate.
 		stmts := v.SQL[s.flavor]
 		if s.flavor == flavorMySQL { // DDL commits implicitly: no transaction
 			for _, q := range stmts {
-				if _, err := s.w.ExecContext(ctx, q); err != nil {
+				_, err := s.w.ExecContext(ctx, q)
+				if mysqlCode(err) == 1060 { // ER_DUP_FIELDNAME: the column was added by an interrupted run
+					continue
+				}
+				if err != nil {
 					return err
 				}
 			}

@@ -44,7 +44,7 @@ func TestMigrateIdempotent(t *testing.T) {
 
 			var n int
 			require.NoError(t, s.DB().NewRaw("SELECT COUNT(*) FROM parley_migrations").Scan(ctx, &n))
-			assert.Equal(t, 1, n, "each version is recorded once")
+			assert.Equal(t, len(sqlstore.Versions()), n, "each version is recorded once")
 		})
 	}
 }
@@ -75,7 +75,7 @@ func TestMigrateConcurrentStarts(t *testing.T) {
 			}
 			var count int
 			require.NoError(t, stores[0].DB().NewRaw("SELECT COUNT(*) FROM parley_migrations").Scan(ctx, &count))
-			assert.Equal(t, 1, count, "each version is recorded once")
+			assert.Equal(t, len(sqlstore.Versions()), count, "each version is recorded once")
 			c := messaging.Contact{ID: ids.New(ids.Contact), Username: "bob", CreatedAt: time.Now().UTC()}
 			assert.NoError(t, stores[n-1].PutContact(ctx, c), "the schema works")
 		})

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -92,6 +93,9 @@ type Store struct {
 	flavor flavor
 	opts   Options
 	owned  []*bun.DB // closed by Close
+
+	stmts *stmtCache   // prepared reads of SQLite's reader pool; nil otherwise
+	reads atomic.Int64 // read queries outside transactions, for tests
 }
 
 var (
@@ -153,6 +157,9 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	s.owned = []*bun.DB{s.w}
 	if s.r != s.w {
 		s.owned = append(s.owned, s.r)
+		if f == flavorSQLite {
+			s.stmts = &stmtCache{db: r, m: make(map[string]*sql.Stmt)}
+		}
 	}
 	return s, nil
 }
@@ -195,6 +202,9 @@ func (s *Store) DB() *bun.DB { return s.w }
 // made by New.
 func (s *Store) Close() error {
 	var errs []error
+	if s.stmts != nil {
+		errs = append(errs, s.stmts.close())
+	}
 	for _, db := range s.owned {
 		errs = append(errs, db.Close())
 	}
@@ -374,8 +384,15 @@ func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx bun.T
 		// snapshot after a locking read; the store wants neither.
 		txo = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 	}
+	return s.retry(ctx, func(ctx context.Context) error { return s.w.RunInTx(ctx, txo, fn) })
+}
+
+// retry runs fn, again (up to MaxRetries times) when it fails with a
+// serialization failure, deadlock or busy database. fn is a write
+// transaction, or a single statement on s.w (atomic on its own).
+func (s *Store) retry(ctx context.Context, fn func(ctx context.Context) error) error {
 	for attempt := 1; ; attempt++ {
-		err := s.w.RunInTx(ctx, txo, fn)
+		err := fn(ctx)
 		if err == nil || attempt > s.opts.MaxRetries || !s.retryable(err) || ctx.Err() != nil {
 			return err
 		}

@@ -1,0 +1,203 @@
+package sqlstore_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/internal/ids"
+	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/storage/sqlstore"
+)
+
+// counters returns the reaction_count and attachment_count of a message.
+func counters(t *testing.T, s *sqlstore.Store, id string) (reactions, atts int) {
+	t.Helper()
+	var row struct {
+		R int `bun:"reaction_count"`
+		A int `bun:"attachment_count"`
+	}
+	require.NoError(t, s.DB().NewRaw("SELECT reaction_count, attachment_count FROM messages WHERE id = ?", id).Scan(t.Context(), &row))
+	return row.R, row.A
+}
+
+// TestMigrateCountersUpgrade fills a database at the first schema version,
+// with SQL of that version, then migrates it: the counters are backfilled
+// and every row is still there.
+func TestMigrateCountersUpgrade(t *testing.T) {
+	for _, e := range backendtest.SQL(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			ctx := t.Context()
+			s := open(t, e.DSN(t))
+			require.NoError(t, sqlstore.MigrateTo(s, ctx, sqlstore.Versions()[0]))
+			_, err := s.DB().ExecContext(ctx, "SELECT reaction_count FROM messages")
+			require.Error(t, err, "no counters at the first version")
+
+			at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+			cid := ids.New(ids.Contact)
+			m1, m2, m3 := ids.NewAt(ids.Message, at), ids.NewAt(ids.Message, at.Add(time.Second)), ids.NewAt(ids.Message, at.Add(2*time.Second))
+			a1, a2, a3, a4 := ids.New(ids.Attachment), ids.New(ids.Attachment), ids.New(ids.Attachment), ids.New(ids.Attachment)
+			exec := func(q string, args ...any) {
+				t.Helper()
+				_, err := s.DB().ExecContext(ctx, q, args...)
+				require.NoError(t, err, q)
+			}
+			exec("INSERT INTO contacts (id, username, phone_number, avatar_url, created_at) VALUES (?, 'alice', '', '', ?)", cid, at)
+			for i, m := range []string{m1, m2, m3} {
+				exec("INSERT INTO messages (id, conversation_id, contact_id, text, created_at) VALUES (?, 'c', ?, ?, ?)", m, cid, "text "+m, at.Add(time.Duration(i)*time.Second))
+			}
+			exec("INSERT INTO reaction_names (message_id, name) VALUES (?, 'b'), (?, 'a')", m1, m1)
+			exec("INSERT INTO reactions (message_id, name, reactor) VALUES (?, 'b', 'x'), (?, 'a', 'y'), (?, 'b', 'y')", m1, m1, m1)
+			for i, a := range []struct{ id, msg string }{{a1, m1}, {a2, m1}, {a3, m3}, {a4, ""}} {
+				var msg, conv any
+				if a.msg != "" {
+					msg, conv = a.msg, "c"
+				}
+				exec(`INSERT INTO attachments (id, message_id, conversation_id, uploader_id, filename, file_type, file_size, sha256, blob_key, created_at)
+					VALUES (?, ?, ?, ?, 'f.txt', 'text/plain', 1, '', ?, ?)`, a.id, msg, conv, cid, "key/"+a.id, at.Add(time.Duration(i)*time.Millisecond))
+			}
+			exec("INSERT INTO pending_deletions (blob_key, created_at) VALUES ('gone', ?)", at)
+
+			require.NoError(t, s.Migrate(ctx))
+
+			for _, c := range []struct {
+				id         string
+				reactions  int
+				attachment int
+			}{{m1, 2, 2}, {m2, 0, 0}, {m3, 0, 1}} {
+				r, a := counters(t, s, c.id)
+				assert.Equal(t, c.reactions, r, "reaction_count of %s", c.id)
+				assert.Equal(t, c.attachment, a, "attachment_count of %s", c.id)
+			}
+			got, err := s.GetMessage(ctx, m1)
+			require.NoError(t, err)
+			assert.Equal(t, "text "+m1, got.Text)
+			assert.Equal(t, "alice", got.Contact.Username)
+			assert.Equal(t, []messaging.Reaction{{Name: "b", Reactors: []string{"x", "y"}}, {Name: "a", Reactors: []string{"y"}}}, got.Reactions)
+			require.Len(t, got.Attachments, 2)
+			assert.Equal(t, a1, got.Attachments[0].ID)
+			assert.Equal(t, a2, got.Attachments[1].ID)
+
+			items, more, err := s.ListMessages(ctx, messaging.ListQuery{ConversationIDs: []string{"c"}, Limit: 10})
+			require.NoError(t, err)
+			assert.False(t, more)
+			require.Len(t, items, 3)
+			assert.Equal(t, []string{m3, m2, m1}, []string{items[0].ID, items[1].ID, items[2].ID})
+			require.Len(t, items[0].Attachments, 1)
+			assert.Equal(t, a3, items[0].Attachments[0].ID)
+			assert.Empty(t, items[1].Reactions)
+			assert.Empty(t, items[1].Attachments)
+			assert.Len(t, items[2].Reactions, 2)
+			assert.Len(t, items[2].Attachments, 2)
+
+			free, err := s.GetAttachment(ctx, a4)
+			require.NoError(t, err)
+			assert.Empty(t, free.MessageID)
+			keys, err := s.PendingDeletions(ctx, 10)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"gone"}, keys)
+
+			require.NoError(t, s.Migrate(ctx), "again: nothing to do")
+			r, a := counters(t, s, m1)
+			assert.Equal(t, 2, r)
+			assert.Equal(t, 2, a)
+		})
+	}
+}
+
+// TestCountersFollowChanges checks the counters after every kind of change
+// that adds or removes reaction names or attachment links.
+func TestCountersFollowChanges(t *testing.T) {
+	for _, e := range backendtest.SQL(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			ctx := t.Context()
+			s := e.Open(t)
+			at := time.Now().UTC().Truncate(time.Microsecond)
+			c := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: at}
+			require.NoError(t, s.PutContact(ctx, c))
+			newAtt := func(msg string) string {
+				t.Helper()
+				a := attachments.Attachment{ID: ids.New(ids.Attachment), MessageID: msg, UploaderID: c.ID, Filename: "f", FileType: "text/plain", Key: "k/" + ids.New(ids.Attachment), CreatedAt: at}
+				if msg != "" {
+					a.ConversationID = "c"
+				}
+				require.NoError(t, s.CreateAttachment(ctx, a))
+				return a.ID
+			}
+			want := func(id string, reactions, atts int) {
+				t.Helper()
+				r, a := counters(t, s, id)
+				assert.Equal(t, reactions, r, "reaction_count")
+				assert.Equal(t, atts, a, "attachment_count")
+				m, err := s.GetMessage(ctx, id)
+				require.NoError(t, err)
+				assert.Len(t, m.Reactions, reactions)
+				assert.Len(t, m.Attachments, atts)
+			}
+
+			a1, a2 := newAtt(""), newAtt("")
+			m := messaging.Message{ID: ids.New(ids.Message), ConversationID: "c", Contact: c, Text: "m", CreatedAt: at}
+			require.NoError(t, s.CreateMessage(ctx, m, []string{a1, a2, a1}))
+			want(m.ID, 0, 2)
+
+			got, err := s.UpdateMessage(ctx, m.ID, messaging.Change{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"u", "v"}}, {Name: "y", Reactors: []string{"u"}}}})
+			require.NoError(t, err)
+			assert.Len(t, got.Reactions, 2)
+			want(m.ID, 2, 2)
+
+			_, err = s.UpdateMessage(ctx, m.ID, messaging.Change{AddReactions: []messaging.Reaction{{Name: "z", Reactors: []string{"u"}}}, MaxReactionNames: 2})
+			require.ErrorIs(t, err, messaging.ErrInvalid)
+			want(m.ID, 2, 2)
+
+			got, err = s.UpdateMessage(ctx, m.ID, messaging.Change{RemoveReaction: &messaging.Reaction{Name: "y", Reactors: []string{"u"}}})
+			require.NoError(t, err)
+			assert.Equal(t, []messaging.Reaction{{Name: "x", Reactors: []string{"u", "v"}}}, got.Reactions)
+			want(m.ID, 1, 2)
+
+			got, err = s.UpdateMessage(ctx, m.ID, messaging.Change{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{"v"}}})
+			require.NoError(t, err)
+			assert.Len(t, got.Reactions, 1, "x keeps a reactor")
+			want(m.ID, 1, 2)
+
+			a3 := newAtt("")
+			_, err = s.UpdateMessage(ctx, m.ID, messaging.Change{LinkAttachments: []string{a3}, MaxAttachments: 2})
+			require.ErrorIs(t, err, messaging.ErrInvalid)
+			want(m.ID, 1, 2)
+			got, err = s.UpdateMessage(ctx, m.ID, messaging.Change{LinkAttachments: []string{a3, a1}})
+			require.NoError(t, err)
+			assert.Len(t, got.Attachments, 3)
+			want(m.ID, 1, 3)
+
+			_, err = s.DeleteAttachment(ctx, a1)
+			require.NoError(t, err)
+			want(m.ID, 1, 2)
+			_, err = s.DeleteAttachment(ctx, a1)
+			require.ErrorIs(t, err, messaging.ErrNotFound)
+			want(m.ID, 1, 2)
+
+			newAtt(m.ID) // created linked
+			want(m.ID, 1, 3)
+
+			got, err = s.UpdateMessage(ctx, m.ID, messaging.Change{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{"u"}}})
+			require.NoError(t, err)
+			assert.Empty(t, got.Reactions)
+			want(m.ID, 0, 3)
+
+			removed, err := s.DeleteMessage(ctx, m.ID)
+			require.NoError(t, err)
+			assert.Len(t, removed, 3)
+
+			plain := messaging.Message{ID: ids.New(ids.Message), ConversationID: "c", Contact: c, Text: "p", CreatedAt: at}
+			require.NoError(t, s.CreateMessage(ctx, plain, nil))
+			want(plain.ID, 0, 0)
+			removed, err = s.DeleteMessage(ctx, plain.ID)
+			require.NoError(t, err)
+			assert.Empty(t, removed)
+			assert.NotNil(t, removed)
+		})
+	}
+}
