@@ -106,7 +106,7 @@ func (s *Store) listAttachments(ctx context.Context, q attachments.ListQuery) ([
 		p.branches = []branch{{where: "a.conversation_id IS NOT NULL"}}
 	case len(convs) <= maxBranches:
 		for _, c := range convs {
-			p.branches = append(p.branches, branch{where: "a.conversation_id = ?", args: []any{c}})
+			p.branches = append(p.branches, branch{conversation: c})
 		}
 	default:
 		p.branches = []branch{{where: "a.conversation_id IN (?)", args: []any{idList(convs)}}}

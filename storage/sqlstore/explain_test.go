@@ -238,3 +238,55 @@ func TestListReadsAPageInAtMostThreeQueries(t *testing.T) {
 		})
 	}
 }
+
+// TestExplainPostgresDominantConversation: a conversation that holds most
+// of the table, under many newer messages of another, is still read
+// through its own index. With a plain "conversation_id = ?" PostgreSQL
+// walks messages_created newest first and filters out every newer message
+// of the other conversation.
+func TestExplainPostgresDominantConversation(t *testing.T) {
+	e := engine(t, "postgres")
+	s := e.Open(t)
+	ctx := t.Context()
+	c := messaging.Contact{ID: ids.New(ids.Contact), Username: "seed", CreatedAt: time.Now().UTC()}
+	require.NoError(t, s.PutContact(ctx, c))
+	for _, part := range []struct {
+		conv  string
+		n     int
+		start time.Time
+	}{
+		{"conv_big", 40000, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"conv_new", 4000, time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)},
+	} {
+		for done := 0; done < part.n; done += 1000 {
+			ms := make([]messaging.Message, 0, 1000)
+			for i := done; i < done+1000; i++ {
+				at := part.start.Add(time.Duration(i) * time.Millisecond)
+				ms = append(ms, messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: part.conv,
+					Contact: c, Text: "seed", CreatedAt: at})
+			}
+			require.NoError(t, s.ImportMessages(ctx, ms))
+		}
+	}
+	_, err := s.DB().ExecContext(ctx, "VACUUM ANALYZE messages")
+	require.NoError(t, err)
+
+	for name, q := range map[string]messaging.ListQuery{
+		"first page":  {ConversationIDs: []string{"conv_big"}, Limit: 10},
+		"before page": {ConversationIDs: []string{"conv_big"}, Limit: 10, Before: &attachments.Cursor{CreatedAt: time.Date(2025, 1, 1, 0, 0, 1, 0, time.UTC), ID: "msg_"}},
+	} {
+		query, args := sqlstore.MessagePageSQL(s, q)
+		var plan []string
+		require.NoError(t, s.DB().NewRaw("EXPLAIN ANALYZE "+query, args...).Scan(ctx, &plan))
+		text := strings.Join(plan, "\n")
+		t.Logf("EXPLAIN ANALYZE (PostgreSQL) %s:\n%s", name, text)
+		assert.Contains(t, text, "using messages_conversation_created on messages m", name)
+		assert.NotContains(t, text, "Rows Removed by Filter", name)
+		assert.NotContains(t, text, "Sort", name)
+	}
+	items, more, err := s.ListMessages(ctx, messaging.ListQuery{ConversationIDs: []string{"conv_big"}, Limit: 3})
+	require.NoError(t, err)
+	assert.True(t, more)
+	require.Len(t, items, 3)
+	assert.Equal(t, time.Date(2025, 1, 1, 0, 0, 39, 999_000_000, time.UTC), items[0].CreatedAt)
+}

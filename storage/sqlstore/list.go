@@ -14,10 +14,13 @@ import (
 // more conversations is one query with IN, which sorts.
 const maxBranches = 32
 
-// branch is one index-ordered range of a list: a WHERE condition.
+// branch is one index-ordered range of a list: one conversation, or a
+// WHERE condition.
 type branch struct {
-	where string
-	args  []any
+	// conversation, when not "", selects the rows of one conversation.
+	conversation string
+	where        string
+	args         []any
 }
 
 // pageQuery is a keyset-paginated list: up to limit+1 rows of from
@@ -60,6 +63,25 @@ func (s *Store) pageSQL(p pageQuery) (string, []any) {
 	one := func(b branch) (string, []any) {
 		var conds []string
 		var args []any
+		order := ""
+		if b.conversation != "" {
+			if s.flavor == flavorPostgres {
+				// A range rather than "=", and the conversation first in
+				// ORDER BY: with "=", PostgreSQL drops the constant column
+				// from the order, and may then walk messages_created newest
+				// first and filter, which costs as many rows as other
+				// conversations wrote since (measured: 4.2 ms rather than
+				// 0.13 ms for a conversation of a million under 30,000
+				// newer rows elsewhere). Only the conversation's index gives
+				// this order.
+				conds = append(conds, a+".conversation_id >= ? AND "+a+".conversation_id <= ?")
+				args = append(args, b.conversation, b.conversation)
+				order = a + ".conversation_id " + map[string]string{"DESC": "ASC", "ASC": "DESC"}[dir] + ", "
+			} else {
+				conds = append(conds, a+".conversation_id = ?")
+				args = append(args, b.conversation)
+			}
+		}
 		if b.where != "" {
 			conds = append(conds, b.where)
 			args = append(args, b.args...)
@@ -72,7 +94,7 @@ func (s *Store) pageSQL(p pageQuery) (string, []any) {
 		if len(conds) > 0 {
 			q += " WHERE " + strings.Join(conds, " AND ")
 		}
-		q += fmt.Sprintf(" ORDER BY %[1]s.created_at %[2]s, %[1]s.id %[2]s LIMIT %[3]s", a, dir, limit)
+		q += fmt.Sprintf(" ORDER BY %[4]s%[1]s.created_at %[2]s, %[1]s.id %[2]s LIMIT %[3]s", a, dir, limit, order)
 		return q, args
 	}
 	if len(p.branches) == 1 {

@@ -297,7 +297,7 @@ func (s *Store) messagePageSQL(q messaging.ListQuery) (string, []any, bool) {
 		return "", nil, false
 	case len(convs) <= maxBranches:
 		for _, c := range convs {
-			p.branches = append(p.branches, branch{where: "m.conversation_id = ?", args: []any{c}})
+			p.branches = append(p.branches, branch{conversation: c})
 		}
 	default:
 		p.branches = []branch{{where: "m.conversation_id IN (?)", args: []any{idList(convs)}}}
