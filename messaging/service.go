@@ -83,6 +83,9 @@ type Service struct {
 	files   *attachments.Service
 	opts    Options
 	touched sync.Map // contact id -> time.Time of the last TouchContact
+	// contacts caches contacts as read from the repository, for the
+	// responses of Create: contact id -> cachedContact.
+	contacts sync.Map
 }
 
 // New returns a Service over repo; files is the attachments Service over the
@@ -126,6 +129,7 @@ func (s *Service) saveContact(ctx context.Context, c Contact) (Contact, error) {
 		c.CreatedAt = s.now()
 	}
 	err := s.repo.PutContact(ctx, c)
+	s.contacts.Delete(c.ID)
 	if findOrCreate && errors.Is(err, ErrConflict) {
 		// Another caller (another instance, say) created it meanwhile.
 		return s.repo.ContactByUsername(ctx, c.Username)
@@ -145,6 +149,31 @@ func (s *Service) Contact(ctx context.Context, id string) (Contact, error) {
 	return c, kind.Wrap("messaging.Contact "+strconv.Quote(id), err)
 }
 
+// cachedContact is a contact and when it was read.
+type cachedContact struct {
+	c  Contact
+	at time.Time
+}
+
+// contact returns the contact as stored, read at most Options.TouchInterval
+// ago: Create answers with it, saving a query per message. What this
+// process changes (SaveContact, Touch) shows at once; a change made
+// through another process, within the interval.
+func (s *Service) contact(ctx context.Context, id string) (Contact, error) {
+	now := s.now()
+	if v, ok := s.contacts.Load(id); ok {
+		if cc := v.(cachedContact); now.Sub(cc.at) < s.opts.TouchInterval {
+			return cc.c, nil
+		}
+	}
+	c, err := s.repo.GetContact(ctx, id)
+	if err != nil {
+		return Contact{}, err
+	}
+	s.contacts.Store(id, cachedContact{c, now})
+	return c, nil
+}
+
 // Touch records that the contact is active now; it writes at most once per
 // Options.TouchInterval per contact and process.
 func (s *Service) Touch(ctx context.Context, contactID string) error {
@@ -156,6 +185,7 @@ func (s *Service) Touch(ctx context.Context, contactID string) error {
 		return kind.Wrap("messaging.Touch", err)
 	}
 	s.touched.Store(contactID, now)
+	s.contacts.Delete(contactID)
 	return nil
 }
 
@@ -173,7 +203,9 @@ type NewMessage struct {
 // Create sends a message as caller. Errors: ErrInvalid for a missing or bad
 // field (the *Error's Param names it), ErrNotFound for a conversation the
 // caller may not see, ErrPermission for an attachment of another uploader,
-// ErrConflict for an attachment linked elsewhere.
+// ErrConflict for an attachment linked elsewhere. The message's Contact is
+// the sender as stored, read at most Options.TouchInterval ago (changes made
+// through this Service show at once).
 func (s *Service) Create(ctx context.Context, caller Contact, in NewMessage) (Message, error) {
 	m, err := s.create(ctx, caller, in)
 	return m, kind.Wrap("messaging.Create", err)
@@ -208,7 +240,7 @@ func (s *Service) create(ctx context.Context, caller Contact, in NewMessage) (Me
 		return Message{}, linkError(err)
 	}
 	if len(atts) == 0 {
-		m.Contact, err = s.repo.GetContact(ctx, caller.ID)
+		m.Contact, err = s.contact(ctx, caller.ID)
 		if err != nil {
 			return Message{}, err
 		}

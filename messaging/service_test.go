@@ -113,3 +113,40 @@ func TestSaveContactFindsByUsername(t *testing.T) {
 	_, err = msgs.SaveContact(ctx, b)
 	assert.ErrorIs(t, err, messaging.ErrConflict)
 }
+
+func TestCreateShowsTheContactAsStored(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	msgs := messaging.New(store, attachments.New(store, memstore.NewBlobStore(), nil),
+		&messaging.Options{Now: func() time.Time { return now }})
+	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
+	require.NoError(t, err)
+	stale := alice // what an authenticator loaded at start
+
+	m, err := msgs.Create(ctx, stale, messaging.NewMessage{ConversationID: "c", Text: "one"})
+	require.NoError(t, err)
+	assert.Equal(t, "", m.Contact.PhoneNumber)
+
+	alice.PhoneNumber = "+15550100"
+	_, err = msgs.SaveContact(ctx, alice)
+	require.NoError(t, err)
+	m, err = msgs.Create(ctx, stale, messaging.NewMessage{ConversationID: "c", Text: "two"})
+	require.NoError(t, err)
+	assert.Equal(t, "+15550100", m.Contact.PhoneNumber, "a saved change shows at once")
+
+	now = now.Add(time.Minute)
+	require.NoError(t, msgs.Touch(ctx, alice.ID))
+	m, err = msgs.Create(ctx, stale, messaging.NewMessage{ConversationID: "c", Text: "three"})
+	require.NoError(t, err)
+	assert.Equal(t, now, m.Contact.LastActiveAt, "a touch shows at once")
+
+	// A change made behind the Service's back (another process) shows once
+	// the cached copy is older than the touch interval.
+	alice.PhoneNumber = "+15550199"
+	require.NoError(t, store.PutContact(ctx, alice))
+	now = now.Add(time.Minute)
+	m, err = msgs.Create(ctx, stale, messaging.NewMessage{ConversationID: "c", Text: "four"})
+	require.NoError(t, err)
+	assert.Equal(t, "+15550199", m.Contact.PhoneNumber)
+}
