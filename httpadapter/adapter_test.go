@@ -1,13 +1,21 @@
 package httpadapter_test
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"os"
 	"testing"
+
+	"gocloud.dev/blob"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/storage/blobstore"
 	"github.com/parleychat/parley/storage/storetest"
 )
 
@@ -20,6 +28,36 @@ func TestAdapter(t *testing.T) {
 			runAdapterTests(t, func(t *testing.T) storetest.Store { return b.New(t) })
 		})
 	}
+}
+
+// TestAdapterS3 runs the adapter suite with files in an S3-compatible
+// bucket (each test under its own key prefix) and rows in SQLite.
+func TestAdapterS3(t *testing.T) {
+	bucketURL := os.Getenv("PARLEY_TEST_S3")
+	if bucketURL == "" {
+		t.Skip("PARLEY_TEST_S3 is not set (an s3:// bucket URL; .ci/run starts MinIO and sets it)")
+	}
+	sqlite := backendtest.SQL(t)[0]
+	runAdapterTests(t, func(t *testing.T) storetest.Store {
+		return withBlobs{Store: sqlite.Open(t), blobs: s3Blobs(t, bucketURL)}
+	})
+}
+
+// s3Blobs opens the bucket under a fresh key prefix, emptied at the end.
+func s3Blobs(t *testing.T, bucketURL string) *blobstore.Store {
+	t.Helper()
+	ctx := context.Background()
+	b, err := blob.OpenBucket(ctx, bucketURL)
+	require.NoError(t, err, "PARLEY_TEST_S3=%s", bucketURL)
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	prefix := "adapter-test-" + hex.EncodeToString(rnd[:]) + "/"
+	s := blobstore.New(blob.PrefixedBucket(b, prefix)) // takes over b
+	t.Cleanup(func() {
+		_ = s.List(ctx, "", func(o attachments.Object) error { return s.Delete(ctx, o.Key) })
+		_ = s.Close()
+	})
+	return s
 }
 
 // runAdapterTests drives every test of the HTTP adapter over stores made by

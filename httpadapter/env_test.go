@@ -52,12 +52,25 @@ func (p *privatePolicy) Viewable(_ context.Context, contactID string) ([]string,
 	return []string{}, false, nil // mallory lists nothing without conversation_id
 }
 
+// listingBlobs is a blob store the tests can list, to check what is stored.
+type listingBlobs interface {
+	attachments.BlobStore
+	attachments.Lister
+}
+
+// withBlobs is a store that brings its own blob store for newEnv (by
+// default, an env stores files in memory).
+type withBlobs struct {
+	storetest.Store
+	blobs listingBlobs
+}
+
 // env is a handler over real services on a store, served by httptest.
 type env struct {
 	t      testing.TB
 	store  storetest.Store
 	blobs  attachments.BlobStore
-	mem    *memstore.BlobStore
+	mem    listingBlobs // the blob store under the handler's (before cfg.blobs wraps it)
 	msgs   *messaging.Service
 	files  *attachments.Service
 	srv    *httptest.Server
@@ -72,7 +85,7 @@ type envConfig struct {
 	prefix  string                                                    // mount prefix, served with http.StripPrefix
 	opts    httpadapter.Options                                       // Authenticator is set unless noAuth
 	noAuth  bool                                                      // leave Authenticator nil
-	blobs   func(*memstore.BlobStore) attachments.BlobStore           // wraps the blob store
+	blobs   func(listingBlobs) attachments.BlobStore                  // wraps the blob store
 	auth    func(httpadapter.Authenticator) httpadapter.Authenticator // wraps the authenticator
 	extraUs int                                                       // extra users user000…
 }
@@ -81,6 +94,10 @@ func newEnv(t testing.TB, store storetest.Store, cfg envConfig) *env {
 	t.Helper()
 	e := &env{t: t, store: store, mem: memstore.NewBlobStore(), prefix: cfg.prefix, ctx: context.Background(),
 		users: map[string]messaging.Contact{}, tokens: map[string]messaging.Contact{}}
+	if wb, ok := store.(withBlobs); ok {
+		e.store, e.mem = wb.Store, wb.blobs
+		store = wb.Store
+	}
 	e.blobs = e.mem
 	if cfg.blobs != nil {
 		e.blobs = cfg.blobs(e.mem)
