@@ -9,8 +9,10 @@ import (
 // Cursor is a position in a list: the (CreatedAt, ID) of an item. Lists are
 // ordered by CreatedAt, then ID, both descending.
 type Cursor struct {
+	// CreatedAt is the item's creation time.
 	CreatedAt time.Time
-	ID        string
+	// ID is the item's id, which breaks ties of CreatedAt.
+	ID string
 }
 
 // ListQuery selects a page of attachments for a repository.
@@ -92,7 +94,9 @@ type BlobStore interface {
 
 // Object describes one object of a blob store, for reconciliation.
 type Object struct {
-	Key     string
+	// Key is the object's key.
+	Key string
+	// ModTime is when the object was last written.
 	ModTime time.Time
 }
 

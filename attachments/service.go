@@ -82,6 +82,10 @@ func New(repo Repository, blobs BlobStore, opts *Options) *Service {
 	return &Service{repo: repo, blobs: blobs, opts: opts.withDefaults()}
 }
 
+// Policy returns the conversation policy the Service enforces;
+// messaging.Service enforces the same one.
+func (s *Service) Policy() Policy { return s.opts.Policy }
+
 // MaxUploadBytes returns the configured upload size limit.
 func (s *Service) MaxUploadBytes() int64 { return s.opts.MaxUploadBytes }
 
@@ -165,8 +169,11 @@ func (s *Service) upload(ctx context.Context, callerID string, u Upload) (Attach
 	return a, nil
 }
 
+// maxTypeLen bounds a stored content type.
+const maxTypeLen = 127
+
 // declaredType returns the declared content type when it is specific and
-// well-formed, else "".
+// well-formed, else "". Of its parameters only charset is kept.
 func declaredType(ct string) string {
 	if ct == "" {
 		return ""
@@ -175,7 +182,15 @@ func declaredType(ct string) string {
 	if err != nil || mt == "application/octet-stream" {
 		return ""
 	}
-	return mime.FormatMediaType(mt, params)
+	var keep map[string]string
+	if cs, ok := params["charset"]; ok {
+		keep = map[string]string{"charset": cs}
+	}
+	t := mime.FormatMediaType(mt, keep)
+	if len(t) > maxTypeLen {
+		return ""
+	}
+	return t
 }
 
 // countingReader counts what passes and fails past max bytes. It hashes
@@ -353,7 +368,10 @@ type ListOptions struct {
 
 // Page is one page of a list.
 type Page struct {
-	Data    []Attachment
+	// Data are the attachments of the page, newest first.
+	Data []Attachment
+	// HasMore reports whether more attachments exist beyond the page in the
+	// direction of travel (older, or newer with EndingBefore).
 	HasMore bool
 }
 

@@ -36,6 +36,12 @@ func (f AuthenticatorFunc) Authenticate(ctx context.Context, token string) (mess
 // Tokens are compared in constant time: each is kept only as its SHA-256,
 // so looking one up reveals nothing of a token through timing. An unknown
 // or empty token fails with messaging.ErrUnauthenticated.
+//
+// The contacts are used as given, for the life of the table: a contact
+// renamed later keeps its old Username here (the name it reacts under)
+// until the table is made again. For examples, tests and small fixed
+// deployments; a host with real users plugs in an Authenticator that reads
+// its own user store.
 func StaticTokens(tokens map[string]messaging.Contact) Authenticator {
 	t := staticTokens{byHash: make(map[[sha256.Size]byte]tokenEntry, len(tokens))}
 	for tok, c := range tokens {

@@ -105,7 +105,7 @@ func newEnv(t testing.TB, store storetest.Store, cfg envConfig) *env {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	pol := &privatePolicy{}
 	e.files = attachments.New(store, e.blobs, &attachments.Options{Policy: pol, MaxUploadBytes: testMaxUpload, Logger: quiet})
-	e.msgs = messaging.New(store, e.files, &messaging.Options{Policy: pol, Logger: quiet})
+	e.msgs = messaging.New(store, e.files, &messaging.Options{Logger: quiet})
 	names := slices.Clone(users)
 	for i := range cfg.extraUs {
 		names = append(names, fmt.Sprintf("user%03d", i))

@@ -14,11 +14,16 @@ type Contact struct {
 	// ID is made by the server ("ctc_…").
 	ID string
 	// Username is unique among contacts; it names the contact as a reactor.
-	Username     string
-	PhoneNumber  string
-	AvatarURL    string
-	LastActiveAt time.Time // zero while never active
-	CreatedAt    time.Time
+	Username string
+	// PhoneNumber is the contact's phone number, as the host gives it.
+	PhoneNumber string
+	// AvatarURL is the URL of the contact's picture, as the host gives it.
+	AvatarURL string
+	// LastActiveAt is when the contact last made an authenticated request
+	// (updated at most once a minute); zero while never active.
+	LastActiveAt time.Time
+	// CreatedAt is when the contact was first stored.
+	CreatedAt time.Time
 }
 
 type contactJSON struct {
@@ -49,7 +54,10 @@ func (c Contact) wire() contactJSON {
 // Reaction is one reaction name and the usernames of those who reacted with
 // it, in the order they came.
 type Reaction struct {
-	Name     string
+	// Name is 1 to 64 characters with no white space, brackets or slashes,
+	// such as "thumbs_up" or "👍".
+	Name string
+	// Reactors are the usernames of those who reacted, in the order they came.
 	Reactors []string
 }
 
@@ -94,9 +102,13 @@ type Message struct {
 	Reactions []Reaction
 	// Attachments linked to the message, oldest first.
 	Attachments []attachments.Attachment
-	ReadAt      time.Time // zero while unread
-	CreatedAt   time.Time
-	UpdatedAt   time.Time // zero while never updated
+	// ReadAt is when the message was first marked read; zero while unread.
+	ReadAt time.Time
+	// CreatedAt is when the message was sent.
+	CreatedAt time.Time
+	// UpdatedAt is when the text was last edited or a reaction or an
+	// attachment added; zero while never updated.
+	UpdatedAt time.Time
 }
 
 // messageHeadJSON and messageTailJSON are the members of a message's JSON

@@ -42,8 +42,10 @@ type Change struct {
 	// LinkAttachments links these attachments to the message (see
 	// CreateMessage for the rules).
 	LinkAttachments []string
-	// Read sets ReadAt to ReadAt if it is zero (true) or clears it (false).
-	Read   *bool
+	// Read, when true, sets the message's ReadAt to ReadAt unless it is
+	// set already; when false, clears it.
+	Read *bool
+	// ReadAt is the time Read true records.
 	ReadAt time.Time
 	// UpdatedAt, when not zero, becomes the message's UpdatedAt.
 	UpdatedAt time.Time

@@ -1,12 +1,15 @@
 package messaging
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parleychat/parley/attachments"
@@ -15,15 +18,12 @@ import (
 	"github.com/parleychat/parley/internal/kind"
 )
 
-// Policy decides who may see a conversation; it is attachments.Policy, so
-// one value serves both services.
+// Policy decides who may see a conversation. It is attachments.Policy:
+// one value, set in attachments.Options, serves both services.
 type Policy = attachments.Policy
 
 // Options configure a Service. A nil *Options means all defaults.
 type Options struct {
-	// Policy decides who sees which conversation. Default:
-	// attachments.Everyone.
-	Policy Policy
 	// MaxMessageChars is the longest text, in characters. Default: 4000.
 	MaxMessageChars int
 	// MaxReactionNames is the most distinct reaction names on a message.
@@ -47,9 +47,6 @@ func (o *Options) withDefaults() Options {
 	var c Options
 	if o != nil {
 		c = *o
-	}
-	if c.Policy == nil {
-		c.Policy = attachments.Everyone{}
 	}
 	if c.MaxMessageChars <= 0 {
 		c.MaxMessageChars = 4000
@@ -81,25 +78,31 @@ func (o *Options) withDefaults() Options {
 type Service struct {
 	repo    Repository
 	files   *attachments.Service
+	policy  Policy // files' policy: one policy for messages and files
 	opts    Options
 	touched sync.Map // contact id -> time.Time of the last TouchContact
 	// contacts caches contacts as read from the repository, for the
 	// responses of Create: contact id -> cachedContact.
 	contacts sync.Map
+	// cached counts the entries stored in touched and contacts; past
+	// maxCached both are emptied, so they never grow without bound.
+	cached atomic.Int64
 }
 
 // New returns a Service over repo; files is the attachments Service over the
 // same storage (messaging links attachments and removes their files when a
-// message is deleted).
+// message is deleted). Who may see which conversation is files' Policy
+// (attachments.Options.Policy), so that messages and files follow one rule.
 func New(repo Repository, files *attachments.Service, opts *Options) *Service {
-	return &Service{repo: repo, files: files, opts: opts.withDefaults()}
+	return &Service{repo: repo, files: files, policy: files.Policy(), opts: opts.withDefaults()}
 }
 
 func (s *Service) now() time.Time { return s.opts.Now().UTC().Truncate(time.Microsecond) }
 
 // SaveContact stores a contact. With an empty ID it returns the contact with
 // the same Username if there is one, unchanged, and otherwise creates it with
-// a new ID; with an ID it replaces that contact's fields. Errors: ErrInvalid
+// a new ID; with an ID it replaces that contact's fields, keeping the stored
+// CreatedAt and LastActiveAt where c leaves them zero. Errors: ErrInvalid
 // for an empty or malformed username, ErrConflict for a username taken by
 // another contact.
 func (s *Service) SaveContact(ctx context.Context, c Contact) (Contact, error) {
@@ -125,6 +128,21 @@ func (s *Service) saveContact(ctx context.Context, c Contact) (Contact, error) {
 		}
 		c.ID = ids.New(ids.Contact)
 	}
+	if !findOrCreate && (c.CreatedAt.IsZero() || c.LastActiveAt.IsZero()) {
+		// Keep what the caller did not set of a stored contact.
+		old, err := s.repo.GetContact(ctx, c.ID)
+		switch {
+		case err == nil:
+			if c.CreatedAt.IsZero() {
+				c.CreatedAt = old.CreatedAt
+			}
+			if c.LastActiveAt.IsZero() {
+				c.LastActiveAt = old.LastActiveAt
+			}
+		case !errors.Is(err, ErrNotFound):
+			return Contact{}, err
+		}
+	}
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = s.now()
 	}
@@ -149,6 +167,21 @@ func (s *Service) Contact(ctx context.Context, id string) (Contact, error) {
 	return c, kind.Wrap("messaging.Contact "+strconv.Quote(id), err)
 }
 
+// maxCached bounds the per-contact entries the Service keeps in memory.
+const maxCached = 100_000
+
+// remember stores v under key in m, first emptying the caches when they
+// hold maxCached entries (they only save queries: emptying costs a query
+// per contact later, and loses nothing).
+func (s *Service) remember(m *sync.Map, key string, v any) {
+	if s.cached.Add(1) > maxCached {
+		s.cached.Store(0)
+		s.touched.Clear()
+		s.contacts.Clear()
+	}
+	m.Store(key, v)
+}
+
 // cachedContact is a contact and when it was read.
 type cachedContact struct {
 	c  Contact
@@ -170,7 +203,7 @@ func (s *Service) contact(ctx context.Context, id string) (Contact, error) {
 	if err != nil {
 		return Contact{}, err
 	}
-	s.contacts.Store(id, cachedContact{c, now})
+	s.remember(&s.contacts, id, cachedContact{c, now})
 	return c, nil
 }
 
@@ -184,7 +217,7 @@ func (s *Service) Touch(ctx context.Context, contactID string) error {
 	if err := s.repo.TouchContact(ctx, contactID, now); err != nil {
 		return kind.Wrap("messaging.Touch", err)
 	}
-	s.touched.Store(contactID, now)
+	s.remember(&s.touched, contactID, now)
 	s.contacts.Delete(contactID)
 	return nil
 }
@@ -239,15 +272,22 @@ func (s *Service) create(ctx context.Context, caller Contact, in NewMessage) (Me
 	if err := s.repo.CreateMessage(ctx, m, in.Attachments); err != nil {
 		return Message{}, linkError(err)
 	}
-	if len(atts) == 0 {
-		m.Contact, err = s.contact(ctx, caller.ID)
-		if err != nil {
-			return Message{}, err
-		}
-		m.Reactions, m.Attachments = []Reaction{}, []attachments.Attachment{}
-		return m, nil
+	// The message is stored: from here on, no error may make the client
+	// think otherwise (and send it again). What cannot be read back is
+	// answered from what is in hand.
+	if c, err := s.contact(ctx, caller.ID); err == nil {
+		m.Contact = c
+	} else {
+		s.opts.Logger.WarnContext(ctx, "messaging: cannot read the sender of a new message", "message", m.ID, "err", err)
 	}
-	return s.repo.GetMessage(ctx, m.ID)
+	m.Reactions, m.Attachments = []Reaction{}, atts
+	slices.SortFunc(m.Attachments, func(a, b attachments.Attachment) int { // oldest first, as stored
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
+	})
+	for i := range m.Attachments {
+		m.Attachments[i].MessageID, m.Attachments[i].ConversationID = m.ID, m.ConversationID
+	}
+	return m, nil
 }
 
 // linkable checks that the caller may link the attachments ids to a message
@@ -292,7 +332,7 @@ func linkError(err error) error {
 }
 
 func (s *Service) mustView(ctx context.Context, callerID, conversationID string) error {
-	ok, err := s.opts.Policy.CanView(ctx, callerID, conversationID)
+	ok, err := s.policy.CanView(ctx, callerID, conversationID)
 	if err != nil {
 		return err
 	}
@@ -320,7 +360,7 @@ func (s *Service) get(ctx context.Context, caller Contact, id string) (Message, 
 	if err != nil {
 		return Message{}, err
 	}
-	ok, err := s.opts.Policy.CanView(ctx, caller.ID, m.ConversationID)
+	ok, err := s.policy.CanView(ctx, caller.ID, m.ConversationID)
 	if err != nil {
 		return Message{}, err
 	}
@@ -352,7 +392,10 @@ type ListOptions struct {
 
 // Page is one page of a list.
 type Page struct {
-	Data    []Message
+	// Data are the messages of the page, newest first.
+	Data []Message
+	// HasMore reports whether more messages exist beyond the page in the
+	// direction of travel (older, or newer with EndingBefore).
 	HasMore bool
 }
 
@@ -373,7 +416,7 @@ func (s *Service) list(ctx context.Context, caller Contact, o ListOptions) (Page
 		if err := check.ConversationID("conversation_id", o.ConversationID); err != nil {
 			return Page{}, err
 		}
-		ok, err := s.opts.Policy.CanView(ctx, caller.ID, o.ConversationID)
+		ok, err := s.policy.CanView(ctx, caller.ID, o.ConversationID)
 		if err != nil {
 			return Page{}, err
 		}
@@ -382,7 +425,7 @@ func (s *Service) list(ctx context.Context, caller Contact, o ListOptions) (Page
 		}
 		q.ConversationIDs = []string{o.ConversationID}
 	} else {
-		q.ConversationIDs, q.All, err = s.opts.Policy.Viewable(ctx, caller.ID)
+		q.ConversationIDs, q.All, err = s.policy.Viewable(ctx, caller.ID)
 		if err != nil {
 			return Page{}, err
 		}
@@ -439,7 +482,7 @@ func (s *Service) Update(ctx context.Context, caller Contact, id string, u Updat
 }
 
 func (s *Service) update(ctx context.Context, caller Contact, id string, u Update) (Message, error) {
-	if u.Text == nil && u.Reactions == nil && u.Attachments == nil && u.Read == nil {
+	if u.Text == nil && len(u.Reactions) == 0 && len(u.Attachments) == 0 && u.Read == nil {
 		return Message{}, &Error{Kind: ErrInvalid, Code: kind.CodeMissing, Message: "nothing to update: give message, reactions, attachments or read"}
 	}
 	if u.Text != nil {
@@ -477,10 +520,18 @@ func (s *Service) update(ctx context.Context, caller Contact, id string, u Updat
 		ch.UpdatedAt = now
 	}
 	m, err = s.repo.UpdateMessage(ctx, id, ch)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, ErrNotFound) && s.gone(ctx, id) {
 		return Message{}, notFound(id)
 	}
 	return m, linkError(err)
+}
+
+// gone reports whether the message is no longer stored, to tell a message
+// deleted meanwhile from an attachment deleted meanwhile (both are
+// ErrNotFound from UpdateMessage).
+func (s *Service) gone(ctx context.Context, id string) bool {
+	_, err := s.repo.GetMessage(ctx, id)
+	return errors.Is(err, ErrNotFound)
 }
 
 func (s *Service) checkReactions(caller Contact, rs []Reaction) error {

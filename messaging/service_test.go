@@ -33,7 +33,7 @@ func TestPolicyHidesConversations(t *testing.T) {
 	store := memstore.New()
 	policy := onlyConversations{}
 	files := attachments.New(store, memstore.NewBlobStore(), &attachments.Options{Policy: policy})
-	msgs := messaging.New(store, files, &messaging.Options{Policy: policy})
+	msgs := messaging.New(store, files, nil) // the policy comes with files
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(t, err)
 	bob, err := msgs.SaveContact(ctx, messaging.Contact{Username: "bob"})
@@ -149,4 +149,43 @@ func TestCreateShowsTheContactAsStored(t *testing.T) {
 	m, err = msgs.Create(ctx, stale, messaging.NewMessage{ConversationID: "c", Text: "four"})
 	require.NoError(t, err)
 	assert.Equal(t, "+15550199", m.Contact.PhoneNumber)
+}
+
+func TestUpdateWithNothingIsInvalid(t *testing.T) {
+	ctx := context.Background()
+	msgs := newServices()
+	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
+	require.NoError(t, err)
+	m, err := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "c", Text: "hi"})
+	require.NoError(t, err)
+	for _, u := range []messaging.Update{{}, {Reactions: []messaging.Reaction{}}, {Attachments: []string{}}} {
+		_, err := msgs.Update(ctx, alice, m.ID, u)
+		assert.ErrorIs(t, err, messaging.ErrInvalid, "%+v", u)
+	}
+	got, err := msgs.Get(ctx, alice, m.ID)
+	require.NoError(t, err)
+	assert.True(t, got.UpdatedAt.IsZero(), "nothing changed")
+}
+
+func TestSaveContactKeepsTimesNotGiven(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	msgs := messaging.New(store, attachments.New(store, memstore.NewBlobStore(), nil),
+		&messaging.Options{Now: func() time.Time { return now }})
+	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
+	require.NoError(t, err)
+	created := now
+	now = now.Add(time.Hour)
+	require.NoError(t, msgs.Touch(ctx, alice.ID))
+
+	renamed, err := msgs.SaveContact(ctx, messaging.Contact{ID: alice.ID, Username: "alicia"})
+	require.NoError(t, err)
+	assert.Equal(t, created, renamed.CreatedAt)
+	assert.Equal(t, now, renamed.LastActiveAt)
+	stored, err := msgs.Contact(ctx, alice.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "alicia", stored.Username)
+	assert.Equal(t, created, stored.CreatedAt)
+	assert.Equal(t, now, stored.LastActiveAt)
 }

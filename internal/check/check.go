@@ -37,11 +37,19 @@ func Text(param, s string, multiline bool) error {
 		return kind.BadParam(param, param+" must be valid UTF-8")
 	}
 	for _, r := range s {
-		if unicode.IsControl(r) && !(multiline && (r == '\n' || r == '\t' || r == '\r')) {
+		if unicode.IsControl(r) && !(multiline && (r == '\n' || r == '\t')) {
 			return kind.BadParam(param, param+" must not contain control characters")
 		}
 	}
 	return nil
+}
+
+// invisible reports the characters that change how text around them is
+// shown without being shown themselves: bidirectional controls (which can
+// make "gnp.exe" look like "exe.png") and the zero-width space and no-break
+// space. The zero-width joiner of emoji sequences is not among them.
+func invisible(r rune) bool {
+	return unicode.Is(unicode.Bidi_Control, r) || r == '\u200b' || r == '\u2060' || r == '\ufeff'
 }
 
 // MessageText checks the text of a message: required, not only white space,
@@ -63,7 +71,8 @@ func MessageText(param, s string, max int) error {
 }
 
 // ReactionName checks a reaction name: 1 to 64 characters, no white space,
-// brackets or control characters.
+// brackets, slashes, control or invisible characters, and not "." or ".."
+// (a name is also a path segment: DELETE …/reactions/{name}).
 func ReactionName(param, s string) error {
 	if s == "" {
 		return kind.BadParam(param, "a reaction name must not be empty")
@@ -74,8 +83,11 @@ func ReactionName(param, s string) error {
 	if utf8.RuneCountInString(s) > 64 {
 		return kind.BadParam(param, "a reaction name must be at most 64 characters")
 	}
-	if strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || r == '[' || r == ']' }) {
-		return kind.BadParam(param, "a reaction name must not contain white space or brackets")
+	if strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || r == '[' || r == ']' || r == '/' || invisible(r) }) {
+		return kind.BadParam(param, "a reaction name must not contain white space, brackets, slashes or invisible characters")
+	}
+	if s == "." || s == ".." {
+		return kind.BadParam(param, "a reaction name must not be . or ..")
 	}
 	return nil
 }
@@ -122,7 +134,7 @@ func Cursors[P any](after, before string, at func(id string) (P, bool, error)) (
 }
 
 // Filename cleans an uploaded file's name: its base name (after the last /
-// or \), invalid UTF-8 and control characters removed, surrounding white
+// or \), invalid UTF-8, control and invisible characters removed, surrounding white
 // space trimmed, cut to at most 255 bytes on a character boundary. A name
 // that is empty after cleaning, "." or ".." is an error.
 func Filename(param, name string) (string, error) {
@@ -131,7 +143,7 @@ func Filename(param, name string) (string, error) {
 		name = name[i+1:]
 	}
 	name = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
+		if unicode.IsControl(r) || invisible(r) {
 			return -1
 		}
 		return r

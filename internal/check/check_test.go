@@ -19,6 +19,8 @@ func TestFilename(t *testing.T) {
 		{"  spaced name.png  ", "spaced name.png"},
 		{"tab\there\x00.txt", "tabhere.txt"},
 		{"bad\xffutf8.txt", "badutf8.txt"},
+		{"\u202egnp.exe", "gnp.exe"},
+		{"zero\u200bwidth.txt", "zerowidth.txt"},
 		{"é" + strings.Repeat("x", 300), "é" + strings.Repeat("x", 253)},
 		{strings.Repeat("é", 200), strings.Repeat("é", 127)}, // never cut inside a character
 	} {
@@ -55,12 +57,14 @@ func TestMessageText(t *testing.T) {
 	assert.ErrorIs(t, MessageText("message", " \n\t ", 10), kind.Invalid)
 	assert.ErrorIs(t, MessageText("message", "nul\x00", 10), kind.Invalid)
 	assert.ErrorIs(t, MessageText("message", "\xff", 10), kind.Invalid)
+	assert.ErrorIs(t, MessageText("message", "cr\r\n", 10), kind.Invalid, "only newline and tab")
 }
 
 func TestReactionName(t *testing.T) {
 	assert.NoError(t, ReactionName("reactions", "thumbs_up"))
 	assert.NoError(t, ReactionName("reactions", "👍"))
-	for _, bad := range []string{"", "two words", "br[ack]et", strings.Repeat("x", 65), "ctl\x07"} {
+	assert.NoError(t, ReactionName("reactions", "👨\u200d👩\u200d👧"), "emoji joined by ZWJ")
+	for _, bad := range []string{"", "two words", "br[ack]et", strings.Repeat("x", 65), "ctl\x07", ".", "..", "a/b", "\u202eab"} {
 		assert.ErrorIs(t, ReactionName("reactions", bad), kind.Invalid, bad)
 	}
 }
