@@ -110,6 +110,7 @@ func runAdapterTests(t *testing.T, newStore func(t *testing.T) storetest.Store) 
 		{"ForwardedProto", testForwardedProto},
 		{"SignedURLs", testSignedURLs},
 		{"UploadFlow", testUploadFlow},
+		{"InlineTypes", testInlineTypes},
 		{"UploadLimits", testUploadLimits},
 		{"BackendFailures", testBackendFailures},
 		{"ConcurrentReactions", testConcurrentReactions},

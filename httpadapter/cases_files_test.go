@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/attachments"
 )
 
 // fileHeaders checks the headers of a served file.
@@ -12,6 +15,7 @@ func fileHeaders(ctype, disposition string) func(t *testing.T, e *env, fx *fixtu
 	return func(t *testing.T, _ *env, _ *fixture, res *response) {
 		assert.Equal(t, ctype, res.Header.Get("Content-Type"))
 		assert.Equal(t, "nosniff", res.Header.Get("X-Content-Type-Options"))
+		assert.Equal(t, "sandbox", res.Header.Get("Content-Security-Policy"))
 		assert.Equal(t, disposition, res.Header.Get("Content-Disposition"))
 		assert.NotEmpty(t, res.Header.Get("Last-Modified"))
 		assert.Equal(t, "bytes", res.Header.Get("Accept-Ranges"))
@@ -41,11 +45,13 @@ var fileCases = []apiCase{
 			assert.Empty(t, res.body)
 			assert.Equal(t, int64(len(textA)), res.ContentLength)
 			assert.Equal(t, "nosniff", res.Header.Get("X-Content-Type-Options"))
+			assert.Equal(t, "sandbox", res.Header.Get("Content-Security-Policy"))
 		}},
 	{name: "range", method: "GET", path: "/v1/attachments/{attA}/a.txt", hdr: []string{"Range", "bytes=0-4"}, wantStatus: 206,
 		check: func(t *testing.T, _ *env, _ *fixture, res *response) {
 			assert.Equal(t, textA[:5], string(res.body))
 			assert.Equal(t, "bytes 0-4/16", res.Header.Get("Content-Range"))
+			assert.Equal(t, "sandbox", res.Header.Get("Content-Security-Policy"))
 		}},
 	{name: "suffix range", method: "GET", path: "/v1/attachments/{attA}/a.txt", hdr: []string{"Range", "bytes=-5"}, wantStatus: 206,
 		check: func(t *testing.T, _ *env, _ *fixture, res *response) {
@@ -67,4 +73,34 @@ var fileCases = []apiCase{
 	{name: "hidden by the policy", as: "mallory", method: "GET", path: "/v1/attachments/{attP}/p.txt", wantStatus: 404, wantErr: errNotFound},
 	{name: "another's in no conversation", as: "bob", method: "GET", path: "/v1/attachments/{attN}/n.txt", wantStatus: 404, wantErr: errNotFound},
 	{name: "POST", method: http.MethodPost, path: "/v1/attachments/{attA}/a.txt", wantStatus: 405, wantErr: errMethod},
+}
+
+// testInlineTypes serves a file of each type: inline exactly for the types
+// attachments.Inline accepts (PDF and SVG are downloads), and always in a
+// sandbox.
+func testInlineTypes(t *testing.T, newStore newStoreFunc) {
+	e := newEnv(t, newStore(t), envConfig{})
+	for _, tc := range []struct {
+		name, ctype, disp string
+	}{
+		{"doc.pdf", "application/pdf", "attachment"},
+		{"logo.svg", "image/svg+xml", "attachment"},
+		{"page.xhtml", "application/xhtml+xml", "attachment"},
+		{"data.xml", "text/xml", "attachment"},
+		{"sound.wav", "audio/x-wav", "attachment"},
+		{"clip.mov", "video/quicktime", "attachment"},
+		{"photo.jpg", "image/jpeg", "inline"},
+		{"anim.gif", "image/gif", "inline"},
+		{"song.mp3", "audio/mpeg", "inline"},
+		{"clip.webm", "video/webm", "inline"},
+		{"clip.mp4", "video/mp4", "inline"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := e.upload(t, "alice", "types", tc.name, tc.ctype, "bytes of "+tc.name)
+			res := e.as(t, "alice", "GET", "/v1/attachments/"+id+"/"+tc.name, nil)
+			require.Equal(t, http.StatusOK, res.StatusCode, "body: %s", res.body)
+			fileHeaders(tc.ctype, tc.disp+`; filename="`+tc.name+`"; filename*=UTF-8''`+tc.name)(t, e, nil, res)
+			assert.Equal(t, tc.disp == "inline", attachments.Inline(tc.ctype), "the adapter and attachments.Inline agree")
+		})
+	}
 }

@@ -106,12 +106,14 @@
 // 412), HEAD. The file name in the path must be the attachment's current
 // name, byte for byte: after a rename the old URL is a 404 (not a redirect),
 // as a renamed file's old path is. Responses carry the stored Content-Type,
-// X-Content-Type-Options: nosniff, Cache-Control: private and
-// Content-Disposition with the name (an ASCII fallback and RFC 8187
-// filename*): inline for image/png, image/jpeg, image/gif, image/webp,
-// image/avif, text/plain, application/pdf, audio/mpeg, audio/ogg, video/mp4
-// and video/webm, attachment for every other type (HTML, SVG, XML, scripts,
-// unknown types), so that an uploaded file cannot run in the API's origin.
+// X-Content-Type-Options: nosniff, Cache-Control: private,
+// Content-Security-Policy: sandbox and Content-Disposition with the name (an
+// ASCII fallback and RFC 8187 filename*): inline for the types
+// attachments.Inline accepts (image/png, image/jpeg, image/gif, image/webp,
+// image/avif, text/plain, audio/mpeg, audio/ogg, video/mp4 and video/webm),
+// attachment for every other type (PDF, which can carry scripts, HTML, SVG,
+// XML, scripts, unknown types), so that an uploaded file cannot run in the
+// API's origin.
 //
 // # Errors
 //

@@ -1,6 +1,7 @@
 package httpadapter
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -127,9 +128,17 @@ func classify(err error) *apiError {
 
 // writeError answers err. Unexpected errors (500) are logged with a request
 // id that is also sent in the Request-Id header; their text never reaches
-// the client.
+// the client. A request that failed because its client hung up (err is
+// context.Canceled and so is the request's context) is only logged at
+// Debug: nothing went wrong on the server's side, and nobody reads the
+// answer.
 func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := classify(err)
+	if e.status >= http.StatusInternalServerError && errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		a.log.DebugContext(r.Context(), "httpadapter: request canceled by the client", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeJSON(w, e.status, errorBody{Error: e})
+		return
+	}
 	h := w.Header()
 	switch e.status {
 	case http.StatusUnauthorized:

@@ -2,31 +2,14 @@ package httpadapter
 
 import (
 	"io"
-	"mime"
 	"net/http"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/kind"
 	"github.com/parleychat/parley/messaging"
 )
-
-// inlineTypes are the media types served with Content-Disposition: inline:
-// formats that browsers render without running scripts. Everything else
-// (HTML, SVG, XML, JavaScript, unknown types, …) is served as a download.
-var inlineTypes = map[string]bool{
-	"image/png":       true,
-	"image/jpeg":      true,
-	"image/gif":       true,
-	"image/webp":      true,
-	"image/avif":      true,
-	"text/plain":      true,
-	"application/pdf": true,
-	"audio/mpeg":      true,
-	"audio/ogg":       true,
-	"video/mp4":       true,
-	"video/webm":      true,
-}
 
 // serveFile serves an attachment's bytes at
 // /v1/attachments/{id}/{filename}. The file name in the path must be the
@@ -55,17 +38,21 @@ func (a *api) serveFile(w http.ResponseWriter, r *http.Request, caller messaging
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "private")
 	h.Set("Content-Disposition", contentDisposition(ctype, att.Filename))
+	// Whatever a browser makes of the file, it runs no script and has no
+	// access to the API's origin.
+	h.Set("Content-Security-Policy", "sandbox")
 	if att.SHA256 != "" {
 		h.Set("ETag", `"`+att.SHA256+`"`)
 	}
 	http.ServeContent(&fileErrorWriter{ResponseWriter: w, a: a, r: r}, r, "", att.CreatedAt, body)
 }
 
-// contentDisposition is inline for the safe types, else attachment, with
-// the file name in RFC 6266/8187 form and an ASCII fallback.
+// contentDisposition is inline for the types attachments.Inline accepts,
+// else attachment, with the file name in RFC 6266/8187 form and an ASCII
+// fallback.
 func contentDisposition(ctype, filename string) string {
 	disp := "attachment"
-	if mt, _, err := mime.ParseMediaType(ctype); err == nil && inlineTypes[mt] {
+	if attachments.Inline(ctype) {
 		disp = "inline"
 	}
 	var ascii strings.Builder

@@ -123,7 +123,7 @@ func run() error {
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv := newHTTPServer(mux, log)
 
 	// 5. Reconcile files left behind by failures, now and every five minutes.
 	go reconcile(ctx, files, log)
@@ -186,12 +186,96 @@ func reconcile(ctx context.Context, files *attachments.Service, log *slog.Logger
 	}
 }
 
-// redact hides the password of a URL-shaped DSN.
-func redact(dsn string) string {
-	if u, err := url.Parse(dsn); err == nil && u.User != nil {
-		return u.Redacted()
+// newHTTPServer returns the server of h: headers must arrive within 10 s,
+// and an idle keep-alive connection is closed after 2 minutes. (No read or
+// write timeout: uploads and downloads of large files take as long as they
+// take.)
+func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	return dsn
+}
+
+// hidden replaces a secret in what redact prints.
+const hidden = "xxxxx"
+
+// redact hides the secrets of a database DSN or bucket URL before it is
+// printed: the password of a URL ("postgres://user:pw@host/db") or of a
+// MySQL driver-form DSN ("user:pw@tcp(host:3306)/db"), and the value of
+// every query parameter whose name says it is a secret ("?password=…",
+// "sslpassword", "secret_key", "token", …). A URL that does not parse is
+// shown as its scheme only.
+func redact(dsn string) string {
+	if scheme, _, ok := strings.Cut(dsn, "://"); ok && !strings.ContainsAny(scheme, "/@?") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return scheme + "://(hidden: does not parse)"
+		}
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), hidden)
+		}
+		u.RawQuery = redactQuery(u.RawQuery)
+		return u.String()
+	}
+	if strings.HasPrefix(dsn, "file:") {
+		path, query, ok := strings.Cut(dsn, "?")
+		if !ok {
+			return dsn
+		}
+		return path + "?" + redactQuery(query)
+	}
+	// The MySQL driver's form, [user[:password]@][net[(addr)]]/db[?params]:
+	// as the driver reads it, the database name follows the last "/", and
+	// the user and password come before the last "@" ahead of it; the
+	// password runs from the first ":" of those to that "@".
+	head, tail := dsn, ""
+	if i := strings.LastIndexByte(dsn, '/'); i >= 0 {
+		head, tail = dsn[:i], dsn[i:]
+	}
+	if at := strings.LastIndexByte(head, '@'); at >= 0 {
+		if colon := strings.IndexByte(head[:at], ':'); colon >= 0 {
+			head = head[:colon+1] + hidden + head[at:]
+		}
+	}
+	if db, query, ok := strings.Cut(tail, "?"); ok {
+		tail = db + "?" + redactQuery(query)
+	}
+	return head + tail
+}
+
+// redactQuery hides the values of the secret parameters of a raw query,
+// leaving the rest as it is.
+func redactQuery(raw string) string {
+	if raw == "" {
+		return raw
+	}
+	parts := strings.Split(raw, "&")
+	for i, p := range parts {
+		k, _, _ := strings.Cut(p, "=")
+		name, err := url.QueryUnescape(k)
+		if err != nil {
+			name = k
+		}
+		if secretParam(name) {
+			parts[i] = k + "=" + hidden
+		}
+	}
+	return strings.Join(parts, "&")
+}
+
+// secretParam reports whether a query parameter of this name carries a
+// secret (password, passwd, pwd, sslpassword, secret_key, token, …).
+func secretParam(name string) bool {
+	n := strings.ToLower(name)
+	for _, s := range []string{"pass", "pwd", "secret", "token", "credential", "apikey", "api_key", "access_key"} {
+		if strings.Contains(n, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // greet prints where the server listens and how to call it.

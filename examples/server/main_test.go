@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"mime/multipart"
 	"net"
 	"net/http"
@@ -197,4 +198,45 @@ func upload(t *testing.T, base, token, name, content string) string {
 	require.NoError(t, json.NewDecoder(res.Body).Decode(&a))
 	require.Equal(t, http.StatusCreated, res.StatusCode)
 	return a.ID
+}
+
+func TestRedact(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		// URL forms.
+		{"postgres://postgres:s3cret@127.0.0.1:5432/parley?sslmode=disable", "postgres://postgres:xxxxx@127.0.0.1:5432/parley?sslmode=disable"},
+		{"postgres://u:p%40ss@host/db?password=s3cret&sslmode=disable", "postgres://u:xxxxx@host/db?password=xxxxx&sslmode=disable"},
+		{"postgres://u@host/db?sslpassword=s3cret", "postgres://u@host/db?sslpassword=xxxxx"},
+		{"postgres://host/db?user=u&Password=s3cret", "postgres://host/db?user=u&Password=xxxxx"},
+		{"mysql://root:s3cret@127.0.0.1:3306/test", "mysql://root:xxxxx@127.0.0.1:3306/test"},
+		{"mysql://root@127.0.0.1:3306/test", "mysql://root@127.0.0.1:3306/test"},
+		{"s3://parley?endpoint=http://127.0.0.1:9000&use_path_style=true&region=us-east-1", "s3://parley?endpoint=http://127.0.0.1:9000&use_path_style=true&region=us-east-1"},
+		{"s3://parley?region=us-east-1&secret_access_key=s3cret", "s3://parley?region=us-east-1&secret_access_key=xxxxx"},
+		{"postgres://u:s3cret@host:bad/db", "postgres://(hidden: does not parse)"},
+		// The MySQL driver's form.
+		{"root:s3cret@tcp(127.0.0.1:3306)/db", "root:xxxxx@tcp(127.0.0.1:3306)/db"},
+		{"root:s3:c@r/et@tcp(127.0.0.1:3306)/db?parseTime=true", "root:xxxxx@tcp(127.0.0.1:3306)/db?parseTime=true"},
+		{"app:s3cret@unix(/run/mysqld/mysqld.sock)/db", "app:xxxxx@unix(/run/mysqld/mysqld.sock)/db"},
+		{"root:s3cret@/db", "root:xxxxx@/db"},
+		{"root@tcp(127.0.0.1:3306)/test", "root@tcp(127.0.0.1:3306)/test"},
+		{"root@tcp(127.0.0.1:3306)/test?password=s3cret", "root@tcp(127.0.0.1:3306)/test?password=xxxxx"},
+		// SQLite.
+		{"data/parley.db", "data/parley.db"},
+		{"/var/lib/parley/parley.db", "/var/lib/parley/parley.db"},
+		{"file:parley.db?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)", "file:parley.db?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)"},
+		{"file:parley.db?_auth_pass=s3cret", "file:parley.db?_auth_pass=xxxxx"},
+		{":memory:", ":memory:"},
+		{"", ""},
+	} {
+		got := redact(tc.in)
+		assert.Equal(t, tc.want, got, "redact(%q)", tc.in)
+		assert.NotContains(t, got, "s3cret", "redact(%q)", tc.in)
+	}
+}
+
+func TestHTTPServerTimeouts(t *testing.T) {
+	srv := newHTTPServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler))
+	assert.Equal(t, 10*time.Second, srv.ReadHeaderTimeout)
+	assert.Equal(t, 2*time.Minute, srv.IdleTimeout, "idle keep-alive connections are closed")
+	assert.Zero(t, srv.ReadTimeout, "a long upload is not cut off")
+	assert.Zero(t, srv.WriteTimeout, "a long download is not cut off")
 }

@@ -2,11 +2,13 @@ package blobstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
-	"strings"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -54,15 +56,18 @@ func (s *Store) Bucket() *blob.Bucket { return s.b }
 func (s *Store) Close() error { return s.b.Close() }
 
 // Put streams r into the object key. If r fails or ctx ends before io.EOF,
-// the write is aborted and no object is left under key.
+// the write is aborted and no object is left under key. An error of r is
+// returned as it is (wrapped); a bucket that cannot be reached gives an
+// error matching attachments.ErrUnavailable.
 func (s *Store) Put(ctx context.Context, key, contentType string, r io.Reader) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w, err := s.b.NewWriter(wctx, key, &blob.WriterOptions{ContentType: contentType, BufferSize: partSize, MaxConcurrency: partConcurrency})
 	if err != nil {
-		return fmt.Errorf("blobstore: put: %w", err)
+		return mapError("put", err)
 	}
-	_, err = io.Copy(w, r)
+	src := &errReader{r: r}
+	_, err = io.Copy(w, src)
 	if err == nil {
 		err = ctx.Err()
 	}
@@ -71,12 +76,32 @@ func (s *Store) Put(ctx context.Context, key, contentType string, r io.Reader) e
 		// of committing what was written so far.
 		cancel()
 		_ = w.Close()
-		return fmt.Errorf("blobstore: put %q aborted: %w", key, err)
+		if src.err != nil && errors.Is(err, src.err) {
+			// The reader's failure (a client's body, a size limit) says
+			// nothing about the bucket.
+			return fmt.Errorf("blobstore: put %q aborted: %w", key, err)
+		}
+		return mapError(fmt.Sprintf("put %q aborted", key), err)
 	}
 	if err := w.Close(); err != nil {
-		return fmt.Errorf("blobstore: put: %w", err)
+		return mapError("put", err)
 	}
 	return nil
+}
+
+// errReader remembers the error its reader returned, so that Put can tell
+// a failing source from a failing bucket.
+type errReader struct {
+	r   io.Reader
+	err error
+}
+
+func (e *errReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF {
+		e.err = err
+	}
+	return n, err
 }
 
 // Open returns a reader of the object that can seek. A missing object is an
@@ -93,7 +118,7 @@ func (s *Store) Open(ctx context.Context, key string) (io.ReadSeekCloser, error)
 func (s *Store) Delete(ctx context.Context, key string) error {
 	err := s.b.Delete(ctx, key)
 	if err != nil && gcerrors.Code(err) != gcerrors.NotFound {
-		return fmt.Errorf("blobstore: delete: %w", err)
+		return mapError("delete", err)
 	}
 	return nil
 }
@@ -108,7 +133,7 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(attachments.Obj
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("blobstore: list: %w", err)
+			return mapError("list", err)
 		}
 		if o.IsDir {
 			continue
@@ -147,7 +172,9 @@ func (s *Store) SignedURL(ctx context.Context, key, filename, contentType string
 }
 
 // mapError turns the gocloud codes the attachments contract names into its
-// kinds, keeping the cause.
+// kinds, keeping the cause: a missing object is ErrNotFound, an operation
+// the bucket cannot do ErrUnimplemented, and a bucket that cannot be
+// reached (see unreachable) ErrUnavailable.
 func mapError(op string, err error) error {
 	switch gcerrors.Code(err) {
 	case gcerrors.NotFound:
@@ -155,24 +182,51 @@ func mapError(op string, err error) error {
 	case gcerrors.Unimplemented:
 		return fmt.Errorf("blobstore: %s: the bucket cannot do this: %w: %w", op, attachments.ErrUnimplemented, err)
 	}
+	if unreachable(err) {
+		return fmt.Errorf("blobstore: %s: the bucket cannot be reached: %w: %w", op, attachments.ErrUnavailable, err)
+	}
 	return fmt.Errorf("blobstore: %s: %w", op, err)
 }
 
-// inlineTypes are the media types a browser may show inline without risk;
-// every other type is served as a download.
-var inlineTypes = map[string]bool{
-	"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true,
-	"image/avif": true, "text/plain": true, "application/pdf": true,
+// unreachable reports whether err says that the bucket could not be
+// reached or did not answer in time, as opposed to refusing the request:
+// a network error (refused or reset connection, DNS failure, timeout), a
+// deadline, the gocloud codes DeadlineExceeded and ResourceExhausted, or an
+// HTTP answer of 502, 503 or 504 from the server. A canceled context is
+// not: the caller gave up.
+func unreachable(err error) bool {
+	if errors.Is(err, context.Canceled) {
+		return false
+	}
+	switch gcerrors.Code(err) {
+	case gcerrors.DeadlineExceeded, gcerrors.ResourceExhausted:
+		return true
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
+		return true
+	}
+	var ne net.Error // *net.OpError, *net.DNSError, *url.Error, …
+	if errors.As(err, &ne) {
+		return true
+	}
+	var he interface{ HTTPStatusCode() int } // the AWS SDK's response errors
+	if errors.As(err, &he) {
+		switch he.HTTPStatusCode() {
+		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			return true
+		}
+	}
+	return false
 }
 
 // disposition returns the Content-Disposition for serving a file: inline
-// for images, plain text, PDF, audio and video, attachment for any other
-// type (HTML and SVG included), with the file name encoded as RFC 6266
+// for the types attachments.Inline accepts, attachment for any other type
+// (HTML, SVG and PDF included), with the file name encoded as RFC 6266
 // asks.
 func disposition(filename, contentType string) string {
 	typ := "attachment"
-	mt, _, err := mime.ParseMediaType(contentType)
-	if err == nil && (inlineTypes[mt] || strings.HasPrefix(mt, "audio/") || strings.HasPrefix(mt, "video/")) {
+	if attachments.Inline(contentType) {
 		typ = "inline"
 	}
 	if filename == "" {

@@ -421,7 +421,9 @@ func TestSignedURLS3(t *testing.T) {
 	}{
 		{"page.html", "text/html", `attachment; filename=page.html`},
 		{"photo.png", "image/png", `inline; filename=photo.png`},
-		{"résumé final.pdf", "application/pdf", `inline; filename*=utf-8''r%C3%A9sum%C3%A9%20final.pdf`},
+		{"résumé final.pdf", "application/pdf", `attachment; filename*=utf-8''r%C3%A9sum%C3%A9%20final.pdf`},
+		{"clip.webm", "video/webm", `inline; filename=clip.webm`},
+		{"sound.wav", "audio/x-wav", `attachment; filename=sound.wav`},
 	} {
 		raw, err := s.SignedURL(ctx, "attachments/att_1", tc.filename, tc.ctype, time.Minute)
 		require.NoError(t, err)

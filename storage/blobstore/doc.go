@@ -52,7 +52,8 @@
 //
 // SignedURL makes a GET URL of an object. On S3 the URL carries
 // response-content-type and response-content-disposition, so the file is
-// served with its current name and type. memblob cannot sign: SignedURL
+// served with its current name and type, inline only for the types
+// attachments.Inline accepts. memblob cannot sign: SignedURL
 // returns an error matching attachments.ErrUnimplemented. fileblob signs
 // only when the bucket has a URLSigner:
 //
@@ -72,5 +73,12 @@
 //
 // Open returns an error matching attachments.ErrNotFound for a missing
 // object; SignedURL one matching attachments.ErrUnimplemented when the
-// bucket cannot sign. Other errors are the driver's, wrapped.
+// bucket cannot sign. A bucket that cannot be reached (a refused or reset
+// connection, a DNS failure, a timeout or passed deadline, the server
+// answering 502, 503 or 504, the gocloud codes DeadlineExceeded and
+// ResourceExhausted) gives errors matching attachments.ErrUnavailable, which
+// the HTTP adapter answers with 503 and Retry-After. A canceled context is
+// not unavailability, and neither is an error of the reader Put copies
+// from: those come back as they are. Other errors are the driver's,
+// wrapped; every error keeps its cause.
 package blobstore

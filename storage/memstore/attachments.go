@@ -21,7 +21,7 @@ func (s *Store) CreateAttachment(ctx context.Context, a attachments.Attachment) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.atts[a.ID]; ok {
-		return conflict("attachment exists: " + strconv.Quote(a.ID))
+		return conflict("an attachment with the id " + strconv.Quote(a.ID) + " already exists")
 	}
 	a.FileURL = ""
 	a.CreatedAt = norm(a.CreatedAt)

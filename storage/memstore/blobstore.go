@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -43,7 +42,7 @@ func NewBlobStore() *BlobStore {
 // nothing. An empty key is an error matching attachments.ErrInvalid.
 func (b *BlobStore) Put(ctx context.Context, key, contentType string, r io.Reader) error {
 	if key == "" {
-		return kind.BadParam("key", "memstore: empty blob key")
+		return kind.BadParam("key", "the file has no storage key")
 	}
 	var buf bytes.Buffer
 	chunk := make([]byte, 32<<10)
@@ -79,7 +78,7 @@ func (b *BlobStore) Open(ctx context.Context, key string) (io.ReadSeekCloser, er
 	o, ok := b.objects[key]
 	b.mu.Unlock()
 	if !ok {
-		return nil, kind.New(kind.NotFound, "memstore: no such object: "+strconv.Quote(key))
+		return nil, kind.New(kind.NotFound, "no such file")
 	}
 	return &reader{Reader: bytes.NewReader(bytes.Clone(o.data))}, nil
 }

@@ -18,7 +18,7 @@ func (s *Store) PutContact(ctx context.Context, c messaging.Contact) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if other, ok := s.usernames[c.Username]; ok && other != c.ID {
-		return conflict("username taken: " + strconv.Quote(c.Username))
+		return conflict("the username " + strconv.Quote(c.Username) + " is taken by another contact")
 	}
 	if old, ok := s.contacts[c.ID]; ok {
 		delete(s.usernames, old.Username)

@@ -22,7 +22,7 @@ func (s *Store) CreateMessage(ctx context.Context, m messaging.Message, attachme
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.messages[m.ID]; ok {
-		return conflict("message exists: " + strconv.Quote(m.ID))
+		return conflict("a message with the id " + strconv.Quote(m.ID) + " already exists")
 	}
 	links, err := s.checkLinks(m.ID, m.ConversationID, attachmentIDs)
 	if err != nil {
@@ -54,9 +54,9 @@ func (s *Store) checkLinks(msgID, conv string, attachmentIDs []string) ([]string
 		case !ok:
 			return nil, notFound("attachment", id)
 		case a.MessageID != "" && a.MessageID != msgID:
-			return nil, conflict("attachment " + strconv.Quote(id) + " is linked to another message")
+			return nil, conflict("the attachment " + strconv.Quote(id) + " is linked to another message")
 		case a.ConversationID != "" && a.ConversationID != conv:
-			return nil, conflict("attachment " + strconv.Quote(id) + " belongs to another conversation")
+			return nil, conflict("the attachment " + strconv.Quote(id) + " belongs to another conversation")
 		case a.MessageID == msgID || slices.Contains(links, id):
 			// already linked, or listed twice
 		default:
@@ -170,14 +170,14 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.Chang
 		m.Reactions = removeReactors(m.Reactions, r.Name, r.Reactors)
 	}
 	if n := len(m.Reactions); ch.MaxReactionNames > 0 && n > ch.MaxReactionNames && n > names {
-		return messaging.Message{}, kind.BadParam("reactions", "memstore: a message may have at most "+strconv.Itoa(ch.MaxReactionNames)+" distinct reactions")
+		return messaging.Message{}, kind.BadParam("reactions", "a message may have at most "+strconv.Itoa(ch.MaxReactionNames)+" distinct reactions")
 	}
 	links, err := s.checkLinks(m.ID, m.ConversationID, ch.LinkAttachments)
 	if err != nil {
 		return messaging.Message{}, err
 	}
 	if n := len(s.linked[id]) + len(links); ch.MaxAttachments > 0 && len(links) > 0 && n > ch.MaxAttachments {
-		return messaging.Message{}, kind.BadParam("attachments", "memstore: a message may have at most "+strconv.Itoa(ch.MaxAttachments)+" attachments")
+		return messaging.Message{}, kind.BadParam("attachments", "a message may have at most "+strconv.Itoa(ch.MaxAttachments)+" attachments")
 	}
 	if ch.Read != nil {
 		switch {

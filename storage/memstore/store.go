@@ -44,11 +44,14 @@ func New() *Store {
 // norm returns t as the Store keeps it: UTC, truncated to the microsecond.
 func norm(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
+// notFound reports that no what has this id. Messages of the Store's
+// errors are shown to the people who call the API: they say what is wrong
+// in their terms, never which backend stores the data.
 func notFound(what, id string) error {
-	return kind.New(kind.NotFound, "memstore: no such "+what+": "+strconv.Quote(id))
+	return kind.New(kind.NotFound, "no such "+what+": "+strconv.Quote(id))
 }
 
-func conflict(msg string) error { return kind.New(kind.Conflict, "memstore: "+msg) }
+func conflict(msg string) error { return kind.New(kind.Conflict, msg) }
 
 // compareCursor orders (CreatedAt, ID) pairs ascending.
 func compareCursor(a, b attachments.Cursor) int {
@@ -64,10 +67,10 @@ func compareCursor(a, b attachments.Cursor) int {
 // the direction of travel.
 func page[T any](items []T, pos func(T) attachments.Cursor, limit int, after, before *attachments.Cursor) ([]T, bool, error) {
 	if limit < 1 {
-		return nil, false, kind.BadParam("limit", "memstore: limit must be at least 1")
+		return nil, false, kind.BadParam("limit", "limit must be at least 1")
 	}
 	if after != nil && before != nil {
-		return nil, false, kind.BadParam("ending_before", "memstore: After and Before are both set")
+		return nil, false, kind.BadParam("ending_before", "starting_after and ending_before cannot be used together")
 	}
 	if before != nil {
 		b := attachments.Cursor{CreatedAt: norm(before.CreatedAt), ID: before.ID}
