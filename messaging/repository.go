@@ -49,12 +49,14 @@ type Change struct {
 	ReadAt time.Time
 	// UpdatedAt, when not zero, becomes the message's UpdatedAt.
 	UpdatedAt time.Time
-	// MaxReactionNames and MaxAttachments are limits the repository enforces
-	// atomically with the merge: if the change would leave more distinct
-	// reaction names or more linked attachments than these (when > 0), it
-	// must fail with an error matching ErrInvalid and change nothing.
+	// MaxReactionNames is a limit the repository enforces atomically with
+	// the merge: when > 0, a change that adds reaction names beyond it must
+	// fail with an error matching ErrInvalid and change nothing. (A message
+	// already over a lowered limit may still get reactors on its names.)
 	MaxReactionNames int
-	MaxAttachments   int
+	// MaxAttachments is the same for links: when > 0, a change that links
+	// attachments beyond it fails with ErrInvalid and changes nothing.
+	MaxAttachments int
 }
 
 // Repository stores messages, contacts and reactions, and links attachment

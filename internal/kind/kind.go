@@ -49,6 +49,7 @@ type Error struct {
 	Err error
 }
 
+// Error returns the operation, the message and the cause, for logs.
 func (e *Error) Error() string {
 	var b strings.Builder
 	if e.Op != "" {
