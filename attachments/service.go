@@ -235,7 +235,15 @@ func newCountingReader(r io.Reader, max int64) *countingReader {
 var errTooLarge = errors.New("upload exceeds the size limit")
 
 func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
+	// Fill p as far as the source allows: a multipart part yields a few
+	// KiB a call, and every chunk costs a hand-off to the hasher and,
+	// downstream, a write to the store.
+	n, err := 0, error(nil)
+	for n < len(p) && err == nil {
+		var k int
+		k, err = c.r.Read(p[n:])
+		n += k
+	}
 	c.n += int64(n)
 	if c.n > c.max {
 		c.tooLarge = true

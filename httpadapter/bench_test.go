@@ -77,7 +77,8 @@ func benchBackends(b *testing.B) []benchBackend {
 // directory.
 func fileBucket(tb testing.TB) *blobstore.Store {
 	tb.Helper()
-	u := url.URL{Scheme: "file", Path: filepath.ToSlash(tb.TempDir())}
+	// As examples/server opens its default bucket: no sidecar metadata.
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(tb.TempDir()), RawQuery: "metadata=skip&no_tmp_dir=true"}
 	bs, err := blobstore.Open(context.Background(), u.String())
 	require.NoError(tb, err)
 	tb.Cleanup(func() { _ = bs.Close() })

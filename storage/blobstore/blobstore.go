@@ -67,7 +67,10 @@ func (s *Store) Put(ctx context.Context, key, contentType string, r io.Reader) e
 		return mapError("put", err)
 	}
 	src := &errReader{r: r}
-	_, err = io.Copy(w, src)
+	// Large writes: a file or an S3 part gets copyBuffer bytes a call rather
+	// than the few KiB a request body yields. (onlyWriter hides the
+	// Writer's ReadFrom, which would copy through a small buffer.)
+	_, err = io.CopyBuffer(onlyWriter{w}, src, make([]byte, copyBuffer))
 	if err == nil {
 		err = ctx.Err()
 	}
@@ -88,6 +91,12 @@ func (s *Store) Put(ctx context.Context, key, contentType string, r io.Reader) e
 	}
 	return nil
 }
+
+// copyBuffer is the size of the writes Put makes.
+const copyBuffer = 256 << 10
+
+// onlyWriter is an io.Writer and nothing else.
+type onlyWriter struct{ io.Writer }
 
 // errReader remembers the error its reader returned, so that Put can tell
 // a failing source from a failing bucket.
