@@ -3,7 +3,17 @@
 // in any object store.
 //
 // A Service holds the rules; a Repository stores the rows and a BlobStore
-// the bytes. Uploads stream from the reader to the store: memory does not
+// the bytes. The Service is built on a messaging Service, whose Policy
+// decides who sees the files of a conversation (an unfiled upload is seen
+// by its uploader only), whose page size limit bounds the lists, and which
+// removes the files of the messages it deletes:
+//
+//	msgs := messaging.New(store, &messaging.Options{Policy: myPolicy})
+//	files := attachments.New(store, blobs, msgs, nil)
+//	a, err := files.Upload(ctx, alice, attachments.Upload{Filename: "notes.txt", ConversationID: "general", Body: r})
+//
+// Attachment values are messaging.Attachment: a message carries those
+// linked to it. Uploads stream from the reader to the store: memory does not
 // grow with the file's size, the size limit is enforced while streaming, and
 // the size and SHA-256 are computed on the way.
 //
@@ -33,12 +43,15 @@
 //
 // # Errors
 //
-// Errors match, with errors.Is, the kinds ErrNotFound, ErrInvalid,
-// ErrPermission, ErrConflict, ErrTooLarge and ErrUnavailable (the same values
-// as messaging's), and errors.As reads them as *Error.
+// Every error the Service returns is a *messaging.Error, whose Kind
+// (messaging.KindOf, or errors.Is with messaging.ErrNotFound,
+// messaging.ErrTooLarge, …) classifies it and whose Message is written for
+// people; see package messaging.
 //
 // # Backends
 //
+// Repository, AttachmentQuery, BlobStore, Lister, URLSigner and Object are
+// the contract of a storage backend; applications never need them.
 // storage/sqlstore and storage/memstore implement Repository;
 // storage/blobstore (any gocloud.dev bucket: local files, S3, GCS, Azure) and
 // storage/memstore implement BlobStore. storage/storetest checks both.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/memstore"
 )
 
@@ -14,9 +15,10 @@ import (
 // changes the name only.
 func ExampleService_Upload() {
 	ctx := context.Background()
-	files := attachments.New(memstore.New(), memstore.NewBlobStore(), nil)
+	store := memstore.New()
+	files := attachments.New(store, memstore.NewBlobStore(), messaging.New(store, nil), nil)
 
-	a, err := files.Upload(ctx, "ctc_alice", attachments.Upload{
+	a, err := files.Upload(ctx, messaging.Contact{ID: "ctc_alice"}, attachments.Upload{
 		Filename:       "../../etc/report.csv", // cleaned to its base name
 		ConversationID: "team",
 		Body:           strings.NewReader("q,amount\n1,100\n"),
@@ -26,11 +28,11 @@ func ExampleService_Upload() {
 	}
 	fmt.Println(a.Filename, a.FileType, a.FileSize)
 
-	a, err = files.Rename(ctx, "ctc_alice", a.ID, "q1.csv")
+	a, err = files.Rename(ctx, messaging.Contact{ID: "ctc_alice"}, a.ID, "q1.csv")
 	if err != nil {
 		panic(err)
 	}
-	_, r, err := files.Open(ctx, "ctc_bob", a.ID) // bob sees the conversation
+	_, r, err := files.Open(ctx, messaging.Contact{ID: "ctc_bob"}, a.ID) // bob sees the conversation
 	if err != nil {
 		panic(err)
 	}

@@ -94,11 +94,11 @@ type faultRepo struct {
 	*memstore.Store
 
 	mu               sync.Mutex
-	createAttachment func(ctx context.Context, a attachments.Attachment) error
+	createAttachment func(ctx context.Context, a messaging.Attachment) error
 	forgetDeletion   func(ctx context.Context, key string) error
 }
 
-func (r *faultRepo) CreateAttachment(ctx context.Context, a attachments.Attachment) error {
+func (r *faultRepo) CreateAttachment(ctx context.Context, a messaging.Attachment) error {
 	r.mu.Lock()
 	fn := r.createAttachment
 	r.mu.Unlock()
@@ -229,17 +229,17 @@ func newHarness(tb testing.TB, blobs listingBlobs, opts *attachments.Options) *h
 	o.OrphanGrace = grace
 	o.Now = h.clock.now
 	o.Logger = slog.New(slog.NewTextHandler(h.logs, nil))
-	h.svc = attachments.New(h.repo, h.blobs, &o)
-	h.msgs = messaging.New(h.repo, h.svc, &messaging.Options{Now: h.clock.now, Logger: o.Logger})
+	h.msgs = messaging.New(h.repo, &messaging.Options{Now: h.clock.now, Logger: o.Logger})
+	h.svc = attachments.New(h.repo, h.blobs, h.msgs, &o)
 	var err error
 	h.alice, err = h.msgs.SaveContact(context.Background(), messaging.Contact{Username: "alice"})
 	require.NoError(tb, err)
 	return h
 }
 
-func (h *harness) upload(tb testing.TB, name, body string) attachments.Attachment {
+func (h *harness) upload(tb testing.TB, name, body string) messaging.Attachment {
 	tb.Helper()
-	a, err := h.svc.Upload(context.Background(), h.alice.ID, attachments.Upload{
+	a, err := h.svc.Upload(context.Background(), h.alice, attachments.Upload{
 		Filename: name, ConversationID: conv, Body: strings.NewReader(body),
 	})
 	require.NoError(tb, err)
@@ -260,7 +260,7 @@ func (h *harness) objects(tb testing.TB) []string {
 // rows returns the keys of every attachment row.
 func (h *harness) rows(tb testing.TB) []string {
 	tb.Helper()
-	items, more, err := h.repo.ListAttachments(context.Background(), attachments.ListQuery{All: true, UploaderID: h.alice.ID, Limit: 1000})
+	items, more, err := h.repo.ListAttachments(context.Background(), attachments.AttachmentQuery{All: true, UploaderID: h.alice.ID, Limit: 1000})
 	require.NoError(tb, err)
 	require.False(tb, more)
 	keys := []string{}
@@ -316,12 +316,12 @@ func TestUploadBlobPutFailsMidway(t *testing.T) {
 			// The store reads part of the body, then the network breaks.
 			return h.blobs.next.Put(ctx, key, ct, io.MultiReader(io.LimitReader(r, 1000), iotest.ErrReader(errInjected)))
 		})
-		_, err := h.svc.Upload(context.Background(), h.alice.ID, attachments.Upload{
+		_, err := h.svc.Upload(context.Background(), h.alice, attachments.Upload{
 			Filename: "big.bin", ConversationID: conv, Body: bytes.NewReader(make([]byte, 1<<20)),
 		})
 		require.Error(t, err)
 		assert.ErrorIs(t, err, errInjected)
-		assert.NotErrorIs(t, err, attachments.ErrTooLarge)
+		assert.NotErrorIs(t, err, messaging.ErrTooLarge)
 		require.NotEmpty(t, sawKey)
 		assert.NotContains(t, h.objects(t), sawKey)
 		assert.Equal(t, []string{kept.Key}, h.rows(t))
@@ -339,7 +339,7 @@ func TestUploadBlobPutLeavesPartialObject(t *testing.T) {
 			}
 			return errInjected
 		})
-		_, err := h.svc.Upload(context.Background(), h.alice.ID, attachments.Upload{
+		_, err := h.svc.Upload(context.Background(), h.alice, attachments.Upload{
 			Filename: "a.txt", ConversationID: conv, Body: strings.NewReader(strings.Repeat("x", 1000)),
 		})
 		assert.ErrorIs(t, err, errInjected)
@@ -352,13 +352,13 @@ func TestUploadBlobPutLeavesPartialObject(t *testing.T) {
 func TestUploadRowInsertFails(t *testing.T) {
 	eachBackend(t, nil, func(t *testing.T, h *harness) {
 		var key string
-		h.repo.createAttachment = func(ctx context.Context, a attachments.Attachment) error {
+		h.repo.createAttachment = func(ctx context.Context, a messaging.Attachment) error {
 			key = a.Key
 			// The file is in the bucket when the row is written.
 			assert.Contains(t, h.objects(t), a.Key)
 			return errInjected
 		}
-		_, err := h.svc.Upload(context.Background(), h.alice.ID, attachments.Upload{
+		_, err := h.svc.Upload(context.Background(), h.alice, attachments.Upload{
 			Filename: "a.txt", ConversationID: conv, Body: strings.NewReader("hello"),
 		})
 		assert.ErrorIs(t, err, errInjected)
@@ -377,12 +377,12 @@ func TestUploadRowInsertAndCleanupFail(t *testing.T) {
 		kept := h.upload(t, "kept.txt", "kept")
 
 		var orphan string
-		h.repo.createAttachment = func(ctx context.Context, a attachments.Attachment) error {
+		h.repo.createAttachment = func(ctx context.Context, a messaging.Attachment) error {
 			orphan = a.Key
 			return errInjected
 		}
 		h.blobs.setDelete(func(context.Context, string) error { return errInjected })
-		_, err := h.svc.Upload(ctx, h.alice.ID, attachments.Upload{
+		_, err := h.svc.Upload(ctx, h.alice, attachments.Upload{
 			Filename: "a.txt", ConversationID: conv, Body: strings.NewReader("hello"),
 		})
 		assert.ErrorIs(t, err, errInjected)
@@ -420,15 +420,15 @@ func TestDeleteBlobDeleteFails(t *testing.T) {
 		b := h.upload(t, "b.txt", "bye")
 
 		// Without failures, the row and the file go at once.
-		require.NoError(t, h.svc.Delete(ctx, h.alice.ID, b.ID))
+		require.NoError(t, h.svc.Delete(ctx, h.alice, b.ID))
 		assert.NotContains(t, h.objects(t), b.Key)
 		h.assertClean(t)
 
 		h.blobs.setDelete(func(context.Context, string) error { return errInjected })
 
-		require.NoError(t, h.svc.Delete(ctx, h.alice.ID, a.ID), "the row is gone: Delete succeeds")
-		_, err := h.svc.Get(ctx, h.alice.ID, a.ID)
-		assert.ErrorIs(t, err, attachments.ErrNotFound)
+		require.NoError(t, h.svc.Delete(ctx, h.alice, a.ID), "the row is gone: Delete succeeds")
+		_, err := h.svc.Get(ctx, h.alice, a.ID)
+		assert.ErrorIs(t, err, messaging.ErrNotFound)
 		assert.Equal(t, []string{a.Key}, h.pending(t), "the key stays pending")
 		assert.Contains(t, h.objects(t), a.Key)
 		h.assertConsistent(t)
@@ -456,7 +456,7 @@ func TestDeleteForgetFails(t *testing.T) {
 		ctx := context.Background()
 		a := h.upload(t, "a.txt", "hello")
 		h.repo.forgetDeletion = func(context.Context, string) error { return errInjected }
-		require.NoError(t, h.svc.Delete(ctx, h.alice.ID, a.ID))
+		require.NoError(t, h.svc.Delete(ctx, h.alice, a.ID))
 		assert.Empty(t, h.objects(t))
 		assert.Equal(t, []string{a.Key}, h.pending(t))
 		h.assertConsistent(t)
@@ -492,9 +492,9 @@ func TestMessageDeleteCascadeBlobDeleteFails(t *testing.T) {
 		require.NoError(t, h.msgs.Delete(ctx, h.alice, m.ID))
 		_, err = h.msgs.Get(ctx, h.alice, m.ID)
 		assert.ErrorIs(t, err, messaging.ErrNotFound)
-		for _, a := range []attachments.Attachment{a1, a2} {
-			_, err = h.svc.Get(ctx, h.alice.ID, a.ID)
-			assert.ErrorIs(t, err, attachments.ErrNotFound, "attachment rows go with their message")
+		for _, a := range []messaging.Attachment{a1, a2} {
+			_, err = h.svc.Get(ctx, h.alice, a.ID)
+			assert.ErrorIs(t, err, messaging.ErrNotFound, "attachment rows go with their message")
 		}
 		assert.Equal(t, []string{a1.Key}, h.pending(t))
 		assert.ElementsMatch(t, []string{kept.Key, a1.Key}, h.objects(t))
@@ -516,12 +516,12 @@ func TestUploadTooLarge(t *testing.T) {
 	eachBackend(t, &attachments.Options{MaxUploadBytes: limit}, func(t *testing.T, h *harness) {
 		ctx := context.Background()
 		for _, size := range []int{limit + 1, 3 * limit} {
-			_, err := h.svc.Upload(ctx, h.alice.ID, attachments.Upload{
+			_, err := h.svc.Upload(ctx, h.alice, attachments.Upload{
 				Filename: "big.bin", ConversationID: conv, Body: bytes.NewReader(make([]byte, size)),
 			})
 			require.Error(t, err)
-			assert.ErrorIs(t, err, attachments.ErrTooLarge)
-			var e *attachments.Error
+			assert.ErrorIs(t, err, messaging.ErrTooLarge)
+			var e *messaging.Error
 			require.ErrorAs(t, err, &e)
 			assert.Equal(t, "file", e.Param)
 			assert.Empty(t, h.objects(t), "an upload over the limit left an object")
@@ -530,7 +530,7 @@ func TestUploadTooLarge(t *testing.T) {
 		}
 
 		// Exactly the limit is accepted.
-		a, err := h.svc.Upload(ctx, h.alice.ID, attachments.Upload{
+		a, err := h.svc.Upload(ctx, h.alice, attachments.Upload{
 			Filename: "ok.bin", ConversationID: conv, Body: bytes.NewReader(make([]byte, limit)),
 		})
 		require.NoError(t, err)
@@ -549,7 +549,7 @@ func TestUploadCanceled(t *testing.T) {
 			cancel()
 			return 0, context.Canceled
 		}))
-		_, err := h.svc.Upload(ctx, h.alice.ID, attachments.Upload{Filename: "a.bin", ConversationID: conv, Body: body})
+		_, err := h.svc.Upload(ctx, h.alice, attachments.Upload{Filename: "a.bin", ConversationID: conv, Body: body})
 		assert.ErrorIs(t, err, context.Canceled)
 		h.assertClean(t)
 		assert.Empty(t, h.objects(t))

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/memstore"
 )
 
@@ -87,7 +88,7 @@ func (d *discardBlobs) Put(ctx context.Context, key, contentType string, r io.Re
 }
 
 func (d *discardBlobs) Open(context.Context, string) (io.ReadSeekCloser, error) {
-	return nil, attachments.ErrNotFound
+	return nil, messaging.ErrNotFound
 }
 
 func (d *discardBlobs) Delete(context.Context, string) error { return nil }
@@ -104,8 +105,9 @@ func TestUploadStreams(t *testing.T) {
 	_, err := io.Copy(want, newPatternReader(size))
 	require.NoError(t, err)
 
+	store := memstore.New()
 	blobs := &discardBlobs{every: 8 << 20}
-	svc := attachments.New(memstore.New(), blobs, &attachments.Options{MaxUploadBytes: 2 * size})
+	svc := attachments.New(store, blobs, messaging.New(store, nil), &attachments.Options{MaxUploadBytes: 2 * size})
 	body := newPatternReader(size)
 
 	runtime.GC()
@@ -113,7 +115,7 @@ func TestUploadStreams(t *testing.T) {
 	runtime.ReadMemStats(&ms)
 	blobs.baseline = ms.HeapInuse
 
-	a, err := svc.Upload(context.Background(), "ctc_uploader", attachments.Upload{Filename: "big.bin", Body: body})
+	a, err := svc.Upload(context.Background(), messaging.Contact{ID: "ctc_uploader"}, attachments.Upload{Filename: "big.bin", Body: body})
 	require.NoError(t, err)
 	assert.Equal(t, int64(size), a.FileSize)
 	assert.Equal(t, int64(size), blobs.n, "the store read every byte")

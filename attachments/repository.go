@@ -4,19 +4,16 @@ import (
 	"context"
 	"io"
 	"time"
+
+	"github.com/parleychat/parley/messaging"
 )
 
-// Cursor is a position in a list: the (CreatedAt, ID) of an item. Lists are
-// ordered by CreatedAt, then ID, both descending.
-type Cursor struct {
-	// CreatedAt is the item's creation time.
-	CreatedAt time.Time
-	// ID is the item's id, which breaks ties of CreatedAt.
-	ID string
-}
+// This file holds the contract of a storage backend: what a Repository and
+// a BlobStore implement and the values they are handed. Applications never
+// need these; they call the Service.
 
-// ListQuery selects a page of attachments for a repository.
-type ListQuery struct {
+// AttachmentQuery selects a page of attachments, for backends.
+type AttachmentQuery struct {
 	// ConversationIDs restricts the list to attachments of these
 	// conversations. When All is true it is ignored.
 	ConversationIDs []string
@@ -28,10 +25,10 @@ type ListQuery struct {
 	// Limit is the page size, at least 1.
 	Limit int
 	// After, when set, selects the Limit items just older than it.
-	After *Cursor
+	After *messaging.Cursor
 	// Before, when set, selects the Limit items just newer than it; they are
 	// still returned newest first. After and Before are never both set.
-	Before *Cursor
+	Before *messaging.Cursor
 }
 
 // Repository stores attachment rows. Implementations must be safe for
@@ -41,26 +38,26 @@ type ListQuery struct {
 type Repository interface {
 	// CreateAttachment stores a new attachment row. a.MessageID is "" (the
 	// Service links attachments through messaging.Repository).
-	CreateAttachment(ctx context.Context, a Attachment) error
+	CreateAttachment(ctx context.Context, a messaging.Attachment) error
 
 	// GetAttachment returns the attachment. If none exists, it must return an
-	// error for which errors.Is(err, ErrNotFound) is true.
-	GetAttachment(ctx context.Context, id string) (Attachment, error)
+	// error for which errors.Is(err, messaging.ErrNotFound) is true.
+	GetAttachment(ctx context.Context, id string) (messaging.Attachment, error)
 
 	// ListAttachments returns up to q.Limit attachments matching q, newest
 	// first (CreatedAt, then ID, descending), and whether more exist beyond
 	// them in the direction of travel (older for After or none, newer for
 	// Before).
-	ListAttachments(ctx context.Context, q ListQuery) (items []Attachment, hasMore bool, err error)
+	ListAttachments(ctx context.Context, q AttachmentQuery) (items []messaging.Attachment, hasMore bool, err error)
 
 	// RenameAttachment sets the file name and returns the updated row, or an
-	// error matching ErrNotFound.
-	RenameAttachment(ctx context.Context, id, filename string) (Attachment, error)
+	// error matching messaging.ErrNotFound.
+	RenameAttachment(ctx context.Context, id, filename string) (messaging.Attachment, error)
 
 	// DeleteAttachment removes the row and, in the same transaction, records
 	// its Key as a pending deletion (see PendingDeletions). It returns an
-	// error matching ErrNotFound if there is no such row.
-	DeleteAttachment(ctx context.Context, id string) (Attachment, error)
+	// error matching messaging.ErrNotFound if there is no such row.
+	DeleteAttachment(ctx context.Context, id string) (messaging.Attachment, error)
 
 	// PendingDeletions returns up to limit blob keys whose rows are gone but
 	// whose objects may still exist, oldest first.
@@ -84,11 +81,11 @@ type BlobStore interface {
 
 	// Open returns a reader of the object's bytes that can seek (for Range
 	// requests). If there is no object, it must return an error for which
-	// errors.Is(err, ErrNotFound) is true.
+	// errors.Is(err, messaging.ErrNotFound) is true.
 	Open(ctx context.Context, key string) (io.ReadSeekCloser, error)
 
 	// Delete removes the object. Deleting a key that does not exist returns
-	// nil or an error matching ErrNotFound.
+	// nil or an error matching messaging.ErrNotFound.
 	Delete(ctx context.Context, key string) error
 }
 

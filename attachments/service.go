@@ -8,6 +8,7 @@ import (
 	"errors"
 	"hash"
 	"io"
+	"iter"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -17,7 +18,9 @@ import (
 
 	"github.com/parleychat/parley/internal/check"
 	"github.com/parleychat/parley/internal/ids"
-	"github.com/parleychat/parley/internal/kind"
+	"github.com/parleychat/parley/internal/paging"
+	"github.com/parleychat/parley/internal/wiring"
+	"github.com/parleychat/parley/messaging"
 )
 
 // KeyPrefix is the prefix of every blob key the Service makes.
@@ -25,12 +28,8 @@ const KeyPrefix = "attachments/"
 
 // Options configure a Service. A nil *Options means all defaults.
 type Options struct {
-	// Policy decides who sees which conversation. Default: Everyone.
-	Policy Policy
 	// MaxUploadBytes is the largest file accepted. Default: 25 MiB.
 	MaxUploadBytes int64
-	// MaxListLimit is the largest page size. Default: 100.
-	MaxListLimit int
 	// OrphanGrace is how old an object without a row must be before
 	// Reconcile removes it, so that uploads under way are left alone.
 	// Default: 1 hour.
@@ -47,14 +46,8 @@ func (o *Options) withDefaults() Options {
 	if o != nil {
 		c = *o
 	}
-	if c.Policy == nil {
-		c.Policy = Everyone{}
-	}
 	if c.MaxUploadBytes <= 0 {
 		c.MaxUploadBytes = 25 << 20
-	}
-	if c.MaxListLimit <= 0 {
-		c.MaxListLimit = 100
 	}
 	if c.OrphanGrace <= 0 {
 		c.OrphanGrace = time.Hour
@@ -72,19 +65,24 @@ func (o *Options) withDefaults() Options {
 // delete files, with validation, limits and ownership rules.
 // It is safe for concurrent use.
 type Service struct {
-	repo  Repository
-	blobs BlobStore
-	opts  Options
+	repo    Repository
+	blobs   BlobStore
+	msgs    *messaging.Service
+	policy  wiring.Policy // msgs' Policy
+	maxList int           // msgs' largest page size
+	opts    Options
 }
 
-// New returns a Service over the given repository and blob store.
-func New(repo Repository, blobs BlobStore, opts *Options) *Service {
-	return &Service{repo: repo, blobs: blobs, opts: opts.withDefaults()}
+// New returns a Service over the given repository and blob store, built on
+// msgs, the messaging Service over the same storage: files follow msgs'
+// conversation Policy and page size limit, an upload can be linked to a
+// message of msgs at once, and msgs removes the files of the messages it
+// deletes through this Service.
+func New(repo Repository, blobs BlobStore, msgs *messaging.Service, opts *Options) *Service {
+	s := &Service{repo: repo, blobs: blobs, msgs: msgs, opts: opts.withDefaults()}
+	s.policy, s.maxList = wiring.Bind(msgs, s.removeFiles)
+	return s
 }
-
-// Policy returns the conversation policy the Service enforces;
-// messaging.Service enforces the same one.
-func (s *Service) Policy() Policy { return s.opts.Policy }
 
 // MaxUploadBytes returns the configured upload size limit.
 func (s *Service) MaxUploadBytes() int64 { return s.opts.MaxUploadBytes }
@@ -99,40 +97,62 @@ type Upload struct {
 	ContentType string
 	// ConversationID optionally files the attachment in a conversation.
 	ConversationID string
+	// MessageID optionally links the attachment at once to a message of
+	// the caller's; the attachment takes the message's conversation (a
+	// ConversationID, if given, must be the same).
+	MessageID string
 	// Body is read to its end; it is never buffered whole.
 	Body io.Reader
 }
 
-// Upload streams u.Body into the blob store and records the attachment.
-// It fails with ErrInvalid for a bad name or conversation, ErrNotFound for
-// a conversation the caller may not see, and ErrTooLarge beyond
+// Upload streams u.Body into the blob store and records the attachment,
+// linked to u.MessageID when given. It fails with ErrInvalid for a bad name
+// or conversation, ErrNotFound for a conversation or message the caller may
+// not see, ErrPermission for a message of another sender, ErrInvalid when
+// that message has its most attachments already, and ErrTooLarge beyond
 // MaxUploadBytes; on any failure no row and no object are left.
-func (s *Service) Upload(ctx context.Context, callerID string, u Upload) (Attachment, error) {
+func (s *Service) Upload(ctx context.Context, caller messaging.Contact, u Upload) (messaging.Attachment, error) {
 	const op = "attachments.Upload"
-	a, err := s.upload(ctx, callerID, u)
-	return a, kind.Wrap(op, err)
+	a, err := s.upload(ctx, caller, u)
+	return a, wiring.Wrap(op, err)
 }
 
-func (s *Service) upload(ctx context.Context, callerID string, u Upload) (Attachment, error) {
+func (s *Service) upload(ctx context.Context, caller messaging.Contact, u Upload) (messaging.Attachment, error) {
 	name, err := check.Filename("filename", u.Filename)
 	if err != nil {
-		return Attachment{}, err
+		return messaging.Attachment{}, err
+	}
+	if u.MessageID != "" {
+		m, err := s.msgs.Get(ctx, caller, u.MessageID)
+		if messaging.KindOf(err) == messaging.ErrNotFound {
+			return messaging.Attachment{}, noMessage(u.MessageID)
+		}
+		if err != nil {
+			return messaging.Attachment{}, err
+		}
+		if m.Contact.ID != caller.ID {
+			return messaging.Attachment{}, &messaging.Error{Kind: messaging.ErrPermission, Param: "message_id", Message: "only the sender may add attachments to a message"}
+		}
+		if u.ConversationID != "" && u.ConversationID != m.ConversationID {
+			return messaging.Attachment{}, check.BadParam("conversation_id", "conversation_id differs from the message's conversation")
+		}
+		u.ConversationID = m.ConversationID
 	}
 	if u.ConversationID != "" {
 		if err := check.ConversationID("conversation_id", u.ConversationID); err != nil {
-			return Attachment{}, err
+			return messaging.Attachment{}, err
 		}
-		if err := s.mustView(ctx, callerID, u.ConversationID); err != nil {
-			return Attachment{}, err
+		if err := s.mustView(ctx, caller, u.ConversationID); err != nil {
+			return messaging.Attachment{}, err
 		}
 	}
 	if u.Body == nil {
-		return Attachment{}, kind.Missing("file")
+		return messaging.Attachment{}, check.Missing("file")
 	}
 	body := bufio.NewReaderSize(u.Body, 512)
 	head, err := body.Peek(512)
 	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
-		return Attachment{}, err
+		return messaging.Attachment{}, err
 	}
 	ctype := declaredType(u.ContentType)
 	if ctype == "" {
@@ -141,10 +161,10 @@ func (s *Service) upload(ctx context.Context, callerID string, u Upload) (Attach
 
 	now := s.opts.Now().UTC().Truncate(time.Microsecond)
 	id := ids.NewAt(ids.Attachment, now)
-	a := Attachment{
+	a := messaging.Attachment{
 		ID:             id,
 		ConversationID: u.ConversationID,
-		UploaderID:     callerID,
+		UploaderID:     caller.ID,
 		Filename:       name,
 		FileType:       ctype,
 		Key:            KeyPrefix + id,
@@ -154,19 +174,42 @@ func (s *Service) upload(ctx context.Context, callerID string, u Upload) (Attach
 	if err := s.blobs.Put(ctx, a.Key, ctype, cr); err != nil {
 		s.removeBlob(context.WithoutCancel(ctx), a.Key) // the store should have left nothing; make sure
 		if cr.tooLarge {
-			return Attachment{}, &Error{Kind: ErrTooLarge, Param: "file",
+			return messaging.Attachment{}, &messaging.Error{Kind: messaging.ErrTooLarge, Param: "file",
 				Message: "the file is larger than the limit of " + strconv.FormatInt(s.opts.MaxUploadBytes, 10) + " bytes"}
 		}
-		return Attachment{}, err
+		return messaging.Attachment{}, err
 	}
 	a.FileSize = cr.n
 	a.SHA256 = cr.Sum()
 	a.CreatedAt = s.opts.Now().UTC().Truncate(time.Microsecond)
 	if err := s.repo.CreateAttachment(ctx, a); err != nil {
 		s.removeBlob(context.WithoutCancel(ctx), a.Key)
-		return Attachment{}, err
+		return messaging.Attachment{}, err
 	}
+	if u.MessageID == "" {
+		return a, nil
+	}
+	m, err := s.msgs.Update(ctx, caller, u.MessageID, messaging.Update{Attachments: []string{a.ID}})
+	if err != nil {
+		if derr := s.delete(context.WithoutCancel(ctx), caller, a.ID); derr != nil {
+			s.opts.Logger.ErrorContext(ctx, "attachments: cannot remove an attachment whose link failed", "attachment", a.ID, "err", derr)
+		}
+		if messaging.KindOf(err) == messaging.ErrNotFound {
+			return messaging.Attachment{}, noMessage(u.MessageID)
+		}
+		return messaging.Attachment{}, err
+	}
+	for _, got := range m.Attachments {
+		if got.ID == a.ID {
+			return got, nil
+		}
+	}
+	a.MessageID = u.MessageID
 	return a, nil
+}
+
+func noMessage(id string) error {
+	return &messaging.Error{Kind: messaging.ErrNotFound, Param: "message_id", Message: "no such message: " + id}
 }
 
 // maxTypeLen bounds a stored content type.
@@ -273,88 +316,98 @@ func (c *countingReader) Sum() string {
 
 // removeBlob deletes an object, leaving it to Reconcile when it cannot.
 func (s *Service) removeBlob(ctx context.Context, key string) {
-	if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, ErrNotFound) {
+	if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, messaging.ErrNotFound) {
 		s.opts.Logger.ErrorContext(ctx, "attachments: cannot remove object; Reconcile will retry", "key", key, "err", err)
 	}
 }
 
 // Get returns the attachment, or ErrNotFound if it does not exist or the
 // caller may not see it.
-func (s *Service) Get(ctx context.Context, callerID, id string) (Attachment, error) {
-	a, err := s.get(ctx, callerID, id)
-	return a, kind.Wrap("attachments.Get "+strconv.Quote(id), err)
+func (s *Service) Get(ctx context.Context, caller messaging.Contact, id string) (messaging.Attachment, error) {
+	a, err := s.get(ctx, caller, id)
+	return a, wiring.Wrap("attachments.Get "+strconv.Quote(id), err)
 }
 
-func (s *Service) get(ctx context.Context, callerID, id string) (Attachment, error) {
+func (s *Service) get(ctx context.Context, caller messaging.Contact, id string) (messaging.Attachment, error) {
 	if !ids.Valid(ids.Attachment, id) {
-		return Attachment{}, notFound(id)
+		return messaging.Attachment{}, notFound(id)
 	}
 	a, err := s.repo.GetAttachment(ctx, id)
-	if errors.Is(err, ErrNotFound) {
-		return Attachment{}, notFound(id)
+	if errors.Is(err, messaging.ErrNotFound) {
+		return messaging.Attachment{}, notFound(id)
 	}
 	if err != nil {
-		return Attachment{}, err
+		return messaging.Attachment{}, err
 	}
-	ok, err := s.canView(ctx, callerID, a)
+	ok, err := s.canView(ctx, caller, a)
 	if err != nil {
-		return Attachment{}, err
+		return messaging.Attachment{}, err
 	}
 	if !ok {
-		return Attachment{}, notFound(id)
+		return messaging.Attachment{}, notFound(id)
 	}
 	return a, nil
 }
 
 func notFound(id string) error {
-	return &Error{Kind: ErrNotFound, Message: "no such attachment: " + id}
+	return &messaging.Error{Kind: messaging.ErrNotFound, Message: "no such attachment: " + id}
 }
 
-func (s *Service) canView(ctx context.Context, callerID string, a Attachment) (bool, error) {
-	if a.UploaderID == callerID {
+func (s *Service) canView(ctx context.Context, caller messaging.Contact, a messaging.Attachment) (bool, error) {
+	if a.UploaderID == caller.ID {
 		return true, nil
 	}
 	if a.ConversationID == "" {
 		return false, nil
 	}
-	return s.opts.Policy.CanView(ctx, callerID, a.ConversationID)
+	return s.policy.CanView(ctx, caller.ID, a.ConversationID)
 }
 
-func (s *Service) mustView(ctx context.Context, callerID, conversationID string) error {
-	ok, err := s.opts.Policy.CanView(ctx, callerID, conversationID)
+func (s *Service) mustView(ctx context.Context, caller messaging.Contact, conversationID string) error {
+	ok, err := s.policy.CanView(ctx, caller.ID, conversationID)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return &Error{Kind: ErrNotFound, Param: "conversation_id", Message: "no such conversation: " + conversationID}
+		return &messaging.Error{Kind: messaging.ErrNotFound, Param: "conversation_id", Message: "no such conversation: " + conversationID}
 	}
 	return nil
 }
 
 // Open returns the attachment and a reader of its bytes, which the caller
 // must close. Errors as for Get.
-func (s *Service) Open(ctx context.Context, callerID, id string) (Attachment, io.ReadSeekCloser, error) {
+func (s *Service) Open(ctx context.Context, caller messaging.Contact, id string) (messaging.Attachment, io.ReadSeekCloser, error) {
 	op := "attachments.Open " + strconv.Quote(id)
-	a, err := s.get(ctx, callerID, id)
+	a, err := s.get(ctx, caller, id)
 	if err != nil {
-		return Attachment{}, nil, kind.Wrap(op, err)
+		return messaging.Attachment{}, nil, wiring.Wrap(op, err)
 	}
 	r, err := s.blobs.Open(ctx, a.Key)
 	if err != nil {
-		return Attachment{}, nil, kind.Wrap(op, err)
+		return messaging.Attachment{}, nil, wiring.Wrap(op, err)
 	}
 	return a, r, nil
 }
 
-// SignedURL returns a signed, expiring URL of the attachment's bytes in the
-// blob store. It fails with ErrUnimplemented when the store cannot sign.
-func (s *Service) SignedURL(ctx context.Context, a Attachment, expiry time.Duration) (string, error) {
+// SignedURL returns a signed URL of the attachment's bytes in the blob
+// store, valid for expiry, for a caller who may see a: a as this Service
+// returned it (so no query is made, for a page of attachments). Errors:
+// ErrNotFound when the caller may not see a, ErrUnimplemented when the
+// store cannot sign.
+func (s *Service) SignedURL(ctx context.Context, caller messaging.Contact, a messaging.Attachment, expiry time.Duration) (string, error) {
+	const op = "attachments.SignedURL"
+	if ok, err := s.canView(ctx, caller, a); err != nil || !ok {
+		if err == nil {
+			err = notFound(a.ID)
+		}
+		return "", wiring.Wrap(op, err)
+	}
 	signer, ok := s.blobs.(URLSigner)
 	if !ok {
-		return "", kind.Wrap("attachments.SignedURL", &Error{Kind: ErrUnimplemented, Message: "the blob store cannot sign URLs"})
+		return "", wiring.Wrap(op, &messaging.Error{Kind: messaging.ErrUnimplemented, Message: "the blob store cannot sign URLs"})
 	}
 	u, err := signer.SignedURL(ctx, a.Key, a.Filename, a.FileType, expiry)
-	return u, kind.Wrap("attachments.SignedURL", err)
+	return u, wiring.Wrap(op, err)
 }
 
 // ListOptions select a page of attachments.
@@ -377,7 +430,7 @@ type ListOptions struct {
 // Page is one page of a list.
 type Page struct {
 	// Data are the attachments of the page, newest first.
-	Data []Attachment
+	Data []messaging.Attachment
 	// HasMore reports whether more attachments exist beyond the page in the
 	// direction of travel (older, or newer with EndingBefore).
 	HasMore bool
@@ -386,51 +439,51 @@ type Page struct {
 // List returns a page of the attachments the caller may see, newest first.
 // Errors: ErrInvalid for a bad limit, conversation id or cursor (an id that
 // is not in the list).
-func (s *Service) List(ctx context.Context, callerID string, o ListOptions) (Page, error) {
-	p, err := s.list(ctx, callerID, o)
-	return p, kind.Wrap("attachments.List", err)
+func (s *Service) List(ctx context.Context, caller messaging.Contact, o ListOptions) (Page, error) {
+	p, err := s.list(ctx, caller, o)
+	return p, wiring.Wrap("attachments.List", err)
 }
 
-func (s *Service) list(ctx context.Context, callerID string, o ListOptions) (Page, error) {
-	limit, err := check.Limit(o.Limit, s.opts.MaxListLimit)
+func (s *Service) list(ctx context.Context, caller messaging.Contact, o ListOptions) (Page, error) {
+	limit, err := check.Limit(o.Limit, s.maxList)
 	if err != nil {
 		return Page{}, err
 	}
-	q := ListQuery{Limit: limit}
+	q := AttachmentQuery{Limit: limit}
 	if o.ConversationID != "" {
 		if err := check.ConversationID("conversation_id", o.ConversationID); err != nil {
 			return Page{}, err
 		}
-		ok, err := s.opts.Policy.CanView(ctx, callerID, o.ConversationID)
+		ok, err := s.policy.CanView(ctx, caller.ID, o.ConversationID)
 		if err != nil {
 			return Page{}, err
 		}
 		if !ok {
-			return Page{Data: []Attachment{}}, nil
+			return Page{Data: []messaging.Attachment{}}, nil
 		}
 		q.ConversationIDs = []string{o.ConversationID}
 	} else {
-		convs, all, err := s.opts.Policy.Viewable(ctx, callerID)
+		convs, all, err := s.policy.Viewable(ctx, caller.ID)
 		if err != nil {
 			return Page{}, err
 		}
-		q.ConversationIDs, q.All, q.UploaderID = convs, all, callerID
+		q.ConversationIDs, q.All, q.UploaderID = convs, all, caller.ID
 	}
-	inList := func(a Attachment) bool {
+	inList := func(a messaging.Attachment) bool {
 		if o.ConversationID != "" {
 			return a.ConversationID == o.ConversationID
 		}
 		if a.ConversationID == "" {
-			return a.UploaderID == callerID
+			return a.UploaderID == caller.ID
 		}
 		return q.All || slices.Contains(q.ConversationIDs, a.ConversationID)
 	}
-	q.After, q.Before, err = check.Cursors(o.StartingAfter, o.EndingBefore, func(id string) (Cursor, bool, error) {
-		a, err := s.get(ctx, callerID, id)
-		if errors.Is(err, ErrNotFound) {
-			return Cursor{}, false, nil
+	q.After, q.Before, err = check.Cursors(o.StartingAfter, o.EndingBefore, func(id string) (messaging.Cursor, bool, error) {
+		a, err := s.get(ctx, caller, id)
+		if errors.Is(err, messaging.ErrNotFound) {
+			return messaging.Cursor{}, false, nil
 		}
-		return Cursor{CreatedAt: a.CreatedAt, ID: a.ID}, inList(a), err
+		return messaging.Cursor{CreatedAt: a.CreatedAt, ID: a.ID}, inList(a), err
 	})
 	if err != nil {
 		return Page{}, err
@@ -440,31 +493,52 @@ func (s *Service) list(ctx context.Context, callerID string, o ListOptions) (Pag
 		return Page{}, err
 	}
 	if items == nil {
-		items = []Attachment{}
+		items = []messaging.Attachment{}
 	}
 	return Page{Data: items, HasMore: more}, nil
+}
+
+// All returns an iterator over every attachment that o selects, newest
+// first, read page by page (o.Limit a page; 0 for the largest), from the
+// newest or from just older than o.StartingAfter. o.EndingBefore must be
+// empty. The iterator yields the first error (with a zero Attachment) and
+// stops; break out of the loop to stop early.
+func (s *Service) All(ctx context.Context, caller messaging.Contact, o ListOptions) iter.Seq2[messaging.Attachment, error] {
+	if o.Limit == 0 {
+		o.Limit = s.maxList
+	}
+	if o.EndingBefore != "" {
+		return func(yield func(messaging.Attachment, error) bool) {
+			yield(messaging.Attachment{}, wiring.Wrap("attachments.All", check.BadParam("ending_before", "All walks toward older attachments: ending_before cannot be used")))
+		}
+	}
+	return paging.All(o.StartingAfter, func(after string) ([]messaging.Attachment, bool, error) {
+		o.StartingAfter = after
+		p, err := s.List(ctx, caller, o)
+		return p.Data, p.HasMore, err
+	}, func(a messaging.Attachment) string { return a.ID })
 }
 
 // Rename changes the attachment's file name (cleaned as on upload); the
 // bytes are not copied. Only the uploader may rename: ErrPermission for
 // others, ErrNotFound for those who may not see it, ErrInvalid for a bad
 // name.
-func (s *Service) Rename(ctx context.Context, callerID, id, filename string) (Attachment, error) {
-	a, err := s.rename(ctx, callerID, id, filename)
-	return a, kind.Wrap("attachments.Rename "+strconv.Quote(id), err)
+func (s *Service) Rename(ctx context.Context, caller messaging.Contact, id, filename string) (messaging.Attachment, error) {
+	a, err := s.rename(ctx, caller, id, filename)
+	return a, wiring.Wrap("attachments.Rename "+strconv.Quote(id), err)
 }
 
-func (s *Service) rename(ctx context.Context, callerID, id, filename string) (Attachment, error) {
+func (s *Service) rename(ctx context.Context, caller messaging.Contact, id, filename string) (messaging.Attachment, error) {
 	name, err := check.Filename("filename", filename)
 	if err != nil {
-		return Attachment{}, err
+		return messaging.Attachment{}, err
 	}
-	a, err := s.get(ctx, callerID, id)
+	a, err := s.get(ctx, caller, id)
 	if err != nil {
-		return Attachment{}, err
+		return messaging.Attachment{}, err
 	}
-	if a.UploaderID != callerID {
-		return Attachment{}, &Error{Kind: ErrPermission, Message: "only the uploader may rename an attachment"}
+	if a.UploaderID != caller.ID {
+		return messaging.Attachment{}, &messaging.Error{Kind: messaging.ErrPermission, Message: "only the uploader may rename an attachment"}
 	}
 	return s.repo.RenameAttachment(ctx, id, name)
 }
@@ -472,36 +546,36 @@ func (s *Service) rename(ctx context.Context, callerID, id, filename string) (At
 // Delete removes the attachment's row and file; it disappears from its
 // message. Only the uploader may delete: ErrPermission for others,
 // ErrNotFound for those who may not see it.
-func (s *Service) Delete(ctx context.Context, callerID, id string) error {
-	return kind.Wrap("attachments.Delete "+strconv.Quote(id), s.delete(ctx, callerID, id))
+func (s *Service) Delete(ctx context.Context, caller messaging.Contact, id string) error {
+	return wiring.Wrap("attachments.Delete "+strconv.Quote(id), s.delete(ctx, caller, id))
 }
 
-func (s *Service) delete(ctx context.Context, callerID, id string) error {
-	a, err := s.get(ctx, callerID, id)
+func (s *Service) delete(ctx context.Context, caller messaging.Contact, id string) error {
+	a, err := s.get(ctx, caller, id)
 	if err != nil {
 		return err
 	}
-	if a.UploaderID != callerID {
-		return &Error{Kind: ErrPermission, Message: "only the uploader may delete an attachment"}
+	if a.UploaderID != caller.ID {
+		return &messaging.Error{Kind: messaging.ErrPermission, Message: "only the uploader may delete an attachment"}
 	}
 	a, err = s.repo.DeleteAttachment(ctx, id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, messaging.ErrNotFound) {
 		return notFound(id)
 	}
 	if err != nil {
 		return err
 	}
-	s.DeleteFiles(context.WithoutCancel(ctx), []string{a.Key})
+	s.removeFiles(context.WithoutCancel(ctx), []string{a.Key})
 	return nil
 }
 
-// DeleteFiles removes the objects of attachments whose rows are gone (their
+// removeFiles removes the objects of attachments whose rows are gone (their
 // keys are pending deletions) and forgets them. A key whose object cannot be
-// removed now stays pending for Reconcile. messaging calls it after deleting
-// a message.
-func (s *Service) DeleteFiles(ctx context.Context, keys []string) {
+// removed now stays pending for Reconcile. The messaging Service calls it
+// after deleting a message.
+func (s *Service) removeFiles(ctx context.Context, keys []string) {
 	for _, key := range keys {
-		if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, messaging.ErrNotFound) {
 			s.opts.Logger.WarnContext(ctx, "attachments: object delete failed; Reconcile will retry", "key", key, "err", err)
 			continue
 		}
@@ -531,16 +605,16 @@ func (s *Service) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	for {
 		keys, err := s.repo.PendingDeletions(ctx, 100)
 		if err != nil {
-			return rep, kind.Wrap("attachments.Reconcile", err)
+			return rep, wiring.Wrap("attachments.Reconcile", err)
 		}
 		progress := false
 		for _, key := range keys {
-			if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, ErrNotFound) {
+			if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, messaging.ErrNotFound) {
 				rep.Failed++
 				continue
 			}
 			if err := s.repo.ForgetDeletion(ctx, key); err != nil {
-				return rep, kind.Wrap("attachments.Reconcile", err)
+				return rep, wiring.Wrap("attachments.Reconcile", err)
 			}
 			rep.Deleted++
 			progress = true
@@ -567,7 +641,7 @@ func (s *Service) Reconcile(ctx context.Context) (ReconcileReport, error) {
 			if used[key] {
 				continue
 			}
-			if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, ErrNotFound) {
+			if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, messaging.ErrNotFound) {
 				rep.Failed++
 				continue
 			}
@@ -589,5 +663,5 @@ func (s *Service) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	if err == nil {
 		err = flush()
 	}
-	return rep, kind.Wrap("attachments.Reconcile", err)
+	return rep, wiring.Wrap("attachments.Reconcile", err)
 }

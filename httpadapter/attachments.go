@@ -11,7 +11,6 @@ import (
 	"strconv"
 
 	"github.com/parleychat/parley/attachments"
-	"github.com/parleychat/parley/internal/kind"
 	"github.com/parleychat/parley/messaging"
 )
 
@@ -25,7 +24,7 @@ func (a *api) listAttachments(w http.ResponseWriter, r *http.Request, caller mes
 		return
 	}
 	ctx := r.Context()
-	page, err := a.files.List(ctx, caller.ID, attachments.ListOptions{
+	page, err := a.files.List(ctx, caller, attachments.ListOptions{
 		ConversationID: p.conversationID,
 		Limit:          p.limit,
 		StartingAfter:  p.startingAfter,
@@ -35,11 +34,12 @@ func (a *api) listAttachments(w http.ResponseWriter, r *http.Request, caller mes
 		a.writeError(w, r, err)
 		return
 	}
-	u := a.urls(r)
-	for i := range page.Data {
-		u.attachment(ctx, &page.Data[i])
+	u := a.urls(r, caller)
+	data := make([]attachmentJSON, len(page.Data))
+	for i, att := range page.Data {
+		data[i] = u.attachment(ctx, att)
 	}
-	writeJSON(w, http.StatusOK, list[attachments.Attachment]{Object: "list", Data: page.Data, HasMore: page.HasMore})
+	writeJSON(w, http.StatusOK, list[attachmentJSON]{Object: "list", Data: data, HasMore: page.HasMore})
 }
 
 // createAttachment streams a multipart/form-data upload into the blob
@@ -68,7 +68,7 @@ func (a *api) createAttachment(w http.ResponseWriter, r *http.Request, caller me
 	for {
 		part, err := mr.NextPart()
 		if err == io.EOF {
-			a.writeError(w, r, kind.Missing("file"))
+			a.writeError(w, r, missing("file"))
 			return
 		}
 		if err != nil {
@@ -100,7 +100,7 @@ func (f *uploadFields) read(part *multipart.Part, afterFile bool) error {
 	var seen *bool
 	switch name {
 	case "file":
-		return kind.BadParam("file", "exactly one file part is allowed")
+		return badParam("file", "exactly one file part is allowed")
 	case "conversation_id":
 		dst, seen = &f.conversationID, &f.hasConv
 	case "message_id":
@@ -110,7 +110,7 @@ func (f *uploadFields) read(part *multipart.Part, afterFile bool) error {
 		return err
 	}
 	if afterFile {
-		return kind.BadParam(name, name+" must come before the file part")
+		return badParam(name, name+" must come before the file part")
 	}
 	if *seen {
 		return twice(name)
@@ -121,14 +121,14 @@ func (f *uploadFields) read(part *multipart.Part, afterFile bool) error {
 		return err
 	}
 	if n > maxFieldBytes {
-		return kind.BadParam(name, name+" is too long")
+		return badParam(name, name+" is too long")
 	}
 	*dst, *seen = buf.String(), true
 	return nil
 }
 
 func (a *api) uploadTooLarge() error {
-	return &kind.Error{Kind: kind.TooLarge, Param: "file",
+	return &messaging.Error{Kind: messaging.ErrTooLarge, Param: "file",
 		Message: "the file is larger than the limit of " + strconv.FormatInt(a.files.MaxUploadBytes(), 10) + " bytes"}
 }
 
@@ -139,7 +139,7 @@ func (a *api) uploadBodyError(err error) error {
 	if errors.As(err, &mb) {
 		return a.uploadTooLarge()
 	}
-	var ke *kind.Error
+	var ke *messaging.Error
 	if errors.As(err, &ke) {
 		return err
 	}
@@ -200,7 +200,7 @@ func (a *api) upload(w http.ResponseWriter, r *http.Request, caller messaging.Co
 	ctx := r.Context()
 	name := part.FileName()
 	if name == "" {
-		a.writeError(w, r, kind.BadParam("file", "the file part has no filename"))
+		a.writeError(w, r, badParam("file", "the file part has no filename"))
 		return
 	}
 	body := &fileBody{part: part, mr: mr, fields: &fields}
@@ -210,21 +210,16 @@ func (a *api) upload(w http.ResponseWriter, r *http.Request, caller messaging.Co
 		ConversationID: fields.conversationID,
 		Body:           body,
 	}
-	var att attachments.Attachment
-	var err error
-	if fields.hasMsg {
-		if fields.messageID == "" {
-			a.writeError(w, r, kind.BadParam("message_id", "message_id must not be empty"))
-			return
-		}
-		att, err = a.msgs.Attach(ctx, caller, fields.messageID, u)
-	} else {
-		if fields.hasConv && fields.conversationID == "" {
-			a.writeError(w, r, kind.BadParam("conversation_id", "conversation_id must not be empty"))
-			return
-		}
-		att, err = a.files.Upload(ctx, caller.ID, u)
+	if fields.hasMsg && fields.messageID == "" {
+		a.writeError(w, r, badParam("message_id", "message_id must not be empty"))
+		return
 	}
+	if !fields.hasMsg && fields.hasConv && fields.conversationID == "" {
+		a.writeError(w, r, badParam("conversation_id", "conversation_id must not be empty"))
+		return
+	}
+	u.MessageID = fields.messageID
+	att, err := a.files.Upload(ctx, caller, u)
 	if body.err != nil {
 		// The body, not the Service, failed; the Service stored nothing.
 		if err == nil {
@@ -246,27 +241,25 @@ func (a *api) upload(w http.ResponseWriter, r *http.Request, caller messaging.Co
 			return
 		}
 	}
-	a.urls(r).attachment(ctx, &att)
 	w.Header().Set("Location", a.location(r, "attachments", att.ID))
-	writeJSON(w, http.StatusCreated, att)
+	writeJSON(w, http.StatusCreated, a.urls(r, caller).attachment(ctx, att))
 }
 
 // discard removes an attachment whose request was rejected after all.
-func (a *api) discard(ctx context.Context, caller messaging.Contact, att attachments.Attachment) {
-	if err := a.files.Delete(context.WithoutCancel(ctx), caller.ID, att.ID); err != nil {
+func (a *api) discard(ctx context.Context, caller messaging.Contact, att messaging.Attachment) {
+	if err := a.files.Delete(context.WithoutCancel(ctx), caller, att.ID); err != nil {
 		a.log.ErrorContext(ctx, "httpadapter: cannot remove the attachment of a rejected upload", "attachment", att.ID, "err", err)
 	}
 }
 
 func (a *api) getAttachment(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
 	ctx := r.Context()
-	att, err := a.files.Get(ctx, caller.ID, r.PathValue("id"))
+	att, err := a.files.Get(ctx, caller, r.PathValue("id"))
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	a.urls(r).attachment(ctx, &att)
-	writeJSON(w, http.StatusOK, att)
+	writeJSON(w, http.StatusOK, a.urls(r, caller).attachment(ctx, att))
 }
 
 func (a *api) renameAttachment(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
@@ -281,22 +274,21 @@ func (a *api) renameAttachment(w http.ResponseWriter, r *http.Request, caller me
 		return
 	}
 	if !ok {
-		a.writeError(w, r, kind.Missing("filename"))
+		a.writeError(w, r, missing("filename"))
 		return
 	}
 	ctx := r.Context()
-	att, err := a.files.Rename(ctx, caller.ID, r.PathValue("id"), name)
+	att, err := a.files.Rename(ctx, caller, r.PathValue("id"), name)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	a.urls(r).attachment(ctx, &att)
-	writeJSON(w, http.StatusOK, att)
+	writeJSON(w, http.StatusOK, a.urls(r, caller).attachment(ctx, att))
 }
 
 func (a *api) deleteAttachment(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
 	id := r.PathValue("id")
-	if err := a.files.Delete(r.Context(), caller.ID, id); err != nil {
+	if err := a.files.Delete(r.Context(), caller, id); err != nil {
 		a.writeError(w, r, err)
 		return
 	}

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/parleychat/parley/internal/kind"
 	"github.com/parleychat/parley/messaging"
 )
 
@@ -106,7 +105,7 @@ func (a *api) authenticate(r *http.Request) (messaging.Contact, error) {
 	ctx := r.Context()
 	c, err := a.auth.Authenticate(ctx, tok)
 	if err != nil {
-		if errors.Is(err, kind.Unauthenticated) {
+		if errors.Is(err, messaging.ErrUnauthenticated) {
 			return messaging.Contact{}, errUnknownToken
 		}
 		return messaging.Contact{}, err

@@ -48,7 +48,7 @@ type benchEnv struct {
 	conv  string
 	first string // the newest message of conv
 	deep  string // a message of conv with benchDeep newer ones
-	file  attachments.Attachment
+	file  messaging.Attachment
 }
 
 // benchBackend is a backend to benchmark the adapter on: a store and the
@@ -94,8 +94,8 @@ func newBenchEnv(b *testing.B, store storetest.Store, blobs attachments.BlobStor
 	b.Helper()
 	ctx := context.Background()
 	quiet := slog.New(slog.DiscardHandler)
-	files := attachments.New(store, blobs, &attachments.Options{MaxUploadBytes: 4 * benchFileSize, Logger: quiet})
-	msgs := messaging.New(store, files, &messaging.Options{Logger: quiet})
+	msgs := messaging.New(store, &messaging.Options{Logger: quiet})
+	files := attachments.New(store, blobs, msgs, &attachments.Options{MaxUploadBytes: 4 * benchFileSize, Logger: quiet})
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice", PhoneNumber: "+15550100"})
 	require.NoError(b, err)
 	e := &benchEnv{files: files, alice: alice, conv: "bench-conv"}
@@ -118,7 +118,7 @@ func newBenchEnv(b *testing.B, store storetest.Store, blobs attachments.BlobStor
 	e.first = all[benchConvSize-1].ID
 	e.deep = all[benchConvSize-1-benchDeep].ID
 	for _, m := range all[benchConvSize-benchDecorated:] {
-		att, err := files.Upload(ctx, alice.ID, attachments.Upload{Filename: "photo.png", ContentType: "image/png",
+		att, err := files.Upload(ctx, alice, attachments.Upload{Filename: "photo.png", ContentType: "image/png",
 			ConversationID: e.conv, Body: strings.NewReader(pngData)})
 		require.NoError(b, err)
 		_, err = msgs.Update(ctx, alice, m.ID, messaging.Update{
@@ -127,7 +127,7 @@ func newBenchEnv(b *testing.B, store storetest.Store, blobs attachments.BlobStor
 		})
 		require.NoError(b, err)
 	}
-	e.file, err = files.Upload(ctx, alice.ID, attachments.Upload{Filename: "data.bin", ContentType: "application/x-bench",
+	e.file, err = files.Upload(ctx, alice, attachments.Upload{Filename: "data.bin", ContentType: "application/x-bench",
 		ConversationID: e.conv, Body: io.LimitReader(rand.Reader, benchFileSize)})
 	require.NoError(b, err)
 
@@ -282,7 +282,7 @@ func BenchmarkAdapter(b *testing.B) {
 					b.StopTimer()
 					var got struct{ ID string }
 					require.NoError(b, json.Unmarshal(w.head, &got), "%s", w.head)
-					require.NoError(b, e.files.Delete(ctx, e.alice.ID, got.ID))
+					require.NoError(b, e.files.Delete(ctx, e.alice, got.ID))
 					b.StartTimer()
 				}
 			})

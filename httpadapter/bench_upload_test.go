@@ -44,8 +44,8 @@ func BenchmarkUploadLoopback(b *testing.B) {
 	ctx := context.Background()
 	quiet := slog.New(slog.DiscardHandler)
 	store := backendtest.SQL(b)[0].Open(b) // SQLite
-	files := attachments.New(store, fileBucket(b), &attachments.Options{MaxUploadBytes: size, Logger: quiet})
-	msgs := messaging.New(store, files, &messaging.Options{Logger: quiet})
+	msgs := messaging.New(store, &messaging.Options{Logger: quiet})
+	files := attachments.New(store, fileBucket(b), msgs, &attachments.Options{MaxUploadBytes: size, Logger: quiet})
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(b, err)
 	srv := httptest.NewServer(httpadapter.New(msgs, files, &httpadapter.Options{
@@ -87,7 +87,7 @@ func BenchmarkUploadLoopback(b *testing.B) {
 		b.StopTimer()
 		var got struct{ ID string }
 		require.NoError(b, json.Unmarshal(answer, &got))
-		require.NoError(b, files.Delete(ctx, alice.ID, got.ID))
+		require.NoError(b, files.Delete(ctx, alice, got.ID))
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")

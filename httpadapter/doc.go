@@ -8,8 +8,8 @@
 // root of a server, or under any prefix of any mux with http.StripPrefix:
 //
 //	store, blobs := memstore.New(), memstore.NewBlobStore() // or sqlstore, blobstore
-//	files := attachments.New(store, blobs, nil)
-//	msgs := messaging.New(store, files, nil)
+//	msgs := messaging.New(store, nil)
+//	files := attachments.New(store, blobs, msgs, nil)
 //	alice, _ := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 //	api := httpadapter.New(msgs, files, &httpadapter.Options{
 //		Authenticator: httpadapter.StaticTokens(map[string]messaging.Contact{"secret-token": alice}),

@@ -104,8 +104,8 @@ func newEnv(t testing.TB, store storetest.Store, cfg envConfig) *env {
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	pol := &privatePolicy{}
-	e.files = attachments.New(store, e.blobs, &attachments.Options{Policy: pol, MaxUploadBytes: testMaxUpload, Logger: quiet})
-	e.msgs = messaging.New(store, e.files, &messaging.Options{Logger: quiet})
+	e.msgs = messaging.New(store, &messaging.Options{Policy: pol, Logger: quiet})
+	e.files = attachments.New(store, e.blobs, e.msgs, &attachments.Options{MaxUploadBytes: testMaxUpload, Logger: quiet})
 	names := slices.Clone(users)
 	for i := range cfg.extraUs {
 		names = append(names, fmt.Sprintf("user%03d", i))
@@ -299,7 +299,7 @@ func (e *env) fixture(t testing.TB) *fixture {
 // upload stores a file through the Service, as user.
 func (e *env) upload(t testing.TB, user, conv, name, ctype, data string) string {
 	t.Helper()
-	a, err := e.files.Upload(e.ctx, e.users[user].ID, attachments.Upload{Filename: name, ContentType: ctype, ConversationID: conv, Body: strings.NewReader(data)})
+	a, err := e.files.Upload(e.ctx, e.users[user], attachments.Upload{Filename: name, ContentType: ctype, ConversationID: conv, Body: strings.NewReader(data)})
 	require.NoError(t, err)
 	return a.ID
 }
@@ -311,7 +311,7 @@ func (e *env) snapshot(t testing.TB) []string {
 	t.Helper()
 	var lines []string
 	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
-	msgs, _, err := e.store.ListMessages(e.ctx, messaging.ListQuery{All: true, Limit: 10000})
+	msgs, _, err := e.store.ListMessages(e.ctx, messaging.MessageQuery{All: true, Limit: 10000})
 	require.NoError(t, err)
 	for _, m := range msgs {
 		var att []string
@@ -322,7 +322,7 @@ func (e *env) snapshot(t testing.TB) []string {
 	}
 	seen := map[string]bool{}
 	for _, c := range e.users {
-		atts, _, err := e.store.ListAttachments(e.ctx, attachments.ListQuery{All: true, UploaderID: c.ID, Limit: 10000})
+		atts, _, err := e.store.ListAttachments(e.ctx, attachments.AttachmentQuery{All: true, UploaderID: c.ID, Limit: 10000})
 		require.NoError(t, err)
 		for _, a := range atts {
 			if !seen[a.ID] {

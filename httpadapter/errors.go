@@ -6,7 +6,7 @@ import (
 	"net/http"
 
 	"github.com/parleychat/parley/internal/ids"
-	"github.com/parleychat/parley/internal/kind"
+	"github.com/parleychat/parley/messaging"
 )
 
 // Error types of the API's error object.
@@ -20,7 +20,7 @@ const (
 	typeRateLimit      = "rate_limit_error"
 )
 
-// Error codes beyond kind.CodeMissing and kind.CodeInvalid.
+// Error codes beyond messaging.CodeMissing and messaging.CodeInvalid.
 const (
 	codeBodyInvalid      = "body_invalid"
 	codeUnauthenticated  = "unauthenticated"
@@ -72,14 +72,14 @@ func unsupportedMediaType(msg string) error {
 }
 
 // errUnauthenticated answers a request without usable credentials.
-var errUnauthenticated = &kind.Error{Kind: kind.Unauthenticated,
+var errUnauthenticated = &messaging.Error{Kind: messaging.ErrUnauthenticated,
 	Message: "authentication required: send Authorization: Bearer <token>"}
 
 // errUnknownToken answers a request whose bearer token is not known.
-var errUnknownToken = &kind.Error{Kind: kind.Unauthenticated, Message: "invalid bearer token"}
+var errUnknownToken = &messaging.Error{Kind: messaging.ErrUnauthenticated, Message: "invalid bearer token"}
 
 // classify turns err into the error object the client sees: the one table
-// from error kind to HTTP status, type and code. Messages of *kind.Error
+// from error kind to HTTP status, type and code. Messages of *messaging.Error
 // values are written for people and shown as they are; any other error is
 // "internal error".
 func classify(err error) *apiError {
@@ -88,11 +88,11 @@ func classify(err error) *apiError {
 		e := he.apiError
 		return &e
 	}
-	var ke *kind.Error
+	var ke *messaging.Error
 	hasKE := errors.As(err, &ke)
-	k := kind.Of(err)
+	k := messaging.KindOf(err)
 	msg := func(def string) string {
-		if hasKE && ke.Kind != nil && ke.Message != "" {
+		if hasKE && ke.Kind != 0 && ke.Message != "" {
 			return ke.Message
 		}
 		return def
@@ -102,25 +102,25 @@ func classify(err error) *apiError {
 		param = ke.Param
 	}
 	switch k {
-	case kind.Invalid:
-		code := kind.CodeInvalid
+	case messaging.ErrInvalid:
+		code := messaging.CodeInvalid
 		if hasKE && ke.Code != "" {
 			code = ke.Code
 		}
 		return &apiError{status: http.StatusBadRequest, Type: typeInvalidRequest, Code: code, Message: msg("invalid request"), Param: param}
-	case kind.Unauthenticated:
+	case messaging.ErrUnauthenticated:
 		return &apiError{status: http.StatusUnauthorized, Type: typeAuthentication, Code: codeUnauthenticated, Message: msg("authentication required")}
-	case kind.Permission:
+	case messaging.ErrPermission:
 		return &apiError{status: http.StatusForbidden, Type: typePermission, Code: codePermission, Message: msg("permission denied"), Param: param}
-	case kind.NotFound:
+	case messaging.ErrNotFound:
 		return &apiError{status: http.StatusNotFound, Type: typeNotFound, Code: codeNotFound, Message: msg("not found"), Param: param}
-	case kind.Conflict:
+	case messaging.ErrConflict:
 		return &apiError{status: http.StatusConflict, Type: typeConflict, Code: codeConflict, Message: msg("conflict"), Param: param}
-	case kind.TooLarge:
+	case messaging.ErrTooLarge:
 		return &apiError{status: http.StatusRequestEntityTooLarge, Type: typeInvalidRequest, Code: codeTooLarge, Message: msg("too large"), Param: param}
-	case kind.Unimplemented:
+	case messaging.ErrUnimplemented:
 		return &apiError{status: http.StatusNotImplemented, Type: typeAPI, Code: codeUnimplemented, Message: msg("not implemented")}
-	case kind.Unavailable:
+	case messaging.ErrUnavailable:
 		return &apiError{status: http.StatusServiceUnavailable, Type: typeAPI, Code: codeUnavailable, Message: "service unavailable, try again later"}
 	}
 	return &apiError{status: http.StatusInternalServerError, Type: typeAPI, Code: codeInternal, Message: internalErrorMessage}
@@ -156,4 +156,14 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		a.log.ErrorContext(r.Context(), "httpadapter: request failed", "request_id", reqID, "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	writeJSON(w, e.status, errorBody{Error: e})
+}
+
+// badParam reports a malformed parameter of a request.
+func badParam(param, msg string) error {
+	return &messaging.Error{Kind: messaging.ErrInvalid, Code: messaging.CodeInvalid, Param: param, Message: msg}
+}
+
+// missing reports a required parameter that a request lacks.
+func missing(param string) error {
+	return &messaging.Error{Kind: messaging.ErrInvalid, Code: messaging.CodeMissing, Param: param, Message: "missing required parameter: " + param}
 }

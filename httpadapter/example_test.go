@@ -19,8 +19,8 @@ import (
 func Example() {
 	ctx := context.Background()
 	store, blobs := memstore.New(), memstore.NewBlobStore()
-	files := attachments.New(store, blobs, nil)
-	msgs := messaging.New(store, files, nil)
+	msgs := messaging.New(store, nil)
+	files := attachments.New(store, blobs, msgs, nil)
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	if err != nil {
 		log.Fatal(err)

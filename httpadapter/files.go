@@ -7,7 +7,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/parleychat/parley/attachments"
-	"github.com/parleychat/parley/internal/kind"
 	"github.com/parleychat/parley/messaging"
 )
 
@@ -19,14 +18,14 @@ import (
 func (a *api) serveFile(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
 	ctx := r.Context()
 	id := r.PathValue("id")
-	att, body, err := a.files.Open(ctx, caller.ID, id)
+	att, body, err := a.files.Open(ctx, caller, id)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
 	defer body.Close()
 	if att.Filename != r.PathValue("filename") {
-		a.writeError(w, r, &kind.Error{Kind: kind.NotFound, Message: "no such file: the attachment " + id + " has another file name"})
+		a.writeError(w, r, &messaging.Error{Kind: messaging.ErrNotFound, Message: "no such file: the attachment " + id + " has another file name"})
 		return
 	}
 	h := w.Header()

@@ -405,7 +405,7 @@ func testBackendFailures(t *testing.T, newStore newStoreFunc) {
 		err        error
 		wantStatus int
 	}{
-		{"unavailable", &attachments.Error{Kind: attachments.ErrUnavailable, Message: "bucket unreachable", Err: errors.New("dial s3.internal")}, 503},
+		{"unavailable", &messaging.Error{Kind: messaging.ErrUnavailable, Message: "bucket unreachable", Err: errors.New("dial s3.internal")}, 503},
 		{"unexpected", errors.New("s3: AccessDenied for arn:aws:iam::secret"), 500},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

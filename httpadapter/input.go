@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/parleychat/parley/internal/kind"
 	"github.com/parleychat/parley/messaging"
 )
 
@@ -31,7 +30,7 @@ type input interface {
 }
 
 func twice(name string) error {
-	return kind.BadParam(name, name+" was given more than once")
+	return badParam(name, name+" was given more than once")
 }
 
 // readInput parses the body of a write: application/x-www-form-urlencoded,
@@ -171,7 +170,7 @@ func (f formInput) str(name string) (string, bool, error) {
 			}
 			v, ok = p.value, true
 		} else if len(p.key) > len(name) && p.key[len(name)] == '[' && strings.HasPrefix(p.key, name) {
-			return "", false, kind.BadParam(name, name+" takes a single value")
+			return "", false, badParam(name, name+" takes a single value")
 		}
 	}
 	return v, ok, nil
@@ -189,7 +188,7 @@ func (f formInput) list(name string) ([]string, bool, error) {
 		if rest == "" || rest == "[]" || isIndex(rest) {
 			vs, ok = append(vs, p.value), true
 		} else if rest[0] == '[' {
-			return nil, false, kind.BadParam(name, "malformed "+name+": use "+name+"[]=<value>")
+			return nil, false, badParam(name, "malformed "+name+": use "+name+"[]=<value>")
 		}
 	}
 	return vs, ok, nil
@@ -218,14 +217,14 @@ func (f formInput) reactions(name string) ([]messaging.Reaction, bool, error) {
 		}
 		rest := p.key[len(name):]
 		if rest == "" {
-			return nil, false, kind.BadParam(name, "malformed "+name+": use "+name+"[<reaction_name>][]=<reactor>")
+			return nil, false, badParam(name, "malformed "+name+": use "+name+"[<reaction_name>][]=<reactor>")
 		}
 		if rest[0] != '[' {
 			continue // another parameter whose name starts with name
 		}
 		end := strings.IndexByte(rest, ']')
 		if end < 0 || rest[end+1:] != "" && rest[end+1:] != "[]" && !isIndex(rest[end+1:]) {
-			return nil, false, kind.BadParam(name, "malformed "+name+": use "+name+"[<reaction_name>][]=<reactor>")
+			return nil, false, badParam(name, "malformed "+name+": use "+name+"[<reaction_name>][]=<reactor>")
 		}
 		rs, ok = addReactor(rs, rest[1:end], p.value), true
 	}
@@ -266,7 +265,7 @@ func parseBool(name, v string) (*bool, error) {
 		b = true
 	case "false":
 	default:
-		return nil, kind.BadParam(name, name+" must be true or false")
+		return nil, badParam(name, name+" must be true or false")
 	}
 	return &b, nil
 }
@@ -333,7 +332,7 @@ func (in jsonInput) str(name string) (string, bool, error) {
 	}
 	var s string
 	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-		return "", false, kind.BadParam(name, name+" must be a string")
+		return "", false, badParam(name, name+" must be a string")
 	}
 	return s, true, nil
 }
@@ -345,7 +344,7 @@ func (in jsonInput) list(name string) ([]string, bool, error) {
 	}
 	var vs []string
 	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &vs) != nil {
-		return nil, false, kind.BadParam(name, name+" must be an array of strings")
+		return nil, false, badParam(name, name+" must be an array of strings")
 	}
 	if vs == nil {
 		vs = []string{}
@@ -359,7 +358,7 @@ func (in jsonInput) reactions(name string) ([]messaging.Reaction, bool, error) {
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	bad := kind.BadParam(name, name+` must be an array of objects like {"thumbs_up": ["alice"]} or one such object`)
+	bad := badParam(name, name+` must be an array of objects like {"thumbs_up": ["alice"]} or one such object`)
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	tok, err := dec.Token()
 	if err != nil {
@@ -420,5 +419,5 @@ func (in jsonInput) boolean(name string) (*bool, error) {
 		b := string(raw) == "true"
 		return &b, nil
 	}
-	return nil, kind.BadParam(name, name+" must be true or false")
+	return nil, badParam(name, name+" must be true or false")
 }

@@ -42,8 +42,8 @@ func startInstance(t *testing.T, ctx context.Context, dsn, bucketURL string, tok
 	blobs, err := blobstore.Open(ctx, bucketURL)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = blobs.Close() })
-	files := attachments.New(store, blobs, &attachments.Options{Logger: quiet})
-	msgs := messaging.New(store, files, &messaging.Options{Logger: quiet})
+	msgs := messaging.New(store, &messaging.Options{Logger: quiet})
+	files := attachments.New(store, blobs, msgs, &attachments.Options{Logger: quiet})
 	table := map[string]messaging.Contact{}
 	for user, tok := range tokens {
 		c, err := msgs.SaveContact(ctx, messaging.Contact{Username: user})
@@ -139,7 +139,7 @@ func startConcurrently(ctx context.Context, dsn string, tokens map[string]string
 	if err := store.Migrate(ctx); err != nil {
 		return err
 	}
-	msgs := messaging.New(store, attachments.New(store, nil, nil), nil)
+	msgs := messaging.New(store, nil)
 	for user := range tokens {
 		if _, err := msgs.SaveContact(ctx, messaging.Contact{Username: user}); err != nil {
 			return err

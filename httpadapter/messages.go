@@ -5,7 +5,6 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/parleychat/parley/internal/kind"
 	"github.com/parleychat/parley/messaging"
 )
 
@@ -24,7 +23,7 @@ func readListParams(r *http.Request) (listParams, error) {
 	}
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		return p, kind.BadParam("", "the query string cannot be parsed")
+		return p, badParam("", "the query string cannot be parsed")
 	}
 	one := func(name string, dst *string) error {
 		vs := q[name]
@@ -53,13 +52,13 @@ func readListParams(r *http.Request) (listParams, error) {
 	if _, ok := q["limit"]; ok {
 		n, err := strconv.Atoi(limit)
 		if err != nil || n < 1 {
-			return p, kind.BadParam("limit", "limit must be an integer between 1 and the maximum page size")
+			return p, badParam("limit", "limit must be an integer between 1 and the maximum page size")
 		}
 		p.limit = n
 	}
 	for _, name := range []string{"conversation_id", "starting_after", "ending_before"} {
 		if vs, ok := q[name]; ok && vs[0] == "" {
-			return p, kind.BadParam(name, name+" must not be empty")
+			return p, badParam(name, name+" must not be empty")
 		}
 	}
 	return p, nil
@@ -82,11 +81,12 @@ func (a *api) listMessages(w http.ResponseWriter, r *http.Request, caller messag
 		a.writeError(w, r, err)
 		return
 	}
-	u := a.urls(r)
-	for i := range page.Data {
-		u.message(ctx, &page.Data[i])
+	u := a.urls(r, caller)
+	data := make([]messageJSON, len(page.Data))
+	for i, m := range page.Data {
+		data[i] = u.message(ctx, m)
 	}
-	writeJSON(w, http.StatusOK, list[messaging.Message]{Object: "list", Data: page.Data, HasMore: page.HasMore})
+	writeJSON(w, http.StatusOK, list[messageJSON]{Object: "list", Data: data, HasMore: page.HasMore})
 }
 
 func (a *api) createMessage(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
@@ -114,9 +114,8 @@ func (a *api) createMessage(w http.ResponseWriter, r *http.Request, caller messa
 		a.writeError(w, r, err)
 		return
 	}
-	a.urls(r).message(ctx, &m)
 	w.Header().Set("Location", a.location(r, "messages", m.ID))
-	writeJSON(w, http.StatusCreated, m)
+	writeJSON(w, http.StatusCreated, a.urls(r, caller).message(ctx, m))
 }
 
 func (a *api) getMessage(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
@@ -126,8 +125,7 @@ func (a *api) getMessage(w http.ResponseWriter, r *http.Request, caller messagin
 		a.writeError(w, r, err)
 		return
 	}
-	a.urls(r).message(ctx, &m)
-	writeJSON(w, http.StatusOK, m)
+	writeJSON(w, http.StatusOK, a.urls(r, caller).message(ctx, m))
 }
 
 func (a *api) updateMessage(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
@@ -163,8 +161,7 @@ func (a *api) updateMessage(w http.ResponseWriter, r *http.Request, caller messa
 		a.writeError(w, r, err)
 		return
 	}
-	a.urls(r).message(ctx, &m)
-	writeJSON(w, http.StatusOK, m)
+	writeJSON(w, http.StatusOK, a.urls(r, caller).message(ctx, m))
 }
 
 func (a *api) deleteMessage(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
@@ -183,6 +180,5 @@ func (a *api) removeReaction(w http.ResponseWriter, r *http.Request, caller mess
 		a.writeError(w, r, err)
 		return
 	}
-	a.urls(r).message(ctx, &m)
-	writeJSON(w, http.StatusOK, m)
+	writeJSON(w, http.StatusOK, a.urls(r, caller).message(ctx, m))
 }

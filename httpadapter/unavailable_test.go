@@ -60,7 +60,7 @@ func TestUnreachableBucket(t *testing.T) {
 
 	// A row whose object is in the unreachable bucket.
 	now := time.Now().UTC().Truncate(time.Second)
-	att := attachments.Attachment{ID: "att_01jzzzzzzzzzzzzzzzzzzzzzzz", ConversationID: "c", UploaderID: e.users["alice"].ID,
+	att := messaging.Attachment{ID: "att_01jzzzzzzzzzzzzzzzzzzzzzzz", ConversationID: "c", UploaderID: e.users["alice"].ID,
 		Filename: "a.txt", FileType: "text/plain", FileSize: 5, Key: "attachments/att_01jzzzzzzzzzzzzzzzzzzzzzzz", CreatedAt: now}
 	require.NoError(t, store.CreateAttachment(e.ctx, att))
 	res = e.as(t, "alice", "GET", "/v1/attachments/"+att.ID+"/a.txt", nil)

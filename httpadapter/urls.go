@@ -7,8 +7,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/parleychat/parley/attachments"
-	"github.com/parleychat/parley/internal/kind"
 	"github.com/parleychat/parley/messaging"
 )
 
@@ -71,24 +69,27 @@ func (a *api) location(r *http.Request, collection, id string) string {
 // urls fills in file_url of attachments, computing the base once per
 // response.
 type urls struct {
-	a    *api
-	r    *http.Request
-	base string
+	a      *api
+	r      *http.Request
+	caller messaging.Contact
+	base   string
 }
 
-func (a *api) urls(r *http.Request) *urls { return &urls{a: a, r: r} }
+func (a *api) urls(r *http.Request, caller messaging.Contact) *urls {
+	return &urls{a: a, r: r, caller: caller}
+}
 
 // fileURL returns the URL of the attachment's bytes: a signed URL of the
 // bucket when configured and possible, else the handler's own route
 // <base>/v1/attachments/<id>/<escaped filename>.
-func (u *urls) fileURL(ctx context.Context, att attachments.Attachment) string {
+func (u *urls) fileURL(ctx context.Context, att messaging.Attachment) string {
 	a := u.a
 	if a.signExpiry > 0 && !a.cannotSign.Load() {
-		s, err := a.files.SignedURL(ctx, att, a.signExpiry)
+		s, err := a.files.SignedURL(ctx, u.caller, att, a.signExpiry)
 		if err == nil {
 			return s
 		}
-		if errors.Is(err, kind.Unimplemented) {
+		if errors.Is(err, messaging.ErrUnimplemented) {
 			a.cannotSign.Store(true)
 		} else {
 			a.log.WarnContext(ctx, "httpadapter: cannot sign a file URL; serving it from the API", "attachment", att.ID, "err", err)
@@ -100,12 +101,16 @@ func (u *urls) fileURL(ctx context.Context, att attachments.Attachment) string {
 	return u.base + "/v1/attachments/" + att.ID + "/" + url.PathEscape(att.Filename)
 }
 
-func (u *urls) attachment(ctx context.Context, att *attachments.Attachment) {
-	att.FileURL = u.fileURL(ctx, *att)
+// attachment returns att as the API shows it.
+func (u *urls) attachment(ctx context.Context, att messaging.Attachment) attachmentJSON {
+	return attachmentJSON{att, u.fileURL(ctx, att)}
 }
 
-func (u *urls) message(ctx context.Context, m *messaging.Message) {
-	for i := range m.Attachments {
-		u.attachment(ctx, &m.Attachments[i])
+// message returns m as the API shows it.
+func (u *urls) message(ctx context.Context, m messaging.Message) messageJSON {
+	x := messageJSON{m: m, fileURLs: make([]string, len(m.Attachments))}
+	for i, att := range m.Attachments {
+		x.fileURLs[i] = u.fileURL(ctx, att)
 	}
+	return x
 }

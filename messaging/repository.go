@@ -3,16 +3,23 @@ package messaging
 import (
 	"context"
 	"time"
-
-	"github.com/parleychat/parley/attachments"
 )
 
-// Cursor is a position in a list: the (CreatedAt, ID) of an item. Lists are
-// ordered by CreatedAt, then ID, both descending.
-type Cursor = attachments.Cursor
+// This file holds the contract of a storage backend: what a Repository
+// implements and the values it is handed. Applications never need these;
+// they call the Service.
 
-// ListQuery selects a page of messages for a repository.
-type ListQuery struct {
+// Cursor is a position in a list, for backends: the (CreatedAt, ID) of an
+// item. Lists are ordered by CreatedAt, then ID, both descending.
+type Cursor struct {
+	// CreatedAt is the item's creation time.
+	CreatedAt time.Time
+	// ID is the item's id, which breaks ties of CreatedAt.
+	ID string
+}
+
+// MessageQuery selects a page of messages, for backends.
+type MessageQuery struct {
 	// ConversationIDs restricts the list to these conversations. When All is
 	// true it is ignored.
 	ConversationIDs []string
@@ -27,9 +34,11 @@ type ListQuery struct {
 	Before *Cursor
 }
 
-// Change is what UpdateMessage applies to a message, all at once or not at
-// all. Nil and empty fields change nothing.
-type Change struct {
+// MessageChange is what Repository.UpdateMessage applies to a message, all
+// at once or not at all. Nil and empty fields change nothing. The Service
+// has checked every argument; the rules that depend on the stored message
+// come as Check.
+type MessageChange struct {
 	// Text replaces the text.
 	Text *string
 	// AddReactions merges reactors into reactions: a reactor already under
@@ -49,22 +58,34 @@ type Change struct {
 	ReadAt time.Time
 	// UpdatedAt, when not zero, becomes the message's UpdatedAt.
 	UpdatedAt time.Time
-	// MaxReactionNames is a limit the repository enforces atomically with
-	// the merge: when > 0, a change that adds reaction names beyond it must
-	// fail with an error matching ErrInvalid and change nothing. (A message
-	// already over a lowered limit may still get reactors on its names.)
-	MaxReactionNames int
-	// MaxAttachments is the same for links: when > 0, a change that links
-	// attachments beyond it fails with ErrInvalid and changes nothing.
-	MaxAttachments int
+	// Check, when not nil, decides whether the change may be made. The
+	// repository calls it inside the change's transaction, with the
+	// message row locked, with the message's counts before and after the
+	// change; when it returns an error, the repository changes nothing and
+	// returns that error as it is.
+	Check func(before, after MessageCounts) error
+}
+
+// MessageCounts are the numbers a MessageChange's Check decides by.
+type MessageCounts struct {
+	// ReactionNames is the number of distinct reaction names.
+	ReactionNames int
+	// Attachments is the number of linked attachments.
+	Attachments int
 }
 
 // Repository stores messages, contacts and reactions, and links attachment
-// rows to messages. A backend implements it together with
-// attachments.Repository over the same storage, so that a message and its
-// attachment links commit together. Implementations must be safe for
-// concurrent use; merges (reactions, links) must not lose writes under
-// concurrent callers. The storetest package checks every obligation below.
+// rows to messages: it is what a storage backend implements for the
+// Service. A backend implements it together with attachments.Repository
+// over the same storage, so that a message and its attachment links commit
+// together. Implementations must be safe for concurrent use; merges
+// (reactions, links) must not lose writes under concurrent callers. The
+// storetest package checks every obligation below.
+//
+// Errors that a contract names are kinds (ErrNotFound, ErrConflict),
+// returned bare or wrapped with fmt.Errorf's %w; a backend that cannot
+// reach its storage returns an error of kind ErrUnavailable. The wording
+// people read is the Service's.
 //
 // Times are stored with at least microsecond precision and returned in UTC.
 type Repository interface {
@@ -101,17 +122,21 @@ type Repository interface {
 	// (CreatedAt, then ID, descending), each as GetMessage returns it, and
 	// whether more exist beyond them in the direction of travel. It reads a
 	// page in a fixed number of queries, whatever its size.
-	ListMessages(ctx context.Context, q ListQuery) (items []Message, hasMore bool, err error)
+	ListMessages(ctx context.Context, q MessageQuery) (items []Message, hasMore bool, err error)
 
 	// UpdateMessage applies ch atomically and returns the message as
 	// GetMessage would after it. Errors: ErrNotFound for a missing message;
 	// for links, those of CreateMessage (linking an attachment already linked
-	// to this message is not an error); ErrInvalid for a limit.
-	UpdateMessage(ctx context.Context, id string, ch Change) (Message, error)
+	// to this message is not an error); ch.Check's error as it is.
+	UpdateMessage(ctx context.Context, id string, ch MessageChange) (Message, error)
 
 	// DeleteMessage removes the message, its reactions and its attachment
 	// rows, and records the attachments' keys as pending deletions (see
 	// attachments.Repository), in one transaction. It returns the removed
 	// attachments, or an error matching ErrNotFound.
-	DeleteMessage(ctx context.Context, id string) ([]attachments.Attachment, error)
+	DeleteMessage(ctx context.Context, id string) ([]Attachment, error)
+
+	// GetAttachment returns the attachment row, or an error matching
+	// ErrNotFound (the same method as attachments.Repository's).
+	GetAttachment(ctx context.Context, id string) (Attachment, error)
 }

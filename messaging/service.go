@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"iter"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -12,18 +13,18 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/check"
 	"github.com/parleychat/parley/internal/ids"
-	"github.com/parleychat/parley/internal/kind"
+	"github.com/parleychat/parley/internal/paging"
+	"github.com/parleychat/parley/internal/wiring"
 )
-
-// Policy decides who may see a conversation. It is attachments.Policy:
-// one value, set in attachments.Options, serves both services.
-type Policy = attachments.Policy
 
 // Options configure a Service. A nil *Options means all defaults.
 type Options struct {
+	// Policy decides who may see which conversation, for messages and, in
+	// an attachments Service built on this one, for files. Default:
+	// Everyone.
+	Policy Policy
 	// MaxMessageChars is the longest text, in characters. Default: 4000.
 	MaxMessageChars int
 	// MaxReactionNames is the most distinct reaction names on a message.
@@ -31,7 +32,8 @@ type Options struct {
 	MaxReactionNames int
 	// MaxAttachments is the most attachments on a message. Default: 10.
 	MaxAttachments int
-	// MaxListLimit is the largest page size. Default: 100.
+	// MaxListLimit is the largest page size of every list, messages and
+	// attachments alike. Default: 100.
 	MaxListLimit int
 	// TouchInterval is how often, at most, a contact's LastActiveAt is
 	// written by Touch. Default: one minute.
@@ -47,6 +49,9 @@ func (o *Options) withDefaults() Options {
 	var c Options
 	if o != nil {
 		c = *o
+	}
+	if c.Policy == nil {
+		c.Policy = Everyone{}
 	}
 	if c.MaxMessageChars <= 0 {
 		c.MaxMessageChars = 4000
@@ -76,11 +81,14 @@ func (o *Options) withDefaults() Options {
 // messages, react, mark read, link attachments. It is safe for concurrent
 // use.
 type Service struct {
-	repo    Repository
-	files   *attachments.Service
-	policy  Policy // files' policy: one policy for messages and files
-	opts    Options
-	touched sync.Map // contact id -> time.Time of the last TouchContact
+	repo   Repository
+	policy Policy
+	opts   Options
+	// removeFiles removes the objects of deleted attachments; set by the
+	// attachments Service built on this one (see package wiring). Without
+	// one, the keys stay pending deletions for attachments' Reconcile.
+	removeFiles atomic.Pointer[func(ctx context.Context, keys []string)]
+	touched     sync.Map // contact id -> time.Time of the last TouchContact
 	// contacts caches contacts as read from the repository, for the
 	// responses of Create: contact id -> cachedContact.
 	contacts sync.Map
@@ -89,12 +97,46 @@ type Service struct {
 	cached atomic.Int64
 }
 
-// New returns a Service over repo; files is the attachments Service over the
-// same storage (messaging links attachments and removes their files when a
-// message is deleted). Who may see which conversation is files' Policy
-// (attachments.Options.Policy), so that messages and files follow one rule.
-func New(repo Repository, files *attachments.Service, opts *Options) *Service {
-	return &Service{repo: repo, files: files, policy: files.Policy(), opts: opts.withDefaults()}
+// New returns a Service over repo. Build the attachments Service on it
+// (attachments.New) to upload files and to remove the files of deleted
+// messages.
+func New(repo Repository, opts *Options) *Service {
+	o := opts.withDefaults()
+	return &Service{repo: repo, policy: o.Policy, opts: o}
+}
+
+func init() {
+	wiring.Wrap = wrapErr
+	wiring.Bind = func(msgs any, removeFiles func(ctx context.Context, keys []string)) (wiring.Policy, int) {
+		s := msgs.(*Service)
+		s.removeFiles.Store(&removeFiles)
+		return s.policy, s.opts.MaxListLimit
+	}
+}
+
+// wrapErr annotates err with op once: an *Error gains Op if it has none; an
+// argument that breaks a rule becomes an *Error of kind ErrInvalid; any
+// other error becomes an *Error of the kind it carries (zero, internal,
+// when none) with that kind's name as its message.
+func wrapErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		if e.Op == "" {
+			c := *e
+			c.Op = op
+			return &c
+		}
+		return err
+	}
+	var p *check.Error
+	if errors.As(err, &p) {
+		return &Error{Kind: ErrInvalid, Code: p.Code, Param: p.Param, Message: p.Message, Op: op}
+	}
+	k := KindOf(err)
+	return &Error{Kind: k, Op: op, Message: k.Error(), Err: err}
 }
 
 func (s *Service) now() time.Time { return s.opts.Now().UTC().Truncate(time.Microsecond) }
@@ -107,15 +149,20 @@ func (s *Service) now() time.Time { return s.opts.Now().UTC().Truncate(time.Micr
 // another contact.
 func (s *Service) SaveContact(ctx context.Context, c Contact) (Contact, error) {
 	saved, err := s.saveContact(ctx, c)
-	return saved, kind.Wrap("messaging.SaveContact "+strconv.Quote(c.Username), err)
+	return saved, wrapErr("messaging.SaveContact "+strconv.Quote(c.Username), err)
 }
 
 func (s *Service) saveContact(ctx context.Context, c Contact) (Contact, error) {
 	if c.Username == "" {
-		return Contact{}, kind.Missing("username")
+		return Contact{}, check.Missing("username")
 	}
 	if err := check.ReactionName("username", c.Username); err != nil {
-		return Contact{}, kind.BadParam("username", "a username is 1 to 64 characters with no white space, brackets or control characters")
+		return Contact{}, check.BadParam("username", "a username is 1 to 64 characters with no white space, brackets or control characters")
+	}
+	if c.ID != "" {
+		if err := check.Text("id", c.ID, false); err != nil || len(c.ID) > 64 || strings.TrimSpace(c.ID) != c.ID {
+			return Contact{}, check.BadParam("id", "a contact id is 1 to 64 bytes of printable characters")
+		}
 	}
 	findOrCreate := c.ID == ""
 	if findOrCreate {
@@ -164,7 +211,7 @@ func (s *Service) saveContact(ctx context.Context, c Contact) (Contact, error) {
 // Contact returns the contact, or ErrNotFound.
 func (s *Service) Contact(ctx context.Context, id string) (Contact, error) {
 	c, err := s.repo.GetContact(ctx, id)
-	return c, kind.Wrap("messaging.Contact "+strconv.Quote(id), err)
+	return c, wrapErr("messaging.Contact "+strconv.Quote(id), err)
 }
 
 // maxCached bounds the per-contact entries the Service keeps in memory.
@@ -215,7 +262,7 @@ func (s *Service) Touch(ctx context.Context, contactID string) error {
 		return nil
 	}
 	if err := s.repo.TouchContact(ctx, contactID, now); err != nil {
-		return kind.Wrap("messaging.Touch", err)
+		return wrapErr("messaging.Touch", err)
 	}
 	s.remember(&s.touched, contactID, now)
 	s.contacts.Delete(contactID)
@@ -241,7 +288,7 @@ type NewMessage struct {
 // through this Service show at once).
 func (s *Service) Create(ctx context.Context, caller Contact, in NewMessage) (Message, error) {
 	m, err := s.create(ctx, caller, in)
-	return m, kind.Wrap("messaging.Create", err)
+	return m, wrapErr("messaging.Create", err)
 }
 
 func (s *Service) create(ctx context.Context, caller Contact, in NewMessage) (Message, error) {
@@ -255,7 +302,7 @@ func (s *Service) create(ctx context.Context, caller Contact, in NewMessage) (Me
 		return Message{}, err
 	}
 	if len(in.Attachments) > s.opts.MaxAttachments {
-		return Message{}, kind.BadParam("attachments", "a message may have at most "+strconv.Itoa(s.opts.MaxAttachments)+" attachments")
+		return Message{}, check.BadParam("attachments", "a message may have at most "+strconv.Itoa(s.opts.MaxAttachments)+" attachments")
 	}
 	atts, err := s.linkable(ctx, caller, "", in.ConversationID, in.Attachments)
 	if err != nil {
@@ -281,7 +328,7 @@ func (s *Service) create(ctx context.Context, caller Contact, in NewMessage) (Me
 		s.opts.Logger.WarnContext(ctx, "messaging: cannot read the sender of a new message", "message", m.ID, "err", err)
 	}
 	m.Reactions, m.Attachments = []Reaction{}, atts
-	slices.SortFunc(m.Attachments, func(a, b attachments.Attachment) int { // oldest first, as stored
+	slices.SortFunc(m.Attachments, func(a, b Attachment) int { // oldest first, as stored
 		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
 	})
 	for i := range m.Attachments {
@@ -293,15 +340,17 @@ func (s *Service) create(ctx context.Context, caller Contact, in NewMessage) (Me
 // linkable checks that the caller may link the attachments ids to a message
 // (messageID, or a new one when "") of the conversation, and de-duplicates
 // nothing: a repeated id is an error.
-func (s *Service) linkable(ctx context.Context, caller Contact, messageID, conversationID string, attIDs []string) ([]attachments.Attachment, error) {
-	atts := make([]attachments.Attachment, 0, len(attIDs))
-	for i, id := range attIDs {
-		if slices.Contains(attIDs[:i], id) {
-			return nil, kind.BadParam("attachments", "attachment listed twice: "+id)
+func (s *Service) linkable(ctx context.Context, caller Contact, messageID, conversationID string, attIDs []string) ([]Attachment, error) {
+	atts := make([]Attachment, 0, len(attIDs))
+	seen := make(map[string]bool, len(attIDs))
+	for _, id := range attIDs {
+		if seen[id] {
+			return nil, check.BadParam("attachments", "attachment listed twice: "+id)
 		}
-		a, err := s.files.Get(ctx, caller.ID, id)
+		seen[id] = true
+		a, err := s.attachment(ctx, caller, id)
 		if errors.Is(err, ErrNotFound) {
-			return nil, &Error{Kind: ErrInvalid, Code: kind.CodeInvalid, Param: "attachments", Message: "no such attachment: " + id}
+			return nil, &Error{Kind: ErrInvalid, Code: CodeInvalid, Param: "attachments", Message: "no such attachment: " + id}
 		}
 		if err != nil {
 			return nil, err
@@ -313,11 +362,33 @@ func (s *Service) linkable(ctx context.Context, caller Contact, messageID, conve
 			return nil, &Error{Kind: ErrConflict, Param: "attachments", Message: "attachment already linked to another message: " + id}
 		}
 		if a.ConversationID != "" && a.ConversationID != conversationID {
-			return nil, kind.BadParam("attachments", "attachment belongs to another conversation: "+id)
+			return nil, check.BadParam("attachments", "attachment belongs to another conversation: "+id)
 		}
 		atts = append(atts, a)
 	}
 	return atts, nil
+}
+
+// attachment returns the attachment row if the caller may see it (as its
+// uploader, or under the Policy), else ErrNotFound.
+func (s *Service) attachment(ctx context.Context, caller Contact, id string) (Attachment, error) {
+	if !ids.Valid(ids.Attachment, id) {
+		return Attachment{}, ErrNotFound
+	}
+	a, err := s.repo.GetAttachment(ctx, id)
+	if err != nil {
+		return Attachment{}, err
+	}
+	if a.UploaderID == caller.ID {
+		return a, nil
+	}
+	if a.ConversationID != "" {
+		ok, err := s.policy.CanView(ctx, caller.ID, a.ConversationID)
+		if err != nil || ok {
+			return a, err
+		}
+	}
+	return Attachment{}, ErrNotFound
 }
 
 // linkError turns a repository's link failure into an error for people.
@@ -326,7 +397,7 @@ func linkError(err error) error {
 	case errors.Is(err, ErrConflict):
 		return &Error{Kind: ErrConflict, Param: "attachments", Message: "an attachment is already linked to another message", Err: err}
 	case errors.Is(err, ErrNotFound):
-		return &Error{Kind: ErrInvalid, Code: kind.CodeInvalid, Param: "attachments", Message: "an attachment no longer exists", Err: err}
+		return &Error{Kind: ErrInvalid, Code: CodeInvalid, Param: "attachments", Message: "an attachment no longer exists", Err: err}
 	}
 	return err
 }
@@ -346,7 +417,7 @@ func (s *Service) mustView(ctx context.Context, callerID, conversationID string)
 // ErrNotFound if it does not exist or the caller may not see it.
 func (s *Service) Get(ctx context.Context, caller Contact, id string) (Message, error) {
 	m, err := s.get(ctx, caller, id)
-	return m, kind.Wrap("messaging.Get "+strconv.Quote(id), err)
+	return m, wrapErr("messaging.Get "+strconv.Quote(id), err)
 }
 
 func (s *Service) get(ctx context.Context, caller Contact, id string) (Message, error) {
@@ -403,7 +474,7 @@ type Page struct {
 // bad limit, conversation id or cursor (an id not in the list).
 func (s *Service) List(ctx context.Context, caller Contact, o ListOptions) (Page, error) {
 	p, err := s.list(ctx, caller, o)
-	return p, kind.Wrap("messaging.List", err)
+	return p, wrapErr("messaging.List", err)
 }
 
 func (s *Service) list(ctx context.Context, caller Contact, o ListOptions) (Page, error) {
@@ -411,7 +482,7 @@ func (s *Service) list(ctx context.Context, caller Contact, o ListOptions) (Page
 	if err != nil {
 		return Page{}, err
 	}
-	q := ListQuery{Limit: limit}
+	q := MessageQuery{Limit: limit}
 	if o.ConversationID != "" {
 		if err := check.ConversationID("conversation_id", o.ConversationID); err != nil {
 			return Page{}, err
@@ -454,6 +525,35 @@ func (s *Service) list(ctx context.Context, caller Contact, o ListOptions) (Page
 	return Page{Data: items, HasMore: more}, nil
 }
 
+// All returns an iterator over every message that o selects, newest first,
+// read page by page (o.Limit messages a page; 0 for the largest,
+// Options.MaxListLimit), from the newest or from just older than
+// o.StartingAfter. o.EndingBefore must be empty. The iterator yields the
+// first error (with a zero Message) and stops; break out of the loop to
+// stop early:
+//
+//	for m, err := range msgs.All(ctx, caller, messaging.ListOptions{ConversationID: "general"}) {
+//		if err != nil {
+//			return err
+//		}
+//		fmt.Println(m.Text)
+//	}
+func (s *Service) All(ctx context.Context, caller Contact, o ListOptions) iter.Seq2[Message, error] {
+	if o.Limit == 0 {
+		o.Limit = s.opts.MaxListLimit
+	}
+	if o.EndingBefore != "" {
+		return func(yield func(Message, error) bool) {
+			yield(Message{}, wrapErr("messaging.All", check.BadParam("ending_before", "All walks toward older messages: ending_before cannot be used")))
+		}
+	}
+	return paging.All(o.StartingAfter, func(after string) ([]Message, bool, error) {
+		o.StartingAfter = after
+		p, err := s.List(ctx, caller, o)
+		return p.Data, p.HasMore, err
+	}, func(m Message) string { return m.ID })
+}
+
 // Update is a change to a message. Nil fields change nothing; at least one
 // must be set.
 type Update struct {
@@ -478,12 +578,12 @@ type Update struct {
 // attachment linked elsewhere).
 func (s *Service) Update(ctx context.Context, caller Contact, id string, u Update) (Message, error) {
 	m, err := s.update(ctx, caller, id, u)
-	return m, kind.Wrap("messaging.Update "+strconv.Quote(id), err)
+	return m, wrapErr("messaging.Update "+strconv.Quote(id), err)
 }
 
 func (s *Service) update(ctx context.Context, caller Contact, id string, u Update) (Message, error) {
 	if u.Text == nil && len(u.Reactions) == 0 && len(u.Attachments) == 0 && u.Read == nil {
-		return Message{}, &Error{Kind: ErrInvalid, Code: kind.CodeMissing, Message: "nothing to update: give message, reactions, attachments or read"}
+		return Message{}, &Error{Kind: ErrInvalid, Code: CodeMissing, Message: "nothing to update: give message, reactions, attachments or read"}
 	}
 	if u.Text != nil {
 		if err := check.MessageText("message", *u.Text, s.opts.MaxMessageChars); err != nil {
@@ -494,7 +594,7 @@ func (s *Service) update(ctx context.Context, caller Contact, id string, u Updat
 		return Message{}, err
 	}
 	if len(u.Attachments) > s.opts.MaxAttachments {
-		return Message{}, kind.BadParam("attachments", "a message may have at most "+strconv.Itoa(s.opts.MaxAttachments)+" attachments")
+		return Message{}, check.BadParam("attachments", "a message may have at most "+strconv.Itoa(s.opts.MaxAttachments)+" attachments")
 	}
 	m, err := s.get(ctx, caller, id)
 	if err != nil {
@@ -507,14 +607,13 @@ func (s *Service) update(ctx context.Context, caller Contact, id string, u Updat
 		return Message{}, err
 	}
 	now := s.now()
-	ch := Change{
-		Text:             u.Text,
-		AddReactions:     u.Reactions,
-		LinkAttachments:  u.Attachments,
-		Read:             u.Read,
-		ReadAt:           now,
-		MaxReactionNames: s.opts.MaxReactionNames,
-		MaxAttachments:   s.opts.MaxAttachments,
+	ch := MessageChange{
+		Text:            u.Text,
+		AddReactions:    u.Reactions,
+		LinkAttachments: u.Attachments,
+		Read:            u.Read,
+		ReadAt:          now,
+		Check:           s.checkCounts,
 	}
 	if u.Text != nil || len(u.Reactions) > 0 || len(u.Attachments) > 0 {
 		ch.UpdatedAt = now
@@ -526,6 +625,21 @@ func (s *Service) update(ctx context.Context, caller Contact, id string, u Updat
 	return m, linkError(err)
 }
 
+// checkCounts is the rule on the counts of a message that only its stored
+// state can decide: a change may not take a message beyond
+// MaxReactionNames distinct reactions or MaxAttachments attachments. (A
+// message already over a lowered limit keeps what it has, and may still
+// get reactors on its names.)
+func (s *Service) checkCounts(before, after MessageCounts) error {
+	if n := after.ReactionNames; n > s.opts.MaxReactionNames && n > before.ReactionNames {
+		return check.BadParam("reactions", "a message may have at most "+strconv.Itoa(s.opts.MaxReactionNames)+" distinct reactions")
+	}
+	if n := after.Attachments; n > s.opts.MaxAttachments && n > before.Attachments {
+		return check.BadParam("attachments", "a message may have at most "+strconv.Itoa(s.opts.MaxAttachments)+" attachments")
+	}
+	return nil
+}
+
 // gone reports whether the message is no longer stored, to tell a message
 // deleted meanwhile from an attachment deleted meanwhile (both are
 // ErrNotFound from UpdateMessage).
@@ -535,25 +649,23 @@ func (s *Service) gone(ctx context.Context, id string) bool {
 }
 
 func (s *Service) checkReactions(caller Contact, rs []Reaction) error {
-	var names []string
+	names := make(map[string]bool)
 	for _, r := range rs {
 		if err := check.ReactionName("reactions", r.Name); err != nil {
 			return err
 		}
 		if len(r.Reactors) == 0 {
-			return kind.BadParam("reactions", "reaction "+r.Name+" names no reactor")
+			return check.BadParam("reactions", "reaction "+r.Name+" names no reactor")
 		}
 		for _, who := range r.Reactors {
 			if who != caller.Username {
 				return &Error{Kind: ErrPermission, Param: "reactions", Message: "you may react only in your own name (" + caller.Username + ")"}
 			}
 		}
-		if !slices.Contains(names, r.Name) {
-			names = append(names, r.Name)
+		names[r.Name] = true
+		if len(names) > s.opts.MaxReactionNames {
+			return check.BadParam("reactions", "a message may have at most "+strconv.Itoa(s.opts.MaxReactionNames)+" distinct reactions")
 		}
-	}
-	if len(names) > s.opts.MaxReactionNames {
-		return kind.BadParam("reactions", "a message may have at most "+strconv.Itoa(s.opts.MaxReactionNames)+" distinct reactions")
 	}
 	return nil
 }
@@ -563,7 +675,7 @@ func (s *Service) checkReactions(caller Contact, rs []Reaction) error {
 // Errors: ErrInvalid for a bad name, ErrNotFound.
 func (s *Service) RemoveReaction(ctx context.Context, caller Contact, id, name string) (Message, error) {
 	m, err := s.removeReaction(ctx, caller, id, name)
-	return m, kind.Wrap("messaging.RemoveReaction "+strconv.Quote(id), err)
+	return m, wrapErr("messaging.RemoveReaction "+strconv.Quote(id), err)
 }
 
 func (s *Service) removeReaction(ctx context.Context, caller Contact, id, name string) (Message, error) {
@@ -573,7 +685,7 @@ func (s *Service) removeReaction(ctx context.Context, caller Contact, id, name s
 	if _, err := s.get(ctx, caller, id); err != nil {
 		return Message{}, err
 	}
-	m, err := s.repo.UpdateMessage(ctx, id, Change{RemoveReaction: &Reaction{Name: name, Reactors: []string{caller.Username}}})
+	m, err := s.repo.UpdateMessage(ctx, id, MessageChange{RemoveReaction: &Reaction{Name: name, Reactors: []string{caller.Username}}})
 	if errors.Is(err, ErrNotFound) {
 		return Message{}, notFound(id)
 	}
@@ -584,7 +696,7 @@ func (s *Service) removeReaction(ctx context.Context, caller Contact, id, name s
 // files) for good. Only the sender may: ErrPermission for others,
 // ErrNotFound for those who may not see it.
 func (s *Service) Delete(ctx context.Context, caller Contact, id string) error {
-	return kind.Wrap("messaging.Delete "+strconv.Quote(id), s.delete(ctx, caller, id))
+	return wrapErr("messaging.Delete "+strconv.Quote(id), s.delete(ctx, caller, id))
 }
 
 func (s *Service) delete(ctx context.Context, caller Contact, id string) error {
@@ -602,62 +714,12 @@ func (s *Service) delete(ctx context.Context, caller Contact, id string) error {
 	if err != nil {
 		return err
 	}
-	keys := make([]string, len(atts))
-	for i, a := range atts {
-		keys[i] = a.Key
+	if remove := s.removeFiles.Load(); remove != nil && len(atts) > 0 {
+		keys := make([]string, len(atts))
+		for i, a := range atts {
+			keys[i] = a.Key
+		}
+		(*remove)(context.WithoutCancel(ctx), keys)
 	}
-	s.files.DeleteFiles(context.WithoutCancel(ctx), keys)
 	return nil
-}
-
-// Attach uploads a file and links it at once to the caller's message
-// messageID, in the message's conversation. Errors: those of Get and of
-// attachments.Service.Upload, ErrPermission for another sender's message,
-// ErrInvalid when the message has MaxAttachments already. On failure nothing
-// is left.
-func (s *Service) Attach(ctx context.Context, caller Contact, messageID string, u attachments.Upload) (attachments.Attachment, error) {
-	a, err := s.attach(ctx, caller, messageID, u)
-	return a, kind.Wrap("messaging.Attach "+strconv.Quote(messageID), err)
-}
-
-func (s *Service) attach(ctx context.Context, caller Contact, messageID string, u attachments.Upload) (attachments.Attachment, error) {
-	m, err := s.get(ctx, caller, messageID)
-	if errors.Is(err, ErrNotFound) {
-		return attachments.Attachment{}, &Error{Kind: ErrNotFound, Param: "message_id", Message: "no such message: " + messageID}
-	}
-	if err != nil {
-		return attachments.Attachment{}, err
-	}
-	if m.Contact.ID != caller.ID {
-		return attachments.Attachment{}, &Error{Kind: ErrPermission, Param: "message_id", Message: "only the sender may add attachments to a message"}
-	}
-	if u.ConversationID != "" && u.ConversationID != m.ConversationID {
-		return attachments.Attachment{}, kind.BadParam("conversation_id", "conversation_id differs from the message's conversation")
-	}
-	u.ConversationID = m.ConversationID
-	a, err := s.files.Upload(ctx, caller.ID, u)
-	if err != nil {
-		return attachments.Attachment{}, err
-	}
-	m, err = s.repo.UpdateMessage(ctx, messageID, Change{
-		LinkAttachments: []string{a.ID},
-		UpdatedAt:       s.now(),
-		MaxAttachments:  s.opts.MaxAttachments,
-	})
-	if err != nil {
-		if derr := s.files.Delete(context.WithoutCancel(ctx), caller.ID, a.ID); derr != nil {
-			s.opts.Logger.ErrorContext(ctx, "messaging: cannot remove an attachment whose link failed", "attachment", a.ID, "err", derr)
-		}
-		if errors.Is(err, ErrNotFound) {
-			return attachments.Attachment{}, &Error{Kind: ErrNotFound, Param: "message_id", Message: "no such message: " + messageID}
-		}
-		return attachments.Attachment{}, linkError(err)
-	}
-	for _, got := range m.Attachments {
-		if got.ID == a.ID {
-			return got, nil
-		}
-	}
-	a.MessageID = messageID
-	return a, nil
 }

@@ -2,14 +2,16 @@ package messaging_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/memstore"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // onlyConversations lets each contact see the listed conversations.
@@ -32,8 +34,8 @@ func TestPolicyHidesConversations(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New()
 	policy := onlyConversations{}
-	files := attachments.New(store, memstore.NewBlobStore(), &attachments.Options{Policy: policy})
-	msgs := messaging.New(store, files, nil) // the policy comes with files
+	msgs := messaging.New(store, &messaging.Options{Policy: policy})
+	files := attachments.New(store, memstore.NewBlobStore(), msgs, nil)
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(t, err)
 	bob, err := msgs.SaveContact(ctx, messaging.Contact{Username: "bob"})
@@ -66,13 +68,26 @@ func TestPolicyHidesConversations(t *testing.T) {
 	page, err = msgs.List(ctx, alice, messaging.ListOptions{})
 	require.NoError(t, err)
 	assert.Len(t, page.Data, 2)
+
+	// Files follow the same Policy, set once on the messaging Service.
+	f, err := files.Upload(ctx, alice, attachments.Upload{Filename: "plan.txt", ConversationID: "secret", Body: strings.NewReader("plan")})
+	require.NoError(t, err)
+	_, err = files.Get(ctx, bob, f.ID)
+	assert.ErrorIs(t, err, messaging.ErrNotFound, "a file of a hidden conversation is not found")
+	_, err = files.Upload(ctx, bob, attachments.Upload{Filename: "x.txt", ConversationID: "secret", Body: strings.NewReader("x")})
+	assert.ErrorIs(t, err, messaging.ErrNotFound)
+	fp, err := files.List(ctx, bob, attachments.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, fp.Data)
+	_, err = files.SignedURL(ctx, bob, f, time.Minute)
+	assert.ErrorIs(t, err, messaging.ErrNotFound, "no signed URL of a file the caller may not see")
 }
 
 func TestTouchWritesAtMostOncePerInterval(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	msgs := messaging.New(store, attachments.New(store, memstore.NewBlobStore(), nil),
+	msgs := messaging.New(store,
 		&messaging.Options{Now: func() time.Time { return now }})
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(t, err)
@@ -97,7 +112,7 @@ func TestTouchWritesAtMostOncePerInterval(t *testing.T) {
 func TestSaveContactFindsByUsername(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New()
-	msgs := messaging.New(store, attachments.New(store, memstore.NewBlobStore(), nil), nil)
+	msgs := messaging.New(store, nil)
 	a, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice", PhoneNumber: "+1"})
 	require.NoError(t, err)
 	again, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
@@ -118,7 +133,7 @@ func TestCreateShowsTheContactAsStored(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	msgs := messaging.New(store, attachments.New(store, memstore.NewBlobStore(), nil),
+	msgs := messaging.New(store,
 		&messaging.Options{Now: func() time.Time { return now }})
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(t, err)
@@ -171,7 +186,7 @@ func TestSaveContactKeepsTimesNotGiven(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	msgs := messaging.New(store, attachments.New(store, memstore.NewBlobStore(), nil),
+	msgs := messaging.New(store,
 		&messaging.Options{Now: func() time.Time { return now }})
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(t, err)

@@ -48,8 +48,8 @@ func main() {
 		log.Fatal(err)
 	}
 	defer blobs.Close()
-	files := attachments.New(store, blobs, nil)
-	msgs := messaging.New(store, files, nil)
+	msgs := messaging.New(store, nil)
+	files := attachments.New(store, blobs, msgs, nil)
 
 	// The host's authentication, as a Parley Authenticator: the bearer token
 	// is the host's API key; each user gets a contact on first use.

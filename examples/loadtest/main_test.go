@@ -126,8 +126,8 @@ func (p *parley) count(key string) int {
 func newParley(tb testing.TB) *parley {
 	tb.Helper()
 	store := memstore.New()
-	files := attachments.New(store, memstore.NewBlobStore(), nil)
-	msgs := messaging.New(store, files, nil)
+	msgs := messaging.New(store, nil)
+	files := attachments.New(store, memstore.NewBlobStore(), msgs, nil)
 	alice, err := msgs.SaveContact(context.Background(), messaging.Contact{Username: "alice"})
 	require.NoError(tb, err)
 	api := httpadapter.New(msgs, files, &httpadapter.Options{
@@ -513,7 +513,7 @@ func TestSeed(t *testing.T) {
 	c, err := s.ContactByUsername(ctx, "alice")
 	require.NoError(t, err)
 	var all []messaging.Message
-	q := messaging.ListQuery{ConversationIDs: []string{"conv_seed"}, Limit: 100}
+	q := messaging.MessageQuery{ConversationIDs: []string{"conv_seed"}, Limit: 100}
 	for {
 		page, more, err := s.ListMessages(ctx, q)
 		require.NoError(t, err)

@@ -102,8 +102,8 @@ func run() error {
 	defer blobs.Close()
 
 	// 2. The services: every rule of the API lives here, whatever the backend.
-	files := attachments.New(store, blobs, &attachments.Options{MaxUploadBytes: *maxUpload, Logger: log})
-	msgs := messaging.New(store, files, &messaging.Options{Logger: log})
+	msgs := messaging.New(store, &messaging.Options{Logger: log})
+	files := attachments.New(store, blobs, msgs, &attachments.Options{MaxUploadBytes: *maxUpload, Logger: log})
 
 	// 3. Callers: a static token table. A host plugs in its own Authenticator.
 	if *tokens == "" {

@@ -8,23 +8,51 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/parleychat/parley/internal/kind"
 )
+
+// Error is an argument that breaks a rule. The services turn it into a
+// *messaging.Error of kind ErrInvalid with the same Code, Param and
+// Message.
+type Error struct {
+	// Code is CodeMissing or CodeInvalid.
+	Code string
+	// Param names the argument at fault.
+	Param string
+	// Message is written for people.
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// The codes of an Error, as in the API's error object.
+const (
+	CodeMissing = "parameter_missing"
+	CodeInvalid = "parameter_invalid"
+)
+
+// Missing reports that a required parameter is absent.
+func Missing(param string) *Error {
+	return &Error{Code: CodeMissing, Param: param, Message: "missing required parameter: " + param}
+}
+
+// BadParam reports that a parameter is malformed or out of range.
+func BadParam(param, msg string) *Error {
+	return &Error{Code: CodeInvalid, Param: param, Message: msg}
+}
 
 // ConversationID checks a client-chosen conversation id: 1 to 128 letters,
 // digits and _ - . :
 func ConversationID(param, s string) error {
 	if s == "" {
-		return kind.Missing(param)
+		return Missing(param)
 	}
 	if len(s) > 128 {
-		return kind.BadParam(param, param+" must be at most 128 characters")
+		return BadParam(param, param+" must be at most 128 characters")
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.' || c == ':') {
-			return kind.BadParam(param, param+" may hold only letters, digits and _ - . :")
+			return BadParam(param, param+" may hold only letters, digits and _ - . :")
 		}
 	}
 	return nil
@@ -34,11 +62,11 @@ func ConversationID(param, s string) error {
 // tab are allowed when multiline is true.
 func Text(param, s string, multiline bool) error {
 	if !utf8.ValidString(s) {
-		return kind.BadParam(param, param+" must be valid UTF-8")
+		return BadParam(param, param+" must be valid UTF-8")
 	}
 	for _, r := range s {
 		if unicode.IsControl(r) && !(multiline && (r == '\n' || r == '\t')) {
-			return kind.BadParam(param, param+" must not contain control characters")
+			return BadParam(param, param+" must not contain control characters")
 		}
 	}
 	return nil
@@ -56,16 +84,16 @@ func invisible(r rune) bool {
 // at most max characters, no control characters but newline and tab.
 func MessageText(param, s string, max int) error {
 	if s == "" {
-		return kind.Missing(param)
+		return Missing(param)
 	}
 	if err := Text(param, s, true); err != nil {
 		return err
 	}
 	if strings.TrimSpace(s) == "" {
-		return kind.BadParam(param, param+" must not be empty")
+		return BadParam(param, param+" must not be empty")
 	}
 	if n := utf8.RuneCountInString(s); n > max {
-		return kind.BadParam(param, param+" is too long: at most "+strconv.Itoa(max)+" characters")
+		return BadParam(param, param+" is too long: at most "+strconv.Itoa(max)+" characters")
 	}
 	return nil
 }
@@ -75,19 +103,19 @@ func MessageText(param, s string, max int) error {
 // (a name is also a path segment: DELETE …/reactions/{name}).
 func ReactionName(param, s string) error {
 	if s == "" {
-		return kind.BadParam(param, "a reaction name must not be empty")
+		return BadParam(param, "a reaction name must not be empty")
 	}
 	if err := Text(param, s, false); err != nil {
 		return err
 	}
 	if utf8.RuneCountInString(s) > 64 {
-		return kind.BadParam(param, "a reaction name must be at most 64 characters")
+		return BadParam(param, "a reaction name must be at most 64 characters")
 	}
 	if strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || r == '[' || r == ']' || r == '/' || invisible(r) }) {
-		return kind.BadParam(param, "a reaction name must not contain white space, brackets, slashes or invisible characters")
+		return BadParam(param, "a reaction name must not contain white space, brackets, slashes or invisible characters")
 	}
 	if s == "." || s == ".." {
-		return kind.BadParam(param, "a reaction name must not be . or ..")
+		return BadParam(param, "a reaction name must not be . or ..")
 	}
 	return nil
 }
@@ -99,7 +127,7 @@ func Limit(n, max int) (int, error) {
 		return min(10, max), nil
 	}
 	if n < 1 || n > max {
-		return 0, kind.BadParam("limit", "limit must be between 1 and "+strconv.Itoa(max))
+		return 0, BadParam("limit", "limit must be between 1 and "+strconv.Itoa(max))
 	}
 	return n, nil
 }
@@ -111,7 +139,7 @@ func Limit(n, max int) (int, error) {
 // parameter.
 func Cursors[P any](after, before string, at func(id string) (P, bool, error)) (afterPos, beforePos *P, err error) {
 	if after != "" && before != "" {
-		return nil, nil, kind.BadParam("ending_before", "starting_after and ending_before cannot be used together")
+		return nil, nil, BadParam("ending_before", "starting_after and ending_before cannot be used together")
 	}
 	resolve := func(param, id string) (*P, error) {
 		if id == "" {
@@ -122,7 +150,7 @@ func Cursors[P any](after, before string, at func(id string) (P, bool, error)) (
 			return nil, err
 		}
 		if !ok {
-			return nil, kind.BadParam(param, param+" names no item of this list: "+id)
+			return nil, BadParam(param, param+" names no item of this list: "+id)
 		}
 		return &pos, nil
 	}
@@ -155,7 +183,7 @@ func Filename(param, name string) (string, error) {
 	}
 	name = strings.TrimSpace(name)
 	if name == "" || name == "." || name == ".." || path.Base(name) != name {
-		return "", kind.BadParam(param, param+" is empty or not a valid file name")
+		return "", BadParam(param, param+" is empty or not a valid file name")
 	}
 	return name, nil
 }

@@ -7,8 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/parleychat/parley/internal/kind"
 )
 
 func TestFilename(t *testing.T) {
@@ -31,10 +29,10 @@ func TestFilename(t *testing.T) {
 	}
 	for _, bad := range []string{"", "   ", ".", "..", "dir/", "a/..", "\x01\x02"} {
 		_, err := Filename("filename", bad)
-		var e *kind.Error
+		var e *Error
 		require.True(t, errors.As(err, &e), "%q: %v", bad, err)
 		assert.Equal(t, "filename", e.Param)
-		assert.ErrorIs(t, err, kind.Invalid)
+		assertInvalid(t, err)
 	}
 }
 
@@ -43,21 +41,21 @@ func TestConversationID(t *testing.T) {
 		assert.NoError(t, ConversationID("conversation_id", ok), ok)
 	}
 	for _, bad := range []string{strings.Repeat("z", 129), "has space", "slash/no", "ünï", "semi;colon"} {
-		assert.ErrorIs(t, ConversationID("conversation_id", bad), kind.Invalid, bad)
+		assertInvalid(t, ConversationID("conversation_id", bad), bad)
 	}
-	var e *kind.Error
+	var e *Error
 	require.True(t, errors.As(ConversationID("conversation_id", ""), &e))
-	assert.Equal(t, kind.CodeMissing, e.Code)
+	assert.Equal(t, CodeMissing, e.Code)
 }
 
 func TestMessageText(t *testing.T) {
 	assert.NoError(t, MessageText("message", "line one\nline two\ttabbed", 4000))
 	assert.NoError(t, MessageText("message", strings.Repeat("é", 10), 10), "counted in characters, not bytes")
-	assert.ErrorIs(t, MessageText("message", strings.Repeat("é", 11), 10), kind.Invalid)
-	assert.ErrorIs(t, MessageText("message", " \n\t ", 10), kind.Invalid)
-	assert.ErrorIs(t, MessageText("message", "nul\x00", 10), kind.Invalid)
-	assert.ErrorIs(t, MessageText("message", "\xff", 10), kind.Invalid)
-	assert.ErrorIs(t, MessageText("message", "cr\r\n", 10), kind.Invalid, "only newline and tab")
+	assertInvalid(t, MessageText("message", strings.Repeat("é", 11), 10))
+	assertInvalid(t, MessageText("message", " \n\t ", 10))
+	assertInvalid(t, MessageText("message", "nul\x00", 10))
+	assertInvalid(t, MessageText("message", "\xff", 10))
+	assertInvalid(t, MessageText("message", "cr\r\n", 10), "only newline and tab")
 }
 
 func TestReactionName(t *testing.T) {
@@ -65,7 +63,7 @@ func TestReactionName(t *testing.T) {
 	assert.NoError(t, ReactionName("reactions", "👍"))
 	assert.NoError(t, ReactionName("reactions", "👨\u200d👩\u200d👧"), "emoji joined by ZWJ")
 	for _, bad := range []string{"", "two words", "br[ack]et", strings.Repeat("x", 65), "ctl\x07", ".", "..", "a/b", "\u202eab"} {
-		assert.ErrorIs(t, ReactionName("reactions", bad), kind.Invalid, bad)
+		assertInvalid(t, ReactionName("reactions", bad), bad)
 	}
 }
 
@@ -78,7 +76,7 @@ func TestLimit(t *testing.T) {
 	assert.Equal(t, 100, n)
 	for _, bad := range []int{-1, 101} {
 		_, err := Limit(bad, 100)
-		var e *kind.Error
+		var e *Error
 		require.True(t, errors.As(err, &e))
 		assert.Equal(t, "limit", e.Param)
 	}
@@ -102,11 +100,18 @@ func TestCursors(t *testing.T) {
 		{"a", "b", "ending_before"}, {"zzz", "", "starting_after"}, {"", "zzz", "ending_before"},
 	} {
 		_, _, err := Cursors(tc.after, tc.before, at)
-		var e *kind.Error
+		var e *Error
 		require.True(t, errors.As(err, &e), "%v", tc)
 		assert.Equal(t, tc.param, e.Param)
 	}
 	boom := errors.New("boom")
 	_, _, err = Cursors("a", "", func(string) (int, bool, error) { return 0, false, boom })
 	assert.ErrorIs(t, err, boom)
+}
+
+// assertInvalid asserts that err is an *Error.
+func assertInvalid(t *testing.T, err error, msgAndArgs ...any) {
+	t.Helper()
+	var e *Error
+	assert.True(t, errors.As(err, &e), msgAndArgs...)
 }

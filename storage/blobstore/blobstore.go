@@ -19,6 +19,7 @@ import (
 	"gocloud.dev/gcerrors"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/messaging"
 )
 
 // Store is an attachments.BlobStore, attachments.Lister and
@@ -58,7 +59,7 @@ func (s *Store) Close() error { return s.b.Close() }
 // Put streams r into the object key. If r fails or ctx ends before io.EOF,
 // the write is aborted and no object is left under key. An error of r is
 // returned as it is (wrapped); a bucket that cannot be reached gives an
-// error matching attachments.ErrUnavailable.
+// error matching messaging.ErrUnavailable.
 func (s *Store) Put(ctx context.Context, key, contentType string, r io.Reader) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -114,7 +115,7 @@ func (e *errReader) Read(p []byte) (int, error) {
 }
 
 // Open returns a reader of the object that can seek. A missing object is an
-// error matching attachments.ErrNotFound.
+// error matching messaging.ErrNotFound.
 func (s *Store) Open(ctx context.Context, key string) (io.ReadSeekCloser, error) {
 	r, err := s.b.NewReader(ctx, key, nil)
 	if err != nil {
@@ -157,7 +158,7 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(attachments.Obj
 // gocloud default of an hour). Where the
 // driver supports it (S3), the URL makes the server answer with
 // contentType and a Content-Disposition naming filename. A bucket that
-// cannot sign gives an error matching attachments.ErrUnimplemented.
+// cannot sign gives an error matching messaging.ErrUnimplemented.
 func (s *Store) SignedURL(ctx context.Context, key, filename, contentType string, expiry time.Duration) (string, error) {
 	disp := disposition(filename, contentType)
 	u, err := s.b.SignedURL(ctx, key, &blob.SignedURLOptions{
@@ -187,12 +188,12 @@ func (s *Store) SignedURL(ctx context.Context, key, filename, contentType string
 func mapError(op string, err error) error {
 	switch gcerrors.Code(err) {
 	case gcerrors.NotFound:
-		return fmt.Errorf("blobstore: %s: %w: %w", op, attachments.ErrNotFound, err)
+		return fmt.Errorf("blobstore: %s: %w: %w", op, messaging.ErrNotFound, err)
 	case gcerrors.Unimplemented:
-		return fmt.Errorf("blobstore: %s: the bucket cannot do this: %w: %w", op, attachments.ErrUnimplemented, err)
+		return fmt.Errorf("blobstore: %s: the bucket cannot do this: %w: %w", op, messaging.ErrUnimplemented, err)
 	}
 	if unreachable(err) {
-		return fmt.Errorf("blobstore: %s: the bucket cannot be reached: %w: %w", op, attachments.ErrUnavailable, err)
+		return fmt.Errorf("blobstore: %s: the bucket cannot be reached: %w: %w", op, messaging.ErrUnavailable, err)
 	}
 	return fmt.Errorf("blobstore: %s: %w", op, err)
 }

@@ -23,6 +23,7 @@ import (
 	"gocloud.dev/blob/fileblob"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/blobstore"
 )
 
@@ -200,7 +201,7 @@ func TestOpenMissing(t *testing.T) {
 			s := d.open(t)
 			_, err := s.Open(context.Background(), "attachments/none")
 			require.Error(t, err)
-			assert.ErrorIs(t, err, attachments.ErrNotFound)
+			assert.ErrorIs(t, err, messaging.ErrNotFound)
 		})
 	}
 }
@@ -214,7 +215,7 @@ func TestDelete(t *testing.T) {
 			require.NoError(t, s.Put(ctx, "attachments/a", "text/plain", strings.NewReader("a")))
 			require.NoError(t, s.Delete(ctx, "attachments/a"))
 			_, err := s.Open(ctx, "attachments/a")
-			assert.ErrorIs(t, err, attachments.ErrNotFound)
+			assert.ErrorIs(t, err, messaging.ErrNotFound)
 			assert.Empty(t, keys(t, s))
 			assert.NoError(t, s.Delete(ctx, "attachments/a"), "deleting twice")
 		})
@@ -268,7 +269,7 @@ func TestPutAbortsOnReaderError(t *testing.T) {
 					require.Error(t, err)
 					assert.ErrorIs(t, err, boom)
 					_, err = s.Open(ctx, "attachments/x")
-					assert.ErrorIs(t, err, attachments.ErrNotFound, "an aborted write left an object")
+					assert.ErrorIs(t, err, messaging.ErrNotFound, "an aborted write left an object")
 					assert.Empty(t, keys(t, s))
 				}
 				if d.dir != nil {
@@ -293,7 +294,7 @@ func TestPutAbortsOnContextDone(t *testing.T) {
 				require.Error(t, err)
 				assert.ErrorIs(t, err, context.Canceled)
 				_, err = s.Open(context.Background(), "attachments/x")
-				assert.ErrorIs(t, err, attachments.ErrNotFound, "a canceled write left an object")
+				assert.ErrorIs(t, err, messaging.ErrNotFound, "a canceled write left an object")
 				assert.Empty(t, keys(t, s))
 				if d.dir != nil {
 					assert.Empty(t, files(t, d.dir()))
@@ -354,12 +355,12 @@ func TestSignedURLUnimplemented(t *testing.T) {
 		s := openStore(t, u)
 		_, err := s.SignedURL(context.Background(), "attachments/a", "a.txt", "text/plain", time.Minute)
 		require.Error(t, err, u)
-		assert.ErrorIs(t, err, attachments.ErrUnimplemented, u)
+		assert.ErrorIs(t, err, messaging.ErrUnimplemented, u)
 
 		// Through the Service too.
-		svc := attachments.New(nil, s, nil)
-		_, err = svc.SignedURL(context.Background(), attachments.Attachment{Key: "attachments/a"}, time.Minute)
-		assert.ErrorIs(t, err, attachments.ErrUnimplemented, u)
+		svc := attachments.New(nil, s, messaging.New(nil, nil), nil)
+		_, err = svc.SignedURL(context.Background(), messaging.Contact{ID: "ctc_a"}, messaging.Attachment{Key: "attachments/a", UploaderID: "ctc_a"}, time.Minute)
+		assert.ErrorIs(t, err, messaging.ErrUnimplemented, u)
 	}
 }
 

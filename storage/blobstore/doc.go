@@ -5,7 +5,7 @@
 //	files, err := blobstore.Open(ctx, "s3://my-bucket?region=eu-west-1")
 //	if err != nil { … }
 //	defer files.Close()
-//	svc := attachments.New(repo, files, nil)
+//	svc := attachments.New(repo, files, messaging.New(repo, nil), nil)
 //
 // The Store is also an attachments.Lister, so that
 // attachments.Service.Reconcile can find orphaned objects, and an
@@ -54,7 +54,7 @@
 // response-content-type and response-content-disposition, so the file is
 // served with its current name and type, inline only for the types
 // attachments.Inline accepts. memblob cannot sign: SignedURL
-// returns an error matching attachments.ErrUnimplemented. fileblob signs
+// returns an error matching messaging.ErrUnimplemented. fileblob signs
 // only when the bucket has a URLSigner:
 //
 //	base, _ := url.Parse("https://files.example.com/signed")
@@ -71,12 +71,12 @@
 //
 // # Errors
 //
-// Open returns an error matching attachments.ErrNotFound for a missing
-// object; SignedURL one matching attachments.ErrUnimplemented when the
+// Open returns an error matching messaging.ErrNotFound for a missing
+// object; SignedURL one matching messaging.ErrUnimplemented when the
 // bucket cannot sign. A bucket that cannot be reached (a refused or reset
 // connection, a DNS failure, a timeout or passed deadline, the server
 // answering 502, 503 or 504, the gocloud codes DeadlineExceeded and
-// ResourceExhausted) gives errors matching attachments.ErrUnavailable, which
+// ResourceExhausted) gives errors matching messaging.ErrUnavailable, which
 // the HTTP adapter answers with 503 and Retry-After. A canceled context is
 // not unavailability, and neither is an error of the reader Put copies
 // from: those come back as they are. Other errors are the driver's,

@@ -20,6 +20,7 @@ import (
 	"gocloud.dev/blob/s3blob"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/blobstore"
 )
 
@@ -69,7 +70,7 @@ func openS3At(tb testing.TB, endpoint string) *blobstore.Store {
 
 // assertUnavailable runs every operation of the Store against s, each
 // bounded by timeout, and checks that it fails with an error matching
-// attachments.ErrUnavailable whose cause is kept and passes check.
+// messaging.ErrUnavailable whose cause is kept and passes check.
 func assertUnavailable(t *testing.T, s *blobstore.Store, timeout time.Duration, check func(t *testing.T, err error)) {
 	t.Helper()
 	ops := []struct {
@@ -97,8 +98,8 @@ func assertUnavailable(t *testing.T, s *blobstore.Store, timeout time.Duration, 
 			defer cancel()
 			err := op.do(ctx)
 			require.Error(t, err)
-			assert.ErrorIs(t, err, attachments.ErrUnavailable)
-			assert.NotErrorIs(t, err, attachments.ErrNotFound)
+			assert.ErrorIs(t, err, messaging.ErrUnavailable)
+			assert.NotErrorIs(t, err, messaging.ErrNotFound)
 			check(t, err)
 		})
 	}
@@ -123,7 +124,7 @@ func TestUnreachableBucket(t *testing.T) {
 	defer cancel()
 	err := s.Put(ctx, "attachments/a", "text/plain", strings.NewReader("hello"))
 	require.Error(t, err)
-	assert.ErrorIs(t, err, attachments.ErrUnavailable)
+	assert.ErrorIs(t, err, messaging.ErrUnavailable)
 	refused(t, err)
 }
 
@@ -162,7 +163,7 @@ func TestBucketTimeout(t *testing.T) {
 	err := s.Put(ctx, "attachments/a", "text/plain", strings.NewReader("hello"))
 	require.Error(t, err)
 	assert.ErrorIs(t, err, context.Canceled)
-	assert.NotErrorIs(t, err, attachments.ErrUnavailable, "the caller gave up; the bucket is fine")
+	assert.NotErrorIs(t, err, messaging.ErrUnavailable, "the caller gave up; the bucket is fine")
 }
 
 // timeoutError is a network timeout, as reading a slow client's body gives.
@@ -182,6 +183,6 @@ func TestPutReaderNetworkError(t *testing.T) {
 	require.Error(t, err)
 	var ne net.Error
 	assert.True(t, errors.As(err, &ne), "the reader's error is kept: %v", err)
-	assert.NotErrorIs(t, err, attachments.ErrUnavailable)
+	assert.NotErrorIs(t, err, messaging.ErrUnavailable)
 	assert.Empty(t, keys(t, s))
 }

@@ -6,15 +6,16 @@ import (
 	"strconv"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/messaging"
 )
 
-func attPos(a attachments.Attachment) attachments.Cursor {
-	return attachments.Cursor{CreatedAt: a.CreatedAt, ID: a.ID}
+func attPos(a messaging.Attachment) messaging.Cursor {
+	return messaging.Cursor{CreatedAt: a.CreatedAt, ID: a.ID}
 }
 
-// CreateAttachment stores a new attachment row (FileURL is not kept). An
-// existing ID is an error matching attachments.ErrConflict.
-func (s *Store) CreateAttachment(ctx context.Context, a attachments.Attachment) error {
+// CreateAttachment stores a new attachment row. An existing ID is an
+// error matching messaging.ErrConflict.
+func (s *Store) CreateAttachment(ctx context.Context, a messaging.Attachment) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -23,7 +24,6 @@ func (s *Store) CreateAttachment(ctx context.Context, a attachments.Attachment) 
 	if _, ok := s.atts[a.ID]; ok {
 		return conflict("an attachment with the id " + strconv.Quote(a.ID) + " already exists")
 	}
-	a.FileURL = ""
 	a.CreatedAt = norm(a.CreatedAt)
 	s.atts[a.ID] = a
 	if a.MessageID != "" {
@@ -33,16 +33,16 @@ func (s *Store) CreateAttachment(ctx context.Context, a attachments.Attachment) 
 }
 
 // GetAttachment returns the attachment, or an error matching
-// attachments.ErrNotFound.
-func (s *Store) GetAttachment(ctx context.Context, id string) (attachments.Attachment, error) {
+// messaging.ErrNotFound.
+func (s *Store) GetAttachment(ctx context.Context, id string) (messaging.Attachment, error) {
 	if err := ctx.Err(); err != nil {
-		return attachments.Attachment{}, err
+		return messaging.Attachment{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a, ok := s.atts[id]
 	if !ok {
-		return attachments.Attachment{}, notFound("attachment", id)
+		return messaging.Attachment{}, notFound("attachment", id)
 	}
 	return a, nil
 }
@@ -51,14 +51,14 @@ func (s *Store) GetAttachment(ctx context.Context, id string) (attachments.Attac
 // first, and whether more exist in the direction of travel: those of the
 // conversations q.ConversationIDs (of every conversation when q.All), and,
 // when q.UploaderID is set, those that contact uploaded in no conversation.
-// A Limit below 1 is an error matching attachments.ErrInvalid.
-func (s *Store) ListAttachments(ctx context.Context, q attachments.ListQuery) ([]attachments.Attachment, bool, error) {
+// A Limit below 1 is an error matching messaging.ErrInvalid.
+func (s *Store) ListAttachments(ctx context.Context, q attachments.AttachmentQuery) ([]messaging.Attachment, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var all []attachments.Attachment
+	var all []messaging.Attachment
 	for _, a := range s.atts {
 		var in bool
 		if a.ConversationID == "" {
@@ -79,16 +79,16 @@ func (s *Store) ListAttachments(ctx context.Context, q attachments.ListQuery) ([
 }
 
 // RenameAttachment sets the file name and returns the updated row, or an
-// error matching attachments.ErrNotFound.
-func (s *Store) RenameAttachment(ctx context.Context, id, filename string) (attachments.Attachment, error) {
+// error matching messaging.ErrNotFound.
+func (s *Store) RenameAttachment(ctx context.Context, id, filename string) (messaging.Attachment, error) {
 	if err := ctx.Err(); err != nil {
-		return attachments.Attachment{}, err
+		return messaging.Attachment{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a, ok := s.atts[id]
 	if !ok {
-		return attachments.Attachment{}, notFound("attachment", id)
+		return messaging.Attachment{}, notFound("attachment", id)
 	}
 	a.Filename = filename
 	s.atts[id] = a
@@ -97,16 +97,16 @@ func (s *Store) RenameAttachment(ctx context.Context, id, filename string) (atta
 
 // DeleteAttachment removes the row (and so the attachment from its
 // message), records its Key as a pending deletion and returns the row, or
-// an error matching attachments.ErrNotFound.
-func (s *Store) DeleteAttachment(ctx context.Context, id string) (attachments.Attachment, error) {
+// an error matching messaging.ErrNotFound.
+func (s *Store) DeleteAttachment(ctx context.Context, id string) (messaging.Attachment, error) {
 	if err := ctx.Err(); err != nil {
-		return attachments.Attachment{}, err
+		return messaging.Attachment{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a, ok := s.atts[id]
 	if !ok {
-		return attachments.Attachment{}, notFound("attachment", id)
+		return messaging.Attachment{}, notFound("attachment", id)
 	}
 	delete(s.atts, id)
 	if a.MessageID != "" {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -11,7 +12,7 @@ import (
 	"time"
 
 	"github.com/parleychat/parley/attachments"
-	"github.com/parleychat/parley/internal/kind"
+	"github.com/parleychat/parley/messaging"
 )
 
 // BlobStore is an in-memory attachments.BlobStore and attachments.Lister.
@@ -39,10 +40,10 @@ func NewBlobStore() *BlobStore {
 
 // Put reads all of r and stores it under key, replacing any object there.
 // If r fails, or ctx is done, before io.EOF, it returns the error and stores
-// nothing. An empty key is an error matching attachments.ErrInvalid.
+// nothing. An empty key is an error matching messaging.ErrInvalid.
 func (b *BlobStore) Put(ctx context.Context, key, contentType string, r io.Reader) error {
 	if key == "" {
-		return kind.BadParam("key", "the file has no storage key")
+		return fmt.Errorf("memstore: empty key: %w", messaging.ErrInvalid)
 	}
 	var buf bytes.Buffer
 	chunk := make([]byte, 32<<10)
@@ -69,7 +70,7 @@ func (b *BlobStore) Put(ctx context.Context, key, contentType string, r io.Reade
 }
 
 // Open returns a reader over a copy of the object's bytes, or an error
-// matching attachments.ErrNotFound.
+// matching messaging.ErrNotFound.
 func (b *BlobStore) Open(ctx context.Context, key string) (io.ReadSeekCloser, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -78,7 +79,7 @@ func (b *BlobStore) Open(ctx context.Context, key string) (io.ReadSeekCloser, er
 	o, ok := b.objects[key]
 	b.mu.Unlock()
 	if !ok {
-		return nil, kind.New(kind.NotFound, "no such file")
+		return nil, fmt.Errorf("memstore: no object %q: %w", key, messaging.ErrNotFound)
 	}
 	return &reader{Reader: bytes.NewReader(bytes.Clone(o.data))}, nil
 }

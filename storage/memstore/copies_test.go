@@ -22,12 +22,12 @@ func TestReturnsCopies(t *testing.T) {
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	alice := messaging.Contact{ID: "ctc_1", Username: "alice", CreatedAt: now}
 	require.NoError(t, s.PutContact(ctx, alice))
-	att := attachments.Attachment{ID: "att_1", ConversationID: "c", UploaderID: alice.ID, Filename: "a.txt", Key: "k1", CreatedAt: now}
+	att := messaging.Attachment{ID: "att_1", ConversationID: "c", UploaderID: alice.ID, Filename: "a.txt", Key: "k1", CreatedAt: now}
 	require.NoError(t, s.CreateAttachment(ctx, att))
 	add := []messaging.Reaction{{Name: "👍", Reactors: []string{"alice"}}}
 	m := messaging.Message{ID: "msg_1", ConversationID: "c", Contact: messaging.Contact{ID: alice.ID}, Text: "hi", CreatedAt: now}
 	require.NoError(t, s.CreateMessage(ctx, m, []string{att.ID}))
-	_, err := s.UpdateMessage(ctx, m.ID, messaging.Change{AddReactions: add})
+	_, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: add})
 	require.NoError(t, err)
 	add[0].Reactors[0] = "mallory" // the caller's slice is not kept
 
@@ -35,14 +35,14 @@ func TestReturnsCopies(t *testing.T) {
 	require.NoError(t, err)
 	want := got
 	want.Reactions = []messaging.Reaction{{Name: "👍", Reactors: []string{"alice"}}}
-	want.Attachments = []attachments.Attachment{got.Attachments[0]}
+	want.Attachments = []messaging.Attachment{got.Attachments[0]}
 	assert.Equal(t, want, got)
 
 	got.Reactions[0].Reactors[0] = "mallory"
 	got.Reactions[0].Name = "x"
 	got.Attachments[0].Filename = "evil"
 	got.Contact.Username = "mallory"
-	items, _, err := s.ListMessages(ctx, messaging.ListQuery{All: true, Limit: 10})
+	items, _, err := s.ListMessages(ctx, messaging.MessageQuery{All: true, Limit: 10})
 	require.NoError(t, err)
 	items[0].Reactions[0].Reactors[0] = "mallory"
 
@@ -50,7 +50,7 @@ func TestReturnsCopies(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, want, again)
 
-	atts, _, err := s.ListAttachments(ctx, attachments.ListQuery{All: true, Limit: 10})
+	atts, _, err := s.ListAttachments(ctx, attachments.AttachmentQuery{All: true, Limit: 10})
 	require.NoError(t, err)
 	atts[0].Filename = "evil"
 	pending, err := s.PendingDeletions(ctx, 10)
@@ -83,5 +83,5 @@ func TestBlobStoreCopies(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "hello", string(got))
 
-	assert.ErrorIs(t, b.Put(ctx, "", "text/plain", bytes.NewReader(nil)), attachments.ErrInvalid)
+	assert.ErrorIs(t, b.Put(ctx, "", "text/plain", bytes.NewReader(nil)), messaging.ErrInvalid)
 }

@@ -8,8 +8,8 @@
 // so they behave as the SQL and blob backends do:
 //
 //	store, blobs := memstore.New(), memstore.NewBlobStore()
-//	files := attachments.New(store, blobs, nil)
-//	msgs := messaging.New(store, files, nil)
+//	msgs := messaging.New(store, nil)
+//	files := attachments.New(store, blobs, msgs, nil)
 //
 // Values returned are copies: changing them changes nothing stored. Times
 // are kept in UTC, truncated to the microsecond, as a SQL backend keeps them.

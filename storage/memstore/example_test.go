@@ -17,8 +17,8 @@ func Example() {
 	ctx := context.Background()
 
 	store, blobs := memstore.New(), memstore.NewBlobStore()
-	files := attachments.New(store, blobs, nil)
-	msgs := messaging.New(store, files, nil)
+	msgs := messaging.New(store, nil)
+	files := attachments.New(store, blobs, msgs, nil)
 
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	if err != nil {
@@ -29,7 +29,7 @@ func Example() {
 		panic(err)
 	}
 
-	notes, err := files.Upload(ctx, alice.ID, attachments.Upload{
+	notes, err := files.Upload(ctx, alice, attachments.Upload{
 		Filename:       "notes.txt",
 		ConversationID: "team",
 		Body:           strings.NewReader("bring snacks\n"),

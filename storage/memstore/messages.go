@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/parleychat/parley/attachments"
-	"github.com/parleychat/parley/internal/kind"
 	"github.com/parleychat/parley/messaging"
 )
 
@@ -88,13 +86,13 @@ func (s *Store) view(m *messaging.Message) messaging.Message {
 }
 
 // attachmentsOf returns copies of the message's attachments, oldest first.
-func (s *Store) attachmentsOf(msgID string) []attachments.Attachment {
+func (s *Store) attachmentsOf(msgID string) []messaging.Attachment {
 	ids := s.linked[msgID]
-	out := make([]attachments.Attachment, 0, len(ids))
+	out := make([]messaging.Attachment, 0, len(ids))
 	for _, id := range ids {
 		out = append(out, s.atts[id])
 	}
-	slices.SortFunc(out, func(a, b attachments.Attachment) int { return compareCursor(attPos(a), attPos(b)) })
+	slices.SortFunc(out, func(a, b messaging.Attachment) int { return compareCursor(attPos(a), attPos(b)) })
 	return out
 }
 
@@ -113,14 +111,14 @@ func (s *Store) GetMessage(ctx context.Context, id string) (messaging.Message, e
 	return s.view(m), nil
 }
 
-func msgPos(m *messaging.Message) attachments.Cursor {
-	return attachments.Cursor{CreatedAt: m.CreatedAt, ID: m.ID}
+func msgPos(m *messaging.Message) messaging.Cursor {
+	return messaging.Cursor{CreatedAt: m.CreatedAt, ID: m.ID}
 }
 
 // ListMessages returns a page of the messages q selects, newest first, and
 // whether more exist in the direction of travel. A Limit below 1 is an
 // error matching messaging.ErrInvalid.
-func (s *Store) ListMessages(ctx context.Context, q messaging.ListQuery) ([]messaging.Message, bool, error) {
+func (s *Store) ListMessages(ctx context.Context, q messaging.MessageQuery) ([]messaging.Message, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
@@ -147,10 +145,9 @@ func (s *Store) ListMessages(ctx context.Context, q messaging.ListQuery) ([]mess
 // UpdateMessage applies ch atomically and returns the message as
 // GetMessage would after it. Errors: messaging.ErrNotFound for a missing
 // message or attachment, messaging.ErrConflict for an attachment linked to
-// another message or of another conversation, messaging.ErrInvalid when a
-// change that adds reaction names or attachments would leave more than
-// ch.MaxReactionNames or ch.MaxAttachments; on error nothing changes.
-func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.Change) (messaging.Message, error) {
+// another message or of another conversation, ch.Check's error; on error
+// nothing changes.
+func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.MessageChange) (messaging.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return messaging.Message{}, err
 	}
@@ -164,20 +161,20 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.Chang
 	if ch.Text != nil {
 		m.Text = *ch.Text
 	}
-	names := len(m.Reactions)
+	before := messaging.MessageCounts{ReactionNames: len(m.Reactions), Attachments: len(s.linked[id])}
 	m.Reactions = addReactions(copyReactions(m.Reactions), ch.AddReactions)
 	if r := ch.RemoveReaction; r != nil {
 		m.Reactions = removeReactors(m.Reactions, r.Name, r.Reactors)
-	}
-	if n := len(m.Reactions); ch.MaxReactionNames > 0 && n > ch.MaxReactionNames && n > names {
-		return messaging.Message{}, kind.BadParam("reactions", "a message may have at most "+strconv.Itoa(ch.MaxReactionNames)+" distinct reactions")
 	}
 	links, err := s.checkLinks(m.ID, m.ConversationID, ch.LinkAttachments)
 	if err != nil {
 		return messaging.Message{}, err
 	}
-	if n := len(s.linked[id]) + len(links); ch.MaxAttachments > 0 && len(links) > 0 && n > ch.MaxAttachments {
-		return messaging.Message{}, kind.BadParam("attachments", "a message may have at most "+strconv.Itoa(ch.MaxAttachments)+" attachments")
+	after := messaging.MessageCounts{ReactionNames: len(m.Reactions), Attachments: before.Attachments + len(links)}
+	if ch.Check != nil {
+		if err := ch.Check(before, after); err != nil {
+			return messaging.Message{}, err
+		}
 	}
 	if ch.Read != nil {
 		switch {
@@ -199,7 +196,7 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.Chang
 // records the attachments' keys as pending deletions, and returns the
 // removed attachments (oldest first), or an error matching
 // messaging.ErrNotFound.
-func (s *Store) DeleteMessage(ctx context.Context, id string) ([]attachments.Attachment, error) {
+func (s *Store) DeleteMessage(ctx context.Context, id string) ([]messaging.Attachment, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -2,13 +2,13 @@ package memstore
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/parleychat/parley/attachments"
-	"github.com/parleychat/parley/internal/kind"
 	"github.com/parleychat/parley/messaging"
 )
 
@@ -17,12 +17,12 @@ import (
 // serialized. The zero value is not usable; call New.
 type Store struct {
 	mu        sync.Mutex
-	contacts  map[string]messaging.Contact      // by id
-	usernames map[string]string                 // username -> contact id
-	messages  map[string]*messaging.Message     // by id; Contact holds the id only, Attachments is nil
-	atts      map[string]attachments.Attachment // by id
-	linked    map[string][]string               // message id -> ids of its attachments
-	pending   []string                          // keys of pending deletions, oldest first
+	contacts  map[string]messaging.Contact    // by id
+	usernames map[string]string               // username -> contact id
+	messages  map[string]*messaging.Message   // by id; Contact holds the id only, Attachments is nil
+	atts      map[string]messaging.Attachment // by id
+	linked    map[string][]string             // message id -> ids of its attachments
+	pending   []string                        // keys of pending deletions, oldest first
 }
 
 var (
@@ -36,7 +36,7 @@ func New() *Store {
 		contacts:  make(map[string]messaging.Contact),
 		usernames: make(map[string]string),
 		messages:  make(map[string]*messaging.Message),
-		atts:      make(map[string]attachments.Attachment),
+		atts:      make(map[string]messaging.Attachment),
 		linked:    make(map[string][]string),
 	}
 }
@@ -48,13 +48,13 @@ func norm(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 // errors are shown to the people who call the API: they say what is wrong
 // in their terms, never which backend stores the data.
 func notFound(what, id string) error {
-	return kind.New(kind.NotFound, "no such "+what+": "+strconv.Quote(id))
+	return fmt.Errorf("memstore: no %s %s: %w", what, strconv.Quote(id), messaging.ErrNotFound)
 }
 
-func conflict(msg string) error { return kind.New(kind.Conflict, msg) }
+func conflict(msg string) error { return fmt.Errorf("memstore: %s: %w", msg, messaging.ErrConflict) }
 
 // compareCursor orders (CreatedAt, ID) pairs ascending.
-func compareCursor(a, b attachments.Cursor) int {
+func compareCursor(a, b messaging.Cursor) int {
 	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 		return c
 	}
@@ -65,25 +65,25 @@ func compareCursor(a, b attachments.Cursor) int {
 // describe: Limit items just older than after, or just newer than before
 // (still newest first), or the newest, and whether more lie beyond them in
 // the direction of travel.
-func page[T any](items []T, pos func(T) attachments.Cursor, limit int, after, before *attachments.Cursor) ([]T, bool, error) {
+func page[T any](items []T, pos func(T) messaging.Cursor, limit int, after, before *messaging.Cursor) ([]T, bool, error) {
 	if limit < 1 {
-		return nil, false, kind.BadParam("limit", "limit must be at least 1")
+		return nil, false, fmt.Errorf("memstore: limit must be at least 1: %w", messaging.ErrInvalid)
 	}
 	if after != nil && before != nil {
-		return nil, false, kind.BadParam("ending_before", "starting_after and ending_before cannot be used together")
+		return nil, false, fmt.Errorf("memstore: After and Before cannot be used together: %w", messaging.ErrInvalid)
 	}
 	if before != nil {
-		b := attachments.Cursor{CreatedAt: norm(before.CreatedAt), ID: before.ID}
+		b := messaging.Cursor{CreatedAt: norm(before.CreatedAt), ID: before.ID}
 		// items[:end] are newer than the cursor; the page is the oldest of them.
-		end, _ := slices.BinarySearchFunc(items, b, func(it T, c attachments.Cursor) int { return compareCursor(c, pos(it)) })
+		end, _ := slices.BinarySearchFunc(items, b, func(it T, c messaging.Cursor) int { return compareCursor(c, pos(it)) })
 		start := max(0, end-limit)
 		return items[start:end], start > 0, nil
 	}
 	start := 0
 	if after != nil {
-		a := attachments.Cursor{CreatedAt: norm(after.CreatedAt), ID: after.ID}
+		a := messaging.Cursor{CreatedAt: norm(after.CreatedAt), ID: after.ID}
 		// items[start:] are older than the cursor.
-		start, _ = slices.BinarySearchFunc(items, a, func(it T, c attachments.Cursor) int { return compareCursor(c, pos(it)) })
+		start, _ = slices.BinarySearchFunc(items, a, func(it T, c messaging.Cursor) int { return compareCursor(c, pos(it)) })
 		if start < len(items) && compareCursor(pos(items[start]), a) == 0 {
 			start++
 		}
@@ -93,6 +93,6 @@ func page[T any](items []T, pos func(T) attachments.Cursor, limit int, after, be
 }
 
 // sortNewestFirst sorts items by (CreatedAt, ID) descending.
-func sortNewestFirst[T any](items []T, pos func(T) attachments.Cursor) {
+func sortNewestFirst[T any](items []T, pos func(T) messaging.Cursor) {
 	slices.SortFunc(items, func(a, b T) int { return compareCursor(pos(b), pos(a)) })
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/messaging"
 )
 
 // attachmentRow is a row of attachments.
@@ -28,8 +29,8 @@ type attachmentRow struct {
 // attachmentCols are the columns of attachments AS a.
 const attachmentCols = "a.id, a.message_id, a.conversation_id, a.uploader_id, a.filename, a.file_type, a.file_size, a.sha256, a.blob_key, a.created_at"
 
-func (r attachmentRow) attachment() attachments.Attachment {
-	return attachments.Attachment{
+func (r attachmentRow) attachment() messaging.Attachment {
+	return messaging.Attachment{
 		ID:             r.ID,
 		MessageID:      r.MessageID,
 		ConversationID: r.ConversationID,
@@ -45,7 +46,7 @@ func (r attachmentRow) attachment() attachments.Attachment {
 
 // CreateAttachment stores a new attachment row. Errors: ErrConflict if its
 // id or key exists.
-func (s *Store) CreateAttachment(ctx context.Context, a attachments.Attachment) error {
+func (s *Store) CreateAttachment(ctx context.Context, a messaging.Attachment) error {
 	insert := func(ctx context.Context, db bun.IConn) error {
 		_, err := db.ExecContext(ctx, `INSERT INTO attachments (id, message_id, conversation_id, uploader_id, filename, file_type, file_size, sha256, blob_key, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -70,30 +71,30 @@ func (s *Store) CreateAttachment(ctx context.Context, a attachments.Attachment) 
 }
 
 // GetAttachment returns the attachment, or an error matching ErrNotFound.
-func (s *Store) GetAttachment(ctx context.Context, id string) (attachments.Attachment, error) {
+func (s *Store) GetAttachment(ctx context.Context, id string) (messaging.Attachment, error) {
 	a, err := getAttachment(ctx, s.read, id)
 	return a, wrapErr("sqlstore.GetAttachment", err)
 }
 
-func getAttachment(ctx context.Context, query queryFn, id string) (attachments.Attachment, error) {
+func getAttachment(ctx context.Context, query queryFn, id string) (messaging.Attachment, error) {
 	var rows []attachmentRow
 	if err := query(ctx, &rows, "SELECT "+attachmentCols+" FROM attachments AS a WHERE a.id = ?", id); err != nil {
-		return attachments.Attachment{}, err
+		return messaging.Attachment{}, err
 	}
 	if len(rows) == 0 {
-		return attachments.Attachment{}, notFound("attachment")
+		return messaging.Attachment{}, notFound("attachment")
 	}
 	return rows[0].attachment(), nil
 }
 
 // ListAttachments returns up to q.Limit attachments matching q, newest
 // first, and whether more exist beyond them in the direction of travel.
-func (s *Store) ListAttachments(ctx context.Context, q attachments.ListQuery) ([]attachments.Attachment, bool, error) {
+func (s *Store) ListAttachments(ctx context.Context, q attachments.AttachmentQuery) ([]messaging.Attachment, bool, error) {
 	items, more, err := s.listAttachments(ctx, q)
 	return items, more, wrapErr("sqlstore.ListAttachments", err)
 }
 
-func (s *Store) listAttachments(ctx context.Context, q attachments.ListQuery) ([]attachments.Attachment, bool, error) {
+func (s *Store) listAttachments(ctx context.Context, q attachments.AttachmentQuery) ([]messaging.Attachment, bool, error) {
 	if q.Limit < 1 {
 		return nil, false, invalid("limit must be at least 1")
 	}
@@ -115,7 +116,7 @@ func (s *Store) listAttachments(ctx context.Context, q attachments.ListQuery) ([
 		p.branches = append(p.branches, branch{where: "a.uploader_id = ? AND a.conversation_id IS NULL", args: []any{q.UploaderID}})
 	}
 	if len(p.branches) == 0 {
-		return []attachments.Attachment{}, false, nil
+		return []messaging.Attachment{}, false, nil
 	}
 	query, args := s.pageSQL(p)
 	var rows []attachmentRow
@@ -123,7 +124,7 @@ func (s *Store) listAttachments(ctx context.Context, q attachments.ListQuery) ([
 		return nil, false, err
 	}
 	rows, more := trimPage(rows, q.Limit, q.Before != nil)
-	out := make([]attachments.Attachment, len(rows))
+	out := make([]messaging.Attachment, len(rows))
 	for i, r := range rows {
 		out[i] = r.attachment()
 	}
@@ -132,8 +133,8 @@ func (s *Store) listAttachments(ctx context.Context, q attachments.ListQuery) ([
 
 // RenameAttachment sets the file name and returns the updated row, or an
 // error matching ErrNotFound.
-func (s *Store) RenameAttachment(ctx context.Context, id, filename string) (attachments.Attachment, error) {
-	var out attachments.Attachment
+func (s *Store) RenameAttachment(ctx context.Context, id, filename string) (messaging.Attachment, error) {
+	var out messaging.Attachment
 	const update = "UPDATE attachments SET filename = ? WHERE id = ?"
 	if s.flavor != flavorMySQL {
 		// One statement that returns the row.
@@ -165,8 +166,8 @@ func (s *Store) RenameAttachment(ctx context.Context, id, filename string) (atta
 // deletion, in one transaction; it returns the removed row, or an error
 // matching ErrNotFound. A linked attachment is uncounted from its message,
 // whose row is locked before the attachment's, in the order of links.
-func (s *Store) DeleteAttachment(ctx context.Context, id string) (attachments.Attachment, error) {
-	var out attachments.Attachment
+func (s *Store) DeleteAttachment(ctx context.Context, id string) (messaging.Attachment, error) {
+	var out messaging.Attachment
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var err error
 		if out, err = getAttachment(ctx, txQuery(tx), id); err != nil {

@@ -7,11 +7,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/sqlstore"
+	"github.com/parleychat/parley/storage/storetest"
 )
 
 // counters returns the reaction_count and attachment_count of a message.
@@ -82,7 +82,7 @@ func TestMigrateCountersUpgrade(t *testing.T) {
 			assert.Equal(t, a1, got.Attachments[0].ID)
 			assert.Equal(t, a2, got.Attachments[1].ID)
 
-			items, more, err := s.ListMessages(ctx, messaging.ListQuery{ConversationIDs: []string{"c"}, Limit: 10})
+			items, more, err := s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
 			require.NoError(t, err)
 			assert.False(t, more)
 			require.Len(t, items, 3)
@@ -121,7 +121,7 @@ func TestCountersFollowChanges(t *testing.T) {
 			require.NoError(t, s.PutContact(ctx, c))
 			newAtt := func(msg string) string {
 				t.Helper()
-				a := attachments.Attachment{ID: ids.New(ids.Attachment), MessageID: msg, UploaderID: c.ID, Filename: "f", FileType: "text/plain", Key: "k/" + ids.New(ids.Attachment), CreatedAt: at}
+				a := messaging.Attachment{ID: ids.New(ids.Attachment), MessageID: msg, UploaderID: c.ID, Filename: "f", FileType: "text/plain", Key: "k/" + ids.New(ids.Attachment), CreatedAt: at}
 				if msg != "" {
 					a.ConversationID = "c"
 				}
@@ -144,30 +144,30 @@ func TestCountersFollowChanges(t *testing.T) {
 			require.NoError(t, s.CreateMessage(ctx, m, []string{a1, a2, a1}))
 			want(m.ID, 0, 2)
 
-			got, err := s.UpdateMessage(ctx, m.ID, messaging.Change{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"u", "v"}}, {Name: "y", Reactors: []string{"u"}}}})
+			got, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"u", "v"}}, {Name: "y", Reactors: []string{"u"}}}})
 			require.NoError(t, err)
 			assert.Len(t, got.Reactions, 2)
 			want(m.ID, 2, 2)
 
-			_, err = s.UpdateMessage(ctx, m.ID, messaging.Change{AddReactions: []messaging.Reaction{{Name: "z", Reactors: []string{"u"}}}, MaxReactionNames: 2})
+			_, err = s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "z", Reactors: []string{"u"}}}, Check: storetest.Limits(2, 0)})
 			require.ErrorIs(t, err, messaging.ErrInvalid)
 			want(m.ID, 2, 2)
 
-			got, err = s.UpdateMessage(ctx, m.ID, messaging.Change{RemoveReaction: &messaging.Reaction{Name: "y", Reactors: []string{"u"}}})
+			got, err = s.UpdateMessage(ctx, m.ID, messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "y", Reactors: []string{"u"}}})
 			require.NoError(t, err)
 			assert.Equal(t, []messaging.Reaction{{Name: "x", Reactors: []string{"u", "v"}}}, got.Reactions)
 			want(m.ID, 1, 2)
 
-			got, err = s.UpdateMessage(ctx, m.ID, messaging.Change{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{"v"}}})
+			got, err = s.UpdateMessage(ctx, m.ID, messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{"v"}}})
 			require.NoError(t, err)
 			assert.Len(t, got.Reactions, 1, "x keeps a reactor")
 			want(m.ID, 1, 2)
 
 			a3 := newAtt("")
-			_, err = s.UpdateMessage(ctx, m.ID, messaging.Change{LinkAttachments: []string{a3}, MaxAttachments: 2})
+			_, err = s.UpdateMessage(ctx, m.ID, messaging.MessageChange{LinkAttachments: []string{a3}, Check: storetest.Limits(0, 2)})
 			require.ErrorIs(t, err, messaging.ErrInvalid)
 			want(m.ID, 1, 2)
-			got, err = s.UpdateMessage(ctx, m.ID, messaging.Change{LinkAttachments: []string{a3, a1}})
+			got, err = s.UpdateMessage(ctx, m.ID, messaging.MessageChange{LinkAttachments: []string{a3, a1}})
 			require.NoError(t, err)
 			assert.Len(t, got.Attachments, 3)
 			want(m.ID, 1, 3)
@@ -182,7 +182,7 @@ func TestCountersFollowChanges(t *testing.T) {
 			newAtt(m.ID) // created linked
 			want(m.ID, 1, 3)
 
-			got, err = s.UpdateMessage(ctx, m.ID, messaging.Change{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{"u"}}})
+			got, err = s.UpdateMessage(ctx, m.ID, messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{"u"}}})
 			require.NoError(t, err)
 			assert.Empty(t, got.Reactions)
 			want(m.ID, 0, 3)

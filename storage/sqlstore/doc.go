@@ -7,8 +7,8 @@
 //	if err != nil { … }
 //	defer store.Close()
 //	if err := store.Migrate(ctx); err != nil { … }
-//	files := attachments.New(store, blobs, nil)
-//	msgs := messaging.New(store, files, nil)
+//	msgs := messaging.New(store, nil)
+//	files := attachments.New(store, blobs, msgs, nil)
 //
 // # Backends
 //
@@ -74,7 +74,7 @@
 // Writes that are one statement (a message without attachments, a
 // contact, a touch) run without BEGIN and COMMIT. UpdateMessage locks the
 // message row first (SELECT … FOR UPDATE; SQLite's single writer), so the
-// changes of one message, and the limits of messaging.Change, are
+// changes of one message, and the limits of messaging.MessageChange, are
 // serialized; the counters give the limits their value before the change. Reactions
 // are merged by INSERT … ON CONFLICT DO NOTHING statements (MySQL: ON
 // DUPLICATE KEY UPDATE), one for new names and one for new reactors, never
@@ -98,7 +98,7 @@
 //
 // Contract conditions are the messaging and attachments sentinels:
 // ErrNotFound, ErrConflict (a username taken, an attachment linked
-// elsewhere), ErrInvalid (a limit of messaging.Change). A database that
+// elsewhere), ErrInvalid (a limit of messaging.MessageChange). A database that
 // cannot be reached (connection refused or reset, a bad connection, a
 // deadline while connecting, a server shutting down or out of connections)
 // is an *messaging.Error matching messaging.ErrUnavailable, whose Message

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -12,7 +13,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/uptrace/bun/driver/pgdriver"
 
-	"github.com/parleychat/parley/internal/kind"
+	"github.com/parleychat/parley/messaging"
 )
 
 // SQLite result codes (primary codes are the low byte of extended ones).
@@ -121,32 +122,28 @@ func unavailable(err error) bool {
 	return sqliteCode(err)&0xff == sqliteCantOpen
 }
 
-// wrapErr returns err as the store returns it: a contract error (an
-// *kind.Error) as it is, an unreachable database as ErrUnavailable with a
-// message that shows no SQL, anything else unchanged (the Service turns it
-// into an internal error).
+// wrapErr returns err as the store returns it: a contract error (one with a
+// messaging kind) as it is, an unreachable database as one of kind
+// messaging.ErrUnavailable, anything else with op (the Service turns it
+// into an internal error, shown to no one).
 func wrapErr(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var ke *kind.Error
-	if errors.As(err, &ke) {
+	if err == nil || messaging.KindOf(err) != 0 {
 		return err
 	}
 	if unavailable(err) {
-		return &kind.Error{Kind: kind.Unavailable, Op: op, Message: "the database is unavailable", Err: err}
+		return fmt.Errorf("%s: %w: %w", op, messaging.ErrUnavailable, err)
 	}
-	return err
+	return fmt.Errorf("%s: %w", op, err)
 }
 
 func notFound(what string) error {
-	return &kind.Error{Kind: kind.NotFound, Message: "no such " + what}
+	return fmt.Errorf("sqlstore: no such %s: %w", what, messaging.ErrNotFound)
 }
 
 func conflict(msg string) error {
-	return &kind.Error{Kind: kind.Conflict, Message: msg}
+	return fmt.Errorf("sqlstore: %s: %w", msg, messaging.ErrConflict)
 }
 
 func invalid(msg string) error {
-	return &kind.Error{Kind: kind.Invalid, Code: kind.CodeInvalid, Message: msg}
+	return fmt.Errorf("sqlstore: %s: %w", msg, messaging.ErrInvalid)
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
@@ -55,17 +54,17 @@ func explainQueries(t *testing.T, s *sqlstore.Store) map[string]struct {
 } {
 	t.Helper()
 	var last messaging.Message
-	items, _, err := s.ListMessages(t.Context(), messaging.ListQuery{ConversationIDs: []string{"conv_7"}, Limit: 10})
+	items, _, err := s.ListMessages(t.Context(), messaging.MessageQuery{ConversationIDs: []string{"conv_7"}, Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, items, 10)
 	last = items[9]
-	cursor := &attachments.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
+	cursor := &messaging.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
 	out := map[string]struct {
 		index string
 		query string
 		args  []any
 	}{}
-	for name, q := range map[string]messaging.ListQuery{
+	for name, q := range map[string]messaging.MessageQuery{
 		"conversation first page":  {ConversationIDs: []string{"conv_7"}, Limit: 10},
 		"conversation second page": {ConversationIDs: []string{"conv_7"}, Limit: 10, After: cursor},
 		"all first page":           {All: true, Limit: 10},
@@ -198,17 +197,17 @@ func TestListReadsAPageInAtMostThreeQueries(t *testing.T) {
 			start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 			for i := range 30 {
 				at := start.Add(time.Duration(i) * time.Second)
-				a := attachments.Attachment{ID: ids.NewAt(ids.Attachment, at), UploaderID: c.ID, Filename: "f.txt", FileType: "text/plain", Key: fmt.Sprintf("k/%d", i), CreatedAt: at}
+				a := messaging.Attachment{ID: ids.NewAt(ids.Attachment, at), UploaderID: c.ID, Filename: "f.txt", FileType: "text/plain", Key: fmt.Sprintf("k/%d", i), CreatedAt: at}
 				require.NoError(t, s.CreateAttachment(ctx, a))
 				m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: c, Text: "m", CreatedAt: at}
 				require.NoError(t, s.CreateMessage(ctx, m, []string{a.ID}))
-				_, err := s.UpdateMessage(ctx, m.ID, messaging.Change{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"alice"}}, {Name: "y", Reactors: []string{"alice"}}}})
+				_, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"alice"}}, {Name: "y", Reactors: []string{"alice"}}}})
 				require.NoError(t, err)
 			}
 			counter := &readCounter{s: s}
 			for _, limit := range []int{1, 5, 30} {
 				counter.reset()
-				items, _, err := s.ListMessages(ctx, messaging.ListQuery{ConversationIDs: []string{"c"}, Limit: limit})
+				items, _, err := s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: limit})
 				require.NoError(t, err)
 				require.Len(t, items, limit)
 				for _, m := range items {
@@ -226,7 +225,7 @@ func TestListReadsAPageInAtMostThreeQueries(t *testing.T) {
 				plain = append(plain, m.ID)
 			}
 			counter.reset()
-			items, _, err := s.ListMessages(ctx, messaging.ListQuery{ConversationIDs: []string{"plain"}, Limit: 10})
+			items, _, err := s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"plain"}, Limit: 10})
 			require.NoError(t, err)
 			require.Len(t, items, 5)
 			assert.Equal(t, int64(1), counter.load(), "queries for a page of plain messages")
@@ -271,9 +270,9 @@ func TestExplainPostgresDominantConversation(t *testing.T) {
 	_, err := s.DB().ExecContext(ctx, "VACUUM ANALYZE messages")
 	require.NoError(t, err)
 
-	for name, q := range map[string]messaging.ListQuery{
+	for name, q := range map[string]messaging.MessageQuery{
 		"first page":  {ConversationIDs: []string{"conv_big"}, Limit: 10},
-		"before page": {ConversationIDs: []string{"conv_big"}, Limit: 10, Before: &attachments.Cursor{CreatedAt: time.Date(2025, 1, 1, 0, 0, 1, 0, time.UTC), ID: "msg_"}},
+		"before page": {ConversationIDs: []string{"conv_big"}, Limit: 10, Before: &messaging.Cursor{CreatedAt: time.Date(2025, 1, 1, 0, 0, 1, 0, time.UTC), ID: "msg_"}},
 	} {
 		query, args := sqlstore.MessagePageSQL(s, q)
 		var plan []string
@@ -284,7 +283,7 @@ func TestExplainPostgresDominantConversation(t *testing.T) {
 		assert.NotContains(t, text, "Rows Removed by Filter", name)
 		assert.NotContains(t, text, "Sort", name)
 	}
-	items, more, err := s.ListMessages(ctx, messaging.ListQuery{ConversationIDs: []string{"conv_big"}, Limit: 3})
+	items, more, err := s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"conv_big"}, Limit: 3})
 	require.NoError(t, err)
 	assert.True(t, more)
 	require.Len(t, items, 3)

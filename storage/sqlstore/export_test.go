@@ -9,7 +9,7 @@ import (
 )
 
 // MessagePageSQL exposes the query of a page of messages, for EXPLAIN.
-func MessagePageSQL(s *Store, q messaging.ListQuery) (string, []any) {
+func MessagePageSQL(s *Store, q messaging.MessageQuery) (string, []any) {
 	query, args, _ := s.messagePageSQL(q)
 	return query, args
 }

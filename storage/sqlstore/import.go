@@ -6,7 +6,6 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/parleychat/parley/internal/kind"
 	"github.com/parleychat/parley/messaging"
 )
 
@@ -49,10 +48,10 @@ func (s *Store) ImportMessages(ctx context.Context, msgs []messaging.Message) er
 	rows := make([]importRow, len(msgs))
 	for i, m := range msgs {
 		if len(m.Reactions) > 0 || len(m.Attachments) > 0 {
-			return &kind.Error{Kind: kind.Invalid, Op: "sqlstore.ImportMessages", Message: "imported messages may not have reactions or attachments"}
+			return invalid("imported messages may not have reactions or attachments")
 		}
 		if m.ID == "" || m.ConversationID == "" || m.Contact.ID == "" || m.CreatedAt.IsZero() {
-			return &kind.Error{Kind: kind.Invalid, Op: "sqlstore.ImportMessages", Message: "an imported message needs an id, a conversation, a contact and a creation time"}
+			return invalid("an imported message needs an id, a conversation, a contact and a creation time")
 		}
 		rows[i] = importRow{ID: m.ID, ConversationID: m.ConversationID, ContactID: m.Contact.ID, Text: m.Text, CreatedAt: m.CreatedAt.UTC()}
 	}

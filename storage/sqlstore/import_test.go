@@ -45,7 +45,7 @@ func TestImportMessages(t *testing.T) {
 
 			// Page through the conversation: every message, newest first.
 			var got []messaging.Message
-			q := messaging.ListQuery{ConversationIDs: []string{"conv_import"}, Limit: 100}
+			q := messaging.MessageQuery{ConversationIDs: []string{"conv_import"}, Limit: 100}
 			for {
 				page, more, err := s.ListMessages(ctx, q)
 				require.NoError(t, err)

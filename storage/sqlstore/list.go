@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/messaging"
 )
 
 // maxBranches is the most conversations a list query reads as separate
@@ -32,8 +32,8 @@ type pageQuery struct {
 	from     string // FROM clause
 	alias    string // alias of the listed table in from
 	branches []branch
-	after    *attachments.Cursor
-	before   *attachments.Cursor
+	after    *messaging.Cursor
+	before   *messaging.Cursor
 	limit    int
 }
 

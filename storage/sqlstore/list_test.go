@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
@@ -58,9 +57,9 @@ func TestListManyConversations(t *testing.T) {
 				}
 				// Forward, by After.
 				var got []string
-				var after *attachments.Cursor
+				var after *messaging.Cursor
 				for {
-					items, more, err := s.ListMessages(ctx, messaging.ListQuery{ConversationIDs: convs, Limit: 7, After: after})
+					items, more, err := s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: convs, Limit: 7, After: after})
 					require.NoError(t, err)
 					for _, m := range items {
 						got = append(got, m.ID)
@@ -69,15 +68,15 @@ func TestListManyConversations(t *testing.T) {
 						break
 					}
 					last := items[len(items)-1]
-					after = &attachments.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
+					after = &messaging.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
 				}
 				assert.Equal(t, want, got, "%d conversations, forward", n)
 				// Backward from the oldest, by Before.
 				oldest := all[slices.IndexFunc(all, func(it item) bool { return it.id == want[len(want)-1] })]
-				before := &attachments.Cursor{CreatedAt: oldest.at, ID: oldest.id}
+				before := &messaging.Cursor{CreatedAt: oldest.at, ID: oldest.id}
 				got = []string{oldest.id}
 				for {
-					items, more, err := s.ListMessages(ctx, messaging.ListQuery{ConversationIDs: convs, Limit: 7, Before: before})
+					items, more, err := s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: convs, Limit: 7, Before: before})
 					require.NoError(t, err)
 					ids := make([]string, len(items))
 					for i, m := range items {
@@ -88,7 +87,7 @@ func TestListManyConversations(t *testing.T) {
 						break
 					}
 					first := items[0]
-					before = &attachments.Cursor{CreatedAt: first.CreatedAt, ID: first.ID}
+					before = &messaging.Cursor{CreatedAt: first.CreatedAt, ID: first.ID}
 				}
 				assert.Equal(t, want, got, "%d conversations, backward", n)
 			}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
 )
 
@@ -201,7 +200,7 @@ func (r *messageRow) message() messaging.Message {
 		},
 		Text:        r.Text,
 		Reactions:   []messaging.Reaction{},
-		Attachments: []attachments.Attachment{},
+		Attachments: []messaging.Attachment{},
 		ReadAt:      utc(r.ReadAt),
 		CreatedAt:   utc(r.CreatedAt),
 		UpdatedAt:   utc(r.UpdatedAt),
@@ -261,12 +260,12 @@ func loadAttachments(ctx context.Context, query queryFn, ids []string) ([]attach
 // whether more exist beyond them in the direction of travel, in three
 // queries: the messages with their contacts, their reactions, their
 // attachments.
-func (s *Store) ListMessages(ctx context.Context, q messaging.ListQuery) ([]messaging.Message, bool, error) {
+func (s *Store) ListMessages(ctx context.Context, q messaging.MessageQuery) ([]messaging.Message, bool, error) {
 	items, more, err := s.listMessages(ctx, q)
 	return items, more, wrapErr("sqlstore.ListMessages", err)
 }
 
-func (s *Store) listMessages(ctx context.Context, q messaging.ListQuery) ([]messaging.Message, bool, error) {
+func (s *Store) listMessages(ctx context.Context, q messaging.MessageQuery) ([]messaging.Message, bool, error) {
 	if q.Limit < 1 {
 		return nil, false, invalid("limit must be at least 1")
 	}
@@ -288,7 +287,7 @@ func (s *Store) listMessages(ctx context.Context, q messaging.ListQuery) ([]mess
 
 // messagePageSQL returns the query of a page of messages (with contacts),
 // or false when q matches nothing.
-func (s *Store) messagePageSQL(q messaging.ListQuery) (string, []any, bool) {
+func (s *Store) messagePageSQL(q messaging.MessageQuery) (string, []any, bool) {
 	p := pageQuery{cols: messageCols, from: messageFrom, alias: "m", after: q.After, before: q.Before, limit: q.Limit}
 	switch convs := dedupe(q.ConversationIDs); {
 	case q.All:
@@ -329,7 +328,7 @@ func dedupe(ss []string) []string {
 // The message's counters of reaction names and attachments give the
 // limits their "before"; the reactions and attachments read for the
 // result give their "after", and the new counters.
-func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.Change) (messaging.Message, error) {
+func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.MessageChange) (messaging.Message, error) {
 	var out messaging.Message
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var err error
@@ -346,7 +345,7 @@ type updatedRow struct {
 	UpdatedAt time.Time `bun:"updated_at"`
 }
 
-func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch messaging.Change) (messaging.Message, error) {
+func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch messaging.MessageChange) (messaging.Message, error) {
 	// Lock the message row and read it; with its contact, except on MySQL,
 	// whose locking reads would lock the contact row too.
 	var rows []messageRow
@@ -393,11 +392,11 @@ func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch mess
 		addReaction(&reactions, r)
 	}
 	names := len(reactions.Reactions)
-	if ch.MaxReactionNames > 0 && len(ch.AddReactions) > 0 && names > ch.MaxReactionNames && names > row.ReactionCount {
-		return messaging.Message{}, &messaging.Error{Kind: messaging.ErrInvalid, Code: "parameter_invalid", Param: "reactions", Message: "too many distinct reactions on the message"}
-	}
-	if ch.MaxAttachments > 0 && len(ch.LinkAttachments) > 0 && len(as) > ch.MaxAttachments && len(as) > row.AttachmentCount {
-		return messaging.Message{}, &messaging.Error{Kind: messaging.ErrInvalid, Code: "parameter_invalid", Param: "attachments", Message: "too many attachments on the message"}
+	if ch.Check != nil {
+		before := messaging.MessageCounts{ReactionNames: row.ReactionCount, Attachments: row.AttachmentCount}
+		if err := ch.Check(before, messaging.MessageCounts{ReactionNames: names, Attachments: len(as)}); err != nil {
+			return messaging.Message{}, err
+		}
 	}
 
 	// One UPDATE for the fields and the counters.
@@ -464,7 +463,7 @@ func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch mess
 // react applies ch's reaction changes to the locked message id, which has
 // reactions if hasReactions, and reports whether it changed or may have
 // changed any.
-func (s *Store) react(ctx context.Context, tx bun.Tx, id string, ch messaging.Change, hasReactions bool) (bool, error) {
+func (s *Store) react(ctx context.Context, tx bun.Tx, id string, ch messaging.MessageChange, hasReactions bool) (bool, error) {
 	type pair struct{ name, reactor string }
 	var names []string
 	var add []pair
@@ -525,8 +524,8 @@ func (s *Store) react(ctx context.Context, tx bun.Tx, id string, ch messaging.Ch
 // transaction. It returns the removed attachments, oldest first, or an
 // error matching ErrNotFound. The message's counters spare the statements
 // on reactions and attachments it has none of.
-func (s *Store) DeleteMessage(ctx context.Context, id string) ([]attachments.Attachment, error) {
-	var out []attachments.Attachment
+func (s *Store) DeleteMessage(ctx context.Context, id string) ([]messaging.Attachment, error) {
+	var out []messaging.Attachment
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var rows []messageRow
 		if err := tx.NewRaw("SELECT "+messageOwnCols+" FROM messages AS m WHERE m.id = ?"+s.forUpdate(), id).Scan(ctx, &rows); err != nil {
@@ -535,13 +534,13 @@ func (s *Store) DeleteMessage(ctx context.Context, id string) ([]attachments.Att
 		if len(rows) == 0 {
 			return notFound("message")
 		}
-		out = []attachments.Attachment{}
+		out = []messaging.Attachment{}
 		if rows[0].AttachmentCount > 0 {
 			var as []attachmentRow
 			if err := tx.NewRaw("SELECT "+attachmentCols+" FROM attachments AS a WHERE a.message_id = ? ORDER BY a.created_at, a.id"+s.forUpdate(), id).Scan(ctx, &as); err != nil {
 				return err
 			}
-			out = make([]attachments.Attachment, len(as))
+			out = make([]messaging.Attachment, len(as))
 			keys := make([]string, len(as))
 			for i, a := range as {
 				out[i], keys[i] = a.attachment(), a.Key

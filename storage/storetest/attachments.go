@@ -10,6 +10,7 @@ import (
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/ids"
+	"github.com/parleychat/parley/messaging"
 )
 
 var attachmentTests = []test{
@@ -23,7 +24,7 @@ var attachmentTests = []test{
 func testAttachmentRoundTrip(t *testing.T, h *harness) {
 	alice := h.contact("alice")
 	created := at(1).Add(654321 * time.Microsecond)
-	filed := attachments.Attachment{
+	filed := messaging.Attachment{
 		ID:             ids.NewAt(ids.Attachment, created),
 		ConversationID: "team:general",
 		UploaderID:     alice.ID,
@@ -54,11 +55,11 @@ func testAttachmentNotFound(t *testing.T, h *harness) {
 	h.attachment("c", alice, at(1))
 	missing := ids.New(ids.Attachment)
 	_, err := h.s.GetAttachment(h.ctx, missing)
-	assert.ErrorIs(t, err, attachments.ErrNotFound, "GetAttachment")
+	assert.ErrorIs(t, err, messaging.ErrNotFound, "GetAttachment")
 	_, err = h.s.RenameAttachment(h.ctx, missing, "x.txt")
-	assert.ErrorIs(t, err, attachments.ErrNotFound, "RenameAttachment")
+	assert.ErrorIs(t, err, messaging.ErrNotFound, "RenameAttachment")
 	_, err = h.s.DeleteAttachment(h.ctx, missing)
-	assert.ErrorIs(t, err, attachments.ErrNotFound, "DeleteAttachment")
+	assert.ErrorIs(t, err, messaging.ErrNotFound, "DeleteAttachment")
 	pending, err := h.s.PendingDeletions(h.ctx, 10)
 	require.NoError(t, err)
 	assert.Empty(t, pending, "a failed delete records nothing")
@@ -76,7 +77,7 @@ func testRename(t *testing.T, h *harness) {
 	want.Filename = "renamed ✓.txt"
 	assert.Equal(t, want, got, "RenameAttachment returns the updated row")
 	assert.Equal(t, want, h.getAttachment(a.ID))
-	assert.Equal(t, []attachments.Attachment{want}, h.get(m.ID).Attachments, "the message shows the new name")
+	assert.Equal(t, []messaging.Attachment{want}, h.get(m.ID).Attachments, "the message shows the new name")
 	assert.Equal(t, other, h.getAttachment(other.ID), "other attachments are untouched")
 }
 
@@ -109,19 +110,19 @@ func testAttachmentListFilters(t *testing.T, h *harness) {
 	}
 	cases := []struct {
 		name string
-		q    attachments.ListQuery
+		q    attachments.AttachmentQuery
 		want []item
 	}{
-		{"one_conversation", attachments.ListQuery{ConversationIDs: []string{"a"}}, inA},
-		{"two_conversations", attachments.ListQuery{ConversationIDs: []string{"a", "b"}}, cat(inA, inB)},
-		{"all_conversations_but_no_unfiled", attachments.ListQuery{All: true}, cat(inA, inB)},
-		{"all_and_the_uploaders_unfiled", attachments.ListQuery{All: true, UploaderID: u1.ID}, cat(inA, inB, unfiled1)},
-		{"all_ignores_conversation_ids", attachments.ListQuery{All: true, ConversationIDs: []string{"a"}, UploaderID: u2.ID}, cat(inA, inB, unfiled2)},
-		{"a_conversation_and_the_uploaders_unfiled", attachments.ListQuery{ConversationIDs: []string{"b"}, UploaderID: u1.ID}, cat(inB, unfiled1)},
-		{"only_the_uploaders_unfiled", attachments.ListQuery{UploaderID: u2.ID}, unfiled2},
-		{"uploader_with_no_uploads", attachments.ListQuery{All: true, UploaderID: u3.ID}, cat(inA, inB)},
-		{"unknown_conversation", attachments.ListQuery{ConversationIDs: []string{"zzz"}}, nil},
-		{"nothing_selected", attachments.ListQuery{}, nil},
+		{"one_conversation", attachments.AttachmentQuery{ConversationIDs: []string{"a"}}, inA},
+		{"two_conversations", attachments.AttachmentQuery{ConversationIDs: []string{"a", "b"}}, cat(inA, inB)},
+		{"all_conversations_but_no_unfiled", attachments.AttachmentQuery{All: true}, cat(inA, inB)},
+		{"all_and_the_uploaders_unfiled", attachments.AttachmentQuery{All: true, UploaderID: u1.ID}, cat(inA, inB, unfiled1)},
+		{"all_ignores_conversation_ids", attachments.AttachmentQuery{All: true, ConversationIDs: []string{"a"}, UploaderID: u2.ID}, cat(inA, inB, unfiled2)},
+		{"a_conversation_and_the_uploaders_unfiled", attachments.AttachmentQuery{ConversationIDs: []string{"b"}, UploaderID: u1.ID}, cat(inB, unfiled1)},
+		{"only_the_uploaders_unfiled", attachments.AttachmentQuery{UploaderID: u2.ID}, unfiled2},
+		{"uploader_with_no_uploads", attachments.AttachmentQuery{All: true, UploaderID: u3.ID}, cat(inA, inB)},
+		{"unknown_conversation", attachments.AttachmentQuery{ConversationIDs: []string{"zzz"}}, nil},
+		{"nothing_selected", attachments.AttachmentQuery{}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -133,7 +134,7 @@ func testAttachmentListFilters(t *testing.T, h *harness) {
 		})
 	}
 	t.Run("items_are_full_rows", func(t *testing.T) {
-		got, _, err := h.s.ListAttachments(h.ctx, attachments.ListQuery{UploaderID: u1.ID, Limit: 1})
+		got, _, err := h.s.ListAttachments(h.ctx, attachments.AttachmentQuery{UploaderID: u1.ID, Limit: 1})
 		require.NoError(t, err)
 		require.Len(t, got, 1)
 		assert.Equal(t, h.getAttachment(got[0].ID), got[0])
@@ -144,10 +145,10 @@ func testAttachmentListLinked(t *testing.T, h *harness) {
 	alice := h.contact("alice")
 	unfiled := h.attachment("", alice, at(1))
 	m := h.message("c", alice, at(2), unfiled.ID)
-	got, _, err := h.s.ListAttachments(h.ctx, attachments.ListQuery{ConversationIDs: []string{"c"}, Limit: 10})
+	got, _, err := h.s.ListAttachments(h.ctx, attachments.AttachmentQuery{ConversationIDs: []string{"c"}, Limit: 10})
 	require.NoError(t, err)
-	assert.Equal(t, []attachments.Attachment{linked(unfiled, m)}, got, "an unfiled upload linked to a message is listed in its conversation")
-	got, _, err = h.s.ListAttachments(h.ctx, attachments.ListQuery{UploaderID: alice.ID, Limit: 10})
+	assert.Equal(t, []messaging.Attachment{linked(unfiled, m)}, got, "an unfiled upload linked to a message is listed in its conversation")
+	got, _, err = h.s.ListAttachments(h.ctx, attachments.AttachmentQuery{UploaderID: alice.ID, Limit: 10})
 	require.NoError(t, err)
 	assert.Empty(t, got, "and no longer among the unfiled")
 }

@@ -38,7 +38,7 @@ func RunBenchmarks(b *testing.B, newStore func(b *testing.B) Store) {
 		}
 		m := newMessage("c", alice, at(3))
 		require.NoError(b, s.CreateMessage(ctx, m, atts))
-		_, err := s.UpdateMessage(ctx, m.ID, messaging.Change{AddReactions: []messaging.Reaction{r("👍", "alice"), r("🎉", "alice")}})
+		_, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{r("👍", "alice"), r("🎉", "alice")}})
 		require.NoError(b, err)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -63,7 +63,7 @@ func RunBenchmarks(b *testing.B, newStore func(b *testing.B) Store) {
 			}
 		}
 		b.Run("FirstPage", func(b *testing.B) {
-			q := messaging.ListQuery{ConversationIDs: []string{"c"}, Limit: 20}
+			q := messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 20}
 			b.ReportAllocs()
 			for b.Loop() {
 				if items, _, err := s.ListMessages(ctx, q); err != nil || len(items) != 20 {
@@ -72,7 +72,7 @@ func RunBenchmarks(b *testing.B, newStore func(b *testing.B) Store) {
 			}
 		})
 		b.Run("DeepCursor", func(b *testing.B) {
-			q := messaging.ListQuery{ConversationIDs: []string{"c"}, Limit: 20, After: &deep}
+			q := messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 20, After: &deep}
 			b.ReportAllocs()
 			for b.Loop() {
 				if items, _, err := s.ListMessages(ctx, q); err != nil || len(items) != 20 {
@@ -104,10 +104,10 @@ func RunBenchmarks(b *testing.B, newStore func(b *testing.B) Store) {
 			// Each call adds a new reactor until every message holds every
 			// user under every name (50,000 calls); after that they merge
 			// nothing new.
-			ch := messaging.Change{
-				AddReactions:     []messaging.Reaction{r(reactions[i/(msgs*users)%len(reactions)], names[i/msgs%users])},
-				UpdatedAt:        at(i),
-				MaxReactionNames: 50,
+			ch := messaging.MessageChange{
+				AddReactions: []messaging.Reaction{r(reactions[i/(msgs*users)%len(reactions)], names[i/msgs%users])},
+				UpdatedAt:    at(i),
+				Check:        Limits(50, 0),
 			}
 			if _, err := s.UpdateMessage(ctx, mids[i%msgs], ch); err != nil {
 				b.Fatal(err)

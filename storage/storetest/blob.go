@@ -18,6 +18,7 @@ import (
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/ids"
+	"github.com/parleychat/parley/messaging"
 )
 
 // RunBlobConformanceTests runs the BlobStore contract (and Lister /
@@ -108,7 +109,7 @@ func (h *blobHarness) assertAbsent(key string, msg string) {
 	if err == nil {
 		r.Close()
 	}
-	assert.ErrorIs(h.t, err, attachments.ErrNotFound, msg)
+	assert.ErrorIs(h.t, err, messaging.ErrNotFound, msg)
 	if l, ok := h.b.(attachments.Lister); ok {
 		var keys []string
 		require.NoError(h.t, l.List(h.ctx, h.prefix, func(o attachments.Object) error {
@@ -267,14 +268,14 @@ func testBlobDelete(t *testing.T, h *blobHarness) {
 func testBlobDeleteMissing(t *testing.T, h *blobHarness) {
 	err := h.b.Delete(h.ctx, h.key("never-written"))
 	if err != nil {
-		assert.ErrorIs(t, err, attachments.ErrNotFound, "deleting a missing key returns nil or ErrNotFound")
+		assert.ErrorIs(t, err, messaging.ErrNotFound, "deleting a missing key returns nil or ErrNotFound")
 	}
 }
 
 func testBlobOpenMissing(t *testing.T, h *blobHarness) {
 	h.put(h.key("present"), []byte("x"))
 	_, err := h.b.Open(h.ctx, h.key("absent"))
-	assert.ErrorIs(t, err, attachments.ErrNotFound)
+	assert.ErrorIs(t, err, messaging.ErrNotFound)
 }
 
 func testBlobConcurrent(t *testing.T, h *blobHarness) {
@@ -372,7 +373,7 @@ func testBlobSignedURL(t *testing.T, h *blobHarness) {
 	k := h.key("signed.txt")
 	h.put(k, []byte("signed"))
 	u, err := s.SignedURL(h.ctx, k, "report ✓.txt", "text/plain", 5*time.Minute)
-	if errors.Is(err, attachments.ErrUnimplemented) {
+	if errors.Is(err, messaging.ErrUnimplemented) {
 		t.Skip("the store's SignedURL is unimplemented here: ", err)
 	}
 	require.NoError(t, err)

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
 )
 
@@ -49,7 +48,7 @@ func testConcurrentReactions(t *testing.T, h *harness) {
 	}
 	m := h.message("c", alice, at(1))
 	errs := parallel(n, func(i int) error {
-		_, err := h.s.UpdateMessage(h.ctx, m.ID, messaging.Change{AddReactions: []messaging.Reaction{r("👍", want[i])}, MaxReactionNames: 50})
+		_, err := h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{r("👍", want[i])}, Check: Limits(50, 0)})
 		return err
 	})
 	for i, err := range errs {
@@ -76,7 +75,7 @@ func testConcurrentCreates(t *testing.T, h *harness) {
 	}
 	want := newestFirst(items)
 
-	got, more, err := h.s.ListMessages(h.ctx, messaging.ListQuery{ConversationIDs: []string{"c"}, Limit: n})
+	got, more, err := h.s.ListMessages(h.ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: n})
 	require.NoError(t, err)
 	assert.Equal(t, want, messageIDs(got), "every message once, newest first")
 	assert.False(t, more)
@@ -84,7 +83,7 @@ func testConcurrentCreates(t *testing.T, h *harness) {
 	var walked []string
 	var after *messaging.Cursor
 	for range n {
-		page, more, err := h.s.ListMessages(h.ctx, messaging.ListQuery{ConversationIDs: []string{"c"}, Limit: 30, After: after})
+		page, more, err := h.s.ListMessages(h.ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 30, After: after})
 		require.NoError(t, err)
 		walked = append(walked, messageIDs(page)...)
 		if !more || len(page) == 0 {
@@ -104,7 +103,7 @@ func testConcurrentLinks(t *testing.T, h *harness) {
 		m2 := h.message("c", alice, at(round))
 		ms := []messaging.Message{m1, m2}
 		errs := parallel(2, func(i int) error {
-			_, err := h.s.UpdateMessage(h.ctx, ms[i].ID, messaging.Change{LinkAttachments: []string{a.ID}, MaxAttachments: 10})
+			_, err := h.s.UpdateMessage(h.ctx, ms[i].ID, messaging.MessageChange{LinkAttachments: []string{a.ID}, Check: Limits(0, 10)})
 			return err
 		})
 		winner, loser := oneWins(t, errs, round)
@@ -152,7 +151,7 @@ func testConcurrentReactionLimit(t *testing.T, h *harness) {
 	alice := h.contact("alice")
 	m := h.message("c", alice, at(1))
 	errs := parallel(n, func(i int) error {
-		_, err := h.s.UpdateMessage(h.ctx, m.ID, messaging.Change{AddReactions: []messaging.Reaction{r("name"+itoa(i), "alice")}, MaxReactionNames: limit})
+		_, err := h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{r("name"+itoa(i), "alice")}, Check: Limits(limit, 0)})
 		return err
 	})
 	ok := 0
@@ -171,12 +170,12 @@ func testConcurrentAttachmentLimit(t *testing.T, h *harness) {
 	const n, limit = 8, 3
 	alice := h.contact("alice")
 	m := h.message("c", alice, at(100))
-	var as []attachments.Attachment
+	var as []messaging.Attachment
 	for i := range n {
 		as = append(as, h.attachment("c", alice, at(i)))
 	}
 	errs := parallel(n, func(i int) error {
-		_, err := h.s.UpdateMessage(h.ctx, m.ID, messaging.Change{LinkAttachments: []string{as[i].ID}, MaxAttachments: limit})
+		_, err := h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{LinkAttachments: []string{as[i].ID}, Check: Limits(0, limit)})
 		return err
 	})
 	var won []string

@@ -27,18 +27,18 @@ func testDeleteMessageCascades(t *testing.T, h *harness) {
 	loose := h.attachment("c", alice, at(4))
 	m1 := h.message("c", alice, at(5), a2.ID, a1.ID)
 	m2 := h.message("c", alice, at(6), a3.ID)
-	h.update(m1.ID, messaging.Change{AddReactions: []messaging.Reaction{r("👍", "alice", "bob")}})
+	h.update(m1.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{r("👍", "alice", "bob")}})
 	m2 = h.get(m2.ID)
 
 	removed, err := h.s.DeleteMessage(h.ctx, m1.ID)
 	require.NoError(t, err)
-	assert.ElementsMatch(t, []attachments.Attachment{linked(a1, m1), linked(a2, m1)}, removed, "DeleteMessage returns the removed attachments")
+	assert.ElementsMatch(t, []messaging.Attachment{linked(a1, m1), linked(a2, m1)}, removed, "DeleteMessage returns the removed attachments")
 
 	_, err = h.s.GetMessage(h.ctx, m1.ID)
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "the message is gone")
-	for _, a := range []attachments.Attachment{a1, a2} {
+	for _, a := range []messaging.Attachment{a1, a2} {
 		_, err = h.s.GetAttachment(h.ctx, a.ID)
-		assert.ErrorIs(t, err, attachments.ErrNotFound, "the attachment rows are gone")
+		assert.ErrorIs(t, err, messaging.ErrNotFound, "the attachment rows are gone")
 	}
 	pending, err := h.s.PendingDeletions(h.ctx, 10)
 	require.NoError(t, err)
@@ -46,16 +46,16 @@ func testDeleteMessageCascades(t *testing.T, h *harness) {
 
 	assertMessage(t, m2, h.get(m2.ID), "other messages are untouched")
 	assert.Equal(t, loose, h.getAttachment(loose.ID), "unlinked attachments are untouched")
-	msgs, _, err := h.s.ListMessages(h.ctx, messaging.ListQuery{All: true, Limit: 10})
+	msgs, _, err := h.s.ListMessages(h.ctx, messaging.MessageQuery{All: true, Limit: 10})
 	require.NoError(t, err)
 	assert.Equal(t, []string{m2.ID}, messageIDs(msgs))
-	atts, _, err := h.s.ListAttachments(h.ctx, attachments.ListQuery{All: true, UploaderID: alice.ID, Limit: 10})
+	atts, _, err := h.s.ListAttachments(h.ctx, attachments.AttachmentQuery{All: true, UploaderID: alice.ID, Limit: 10})
 	require.NoError(t, err)
 	assert.Equal(t, []string{loose.ID, a3.ID}, attachmentIDs(atts))
 
 	_, err = h.s.DeleteMessage(h.ctx, m1.ID)
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "deleting twice")
-	_, err = h.s.UpdateMessage(h.ctx, m1.ID, messaging.Change{AddReactions: []messaging.Reaction{r("👍", "bob")}})
+	_, err = h.s.UpdateMessage(h.ctx, m1.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{r("👍", "bob")}})
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "updating a deleted message")
 }
 
@@ -81,23 +81,23 @@ func testDeleteAttachment(t *testing.T, h *harness) {
 	require.NoError(t, err)
 	assert.Equal(t, linked(a1, m), got, "DeleteAttachment returns the removed row")
 	_, err = h.s.GetAttachment(h.ctx, a1.ID)
-	assert.ErrorIs(t, err, attachments.ErrNotFound)
-	assert.Equal(t, []attachments.Attachment{linked(a2, m)}, h.get(m.ID).Attachments, "a deleted attachment disappears from its message")
+	assert.ErrorIs(t, err, messaging.ErrNotFound)
+	assert.Equal(t, []messaging.Attachment{linked(a2, m)}, h.get(m.ID).Attachments, "a deleted attachment disappears from its message")
 	pending, err := h.s.PendingDeletions(h.ctx, 10)
 	require.NoError(t, err)
 	assert.Equal(t, []string{a1.Key}, pending)
 
 	_, err = h.s.DeleteAttachment(h.ctx, a1.ID)
-	assert.ErrorIs(t, err, attachments.ErrNotFound, "deleting twice")
+	assert.ErrorIs(t, err, messaging.ErrNotFound, "deleting twice")
 
 	removed, err := h.s.DeleteMessage(h.ctx, m.ID)
 	require.NoError(t, err)
-	assert.Equal(t, []attachments.Attachment{linked(a2, m)}, removed)
+	assert.Equal(t, []messaging.Attachment{linked(a2, m)}, removed)
 }
 
 func testPendingOrder(t *testing.T, h *harness) {
 	alice := h.contact("alice")
-	as := []attachments.Attachment{h.attachment("c", alice, at(1)), h.attachment("c", alice, at(3)), h.attachment("c", alice, at(2))}
+	as := []messaging.Attachment{h.attachment("c", alice, at(1)), h.attachment("c", alice, at(3)), h.attachment("c", alice, at(2))}
 	var keys []string
 	for _, i := range []int{2, 0, 1} { // neither in the order of keys nor of CreatedAt
 		_, err := h.s.DeleteAttachment(h.ctx, as[i].ID)

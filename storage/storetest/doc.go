@@ -26,5 +26,5 @@
 //
 // The blob suite also checks attachments.Lister and attachments.URLSigner
 // when the store implements them; a SignedURL that fails with an error
-// matching attachments.ErrUnimplemented skips that check.
+// matching messaging.ErrUnimplemented skips that check.
 package storetest

@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
 )
@@ -30,7 +29,7 @@ func testCreateLinks(t *testing.T, h *harness) {
 
 	m := h.message("c", alice, at(5), a1.ID, a2.ID, a3.ID)
 	got := h.get(m.ID)
-	want := []attachments.Attachment{linked(a3, m), linked(a1, m), linked(a2, m)}
+	want := []messaging.Attachment{linked(a3, m), linked(a1, m), linked(a2, m)}
 	assert.Equal(t, want, got.Attachments, "attachments oldest first, each with MessageID and ConversationID set")
 	for _, a := range want {
 		assert.Equal(t, a, h.getAttachment(a.ID))
@@ -43,7 +42,7 @@ func (h *harness) assertNoMessage(id string) {
 	h.t.Helper()
 	_, err := h.s.GetMessage(h.ctx, id)
 	assert.ErrorIs(h.t, err, messaging.ErrNotFound, "the message must not be stored")
-	items, _, err := h.s.ListMessages(h.ctx, messaging.ListQuery{All: true, Limit: 100})
+	items, _, err := h.s.ListMessages(h.ctx, messaging.MessageQuery{All: true, Limit: 100})
 	require.NoError(h.t, err)
 	assert.NotContains(h.t, messageIDs(items), id)
 }
@@ -90,15 +89,15 @@ func testUpdateLinks(t *testing.T, h *harness) {
 	a2 := h.attachment("", alice, at(1))
 	m := h.message("c", alice, at(3))
 
-	got := h.update(m.ID, messaging.Change{LinkAttachments: []string{a1.ID}, UpdatedAt: at(4)})
-	assert.Equal(t, []attachments.Attachment{linked(a1, m)}, got.Attachments)
+	got := h.update(m.ID, messaging.MessageChange{LinkAttachments: []string{a1.ID}, UpdatedAt: at(4)})
+	assert.Equal(t, []messaging.Attachment{linked(a1, m)}, got.Attachments)
 	assert.Equal(t, at(4), got.UpdatedAt)
 
-	got = h.update(m.ID, messaging.Change{LinkAttachments: []string{a1.ID}})
-	assert.Equal(t, []attachments.Attachment{linked(a1, m)}, got.Attachments, "relinking to the same message is fine and adds nothing")
+	got = h.update(m.ID, messaging.MessageChange{LinkAttachments: []string{a1.ID}})
+	assert.Equal(t, []messaging.Attachment{linked(a1, m)}, got.Attachments, "relinking to the same message is fine and adds nothing")
 
-	got = h.update(m.ID, messaging.Change{LinkAttachments: []string{a1.ID, a2.ID}})
-	assert.Equal(t, []attachments.Attachment{linked(a2, m), linked(a1, m)}, got.Attachments, "oldest first")
+	got = h.update(m.ID, messaging.MessageChange{LinkAttachments: []string{a1.ID, a2.ID}})
+	assert.Equal(t, []messaging.Attachment{linked(a2, m), linked(a1, m)}, got.Attachments, "oldest first")
 	assert.Equal(t, linked(a2, m), h.getAttachment(a2.ID))
 }
 
@@ -122,7 +121,7 @@ func testUpdateLinkErrors(t *testing.T, h *harness) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := h.s.UpdateMessage(h.ctx, m2.ID, messaging.Change{
+			_, err := h.s.UpdateMessage(h.ctx, m2.ID, messaging.MessageChange{
 				Text:            &text,
 				AddReactions:    []messaging.Reaction{r("👍", "alice")},
 				LinkAttachments: c.link,
@@ -139,25 +138,25 @@ func testUpdateLinkErrors(t *testing.T, h *harness) {
 
 func testMaxAttachments(t *testing.T, h *harness) {
 	alice := h.contact("alice")
-	var as []attachments.Attachment
+	var as []messaging.Attachment
 	for i := range 5 {
 		as = append(as, h.attachment("c", alice, at(i)))
 	}
 	m := h.message("c", alice, at(10), as[0].ID, as[1].ID)
 	before := h.get(m.ID)
 
-	_, err := h.s.UpdateMessage(h.ctx, m.ID, messaging.Change{LinkAttachments: []string{as[2].ID, as[3].ID}, UpdatedAt: at(11), MaxAttachments: 3})
+	_, err := h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{LinkAttachments: []string{as[2].ID, as[3].ID}, UpdatedAt: at(11), Check: Limits(0, 3)})
 	assert.ErrorIs(t, err, messaging.ErrInvalid, "four attachments with a limit of three")
 	assertMessage(t, before, h.get(m.ID), "nothing changed")
 	assert.Equal(t, as[2], h.getAttachment(as[2].ID), "not linked")
 
-	got := h.update(m.ID, messaging.Change{LinkAttachments: []string{as[2].ID}, MaxAttachments: 3})
+	got := h.update(m.ID, messaging.MessageChange{LinkAttachments: []string{as[2].ID}, Check: Limits(0, 3)})
 	assert.Len(t, got.Attachments, 3, "exactly the limit is allowed")
-	got = h.update(m.ID, messaging.Change{LinkAttachments: []string{as[0].ID, as[2].ID}, MaxAttachments: 3})
+	got = h.update(m.ID, messaging.MessageChange{LinkAttachments: []string{as[0].ID, as[2].ID}, Check: Limits(0, 3)})
 	assert.Len(t, got.Attachments, 3, "relinking at the limit counts nothing twice")
 
 	before = h.get(m.ID)
-	_, err = h.s.UpdateMessage(h.ctx, m.ID, messaging.Change{LinkAttachments: []string{as[0].ID, as[4].ID}, MaxAttachments: 3})
+	_, err = h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{LinkAttachments: []string{as[0].ID, as[4].ID}, Check: Limits(0, 3)})
 	assert.ErrorIs(t, err, messaging.ErrInvalid, "a fourth attachment")
 	assertMessage(t, before, h.get(m.ID))
 	assert.Equal(t, as[4], h.getAttachment(as[4].ID), "not linked")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -118,10 +119,10 @@ func (h *harness) message(conv string, sender messaging.Contact, created time.Ti
 }
 
 // newAttachment returns an attachment (not stored) with every field set.
-func newAttachment(conv, uploaderID string, created time.Time) attachments.Attachment {
+func newAttachment(conv, uploaderID string, created time.Time) messaging.Attachment {
 	id := ids.NewAt(ids.Attachment, created)
 	sum := sha256.Sum256([]byte(id))
-	return attachments.Attachment{
+	return messaging.Attachment{
 		ID:             id,
 		ConversationID: conv,
 		UploaderID:     uploaderID,
@@ -135,7 +136,7 @@ func newAttachment(conv, uploaderID string, created time.Time) attachments.Attac
 }
 
 // attachment stores an attachment of conv (or none) uploaded by uploader.
-func (h *harness) attachment(conv string, uploader messaging.Contact, created time.Time) attachments.Attachment {
+func (h *harness) attachment(conv string, uploader messaging.Contact, created time.Time) messaging.Attachment {
 	h.t.Helper()
 	a := newAttachment(conv, uploader.ID, created)
 	require.NoError(h.t, h.s.CreateAttachment(h.ctx, a), "CreateAttachment")
@@ -151,7 +152,7 @@ func (h *harness) get(id string) messaging.Message {
 }
 
 // getAttachment returns the attachment, which must exist.
-func (h *harness) getAttachment(id string) attachments.Attachment {
+func (h *harness) getAttachment(id string) messaging.Attachment {
 	h.t.Helper()
 	a, err := h.s.GetAttachment(h.ctx, id)
 	require.NoError(h.t, err, "GetAttachment %s", id)
@@ -160,7 +161,7 @@ func (h *harness) getAttachment(id string) attachments.Attachment {
 
 // update applies ch, which must succeed, and checks that it returned the
 // message as GetMessage does after it.
-func (h *harness) update(id string, ch messaging.Change) messaging.Message {
+func (h *harness) update(id string, ch messaging.MessageChange) messaging.Message {
 	h.t.Helper()
 	m, err := h.s.UpdateMessage(h.ctx, id, ch)
 	require.NoError(h.t, err, "UpdateMessage %s", id)
@@ -169,7 +170,7 @@ func (h *harness) update(id string, ch messaging.Change) messaging.Message {
 }
 
 // linked returns a as linked to m.
-func linked(a attachments.Attachment, m messaging.Message) attachments.Attachment {
+func linked(a messaging.Attachment, m messaging.Message) messaging.Attachment {
 	a.MessageID, a.ConversationID = m.ID, m.ConversationID
 	return a
 }
@@ -180,7 +181,7 @@ func normMessage(m messaging.Message) messaging.Message {
 		m.Reactions = []messaging.Reaction{}
 	}
 	if m.Attachments == nil {
-		m.Attachments = []attachments.Attachment{}
+		m.Attachments = []messaging.Attachment{}
 	}
 	return m
 }
@@ -207,7 +208,7 @@ func messageIDs(ms []messaging.Message) []string {
 }
 
 // attachmentIDs returns the ids of as.
-func attachmentIDs(as []attachments.Attachment) []string {
+func attachmentIDs(as []messaging.Attachment) []string {
 	out := make([]string, len(as))
 	for i, a := range as {
 		out[i] = a.ID
@@ -221,8 +222,8 @@ type item struct {
 	at time.Time
 }
 
-func (it item) cursor() *attachments.Cursor {
-	return &attachments.Cursor{CreatedAt: it.at, ID: it.id}
+func (it item) cursor() *messaging.Cursor {
+	return &messaging.Cursor{CreatedAt: it.at, ID: it.id}
 }
 
 // newestFirst returns the ids of items sorted by (at, id) descending.
@@ -291,3 +292,19 @@ func shuffled[T any](items []T, seed uint64) []T {
 
 // itoa is strconv.Itoa.
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// Limits returns a MessageChange.Check with the messaging Service's rule on
+// counts, for tests that drive a Repository directly: a change may not take
+// a message beyond names distinct reactions or atts attachments (0: no
+// limit), unless it adds none. Its error matches messaging.ErrInvalid.
+func Limits(names, atts int) func(before, after messaging.MessageCounts) error {
+	return func(before, after messaging.MessageCounts) error {
+		if names > 0 && after.ReactionNames > names && after.ReactionNames > before.ReactionNames {
+			return fmt.Errorf("more than %d reaction names: %w", names, messaging.ErrInvalid)
+		}
+		if atts > 0 && after.Attachments > atts && after.Attachments > before.Attachments {
+			return fmt.Errorf("more than %d attachments: %w", atts, messaging.ErrInvalid)
+		}
+		return nil
+	}
+}

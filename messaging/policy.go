@@ -1,10 +1,12 @@
-package attachments
+package messaging
 
 import "context"
 
-// Policy decides who may see a conversation. It is the host's to supply;
-// the ownership rules (only the uploader renames or deletes, only the sender
-// edits) hold under any policy. messaging.Policy is the same interface.
+// Policy decides who may see a conversation. It is the host's to supply, in
+// Options.Policy, and governs messages and attachments alike (package
+// attachments enforces the Policy of the messaging Service it is built
+// on). The ownership rules (only the sender edits or deletes a message, only
+// the uploader renames or deletes a file) hold under any policy.
 type Policy interface {
 	// CanView reports whether the contact may see the conversation.
 	CanView(ctx context.Context, contactID, conversationID string) (bool, error)
