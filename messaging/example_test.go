@@ -98,9 +98,48 @@ func Example_errors() {
 	fmt.Println(errors.Is(err, messaging.ErrPermission))
 
 	_, err = msgs.Get(ctx, bob, "msg_00000000000000000000000000")
-	fmt.Println(errors.Is(err, messaging.ErrNotFound), errors.Is(err, messaging.ErrNotFound))
+	fmt.Println(errors.Is(err, messaging.ErrNotFound), messaging.KindOf(err))
 	// Output:
 	// invalid message: message must not be empty
 	// true
-	// true true
+	// true not found
+}
+
+// All walks every page of a list; break out of the loop to stop early.
+func ExampleService_All() {
+	ctx := context.Background()
+	msgs := newServices()
+	alice, _ := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
+	for i := range 5 {
+		if _, err := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "team", Text: fmt.Sprint("message ", i)}); err != nil {
+			panic(err)
+		}
+	}
+	// Two messages a page: three pages, read as they are needed.
+	for m, err := range msgs.All(ctx, alice, messaging.ListOptions{ConversationID: "team", Limit: 2}) {
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(m.Text)
+	}
+	// Output:
+	// message 4
+	// message 3
+	// message 2
+	// message 1
+	// message 0
+}
+
+// A host with users of its own stores each as a contact under its own id,
+// and passes that contact as the caller.
+func ExampleService_SaveContact_hostIDs() {
+	ctx := context.Background()
+	msgs := newServices()
+	u, err := msgs.SaveContact(ctx, messaging.Contact{ID: "user-42", Username: "alice"})
+	if err != nil {
+		panic(err)
+	}
+	m, _ := msgs.Create(ctx, u, messaging.NewMessage{ConversationID: "team", Text: "hi"})
+	fmt.Println(m.Contact.ID, m.Contact.Username)
+	// Output: user-42 alice
 }

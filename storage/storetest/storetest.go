@@ -44,6 +44,7 @@ func RunConformanceTests(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Deletes", deleteTests},
 		{"Attachments", attachmentTests},
 		{"Concurrency", concurrencyTests},
+		{"Service", serviceTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
