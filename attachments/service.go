@@ -417,7 +417,9 @@ type ListOptions struct {
 	// uploads that are in no conversation.
 	ConversationID string
 	// Limit is the page size: 0 for the default of 10, at most
-	// Options.MaxListLimit.
+	// the messaging Service's
+	// Options.MaxListLimit (the one page size limit of every list); a
+	// larger or negative one is an error of kind ErrInvalid naming "limit".
 	Limit int
 	// StartingAfter is the id of an item of the list; the page holds the
 	// items just older than it.

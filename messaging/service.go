@@ -451,7 +451,8 @@ type ListOptions struct {
 	// every conversation the caller may see is listed.
 	ConversationID string
 	// Limit is the page size: 0 for the default of 10, at most
-	// Options.MaxListLimit.
+	// Options.MaxListLimit (the one page size limit of every list); a
+	// larger or negative one is an error of kind ErrInvalid naming "limit".
 	Limit int
 	// StartingAfter is the id of a message of the list; the page holds the
 	// messages just older than it.
