@@ -9,6 +9,7 @@ package ids
 
 import (
 	"crypto/rand"
+	"strings"
 	"sync"
 	"time"
 )
@@ -87,16 +88,55 @@ func encode(b [16]byte) string {
 	return string(out[:])
 }
 
-// Valid reports whether s looks like an id with the given prefix.
+// Valid reports whether s is an id with the given prefix: the prefix, then
+// exactly the 26 characters that encode writes (lower-case, from alphabet,
+// the first 0-7). Other spellings of the same 128 bits (upper-case, or the
+// i, l, o that Crockford's decoders read as 1, 1, 0) are not ids: ids are
+// compared as strings, so each must have one spelling.
 func Valid(prefix, s string) bool {
-	if len(s) != len(prefix)+26 || s[:len(prefix)] != prefix {
+	rest, ok := strings.CutPrefix(s, prefix)
+	if !ok {
 		return false
 	}
-	for i := len(prefix); i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z') {
-			return false
+	_, ok = decode(rest)
+	return ok
+}
+
+// values maps each byte to its value in alphabet, or to invalid.
+var values = func() (v [256]byte) {
+	for i := range v {
+		v[i] = invalid
+	}
+	for i := range len(alphabet) {
+		v[alphabet[i]] = byte(i)
+	}
+	return v
+}()
+
+const invalid = 0xff
+
+// decode is the inverse of encode: the 128 bits that s encodes, and false if
+// s is not 26 characters of alphabet whose first is 0-7 (the two bits above
+// the 128 must be zero).
+func decode(s string) (b [16]byte, ok bool) {
+	if len(s) != 26 || values[s[0]] > 7 {
+		return b, false
+	}
+	acc := uint32(values[s[0]])
+	bits := 3
+	j := 0
+	for i := 1; i < len(s); i++ {
+		v := values[s[i]]
+		if v == invalid {
+			return b, false
+		}
+		acc = acc<<5 | uint32(v)
+		bits += 5
+		if bits >= 8 {
+			bits -= 8
+			b[j] = byte(acc >> bits)
+			j++
 		}
 	}
-	return true
+	return b, true
 }
