@@ -35,7 +35,7 @@ const envBenchBig = "PARLEY_BENCH_BIG"
 // highest Go heap (objects, client and server together, above the heap
 // before the upload) seen while sampling every millisecond. For the
 // server's resident memory as the OS sees it, in a process of its own, use
-// examples/uploadbench.
+// tools/uploadbench.
 func BenchmarkUploadLoopback(b *testing.B) {
 	size := int64(8 << 20)
 	if os.Getenv(envBenchBig) == "1" {

@@ -40,7 +40,7 @@
 // README):
 //
 //	go build -o "$TMPDIR/parley" ./examples/server
-//	go build -o "$TMPDIR/loadtest" ./examples/loadtest
+//	go build -o "$TMPDIR/loadtest" ./tools/loadtest
 //	(cd ../shared/bench/floor && go build -o "$TMPDIR/floor" .)
 //
 //	# The same conversation of 200,000 messages in each.

@@ -11,7 +11,7 @@
 //
 //	go build -o /tmp/parley-server ./examples/server
 //	(cd ../shared/bench/floor && go build -o /tmp/floor .)
-//	go run ./examples/uploadbench -server /tmp/parley-server -floor /tmp/floor -size 1GiB -rounds 3
+//	go run ./tools/uploadbench -server /tmp/parley-server -floor /tmp/floor -size 1GiB -rounds 3
 //
 // Neither side calls fsync (gocloud's fileblob does not, nor does the
 // floor), so the plain copy does not either: all three write into the page
