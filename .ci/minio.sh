@@ -96,7 +96,7 @@ fi
 export AWS_ACCESS_KEY_ID=$USER_NAME AWS_SECRET_ACCESS_KEY=$PASSWORD AWS_REGION=$REGION
 export AWS_EC2_METADATA_DISABLED=true
 URL="s3://$BUCKET?endpoint=http://127.0.0.1:$PORT&use_path_style=true&region=$REGION"
-go run ./internal/tools/mkbucket "$URL" >&2 || fail "cannot create bucket $BUCKET"
+go run ./tools/mkbucket "$URL" >&2 || fail "cannot create bucket $BUCKET"
 log "bucket $BUCKET ready"
 
 # 4. What the tests need.

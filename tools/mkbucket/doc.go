@@ -4,7 +4,7 @@
 // the caller's is not an error. .ci/minio.sh runs it against a throwaway
 // MinIO server:
 //
-//	go run ./internal/tools/mkbucket 's3://parley-test?endpoint=http://127.0.0.1:9000&use_path_style=true&region=us-east-1'
+//	go run ./tools/mkbucket 's3://parley-test?endpoint=http://127.0.0.1:9000&use_path_style=true&region=us-east-1'
 //
 // With -delete it removes the bucket (which must be empty) instead.
 package main
