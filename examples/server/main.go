@@ -18,6 +18,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -41,29 +42,32 @@ import (
 const defaultTokens = "alice=alice-secret,bob=bob-secret"
 
 func main() {
-	if err := run(); err != nil {
+	// Stop on SIGINT or SIGTERM: the server finishes the requests under way.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "server:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
+// run is the server: it parses args, serves until ctx is done, and writes
+// the greeting to stdout and the log to stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	flags := flag.NewFlagSet("server", flag.ExitOnError)
+	flags.SetOutput(stderr)
 	var (
-		addr      = flag.String("addr", "127.0.0.1:8080", "address to listen on")
-		dataDir   = flag.String("data", "data", "folder for the default SQLite file and files folder")
-		dsn       = flag.String("db", "", "database: a SQLite file path, postgres://… or mysql://… (default: DATA/parley.db)")
-		bucketURL = flag.String("bucket", "", "gocloud.dev bucket URL for files, such as s3://bucket?region=… (default: DATA/files)")
-		tokens    = flag.String("tokens", os.Getenv("PARLEY_TOKENS"), `bearer tokens as "user=token,user2=token2" (also PARLEY_TOKENS; default `+defaultTokens+`)`)
-		maxUpload = flag.Int64("max-upload-bytes", 25<<20, "largest accepted upload, in bytes")
-		baseURL   = flag.String("base-url", "", "public URL of this server, used in file_url and Location (default: from each request)")
-		signed    = flag.Duration("signed-urls", 0, "when > 0 and the bucket can sign URLs (S3, GCS, Azure), file_url is a signed bucket URL valid this long")
+		addr      = flags.String("addr", "127.0.0.1:8080", "address to listen on")
+		dataDir   = flags.String("data", "data", "folder for the default SQLite file and files folder")
+		dsn       = flags.String("db", "", "database: a SQLite file path, postgres://… or mysql://… (default: DATA/parley.db)")
+		bucketURL = flags.String("bucket", "", "gocloud.dev bucket URL for files, such as s3://bucket?region=… (default: DATA/files)")
+		tokens    = flags.String("tokens", os.Getenv("PARLEY_TOKENS"), `bearer tokens as "user=token,user2=token2" (also PARLEY_TOKENS; default `+defaultTokens+`)`)
+		maxUpload = flags.Int64("max-upload-bytes", 25<<20, "largest accepted upload, in bytes")
+		baseURL   = flags.String("base-url", "", "public URL of this server, used in file_url and Location (default: from each request)")
+		signed    = flags.Duration("signed-urls", 0, "when > 0 and the bucket can sign URLs (S3, GCS, Azure), file_url is a signed bucket URL valid this long")
 	)
-	flag.Parse()
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-
-	// Stop on SIGINT or SIGTERM: the server finishes the requests under way.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	_ = flags.Parse(args) // on an error, ExitOnError has printed it and exited
+	log := slog.New(slog.NewTextHandler(stderr, nil))
 
 	// 1. Storage: rows in SQL, bytes in a bucket. The defaults live in -data.
 	if *dsn == "" || *bucketURL == "" {
@@ -132,7 +136,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	greet(ln.Addr().String(), *baseURL, redact(*dsn), redact(*bucketURL), table)
+	greet(stdout, ln.Addr().String(), *baseURL, redact(*dsn), redact(*bucketURL), table)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -279,7 +283,7 @@ func secretParam(name string) bool {
 }
 
 // greet prints where the server listens and how to call it.
-func greet(addr, baseURL, dsn, bucket string, table map[string]messaging.Contact) {
+func greet(w io.Writer, addr, baseURL, dsn, bucket string, table map[string]messaging.Contact) {
 	base := baseURL
 	if base == "" {
 		base = "http://" + addr
@@ -295,6 +299,6 @@ func greet(addr, baseURL, dsn, bucket string, table map[string]messaging.Contact
 			first = token
 		}
 	}
-	fmt.Printf("Parley is listening on %s\n  database: %s\n  files:    %s\ncallers:\n%s\ntry:\n  curl -s -H 'Authorization: Bearer %s' -d conversation_id=general -d message=hello %s/v1/messages\n  curl -s -H 'Authorization: Bearer %s' '%s/v1/messages?conversation_id=general'\n",
+	fmt.Fprintf(w, "Parley is listening on %s\n  database: %s\n  files:    %s\ncallers:\n%s\ntry:\n  curl -s -H 'Authorization: Bearer %s' -d conversation_id=general -d message=hello %s/v1/messages\n  curl -s -H 'Authorization: Bearer %s' '%s/v1/messages?conversation_id=general'\n",
 		base, dsn, bucket, strings.Join(pairs, "\n"), first, base, first, base)
 }
