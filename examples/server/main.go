@@ -28,6 +28,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -130,7 +131,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	srv := newHTTPServer(mux, log)
 
 	// 5. Reconcile files left behind by failures, now and every five minutes.
-	go reconcile(ctx, files, log)
+	// However run returns, the loop is stopped and waited for first, so it
+	// never works on the database and bucket the deferred Closes above close.
+	reconcileCtx, stopReconcile := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { reconcile(reconcileCtx, files, log) })
+	defer func() {
+		stopReconcile()
+		wg.Wait()
+	}()
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
