@@ -140,10 +140,11 @@ func newBenchEnv(b *testing.B, store storetest.Store, blobs attachments.BlobStor
 		require.Len(b, m.Attachments, 1)
 	}
 
-	e.h = httpadapter.New(msgs, files, &httpadapter.Options{
+	e.h, err = httpadapter.New(msgs, files, &httpadapter.Options{
 		Authenticator: httpadapter.StaticTokens(map[string]messaging.Contact{benchToken: alice}),
 		Logger:        quiet,
 	})
+	require.NoError(b, err)
 	return e
 }
 

@@ -48,10 +48,12 @@ func BenchmarkUploadLoopback(b *testing.B) {
 	files := attachments.New(store, fileBucket(b), msgs, &attachments.Options{MaxUploadBytes: size, Logger: quiet})
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(b, err)
-	srv := httptest.NewServer(httpadapter.New(msgs, files, &httpadapter.Options{
+	api, err := httpadapter.New(msgs, files, &httpadapter.Options{
 		Authenticator: httpadapter.StaticTokens(map[string]messaging.Contact{benchToken: alice}),
 		Logger:        quiet,
-	}))
+	})
+	require.NoError(b, err)
+	srv := httptest.NewServer(api)
 	b.Cleanup(srv.Close)
 
 	var frame bytes.Buffer

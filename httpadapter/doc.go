@@ -11,9 +11,12 @@
 //	msgs := messaging.New(store, nil)
 //	files := attachments.New(store, blobs, msgs, nil)
 //	alice, _ := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
-//	api := httpadapter.New(msgs, files, &httpadapter.Options{
+//	api, err := httpadapter.New(msgs, files, &httpadapter.Options{
 //		Authenticator: httpadapter.StaticTokens(map[string]messaging.Contact{"secret-token": alice}),
 //	})
+//	if err != nil {
+//		log.Fatal(err) // a malformed Options.BaseURL
+//	}
 //	mux := http.NewServeMux()
 //	mux.Handle("/api/", http.StripPrefix("/api", api)) // the API at /api/v1/…
 //	http.ListenAndServe(":8080", mux)

@@ -130,7 +130,8 @@ func newEnv(t testing.TB, store storetest.Store, cfg envConfig) *env {
 			opts.Authenticator = cfg.auth(opts.Authenticator)
 		}
 	}
-	var h http.Handler = httpadapter.New(e.msgs, e.files, &opts)
+	h, err := httpadapter.New(e.msgs, e.files, &opts)
+	require.NoError(t, err)
 	if cfg.prefix != "" {
 		mux := http.NewServeMux()
 		mux.Handle(cfg.prefix+"/", http.StripPrefix(cfg.prefix, h))

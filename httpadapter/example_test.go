@@ -26,9 +26,12 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	api := httpadapter.New(msgs, files, &httpadapter.Options{
+	api, err := httpadapter.New(msgs, files, &httpadapter.Options{
 		Authenticator: httpadapter.StaticTokens(map[string]messaging.Contact{"alice-token": alice}),
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/api/", http.StripPrefix("/api", api))
 	srv := httptest.NewServer(mux)

@@ -1,6 +1,8 @@
 package httpadapter
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -25,10 +27,12 @@ type Options struct {
 	// without the /v1, e.g. "https://chat.example.com/api". file_url values
 	// start with it, and Location headers with its path. Default: derived
 	// from each request: the scheme is https when the connection is TLS or
-	// X-Forwarded-Proto says "https", else http; the host is r.Host; the
+	// X-Forwarded-Proto says "https" (trusted, since it only changes URLs
+	// sent back to the same client), else http; the host is r.Host; the
 	// path prefix is the part of r.RequestURI before r.URL.Path (so mounting
 	// with http.StripPrefix works). Set it when a proxy rewrites hosts or
-	// paths. New panics if it is not an absolute http(s) URL.
+	// paths. It must be an absolute http or https URL without query or
+	// fragment, or New fails.
 	BaseURL string
 
 	// SignedURLExpiry, when > 0 and the blob store can sign URLs
@@ -37,10 +41,10 @@ type Options struct {
 	// authenticated route /v1/attachments/{id}/{filename}. Default: 0.
 	SignedURLExpiry time.Duration
 
-	// MaxBodyBytes is the largest body of a request other than an upload.
-	// Default: 1 MiB. Uploads are limited by the attachments Service's
-	// MaxUploadBytes (plus MaxBodyBytes for the multipart framing and the
-	// other fields).
+	// MaxBodyBytes is the largest body of a request other than an upload;
+	// a larger one is a 413. Default: 1 MiB. Uploads are limited by the
+	// attachments Service's MaxUploadBytes (plus MaxBodyBytes for the
+	// multipart framing and the other fields).
 	MaxBodyBytes int64
 
 	// Limit, when set, is asked before every authenticated request whether
@@ -54,6 +58,23 @@ type Options struct {
 	// client) and failures that do not fail a request. Default:
 	// slog.Default().
 	Logger *slog.Logger
+}
+
+// validate fills in the defaults and checks the options.
+func (o *Options) validate() error {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 1 << 20
+	}
+	if o.BaseURL != "" {
+		u, err := url.Parse(o.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("httpadapter: Options.BaseURL %q is not an absolute http or https URL without query or fragment", o.BaseURL)
+		}
+	}
+	return nil
 }
 
 // api is the handler's state, shared by all requests.
@@ -77,11 +98,22 @@ type api struct {
 // It expects request paths that start with /v1; mount it under a prefix
 // with http.StripPrefix:
 //
-//	mux.Handle("/api/", http.StripPrefix("/api", httpadapter.New(msgs, files, opts)))
-func New(msgs *messaging.Service, files *attachments.Service, opts *Options) http.Handler {
+//	api, err := httpadapter.New(msgs, files, opts)
+//	…
+//	mux.Handle("/api/", http.StripPrefix("/api", api)) // the API at /api/v1/…
+//
+// New fails if a service is nil or the options are not valid (a malformed
+// BaseURL).
+func New(msgs *messaging.Service, files *attachments.Service, opts *Options) (http.Handler, error) {
+	if msgs == nil || files == nil {
+		return nil, errors.New("httpadapter: New needs a messaging Service and an attachments Service")
+	}
 	var o Options
 	if opts != nil {
 		o = *opts
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
 	}
 	a := &api{
 		msgs:       msgs,
@@ -92,17 +124,8 @@ func New(msgs *messaging.Service, files *attachments.Service, opts *Options) htt
 		signExpiry: o.SignedURLExpiry,
 		limit:      o.Limit,
 	}
-	if a.log == nil {
-		a.log = slog.Default()
-	}
-	if a.maxBody <= 0 {
-		a.maxBody = 1 << 20
-	}
 	if o.BaseURL != "" {
-		u, err := url.Parse(o.BaseURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-			panic("httpadapter: Options.BaseURL must be an absolute http or https URL without query: " + o.BaseURL)
-		}
+		u, _ := url.Parse(o.BaseURL) // checked by validate
 		a.base = strings.TrimRight(o.BaseURL, "/")
 		a.basePath = strings.TrimRight(u.EscapedPath(), "/")
 	}
@@ -134,7 +157,7 @@ func New(msgs *messaging.Service, files *attachments.Service, opts *Options) htt
 	a.mux.Handle("/v1/attachments/{id}/{filename}", a.route([]method{
 		{http.MethodGet, a.serveFile},
 	}))
-	return a
+	return a, nil
 }
 
 // ServeHTTP answers a path that is not in canonical form (// . ..) with a

@@ -50,8 +50,10 @@ func startInstance(t *testing.T, ctx context.Context, dsn, bucketURL string, tok
 		require.NoError(t, err)
 		table[tok] = c
 	}
-	srv := httptest.NewServer(httpadapter.New(msgs, files, &httpadapter.Options{
-		Authenticator: httpadapter.StaticTokens(table), Logger: quiet}))
+	api, err := httpadapter.New(msgs, files, &httpadapter.Options{
+		Authenticator: httpadapter.StaticTokens(table), Logger: quiet})
+	require.NoError(t, err)
+	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	return &instance{url: srv.URL, msgs: msgs}
 }

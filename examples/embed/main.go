@@ -67,7 +67,11 @@ func main() {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "the host's own home page")
 	})
-	mux.Handle("/chat/", http.StripPrefix("/chat", httpadapter.New(msgs, files, &httpadapter.Options{Authenticator: auth})))
+	api, err := httpadapter.New(msgs, files, &httpadapter.Options{Authenticator: auth})
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux.Handle("/chat/", http.StripPrefix("/chat", api))
 
 	log.Println("listening on http://127.0.0.1:8081 (chat API under /chat/v1)")
 	log.Fatal(http.ListenAndServe("127.0.0.1:8081", mux))

@@ -120,12 +120,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	// 4. The HTTP adapter, mounted at the root of this server's mux.
-	api := httpadapter.New(msgs, files, &httpadapter.Options{
+	api, err := httpadapter.New(msgs, files, &httpadapter.Options{
 		Authenticator:   httpadapter.StaticTokens(table),
 		BaseURL:         *baseURL,
 		SignedURLExpiry: *signed,
 		Logger:          log,
 	})
+	if err != nil {
+		return err // a malformed -base-url
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
 	srv := newHTTPServer(mux, log)

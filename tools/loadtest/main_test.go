@@ -130,9 +130,10 @@ func newParley(tb testing.TB) *parley {
 	files := attachments.New(store, memstore.NewBlobStore(), msgs, nil)
 	alice, err := msgs.SaveContact(context.Background(), messaging.Contact{Username: "alice"})
 	require.NoError(tb, err)
-	api := httpadapter.New(msgs, files, &httpadapter.Options{
+	api, err := httpadapter.New(msgs, files, &httpadapter.Options{
 		Authenticator: httpadapter.StaticTokens(map[string]messaging.Contact{"tok-alice": alice}),
 	})
+	require.NoError(tb, err)
 	p := &parley{msgs: msgs, alice: alice, requests: map[string]int{}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Method + " " + r.URL.Path
