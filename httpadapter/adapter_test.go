@@ -67,20 +67,22 @@ func runAdapterTests(t *testing.T, newStore func(t *testing.T) storetest.Store) 
 		for _, group := range []struct {
 			name  string
 			cases []apiCase
+			cfg   envConfig
 		}{
-			{"Auth", authCases},
-			{"Routing", routingCases},
-			{"CreateMessage", createMessageCases},
-			{"GetMessage", getMessageCases},
-			{"UpdateMessage", updateMessageCases},
-			{"RemoveReaction", removeReactionCases},
-			{"DeleteMessage", deleteMessageCases},
-			{"Upload", uploadCases},
-			{"GetAttachment", getAttachmentCases},
-			{"RenameAttachment", renameAttachmentCases},
-			{"DeleteAttachment", deleteAttachmentCases},
-			{"ListParams", listParamCases},
-			{"File", fileCases},
+			{"Auth", authCases, envConfig{}},
+			{"CrossOrigin", crossOriginCases, envConfig{cookies: true}},
+			{"Routing", routingCases, envConfig{}},
+			{"CreateMessage", createMessageCases, envConfig{}},
+			{"GetMessage", getMessageCases, envConfig{}},
+			{"UpdateMessage", updateMessageCases, envConfig{}},
+			{"RemoveReaction", removeReactionCases, envConfig{}},
+			{"DeleteMessage", deleteMessageCases, envConfig{}},
+			{"Upload", uploadCases, envConfig{}},
+			{"GetAttachment", getAttachmentCases, envConfig{}},
+			{"RenameAttachment", renameAttachmentCases, envConfig{}},
+			{"DeleteAttachment", deleteAttachmentCases, envConfig{}},
+			{"ListParams", listParamCases, envConfig{}},
+			{"File", fileCases, envConfig{}},
 		} {
 			t.Run(group.name, func(t *testing.T) {
 				// A fresh store every few cases keeps the snapshots that
@@ -88,7 +90,7 @@ func runAdapterTests(t *testing.T, newStore func(t *testing.T) storetest.Store) 
 				var e *env
 				for i, tc := range group.cases {
 					if i%casesPerStore == 0 {
-						e = newEnv(t, newStore(t), envConfig{})
+						e = newEnv(t, newStore(t), group.cfg)
 					}
 					t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
 				}
@@ -106,6 +108,7 @@ func runAdapterTests(t *testing.T, newStore func(t *testing.T) storetest.Store) 
 		{"AttachmentPaging", testAttachmentPaging},
 		{"ListVisibility", testListVisibility},
 		{"Mount", testMount},
+		{"CookieSessions", testCookieSessions},
 		{"BaseURL", testBaseURL},
 		{"ForwardedProto", testForwardedProto},
 		{"SignedURLs", testSignedURLs},

@@ -37,11 +37,13 @@
 //
 // # Authentication
 //
-// Every request, whatever its path, needs Authorization: Bearer <token>
-// (the scheme is case-insensitive); Options.Authenticator maps the token to
-// a stored contact. Without one, every request is a 401. A 401 carries
-// WWW-Authenticate: Bearer (with error="invalid_token" when a token was sent
-// but is not known). After authentication the handler calls
+// Every request, whatever its path, is authenticated: Options.Authenticator
+// sees the request and maps its credentials (by default a bearer token;
+// BearerToken, StaticTokens) to a stored contact. Without one, every request
+// is a 401. A 401 carries WWW-Authenticate: Bearer (with
+// error="invalid_token" when a bearer token was sent but refused). Unsafe
+// requests from another origin that carry no bearer token are refused with
+// a 403 before authentication (Options.CrossOriginProtection). After authentication the handler calls
 // messaging.Service.Touch, which moves the contact's last_active_at at most
 // once a minute; a failure there is logged and does not fail the request.
 //

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -79,6 +80,8 @@ type env struct {
 	users  map[string]messaging.Contact
 	tokens map[string]messaging.Contact
 	ctx    context.Context
+
+	authCalls atomic.Int64 // calls of the cookie authenticator (envConfig.cookies)
 }
 
 type envConfig struct {
@@ -87,6 +90,7 @@ type envConfig struct {
 	noAuth  bool                                                      // leave Authenticator nil
 	blobs   func(listingBlobs) attachments.BlobStore                  // wraps the blob store
 	auth    func(httpadapter.Authenticator) httpadapter.Authenticator // wraps the authenticator
+	cookies bool                                                      // also accept the cookie session=sess-<name>
 	extraUs int                                                       // extra users user000…
 }
 
@@ -126,6 +130,9 @@ func newEnv(t testing.TB, store storetest.Store, cfg envConfig) *env {
 	}
 	if !cfg.noAuth {
 		opts.Authenticator = httpadapter.StaticTokens(e.tokens)
+		if cfg.cookies {
+			opts.Authenticator = e.cookieAuth(opts.Authenticator)
+		}
 		if cfg.auth != nil {
 			opts.Authenticator = cfg.auth(opts.Authenticator)
 		}
@@ -141,6 +148,27 @@ func newEnv(t testing.TB, store storetest.Store, cfg envConfig) *env {
 	t.Cleanup(e.srv.Close)
 	e.url = e.srv.URL + cfg.prefix
 	return e
+}
+
+// cookieAuth authenticates as a host with browser sessions does: by the
+// cookie session=sess-<name>, or by the bearer token of a request that
+// carries one.
+func (e *env) cookieAuth(bearer httpadapter.Authenticator) httpadapter.Authenticator {
+	return httpadapter.AuthenticatorFunc(func(r *http.Request) (messaging.Contact, error) {
+		e.authCalls.Add(1)
+		if r.Header.Get("Authorization") != "" {
+			return bearer.Authenticate(r)
+		}
+		c, err := r.Cookie("session")
+		if err != nil {
+			return messaging.Contact{}, messaging.ErrUnauthenticated
+		}
+		name, ok := strings.CutPrefix(c.Value, "sess-")
+		if u, known := e.users[name]; ok && known {
+			return u, nil
+		}
+		return messaging.Contact{}, &messaging.Error{Kind: messaging.ErrUnauthenticated, Message: "your session has ended: sign in again"}
+	})
 }
 
 // reqBody is a request body with its Content-Type.

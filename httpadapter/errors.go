@@ -25,6 +25,7 @@ const (
 	codeBodyInvalid      = "body_invalid"
 	codeUnauthenticated  = "unauthenticated"
 	codePermission       = "permission_denied"
+	codeCrossOrigin      = "cross_origin_denied"
 	codeNotFound         = "resource_missing"
 	codeMethod           = "method_not_allowed"
 	codeConflict         = "conflict"
@@ -75,7 +76,8 @@ func unsupportedMediaType(msg string) error {
 var errUnauthenticated = &messaging.Error{Kind: messaging.ErrUnauthenticated,
 	Message: "authentication required: send Authorization: Bearer <token>"}
 
-// errUnknownToken answers a request whose bearer token is not known.
+// errUnknownToken answers a request whose bearer token the Authenticator
+// refused.
 var errUnknownToken = &messaging.Error{Kind: messaging.ErrUnauthenticated, Message: "invalid bearer token"}
 
 // classify turns err into the error object the client sees: the one table
@@ -142,7 +144,7 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	h := w.Header()
 	switch e.status {
 	case http.StatusUnauthorized:
-		if errors.Is(err, errUnknownToken) {
+		if errors.As(err, new(refusedToken)) {
 			h.Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 		} else {
 			h.Set("WWW-Authenticate", "Bearer")

@@ -36,7 +36,7 @@ func testAuthenticatorErrors(t *testing.T, newStore newStoreFunc) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, newStore(t), envConfig{auth: func(httpadapter.Authenticator) httpadapter.Authenticator {
-				return httpadapter.AuthenticatorFunc(func(context.Context, string) (messaging.Contact, error) {
+				return httpadapter.AuthenticatorFunc(func(*http.Request) (messaging.Contact, error) {
 					return messaging.Contact{}, tc.err
 				})
 			}})

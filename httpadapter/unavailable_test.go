@@ -103,7 +103,8 @@ func TestClientHangUp(t *testing.T) {
 	e := newEnv(t, memstore.New(), envConfig{
 		opts: httpadapter.Options{Logger: slog.New(logs)},
 		auth: func(httpadapter.Authenticator) httpadapter.Authenticator {
-			return httpadapter.AuthenticatorFunc(func(ctx context.Context, _ string) (messaging.Contact, error) {
+			return httpadapter.AuthenticatorFunc(func(r *http.Request) (messaging.Contact, error) {
+				ctx := r.Context()
 				if cancelOwn.Load() {
 					// Some work of the server canceled on its own.
 					return messaging.Contact{}, fmt.Errorf("lookup: %w", context.Canceled)

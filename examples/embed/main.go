@@ -1,19 +1,28 @@
 // Command embed shows Parley mounted inside an existing net/http server that
-// has its own notion of users: the host's API keys become Parley callers,
-// and the /v1 API is served under the host's /chat prefix.
+// has its own notion of users: the host's browser sessions and API keys
+// become Parley callers, and the /v1 API is served under the host's /chat
+// prefix.
 //
 //	go run ./examples/embed
+//
+// A program calls with an API key as bearer token; a browser signs in at the
+// host's /login and calls with its session cookie:
+//
 //	curl -H 'Authorization: Bearer key-ann' -d conversation_id=team -d message=hi \
 //	     http://127.0.0.1:8081/chat/v1/messages
+//	curl -c jar -d key=key-ben http://127.0.0.1:8081/login
+//	curl -b jar 'http://127.0.0.1:8081/chat/v1/messages?conversation_id=team'
 package main
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log"
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/httpadapter"
@@ -21,9 +30,6 @@ import (
 	"github.com/parleychat/parley/storage/blobstore"
 	"github.com/parleychat/parley/storage/sqlstore"
 )
-
-// hostUsers is the host application's own user table: API key → user name.
-var hostUsers = map[string]string{"key-ann": "ann", "key-ben": "ben"}
 
 func main() {
 	ctx := context.Background()
@@ -51,15 +57,55 @@ func main() {
 	msgs := messaging.New(store, nil)
 	files := attachments.New(store, blobs, msgs, nil)
 
-	// The host's authentication, as a Parley Authenticator: the bearer token
-	// is the host's API key; each user gets a contact on first use.
-	auth := httpadapter.AuthenticatorFunc(func(ctx context.Context, token string) (messaging.Contact, error) {
-		name, ok := hostUsers[token]
+	mux, err := newHost(msgs, files)
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Println("listening on http://127.0.0.1:8081 (chat API under /chat/v1)")
+	log.Fatal(http.ListenAndServe("127.0.0.1:8081", mux))
+}
+
+// host is the host application: its users, their API keys and the browser
+// sessions of those who signed in.
+type host struct {
+	apiKeys map[string]string // API key → user name
+
+	mu       sync.Mutex
+	sessions map[string]string // session id → user name
+}
+
+// newHost returns the host's mux, with Parley's API under /chat.
+func newHost(msgs *messaging.Service, files *attachments.Service) (http.Handler, error) {
+	h := &host{apiKeys: map[string]string{"key-ann": "ann", "key-ben": "ben"}, sessions: map[string]string{}}
+
+	// The host's authentication, as a Parley Authenticator. A request that
+	// carries a bearer token is a program with an API key; any other is a
+	// browser with the session cookie of the host's /login. Each user gets
+	// a contact on first use.
+	contact := func(ctx context.Context, name string, ok bool) (messaging.Contact, error) {
 		if !ok {
 			return messaging.Contact{}, messaging.ErrUnauthenticated
 		}
 		return msgs.SaveContact(ctx, messaging.Contact{Username: name})
+	}
+	apiKeys := httpadapter.BearerToken(func(ctx context.Context, key string) (messaging.Contact, error) {
+		name, ok := h.apiKeys[key]
+		return contact(ctx, name, ok)
 	})
+	auth := httpadapter.AuthenticatorFunc(func(r *http.Request) (messaging.Contact, error) {
+		if r.Header.Get("Authorization") != "" {
+			return apiKeys.Authenticate(r)
+		}
+		name, ok := h.session(r)
+		return contact(r.Context(), name, ok)
+	})
+	// Requests with the session cookie are safe from other sites: the
+	// adapter refuses cross-origin POST, PUT and DELETE that carry no bearer
+	// token (httpadapter.Options.CrossOriginProtection).
+	api, err := httpadapter.New(msgs, files, &httpadapter.Options{Authenticator: auth})
+	if err != nil {
+		return nil, err
+	}
 
 	// Mount under /chat: the adapter serves /v1/… below whatever prefix it is
 	// given, and file_url and Location carry the prefix.
@@ -67,12 +113,35 @@ func main() {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "the host's own home page")
 	})
-	api, err := httpadapter.New(msgs, files, &httpadapter.Options{Authenticator: auth})
-	if err != nil {
-		log.Fatal(err)
-	}
+	mux.HandleFunc("POST /login", h.login)
 	mux.Handle("/chat/", http.StripPrefix("/chat", api))
+	return mux, nil
+}
 
-	log.Println("listening on http://127.0.0.1:8081 (chat API under /chat/v1)")
-	log.Fatal(http.ListenAndServe("127.0.0.1:8081", mux))
+// login signs a user in by API key (a password, in a real host) and sets
+// the session cookie.
+func (h *host) login(w http.ResponseWriter, r *http.Request) {
+	name, ok := h.apiKeys[r.PostFormValue("key")]
+	if !ok {
+		http.Error(w, "unknown key", http.StatusUnauthorized)
+		return
+	}
+	id := rand.Text()
+	h.mu.Lock()
+	h.sessions[id] = name
+	h.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: "session", Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	fmt.Fprintln(w, "signed in as", name)
+}
+
+// session returns the user of the request's session cookie.
+func (h *host) session(r *http.Request) (string, bool) {
+	c, err := r.Cookie("session")
+	if err != nil {
+		return "", false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	name, ok := h.sessions[c.Value]
+	return name, ok
 }

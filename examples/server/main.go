@@ -110,7 +110,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	msgs := messaging.New(store, &messaging.Options{Logger: log})
 	files := attachments.New(store, blobs, msgs, &attachments.Options{MaxUploadBytes: *maxUpload, Logger: log})
 
-	// 3. Callers: a static token table. A host plugs in its own Authenticator.
+	// 3. Callers: a static token table. A host plugs in its own Authenticator,
+	// which sees the whole request (a session cookie, an API key, a token).
 	if *tokens == "" {
 		*tokens = defaultTokens
 	}
