@@ -25,8 +25,8 @@ var inlineTypes = map[string]bool{
 // scripts, application/pdf (a PDF can carry scripts), and any unknown or
 // malformed type.
 //
-// The HTTP adapter and storage/blobstore's signed URLs both decide with
-// Inline.
+// ContentDisposition decides with Inline; the HTTP adapter and
+// storage/blobstore's signed URLs both serve files with its header.
 func Inline(contentType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && inlineTypes[mt]

@@ -108,8 +108,9 @@ type Lister interface {
 // URLSigner is an optional interface of a BlobStore that can make signed,
 // expiring URLs of its objects.
 type URLSigner interface {
-	// SignedURL returns a URL that serves the object for expiry, with the
-	// given file name and content type in its response headers where the
-	// store supports it.
+	// SignedURL returns a URL that serves the object for expiry, with
+	// Content-Type contentType and Content-Disposition
+	// ContentDisposition(contentType, filename) in its response headers
+	// where the store supports it.
 	SignedURL(ctx context.Context, key, filename, contentType string, expiry time.Duration) (string, error)
 }

@@ -3,8 +3,6 @@ package httpadapter
 import (
 	"io"
 	"net/http"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
@@ -36,7 +34,7 @@ func (a *api) serveFile(w http.ResponseWriter, r *http.Request, caller messaging
 	h.Set("Content-Type", ctype)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "private")
-	h.Set("Content-Disposition", contentDisposition(ctype, att.Filename))
+	h.Set("Content-Disposition", attachments.ContentDisposition(ctype, att.Filename))
 	// Whatever a browser makes of the file, it runs no script and has no
 	// access to the API's origin.
 	h.Set("Content-Security-Policy", "sandbox")
@@ -44,45 +42,6 @@ func (a *api) serveFile(w http.ResponseWriter, r *http.Request, caller messaging
 		h.Set("ETag", `"`+att.SHA256+`"`)
 	}
 	http.ServeContent(&fileErrorWriter{ResponseWriter: w, a: a, r: r}, r, "", att.CreatedAt, body)
-}
-
-// contentDisposition is inline for the types attachments.Inline accepts,
-// else attachment, with the file name in RFC 6266/8187 form and an ASCII
-// fallback.
-func contentDisposition(ctype, filename string) string {
-	disp := "attachment"
-	if attachments.Inline(ctype) {
-		disp = "inline"
-	}
-	var ascii strings.Builder
-	for _, c := range filename {
-		switch {
-		case c == '"' || c == '\\':
-			ascii.WriteByte('_')
-		case c < utf8.RuneSelf && c >= 0x20 && c != 0x7f:
-			ascii.WriteRune(c)
-		default:
-			ascii.WriteByte('_')
-		}
-	}
-	return disp + `; filename="` + ascii.String() + `"; filename*=UTF-8''` + encodeRFC8187(filename)
-}
-
-// encodeRFC8187 percent-encodes everything but attr-char (RFC 8187).
-func encodeRFC8187(s string) string {
-	const hex = "0123456789ABCDEF"
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$&+-.^_`|~", c) >= 0 {
-			b.WriteByte(c)
-			continue
-		}
-		b.WriteByte('%')
-		b.WriteByte(hex[c>>4])
-		b.WriteByte(hex[c&15])
-	}
-	return b.String()
 }
 
 // fileErrorWriter turns the plain-text errors of http.ServeContent (416,

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net"
 	"net/http"
 	"syscall"
@@ -157,10 +156,10 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(attachments.Obj
 // SignedURL returns a GET URL of the object valid for expiry (0 means the
 // gocloud default of an hour). Where the
 // driver supports it (S3), the URL makes the server answer with
-// contentType and a Content-Disposition naming filename. A bucket that
+// contentType and attachments.ContentDisposition(contentType, filename). A bucket that
 // cannot sign gives an error matching messaging.ErrUnimplemented.
 func (s *Store) SignedURL(ctx context.Context, key, filename, contentType string, expiry time.Duration) (string, error) {
-	disp := disposition(filename, contentType)
+	disp := attachments.ContentDisposition(contentType, filename)
 	u, err := s.b.SignedURL(ctx, key, &blob.SignedURLOptions{
 		Expiry: expiry,
 		Method: http.MethodGet,
@@ -228,24 +227,6 @@ func unreachable(err error) bool {
 		}
 	}
 	return false
-}
-
-// disposition returns the Content-Disposition for serving a file: inline
-// for the types attachments.Inline accepts, attachment for any other type
-// (HTML, SVG and PDF included), with the file name encoded as RFC 6266
-// asks.
-func disposition(filename, contentType string) string {
-	typ := "attachment"
-	if attachments.Inline(contentType) {
-		typ = "inline"
-	}
-	if filename == "" {
-		return typ
-	}
-	if d := mime.FormatMediaType(typ, map[string]string{"filename": filename}); d != "" {
-		return d
-	}
-	return typ
 }
 
 // Writes go in parts of partSize (the smallest S3 allows), partConcurrency

@@ -420,11 +420,11 @@ func TestSignedURLS3(t *testing.T) {
 	for _, tc := range []struct {
 		filename, ctype, wantDisp string
 	}{
-		{"page.html", "text/html", `attachment; filename=page.html`},
-		{"photo.png", "image/png", `inline; filename=photo.png`},
-		{"résumé final.pdf", "application/pdf", `attachment; filename*=utf-8''r%C3%A9sum%C3%A9%20final.pdf`},
-		{"clip.webm", "video/webm", `inline; filename=clip.webm`},
-		{"sound.wav", "audio/x-wav", `attachment; filename=sound.wav`},
+		{"page.html", "text/html", `attachment; filename="page.html"; filename*=UTF-8''page.html`},
+		{"photo.png", "image/png", `inline; filename="photo.png"; filename*=UTF-8''photo.png`},
+		{"résumé final.pdf", "application/pdf", `attachment; filename="r_sum_ final.pdf"; filename*=UTF-8''r%C3%A9sum%C3%A9%20final.pdf`},
+		{"clip.webm", "video/webm", `inline; filename="clip.webm"; filename*=UTF-8''clip.webm`},
+		{"sound.wav", "audio/x-wav", `attachment; filename="sound.wav"; filename*=UTF-8''sound.wav`},
 	} {
 		raw, err := s.SignedURL(ctx, "attachments/att_1", tc.filename, tc.ctype, time.Minute)
 		require.NoError(t, err)

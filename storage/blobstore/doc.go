@@ -52,8 +52,8 @@
 //
 // SignedURL makes a GET URL of an object. On S3 the URL carries
 // response-content-type and response-content-disposition, so the file is
-// served with its current name and type, inline only for the types
-// attachments.Inline accepts. memblob cannot sign: SignedURL
+// served with its current type and attachments.ContentDisposition (its
+// current name, inline only for the types attachments.Inline accepts). memblob cannot sign: SignedURL
 // returns an error matching messaging.ErrUnimplemented. fileblob signs
 // only when the bucket has a URLSigner:
 //
@@ -67,7 +67,7 @@
 // then serves that base URL itself: URLSignerHMAC.KeyFromURL checks the
 // signature and expiry and returns the key, whose bytes Store.Open reads.
 // fileblob URLs carry no file name or type; the host's handler sets those
-// headers.
+// headers (Content-Disposition: attachments.ContentDisposition).
 //
 // # Errors
 //
