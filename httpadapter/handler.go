@@ -19,8 +19,11 @@ import (
 // Options configure the handler. A nil *Options means all defaults, which
 // include no Authenticator: every request is then answered 401.
 type Options struct {
-	// Authenticator identifies the caller of each request. Default: none,
-	// and every request is a 401.
+	// Authenticator identifies the caller of each request, whatever its
+	// path. The handler then records the caller's activity
+	// (messaging.Service.Touch, which moves last_active_at at most once a
+	// minute); a failure there is logged and does not fail the request.
+	// Default: none, and every request is a 401.
 	Authenticator Authenticator
 
 	// CrossOriginProtection refuses unsafe requests (POST, PUT, DELETE, …)
@@ -122,9 +125,12 @@ type api struct {
 	notFound http.Handler
 }
 
-// New returns an http.Handler that serves the /v1 API over the services.
-// It expects request paths that start with /v1; mount it under a prefix
-// with http.StripPrefix:
+// New returns an http.Handler that serves the /v1 API over the services
+// (the routes are listed in README.md). Every GET route also answers HEAD;
+// any other path is a 404 and any other method a 405 with an Allow header,
+// both as JSON error objects, and a path that is not clean (//, . or ..
+// segments) is a 404 rather than a redirect. It expects request paths that
+// start with /v1; mount it under a prefix with http.StripPrefix:
 //
 //	api, err := httpadapter.New(msgs, files, opts)
 //	…
