@@ -17,6 +17,9 @@ type AttachmentQuery struct {
 	// ConversationIDs restricts the list to attachments of these
 	// conversations. When All is true it is ignored.
 	ConversationIDs []string
+	// MemberID, when set, also lists the attachments of the conversations
+	// this contact is a member of.
+	MemberID string
 	// All lists attachments of every conversation.
 	All bool
 	// UploaderID, when set, also lists the attachments that this contact

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
 
@@ -65,12 +64,11 @@ func (o *Options) withDefaults() Options {
 // delete files, with validation, limits and ownership rules.
 // It is safe for concurrent use.
 type Service struct {
-	repo    Repository
-	blobs   BlobStore
-	msgs    *messaging.Service
-	policy  wiring.Policy // msgs' Policy
-	maxList int           // msgs' largest page size
-	opts    Options
+	repo   Repository
+	blobs  BlobStore
+	msgs   *messaging.Service
+	domain wiring.Domain // msgs' Policy and page size limit
+	opts   Options
 }
 
 // New returns a Service over the given repository and blob store, built on
@@ -80,7 +78,7 @@ type Service struct {
 // deletes through this Service.
 func New(repo Repository, blobs BlobStore, msgs *messaging.Service, opts *Options) *Service {
 	s := &Service{repo: repo, blobs: blobs, msgs: msgs, opts: opts.withDefaults()}
-	s.policy, s.maxList = wiring.Bind(msgs, s.removeFiles)
+	s.domain = wiring.Bind(msgs, s.removeFiles)
 	return s
 }
 
@@ -360,11 +358,11 @@ func (s *Service) canView(ctx context.Context, caller messaging.Contact, a messa
 	if a.ConversationID == "" {
 		return false, nil
 	}
-	return s.policy.CanView(ctx, caller.ID, a.ConversationID)
+	return s.domain.CanView(ctx, caller.ID, a.ConversationID)
 }
 
 func (s *Service) mustView(ctx context.Context, caller messaging.Contact, conversationID string) error {
-	ok, err := s.policy.CanView(ctx, caller.ID, conversationID)
+	ok, err := s.domain.CanView(ctx, caller.ID, conversationID)
 	if err != nil {
 		return err
 	}
@@ -447,7 +445,7 @@ func (s *Service) List(ctx context.Context, caller messaging.Contact, o ListOpti
 }
 
 func (s *Service) list(ctx context.Context, caller messaging.Contact, o ListOptions) (Page, error) {
-	limit, err := check.Limit(o.Limit, s.maxList)
+	limit, err := check.Limit(o.Limit, s.domain.MaxListLimit)
 	if err != nil {
 		return Page{}, err
 	}
@@ -456,7 +454,7 @@ func (s *Service) list(ctx context.Context, caller messaging.Contact, o ListOpti
 		if err := check.ConversationID("conversation_id", o.ConversationID); err != nil {
 			return Page{}, err
 		}
-		ok, err := s.policy.CanView(ctx, caller.ID, o.ConversationID)
+		ok, err := s.domain.CanView(ctx, caller.ID, o.ConversationID)
 		if err != nil {
 			return Page{}, err
 		}
@@ -465,11 +463,11 @@ func (s *Service) list(ctx context.Context, caller messaging.Contact, o ListOpti
 		}
 		q.ConversationIDs = []string{o.ConversationID}
 	} else {
-		convs, all, err := s.policy.Viewable(ctx, caller.ID)
+		all, member, convs, err := s.domain.Scope(ctx, caller.ID)
 		if err != nil {
 			return Page{}, err
 		}
-		q.ConversationIDs, q.All, q.UploaderID = convs, all, caller.ID
+		q.All, q.MemberID, q.ConversationIDs, q.UploaderID = all, member, convs, caller.ID
 	}
 	inList := func(a messaging.Attachment) bool {
 		if o.ConversationID != "" {
@@ -478,14 +476,14 @@ func (s *Service) list(ctx context.Context, caller messaging.Contact, o ListOpti
 		if a.ConversationID == "" {
 			return a.UploaderID == caller.ID
 		}
-		return q.All || slices.Contains(q.ConversationIDs, a.ConversationID)
+		return true // s.get found it visible: its conversation is in scope
 	}
 	q.After, q.Before, err = check.Cursors(o.StartingAfter, o.EndingBefore, func(id string) (messaging.Cursor, bool, error) {
 		a, err := s.get(ctx, caller, id)
 		if errors.Is(err, messaging.ErrNotFound) {
 			return messaging.Cursor{}, false, nil
 		}
-		return messaging.Cursor{CreatedAt: a.CreatedAt, ID: a.ID}, inList(a), err
+		return messaging.Cursor{Time: a.CreatedAt, ID: a.ID}, inList(a), err
 	})
 	if err != nil {
 		return Page{}, err
@@ -507,7 +505,7 @@ func (s *Service) list(ctx context.Context, caller messaging.Contact, o ListOpti
 // stops; break out of the loop to stop early.
 func (s *Service) All(ctx context.Context, caller messaging.Contact, o ListOptions) iter.Seq2[messaging.Attachment, error] {
 	if o.Limit == 0 {
-		o.Limit = s.maxList
+		o.Limit = s.domain.MaxListLimit
 	}
 	if o.EndingBefore != "" {
 		return func(yield func(messaging.Attachment, error) bool) {

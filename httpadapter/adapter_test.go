@@ -107,6 +107,7 @@ func runAdapterTests(t *testing.T, newStore func(t *testing.T) storetest.Store) 
 		{"MessagePaging", testMessagePaging},
 		{"AttachmentPaging", testAttachmentPaging},
 		{"ListVisibility", testListVisibility},
+		{"Conversations", testConversations},
 		{"Mount", testMount},
 		{"CookieSessions", testCookieSessions},
 		{"BaseURL", testBaseURL},

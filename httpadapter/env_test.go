@@ -46,11 +46,11 @@ func (p *privatePolicy) CanView(_ context.Context, contactID, conv string) (bool
 	return contactID != p.malloryID || !strings.HasPrefix(conv, "private"), nil
 }
 
-func (p *privatePolicy) Viewable(_ context.Context, contactID string) ([]string, bool, error) {
+func (p *privatePolicy) Scope(_ context.Context, contactID string) (messaging.Scope, error) {
 	if contactID != p.malloryID {
-		return nil, true, nil
+		return messaging.Scope{All: true}, nil
 	}
-	return []string{}, false, nil // mallory lists nothing without conversation_id
+	return messaging.Scope{}, nil // mallory lists nothing without conversation_id
 }
 
 // listingBlobs is a blob store the tests can list, to check what is stored.

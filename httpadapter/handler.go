@@ -180,6 +180,13 @@ func New(msgs *messaging.Service, files *attachments.Service, opts *Options) (ht
 	a.mux.Handle("/v1/messages/{id}/reactions/{name}", a.route([]method{
 		{http.MethodDelete, a.removeReaction},
 	}))
+	a.mux.Handle("/v1/conversations", a.route([]method{
+		{http.MethodGet, a.listConversations},
+	}))
+	a.mux.Handle("/v1/conversations/{id}", a.route([]method{
+		{http.MethodGet, a.getConversation},
+		{http.MethodPut, a.updateConversation},
+	}))
 	a.mux.Handle("/v1/attachments", a.route([]method{
 		{http.MethodGet, a.listAttachments},
 		{http.MethodPost, a.createAttachment},

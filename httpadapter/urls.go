@@ -114,3 +114,13 @@ func (u *urls) message(ctx context.Context, m messaging.Message) messageJSON {
 	}
 	return x
 }
+
+// conversation returns c as the API shows it.
+func (u *urls) conversation(ctx context.Context, c messaging.Conversation) conversationJSON {
+	x := conversationJSON{c: c}
+	if c.LastMessage != nil {
+		m := u.message(ctx, *c.LastMessage)
+		x.last = &m
+	}
+	return x
+}

@@ -9,20 +9,24 @@ import (
 // implements and the values it is handed. Applications never need these;
 // they call the Service.
 
-// Cursor is a position in a list, for backends: the (CreatedAt, ID) of an
-// item. Lists are ordered by CreatedAt, then ID, both descending.
+// Cursor is a position in a list, for backends: the (Time, ID) of an item.
+// Lists are ordered by Time, then ID, both descending.
 type Cursor struct {
-	// CreatedAt is the item's creation time.
-	CreatedAt time.Time
+	// Time is the item's time in the list's order: CreatedAt for messages
+	// and attachments, UpdatedAt for conversations.
+	Time time.Time
 	// ID is the item's id, which breaks ties of CreatedAt.
 	ID string
 }
 
 // MessageQuery selects a page of messages, for backends.
 type MessageQuery struct {
-	// ConversationIDs restricts the list to these conversations. When All is
-	// true it is ignored.
+	// ConversationIDs restricts the list to these conversations (and those
+	// of MemberID). When All is true it is ignored.
 	ConversationIDs []string
+	// MemberID, when set, also lists the messages of the conversations
+	// this contact is a member of (AddMember).
+	MemberID string
 	// All lists messages of every conversation.
 	All bool
 	// Limit is the page size, at least 1.
@@ -32,6 +36,43 @@ type MessageQuery struct {
 	// Before, when set, selects the Limit items just newer than it; they are
 	// still returned newest first. After and Before are never both set.
 	Before *Cursor
+}
+
+// ConversationQuery selects a page of conversations, for backends.
+type ConversationQuery struct {
+	// ViewerID is the contact whose read state (UnreadCount,
+	// LastReadMessageID) each conversation carries.
+	ViewerID string
+	// All lists every conversation; else the list holds ConversationIDs and
+	// the conversations MemberID is a member of.
+	All bool
+	// ConversationIDs restricts the list to these conversations (and those
+	// of MemberID).
+	ConversationIDs []string
+	// MemberID, when set, also lists the conversations this contact is a
+	// member of.
+	MemberID string
+	// Limit is the page size, at least 1.
+	Limit int
+	// After, when set, selects the Limit conversations just before it in
+	// the order (UpdatedAt, then ID, descending); Before, just after it,
+	// still returned in that order. Never both.
+	After, Before *Cursor
+}
+
+// MemberQuery selects a page of members, for backends: those of
+// ConversationID by contact id, or the memberships of ContactID by
+// conversation id.
+type MemberQuery struct {
+	// ConversationID selects the members of a conversation.
+	ConversationID string
+	// ContactID selects the memberships of a contact.
+	ContactID string
+	// After, when set, selects the items whose id (contact id, or
+	// conversation id) sorts after it.
+	After string
+	// Limit is the page size, at least 1.
+	Limit int
 }
 
 // MessageChange is what Repository.UpdateMessage applies to a message, all
@@ -139,4 +180,42 @@ type Repository interface {
 	// GetAttachment returns the attachment row, or an error matching
 	// ErrNotFound (the same method as attachments.Repository's).
 	GetAttachment(ctx context.Context, id string) (Attachment, error)
+
+	// Conversations. A conversation is stored from its first message (or
+	// filed attachment: see attachments.Repository.CreateAttachment). Its
+	// counters are kept by the writes that change them, in their
+	// transactions: CreateMessage and DeleteMessage keep MessageCount,
+	// UpdatedAt and LastMessage, and every contact's unread count, exact
+	// under concurrent sends, deletes and reads.
+
+	// GetConversation returns the conversation, with viewerID's read state
+	// and its LastMessage as GetMessage returns it, or an error matching
+	// ErrNotFound.
+	GetConversation(ctx context.Context, id, viewerID string) (Conversation, error)
+
+	// ListConversations returns up to q.Limit conversations matching q,
+	// most recently active first (UpdatedAt, then ID, descending), each as
+	// GetConversation returns it, and whether more exist beyond them in the
+	// direction of travel. It reads a page in a fixed number of queries.
+	ListConversations(ctx context.Context, q ConversationQuery) (items []Conversation, hasMore bool, err error)
+
+	// MarkRead moves contactID's read position in the conversation
+	// forward to messageID; a message at or before the position changes
+	// nothing. It returns an error matching ErrNotFound when messageID is
+	// not a message of the conversation.
+	MarkRead(ctx context.Context, conversationID, contactID, messageID string) error
+
+	// AddMember records the membership (joined at at); an existing one is
+	// kept as it is. An unknown contact is an error matching ErrNotFound.
+	AddMember(ctx context.Context, conversationID, contactID string, at time.Time) error
+
+	// RemoveMember ends the membership; a missing one is not an error.
+	RemoveMember(ctx context.Context, conversationID, contactID string) error
+
+	// IsMember reports whether the contact is a member of the conversation.
+	IsMember(ctx context.Context, conversationID, contactID string) (bool, error)
+
+	// ListMembers returns up to q.Limit members as q selects them, by id
+	// ascending, and whether more follow.
+	ListMembers(ctx context.Context, q MemberQuery) (items []Member, hasMore bool, err error)
 }

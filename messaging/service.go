@@ -107,10 +107,21 @@ func New(repo Repository, opts *Options) *Service {
 
 func init() {
 	wiring.Wrap = wrapErr
-	wiring.Bind = func(msgs any, removeFiles func(ctx context.Context, keys []string)) (wiring.Policy, int) {
+	wiring.Bind = func(msgs any, removeFiles func(ctx context.Context, keys []string)) wiring.Domain {
 		s := msgs.(*Service)
 		s.removeFiles.Store(&removeFiles)
-		return s.policy, s.opts.MaxListLimit
+		return wiring.Domain{
+			CanView: s.policy.CanView,
+			Scope: func(ctx context.Context, contactID string) (bool, string, []string, error) {
+				sc, err := s.policy.Scope(ctx, contactID)
+				member := ""
+				if sc.Members {
+					member = contactID
+				}
+				return sc.All, member, sc.ConversationIDs, err
+			},
+			MaxListLimit: s.opts.MaxListLimit,
+		}
 	}
 }
 
@@ -497,21 +508,27 @@ func (s *Service) list(ctx context.Context, caller Contact, o ListOptions) (Page
 		}
 		q.ConversationIDs = []string{o.ConversationID}
 	} else {
-		q.ConversationIDs, q.All, err = s.policy.Viewable(ctx, caller.ID)
+		sc, err := s.policy.Scope(ctx, caller.ID)
 		if err != nil {
 			return Page{}, err
 		}
-		if !q.All && len(q.ConversationIDs) == 0 {
+		q.All, q.ConversationIDs = sc.All, sc.ConversationIDs
+		if sc.Members {
+			q.MemberID = caller.ID
+		}
+		if !q.All && q.MemberID == "" && len(q.ConversationIDs) == 0 {
 			return Page{Data: []Message{}}, nil
 		}
 	}
 	q.After, q.Before, err = check.Cursors(o.StartingAfter, o.EndingBefore, func(id string) (Cursor, bool, error) {
+		// A message the caller may see is in the list of every
+		// conversation it may see, or of its own.
 		m, err := s.get(ctx, caller, id)
 		if errors.Is(err, ErrNotFound) {
 			return Cursor{}, false, nil
 		}
-		inList := q.All || slices.Contains(q.ConversationIDs, m.ConversationID)
-		return Cursor{CreatedAt: m.CreatedAt, ID: m.ID}, inList, err
+		inList := o.ConversationID == "" || m.ConversationID == o.ConversationID
+		return Cursor{Time: m.CreatedAt, ID: m.ID}, inList, err
 	})
 	if err != nil {
 		return Page{}, err

@@ -26,8 +26,8 @@ func (p onlyConversations) CanView(_ context.Context, who, conv string) (bool, e
 	return false, nil
 }
 
-func (p onlyConversations) Viewable(_ context.Context, who string) ([]string, bool, error) {
-	return p[who], false, nil
+func (p onlyConversations) Scope(_ context.Context, who string) (messaging.Scope, error) {
+	return messaging.Scope{ConversationIDs: p[who]}, nil
 }
 
 func TestPolicyHidesConversations(t *testing.T) {

@@ -15,12 +15,18 @@ var Wrap func(op string, err error) error
 
 // Bind ties an attachments Service to msgs, a *messaging.Service: msgs
 // calls removeFiles with the keys of the attachments of every message it
-// deletes. Bind returns the conversation policy msgs enforces and its
-// largest page size, which the attachments Service enforces too.
-var Bind func(msgs any, removeFiles func(ctx context.Context, keys []string)) (Policy, int)
+// deletes. Bind returns what the attachments Service enforces as msgs does:
+// whether a contact may see a conversation, the scope of its lists, and the
+// largest page size.
+var Bind func(msgs any, removeFiles func(ctx context.Context, keys []string)) Domain
 
-// Policy is messaging.Policy.
-type Policy interface {
-	CanView(ctx context.Context, contactID, conversationID string) (bool, error)
-	Viewable(ctx context.Context, contactID string) (conversationIDs []string, all bool, err error)
+// Domain is what an attachments Service takes from its messaging Service.
+type Domain struct {
+	// CanView reports whether the contact may see the conversation.
+	CanView func(ctx context.Context, contactID, conversationID string) (bool, error)
+	// Scope returns the conversations the contact may see: all, or those
+	// it is a member of (memberID is then the contact), plus ids.
+	Scope func(ctx context.Context, contactID string) (all bool, memberID string, ids []string, err error)
+	// MaxListLimit is the largest page size.
+	MaxListLimit int
 }

@@ -10,7 +10,7 @@ import (
 )
 
 func attPos(a messaging.Attachment) messaging.Cursor {
-	return messaging.Cursor{CreatedAt: a.CreatedAt, ID: a.ID}
+	return messaging.Cursor{Time: a.CreatedAt, ID: a.ID}
 }
 
 // CreateAttachment stores a new attachment row. An existing ID is an
@@ -26,6 +26,9 @@ func (s *Store) CreateAttachment(ctx context.Context, a messaging.Attachment) er
 	}
 	a.CreatedAt = norm(a.CreatedAt)
 	s.atts[a.ID] = a
+	if a.ConversationID != "" {
+		s.conversation(a.ConversationID, a.CreatedAt)
+	}
 	if a.MessageID != "" {
 		s.linked[a.MessageID] = append(s.linked[a.MessageID], a.ID)
 	}
@@ -64,7 +67,7 @@ func (s *Store) ListAttachments(ctx context.Context, q attachments.AttachmentQue
 		if a.ConversationID == "" {
 			in = q.UploaderID != "" && a.UploaderID == q.UploaderID
 		} else {
-			in = q.All || slices.Contains(q.ConversationIDs, a.ConversationID)
+			in = q.All || slices.Contains(q.ConversationIDs, a.ConversationID) || s.isMember(a.ConversationID, q.MemberID)
 		}
 		if in {
 			all = append(all, a)

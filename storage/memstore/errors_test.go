@@ -33,8 +33,8 @@ func TestErrorKinds(t *testing.T) {
 	m := messaging.Message{ID: "msg_1", ConversationID: "c", Contact: messaging.Contact{ID: alice.ID}, Text: "hi", CreatedAt: now}
 	require.NoError(t, s.CreateMessage(ctx, m, []string{att.ID}))
 	reacted := []messaging.Reaction{{Name: "a", Reactors: []string{"alice"}}, {Name: "b", Reactors: []string{"alice"}}}
-	after := &messaging.Cursor{CreatedAt: now, ID: "x"}
-	mafter := &messaging.Cursor{CreatedAt: now, ID: "x"}
+	after := &messaging.Cursor{Time: now, ID: "x"}
+	mafter := &messaging.Cursor{Time: now, ID: "x"}
 
 	for _, tc := range []struct {
 		name string

@@ -38,6 +38,10 @@ func (s *Store) CreateMessage(ctx context.Context, m messaging.Message, attachme
 	}
 	s.messages[m.ID] = &stored
 	s.link(&stored, links)
+	c := s.conversation(m.ConversationID, stored.CreatedAt)
+	c.lastSeq++
+	s.seq[m.ID] = c.lastSeq
+	c.msgs = append(c.msgs, m.ID)
 	return nil
 }
 
@@ -112,7 +116,7 @@ func (s *Store) GetMessage(ctx context.Context, id string) (messaging.Message, e
 }
 
 func msgPos(m *messaging.Message) messaging.Cursor {
-	return messaging.Cursor{CreatedAt: m.CreatedAt, ID: m.ID}
+	return messaging.Cursor{Time: m.CreatedAt, ID: m.ID}
 }
 
 // ListMessages returns a page of the messages q selects, newest first, and
@@ -126,7 +130,7 @@ func (s *Store) ListMessages(ctx context.Context, q messaging.MessageQuery) ([]m
 	defer s.mu.Unlock()
 	var all []*messaging.Message
 	for _, m := range s.messages {
-		if q.All || slices.Contains(q.ConversationIDs, m.ConversationID) {
+		if q.All || slices.Contains(q.ConversationIDs, m.ConversationID) || s.isMember(m.ConversationID, q.MemberID) {
 			all = append(all, m)
 		}
 	}
@@ -211,6 +215,9 @@ func (s *Store) DeleteMessage(ctx context.Context, id string) ([]messaging.Attac
 		s.pending = append(s.pending, a.Key)
 	}
 	delete(s.linked, id)
+	c := s.convs[s.messages[id].ConversationID]
+	c.msgs = slices.DeleteFunc(c.msgs, func(x string) bool { return x == id })
+	delete(s.seq, id)
 	delete(s.messages, id)
 	return removed, nil
 }

@@ -23,6 +23,11 @@ type Store struct {
 	atts      map[string]messaging.Attachment // by id
 	linked    map[string][]string             // message id -> ids of its attachments
 	pending   []string                        // keys of pending deletions, oldest first
+
+	convs   map[string]*conversation // by id
+	seq     map[string]int64         // message id -> its place in its conversation
+	reads   map[member]readPos       // read positions
+	members map[member]time.Time     // memberships -> joined at
 }
 
 var (
@@ -38,6 +43,10 @@ func New() *Store {
 		messages:  make(map[string]*messaging.Message),
 		atts:      make(map[string]messaging.Attachment),
 		linked:    make(map[string][]string),
+		convs:     make(map[string]*conversation),
+		seq:       make(map[string]int64),
+		reads:     make(map[member]readPos),
+		members:   make(map[member]time.Time),
 	}
 }
 
@@ -55,7 +64,7 @@ func conflict(msg string) error { return fmt.Errorf("memstore: %s: %w", msg, mes
 
 // compareCursor orders (CreatedAt, ID) pairs ascending.
 func compareCursor(a, b messaging.Cursor) int {
-	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+	if c := a.Time.Compare(b.Time); c != 0 {
 		return c
 	}
 	return cmp.Compare(a.ID, b.ID)
@@ -73,7 +82,7 @@ func page[T any](items []T, pos func(T) messaging.Cursor, limit int, after, befo
 		return nil, false, fmt.Errorf("memstore: After and Before cannot be used together: %w", messaging.ErrInvalid)
 	}
 	if before != nil {
-		b := messaging.Cursor{CreatedAt: norm(before.CreatedAt), ID: before.ID}
+		b := messaging.Cursor{Time: norm(before.Time), ID: before.ID}
 		// items[:end] are newer than the cursor; the page is the oldest of them.
 		end, _ := slices.BinarySearchFunc(items, b, func(it T, c messaging.Cursor) int { return compareCursor(c, pos(it)) })
 		start := max(0, end-limit)
@@ -81,7 +90,7 @@ func page[T any](items []T, pos func(T) messaging.Cursor, limit int, after, befo
 	}
 	start := 0
 	if after != nil {
-		a := messaging.Cursor{CreatedAt: norm(after.CreatedAt), ID: after.ID}
+		a := messaging.Cursor{Time: norm(after.Time), ID: after.ID}
 		// items[start:] are older than the cursor.
 		start, _ = slices.BinarySearchFunc(items, a, func(it T, c messaging.Cursor) int { return compareCursor(c, pos(it)) })
 		if start < len(items) && compareCursor(pos(items[start]), a) == 0 {

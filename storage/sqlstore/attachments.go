@@ -56,9 +56,18 @@ func (s *Store) CreateAttachment(ctx context.Context, a messaging.Attachment) er
 		}
 		return err
 	}
-	if a.MessageID == "" {
+	if a.MessageID == "" && a.ConversationID == "" {
 		// One statement, atomic on its own.
 		return wrapErr("sqlstore.CreateAttachment", s.retry(ctx, func(ctx context.Context) error { return insert(ctx, s.w) }))
+	}
+	if a.MessageID == "" {
+		// Filed in a conversation, which exists from then on.
+		return wrapErr("sqlstore.CreateAttachment", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+			if err := s.fileConversation(ctx, tx, a.ConversationID, a.CreatedAt); err != nil {
+				return err
+			}
+			return insert(ctx, tx)
+		}))
 	}
 	// Created linked (the Service links through messaging.Repository
 	// instead): count it on its message, locked first as links do.
@@ -105,6 +114,9 @@ func (s *Store) listAttachments(ctx context.Context, q attachments.AttachmentQue
 		p.branches = []branch{{where: "(a.conversation_id IS NOT NULL OR a.uploader_id = ?)", args: []any{q.UploaderID}}}
 	case q.All:
 		p.branches = []branch{{where: "a.conversation_id IS NOT NULL"}}
+	case q.MemberID != "":
+		b, _ := scopeBranch("a.conversation_id", false, q.MemberID, convs)
+		p.branches = []branch{b}
 	case len(convs) <= maxBranches:
 		for _, c := range convs {
 			p.branches = append(p.branches, branch{conversation: c})

@@ -58,7 +58,7 @@ func explainQueries(t *testing.T, s *sqlstore.Store) map[string]struct {
 	require.NoError(t, err)
 	require.Len(t, items, 10)
 	last = items[9]
-	cursor := &messaging.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
+	cursor := &messaging.Cursor{Time: last.CreatedAt, ID: last.ID}
 	out := map[string]struct {
 		index string
 		query string
@@ -272,7 +272,7 @@ func TestExplainPostgresDominantConversation(t *testing.T) {
 
 	for name, q := range map[string]messaging.MessageQuery{
 		"first page":  {ConversationIDs: []string{"conv_big"}, Limit: 10},
-		"before page": {ConversationIDs: []string{"conv_big"}, Limit: 10, Before: &messaging.Cursor{CreatedAt: time.Date(2025, 1, 1, 0, 0, 1, 0, time.UTC), ID: "msg_"}},
+		"before page": {ConversationIDs: []string{"conv_big"}, Limit: 10, Before: &messaging.Cursor{Time: time.Date(2025, 1, 1, 0, 0, 1, 0, time.UTC), ID: "msg_"}},
 	} {
 		query, args := sqlstore.MessagePageSQL(s, q)
 		var plan []string

@@ -1,7 +1,10 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -25,6 +28,7 @@ type importRow struct {
 	ContactID      string    `bun:"contact_id"`
 	Text           string    `bun:"text"`
 	CreatedAt      time.Time `bun:"created_at"`
+	Seq            int64     `bun:"seq"`
 }
 
 // ImportMessages inserts msgs, for bulk loads and migrations: multi-row
@@ -40,7 +44,9 @@ type importRow struct {
 // be empty (an import of messages with either fails with an error matching
 // messaging.ErrInvalid, storing nothing). A message id that exists already
 // fails the call with an error matching messaging.ErrConflict, storing
-// nothing of it.
+// nothing of it. The messages of each conversation take their places in it
+// after those stored before, in the order of their CreatedAt and ID, and
+// are counted in its counters as sends are.
 func (s *Store) ImportMessages(ctx context.Context, msgs []messaging.Message) error {
 	if len(msgs) == 0 {
 		return nil
@@ -55,7 +61,13 @@ func (s *Store) ImportMessages(ctx context.Context, msgs []messaging.Message) er
 		}
 		rows[i] = importRow{ID: m.ID, ConversationID: m.ConversationID, ContactID: m.Contact.ID, Text: m.Text, CreatedAt: m.CreatedAt.UTC()}
 	}
+	slices.SortStableFunc(rows, func(a, b importRow) int {
+		return cmp.Or(strings.Compare(a.ConversationID, b.ConversationID), a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
+	})
 	return wrapErr("sqlstore.ImportMessages", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if err := s.placeImports(ctx, tx, rows); err != nil {
+			return err
+		}
 		for start := 0; start < len(rows); start += importBatch {
 			batch := rows[start:min(start+importBatch, len(rows))]
 			_, err := tx.NewInsert().Model(&batch).Exec(ctx)
@@ -68,4 +80,53 @@ func (s *Store) ImportMessages(ctx context.Context, msgs []messaging.Message) er
 		}
 		return nil
 	}))
+}
+
+// placeImports counts rows (sorted by conversation, then time) in their
+// conversations' counters and gives each its place.
+func (s *Store) placeImports(ctx context.Context, tx bun.Tx, rows []importRow) error {
+	for start := 0; start < len(rows); {
+		conv := rows[start].ConversationID
+		end := start
+		own := map[string]int{}
+		for end < len(rows) && rows[end].ConversationID == conv {
+			own[rows[end].ContactID]++
+			end++
+		}
+		n, first, last := end-start, rows[start], rows[end-1]
+		var seq []int64
+		if s.flavor == flavorMySQL {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, created_at, updated_at, message_count, last_seq, last_message_id)
+				VALUES (?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE message_count = message_count + VALUES(message_count),
+				last_seq = last_seq + VALUES(last_seq), updated_at = VALUES(updated_at), last_message_id = VALUES(last_message_id)`,
+				conv, first.CreatedAt, last.CreatedAt, n, n, last.ID); err != nil {
+				return err
+			}
+			if err := tx.NewRaw("SELECT last_seq FROM conversations WHERE id = ?", conv).Scan(ctx, &seq); err != nil {
+				return err
+			}
+		} else if err := tx.NewRaw(`INSERT INTO conversations (id, created_at, updated_at, message_count, last_seq, last_message_id)
+				VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET message_count = conversations.message_count + EXCLUDED.message_count,
+				last_seq = conversations.last_seq + EXCLUDED.last_seq, updated_at = EXCLUDED.updated_at, last_message_id = EXCLUDED.last_message_id
+				RETURNING last_seq`, conv, first.CreatedAt, last.CreatedAt, n, n, last.ID).Scan(ctx, &seq); err != nil {
+			return err
+		}
+		base := seq[0] - int64(n)
+		for i := start; i < end; i++ {
+			rows[i].Seq = base + int64(i-start) + 1
+		}
+		for contact, k := range own {
+			q := `INSERT INTO conversation_members (conversation_id, contact_id, own_count) VALUES (?, ?, ?)
+				ON CONFLICT (conversation_id, contact_id) DO UPDATE SET own_count = conversation_members.own_count + EXCLUDED.own_count`
+			if s.flavor == flavorMySQL {
+				q = `INSERT INTO conversation_members (conversation_id, contact_id, own_count) VALUES (?, ?, ?)
+					ON DUPLICATE KEY UPDATE own_count = own_count + VALUES(own_count)`
+			}
+			if _, err := tx.ExecContext(ctx, q, conv, contact, k); err != nil {
+				return err
+			}
+		}
+		start = end
+	}
+	return nil
 }

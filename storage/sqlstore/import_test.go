@@ -54,7 +54,7 @@ func TestImportMessages(t *testing.T) {
 					break
 				}
 				last := page[len(page)-1]
-				q.After = &messaging.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
+				q.After = &messaging.Cursor{Time: last.CreatedAt, ID: last.ID}
 			}
 			require.Len(t, got, n)
 			for i, m := range got {
@@ -65,6 +65,23 @@ func TestImportMessages(t *testing.T) {
 				assert.Equal(t, want.Text, m.Text)
 				assert.True(t, want.CreatedAt.Equal(m.CreatedAt), "created_at %v, want %v", m.CreatedAt, want.CreatedAt)
 			}
+
+			// Imports are counted in their conversations as sends are.
+			bob := messaging.Contact{ID: ids.New(ids.Contact), Username: "bob", CreatedAt: alice.CreatedAt}
+			require.NoError(t, s.PutContact(ctx, bob))
+			c, err := s.GetConversation(ctx, "conv_import", bob.ID)
+			require.NoError(t, err)
+			assert.EqualValues(t, n, c.MessageCount)
+			assert.EqualValues(t, n, c.UnreadCount)
+			require.NotNil(t, c.LastMessage)
+			assert.Equal(t, msgs[n-1].ID, c.LastMessage.ID)
+			require.NoError(t, s.MarkRead(ctx, "conv_import", bob.ID, msgs[999].ID))
+			c, err = s.GetConversation(ctx, "conv_import", bob.ID)
+			require.NoError(t, err)
+			assert.EqualValues(t, n-1000, c.UnreadCount, "places follow the order of creation")
+			c, err = s.GetConversation(ctx, "conv_import", alice.ID)
+			require.NoError(t, err)
+			assert.Zero(t, c.UnreadCount, "the importer's own")
 
 			// An imported message reads back like any other.
 			m, err := s.GetMessage(ctx, msgs[1234].ID)

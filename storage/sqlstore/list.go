@@ -28,9 +28,11 @@ type branch struct {
 // newest first (After or no cursor) or oldest first (Before: the caller
 // reverses them).
 type pageQuery struct {
-	cols     string // the selected columns, unique names including created_at and id
+	cols     string // the selected columns, unique names including timeCol and id
 	from     string // FROM clause
+	fromArgs []any  // arguments of from's placeholders
 	alias    string // alias of the listed table in from
+	timeCol  string // the time of the order: "created_at" when ""
 	branches []branch
 	after    *messaging.Cursor
 	before   *messaging.Cursor
@@ -43,26 +45,29 @@ func (s *Store) pageSQL(p pageQuery) (string, []any) {
 	if p.before != nil {
 		dir, cmp, cur = "ASC", ">", p.before
 	}
-	a := p.alias
+	a, tc := p.alias, p.timeCol
+	if tc == "" {
+		tc = "created_at"
+	}
 	var seek string
 	var seekArgs []any
 	if cur != nil {
-		t := cur.CreatedAt.UTC()
+		t := cur.Time.UTC()
 		if s.flavor == flavorPostgres {
 			// PostgreSQL compares rows by index order (an index condition).
-			seek = fmt.Sprintf("(%[1]s.created_at, %[1]s.id) %[2]s (?, ?)", a, cmp)
+			seek = fmt.Sprintf("(%[1]s.%[3]s, %[1]s.id) %[2]s (?, ?)", a, cmp, tc)
 			seekArgs = []any{t, cur.ID}
 		} else {
 			// MySQL/MariaDB and SQLite use a range on created_at, then filter
 			// the ties.
-			seek = fmt.Sprintf("%[1]s.created_at %[2]s= ? AND (%[1]s.created_at %[2]s ? OR %[1]s.id %[2]s ?)", a, cmp)
+			seek = fmt.Sprintf("%[1]s.%[3]s %[2]s= ? AND (%[1]s.%[3]s %[2]s ? OR %[1]s.id %[2]s ?)", a, cmp, tc)
 			seekArgs = []any{t, t, cur.ID}
 		}
 	}
 	limit := strconv.Itoa(p.limit + 1)
 	one := func(b branch) (string, []any) {
 		var conds []string
-		var args []any
+		args := append([]any(nil), p.fromArgs...)
 		order := ""
 		if b.conversation != "" {
 			if s.flavor == flavorPostgres {
@@ -94,7 +99,7 @@ func (s *Store) pageSQL(p pageQuery) (string, []any) {
 		if len(conds) > 0 {
 			q += " WHERE " + strings.Join(conds, " AND ")
 		}
-		q += fmt.Sprintf(" ORDER BY %[4]s%[1]s.created_at %[2]s, %[1]s.id %[2]s LIMIT %[3]s", a, dir, limit, order)
+		q += fmt.Sprintf(" ORDER BY %[4]s%[1]s.%[5]s %[2]s, %[1]s.id %[2]s LIMIT %[3]s", a, dir, limit, order, tc)
 		return q, args
 	}
 	if len(p.branches) == 1 {
@@ -108,7 +113,7 @@ func (s *Store) pageSQL(p pageQuery) (string, []any) {
 		args = append(args, bargs...)
 	}
 	q := "SELECT * FROM (" + strings.Join(parts, " UNION ALL ") + ") AS u" +
-		fmt.Sprintf(" ORDER BY u.created_at %[1]s, u.id %[1]s LIMIT %[2]s", dir, limit)
+		fmt.Sprintf(" ORDER BY u.%[3]s %[1]s, u.id %[1]s LIMIT %[2]s", dir, limit, tc)
 	return q, args
 }
 

@@ -68,12 +68,12 @@ func TestListManyConversations(t *testing.T) {
 						break
 					}
 					last := items[len(items)-1]
-					after = &messaging.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
+					after = &messaging.Cursor{Time: last.CreatedAt, ID: last.ID}
 				}
 				assert.Equal(t, want, got, "%d conversations, forward", n)
 				// Backward from the oldest, by Before.
 				oldest := all[slices.IndexFunc(all, func(it item) bool { return it.id == want[len(want)-1] })]
-				before := &messaging.Cursor{CreatedAt: oldest.at, ID: oldest.id}
+				before := &messaging.Cursor{Time: oldest.at, ID: oldest.id}
 				got = []string{oldest.id}
 				for {
 					items, more, err := s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: convs, Limit: 7, Before: before})
@@ -87,7 +87,7 @@ func TestListManyConversations(t *testing.T) {
 						break
 					}
 					first := items[0]
-					before = &messaging.Cursor{CreatedAt: first.CreatedAt, ID: first.ID}
+					before = &messaging.Cursor{Time: first.CreatedAt, ID: first.ID}
 				}
 				assert.Equal(t, want, got, "%d conversations, backward", n)
 			}

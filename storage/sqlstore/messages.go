@@ -22,6 +22,7 @@ type messageRow struct {
 	UpdatedAt       time.Time `bun:"updated_at"`
 	ReactionCount   int       `bun:"reaction_count"`
 	AttachmentCount int       `bun:"attachment_count"`
+	Seq             int64     `bun:"seq"`
 
 	ContactUsername     string    `bun:"contact_username"`
 	ContactPhoneNumber  string    `bun:"contact_phone_number"`
@@ -33,7 +34,7 @@ type messageRow struct {
 const (
 	// messageOwnCols are the columns of messages AS m: those of messageRow
 	// without the contact's.
-	messageOwnCols  = `m.id, m.conversation_id, m.contact_id, m.text, m.read_at, m.created_at, m.updated_at, m.reaction_count, m.attachment_count`
+	messageOwnCols  = `m.id, m.conversation_id, m.contact_id, m.text, m.read_at, m.created_at, m.updated_at, m.reaction_count, m.attachment_count, m.seq`
 	contactJoinCols = `c.username AS contact_username, c.phone_number AS contact_phone_number, c.avatar_url AS contact_avatar_url,
 		c.last_active_at AS contact_last_active_at, c.created_at AS contact_created_at`
 	messageCols = messageOwnCols + ", " + contactJoinCols
@@ -52,28 +53,30 @@ type reactionRow struct {
 // ErrConflict for one linked to another message or of another
 // conversation, or for a message id that exists.
 func (s *Store) CreateMessage(ctx context.Context, m messaging.Message, attachmentIDs []string) error {
-	if len(attachmentIDs) == 0 {
-		// One statement, atomic on its own: no BEGIN and COMMIT.
-		return wrapErr("sqlstore.CreateMessage", s.retry(ctx, func(ctx context.Context) error {
-			return insertMessage(ctx, s.w, m, 0)
-		}))
-	}
 	// A link fails the transaction unless the attachment ends up linked
 	// here: the message has as many as there are distinct ids.
 	atts := dedupe(attachmentIDs)
 	return wrapErr("sqlstore.CreateMessage", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if err := insertMessage(ctx, tx, m, len(atts)); err != nil {
+		seq, err := s.touchConversation(ctx, tx, m)
+		if err != nil {
 			return err
+		}
+		if err := insertMessage(ctx, tx, m, len(atts), seq); err != nil {
+			return err
+		}
+		if len(atts) == 0 {
+			return nil
 		}
 		return s.link(ctx, tx, m.ID, m.ConversationID, atts)
 	}))
 }
 
-// insertMessage inserts the row of m, with attachments linked attachments.
-func insertMessage(ctx context.Context, db bun.IConn, m messaging.Message, attachments int) error {
-	_, err := db.ExecContext(ctx, `INSERT INTO messages (id, conversation_id, contact_id, text, read_at, created_at, updated_at, attachment_count)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		m.ID, m.ConversationID, m.Contact.ID, m.Text, ts(m.ReadAt), m.CreatedAt.UTC(), ts(m.UpdatedAt), attachments)
+// insertMessage inserts the row of m, with attachments linked attachments,
+// at place seq of its conversation.
+func insertMessage(ctx context.Context, db bun.IConn, m messaging.Message, attachments int, seq int64) error {
+	_, err := db.ExecContext(ctx, `INSERT INTO messages (id, conversation_id, contact_id, text, read_at, created_at, updated_at, attachment_count, seq)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		m.ID, m.ConversationID, m.Contact.ID, m.Text, ts(m.ReadAt), m.CreatedAt.UTC(), ts(m.UpdatedAt), attachments, seq)
 	if isUniqueViolation(err) {
 		return conflict("a message with this id exists")
 	}
@@ -292,6 +295,9 @@ func (s *Store) messagePageSQL(q messaging.MessageQuery) (string, []any, bool) {
 	switch convs := dedupe(q.ConversationIDs); {
 	case q.All:
 		p.branches = []branch{{}}
+	case q.MemberID != "":
+		b, _ := scopeBranch("m.conversation_id", false, q.MemberID, convs)
+		p.branches = []branch{b}
 	case len(convs) == 0:
 		return "", nil, false
 	case len(convs) <= maxBranches:
@@ -562,8 +568,14 @@ func (s *Store) DeleteMessage(ctx context.Context, id string) ([]messaging.Attac
 				}
 			}
 		}
-		_, err := tx.ExecContext(ctx, "DELETE FROM messages WHERE id = ?", id)
-		return err
+		r := &rows[0]
+		if err := s.uncountMessage(ctx, tx, r.ConversationID, r.ContactID, r.Seq); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM messages WHERE id = ?", id); err != nil {
+			return err
+		}
+		return s.lastMessageGone(ctx, tx, r.ConversationID, id)
 	})
 	if err != nil {
 		return nil, wrapErr("sqlstore.DeleteMessage", err)

@@ -224,7 +224,137 @@ var versions = []version{{
 			backfillCounters,
 		},
 	},
+}, {
+	// Conversations as a resource: one row per conversation with its
+	// counters, each message's place (seq) in its conversation, and each
+	// contact's state in a conversation (membership, read position and
+	// the counters its unread count is made of). Filled from the rows
+	// already there: nobody has read anything yet.
+	Name:    "20261123000001",
+	Comment: "conversations",
+	SQL: map[flavor][]string{
+		flavorSQLite: {
+			`CREATE TABLE IF NOT EXISTS conversations (
+				id TEXT PRIMARY KEY NOT NULL,
+				created_at TIMESTAMP NOT NULL,
+				updated_at TIMESTAMP NOT NULL,
+				message_count INTEGER NOT NULL DEFAULT 0,
+				last_seq INTEGER NOT NULL DEFAULT 0,
+				last_message_id TEXT)`,
+			`CREATE INDEX IF NOT EXISTS conversations_updated ON conversations (updated_at DESC, id DESC)`,
+			`ALTER TABLE messages ADD COLUMN seq INTEGER NOT NULL DEFAULT 0`,
+			`CREATE TABLE IF NOT EXISTS conversation_members (
+				conversation_id TEXT NOT NULL,
+				contact_id TEXT NOT NULL,
+				is_member INTEGER NOT NULL DEFAULT 0,
+				joined_at TIMESTAMP,
+				read_seq INTEGER NOT NULL DEFAULT 0,
+				read_message_id TEXT,
+				read_count INTEGER NOT NULL DEFAULT 0,
+				own_count INTEGER NOT NULL DEFAULT 0,
+				own_read_count INTEGER NOT NULL DEFAULT 0,
+				PRIMARY KEY (conversation_id, contact_id))`,
+			`CREATE INDEX IF NOT EXISTS conversation_members_contact ON conversation_members (contact_id, conversation_id)`,
+			`UPDATE messages SET seq = r.rn FROM (` + messagePlaces + `) AS r WHERE messages.id = r.id`,
+			`CREATE INDEX IF NOT EXISTS messages_conversation_seq ON messages (conversation_id, seq, contact_id)`,
+			backfillConversations,
+			backfillLastMessages,
+			backfillFiledConversations,
+			backfillEarlierFiles,
+			backfillSenders,
+		},
+		flavorPostgres: {
+			`CREATE TABLE IF NOT EXISTS conversations (
+				id text COLLATE "C" PRIMARY KEY,
+				created_at timestamptz NOT NULL,
+				updated_at timestamptz NOT NULL,
+				message_count bigint NOT NULL DEFAULT 0,
+				last_seq bigint NOT NULL DEFAULT 0,
+				last_message_id text COLLATE "C")`,
+			`CREATE INDEX IF NOT EXISTS conversations_updated ON conversations (updated_at DESC, id DESC)`,
+			`ALTER TABLE messages ADD COLUMN IF NOT EXISTS seq bigint NOT NULL DEFAULT 0`,
+			`CREATE TABLE IF NOT EXISTS conversation_members (
+				conversation_id text COLLATE "C" NOT NULL,
+				contact_id text COLLATE "C" NOT NULL,
+				is_member boolean NOT NULL DEFAULT false,
+				joined_at timestamptz,
+				read_seq bigint NOT NULL DEFAULT 0,
+				read_message_id text COLLATE "C",
+				read_count bigint NOT NULL DEFAULT 0,
+				own_count bigint NOT NULL DEFAULT 0,
+				own_read_count bigint NOT NULL DEFAULT 0,
+				PRIMARY KEY (conversation_id, contact_id))`,
+			`CREATE INDEX IF NOT EXISTS conversation_members_contact ON conversation_members (contact_id, conversation_id)`,
+			`UPDATE messages AS m SET seq = r.rn FROM (` + messagePlaces + `) AS r WHERE m.id = r.id`,
+			`CREATE INDEX IF NOT EXISTS messages_conversation_seq ON messages (conversation_id, seq, contact_id)`,
+			backfillConversations,
+			backfillLastMessages,
+			backfillFiledConversations,
+			backfillEarlierFiles,
+			backfillSenders,
+		},
+		// Not transactional: a repeated run skips the column that exists
+		// (error 1060), and the inserts ignore rows that exist.
+		flavorMySQL: {
+			`CREATE TABLE IF NOT EXISTS conversations (
+				id VARCHAR(128) NOT NULL PRIMARY KEY,
+				created_at DATETIME(6) NOT NULL,
+				updated_at DATETIME(6) NOT NULL,
+				message_count BIGINT NOT NULL DEFAULT 0,
+				last_seq BIGINT NOT NULL DEFAULT 0,
+				last_message_id VARCHAR(64) NULL,
+				KEY conversations_updated (updated_at, id)
+			) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+			`ALTER TABLE messages ADD COLUMN seq BIGINT NOT NULL DEFAULT 0, ADD KEY messages_conversation_seq (conversation_id, seq, contact_id)`,
+			`CREATE TABLE IF NOT EXISTS conversation_members (
+				conversation_id VARCHAR(128) NOT NULL,
+				contact_id VARCHAR(64) NOT NULL,
+				is_member BOOLEAN NOT NULL DEFAULT FALSE,
+				joined_at DATETIME(6) NULL,
+				read_seq BIGINT NOT NULL DEFAULT 0,
+				read_message_id VARCHAR(64) NULL,
+				read_count BIGINT NOT NULL DEFAULT 0,
+				own_count BIGINT NOT NULL DEFAULT 0,
+				own_read_count BIGINT NOT NULL DEFAULT 0,
+				PRIMARY KEY (conversation_id, contact_id),
+				KEY conversation_members_contact (contact_id, conversation_id)
+			) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+			`UPDATE messages AS m JOIN (` + messagePlaces + `) AS r ON m.id = r.id SET m.seq = r.rn`,
+			"INSERT IGNORE" + backfillConversations[len("INSERT"):],
+			backfillLastMessages,
+			"INSERT IGNORE" + backfillFiledConversations[len("INSERT"):],
+			backfillEarlierFiles,
+			"INSERT IGNORE" + backfillSenders[len("INSERT"):],
+		},
+	},
 }}
+
+// The backfill of version "conversations".
+const (
+	// messagePlaces numbers each conversation's messages from 1, oldest
+	// first.
+	messagePlaces = `SELECT id, ROW_NUMBER() OVER (PARTITION BY conversation_id ORDER BY created_at, id) AS rn FROM messages`
+	// backfillConversations stores the conversations of the messages.
+	backfillConversations = `INSERT INTO conversations (id, created_at, updated_at, message_count, last_seq)
+		SELECT conversation_id, MIN(created_at), MAX(created_at), COUNT(*), COUNT(*) FROM messages GROUP BY conversation_id`
+	backfillLastMessages = `UPDATE conversations SET last_message_id =
+		(SELECT m.id FROM messages AS m WHERE m.conversation_id = conversations.id AND m.seq = conversations.last_seq)
+		WHERE last_seq > 0`
+	// backfillFiledConversations stores the conversations that have filed
+	// attachments and no message.
+	backfillFiledConversations = `INSERT INTO conversations (id, created_at, updated_at)
+		SELECT conversation_id, MIN(created_at), MIN(created_at) FROM attachments
+		WHERE conversation_id IS NOT NULL AND conversation_id NOT IN (SELECT conversation_id FROM messages)
+		GROUP BY conversation_id`
+	// backfillEarlierFiles dates back a conversation whose first file came
+	// before its first message.
+	backfillEarlierFiles = `UPDATE conversations SET created_at =
+		(SELECT MIN(a.created_at) FROM attachments AS a WHERE a.conversation_id = conversations.id)
+		WHERE EXISTS (SELECT 1 FROM attachments AS a WHERE a.conversation_id = conversations.id AND a.created_at < conversations.created_at)`
+	// backfillSenders counts each sender's messages in each conversation.
+	backfillSenders = `INSERT INTO conversation_members (conversation_id, contact_id, own_count)
+		SELECT conversation_id, contact_id, COUNT(*) FROM messages GROUP BY conversation_id, contact_id`
+)
 
 // backfillCounters sets the counters of the messages that have reaction
 // names or attachments.

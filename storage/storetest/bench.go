@@ -56,7 +56,7 @@ func RunBenchmarks(b *testing.B, newStore func(b *testing.B) Store) {
 			m := newMessage("c", alice, at(i))
 			require.NoError(b, s.CreateMessage(ctx, m, nil))
 			if i == 100 { // 899 newer messages before it
-				deep = messaging.Cursor{CreatedAt: m.CreatedAt, ID: m.ID}
+				deep = messaging.Cursor{Time: m.CreatedAt, ID: m.ID}
 			}
 			if i%2 == 0 { // as many in another conversation
 				require.NoError(b, s.CreateMessage(ctx, newMessage("other", alice, at(i)), nil))

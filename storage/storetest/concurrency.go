@@ -90,7 +90,7 @@ func testConcurrentCreates(t *testing.T, h *harness) {
 			break
 		}
 		last := page[len(page)-1]
-		after = &messaging.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
+		after = &messaging.Cursor{Time: last.CreatedAt, ID: last.ID}
 	}
 	assert.Equal(t, want, walked, "pages of 30 walk every message once, in order")
 }

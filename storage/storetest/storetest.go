@@ -44,6 +44,7 @@ func RunConformanceTests(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Deletes", deleteTests},
 		{"Attachments", attachmentTests},
 		{"Concurrency", concurrencyTests},
+		{"Conversations", conversationTests},
 		{"Service", serviceTests},
 	}
 	for _, g := range groups {
@@ -224,7 +225,7 @@ type item struct {
 }
 
 func (it item) cursor() *messaging.Cursor {
-	return &messaging.Cursor{CreatedAt: it.at, ID: it.id}
+	return &messaging.Cursor{Time: it.at, ID: it.id}
 }
 
 // newestFirst returns the ids of items sorted by (at, id) descending.

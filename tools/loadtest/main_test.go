@@ -522,7 +522,7 @@ func TestSeed(t *testing.T) {
 		if !more {
 			break
 		}
-		q.After = &messaging.Cursor{CreatedAt: page[len(page)-1].CreatedAt, ID: page[len(page)-1].ID}
+		q.After = &messaging.Cursor{Time: page[len(page)-1].CreatedAt, ID: page[len(page)-1].ID}
 	}
 	require.Len(t, all, 4000)
 	// The second seed is newer; within each, the last message is the newest.

@@ -1,0 +1,109 @@
+package httpadapter
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/parleychat/parley/messaging"
+)
+
+func (a *api) listConversations(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
+	p, err := readListParams(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	page, err := a.msgs.Conversations(ctx, caller, messaging.ConversationListOptions{
+		Limit:         p.limit,
+		StartingAfter: p.startingAfter,
+		EndingBefore:  p.endingBefore,
+	})
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	u := a.urls(r, caller)
+	data := make([]conversationJSON, len(page.Data))
+	for i, c := range page.Data {
+		data[i] = u.conversation(ctx, c)
+	}
+	writeJSON(w, http.StatusOK, list[conversationJSON]{Object: "list", Data: data, HasMore: page.HasMore})
+}
+
+func (a *api) getConversation(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
+	ctx := r.Context()
+	c, err := a.msgs.Conversation(ctx, caller, r.PathValue("id"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a.urls(r, caller).conversation(ctx, c))
+}
+
+// updateConversation moves the caller's read position (read_through), the
+// one field a conversation takes.
+func (a *api) updateConversation(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
+	in, err := a.readInput(w, r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	through, ok, err := in.str("read_through")
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if !ok {
+		a.writeError(w, r, missing("read_through"))
+		return
+	}
+	ctx := r.Context()
+	c, err := a.msgs.MarkRead(ctx, caller, r.PathValue("id"), through)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a.urls(r, caller).conversation(ctx, c))
+}
+
+// conversationJSON is a Conversation as the API shows it.
+type conversationJSON struct {
+	c    messaging.Conversation
+	last *messageJSON
+}
+
+type conversationFields struct {
+	ID                string          `json:"id"`
+	Object            string          `json:"object"`
+	CreatedAt         int64           `json:"created_at"`
+	UpdatedAt         int64           `json:"updated_at"`
+	MessageCount      int64           `json:"message_count"`
+	LastMessage       json.RawMessage `json:"last_message"`
+	UnreadCount       int64           `json:"unread_count"`
+	LastReadMessageID *string         `json:"last_read_message_id"`
+}
+
+// MarshalJSON writes the conversation: Unix seconds, last_message as a
+// message or null, last_read_message_id null while the caller read none.
+func (x conversationJSON) MarshalJSON() ([]byte, error) {
+	last := json.RawMessage("null")
+	if x.last != nil {
+		b, err := x.last.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		last = b
+	}
+	c := x.c
+	return json.Marshal(conversationFields{
+		ID:                c.ID,
+		Object:            "conversation",
+		CreatedAt:         c.CreatedAt.Unix(),
+		UpdatedAt:         c.UpdatedAt.Unix(),
+		MessageCount:      c.MessageCount,
+		LastMessage:       last,
+		UnreadCount:       c.UnreadCount,
+		LastReadMessageID: nullable(c.LastReadMessageID),
+	})
+}

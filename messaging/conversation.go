@@ -1,0 +1,277 @@
+package messaging
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"strconv"
+	"time"
+
+	"github.com/parleychat/parley/internal/check"
+	"github.com/parleychat/parley/internal/ids"
+	"github.com/parleychat/parley/internal/paging"
+)
+
+// Conversation is a conversation as one caller sees it. A conversation
+// exists from its first message or filed attachment; its ID is the
+// conversation id the clients chose.
+type Conversation struct {
+	// ID is the conversation id.
+	ID string
+	// CreatedAt is when the conversation's first message or filed
+	// attachment was stored.
+	CreatedAt time.Time
+	// UpdatedAt is the time of the newest message, or CreatedAt while it
+	// has none.
+	UpdatedAt time.Time
+	// MessageCount is the number of messages.
+	MessageCount int64
+	// LastMessage is the newest message; nil while there is none.
+	LastMessage *Message
+	// UnreadCount is the caller's own: the messages newer than the
+	// caller's read position that others sent.
+	UnreadCount int64
+	// LastReadMessageID is the message the caller has read through; ""
+	// while it has read none. It may name a message deleted since.
+	LastReadMessageID string
+}
+
+// Member is a contact's membership of a conversation.
+type Member struct {
+	// ConversationID is the conversation.
+	ConversationID string
+	// ContactID is the member.
+	ContactID string
+	// JoinedAt is when the contact was added.
+	JoinedAt time.Time
+}
+
+// ConversationListOptions select a page of conversations.
+type ConversationListOptions struct {
+	// Limit is the page size: 0 for the default of 10, at most
+	// Options.MaxListLimit; a larger or negative one is an error of kind
+	// ErrInvalid naming "limit".
+	Limit int
+	// StartingAfter is the id of a conversation of the list; the page
+	// holds the conversations active just before it.
+	StartingAfter string
+	// EndingBefore is the id of a conversation of the list; the page holds
+	// the conversations active just after it, still most recent first.
+	EndingBefore string
+}
+
+// ConversationPage is one page of conversations.
+type ConversationPage struct {
+	// Data are the conversations, most recently active first.
+	Data []Conversation
+	// HasMore reports whether more exist beyond the page in the direction
+	// of travel.
+	HasMore bool
+}
+
+// MemberListOptions select a page of members.
+type MemberListOptions struct {
+	// Limit is the page size: 0 for the default of 10, at most
+	// Options.MaxListLimit.
+	Limit int
+	// StartingAfter is the id of the last item of the previous page (a
+	// contact id for Members, a conversation id for Memberships).
+	StartingAfter string
+}
+
+// MemberPage is one page of members.
+type MemberPage struct {
+	// Data are the members, by id.
+	Data []Member
+	// HasMore reports whether more follow.
+	HasMore bool
+}
+
+// Conversations returns a page of the conversations the caller may see,
+// most recently active first (UpdatedAt, then ID, descending), with the
+// caller's own unread counts. A page costs a fixed number of queries, and
+// its unread counts are counters kept by the writes, whatever the size of
+// the conversations. Errors: ErrInvalid for a bad limit or cursor (an id
+// that is not in the list).
+func (s *Service) Conversations(ctx context.Context, caller Contact, o ConversationListOptions) (ConversationPage, error) {
+	p, err := s.conversations(ctx, caller, o)
+	return p, wrapErr("messaging.Conversations", err)
+}
+
+func (s *Service) conversations(ctx context.Context, caller Contact, o ConversationListOptions) (ConversationPage, error) {
+	limit, err := check.Limit(o.Limit, s.opts.MaxListLimit)
+	if err != nil {
+		return ConversationPage{}, err
+	}
+	sc, err := s.policy.Scope(ctx, caller.ID)
+	if err != nil {
+		return ConversationPage{}, err
+	}
+	q := ConversationQuery{ViewerID: caller.ID, All: sc.All, ConversationIDs: sc.ConversationIDs, Limit: limit}
+	if sc.Members {
+		q.MemberID = caller.ID
+	}
+	q.After, q.Before, err = check.Cursors(o.StartingAfter, o.EndingBefore, func(id string) (Cursor, bool, error) {
+		c, err := s.conversation(ctx, caller, id)
+		if errors.Is(err, ErrNotFound) {
+			return Cursor{}, false, nil
+		}
+		return Cursor{Time: c.UpdatedAt, ID: c.ID}, err == nil, err
+	})
+	if err != nil {
+		return ConversationPage{}, err
+	}
+	if !q.All && q.MemberID == "" && len(q.ConversationIDs) == 0 {
+		return ConversationPage{Data: []Conversation{}}, nil
+	}
+	items, more, err := s.repo.ListConversations(ctx, q)
+	if err != nil {
+		return ConversationPage{}, err
+	}
+	if items == nil {
+		items = []Conversation{}
+	}
+	return ConversationPage{Data: items, HasMore: more}, nil
+}
+
+// AllConversations returns an iterator over every conversation the caller
+// may see, most recently active first, read page by page (o.Limit a page;
+// 0 for the largest), from the first or from just after
+// o.StartingAfter. o.EndingBefore must be empty. It yields the first error
+// and stops.
+func (s *Service) AllConversations(ctx context.Context, caller Contact, o ConversationListOptions) iter.Seq2[Conversation, error] {
+	if o.Limit == 0 {
+		o.Limit = s.opts.MaxListLimit
+	}
+	if o.EndingBefore != "" {
+		return func(yield func(Conversation, error) bool) {
+			yield(Conversation{}, wrapErr("messaging.AllConversations", check.BadParam("ending_before", "AllConversations walks toward older activity: ending_before cannot be used")))
+		}
+	}
+	return paging.All(o.StartingAfter, func(after string) ([]Conversation, bool, error) {
+		o.StartingAfter = after
+		p, err := s.Conversations(ctx, caller, o)
+		return p.Data, p.HasMore, err
+	}, func(c Conversation) string { return c.ID })
+}
+
+// Conversation returns one conversation as the caller sees it. Errors:
+// ErrNotFound when it does not exist or the caller may not see it.
+func (s *Service) Conversation(ctx context.Context, caller Contact, id string) (Conversation, error) {
+	c, err := s.conversation(ctx, caller, id)
+	return c, wrapErr("messaging.Conversation "+strconv.Quote(id), err)
+}
+
+func (s *Service) conversation(ctx context.Context, caller Contact, id string) (Conversation, error) {
+	if check.ConversationID("id", id) != nil {
+		return Conversation{}, noConversation(id)
+	}
+	ok, err := s.policy.CanView(ctx, caller.ID, id)
+	if err != nil {
+		return Conversation{}, err
+	}
+	if !ok {
+		return Conversation{}, noConversation(id)
+	}
+	c, err := s.repo.GetConversation(ctx, id, caller.ID)
+	if errors.Is(err, ErrNotFound) {
+		return Conversation{}, noConversation(id)
+	}
+	return c, err
+}
+
+func noConversation(id string) error {
+	return &Error{Kind: ErrNotFound, Message: "no such conversation: " + id}
+}
+
+// MarkRead moves the caller's read position in the conversation forward to
+// messageID, a message of that conversation, and returns the conversation
+// as the caller now sees it. A message older than the current position
+// changes nothing: positions never move back. Errors: ErrNotFound for a
+// conversation the caller may not see, ErrInvalid (Param "read_through")
+// for a message that is not one of the conversation's.
+func (s *Service) MarkRead(ctx context.Context, caller Contact, conversationID, messageID string) (Conversation, error) {
+	c, err := s.markRead(ctx, caller, conversationID, messageID)
+	return c, wrapErr("messaging.MarkRead "+strconv.Quote(conversationID), err)
+}
+
+func (s *Service) markRead(ctx context.Context, caller Contact, conversationID, messageID string) (Conversation, error) {
+	if _, err := s.conversation(ctx, caller, conversationID); err != nil {
+		return Conversation{}, err
+	}
+	notHere := check.BadParam("read_through", "read_through names no message of this conversation: "+messageID)
+	if messageID == "" {
+		return Conversation{}, check.Missing("read_through")
+	}
+	if !ids.Valid(ids.Message, messageID) {
+		return Conversation{}, notHere
+	}
+	err := s.repo.MarkRead(ctx, conversationID, caller.ID, messageID)
+	if errors.Is(err, ErrNotFound) {
+		return Conversation{}, notHere
+	}
+	if err != nil {
+		return Conversation{}, err
+	}
+	return s.conversation(ctx, caller, conversationID)
+}
+
+// AddMember makes the contact a member of the conversation (which need not
+// have messages yet); adding a member again changes nothing. Membership is
+// the host's to manage: these calls take no caller. Under the MembersOnly
+// Policy, members are who may see a conversation. Errors: ErrInvalid for a
+// bad conversation id, ErrNotFound for an unknown contact.
+func (s *Service) AddMember(ctx context.Context, conversationID, contactID string) error {
+	err := check.ConversationID("conversation_id", conversationID)
+	if err == nil {
+		err = s.repo.AddMember(ctx, conversationID, contactID, s.now())
+	}
+	if errors.Is(err, ErrNotFound) {
+		err = &Error{Kind: ErrNotFound, Param: "contact_id", Message: "no such contact: " + contactID, Err: err}
+	}
+	return wrapErr("messaging.AddMember "+strconv.Quote(conversationID), err)
+}
+
+// RemoveMember ends the contact's membership of the conversation; its read
+// position is kept. Removing one who is not a member is not an error.
+func (s *Service) RemoveMember(ctx context.Context, conversationID, contactID string) error {
+	err := check.ConversationID("conversation_id", conversationID)
+	if err == nil {
+		err = s.repo.RemoveMember(ctx, conversationID, contactID)
+	}
+	return wrapErr("messaging.RemoveMember "+strconv.Quote(conversationID), err)
+}
+
+// Members returns a page of the conversation's members, by contact id.
+func (s *Service) Members(ctx context.Context, conversationID string, o MemberListOptions) (MemberPage, error) {
+	p, err := s.members(ctx, MemberQuery{ConversationID: conversationID}, o)
+	return p, wrapErr("messaging.Members "+strconv.Quote(conversationID), err)
+}
+
+// Memberships returns a page of the contact's memberships, by conversation
+// id.
+func (s *Service) Memberships(ctx context.Context, contactID string, o MemberListOptions) (MemberPage, error) {
+	p, err := s.members(ctx, MemberQuery{ContactID: contactID}, o)
+	return p, wrapErr("messaging.Memberships "+strconv.Quote(contactID), err)
+}
+
+func (s *Service) members(ctx context.Context, q MemberQuery, o MemberListOptions) (MemberPage, error) {
+	limit, err := check.Limit(o.Limit, s.opts.MaxListLimit)
+	if err != nil {
+		return MemberPage{}, err
+	}
+	if q.ConversationID != "" {
+		if err := check.ConversationID("conversation_id", q.ConversationID); err != nil {
+			return MemberPage{}, err
+		}
+	}
+	q.Limit, q.After = limit, o.StartingAfter
+	items, more, err := s.repo.ListMembers(ctx, q)
+	if err != nil {
+		return MemberPage{}, err
+	}
+	if items == nil {
+		items = []Member{}
+	}
+	return MemberPage{Data: items, HasMore: more}, nil
+}

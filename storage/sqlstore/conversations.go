@@ -1,0 +1,385 @@
+package sqlstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/parleychat/parley/messaging"
+)
+
+// A conversation is a row of conversations with its counters; each message
+// has a place (seq) in its conversation, given in commit order under the
+// conversation's row lock; each contact's state in a conversation is a row
+// of conversation_members: its membership, its read position (read_seq)
+// and three counters, so that its unread count is arithmetic, never a
+// count of rows:
+//
+//	unread = (message_count - read_count) - (own_count - own_read_count)
+//
+// read_count counts the messages at or before the read position,
+// own_count the contact's own messages, own_read_count those of them at or
+// before the position. Sends, deletes and reads keep them in the
+// transactions that change them, each first locking the conversation row,
+// so that they are exact under concurrent callers.
+
+// conversationRow is a conversation joined with one contact's state in it.
+type conversationRow struct {
+	ID            string    `bun:"id"`
+	CreatedAt     time.Time `bun:"created_at"`
+	UpdatedAt     time.Time `bun:"updated_at"`
+	MessageCount  int64     `bun:"message_count"`
+	LastMessageID *string   `bun:"last_message_id"`
+	ReadMessageID *string   `bun:"read_message_id"`
+	ReadCount     int64     `bun:"read_count"`
+	OwnCount      int64     `bun:"own_count"`
+	OwnReadCount  int64     `bun:"own_read_count"`
+}
+
+// conversationCols and conversationFrom select conversations AS c with the
+// state of the contact given as the first argument.
+const (
+	conversationCols = `c.id, c.created_at, c.updated_at, c.message_count, c.last_message_id,
+		r.read_message_id, COALESCE(r.read_count, 0) AS read_count, COALESCE(r.own_count, 0) AS own_count,
+		COALESCE(r.own_read_count, 0) AS own_read_count`
+	conversationFrom = `conversations AS c LEFT JOIN conversation_members AS r ON r.conversation_id = c.id AND r.contact_id = ?`
+)
+
+// memberOf is the condition that conversation column col is one of
+// contact ?'s memberships.
+func memberOf(col string) string {
+	return col + " IN (SELECT conversation_id FROM conversation_members WHERE contact_id = ? AND is_member = TRUE)"
+}
+
+func (r *conversationRow) conversation() messaging.Conversation {
+	c := messaging.Conversation{
+		ID:           r.ID,
+		CreatedAt:    utc(r.CreatedAt),
+		UpdatedAt:    utc(r.UpdatedAt),
+		MessageCount: r.MessageCount,
+		UnreadCount:  (r.MessageCount - r.ReadCount) - (r.OwnCount - r.OwnReadCount),
+	}
+	if r.ReadMessageID != nil {
+		c.LastReadMessageID = *r.ReadMessageID
+	}
+	return c
+}
+
+// completeConversations turns rows into conversations with their last
+// messages, in at most three more queries whatever the number of rows.
+func completeConversations(ctx context.Context, query queryFn, rows []conversationRow) ([]messaging.Conversation, error) {
+	out := make([]messaging.Conversation, len(rows))
+	var last []string
+	for i := range rows {
+		out[i] = rows[i].conversation()
+		if rows[i].LastMessageID != nil {
+			last = append(last, *rows[i].LastMessageID)
+		}
+	}
+	if len(last) == 0 {
+		return out, nil
+	}
+	var mrows []messageRow
+	if err := query(ctx, &mrows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id IN (?)", idList(last)); err != nil {
+		return nil, err
+	}
+	ms, err := complete(ctx, query, mrows)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]*messaging.Message, len(ms))
+	for i := range ms {
+		byID[ms[i].ID] = &ms[i]
+	}
+	for i := range rows {
+		if id := rows[i].LastMessageID; id != nil {
+			out[i].LastMessage = byID[*id]
+		}
+	}
+	return out, nil
+}
+
+// GetConversation returns the conversation as viewerID sees it, or an
+// error matching ErrNotFound.
+func (s *Store) GetConversation(ctx context.Context, id, viewerID string) (messaging.Conversation, error) {
+	var rows []conversationRow
+	err := s.read(ctx, &rows, "SELECT "+conversationCols+" FROM "+conversationFrom+" WHERE c.id = ?", viewerID, id)
+	if err == nil && len(rows) == 0 {
+		err = notFound("conversation")
+	}
+	var cs []messaging.Conversation
+	if err == nil {
+		cs, err = completeConversations(ctx, s.read, rows)
+	}
+	if err != nil {
+		return messaging.Conversation{}, wrapErr("sqlstore.GetConversation", err)
+	}
+	return cs[0], nil
+}
+
+// ListConversations returns up to q.Limit conversations matching q, most
+// recently active first, in at most four queries.
+func (s *Store) ListConversations(ctx context.Context, q messaging.ConversationQuery) ([]messaging.Conversation, bool, error) {
+	cs, more, err := s.listConversations(ctx, q)
+	return cs, more, wrapErr("sqlstore.ListConversations", err)
+}
+
+func (s *Store) listConversations(ctx context.Context, q messaging.ConversationQuery) ([]messaging.Conversation, bool, error) {
+	if q.Limit < 1 {
+		return nil, false, invalid("limit must be at least 1")
+	}
+	p := pageQuery{cols: conversationCols, from: conversationFrom, fromArgs: []any{q.ViewerID}, alias: "c", timeCol: "updated_at",
+		after: q.After, before: q.Before, limit: q.Limit}
+	b, ok := scopeBranch("c.id", q.All, q.MemberID, q.ConversationIDs)
+	if !ok {
+		return []messaging.Conversation{}, false, nil
+	}
+	p.branches = []branch{b}
+	query, args := s.pageSQL(p)
+	var rows []conversationRow
+	if err := s.read(ctx, &rows, query, args...); err != nil {
+		return nil, false, err
+	}
+	rows, more := trimPage(rows, q.Limit, q.Before != nil)
+	cs, err := completeConversations(ctx, s.read, rows)
+	return cs, more, err
+}
+
+// scopeBranch returns the one branch of a list over column col of every
+// conversation (all), or of those of ids and of contact memberID's
+// memberships; false when that is none.
+func scopeBranch(col string, all bool, memberID string, ids []string) (branch, bool) {
+	ids = dedupe(ids)
+	switch {
+	case all:
+		return branch{}, true
+	case memberID != "" && len(ids) > 0:
+		return branch{where: "(" + memberOf(col) + " OR " + col + " IN (?))", args: []any{memberID, idList(ids)}}, true
+	case memberID != "":
+		return branch{where: memberOf(col), args: []any{memberID}}, true
+	case len(ids) > 0:
+		return branch{where: col + " IN (?)", args: []any{idList(ids)}}, true
+	}
+	return branch{}, false
+}
+
+// touchConversation counts a new message of m's conversation, storing the
+// conversation if it is new, and returns the message's place in it. It
+// locks the conversation row until the transaction ends.
+func (s *Store) touchConversation(ctx context.Context, tx bun.Tx, m messaging.Message) (int64, error) {
+	at := m.CreatedAt.UTC()
+	var seq []int64
+	if s.flavor == flavorMySQL {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, created_at, updated_at, message_count, last_seq, last_message_id)
+			VALUES (?, ?, ?, 1, 1, ?) ON DUPLICATE KEY UPDATE message_count = message_count + 1, last_seq = last_seq + 1,
+			updated_at = VALUES(updated_at), last_message_id = VALUES(last_message_id)`,
+			m.ConversationID, at, at, m.ID); err != nil {
+			return 0, err
+		}
+		if err := tx.NewRaw("SELECT last_seq FROM conversations WHERE id = ?", m.ConversationID).Scan(ctx, &seq); err != nil {
+			return 0, err
+		}
+	} else if err := tx.NewRaw(`INSERT INTO conversations (id, created_at, updated_at, message_count, last_seq, last_message_id)
+			VALUES (?, ?, ?, 1, 1, ?) ON CONFLICT (id) DO UPDATE SET message_count = conversations.message_count + 1,
+			last_seq = conversations.last_seq + 1, updated_at = EXCLUDED.updated_at, last_message_id = EXCLUDED.last_message_id
+			RETURNING last_seq`, m.ConversationID, at, at, m.ID).Scan(ctx, &seq); err != nil {
+		return 0, err
+	}
+	if len(seq) == 0 {
+		return 0, notFound("conversation")
+	}
+	return seq[0], s.countOwn(ctx, tx, m.ConversationID, m.Contact.ID)
+}
+
+// countOwn counts a new message of contact in conv.
+func (s *Store) countOwn(ctx context.Context, tx bun.Tx, conv, contact string) error {
+	q := `INSERT INTO conversation_members (conversation_id, contact_id, own_count) VALUES (?, ?, 1)
+		ON CONFLICT (conversation_id, contact_id) DO UPDATE SET own_count = conversation_members.own_count + 1`
+	if s.flavor == flavorMySQL {
+		q = `INSERT INTO conversation_members (conversation_id, contact_id, own_count) VALUES (?, ?, 1)
+			ON DUPLICATE KEY UPDATE own_count = own_count + 1`
+	}
+	_, err := tx.ExecContext(ctx, q, conv, contact)
+	return err
+}
+
+// fileConversation stores conv, created at at, unless it is stored.
+func (s *Store) fileConversation(ctx context.Context, db bun.IConn, conv string, at time.Time) error {
+	q := "INSERT INTO conversations (id, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING"
+	if s.flavor == flavorMySQL {
+		q = "INSERT INTO conversations (id, created_at, updated_at) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE id = id"
+	}
+	_, err := db.ExecContext(ctx, q, conv, at.UTC(), at.UTC())
+	return err
+}
+
+// uncountMessage takes the message of place seq, sent by contact, out of
+// the counters of conv, before the message row is deleted in the same
+// transaction; then, if it was the newest, makes the next newest the last
+// message (run it after the delete: see lastMessageGone).
+func (s *Store) uncountMessage(ctx context.Context, tx bun.Tx, conv, contact string, seq int64) error {
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{"UPDATE conversations SET message_count = message_count - 1 WHERE id = ?", []any{conv}},
+		{"UPDATE conversation_members SET read_count = read_count - 1 WHERE conversation_id = ? AND read_seq >= ?", []any{conv, seq}},
+		{`UPDATE conversation_members SET own_count = own_count - 1,
+			own_read_count = own_read_count - CASE WHEN read_seq >= ? THEN 1 ELSE 0 END
+			WHERE conversation_id = ? AND contact_id = ?`, []any{seq, conv, contact}},
+	} {
+		if _, err := tx.ExecContext(ctx, q.sql, q.args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lastMessageGone makes the newest remaining message of conv its last
+// message, if the last one was id (deleted in this transaction).
+func (s *Store) lastMessageGone(ctx context.Context, tx bun.Tx, conv, id string) error {
+	_, err := tx.ExecContext(ctx, `UPDATE conversations SET
+		last_message_id = (SELECT m.id FROM messages AS m WHERE m.conversation_id = ? ORDER BY m.seq DESC LIMIT 1),
+		updated_at = COALESCE((SELECT m.created_at FROM messages AS m WHERE m.conversation_id = ? ORDER BY m.seq DESC LIMIT 1), created_at)
+		WHERE id = ? AND last_message_id = ?`, conv, conv, conv, id)
+	return err
+}
+
+// memberState is a contact's read position in a conversation.
+type memberState struct {
+	ReadSeq int64 `bun:"read_seq"`
+}
+
+// placeRow is a message's place and sender.
+type placeRow struct {
+	Seq       int64  `bun:"seq"`
+	ContactID string `bun:"contact_id"`
+}
+
+// rangeCount counts the messages of a range of places, and the reader's
+// own among them.
+type rangeCount struct {
+	All int64 `bun:"n"`
+	Own int64 `bun:"own"`
+}
+
+// MarkRead moves contactID's read position in the conversation forward to
+// messageID, counting the messages it passes (the cost grows with the
+// messages newly read, never with the conversation).
+func (s *Store) MarkRead(ctx context.Context, conversationID, contactID, messageID string) error {
+	return wrapErr("sqlstore.MarkRead", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+		// Lock the conversation first, as sends and deletes do; on MySQL
+		// this also makes the reads below see every change committed
+		// before the lock (their snapshot starts after it).
+		var ids []string
+		if err := tx.NewRaw("SELECT id FROM conversations WHERE id = ?"+s.forUpdate(), conversationID).Scan(ctx, &ids); err != nil {
+			return err
+		}
+		var at []placeRow
+		if len(ids) > 0 {
+			if err := tx.NewRaw("SELECT seq, contact_id FROM messages WHERE id = ? AND conversation_id = ?", messageID, conversationID).Scan(ctx, &at); err != nil {
+				return err
+			}
+		}
+		if len(at) == 0 {
+			return notFound("message")
+		}
+		ignore := "INSERT INTO conversation_members (conversation_id, contact_id) VALUES (?, ?) ON CONFLICT (conversation_id, contact_id) DO NOTHING"
+		if s.flavor == flavorMySQL {
+			ignore = "INSERT INTO conversation_members (conversation_id, contact_id) VALUES (?, ?) ON DUPLICATE KEY UPDATE contact_id = contact_id"
+		}
+		if _, err := tx.ExecContext(ctx, ignore, conversationID, contactID); err != nil {
+			return err
+		}
+		var st []memberState
+		if err := tx.NewRaw("SELECT read_seq FROM conversation_members WHERE conversation_id = ? AND contact_id = ?"+s.forUpdate(),
+			conversationID, contactID).Scan(ctx, &st); err != nil {
+			return err
+		}
+		from, to := st[0].ReadSeq, at[0].Seq
+		if to <= from {
+			return nil // positions never move back
+		}
+		var n []rangeCount
+		if err := tx.NewRaw(`SELECT COUNT(*) AS n, COALESCE(SUM(CASE WHEN contact_id = ? THEN 1 ELSE 0 END), 0) AS own
+			FROM messages WHERE conversation_id = ? AND seq > ? AND seq <= ?`, contactID, conversationID, from, to).Scan(ctx, &n); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE conversation_members SET read_seq = ?, read_message_id = ?,
+			read_count = read_count + ?, own_read_count = own_read_count + ?
+			WHERE conversation_id = ? AND contact_id = ?`, to, messageID, n[0].All, n[0].Own, conversationID, contactID)
+		return err
+	}))
+}
+
+// AddMember records the membership, keeping an existing one.
+func (s *Store) AddMember(ctx context.Context, conversationID, contactID string, at time.Time) error {
+	return wrapErr("sqlstore.AddMember", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+		var ids []string
+		if err := tx.NewRaw("SELECT id FROM contacts WHERE id = ?", contactID).Scan(ctx, &ids); err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return notFound("contact")
+		}
+		q := `INSERT INTO conversation_members (conversation_id, contact_id, is_member, joined_at) VALUES (?, ?, TRUE, ?)
+			ON CONFLICT (conversation_id, contact_id) DO UPDATE SET joined_at = CASE WHEN conversation_members.is_member THEN conversation_members.joined_at ELSE EXCLUDED.joined_at END, is_member = TRUE`
+		if s.flavor == flavorMySQL {
+			q = `INSERT INTO conversation_members (conversation_id, contact_id, is_member, joined_at) VALUES (?, ?, TRUE, ?)
+				ON DUPLICATE KEY UPDATE joined_at = IF(is_member, joined_at, VALUES(joined_at)), is_member = TRUE`
+		}
+		_, err := tx.ExecContext(ctx, q, conversationID, contactID, at.UTC())
+		return err
+	}))
+}
+
+// RemoveMember ends the membership, keeping the contact's read state.
+func (s *Store) RemoveMember(ctx context.Context, conversationID, contactID string) error {
+	return wrapErr("sqlstore.RemoveMember", s.retry(ctx, func(ctx context.Context) error {
+		_, err := s.w.ExecContext(ctx, "UPDATE conversation_members SET is_member = FALSE, joined_at = NULL WHERE conversation_id = ? AND contact_id = ?",
+			conversationID, contactID)
+		return err
+	}))
+}
+
+// IsMember reports whether the contact is a member of the conversation.
+func (s *Store) IsMember(ctx context.Context, conversationID, contactID string) (bool, error) {
+	var n []int
+	err := s.read(ctx, &n, "SELECT 1 FROM conversation_members WHERE conversation_id = ? AND contact_id = ? AND is_member = TRUE",
+		conversationID, contactID)
+	return len(n) > 0, wrapErr("sqlstore.IsMember", err)
+}
+
+// memberRow is a membership.
+type memberRow struct {
+	ConversationID string    `bun:"conversation_id"`
+	ContactID      string    `bun:"contact_id"`
+	JoinedAt       time.Time `bun:"joined_at"`
+}
+
+// ListMembers returns up to q.Limit members as q selects them, by id.
+func (s *Store) ListMembers(ctx context.Context, q messaging.MemberQuery) ([]messaging.Member, bool, error) {
+	if q.Limit < 1 {
+		return nil, false, wrapErr("sqlstore.ListMembers", invalid("limit must be at least 1"))
+	}
+	key, where, arg := "contact_id", "conversation_id = ?", q.ConversationID
+	if q.ConversationID == "" {
+		key, where, arg = "conversation_id", "contact_id = ?", q.ContactID
+	}
+	var rows []memberRow
+	err := s.read(ctx, &rows, "SELECT conversation_id, contact_id, joined_at FROM conversation_members WHERE "+where+
+		" AND is_member = TRUE AND "+key+" > ? ORDER BY "+key+" LIMIT ?", arg, q.After, q.Limit+1)
+	if err != nil {
+		return nil, false, wrapErr("sqlstore.ListMembers", err)
+	}
+	more := len(rows) > q.Limit
+	if more {
+		rows = rows[:q.Limit]
+	}
+	out := make([]messaging.Member, len(rows))
+	for i, r := range rows {
+		out[i] = messaging.Member{ConversationID: r.ConversationID, ContactID: r.ContactID, JoinedAt: utc(r.JoinedAt)}
+	}
+	return out, more, nil
+}

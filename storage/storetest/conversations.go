@@ -1,0 +1,407 @@
+package storetest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/ids"
+	"github.com/parleychat/parley/messaging"
+)
+
+var conversationTests = []test{
+	{"exists_from_first_message_or_file", testConversationExists},
+	{"ordered_by_activity_with_ties", testConversationOrder},
+	{"cursors_both_ways", testConversationCursors},
+	{"unread_counts", testUnreadCounts},
+	{"counts_across_deletes", testCountsAcrossDeletes},
+	{"positions_never_move_back", testPositionsNeverMoveBack},
+	{"mark_read_other_conversation", testMarkReadOtherConversation},
+	{"concurrent_sends_reads_deletes", testConcurrentConversation},
+	{"members", testMembers},
+	{"member_scope", testMemberScope},
+}
+
+// conv returns the conversation as viewer sees it.
+func (h *harness) conv(id string, viewer messaging.Contact) messaging.Conversation {
+	h.t.Helper()
+	c, err := h.s.GetConversation(h.ctx, id, viewer.ID)
+	require.NoError(h.t, err, "GetConversation %s", id)
+	return c
+}
+
+func (h *harness) markRead(conv string, who messaging.Contact, msgID string) {
+	h.t.Helper()
+	require.NoError(h.t, h.s.MarkRead(h.ctx, conv, who.ID, msgID), "MarkRead")
+}
+
+func testConversationExists(t *testing.T, h *harness) {
+	alice := h.contact("alice")
+	_, err := h.s.GetConversation(h.ctx, "c", alice.ID)
+	assert.ErrorIs(t, err, messaging.ErrNotFound)
+
+	// An unfiled upload makes no conversation; a filed one does.
+	h.attachment("", alice, at(1))
+	h.attachment("files", alice, at(2))
+	c := h.conv("files", alice)
+	assert.Equal(t, messaging.Conversation{ID: "files", CreatedAt: at(2), UpdatedAt: at(2)}, c)
+
+	m := h.message("c", alice, at(3))
+	c = h.conv("c", alice)
+	assertUTC(t, c.CreatedAt, "CreatedAt")
+	assertUTC(t, c.UpdatedAt, "UpdatedAt")
+	assert.Equal(t, at(3), c.CreatedAt)
+	assert.Equal(t, at(3), c.UpdatedAt)
+	assert.EqualValues(t, 1, c.MessageCount)
+	require.NotNil(t, c.LastMessage)
+	assertMessage(t, m, *c.LastMessage, "LastMessage is the message as GetMessage returns it")
+	assert.Zero(t, c.UnreadCount, "one's own message is not unread")
+
+	// A file filed in a conversation with messages changes nothing of it.
+	h.attachment("c", alice, at(4))
+	assert.Equal(t, c, h.conv("c", alice))
+}
+
+// conversationIDs returns the ids of cs.
+func conversationIDs(cs []messaging.Conversation) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.ID
+	}
+	return out
+}
+
+func testConversationOrder(t *testing.T, h *harness) {
+	alice := h.contact("alice")
+	h.message("old", alice, at(1))
+	h.message("tie-a", alice, at(5))
+	h.message("tie-b", alice, at(5))
+	h.message("new", alice, at(2))
+	h.message("new", alice, at(9)) // "new" is active last
+	h.attachment("quiet", alice, at(3))
+
+	got, more, err := h.s.ListConversations(h.ctx, messaging.ConversationQuery{ViewerID: alice.ID, All: true, Limit: 10})
+	require.NoError(t, err)
+	assert.False(t, more)
+	assert.Equal(t, []string{"new", "tie-b", "tie-a", "quiet", "old"}, conversationIDs(got), "UpdatedAt, then ID, descending")
+	for _, c := range got {
+		assert.Equal(t, h.conv(c.ID, alice), c, "a listed conversation is as GetConversation returns it")
+	}
+
+	got, _, err = h.s.ListConversations(h.ctx, messaging.ConversationQuery{ViewerID: alice.ID, ConversationIDs: []string{"old", "quiet", "nope"}, Limit: 10})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"quiet", "old"}, conversationIDs(got))
+
+	_, _, err = h.s.ListConversations(h.ctx, messaging.ConversationQuery{ViewerID: alice.ID, All: true})
+	assert.ErrorIs(t, err, messaging.ErrInvalid, "a Limit below 1")
+}
+
+func testConversationCursors(t *testing.T, h *harness) {
+	alice := h.contact("alice")
+	var items []item
+	for i := range 12 {
+		id := fmt.Sprintf("c%02d", i)
+		h.message(id, alice, at(i/2)) // pairs share a time
+		items = append(items, item{id: id, at: at(i / 2)})
+	}
+	all := newestFirst(items)
+	page := func(after, before *messaging.Cursor, limit int) ([]string, bool) {
+		t.Helper()
+		got, more, err := h.s.ListConversations(h.ctx, messaging.ConversationQuery{ViewerID: alice.ID, All: true, Limit: limit, After: after, Before: before})
+		require.NoError(t, err)
+		return conversationIDs(got), more
+	}
+	pos := func(id string) *messaging.Cursor {
+		i := slices.IndexFunc(items, func(it item) bool { return it.id == id })
+		return items[i].cursor()
+	}
+	got, more := page(nil, nil, 5)
+	assert.Equal(t, all[:5], got)
+	assert.True(t, more)
+	got, more = page(pos(all[4]), nil, 5)
+	assert.Equal(t, all[5:10], got)
+	assert.True(t, more)
+	got, more = page(pos(all[9]), nil, 5)
+	assert.Equal(t, all[10:], got)
+	assert.False(t, more)
+	got, more = page(nil, pos(all[10]), 5)
+	assert.Equal(t, all[5:10], got, "Before: the items just newer, still newest first")
+	assert.True(t, more)
+	got, more = page(nil, pos(all[3]), 5)
+	assert.Equal(t, all[:3], got)
+	assert.False(t, more)
+}
+
+func testUnreadCounts(t *testing.T, h *harness) {
+	alice, bob, carol := h.contact("alice"), h.contact("bob"), h.contact("carol")
+	var ms []messaging.Message
+	for i, who := range []messaging.Contact{alice, bob, alice, alice, bob} {
+		ms = append(ms, h.message("c", who, at(i)))
+	}
+	unread := func(who messaging.Contact) int64 { t.Helper(); return h.conv("c", who).UnreadCount }
+	assert.EqualValues(t, 2, unread(alice), "bob's two")
+	assert.EqualValues(t, 3, unread(bob), "alice's three")
+	assert.EqualValues(t, 5, unread(carol), "a reader who never read nor wrote")
+	assert.Empty(t, h.conv("c", carol).LastReadMessageID)
+
+	h.markRead("c", carol, ms[2].ID)
+	c := h.conv("c", carol)
+	assert.EqualValues(t, 2, c.UnreadCount)
+	assert.Equal(t, ms[2].ID, c.LastReadMessageID)
+	assert.EqualValues(t, 3, unread(bob), "one reader's position is not another's")
+
+	h.markRead("c", bob, ms[3].ID) // alice's 1st, 3rd, 4th read
+	assert.EqualValues(t, 0, unread(bob))
+	h.message("c", bob, at(10))
+	assert.EqualValues(t, 0, unread(bob), "one's own new message is not unread")
+	h.message("c", alice, at(11))
+	assert.EqualValues(t, 1, unread(bob))
+	assert.EqualValues(t, 3, unread(alice))
+	assert.EqualValues(t, 7, h.conv("c", alice).MessageCount)
+}
+
+func testCountsAcrossDeletes(t *testing.T, h *harness) {
+	alice, bob := h.contact("alice"), h.contact("bob")
+	var ms []messaging.Message
+	for i := range 6 {
+		who := alice
+		if i%2 == 1 {
+			who = bob
+		}
+		ms = append(ms, h.message("c", who, at(i)))
+	}
+	h.markRead("c", bob, ms[2].ID) // bob read alice's 0 and 2; alice's 4 unread
+	h.markRead("c", alice, ms[3].ID)
+	del := func(i int) {
+		t.Helper()
+		_, err := h.s.DeleteMessage(h.ctx, ms[i].ID)
+		require.NoError(t, err)
+	}
+	del(0) // read by both
+	assert.EqualValues(t, 1, h.conv("c", bob).UnreadCount)
+	assert.EqualValues(t, 1, h.conv("c", alice).UnreadCount, "bob's 5")
+	del(4) // alice's, unread by bob
+	assert.EqualValues(t, 0, h.conv("c", bob).UnreadCount)
+	del(3) // bob's, read by alice, and her position
+	c := h.conv("c", alice)
+	assert.EqualValues(t, 1, c.UnreadCount)
+	assert.Equal(t, ms[3].ID, c.LastReadMessageID, "the position stays where it was")
+	assert.EqualValues(t, 3, c.MessageCount)
+
+	// The newest goes: the one before it is the last message.
+	require.NotNil(t, c.LastMessage)
+	assert.Equal(t, ms[5].ID, c.LastMessage.ID)
+	del(5)
+	c = h.conv("c", alice)
+	require.NotNil(t, c.LastMessage)
+	assert.Equal(t, ms[2].ID, c.LastMessage.ID)
+	assert.Equal(t, at(2), c.UpdatedAt)
+	assert.EqualValues(t, 0, c.UnreadCount)
+	del(1)
+	del(2)
+	c = h.conv("c", alice)
+	assert.Nil(t, c.LastMessage)
+	assert.Zero(t, c.MessageCount)
+	assert.Equal(t, c.CreatedAt, c.UpdatedAt, "with no message, UpdatedAt is CreatedAt")
+	assert.Zero(t, h.conv("c", bob).UnreadCount)
+
+	// Counting goes on exactly after the conversation emptied.
+	h.message("c", alice, at(20))
+	assert.EqualValues(t, 1, h.conv("c", bob).UnreadCount)
+}
+
+func testPositionsNeverMoveBack(t *testing.T, h *harness) {
+	alice, bob := h.contact("alice"), h.contact("bob")
+	var ms []messaging.Message
+	for i := range 4 {
+		ms = append(ms, h.message("c", alice, at(i)))
+	}
+	h.markRead("c", bob, ms[2].ID)
+	h.markRead("c", bob, ms[0].ID)
+	h.markRead("c", bob, ms[2].ID)
+	c := h.conv("c", bob)
+	assert.Equal(t, ms[2].ID, c.LastReadMessageID)
+	assert.EqualValues(t, 1, c.UnreadCount)
+}
+
+func testMarkReadOtherConversation(t *testing.T, h *harness) {
+	alice, bob := h.contact("alice"), h.contact("bob")
+	h.message("c", alice, at(1))
+	other := h.message("d", alice, at(2))
+	err := h.s.MarkRead(h.ctx, "c", bob.ID, other.ID)
+	assert.ErrorIs(t, err, messaging.ErrNotFound)
+	err = h.s.MarkRead(h.ctx, "c", bob.ID, ids.NewAt(ids.Message, at(3)))
+	assert.ErrorIs(t, err, messaging.ErrNotFound)
+	assert.EqualValues(t, 1, h.conv("c", bob).UnreadCount, "nothing changed")
+}
+
+// testConcurrentConversation runs a hundred senders, readers and deleters
+// at once, then checks that the counters are exact: each reader who reads
+// through the last message has nothing unread, and the message count is
+// the number of messages.
+func testConcurrentConversation(t *testing.T, h *harness) {
+	const n = 100
+	people := make([]messaging.Contact, 10)
+	for i := range people {
+		people[i] = h.contact(fmt.Sprint("p", i))
+	}
+	var seed []messaging.Message
+	for i := range 40 {
+		seed = append(seed, h.message("c", people[i%len(people)], at(i)))
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	roles := make([]int, n)
+	targets := make([]int, n)
+	for i := range roles {
+		roles[i], targets[i] = i%3, rng.IntN(len(seed))
+	}
+	errs := parallel(n, func(i int) error {
+		who := people[i%len(people)]
+		switch roles[i] {
+		case 0: // send
+			return h.s.CreateMessage(h.ctx, newMessage("c", who, at(100+i)), nil)
+		case 1: // read through a seeded message (maybe deleted meanwhile)
+			err := h.s.MarkRead(h.ctx, "c", who.ID, seed[targets[i]].ID)
+			if errorsIsNotFound(err) {
+				return nil
+			}
+			return err
+		default: // delete a seeded message (maybe deleted meanwhile)
+			_, err := h.s.DeleteMessage(h.ctx, seed[targets[i]].ID)
+			if errorsIsNotFound(err) {
+				return nil
+			}
+			return err
+		}
+	})
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	msgs, _, err := h.s.ListMessages(h.ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 1000})
+	require.NoError(t, err)
+	c := h.conv("c", people[0])
+	assert.EqualValues(t, len(msgs), c.MessageCount)
+	require.NotNil(t, c.LastMessage)
+	for _, p := range people {
+		// Exact counts: unread is the others' messages after the position;
+		// reading through the last leaves none.
+		before := h.conv("c", p)
+		others := 0
+		for _, m := range msgs {
+			if m.Contact.ID != p.ID {
+				others++
+			}
+		}
+		if before.LastReadMessageID == "" {
+			assert.EqualValues(t, others, before.UnreadCount, "%s never read: every message of the others is unread", p.Username)
+		}
+		assert.LessOrEqual(t, before.UnreadCount, int64(others))
+		h.markRead("c", p, c.LastMessage.ID)
+		assert.Zero(t, h.conv("c", p).UnreadCount, "%s read everything", p.Username)
+	}
+	h.message("c", people[0], at(1000))
+	for _, p := range people[1:] {
+		assert.EqualValues(t, 1, h.conv("c", p).UnreadCount)
+	}
+}
+
+func errorsIsNotFound(err error) bool { return messaging.KindOf(err) == messaging.ErrNotFound }
+
+func testMembers(t *testing.T, h *harness) {
+	alice, bob, carol := h.contact("alice"), h.contact("bob"), h.contact("carol")
+	for _, c := range []string{"b", "a", "c"} {
+		require.NoError(t, h.s.AddMember(h.ctx, c, alice.ID, at(1)))
+	}
+	require.NoError(t, h.s.AddMember(h.ctx, "a", carol.ID, at(2)))
+	require.NoError(t, h.s.AddMember(h.ctx, "a", bob.ID, at(3)))
+	require.NoError(t, h.s.AddMember(h.ctx, "a", bob.ID, at(4)), "adding again changes nothing")
+	err := h.s.AddMember(h.ctx, "a", "ctc_nobody", at(5))
+	assert.ErrorIs(t, err, messaging.ErrNotFound)
+
+	ok, err := h.s.IsMember(h.ctx, "a", bob.ID)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	ok, err = h.s.IsMember(h.ctx, "b", bob.ID)
+	require.NoError(t, err)
+	assert.False(t, ok)
+
+	members, more, err := h.s.ListMembers(h.ctx, messaging.MemberQuery{ConversationID: "a", Limit: 10})
+	require.NoError(t, err)
+	assert.False(t, more)
+	want := []messaging.Member{{ConversationID: "a", ContactID: alice.ID, JoinedAt: at(1)}, {ConversationID: "a", ContactID: bob.ID, JoinedAt: at(3)}, {ConversationID: "a", ContactID: carol.ID, JoinedAt: at(2)}}
+	slices.SortFunc(want, func(x, y messaging.Member) int { return compareStrings(x.ContactID, y.ContactID) })
+	assert.Equal(t, want, members)
+	page, more, err := h.s.ListMembers(h.ctx, messaging.MemberQuery{ConversationID: "a", Limit: 2})
+	require.NoError(t, err)
+	assert.True(t, more)
+	assert.Equal(t, want[:2], page)
+	page, more, err = h.s.ListMembers(h.ctx, messaging.MemberQuery{ConversationID: "a", After: want[1].ContactID, Limit: 2})
+	require.NoError(t, err)
+	assert.False(t, more)
+	assert.Equal(t, want[2:], page)
+
+	of, _, err := h.s.ListMembers(h.ctx, messaging.MemberQuery{ContactID: alice.ID, Limit: 10})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b", "c"}, []string{of[0].ConversationID, of[1].ConversationID, of[2].ConversationID})
+
+	require.NoError(t, h.s.RemoveMember(h.ctx, "a", bob.ID))
+	require.NoError(t, h.s.RemoveMember(h.ctx, "a", bob.ID), "removing again is no error")
+	ok, err = h.s.IsMember(h.ctx, "a", bob.ID)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	members, _, err = h.s.ListMembers(h.ctx, messaging.MemberQuery{ConversationID: "a", Limit: 10})
+	require.NoError(t, err)
+	assert.Len(t, members, 2)
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func testMemberScope(t *testing.T, h *harness) {
+	alice, bob := h.contact("alice"), h.contact("bob")
+	require.NoError(t, h.s.AddMember(h.ctx, "mine", bob.ID, at(0)))
+	require.NoError(t, h.s.AddMember(h.ctx, "left", bob.ID, at(0)))
+	require.NoError(t, h.s.RemoveMember(h.ctx, "left", bob.ID))
+	mine := h.message("mine", alice, at(1))
+	h.message("other", alice, at(2))
+	h.message("left", alice, at(3))
+	extra := h.message("extra", alice, at(4))
+	fileMine := h.attachment("mine", alice, at(5))
+	h.attachment("other", alice, at(6))
+
+	convs, _, err := h.s.ListConversations(h.ctx, messaging.ConversationQuery{ViewerID: bob.ID, MemberID: bob.ID, Limit: 10})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"mine"}, conversationIDs(convs))
+	convs, _, err = h.s.ListConversations(h.ctx, messaging.ConversationQuery{ViewerID: bob.ID, MemberID: bob.ID, ConversationIDs: []string{"extra"}, Limit: 10})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"extra", "mine"}, conversationIDs(convs), "members and ids together")
+
+	msgs, _, err := h.s.ListMessages(h.ctx, messaging.MessageQuery{MemberID: bob.ID, Limit: 10})
+	require.NoError(t, err)
+	assert.Equal(t, []string{mine.ID}, messageIDs(msgs))
+	msgs, _, err = h.s.ListMessages(h.ctx, messaging.MessageQuery{MemberID: bob.ID, ConversationIDs: []string{"extra"}, Limit: 10})
+	require.NoError(t, err)
+	assert.Equal(t, []string{extra.ID, mine.ID}, messageIDs(msgs))
+
+	files, _, err := h.s.ListAttachments(h.ctx, attachmentQuery(bob.ID))
+	require.NoError(t, err)
+	assert.Equal(t, []string{fileMine.ID}, attachmentIDs(files))
+}
+
+// attachmentQuery selects the attachments of the conversations member is
+// a member of.
+func attachmentQuery(member string) attachments.AttachmentQuery {
+	return attachments.AttachmentQuery{MemberID: member, Limit: 10}
+}
