@@ -30,6 +30,21 @@
 //     contact see every conversation. What the caller may not see is
 //     reported as not found.
 //
+// # Conversations
+//
+// A conversation exists from its first message or filed attachment; its id
+// is the one the clients chose. Conversations lists those the caller may
+// see, most recently active first, each with the caller's own read state:
+// MarkRead moves the caller's read position forward (never back), and
+// UnreadCount is the messages after it that others sent. The counts are
+// counters kept by the writes that change them, so reading one costs the
+// same in a conversation of a million messages as in one of ten; the
+// per-message ReadAt is shared by every reader, as the API's read_at.
+//
+// Membership is the host's to manage (AddMember, RemoveMember, Members,
+// Memberships). With the MembersOnly policy a contact sees exactly the
+// conversations it is a member of, and lists are filtered by the store.
+//
 // Conversation access lives here, and not in attachments, because a file
 // is seen through its conversation: the domain has one notion of who sees
 // what, and the files service asks it.
@@ -46,8 +61,8 @@
 //
 // # Backends
 //
-// Repository, MessageQuery, MessageChange, MessageCounts and Cursor are the
-// contract of a storage backend; applications never need them.
+// Repository, MessageQuery, MessageChange, MessageCounts, ConversationQuery,
+// MemberQuery and Cursor are the contract of a storage backend; applications never need them.
 // storage/sqlstore (SQLite, PostgreSQL, MySQL/MariaDB) and storage/memstore
 // implement Repository together with attachments.Repository; a new backend
 // proves itself with storage/storetest.RunConformanceTests. A backend

@@ -143,3 +143,30 @@ func ExampleService_SaveContact_hostIDs() {
 	fmt.Println(m.Contact.ID, m.Contact.Username)
 	// Output: user-42 alice
 }
+
+// Each reader has its own read position and unread count; under
+// MembersOnly, a contact sees the conversations it is a member of.
+func ExampleService_Conversations() {
+	ctx := context.Background()
+	store := memstore.New()
+	msgs := messaging.New(store, &messaging.Options{Policy: messaging.MembersOnly(store)})
+	alice, _ := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
+	bob, _ := msgs.SaveContact(ctx, messaging.Contact{Username: "bob"})
+	for _, who := range []messaging.Contact{alice, bob} {
+		if err := msgs.AddMember(ctx, "team", who.ID); err != nil {
+			panic(err)
+		}
+	}
+	first, _ := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "team", Text: "one"})
+	_, _ = msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "team", Text: "two"})
+
+	page, _ := msgs.Conversations(ctx, bob, messaging.ConversationListOptions{})
+	for _, c := range page.Data {
+		fmt.Println(c.ID, c.MessageCount, c.UnreadCount, c.LastMessage.Text)
+	}
+	c, _ := msgs.MarkRead(ctx, bob, "team", first.ID)
+	fmt.Println("bob has", c.UnreadCount, "unread")
+	// Output:
+	// team 2 2 two
+	// bob has 1 unread
+}

@@ -108,7 +108,12 @@ func (s *Store) listAttachments(ctx context.Context, q attachments.AttachmentQue
 		return nil, false, invalid("limit must be at least 1")
 	}
 	p := pageQuery{cols: attachmentCols, from: "attachments AS a", alias: "a", after: q.After, before: q.Before, limit: q.Limit}
-	convs := dedupe(q.ConversationIDs)
+	scoped, member, err := s.scope(ctx, q.All, q.MemberID, q.ConversationIDs)
+	if err != nil {
+		return nil, false, err
+	}
+	q.MemberID = member
+	convs := dedupe(scoped)
 	switch {
 	case q.All && q.UploaderID != "":
 		p.branches = []branch{{where: "(a.conversation_id IS NOT NULL OR a.uploader_id = ?)", args: []any{q.UploaderID}}}

@@ -47,9 +47,39 @@ const (
 )
 
 // memberOf is the condition that conversation column col is one of
-// contact ?'s memberships.
+// contact ?'s memberships: a probe of the members' primary key for each
+// row, so that a list walks its time index newest first and stops at its
+// page, however many conversations the contact is in.
 func memberOf(col string) string {
-	return col + " IN (SELECT conversation_id FROM conversation_members WHERE contact_id = ? AND is_member = TRUE)"
+	return "EXISTS (SELECT 1 FROM conversation_members AS cm WHERE cm.conversation_id = " + col + " AND cm.contact_id = ? AND cm.is_member = TRUE)"
+}
+
+// memberships returns the conversations contact is a member of when they
+// are at most maxBranches, or many=true when there are more. A list over a
+// few conversations reads each one's own index range; over many, it walks
+// the time index and probes each row's membership (memberOf), which finds
+// a page soon because most rows match.
+func (s *Store) memberships(ctx context.Context, contact string) (ids []string, many bool, err error) {
+	err = s.read(ctx, &ids, "SELECT conversation_id FROM conversation_members WHERE contact_id = ? AND is_member = TRUE LIMIT ?",
+		contact, maxBranches+1)
+	if len(ids) > maxBranches {
+		return nil, true, err
+	}
+	return ids, false, err
+}
+
+// scope resolves the conversations a list selects: all, or ids and those
+// of memberID's memberships, given as a list of ids when they are few
+// (byMember is then ""), else as memberID to probe for.
+func (s *Store) scope(ctx context.Context, all bool, memberID string, ids []string) (convs []string, byMember string, err error) {
+	if all || memberID == "" {
+		return ids, "", nil
+	}
+	mine, many, err := s.memberships(ctx, memberID)
+	if err != nil || many {
+		return ids, memberID, err
+	}
+	return append(mine, ids...), "", nil
 }
 
 func (r *conversationRow) conversation() messaging.Conversation {
@@ -131,7 +161,11 @@ func (s *Store) listConversations(ctx context.Context, q messaging.ConversationQ
 	}
 	p := pageQuery{cols: conversationCols, from: conversationFrom, fromArgs: []any{q.ViewerID}, alias: "c", timeCol: "updated_at",
 		after: q.After, before: q.Before, limit: q.Limit}
-	b, ok := scopeBranch("c.id", q.All, q.MemberID, q.ConversationIDs)
+	convs, member, err := s.scope(ctx, q.All, q.MemberID, q.ConversationIDs)
+	if err != nil {
+		return nil, false, err
+	}
+	b, ok := scopeBranch("c.id", q.All, member, convs)
 	if !ok {
 		return []messaging.Conversation{}, false, nil
 	}

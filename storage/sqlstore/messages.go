@@ -272,6 +272,11 @@ func (s *Store) listMessages(ctx context.Context, q messaging.MessageQuery) ([]m
 	if q.Limit < 1 {
 		return nil, false, invalid("limit must be at least 1")
 	}
+	convs, member, err := s.scope(ctx, q.All, q.MemberID, q.ConversationIDs)
+	if err != nil {
+		return nil, false, err
+	}
+	q.ConversationIDs, q.MemberID = convs, member
 	query, args, ok := s.messagePageSQL(q)
 	if !ok {
 		return []messaging.Message{}, false, nil
