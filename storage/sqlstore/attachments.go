@@ -120,7 +120,7 @@ func (s *Store) listAttachments(ctx context.Context, q attachments.AttachmentQue
 	case q.All:
 		p.branches = []branch{{where: "a.conversation_id IS NOT NULL"}}
 	case q.MemberID != "":
-		b, _ := scopeBranch("a.conversation_id", false, q.MemberID, convs)
+		b, _ := s.scopeBranch("a.conversation_id", false, q.MemberID, convs)
 		p.branches = []branch{b}
 	case len(convs) <= maxBranches:
 		for _, c := range convs {

@@ -50,7 +50,13 @@ const (
 // contact ?'s memberships: a probe of the members' primary key for each
 // row, so that a list walks its time index newest first and stops at its
 // page, however many conversations the contact is in.
-func memberOf(col string) string {
+//
+// MySQL/MariaDB would turn EXISTS into a semi-join that reads every
+// membership and sorts their rows; a scalar subquery keeps the walk.
+func (s *Store) memberOf(col string) string {
+	if s.flavor == flavorMySQL {
+		return "(SELECT cm.is_member FROM conversation_members AS cm WHERE cm.conversation_id = " + col + " AND cm.contact_id = ?) = TRUE"
+	}
 	return "EXISTS (SELECT 1 FROM conversation_members AS cm WHERE cm.conversation_id = " + col + " AND cm.contact_id = ? AND cm.is_member = TRUE)"
 }
 
@@ -165,7 +171,7 @@ func (s *Store) listConversations(ctx context.Context, q messaging.ConversationQ
 	if err != nil {
 		return nil, false, err
 	}
-	b, ok := scopeBranch("c.id", q.All, member, convs)
+	b, ok := s.scopeBranch("c.id", q.All, member, convs)
 	if !ok {
 		return []messaging.Conversation{}, false, nil
 	}
@@ -183,15 +189,15 @@ func (s *Store) listConversations(ctx context.Context, q messaging.ConversationQ
 // scopeBranch returns the one branch of a list over column col of every
 // conversation (all), or of those of ids and of contact memberID's
 // memberships; false when that is none.
-func scopeBranch(col string, all bool, memberID string, ids []string) (branch, bool) {
+func (s *Store) scopeBranch(col string, all bool, memberID string, ids []string) (branch, bool) {
 	ids = dedupe(ids)
 	switch {
 	case all:
 		return branch{}, true
 	case memberID != "" && len(ids) > 0:
-		return branch{where: "(" + memberOf(col) + " OR " + col + " IN (?))", args: []any{memberID, idList(ids)}}, true
+		return branch{where: "(" + s.memberOf(col) + " OR " + col + " IN (?))", args: []any{memberID, idList(ids)}}, true
 	case memberID != "":
-		return branch{where: memberOf(col), args: []any{memberID}}, true
+		return branch{where: s.memberOf(col), args: []any{memberID}}, true
 	case len(ids) > 0:
 		return branch{where: col + " IN (?)", args: []any{idList(ids)}}, true
 	}

@@ -301,7 +301,7 @@ func (s *Store) messagePageSQL(q messaging.MessageQuery) (string, []any, bool) {
 	case q.All:
 		p.branches = []branch{{}}
 	case q.MemberID != "":
-		b, _ := scopeBranch("m.conversation_id", false, q.MemberID, convs)
+		b, _ := s.scopeBranch("m.conversation_id", false, q.MemberID, convs)
 		p.branches = []branch{b}
 	case len(convs) == 0:
 		return "", nil, false
