@@ -50,7 +50,7 @@ var (
 )
 
 var routingCases = []apiCase{
-	{name: "unknown path", method: "GET", path: "/v1/conversations", wantStatus: 404, wantErr: errNotFound},
+	{name: "unknown path", method: "GET", path: "/v1/channels", wantStatus: 404, wantErr: errNotFound},
 	{name: "root", method: "GET", path: "/", wantStatus: 404, wantErr: errNotFound},
 	{name: "other version", method: "GET", path: "/v2/messages", wantStatus: 404, wantErr: errNotFound},
 	{name: "trailing slash", method: "GET", path: "/v1/messages/", wantStatus: 404, wantErr: errNotFound},
