@@ -24,6 +24,8 @@ import (
 	"path/filepath"
 	"sync"
 
+	_ "gocloud.dev/blob/fileblob" // file:// buckets
+
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/httpadapter"
 	"github.com/parleychat/parley/messaging"

@@ -32,10 +32,17 @@ import (
 	"syscall"
 	"time"
 
+	// The drivers this server can use, each registering its bucket URL
+	// scheme: a host imports only those it needs (a folder needs no AWS
+	// SDK).
+	_ "gocloud.dev/blob/fileblob" // file:// buckets
+	_ "gocloud.dev/blob/memblob"  // mem:// buckets
+
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/httpadapter"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/blobstore"
+	_ "github.com/parleychat/parley/storage/blobstore/s3" // s3:// buckets
 	"github.com/parleychat/parley/storage/sqlstore"
 )
 

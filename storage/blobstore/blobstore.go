@@ -10,11 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
-	_ "gocloud.dev/blob/fileblob" // file:// URLs
-	_ "gocloud.dev/blob/memblob"  // mem:// URLs
-	_ "gocloud.dev/blob/s3blob"   // s3:// URLs
 	"gocloud.dev/gcerrors"
 
 	"github.com/parleychat/parley/attachments"
@@ -34,8 +30,10 @@ var (
 	_ attachments.URLSigner = (*Store)(nil)
 )
 
-// Open opens the bucket at a gocloud URL (s3://, file://, mem://, or the
-// scheme of any driver the program imports); see the package documentation.
+// Open opens the bucket at a gocloud URL, whose scheme the driver package
+// the program imports registers (file:// by gocloud.dev/blob/fileblob,
+// s3:// by gocloud.dev/blob/s3blob, mem:// by gocloud.dev/blob/memblob,
+// …). A scheme no imported package registers is an error that names it.
 // The Store owns the bucket: Close closes it.
 func Open(ctx context.Context, bucketURL string) (*Store, error) {
 	b, err := blob.OpenBucket(ctx, bucketURL)
@@ -154,22 +152,23 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(attachments.Obj
 }
 
 // SignedURL returns a GET URL of the object valid for expiry (0 means the
-// gocloud default of an hour). Where the
-// driver supports it (S3), the URL makes the server answer with
-// contentType and attachments.ContentDisposition(contentType, filename). A bucket that
-// cannot sign gives an error matching messaging.ErrUnimplemented.
+// gocloud default of an hour). Where a registered SignHook knows the
+// driver (S3, with storage/blobstore/s3 imported), the URL makes the
+// server answer with contentType and
+// attachments.ContentDisposition(contentType, filename). Otherwise the
+// server answers with what it stored: the type given to Put, and no file
+// name. A bucket that cannot sign (memblob, fileblob without a URLSigner)
+// gives an error matching messaging.ErrUnimplemented.
 func (s *Store) SignedURL(ctx context.Context, key, filename, contentType string, expiry time.Duration) (string, error) {
 	disp := attachments.ContentDisposition(contentType, filename)
 	u, err := s.b.SignedURL(ctx, key, &blob.SignedURLOptions{
 		Expiry: expiry,
 		Method: http.MethodGet,
 		BeforeSign: func(as func(any) bool) error {
-			var in *s3.GetObjectInput
-			if as(&in) {
-				if contentType != "" {
-					in.ResponseContentType = &contentType
+			for _, h := range signHooks() {
+				if h(as, contentType, disp) {
+					break
 				}
-				in.ResponseContentDisposition = &disp
 			}
 			return nil
 		},

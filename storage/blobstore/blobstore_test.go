@@ -20,11 +20,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gocloud.dev/blob"
-	"gocloud.dev/blob/fileblob"
+	"gocloud.dev/blob/fileblob"  // and file:// URLs
+	_ "gocloud.dev/blob/memblob" // mem:// URLs
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/blobstore"
+	_ "github.com/parleychat/parley/storage/blobstore/s3" // s3:// URLs, signed with response headers
 )
 
 // driver makes a fresh, empty Store of one gocloud driver.

@@ -13,9 +13,10 @@
 //
 // # Backends
 //
-// Open registers three gocloud drivers; a program that imports another
-// driver package (gcsblob, azureblob) can open its URLs too, or build any
-// *blob.Bucket itself and pass it to New.
+// The package links no gocloud driver: the program imports those whose
+// URLs it opens, which register their schemes (gocloud.dev/blob/fileblob,
+// memblob, gcsblob, azureblob; storage/blobstore/s3 for S3), or builds any
+// *blob.Bucket itself and passes it to New.
 //
 //   - s3://bucket?region=…: Amazon S3, credentials from the usual AWS
 //     sources (environment, shared files, instance role). For an
