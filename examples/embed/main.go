@@ -31,6 +31,7 @@ import (
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/blobstore"
 	"github.com/parleychat/parley/storage/sqlstore"
+	_ "github.com/parleychat/parley/storage/sqlstore/sqlite" // SQLite files
 )
 
 func main() {
@@ -41,8 +42,10 @@ func main() {
 	}
 	defer os.RemoveAll(dir)
 
-	// Storage and services: SQLite and a local folder here; PostgreSQL and S3
-	// in production are a different DSN and bucket URL.
+	// Storage and services: SQLite and a local folder here, with the two
+	// drivers imported above; PostgreSQL and S3 in production are a
+	// different DSN and bucket URL, and the imports of their drivers
+	// (storage/sqlstore/postgres, storage/blobstore/s3).
 	store, err := sqlstore.Open(ctx, filepath.Join(dir, "chat.db"), nil)
 	if err != nil {
 		log.Fatal(err)

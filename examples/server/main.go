@@ -32,9 +32,9 @@ import (
 	"syscall"
 	"time"
 
-	// The drivers this server can use, each registering its bucket URL
-	// scheme: a host imports only those it needs (a folder needs no AWS
-	// SDK).
+	// The drivers this server can use, each registering its DSN or bucket
+	// URL scheme: a host imports only those it needs (SQLite and a folder
+	// need neither the PostgreSQL and MySQL drivers nor the AWS SDK).
 	_ "gocloud.dev/blob/fileblob" // file:// buckets
 	_ "gocloud.dev/blob/memblob"  // mem:// buckets
 
@@ -44,6 +44,9 @@ import (
 	"github.com/parleychat/parley/storage/blobstore"
 	_ "github.com/parleychat/parley/storage/blobstore/s3" // s3:// buckets
 	"github.com/parleychat/parley/storage/sqlstore"
+	_ "github.com/parleychat/parley/storage/sqlstore/mysql"    // mysql://… databases
+	_ "github.com/parleychat/parley/storage/sqlstore/postgres" // postgres://… databases
+	_ "github.com/parleychat/parley/storage/sqlstore/sqlite"   // SQLite files
 )
 
 // defaultTokens are the demo callers of a server started with no -tokens.

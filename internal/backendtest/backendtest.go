@@ -19,6 +19,9 @@ import (
 
 	"github.com/parleychat/parley/storage/memstore"
 	"github.com/parleychat/parley/storage/sqlstore"
+	_ "github.com/parleychat/parley/storage/sqlstore/mysql"    // mysql:// DSNs
+	_ "github.com/parleychat/parley/storage/sqlstore/postgres" // postgres:// DSNs
+	_ "github.com/parleychat/parley/storage/sqlstore/sqlite"   // SQLite files
 	"github.com/parleychat/parley/storage/storetest"
 )
 

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"syscall"
 
-	"github.com/go-sql-driver/mysql"
-	"github.com/uptrace/bun/driver/pgdriver"
+	"github.com/uptrace/bun/dialect"
 
 	"github.com/parleychat/parley/messaging"
 )
@@ -28,27 +28,18 @@ const (
 
 // sqliteCode returns the (extended) result code of a SQLite error, or 0.
 func sqliteCode(err error) int {
-	var c interface{ Code() int } // modernc.org/sqlite's *sqlite.Error
-	if errors.As(err, &c) {
-		return c.Code()
-	}
-	return 0
+	n, _ := strconv.Atoi(errCode(dialect.SQLite, err))
+	return n
 }
 
-func pgCode(err error) string {
-	var e pgdriver.Error
-	if errors.As(err, &e) {
-		return e.Field('C')
-	}
-	return ""
-}
+// pgCode returns the SQLSTATE of a PostgreSQL error, or "".
+func pgCode(err error) string { return errCode(dialect.PG, err) }
 
+// mysqlCode returns the error number of a MySQL error, or 0. A connection
+// the driver found broken is 2013 (CR_SERVER_LOST).
 func mysqlCode(err error) uint16 {
-	var e *mysql.MySQLError
-	if errors.As(err, &e) {
-		return e.Number
-	}
-	return 0
+	n, _ := strconv.ParseUint(errCode(dialect.MySQL, err), 10, 16)
+	return uint16(n)
 }
 
 // retryable reports whether a transaction that failed with err may succeed
@@ -94,7 +85,6 @@ func isUniqueViolation(err error) bool {
 func unavailable(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, driver.ErrBadConn) ||
-		errors.Is(err, mysql.ErrInvalidConn) ||
 		errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EPIPE) ||
@@ -117,6 +107,8 @@ func unavailable(err error) bool {
 	}
 	switch mysqlCode(err) {
 	case 1040, 1053, 1077, 1152, 1158, 1159, 1160, 1161, 1203, 1226: // too many connections, shutdown, aborted connections, user limits
+		return true
+	case 2006, 2013: // CR_SERVER_GONE_ERROR, CR_SERVER_LOST: the connection broke
 		return true
 	}
 	return sqliteCode(err)&0xff == sqliteCantOpen

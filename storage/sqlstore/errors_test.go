@@ -112,41 +112,6 @@ func TestErrorsShowNoSQL(t *testing.T) {
 	}
 }
 
-func TestMySQLDSN(t *testing.T) {
-	cfg, err := sqlstore.MySQLConfig("mysql://u%40x:p%3Aw@db.example:3307/parley?timeout=5s&charset=utf8mb4")
-	require.NoError(t, err)
-	assert.Equal(t, "u@x", cfg.User)
-	assert.Equal(t, "p:w", cfg.Passwd)
-	assert.Equal(t, "tcp", cfg.Net)
-	assert.Equal(t, "db.example:3307", cfg.Addr)
-	assert.Equal(t, "parley", cfg.DBName)
-	assert.Equal(t, 5*time.Second, cfg.Timeout)
-	assert.True(t, cfg.ParseTime)
-	assert.Equal(t, time.UTC, cfg.Loc)
-
-	cfg, err = sqlstore.MySQLConfig("mysql://root@localhost/test")
-	require.NoError(t, err)
-	assert.Equal(t, "localhost:3306", cfg.Addr, "the default port")
-
-	cfg, err = sqlstore.MySQLConfig("root:pw@tcp(127.0.0.1:3306)/test")
-	require.NoError(t, err)
-	assert.Equal(t, "127.0.0.1:3306", cfg.Addr)
-	assert.Equal(t, "pw", cfg.Passwd)
-	assert.True(t, cfg.ClientFoundRows)
-}
-
-func TestSQLiteDSN(t *testing.T) {
-	dsn := sqlstore.SQLiteDSN("data/parley.db", "immediate", 3*time.Second, false)
-	assert.True(t, strings.HasPrefix(dsn, "file:data/parley.db?"), dsn)
-	for _, want := range []string{"_txlock=immediate", "busy_timeout(3000)", "journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(ON)"} {
-		assert.Contains(t, dsn, want)
-	}
-	dsn = sqlstore.SQLiteDSN("file:p.db?_pragma=synchronous(FULL)", "deferred", time.Second, false)
-	assert.Contains(t, dsn, "synchronous(FULL)")
-	assert.NotContains(t, dsn, "synchronous(NORMAL)", "a pragma of the DSN wins")
-	assert.Contains(t, dsn, "_txlock=deferred")
-}
-
 func TestSQLiteSettings(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "parley.db"))
 	ctx := t.Context()

@@ -4,6 +4,9 @@ import (
 	"testing"
 
 	"github.com/parleychat/parley/internal/backendtest"
+	_ "github.com/parleychat/parley/storage/sqlstore/mysql"
+	_ "github.com/parleychat/parley/storage/sqlstore/postgres"
+	_ "github.com/parleychat/parley/storage/sqlstore/sqlite"
 	"github.com/parleychat/parley/storage/storetest"
 )
 

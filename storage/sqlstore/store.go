@@ -7,21 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net/url"
-	"runtime"
-	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
-	"github.com/uptrace/bun/dialect/mysqldialect"
-	"github.com/uptrace/bun/dialect/pgdialect"
-	"github.com/uptrace/bun/dialect/sqlitedialect"
-	"github.com/uptrace/bun/driver/pgdriver"
-	"github.com/uptrace/bun/driver/sqliteshim"
-	"github.com/uptrace/bun/schema"
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
@@ -75,6 +65,19 @@ const (
 	flavorMySQL
 )
 
+// flavorOf returns the engine of a bun dialect, or false.
+func flavorOf(name dialect.Name) (flavor, bool) {
+	switch name {
+	case dialect.SQLite:
+		return flavorSQLite, true
+	case dialect.PG:
+		return flavorPostgres, true
+	case dialect.MySQL:
+		return flavorMySQL, true
+	}
+	return 0, false
+}
+
 func (f flavor) String() string {
 	switch f {
 	case flavorPostgres:
@@ -103,36 +106,36 @@ var (
 	_ attachments.Repository = (*Store)(nil)
 )
 
-// Open opens a store by DSN:
+// Open opens a store by DSN, through the driver registered for its
+// scheme:
 //
-//   - "postgres://…" or "postgresql://…": PostgreSQL through pgdriver (every
-//     libpq-style URL parameter pgdriver knows; others, such as
-//     search_path, are sent as connection parameters);
-//   - "mysql://user:pass@host:port/db?param=value": MySQL or MariaDB,
-//     converted to a go-sql-driver/mysql configuration; a DSN already in
-//     that driver's form ("user:pass@tcp(host:port)/db") is taken as is;
-//   - anything else: a SQLite database file path, a "file:" URI, or
-//     ":memory:" (one private in-memory database on a single connection).
+//   - "postgres://…" or "postgresql://…": PostgreSQL, with the package
+//     storage/sqlstore/postgres;
+//   - "mysql://user:pass@host:port/db?param=value", or the
+//     go-sql-driver/mysql form "user:pass@tcp(host:port)/db": MySQL or
+//     MariaDB, with storage/sqlstore/mysql;
+//   - anything else, a file path, a "file:" URI or ":memory:": SQLite,
+//     with storage/sqlstore/sqlite.
+//
+// The driver packages document the DSN parameters they read. A DSN whose
+// driver the program does not import gives an error matching
+// messaging.ErrUnimplemented that names the package to import; a
+// malformed DSN, one matching messaging.ErrInvalid.
 //
 // Open checks that the database can be reached (errors.Is(err,
 // messaging.ErrUnavailable) when it cannot) but does not create or change
 // the schema: call Migrate.
 func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	o := opts.withDefaults()
-	var w, r *sql.DB
-	var f flavor
-	var err error
-	switch {
-	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		f = flavorPostgres
-		w, err = openPostgres(dsn, o)
-	case strings.HasPrefix(dsn, "mysql://"), isMySQLDriverDSN(dsn):
-		f = flavorMySQL
-		w, err = openMySQL(dsn, o)
-	default:
-		f = flavorSQLite
-		w, r, err = openSQLite(dsn, o)
+	d, err := driverFor(dsn)
+	if err != nil {
+		return nil, err
 	}
+	f, ok := flavorOf(d.Dialect().Name())
+	if !ok {
+		return nil, &messaging.Error{Kind: messaging.ErrUnimplemented, Op: "sqlstore.Open", Message: "unsupported SQL dialect " + d.Dialect().Name().String()}
+	}
+	w, r, err := d.Open(dsn, o)
 	if err != nil {
 		return nil, &messaging.Error{Kind: messaging.ErrInvalid, Message: "invalid database DSN", Op: "sqlstore.Open", Err: err}
 	}
@@ -149,10 +152,10 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		}
 	}
 	s := &Store{flavor: f, opts: o}
-	s.w = bun.NewDB(w, s.newDialect())
+	s.w = bun.NewDB(w, d.Dialect())
 	s.r = s.w
 	if r != w {
-		s.r = bun.NewDB(r, s.newDialect())
+		s.r = bun.NewDB(r, d.Dialect())
 	}
 	s.owned = []*bun.DB{s.w}
 	if s.r != s.w {
@@ -164,32 +167,26 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	return s, nil
 }
 
-func (s *Store) newDialect() schema.Dialect {
-	switch s.flavor {
-	case flavorPostgres:
-		return pgdialect.New()
-	case flavorMySQL:
-		return mysqldialect.New()
-	}
-	return sqlitedialect.New()
-}
-
 // New returns a Store over db, which it does not own: Close leaves it open.
-// The dialect of db decides the SQL (PostgreSQL, MySQL or SQLite). For
+// The dialect of db decides the SQL (PostgreSQL, MySQL or SQLite); the
+// program must import the package of that engine (storage/sqlstore/sqlite,
+// postgres or mysql), whose driver's errors the Store understands, and db
+// must use that driver (sqliteshim, pgdriver, go-sql-driver/mysql). For
 // SQLite, the caller is responsible for the pragmas Open sets (WAL,
 // busy_timeout, foreign_keys) and should give db a single connection
 // (SetMaxOpenConns(1)), as every read and write goes through it.
 func New(db *bun.DB, opts *Options) (*Store, error) {
 	s := &Store{w: db, r: db, opts: opts.withDefaults()}
-	switch db.Dialect().Name() {
-	case dialect.PG:
-		s.flavor = flavorPostgres
-	case dialect.MySQL:
-		s.flavor = flavorMySQL
-	case dialect.SQLite:
-		s.flavor = flavorSQLite
-	default:
-		return nil, &messaging.Error{Kind: messaging.ErrUnimplemented, Op: "sqlstore.New", Message: "unsupported SQL dialect " + db.Dialect().Name().String()}
+	name := db.Dialect().Name()
+	f, ok := flavorOf(name)
+	if !ok {
+		return nil, &messaging.Error{Kind: messaging.ErrUnimplemented, Op: "sqlstore.New", Message: "unsupported SQL dialect " + name.String()}
+	}
+	s.flavor = f
+	if len(dialectDrivers(name)) == 0 {
+		pkg := map[flavor]string{flavorSQLite: "sqlite", flavorPostgres: "postgres", flavorMySQL: "mysql"}[f]
+		return nil, &messaging.Error{Kind: messaging.ErrUnimplemented, Op: "sqlstore.New",
+			Message: fmt.Sprintf(`no driver registered for %s: import _ "github.com/parleychat/parley/storage/sqlstore/%s"`, f, pkg)}
 	}
 	return s, nil
 }
@@ -210,169 +207,6 @@ func (s *Store) Close() error {
 	}
 	s.owned = nil
 	return errors.Join(errs...)
-}
-
-func openPostgres(dsn string, o Options) (*sql.DB, error) {
-	// Validate the DSN now: pgdriver.NewConnector panics on a bad one.
-	if _, err := url.Parse(dsn); err != nil {
-		return nil, err
-	}
-	var connector *pgdriver.Connector
-	if err := func() (err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("%v", r)
-			}
-		}()
-		connector = pgdriver.NewConnector(pgdriver.WithDSN(dsn))
-		return nil
-	}(); err != nil {
-		return nil, err
-	}
-	sqldb := sql.OpenDB(connector)
-	n := o.MaxOpenConns
-	if n <= 0 {
-		n = 16
-	}
-	sqldb.SetMaxOpenConns(n)
-	sqldb.SetMaxIdleConns(n)
-	sqldb.SetConnMaxIdleTime(5 * time.Minute)
-	return sqldb, nil
-}
-
-// isMySQLDriverDSN reports whether dsn is in go-sql-driver/mysql's own form.
-func isMySQLDriverDSN(dsn string) bool {
-	return !strings.HasPrefix(dsn, "file:") && (strings.Contains(dsn, "@tcp(") || strings.Contains(dsn, "@unix("))
-}
-
-// mysqlConfig converts a "mysql://" URL, or parses a go-sql-driver DSN, into
-// a driver configuration with the settings the Store relies on: times parsed
-// as UTC, and "rows affected" counting matched rows.
-func mysqlConfig(dsn string) (*mysql.Config, error) {
-	var cfg *mysql.Config
-	if strings.HasPrefix(dsn, "mysql://") {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			return nil, err
-		}
-		cfg, err = mysql.ParseDSN("/?" + u.RawQuery)
-		if err != nil {
-			return nil, err
-		}
-		cfg.User = u.User.Username()
-		cfg.Passwd, _ = u.User.Password()
-		cfg.Net = "tcp"
-		cfg.Addr = u.Host
-		if u.Port() == "" {
-			cfg.Addr = u.Hostname() + ":3306"
-		}
-		cfg.DBName = strings.TrimPrefix(u.Path, "/")
-	} else {
-		var err error
-		if cfg, err = mysql.ParseDSN(dsn); err != nil {
-			return nil, err
-		}
-	}
-	cfg.ParseTime = true
-	cfg.Loc = time.UTC
-	cfg.ClientFoundRows = true
-	return cfg, nil
-}
-
-func openMySQL(dsn string, o Options) (*sql.DB, error) {
-	cfg, err := mysqlConfig(dsn)
-	if err != nil {
-		return nil, err
-	}
-	connector, err := mysql.NewConnector(cfg)
-	if err != nil {
-		return nil, err
-	}
-	sqldb := sql.OpenDB(connector)
-	n := o.MaxOpenConns
-	if n <= 0 {
-		n = 16
-	}
-	sqldb.SetMaxOpenConns(n)
-	sqldb.SetMaxIdleConns(n)
-	sqldb.SetConnMaxLifetime(time.Hour)
-	sqldb.SetConnMaxIdleTime(5 * time.Minute)
-	return sqldb, nil
-}
-
-// sqliteDSN returns the driver DSN for a path, "file:" URI or ":memory:",
-// with the pragmas of the package doc; txlock is the BEGIN mode.
-func sqliteDSN(dsn, txlock string, busy time.Duration, memory bool) string {
-	full := dsn
-	if !strings.HasPrefix(full, "file:") {
-		full = "file:" + full
-	}
-	sep := "?"
-	if strings.Contains(full, "?") {
-		sep = "&"
-	}
-	ms := busy.Milliseconds()
-	if sqliteshim.DriverName() != "sqlite" { // mattn/go-sqlite3 (-tags cgosqlite)
-		p := fmt.Sprintf("_busy_timeout=%d&_foreign_keys=on&_txlock=%s", ms, txlock)
-		if !memory {
-			p += "&_journal_mode=WAL&_synchronous=NORMAL"
-		}
-		return full + sep + p
-	}
-	// Defaults for the pragmas the DSN does not set itself.
-	pragmas := []string{fmt.Sprintf("busy_timeout(%d)", ms), "foreign_keys(ON)"}
-	if !memory {
-		pragmas = append(pragmas, "journal_mode(WAL)", "synchronous(NORMAL)", "journal_size_limit(67108864)", "temp_store(MEMORY)", "cache_size(-16000)")
-	}
-	p := "_txlock=" + txlock
-	lower := strings.ToLower(full)
-	for _, pr := range pragmas {
-		if !strings.Contains(lower, "_pragma="+strings.ToLower(pr[:strings.IndexByte(pr, '(')])) {
-			p += "&_pragma=" + pr
-		}
-	}
-	return full + sep + p
-}
-
-// openSQLite returns the writer and, for a file, the reader pool.
-func openSQLite(dsn string, o Options) (w, r *sql.DB, err error) {
-	if dsn == "" {
-		return nil, nil, errors.New("empty SQLite path")
-	}
-	if dsn == ":memory:" {
-		// Every connection to ":memory:" is a database of its own: use one.
-		sqldb, err := sql.Open(sqliteshim.ShimName, sqliteDSN(":memory:", "immediate", o.BusyTimeout, true))
-		if err != nil {
-			return nil, nil, err
-		}
-		sqldb.SetMaxOpenConns(1)
-		sqldb.SetMaxIdleConns(1)
-		sqldb.SetConnMaxLifetime(0)
-		sqldb.SetConnMaxIdleTime(0)
-		return sqldb, nil, nil
-	}
-	wsql, err := sql.Open(sqliteshim.ShimName, sqliteDSN(dsn, "immediate", o.BusyTimeout, false))
-	if err != nil {
-		return nil, nil, err
-	}
-	wsql.SetMaxOpenConns(1) // the single writer
-	wsql.SetMaxIdleConns(1)
-	wsql.SetConnMaxLifetime(0)
-	wsql.SetConnMaxIdleTime(0)
-	rsql, err := sql.Open(sqliteshim.ShimName, sqliteDSN(dsn, "deferred", o.BusyTimeout, false))
-	if err != nil {
-		_ = wsql.Close()
-		return nil, nil, err
-	}
-	n := o.MaxOpenConns
-	if n <= 0 {
-		n = max(4, 2*runtime.GOMAXPROCS(0))
-	}
-	rsql.SetMaxOpenConns(n)
-	rsql.SetMaxIdleConns(n)
-	rsql.SetConnMaxLifetime(0)
-	rsql.SetConnMaxIdleTime(5 * time.Minute)
-	return wsql, rsql, nil
 }
 
 // write runs fn in a write transaction, again (up to MaxRetries times) when

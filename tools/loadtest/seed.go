@@ -12,6 +12,9 @@ import (
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/sqlstore"
+	_ "github.com/parleychat/parley/storage/sqlstore/mysql"    // -db mysql://…
+	_ "github.com/parleychat/parley/storage/sqlstore/postgres" // -db postgres://…
+	_ "github.com/parleychat/parley/storage/sqlstore/sqlite"   // -db a SQLite file
 )
 
 // seedChunk is the number of messages of one ImportMessages call (one

@@ -1,0 +1,136 @@
+package sqlstore
+
+import (
+	"database/sql"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/uptrace/bun/dialect"
+	"github.com/uptrace/bun/schema"
+
+	"github.com/parleychat/parley/messaging"
+)
+
+// A Driver connects the Store to one SQL engine through a database/sql
+// driver. The packages sqlite, postgres and mysql under this one each
+// register one in init, for the DSN schemes of their engine; a program
+// imports those it uses, for their effect only:
+//
+//	import _ "github.com/parleychat/parley/storage/sqlstore/sqlite"
+type Driver interface {
+	// Dialect returns a new bun dialect of the engine (sqlitedialect,
+	// pgdialect or mysqldialect); its Name decides the SQL the Store speaks.
+	Dialect() schema.Dialect
+	// Open returns the pools for dsn, without connecting: w for writes
+	// and transactions, and r for reads outside transactions, or nil when
+	// those go through w as well. o has its defaults filled in; Open
+	// sizes the pools by o.MaxOpenConns and applies o.BusyTimeout where
+	// its engine has it. An error means the DSN is malformed.
+	Open(dsn string, o Options) (w, r *sql.DB, err error)
+	// Code returns the engine's code for an error of the driver: a
+	// PostgreSQL SQLSTATE ("40001"), a MySQL error number ("1213") or a
+	// SQLite extended result code ("2067"), in decimal. It returns "" for
+	// an error that is not the driver's or that carries no code.
+	Code(err error) string
+}
+
+var drivers struct {
+	sync.RWMutex
+	byScheme map[string]Driver
+	byName   map[dialect.Name][]Driver // in order of registration
+}
+
+// Register makes d the driver of the DSNs of scheme (see Open). It panics
+// if scheme already has a driver, as sql.Register does.
+func Register(scheme string, d Driver) {
+	name := d.Dialect().Name()
+	drivers.Lock()
+	defer drivers.Unlock()
+	if _, dup := drivers.byScheme[scheme]; dup {
+		panic("sqlstore: Register called twice for scheme " + scheme)
+	}
+	if drivers.byScheme == nil {
+		drivers.byScheme = make(map[string]Driver)
+		drivers.byName = make(map[dialect.Name][]Driver)
+	}
+	drivers.byScheme[scheme] = d
+	drivers.byName[name] = append(drivers.byName[name], d)
+}
+
+// driverPackages are the packages that register the schemes Open knows,
+// for the error that asks for one.
+var driverPackages = map[string]string{
+	"file":       "github.com/parleychat/parley/storage/sqlstore/sqlite",
+	"postgres":   "github.com/parleychat/parley/storage/sqlstore/postgres",
+	"postgresql": "github.com/parleychat/parley/storage/sqlstore/postgres",
+	"mysql":      "github.com/parleychat/parley/storage/sqlstore/mysql",
+}
+
+// driverFor returns the driver of dsn's scheme.
+func driverFor(dsn string) (Driver, error) {
+	scheme := dsnScheme(dsn)
+	drivers.RLock()
+	d, ok := drivers.byScheme[scheme]
+	drivers.RUnlock()
+	if ok {
+		return d, nil
+	}
+	msg := fmt.Sprintf("no driver for %s DSNs", scheme)
+	if pkg, ok := driverPackages[scheme]; ok {
+		msg += fmt.Sprintf(`: import _ %q`, pkg)
+	}
+	return nil, &messaging.Error{Kind: messaging.ErrUnimplemented, Op: "sqlstore.Open", Message: msg}
+}
+
+// dsnScheme returns the scheme that chooses the driver of dsn: the URL
+// scheme of "scheme://…", "mysql" for go-sql-driver/mysql's own form
+// ("user:pass@tcp(host:3306)/db"), and "file" for a "file:" URI or
+// anything else (a SQLite path, ":memory:").
+func dsnScheme(dsn string) string {
+	if strings.HasPrefix(dsn, "file:") {
+		return "file"
+	}
+	if i := strings.Index(dsn, "://"); i > 0 && isScheme(dsn[:i]) {
+		return strings.ToLower(dsn[:i])
+	}
+	if strings.Contains(dsn, "@tcp(") || strings.Contains(dsn, "@unix(") {
+		return "mysql"
+	}
+	return "file"
+}
+
+// isScheme reports whether s is a URL scheme (RFC 3986: a letter, then
+// letters, digits, "+", "-" or ".").
+func isScheme(s string) bool {
+	for i, c := range s {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// dialectDrivers returns the registered drivers of an engine.
+func dialectDrivers(name dialect.Name) []Driver {
+	drivers.RLock()
+	defer drivers.RUnlock()
+	return drivers.byName[name]
+}
+
+// errCode returns the code of err according to the drivers registered for
+// the engine name, or "".
+func errCode(name dialect.Name, err error) string {
+	if err == nil {
+		return ""
+	}
+	for _, d := range dialectDrivers(name) {
+		if c := d.Code(err); c != "" {
+			return c
+		}
+	}
+	return ""
+}

@@ -1,0 +1,73 @@
+// Package postgres registers PostgreSQL with sqlstore.Open, through bun's
+// pgdriver. Import it for its effect:
+//
+//	import _ "github.com/parleychat/parley/storage/sqlstore/postgres"
+//
+//	store, err := sqlstore.Open(ctx, "postgres://parley:secret@db:5432/app?sslmode=disable", nil)
+//
+// It handles the schemes "postgres" and "postgresql", in the libpq URL
+// form pgdriver reads (sslmode, connect_timeout, application_name, …);
+// other parameters, such as search_path, are sent to the server as
+// connection parameters. The pool holds Options.MaxOpenConns connections
+// (default 16).
+package postgres
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/driver/pgdriver"
+	"github.com/uptrace/bun/schema"
+
+	"github.com/parleychat/parley/storage/sqlstore"
+)
+
+func init() {
+	sqlstore.Register("postgres", driver{})
+	sqlstore.Register("postgresql", driver{})
+}
+
+type driver struct{}
+
+func (driver) Dialect() schema.Dialect { return pgdialect.New() }
+
+// Code returns the SQLSTATE of a pgdriver error.
+func (driver) Code(err error) string {
+	var e pgdriver.Error
+	if errors.As(err, &e) {
+		return e.Field('C')
+	}
+	return ""
+}
+
+func (driver) Open(dsn string, o sqlstore.Options) (w, r *sql.DB, err error) {
+	// Validate the DSN now: pgdriver.NewConnector panics on a bad one.
+	if _, err := url.Parse(dsn); err != nil {
+		return nil, nil, err
+	}
+	var connector *pgdriver.Connector
+	if err := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("%v", r)
+			}
+		}()
+		connector = pgdriver.NewConnector(pgdriver.WithDSN(dsn))
+		return nil
+	}(); err != nil {
+		return nil, nil, err
+	}
+	db := sql.OpenDB(connector)
+	n := o.MaxOpenConns
+	if n <= 0 {
+		n = 16
+	}
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(n)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	return db, nil, nil
+}

@@ -1,0 +1,131 @@
+// Package sqlite registers SQLite with sqlstore.Open, through bun's
+// sqliteshim (modernc.org/sqlite: no cgo). Import it for its effect:
+//
+//	import _ "github.com/parleychat/parley/storage/sqlstore/sqlite"
+//
+//	store, err := sqlstore.Open(ctx, "data/parley.db", nil)
+//
+// It handles every DSN that names no other scheme: a file path
+// ("parley.db", "/var/lib/parley/parley.db"), a "file:" URI whose
+// parameters are kept, or ":memory:" for a private in-memory database on
+// a single connection (for tests).
+//
+// A file is opened as two pools: one connection for writes, whose
+// transactions are BEGIN IMMEDIATE, and readers (Options.MaxOpenConns,
+// default max(4, 2×GOMAXPROCS)). Every connection runs with
+// busy_timeout (Options.BusyTimeout), foreign_keys on,
+// journal_mode=WAL and synchronous=NORMAL: a committed transaction
+// survives the process being killed, but an operating-system crash or
+// power loss may lose the last ones (the database stays consistent). A
+// "file:" DSN's own pragmas win, so
+// "file:parley.db?_pragma=synchronous(FULL)" trades write speed for
+// durability against power loss as well.
+package sqlite
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+	"github.com/uptrace/bun/driver/sqliteshim"
+	"github.com/uptrace/bun/schema"
+
+	"github.com/parleychat/parley/storage/sqlstore"
+)
+
+func init() { sqlstore.Register("file", driver{}) }
+
+type driver struct{}
+
+func (driver) Dialect() schema.Dialect { return sqlitedialect.New() }
+
+// Code returns the extended result code of a modernc.org/sqlite error.
+func (driver) Code(err error) string {
+	var c interface{ Code() int } // *sqlite.Error
+	if errors.As(err, &c) {
+		return strconv.Itoa(c.Code())
+	}
+	return ""
+}
+
+// Open returns the writer and, for a file, the reader pool.
+func (driver) Open(dsn string, o sqlstore.Options) (w, r *sql.DB, err error) {
+	if dsn == "" {
+		return nil, nil, errors.New("empty SQLite path")
+	}
+	if dsn == ":memory:" {
+		// Every connection to ":memory:" is a database of its own: use one.
+		db, err := sql.Open(sqliteshim.ShimName, driverDSN(":memory:", "immediate", o.BusyTimeout, true))
+		if err != nil {
+			return nil, nil, err
+		}
+		single(db)
+		return db, nil, nil
+	}
+	w, err = sql.Open(sqliteshim.ShimName, driverDSN(dsn, "immediate", o.BusyTimeout, false))
+	if err != nil {
+		return nil, nil, err
+	}
+	single(w) // the single writer
+	r, err = sql.Open(sqliteshim.ShimName, driverDSN(dsn, "deferred", o.BusyTimeout, false))
+	if err != nil {
+		_ = w.Close()
+		return nil, nil, err
+	}
+	n := o.MaxOpenConns
+	if n <= 0 {
+		n = max(4, 2*runtime.GOMAXPROCS(0))
+	}
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	r.SetConnMaxLifetime(0)
+	r.SetConnMaxIdleTime(5 * time.Minute)
+	return w, r, nil
+}
+
+// single makes db one connection, kept open.
+func single(db *sql.DB) {
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+}
+
+// driverDSN returns the driver DSN for a path, "file:" URI or ":memory:",
+// with the pragmas of the package doc; txlock is the BEGIN mode.
+func driverDSN(dsn, txlock string, busy time.Duration, memory bool) string {
+	full := dsn
+	if !strings.HasPrefix(full, "file:") {
+		full = "file:" + full
+	}
+	sep := "?"
+	if strings.Contains(full, "?") {
+		sep = "&"
+	}
+	ms := busy.Milliseconds()
+	if sqliteshim.DriverName() != "sqlite" { // mattn/go-sqlite3 (-tags cgosqlite)
+		p := fmt.Sprintf("_busy_timeout=%d&_foreign_keys=on&_txlock=%s", ms, txlock)
+		if !memory {
+			p += "&_journal_mode=WAL&_synchronous=NORMAL"
+		}
+		return full + sep + p
+	}
+	// Defaults for the pragmas the DSN does not set itself.
+	pragmas := []string{fmt.Sprintf("busy_timeout(%d)", ms), "foreign_keys(ON)"}
+	if !memory {
+		pragmas = append(pragmas, "journal_mode(WAL)", "synchronous(NORMAL)", "journal_size_limit(67108864)", "temp_store(MEMORY)", "cache_size(-16000)")
+	}
+	p := "_txlock=" + txlock
+	lower := strings.ToLower(full)
+	for _, pr := range pragmas {
+		if !strings.Contains(lower, "_pragma="+strings.ToLower(pr[:strings.IndexByte(pr, '(')])) {
+			p += "&_pragma=" + pr
+		}
+	}
+	return full + sep + p
+}
