@@ -72,7 +72,6 @@ func (c *stmtCache) close() error {
 // "?" placeholders; args are strings, ints, times, nils and idLists. On
 // SQLite the statement is prepared once and reused.
 func (s *Store) read(ctx context.Context, dst any, query string, args ...any) error {
-	s.reads.Add(1)
 	if s.stmts != nil {
 		if q, dargs, ok := expandArgs(query, args); ok {
 			st, err := s.stmts.get(ctx, q)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"sync/atomic"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -97,8 +96,7 @@ type Store struct {
 	opts   Options
 	owned  []*bun.DB // closed by Close
 
-	stmts *stmtCache   // prepared reads of SQLite's reader pool; nil otherwise
-	reads atomic.Int64 // read queries outside transactions, for tests
+	stmts *stmtCache // prepared reads of SQLite's reader pool; nil otherwise
 }
 
 var (
