@@ -25,8 +25,9 @@ type Driver interface {
 	// Open returns the pools for dsn, without connecting: w for writes
 	// and transactions, and r for reads outside transactions, or nil when
 	// those go through w as well. o has its defaults filled in; Open
-	// sizes the pools by o.MaxOpenConns and applies o.BusyTimeout where
-	// its engine has it. An error means the DSN is malformed.
+	// sizes the pools by o.MaxOpenConns and applies o.Schema and
+	// o.BusyTimeout where its engine has them. An error means the DSN is
+	// malformed.
 	Open(dsn string, o Options) (w, r *sql.DB, err error)
 	// Code returns the engine's code for an error of the driver: a
 	// PostgreSQL SQLSTATE ("40001"), a MySQL error number ("1213") or a

@@ -384,6 +384,11 @@ func (s *Store) migrateTo(ctx context.Context, last string) error {
 		return fmt.Errorf("migrate: lock: %w", err)
 	}
 	defer unlock()
+	if s.opts.Schema != "" { // PostgreSQL; a valid identifier (Options.checkSchema)
+		if _, err := s.w.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+s.opts.Schema); err != nil {
+			return fmt.Errorf("migrate: create schema: %w", err)
+		}
+	}
 
 	ms := migrate.NewMigrations()
 	for _, v := range versions {
@@ -448,14 +453,19 @@ func (s *Store) up(v version) func(context.Context, *migrate.Migrator, *migrate.
 	}
 }
 
-// lockMigrations takes the database's migration lock, on PostgreSQL and
-// MySQL, on a connection of its own; unlock releases it.
+// lockMigrations takes the migration lock of the database (PostgreSQL: of
+// the schema, Options.Schema or the current one, which need not exist
+// yet), on PostgreSQL and MySQL, on a connection of its own; unlock
+// releases it.
 func (s *Store) lockMigrations(ctx context.Context) (unlock func(), err error) {
 	var lock, release string
+	var args []any
 	switch s.flavor {
 	case flavorPostgres:
-		lock = "SELECT pg_advisory_lock(hashtext('parley.migrate:' || current_database() || '.' || current_schema()))"
-		release = "SELECT pg_advisory_unlock(hashtext('parley.migrate:' || current_database() || '.' || current_schema()))"
+		key := "hashtext('parley.migrate:' || current_database() || '.' || COALESCE(?, current_schema(), ''))"
+		lock = "SELECT pg_advisory_lock(" + key + ")"
+		release = "SELECT pg_advisory_unlock(" + key + ")"
+		args = []any{nullable(s.opts.Schema)}
 	case flavorMySQL:
 		lock = "SELECT GET_LOCK(CONCAT('parley.migrate:', SHA1(DATABASE())), 600)"
 		release = "SELECT RELEASE_LOCK(CONCAT('parley.migrate:', SHA1(DATABASE())))"
@@ -467,7 +477,7 @@ func (s *Store) lockMigrations(ctx context.Context) (unlock func(), err error) {
 		return nil, err
 	}
 	if s.flavor == flavorPostgres {
-		_, err = conn.ExecContext(ctx, lock)
+		_, err = conn.ExecContext(ctx, lock, args...)
 	} else {
 		var got *int64
 		if err = conn.NewRaw(lock).Scan(ctx, &got); err == nil && (got == nil || *got != 1) {
@@ -479,7 +489,7 @@ func (s *Store) lockMigrations(ctx context.Context) (unlock func(), err error) {
 		return nil, err
 	}
 	return func() {
-		if _, err := conn.ExecContext(context.WithoutCancel(ctx), release); err != nil {
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), release, args...); err != nil {
 			// Drop the connection rather than return it to the pool with
 			// the lock still held: closing it releases the lock.
 			_ = conn.Raw(func(any) error { return driver.ErrBadConn })

@@ -17,9 +17,14 @@ import (
 
 var quiet = &sqlstore.Options{Logger: discard}
 
-func open(t *testing.T, dsn string) *sqlstore.Store {
+// open opens dsn with quiet or the given options, closed when t ends.
+func open(t *testing.T, dsn string, opts ...*sqlstore.Options) *sqlstore.Store {
 	t.Helper()
-	s, err := sqlstore.Open(t.Context(), dsn, quiet)
+	o := quiet
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	s, err := sqlstore.Open(t.Context(), dsn, o)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s

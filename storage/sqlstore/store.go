@@ -33,6 +33,15 @@ type Options struct {
 	// another connection (another process, or another Store on the same
 	// file) before failing; Open only. Default: 10 seconds.
 	BusyTimeout time.Duration
+	// Schema is the PostgreSQL schema that holds the store's tables, so
+	// that they sit apart from the host's own: Open sets it as the
+	// search_path of every connection (in place of one the DSN sets), and
+	// Migrate creates it if it does not exist. It is a lower-case SQL
+	// identifier (letters, digits and underscores). Default: "", the
+	// DSN's search_path. PostgreSQL and Open only; on MySQL or MariaDB,
+	// name a database of its own in the DSN instead, and on SQLite use a
+	// file of its own.
+	Schema string
 	// Logger receives retried transactions and applied migrations.
 	// Default: slog.Default().
 	Logger *slog.Logger
@@ -53,6 +62,37 @@ func (o *Options) withDefaults() Options {
 		c.Logger = slog.Default()
 	}
 	return c
+}
+
+// checkSchema reports whether Schema is usable with the engine f.
+func (o *Options) checkSchema(op string, f flavor) error {
+	if o.Schema == "" {
+		return nil
+	}
+	if f != flavorPostgres {
+		return &messaging.Error{Kind: messaging.ErrInvalid, Op: op, Message: "Options.Schema is for PostgreSQL: on MySQL name a database of its own in the DSN, on SQLite use a file of its own"}
+	}
+	if !validSchema(o.Schema) {
+		return &messaging.Error{Kind: messaging.ErrInvalid, Op: op, Message: fmt.Sprintf("Options.Schema %q is not a lower-case SQL identifier", o.Schema)}
+	}
+	return nil
+}
+
+// validSchema reports whether s is a lower-case unquoted SQL identifier of
+// at most 63 bytes (PostgreSQL's limit).
+func validSchema(s string) bool {
+	if s == "" || len(s) > 63 {
+		return false
+	}
+	for i, c := range s {
+		switch {
+		case 'a' <= c && c <= 'z', c == '_':
+		case i > 0 && '0' <= c && c <= '9':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // flavor is the SQL engine a Store speaks to.
@@ -118,7 +158,8 @@ var (
 // The driver packages document the DSN parameters they read. A DSN whose
 // driver the program does not import gives an error matching
 // messaging.ErrUnimplemented that names the package to import; a
-// malformed DSN, one matching messaging.ErrInvalid.
+// malformed DSN, or an Options.Schema the engine cannot use, one matching
+// messaging.ErrInvalid.
 //
 // Open checks that the database can be reached (errors.Is(err,
 // messaging.ErrUnavailable) when it cannot) but does not create or change
@@ -132,6 +173,9 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	f, ok := flavorOf(d.Dialect().Name())
 	if !ok {
 		return nil, &messaging.Error{Kind: messaging.ErrUnimplemented, Op: "sqlstore.Open", Message: "unsupported SQL dialect " + d.Dialect().Name().String()}
+	}
+	if err := o.checkSchema("sqlstore.Open", f); err != nil {
+		return nil, err
 	}
 	w, r, err := d.Open(dsn, o)
 	if err != nil {
@@ -172,7 +216,9 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 // must use that driver (sqliteshim, pgdriver, go-sql-driver/mysql). For
 // SQLite, the caller is responsible for the pragmas Open sets (WAL,
 // busy_timeout, foreign_keys) and should give db a single connection
-// (SetMaxOpenConns(1)), as every read and write goes through it.
+// (SetMaxOpenConns(1)), as every read and write goes through it. New
+// takes no Options.Schema: set the search_path of db's connections
+// instead, and create the schema.
 func New(db *bun.DB, opts *Options) (*Store, error) {
 	s := &Store{w: db, r: db, opts: opts.withDefaults()}
 	name := db.Dialect().Name()
@@ -185,6 +231,9 @@ func New(db *bun.DB, opts *Options) (*Store, error) {
 		pkg := map[flavor]string{flavorSQLite: "sqlite", flavorPostgres: "postgres", flavorMySQL: "mysql"}[f]
 		return nil, &messaging.Error{Kind: messaging.ErrUnimplemented, Op: "sqlstore.New",
 			Message: fmt.Sprintf(`no driver registered for %s: import _ "github.com/parleychat/parley/storage/sqlstore/%s"`, f, pkg)}
+	}
+	if s.opts.Schema != "" {
+		return nil, &messaging.Error{Kind: messaging.ErrInvalid, Op: "sqlstore.New", Message: "Options.Schema is for Open: set the search_path of db's connections instead"}
 	}
 	return s, nil
 }

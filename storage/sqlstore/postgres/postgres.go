@@ -8,7 +8,8 @@
 // It handles the schemes "postgres" and "postgresql", in the libpq URL
 // form pgdriver reads (sslmode, connect_timeout, application_name, …);
 // other parameters, such as search_path, are sent to the server as
-// connection parameters. The pool holds Options.MaxOpenConns connections
+// connection parameters. sqlstore.Options.Schema, when set, replaces the
+// DSN's search_path. The pool holds Options.MaxOpenConns connections
 // (default 16).
 package postgres
 
@@ -46,8 +47,15 @@ func (driver) Code(err error) string {
 
 func (driver) Open(dsn string, o sqlstore.Options) (w, r *sql.DB, err error) {
 	// Validate the DSN now: pgdriver.NewConnector panics on a bad one.
-	if _, err := url.Parse(dsn); err != nil {
+	u, err := url.Parse(dsn)
+	if err != nil {
 		return nil, nil, err
+	}
+	if o.Schema != "" {
+		q := u.Query()
+		q.Set("search_path", o.Schema)
+		u.RawQuery = q.Encode()
+		dsn = u.String()
 	}
 	var connector *pgdriver.Connector
 	if err := func() (err error) {
