@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"sync/atomic"
 
 	"github.com/uptrace/bun"
@@ -59,3 +60,29 @@ func (h readHook) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Co
 }
 
 func (readHook) AfterQuery(context.Context, *bun.QueryEvent) {}
+
+// SetPreparedReads turns SQLite's prepared reads on or off; it does
+// nothing on other engines.
+func SetPreparedReads(s *Store, on bool) {
+	if s.flavor != flavorSQLite || s.r == s.w {
+		return
+	}
+	if !on {
+		if s.stmts != nil {
+			_ = s.stmts.close()
+		}
+		s.stmts = nil
+	} else if s.stmts == nil {
+		s.stmts = &stmtCache{db: s.r.DB, m: make(map[string]*sql.Stmt)}
+	}
+}
+
+// Prepared returns the number of statements SQLite's prepared reads hold.
+func Prepared(s *Store) int {
+	if s.stmts == nil {
+		return 0
+	}
+	s.stmts.mu.RLock()
+	defer s.stmts.mu.RUnlock()
+	return len(s.stmts.m)
+}

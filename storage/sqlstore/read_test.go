@@ -1,10 +1,15 @@
 package sqlstore
 
 import (
+	"database/sql"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun/driver/sqliteshim"
 )
 
 func TestExpandArgs(t *testing.T) {
@@ -20,4 +25,43 @@ func TestExpandArgs(t *testing.T) {
 	assert.False(t, ok, "a placeholder without argument")
 	_, _, ok = expandArgs("SELECT 1 WHERE a IN (?)", []any{idList{}})
 	assert.False(t, ok, "an empty list")
+}
+
+func TestStmtCache(t *testing.T) {
+	db, err := sql.Open(sqliteshim.ShimName, "file:stmts?mode=memory&cache=shared")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	c := &stmtCache{db: db, m: make(map[string]*sql.Stmt)}
+	ctx := t.Context()
+
+	// Concurrent first uses of a query prepare it once.
+	var wg sync.WaitGroup
+	got := make([]*sql.Stmt, 8)
+	for i := range got {
+		wg.Go(func() { got[i], _ = c.get(ctx, "SELECT 1") })
+	}
+	wg.Wait()
+	for _, st := range got {
+		assert.Same(t, got[0], st)
+	}
+	assert.NotNil(t, got[0])
+
+	_, err = c.get(ctx, "SELECT FROM nowhere")
+	assert.Error(t, err, "a query that does not prepare")
+
+	// A full cache prepares no more: the caller takes bun's path.
+	for i := len(c.m); i < maxStmts; i++ {
+		st, err := c.get(ctx, fmt.Sprintf("SELECT %d", i+1))
+		require.NoError(t, err)
+		require.NotNil(t, st)
+	}
+	st, err := c.get(ctx, "SELECT 'one too many'")
+	assert.NoError(t, err)
+	assert.Nil(t, st)
+	st, err = c.get(ctx, "SELECT 1")
+	assert.NoError(t, err)
+	assert.Same(t, got[0], st, "the queries it holds still come from it")
+
+	require.NoError(t, c.close())
+	assert.Empty(t, c.m)
 }

@@ -1,0 +1,167 @@
+package sqlstore_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/ids"
+	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/storage/sqlstore"
+)
+
+// readFixture is a SQLite store of n messages in conversation "c", one
+// second apart: every third with a reaction, every fifth with an
+// attachment; and 40 single-message conversations, more than a list
+// reads as separate branches.
+type readFixture struct {
+	s        *sqlstore.Store
+	contact  messaging.Contact
+	messages []messaging.Message // oldest first
+	atts     []messaging.Attachment
+	convs    []string
+}
+
+func newReadFixture(tb testing.TB, n int) *readFixture {
+	tb.Helper()
+	ctx := context.Background()
+	s, err := sqlstore.Open(ctx, filepath.Join(tb.TempDir(), "parley.db"), quiet)
+	require.NoError(tb, err)
+	tb.Cleanup(func() { _ = s.Close() })
+	require.NoError(tb, s.Migrate(ctx))
+	f := &readFixture{s: s}
+	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	f.contact = messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: base}
+	require.NoError(tb, s.PutContact(ctx, f.contact))
+	for i := range n {
+		at := base.Add(time.Duration(i)*time.Second + 123456*time.Microsecond)
+		m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: f.contact, Text: fmt.Sprint("m", i), CreatedAt: at}
+		var link []string
+		if i%5 == 0 {
+			a := messaging.Attachment{ID: ids.NewAt(ids.Attachment, at), UploaderID: f.contact.ID, Filename: "f.txt", FileType: "text/plain", Key: fmt.Sprint("k/", i), CreatedAt: at}
+			require.NoError(tb, s.CreateAttachment(ctx, a))
+			link = []string{a.ID}
+			f.atts = append(f.atts, a)
+		}
+		require.NoError(tb, s.CreateMessage(ctx, m, link))
+		if i%3 == 0 {
+			_, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"alice"}}}})
+			require.NoError(tb, err)
+		}
+		f.messages = append(f.messages, m)
+	}
+	for i := range 40 {
+		conv := fmt.Sprint("conv_", i)
+		at := base.Add(time.Duration(i) * time.Minute)
+		require.NoError(tb, s.CreateMessage(ctx, messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: conv, Contact: f.contact, Text: "x", CreatedAt: at}, nil))
+		f.convs = append(f.convs, conv)
+	}
+	return f
+}
+
+// TestPreparedReadsMatchBun: every read gives the same answer through
+// SQLite's prepared statements as through bun, and does take the prepared
+// path (no silent fallback).
+func TestPreparedReadsMatchBun(t *testing.T) {
+	f := newReadFixture(t, 60)
+	ctx := t.Context()
+	mid := f.messages[30]
+	cursor := &messaging.Cursor{Time: mid.CreatedAt, ID: mid.ID}
+	reads := map[string]func() (any, error){
+		"GetMessage with reactions and attachments": func() (any, error) { return f.s.GetMessage(ctx, f.messages[0].ID) },
+		"GetMessage missing":                        func() (any, error) { return f.s.GetMessage(ctx, "msg_none") },
+		"GetContact":                                func() (any, error) { return f.s.GetContact(ctx, f.contact.ID) },
+		"ContactByUsername":                         func() (any, error) { return f.s.ContactByUsername(ctx, "alice") },
+		"GetAttachment":                             func() (any, error) { return f.s.GetAttachment(ctx, f.atts[3].ID) },
+		"ListMessages first page": func() (any, error) {
+			items, more, err := f.s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 20})
+			return []any{items, more}, err
+		},
+		"ListMessages after a cursor": func() (any, error) {
+			items, more, err := f.s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 7, After: cursor})
+			return []any{items, more}, err
+		},
+		"ListMessages before a cursor": func() (any, error) {
+			items, more, err := f.s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 7, Before: cursor})
+			return []any{items, more}, err
+		},
+		"ListMessages of many conversations": func() (any, error) {
+			items, more, err := f.s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: f.convs, Limit: 50})
+			return []any{items, more}, err
+		},
+		"ListAttachments": func() (any, error) {
+			items, more, err := f.s.ListAttachments(ctx, attachments.AttachmentQuery{ConversationIDs: []string{"c"}, Limit: 5, After: cursor})
+			return []any{items, more}, err
+		},
+		"KeysInUse":        func() (any, error) { return f.s.KeysInUse(ctx, []string{"k/0", "k/5", "k/none"}) },
+		"PendingDeletions": func() (any, error) { return f.s.PendingDeletions(ctx, 10) },
+	}
+	for name, read := range reads {
+		t.Run(name, func(t *testing.T) {
+			sqlstore.SetPreparedReads(f.s, false)
+			want, wantErr := read()
+			sqlstore.SetPreparedReads(f.s, true)
+			got, gotErr := read()
+			assert.Equal(t, want, got)
+			assert.Equal(t, wantErr, gotErr)
+			assert.Positive(t, sqlstore.Prepared(f.s), "the read was prepared")
+		})
+	}
+	if items, _, err := f.s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 60}); assert.NoError(t, err) {
+		assert.Len(t, items, 60, "the fixture")
+	}
+}
+
+// BenchmarkSQLiteReads compares SQLite's two read paths on the reads that
+// serve requests: statements prepared once per connection, and bun's
+// (which SQLite parses and plans on every query).
+func BenchmarkSQLiteReads(b *testing.B) {
+	f := newReadFixture(b, 1000)
+	ctx := b.Context()
+	last := f.messages[len(f.messages)-1].ID // with a reaction
+	first := f.messages[0].ID                // with a reaction and an attachment
+	page := messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 20}
+	reads := []struct {
+		name string
+		read func() error
+	}{
+		{"GetMessage", func() error { _, err := f.s.GetMessage(ctx, last); return err }},
+		{"GetMessageFull", func() error { _, err := f.s.GetMessage(ctx, first); return err }},
+		{"GetContact", func() error { _, err := f.s.GetContact(ctx, f.contact.ID); return err }},
+		{"ListMessages", func() error { _, _, err := f.s.ListMessages(ctx, page); return err }},
+		{"ListAttachments", func() error {
+			_, _, err := f.s.ListAttachments(ctx, attachments.AttachmentQuery{ConversationIDs: []string{"c"}, Limit: 20})
+			return err
+		}},
+	}
+	for _, path := range []string{"prepared", "bun"} {
+		sqlstore.SetPreparedReads(f.s, path == "prepared")
+		for _, r := range reads {
+			b.Run(path+"/"+r.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := r.read(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run(path+"/"+r.name+"Parallel", func(b *testing.B) {
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if err := r.read(); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
+		}
+	}
+}
