@@ -17,6 +17,11 @@
 //	memstore    both Repositories; a BlobStore and Lister      memory: fakes for unit tests
 //	storetest   nothing: the conformance suite                 runs against any of the above
 //
+// The backends link no database driver or cloud SDK: the program imports
+// the drivers it uses (storage/sqlstore/sqlite, postgres, mysql;
+// gocloud.dev/blob/fileblob, storage/blobstore/s3, …), as with
+// database/sql and gocloud.
+//
 // # Writing a backend
 //
 // Implement the interfaces, then run the conformance suite in three lines:

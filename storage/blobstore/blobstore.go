@@ -54,9 +54,17 @@ func (s *Store) Bucket() *blob.Bucket { return s.b }
 func (s *Store) Close() error { return s.b.Close() }
 
 // Put streams r into the object key. If r fails or ctx ends before io.EOF,
-// the write is aborted and no object is left under key. An error of r is
-// returned as it is (wrapped); a bucket that cannot be reached gives an
-// error matching messaging.ErrUnavailable.
+// the write is aborted and no object is left under key: Put cancels the
+// writer's context before it closes the writer, which is how gocloud
+// aborts (fileblob removes its temporary file, memblob drops its buffer,
+// s3blob aborts the multipart upload). An error of r is returned as it is
+// (wrapped); a bucket that cannot be reached gives an error matching
+// messaging.ErrUnavailable.
+//
+// A directory bucket holds only a copy buffer per upload. On S3 the AWS
+// transfer manager reads up to 16 MiB before it chooses between a single
+// and a multipart upload, then sends 5 MiB parts two at a time: about 32
+// MiB at most, whatever the file's size.
 func (s *Store) Put(ctx context.Context, key, contentType string, r io.Reader) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -159,6 +167,20 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(attachments.Obj
 // server answers with what it stored: the type given to Put, and no file
 // name. A bucket that cannot sign (memblob, fileblob without a URLSigner)
 // gives an error matching messaging.ErrUnimplemented.
+//
+// A directory bucket signs when it has a URLSigner:
+//
+//	base, _ := url.Parse("https://files.example.com/signed")
+//	b, err := fileblob.OpenBucket("/var/lib/parley/files", &fileblob.Options{
+//		URLSigner: fileblob.NewURLSignerHMAC(base, secretKey),
+//	})
+//	files := blobstore.New(b)
+//
+// (or the URL form file:///dir?base_url=…&secret_key_path=…). The host
+// then serves that base URL itself: URLSignerHMAC.KeyFromURL checks the
+// signature and expiry and returns the key, whose bytes Store.Open reads,
+// and the host's handler sets the file's type and Content-Disposition
+// (attachments.ContentDisposition).
 func (s *Store) SignedURL(ctx context.Context, key, filename, contentType string, expiry time.Duration) (string, error) {
 	disp := attachments.ContentDisposition(contentType, filename)
 	u, err := s.b.SignedURL(ctx, key, &blob.SignedURLOptions{

@@ -42,8 +42,11 @@ var drivers struct {
 	byName   map[dialect.Name][]Driver // in order of registration
 }
 
-// Register makes d the driver of the DSNs of scheme (see Open). It panics
-// if scheme already has a driver, as sql.Register does.
+// Register makes d the driver of the DSNs of scheme, for Open: the URL
+// scheme of "scheme://…" DSNs ("postgres"), "mysql" also for
+// go-sql-driver/mysql's own form, and "file" for "file:" URIs and every
+// DSN without a scheme (SQLite paths, ":memory:"). It panics if scheme
+// already has a driver, as sql.Register does.
 func Register(scheme string, d Driver) {
 	name := d.Dialect().Name()
 	drivers.Lock()

@@ -338,7 +338,10 @@ func dedupe(ss []string) []string {
 //
 // The message's counters of reaction names and attachments give the
 // limits their "before"; the reactions and attachments read for the
-// result give their "after", and the new counters.
+// result give their "after", and the new counters. Reactions are merged
+// by INSERT … ON CONFLICT DO NOTHING statements (MySQL: ON DUPLICATE KEY
+// UPDATE), one for new names and one for new reactors, never by reading
+// and rewriting them.
 func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.MessageChange) (messaging.Message, error) {
 	var out messaging.Message
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {

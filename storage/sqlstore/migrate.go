@@ -367,8 +367,14 @@ const backfillCounters = `UPDATE messages SET
 // that the database has not recorded (in the table parley_migrations). It
 // is idempotent, and safe when several processes start at once: on
 // PostgreSQL and MySQL it holds an advisory lock (pg_advisory_lock,
-// GET_LOCK) of the database while it runs; on SQLite each version applies
-// in one IMMEDIATE transaction that first checks it is not applied yet.
+// GET_LOCK) of the database, or of Options.Schema, while it runs; on
+// SQLite each version applies in one IMMEDIATE transaction that first
+// checks it is not applied yet. With Options.Schema it first creates that
+// schema if it does not exist.
+//
+// The tables are contacts, messages, reaction_names, reactions,
+// attachments and pending_deletions (the blob keys whose rows are gone),
+// and bun/migrate's parley_migrations and parley_migration_locks.
 func (s *Store) Migrate(ctx context.Context) error {
 	return wrapErr("sqlstore.Migrate", s.migrate(ctx))
 }

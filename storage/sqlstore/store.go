@@ -128,7 +128,9 @@ func (f flavor) String() string {
 }
 
 // Store is a messaging.Repository and an attachments.Repository over one SQL
-// database. It is safe for concurrent use.
+// database. It is safe for concurrent use. Times are stored with
+// microsecond precision (timestamptz, DATETIME(6), text in UTC on SQLite)
+// and returned in UTC.
 type Store struct {
 	w      *bun.DB // writes and transactions
 	r      *bun.DB // reads outside transactions; w itself except for SQLite files

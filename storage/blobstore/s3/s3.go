@@ -13,8 +13,9 @@
 //
 // A URL that blobstore.Store.SignedURL makes then carries
 // response-content-type and response-content-disposition, so S3 serves
-// the file with its current name and type, inline only for the types
-// attachments.Inline accepts. Without this package (s3blob imported on its
+// the file with its current type and name, as
+// attachments.ContentDisposition words it (inline only for the types
+// attachments.Inline accepts). Without this package (s3blob imported on its
 // own) the URLs still work, but S3 answers with the type stored at upload
 // and no file name.
 package s3
