@@ -60,6 +60,9 @@ func newReadFixture(tb testing.TB, n int) *readFixture {
 		conv := fmt.Sprint("conv_", i)
 		at := base.Add(time.Duration(i) * time.Minute)
 		require.NoError(tb, s.CreateMessage(ctx, messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: conv, Contact: f.contact, Text: "x", CreatedAt: at}, nil))
+		if i%2 == 0 { // alice is a member of 20 conversations
+			require.NoError(tb, s.AddMember(ctx, conv, f.contact.ID, at))
+		}
 		f.convs = append(f.convs, conv)
 	}
 	return f
@@ -97,6 +100,20 @@ func TestPreparedReadsMatchBun(t *testing.T) {
 		},
 		"ListAttachments": func() (any, error) {
 			items, more, err := f.s.ListAttachments(ctx, attachments.AttachmentQuery{ConversationIDs: []string{"c"}, Limit: 5, After: cursor})
+			return []any{items, more}, err
+		},
+		"ListMessages of a member": func() (any, error) {
+			items, more, err := f.s.ListMessages(ctx, messaging.MessageQuery{MemberID: f.contact.ID, ConversationIDs: []string{"c"}, Limit: 30})
+			return []any{items, more}, err
+		},
+		"GetConversation": func() (any, error) { return f.s.GetConversation(ctx, "c", f.contact.ID) },
+		"ListConversations": func() (any, error) {
+			items, more, err := f.s.ListConversations(ctx, messaging.ConversationQuery{ViewerID: f.contact.ID, MemberID: f.contact.ID, ConversationIDs: []string{"c"}, Limit: 10})
+			return []any{items, more}, err
+		},
+		"IsMember": func() (any, error) { return f.s.IsMember(ctx, "conv_2", f.contact.ID) },
+		"ListMembers": func() (any, error) {
+			items, more, err := f.s.ListMembers(ctx, messaging.MemberQuery{ContactID: f.contact.ID, After: "conv_1", Limit: 5})
 			return []any{items, more}, err
 		},
 		"KeysInUse":        func() (any, error) { return f.s.KeysInUse(ctx, []string{"k/0", "k/5", "k/none"}) },
