@@ -373,8 +373,9 @@ const backfillCounters = `UPDATE messages SET
 // schema if it does not exist.
 //
 // The tables are contacts, messages, reaction_names, reactions,
-// attachments and pending_deletions (the blob keys whose rows are gone),
-// and bun/migrate's parley_migrations and parley_migration_locks.
+// attachments, pending_deletions (the blob keys whose rows are gone),
+// conversations and conversation_members, and bun/migrate's
+// parley_migrations and parley_migration_locks.
 func (s *Store) Migrate(ctx context.Context) error {
 	return wrapErr("sqlstore.Migrate", s.migrate(ctx))
 }
