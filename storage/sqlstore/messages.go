@@ -333,8 +333,8 @@ func dedupe(ss []string) []string {
 // GetMessage would after it. The message row is locked first, so changes
 // of one message, and their limits, are serialized. Errors: ErrNotFound for
 // a missing message or attachment, ErrConflict for an attachment linked
-// elsewhere, ErrInvalid when the change would add reaction names or
-// attachments beyond ch.MaxReactionNames or ch.MaxAttachments.
+// elsewhere, and ch.Check's error when it refuses the change (it is called
+// with the counts before and after, the row locked).
 //
 // The message's counters of reaction names and attachments give the
 // limits their "before"; the reactions and attachments read for the
