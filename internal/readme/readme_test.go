@@ -1,7 +1,6 @@
 package readme
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"net/http"
@@ -71,9 +70,13 @@ func TestEmbeddingProgram(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	var logs bytes.Buffer
+	// The program's output goes to a file, read only when a check fails.
+	logs, err := os.Create(filepath.Join(dir, "logs"))
+	require.NoError(t, err)
+	defer logs.Close()
+	logged := func() string { b, _ := os.ReadFile(logs.Name()); return string(b) }
 	run := exec.CommandContext(ctx, bin)
-	run.Stdout, run.Stderr = &logs, &logs
+	run.Stdout, run.Stderr = logs, logs
 	require.NoError(t, run.Start())
 	t.Cleanup(func() { _ = run.Process.Kill(); _ = run.Wait() })
 
@@ -89,11 +92,13 @@ func TestEmbeddingProgram(t *testing.T) {
 		if res, err = post(); err == nil {
 			break
 		}
-		require.NoError(t, ctx.Err(), "the program never answered: %v\n%s", err, logs.String())
+		require.NoError(t, ctx.Err(), "the program never answered: %v\n%s", err, logged())
 		time.Sleep(50 * time.Millisecond)
 	}
 	res.Body.Close()
-	assert.Equal(t, http.StatusCreated, res.StatusCode, "logs:\n%s", logs.String())
+	if !assert.Equal(t, http.StatusCreated, res.StatusCode) {
+		t.Log(logged())
+	}
 	assert.FileExists(t, filepath.Join(dir, "chat.db"))
 	assert.DirExists(t, filepath.Join(dir, "files"))
 }
