@@ -25,6 +25,10 @@ import (
 // KeyPrefix is the prefix of every blob key the Service makes.
 const KeyPrefix = "attachments/"
 
+// keyOf returns the key of the file of the attachment id: the one place
+// keys are made, never from user input.
+func keyOf(id string) string { return KeyPrefix + id }
+
 // Options configure a Service. A nil *Options means all defaults.
 type Options struct {
 	// MaxUploadBytes is the largest file accepted. Default: 25 MiB.
@@ -165,7 +169,7 @@ func (s *Service) upload(ctx context.Context, caller messaging.Contact, u Upload
 		UploaderID:     caller.ID,
 		Filename:       name,
 		FileType:       ctype,
-		Key:            KeyPrefix + id,
+		Key:            keyOf(id),
 	}
 	cr := newCountingReader(body, s.opts.MaxUploadBytes)
 	defer cr.Close()
@@ -388,12 +392,18 @@ func (s *Service) Open(ctx context.Context, caller messaging.Contact, id string)
 }
 
 // SignedURL returns a signed URL of the attachment's bytes in the blob
-// store, valid for expiry, for a caller who may see a: a as this Service
-// returned it (so no query is made, for a page of attachments). Errors:
-// ErrNotFound when the caller may not see a, ErrUnimplemented when the
-// store cannot sign.
+// store, valid for expiry, for a caller who may see a. a must be as this
+// Service returned it (so that a page of attachments is signed without a
+// query each): one whose Key is not the key the Service gave the file of
+// a.ID is not found. Errors: ErrNotFound when the caller may not see a,
+// ErrUnimplemented when the store cannot sign.
 func (s *Service) SignedURL(ctx context.Context, caller messaging.Contact, a messaging.Attachment, expiry time.Duration) (string, error) {
 	const op = "attachments.SignedURL"
+	if a.Key != keyOf(a.ID) {
+		// Not an attachment as the Service returns it: its key is not the
+		// one the Service gave its file.
+		return "", wiring.Wrap(op, notFound(a.ID))
+	}
 	if ok, err := s.canView(ctx, caller, a); err != nil || !ok {
 		if err == nil {
 			err = notFound(a.ID)

@@ -71,6 +71,7 @@ func testConversations(t *testing.T, newStore newStoreFunc) {
 	assertError(t, e.as(t, "alice", "PUT", "/v1/conversations/general", form("read_through="+other)), 400, *invalid("read_through"))
 	assertError(t, e.as(t, "alice", "PUT", "/v1/conversations/general", form("read_through=msg_nope")), 400, *invalid("read_through"))
 	assertError(t, e.as(t, "alice", "PUT", "/v1/conversations/general", form("")), 400, *missing("read_through"))
+	assertError(t, e.as(t, "alice", "PUT", "/v1/conversations/general", form("read_through="+m2+"&read_through="+m3)), 400, *invalid("read_through"))
 	assertError(t, e.as(t, "alice", "PUT", "/v1/conversations/nope", form("read_through="+m1)), 404, *errNotFound)
 	assertError(t, e.as(t, "alice", "DELETE", "/v1/conversations/general", nil), 405, *errMethod)
 	e.assertUnchanged(t, before)
@@ -109,9 +110,18 @@ func testConversations(t *testing.T, newStore newStoreFunc) {
 	assert.Equal(t, "list", list["object"])
 	item := list["data"].([]any)[0].(map[string]any)
 	assert.Equal(t, get("alice", "general"), item, "a listed conversation is as GET shows it")
+	// Default limit 10.
+	for i := range 6 {
+		post("bob", fmt.Sprintf("more-%d", i), "hi")
+	}
+	page, more = listIDs(t, e.as(t, "alice", "GET", "/v1/conversations", nil))
+	assert.Len(t, page, 10, "ten a page by default")
+	assert.True(t, more)
 	assertError(t, e.as(t, "alice", "GET", "/v1/conversations?limit=0", nil), 400, *invalid("limit"))
 	assertError(t, e.as(t, "alice", "GET", "/v1/conversations?limit=101", nil), 400, *invalid("limit"))
 	assertError(t, e.as(t, "alice", "GET", "/v1/conversations?starting_after=nope", nil), 400, *invalid("starting_after"))
+	assertError(t, e.as(t, "alice", "GET", "/v1/conversations?ending_before=nope", nil), 400, *invalid("ending_before"))
+	assertError(t, e.as(t, "alice", "GET", "/v1/conversations?limit=2&limit=3", nil), 400, *invalid("limit"))
 	assertError(t, e.as(t, "alice", "GET", "/v1/conversations?starting_after=general&ending_before=files", nil), 400, *invalid("ending_before"))
 
 	// The policy: mallory may not see "private…" conversations.

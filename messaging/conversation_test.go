@@ -85,3 +85,34 @@ func TestMembersOnly(t *testing.T) {
 	}
 	assert.Equal(t, []string{"secret", "team"}, all)
 }
+
+// TestListLimits: every list takes the one page size limit of
+// Options.MaxListLimit; beyond it, or below 0, a Go caller gets ErrInvalid
+// naming "limit", not a page it did not ask for.
+func TestListLimits(t *testing.T) {
+	ctx := t.Context()
+	store := memstore.New()
+	msgs := messaging.New(store, &messaging.Options{MaxListLimit: 20})
+	files := attachments.New(store, memstore.NewBlobStore(), msgs, nil)
+	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
+	require.NoError(t, err)
+	for _, limit := range []int{21, -1} {
+		var errs []error
+		_, err := msgs.List(ctx, alice, messaging.ListOptions{Limit: limit})
+		errs = append(errs, err)
+		_, err = msgs.Conversations(ctx, alice, messaging.ConversationListOptions{Limit: limit})
+		errs = append(errs, err)
+		_, err = msgs.Members(ctx, "team", messaging.MemberListOptions{Limit: limit})
+		errs = append(errs, err)
+		_, err = files.List(ctx, alice, attachments.ListOptions{Limit: limit})
+		errs = append(errs, err)
+		for i, err := range errs {
+			var e *messaging.Error
+			require.ErrorAs(t, err, &e, "list %d, limit %d", i, limit)
+			assert.Equal(t, messaging.ErrInvalid, e.Kind)
+			assert.Equal(t, "limit", e.Param)
+		}
+	}
+	_, err = files.List(ctx, alice, attachments.ListOptions{Limit: 20})
+	assert.NoError(t, err, "the limit itself is allowed, for files too")
+}

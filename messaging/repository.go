@@ -15,7 +15,7 @@ type Cursor struct {
 	// Time is the item's time in the list's order: CreatedAt for messages
 	// and attachments, UpdatedAt for conversations.
 	Time time.Time
-	// ID is the item's id, which breaks ties of CreatedAt.
+	// ID is the item's id, which breaks ties of Time.
 	ID string
 }
 

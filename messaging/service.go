@@ -32,8 +32,8 @@ type Options struct {
 	MaxReactionNames int
 	// MaxAttachments is the most attachments on a message. Default: 10.
 	MaxAttachments int
-	// MaxListLimit is the largest page size of every list, messages and
-	// attachments alike. Default: 100.
+	// MaxListLimit is the largest page size of every list: messages,
+	// attachments, conversations and members. Default: 100.
 	MaxListLimit int
 	// TouchInterval is how often, at most, a contact's LastActiveAt is
 	// written by Touch. Default: one minute.
@@ -78,8 +78,9 @@ func (o *Options) withDefaults() Options {
 }
 
 // Service is the messaging API: send, list, get, update and delete
-// messages, react, mark read, link attachments. It is safe for concurrent
-// use.
+// messages, react, mark read, link attachments; list conversations with
+// each reader's unread count and move read positions; manage contacts and
+// conversation membership. It is safe for concurrent use.
 type Service struct {
 	repo   Repository
 	policy Policy

@@ -204,3 +204,29 @@ func TestSaveContactKeepsTimesNotGiven(t *testing.T) {
 	assert.Equal(t, created, stored.CreatedAt)
 	assert.Equal(t, now, stored.LastActiveAt)
 }
+
+func TestSignedURLOnlyOfTheServicesOwnAttachments(t *testing.T) {
+	ctx := t.Context()
+	store := memstore.New()
+	msgs := messaging.New(store, nil)
+	files := attachments.New(store, signingBlobs{memstore.NewBlobStore()}, msgs, nil)
+	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
+	require.NoError(t, err)
+	a, err := files.Upload(ctx, alice, attachments.Upload{Filename: "a.txt", ConversationID: "c", Body: strings.NewReader("a")})
+	require.NoError(t, err)
+	u, err := files.SignedURL(ctx, alice, a, time.Minute)
+	require.NoError(t, err)
+	assert.Contains(t, u, a.Key)
+
+	forged := a
+	forged.Key = "attachments/att_someone_elses"
+	_, err = files.SignedURL(ctx, alice, forged, time.Minute)
+	assert.ErrorIs(t, err, messaging.ErrNotFound, "a value whose key the Service did not make is signed by no one")
+}
+
+// signingBlobs signs URLs naming the key, for tests.
+type signingBlobs struct{ *memstore.BlobStore }
+
+func (signingBlobs) SignedURL(_ context.Context, key, _, _ string, _ time.Duration) (string, error) {
+	return "https://bucket.example/" + key + "?sig=x", nil
+}

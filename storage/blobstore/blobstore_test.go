@@ -361,7 +361,7 @@ func TestSignedURLUnimplemented(t *testing.T) {
 
 		// Through the Service too.
 		svc := attachments.New(nil, s, messaging.New(nil, nil), nil)
-		_, err = svc.SignedURL(context.Background(), messaging.Contact{ID: "ctc_a"}, messaging.Attachment{Key: "attachments/a", UploaderID: "ctc_a"}, time.Minute)
+		_, err = svc.SignedURL(context.Background(), messaging.Contact{ID: "ctc_a"}, messaging.Attachment{ID: "att_a", Key: "attachments/att_a", UploaderID: "ctc_a"}, time.Minute)
 		assert.ErrorIs(t, err, messaging.ErrUnimplemented, u)
 	}
 }

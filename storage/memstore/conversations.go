@@ -13,17 +13,22 @@ import (
 type conversation struct {
 	id        string
 	createdAt time.Time
-	lastSeq   int64    // the place of the newest message ever stored
-	msgs      []string // ids of its messages, oldest first
+	msgs      []string // ids of its messages, in the order they were stored
 }
 
 // member keys a contact's state in a conversation.
 type member struct{ conversation, contact string }
 
-// readPos is a read position: through the message of place seq.
+// readPos is a read position: through the message at (at, msgID) of the
+// list order.
 type readPos struct {
-	seq   int64
+	at    time.Time
 	msgID string
+}
+
+// after reports whether the message m comes after the position p.
+func (p readPos) after(m *messaging.Message) bool {
+	return p.msgID == "" || compareCursor(msgPos(m), messaging.Cursor{Time: p.at, ID: p.msgID}) > 0
 }
 
 // conversation returns the stored conversation id, storing it, created at
@@ -37,19 +42,24 @@ func (s *Store) conversation(id string, at time.Time) *conversation {
 	return c
 }
 
-// view returns c as viewer sees it.
+// viewConversation returns c as viewer sees it.
 func (s *Store) viewConversation(c *conversation, viewer string) messaging.Conversation {
 	v := messaging.Conversation{ID: c.id, CreatedAt: c.createdAt, UpdatedAt: c.createdAt, MessageCount: int64(len(c.msgs))}
-	if n := len(c.msgs); n > 0 {
-		last := s.view(s.messages[c.msgs[n-1]])
-		v.LastMessage, v.UpdatedAt = &last, last.CreatedAt
-	}
 	pos := s.reads[member{c.id, viewer}]
 	v.LastReadMessageID = pos.msgID
-	for i := len(c.msgs) - 1; i >= 0 && s.seq[c.msgs[i]] > pos.seq; i-- {
-		if s.messages[c.msgs[i]].Contact.ID != viewer {
+	var last *messaging.Message
+	for _, id := range c.msgs {
+		m := s.messages[id]
+		if last == nil || compareCursor(msgPos(m), msgPos(last)) > 0 {
+			last = m
+		}
+		if m.Contact.ID != viewer && pos.after(m) {
 			v.UnreadCount++
 		}
+	}
+	if last != nil {
+		lm := s.view(last)
+		v.LastMessage, v.UpdatedAt = &lm, lm.CreatedAt
 	}
 	return v
 }
@@ -109,8 +119,8 @@ func (s *Store) MarkRead(ctx context.Context, conversationID, contactID, message
 		return notFound("message", messageID)
 	}
 	k := member{conversationID, contactID}
-	if seq := s.seq[messageID]; seq > s.reads[k].seq {
-		s.reads[k] = readPos{seq: seq, msgID: messageID}
+	if s.reads[k].after(m) {
+		s.reads[k] = readPos{at: m.CreatedAt, msgID: messageID}
 	}
 	return nil
 }

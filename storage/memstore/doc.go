@@ -16,7 +16,7 @@
 //
 // # Errors
 //
-// Store and BlobStore return errors matching messaging.ErrNotFound,
-// ErrConflict and ErrInvalid (the same values as attachments') where the
-// interfaces require them, and ctx.Err() when ctx is done.
+// Store and BlobStore return bare kinds (messaging.ErrNotFound,
+// ErrConflict, ErrInvalid) where the interfaces require them, and ctx.Err()
+// when ctx is done.
 package memstore

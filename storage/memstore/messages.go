@@ -39,8 +39,6 @@ func (s *Store) CreateMessage(ctx context.Context, m messaging.Message, attachme
 	s.messages[m.ID] = &stored
 	s.link(&stored, links)
 	c := s.conversation(m.ConversationID, stored.CreatedAt)
-	c.lastSeq++
-	s.seq[m.ID] = c.lastSeq
 	c.msgs = append(c.msgs, m.ID)
 	return nil
 }
@@ -217,7 +215,6 @@ func (s *Store) DeleteMessage(ctx context.Context, id string) ([]messaging.Attac
 	delete(s.linked, id)
 	c := s.convs[s.messages[id].ConversationID]
 	c.msgs = slices.DeleteFunc(c.msgs, func(x string) bool { return x == id })
-	delete(s.seq, id)
 	delete(s.messages, id)
 	return removed, nil
 }

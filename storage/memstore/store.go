@@ -25,7 +25,6 @@ type Store struct {
 	pending   []string                        // keys of pending deletions, oldest first
 
 	convs   map[string]*conversation // by id
-	seq     map[string]int64         // message id -> its place in its conversation
 	reads   map[member]readPos       // read positions
 	members map[member]time.Time     // memberships -> joined at
 }
@@ -44,7 +43,6 @@ func New() *Store {
 		atts:      make(map[string]messaging.Attachment),
 		linked:    make(map[string][]string),
 		convs:     make(map[string]*conversation),
-		seq:       make(map[string]int64),
 		reads:     make(map[member]readPos),
 		members:   make(map[member]time.Time),
 	}
@@ -70,7 +68,7 @@ func compareCursor(a, b messaging.Cursor) int {
 	return cmp.Compare(a.ID, b.ID)
 }
 
-// page selects a page of items sorted newest first, as the ListQuery types
+// page selects a page of items sorted newest first, as the query types
 // describe: Limit items just older than after, or just newer than before
 // (still newest first), or the newest, and whether more lie beyond them in
 // the direction of travel.

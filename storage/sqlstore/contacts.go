@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -56,7 +57,7 @@ func nullable(s string) any {
 
 const contactCols = "id, username, phone_number, avatar_url, last_active_at, created_at"
 
-var errUsernameTaken = &messaging.Error{Kind: messaging.ErrConflict, Param: "username", Message: "username is taken by another contact"}
+var errUsernameTaken = fmt.Errorf("sqlstore: username taken: %w", messaging.ErrConflict)
 
 // PutContact inserts the contact, or replaces every field of the contact
 // with the same ID. Errors: ErrConflict if another contact has the username.

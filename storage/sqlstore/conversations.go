@@ -9,12 +9,12 @@ import (
 	"github.com/parleychat/parley/messaging"
 )
 
-// A conversation is a row of conversations with its counters; each message
-// has a place (seq) in its conversation, given in commit order under the
-// conversation's row lock; each contact's state in a conversation is a row
-// of conversation_members: its membership, its read position (read_seq)
-// and three counters, so that its unread count is arithmetic, never a
-// count of rows:
+// A conversation is a row of conversations with its counters and last
+// message; each contact's state in a conversation is a row of
+// conversation_members: its membership, its read position (the
+// (created_at, id) of the message it read through, in the order of the
+// lists) and three counters, so that its unread count is arithmetic, never
+// a count of rows:
 //
 //	unread = (message_count - read_count) - (own_count - own_read_count)
 //
@@ -22,7 +22,9 @@ import (
 // own_count the contact's own messages, own_read_count those of them at or
 // before the position. Sends, deletes and reads keep them in the
 // transactions that change them, each first locking the conversation row,
-// so that they are exact under concurrent callers.
+// so that they are exact under concurrent callers; a message stored with a
+// time before some reader's position (another instance's clock) counts as
+// read for that reader, as it sits before the position in the list.
 
 // conversationRow is a conversation joined with one contact's state in it.
 type conversationRow struct {
@@ -204,33 +206,48 @@ func (s *Store) scopeBranch(col string, all bool, memberID string, ids []string)
 	return branch{}, false
 }
 
-// touchConversation counts a new message of m's conversation, storing the
-// conversation if it is new, and returns the message's place in it. It
-// locks the conversation row until the transaction ends.
-func (s *Store) touchConversation(ctx context.Context, tx bun.Tx, m messaging.Message) (int64, error) {
+// touchConversation counts a new message m of its conversation, storing
+// the conversation if it is new: m becomes the last message unless it is
+// older than the last, and it counts as read for every reader whose
+// position is after it. The conversation row stays locked until the
+// transaction ends.
+func (s *Store) touchConversation(ctx context.Context, tx bun.Tx, m messaging.Message) error {
 	at := m.CreatedAt.UTC()
-	var seq []int64
+	q := `INSERT INTO conversations (id, created_at, updated_at, message_count, last_message_id)
+		VALUES (?, ?, ?, 1, ?) ON CONFLICT (id) DO UPDATE SET message_count = conversations.message_count + 1,
+		last_message_id = CASE WHEN ` + newest + ` THEN EXCLUDED.last_message_id ELSE conversations.last_message_id END,
+		updated_at = CASE WHEN ` + newest + ` THEN EXCLUDED.updated_at ELSE conversations.updated_at END`
 	if s.flavor == flavorMySQL {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, created_at, updated_at, message_count, last_seq, last_message_id)
-			VALUES (?, ?, ?, 1, 1, ?) ON DUPLICATE KEY UPDATE message_count = message_count + 1, last_seq = last_seq + 1,
-			updated_at = VALUES(updated_at), last_message_id = VALUES(last_message_id)`,
-			m.ConversationID, at, at, m.ID); err != nil {
-			return 0, err
-		}
-		if err := tx.NewRaw("SELECT last_seq FROM conversations WHERE id = ?", m.ConversationID).Scan(ctx, &seq); err != nil {
-			return 0, err
-		}
-	} else if err := tx.NewRaw(`INSERT INTO conversations (id, created_at, updated_at, message_count, last_seq, last_message_id)
-			VALUES (?, ?, ?, 1, 1, ?) ON CONFLICT (id) DO UPDATE SET message_count = conversations.message_count + 1,
-			last_seq = conversations.last_seq + 1, updated_at = EXCLUDED.updated_at, last_message_id = EXCLUDED.last_message_id
-			RETURNING last_seq`, m.ConversationID, at, at, m.ID).Scan(ctx, &seq); err != nil {
-		return 0, err
+		// Assignments run in order, each seeing those before it.
+		q = `INSERT INTO conversations (id, created_at, updated_at, message_count, last_message_id)
+			VALUES (?, ?, ?, 1, ?) ON DUPLICATE KEY UPDATE message_count = message_count + 1,
+			last_message_id = IF(last_message_id IS NULL OR VALUES(updated_at) > updated_at
+				OR (VALUES(updated_at) = updated_at AND VALUES(last_message_id) > last_message_id), VALUES(last_message_id), last_message_id),
+			updated_at = IF(last_message_id = VALUES(last_message_id), VALUES(updated_at), updated_at)`
 	}
-	if len(seq) == 0 {
-		return 0, notFound("conversation")
+	if _, err := tx.ExecContext(ctx, q, m.ConversationID, at, at, m.ID); err != nil {
+		return err
 	}
-	return seq[0], s.countOwn(ctx, tx, m.ConversationID, m.Contact.ID)
+	if _, err := tx.ExecContext(ctx, `UPDATE conversation_members SET read_count = read_count + 1,
+		own_read_count = own_read_count + CASE WHEN contact_id = ? THEN 1 ELSE 0 END
+		WHERE conversation_id = ? AND `+afterPosition, m.Contact.ID, m.ConversationID, at, at, m.ID); err != nil {
+		return err
+	}
+	return s.countOwn(ctx, tx, m.ConversationID, m.Contact.ID)
 }
+
+// newest is the condition that an upsert's new message comes after the
+// conversation's last one.
+const newest = `(conversations.last_message_id IS NULL OR EXCLUDED.updated_at > conversations.updated_at
+	OR (EXCLUDED.updated_at = conversations.updated_at AND EXCLUDED.last_message_id > conversations.last_message_id))`
+
+// afterPosition is the condition that a member's read position is after
+// the message (?, ?) (created_at, then id; the time given twice); atOrAfterPosition
+// that it is at or after it.
+const (
+	afterPosition     = `(read_created > ? OR (read_created = ? AND read_message_id > ?))`
+	atOrAfterPosition = `(read_created > ? OR (read_created = ? AND read_message_id >= ?))`
+)
 
 // countOwn counts a new message of contact in conv.
 func (s *Store) countOwn(ctx context.Context, tx bun.Tx, conv, contact string) error {
@@ -254,20 +271,19 @@ func (s *Store) fileConversation(ctx context.Context, db bun.IConn, conv string,
 	return err
 }
 
-// uncountMessage takes the message of place seq, sent by contact, out of
-// the counters of conv, before the message row is deleted in the same
-// transaction; then, if it was the newest, makes the next newest the last
-// message (run it after the delete: see lastMessageGone).
-func (s *Store) uncountMessage(ctx context.Context, tx bun.Tx, conv, contact string, seq int64) error {
+// uncountMessage takes m, about to be deleted in the same transaction,
+// out of the counters of its conversation.
+func (s *Store) uncountMessage(ctx context.Context, tx bun.Tx, m *messageRow) error {
+	at := m.CreatedAt.UTC()
 	for _, q := range []struct {
 		sql  string
 		args []any
 	}{
-		{"UPDATE conversations SET message_count = message_count - 1 WHERE id = ?", []any{conv}},
-		{"UPDATE conversation_members SET read_count = read_count - 1 WHERE conversation_id = ? AND read_seq >= ?", []any{conv, seq}},
-		{`UPDATE conversation_members SET own_count = own_count - 1,
-			own_read_count = own_read_count - CASE WHEN read_seq >= ? THEN 1 ELSE 0 END
-			WHERE conversation_id = ? AND contact_id = ?`, []any{seq, conv, contact}},
+		{"UPDATE conversations SET message_count = message_count - 1 WHERE id = ?", []any{m.ConversationID}},
+		{`UPDATE conversation_members SET read_count = read_count - 1,
+			own_read_count = own_read_count - CASE WHEN contact_id = ? THEN 1 ELSE 0 END
+			WHERE conversation_id = ? AND ` + atOrAfterPosition, []any{m.ContactID, m.ConversationID, at, at, m.ID}},
+		{"UPDATE conversation_members SET own_count = own_count - 1 WHERE conversation_id = ? AND contact_id = ?", []any{m.ConversationID, m.ContactID}},
 	} {
 		if _, err := tx.ExecContext(ctx, q.sql, q.args...); err != nil {
 			return err
@@ -280,21 +296,24 @@ func (s *Store) uncountMessage(ctx context.Context, tx bun.Tx, conv, contact str
 // message, if the last one was id (deleted in this transaction).
 func (s *Store) lastMessageGone(ctx context.Context, tx bun.Tx, conv, id string) error {
 	_, err := tx.ExecContext(ctx, `UPDATE conversations SET
-		last_message_id = (SELECT m.id FROM messages AS m WHERE m.conversation_id = ? ORDER BY m.seq DESC LIMIT 1),
-		updated_at = COALESCE((SELECT m.created_at FROM messages AS m WHERE m.conversation_id = ? ORDER BY m.seq DESC LIMIT 1), created_at)
+		last_message_id = (SELECT m.id FROM messages AS m WHERE m.conversation_id = ? ORDER BY m.created_at DESC, m.id DESC LIMIT 1),
+		updated_at = COALESCE((SELECT m.created_at FROM messages AS m WHERE m.conversation_id = ? ORDER BY m.created_at DESC, m.id DESC LIMIT 1), created_at)
 		WHERE id = ? AND last_message_id = ?`, conv, conv, conv, id)
 	return err
 }
 
-// memberState is a contact's read position in a conversation.
+// memberState is a contact's read position and counters in a
+// conversation.
 type memberState struct {
-	ReadSeq int64 `bun:"read_seq"`
+	ReadCreated *time.Time `bun:"read_created"`
+	ReadID      *string    `bun:"read_message_id"`
+	OwnCount    int64      `bun:"own_count"`
 }
 
-// placeRow is a message's place and sender.
+// placeRow is a message's place in its conversation's order, and sender.
 type placeRow struct {
-	Seq       int64  `bun:"seq"`
-	ContactID string `bun:"contact_id"`
+	CreatedAt time.Time `bun:"created_at"`
+	ContactID string    `bun:"contact_id"`
 }
 
 // rangeCount counts the messages of a range of places, and the reader's
@@ -304,27 +323,36 @@ type rangeCount struct {
 	Own int64 `bun:"own"`
 }
 
+// tailCap is the most messages MarkRead counts after the new position; a
+// position further back counts the messages it passes instead.
+const tailCap = 1000
+
 // MarkRead moves contactID's read position in the conversation forward to
-// messageID, counting the messages it passes (the cost grows with the
-// messages newly read, never with the conversation).
+// messageID. Its counters come from the messages after the new position
+// (none, when it reads through the newest), or, when there are more than
+// tailCap of them, from the messages it passes: the cost grows with
+// neither the conversation nor a long way back.
 func (s *Store) MarkRead(ctx context.Context, conversationID, contactID, messageID string) error {
 	return wrapErr("sqlstore.MarkRead", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		// Lock the conversation first, as sends and deletes do; on MySQL
 		// this also makes the reads below see every change committed
 		// before the lock (their snapshot starts after it).
-		var ids []string
-		if err := tx.NewRaw("SELECT id FROM conversations WHERE id = ?"+s.forUpdate(), conversationID).Scan(ctx, &ids); err != nil {
+		var conv []struct {
+			Count int64 `bun:"message_count"`
+		}
+		if err := tx.NewRaw("SELECT message_count FROM conversations WHERE id = ?"+s.forUpdate(), conversationID).Scan(ctx, &conv); err != nil {
 			return err
 		}
 		var at []placeRow
-		if len(ids) > 0 {
-			if err := tx.NewRaw("SELECT seq, contact_id FROM messages WHERE id = ? AND conversation_id = ?", messageID, conversationID).Scan(ctx, &at); err != nil {
+		if len(conv) > 0 {
+			if err := tx.NewRaw("SELECT created_at, contact_id FROM messages WHERE id = ? AND conversation_id = ?", messageID, conversationID).Scan(ctx, &at); err != nil {
 				return err
 			}
 		}
 		if len(at) == 0 {
 			return notFound("message")
 		}
+		to := at[0].CreatedAt.UTC()
 		ignore := "INSERT INTO conversation_members (conversation_id, contact_id) VALUES (?, ?) ON CONFLICT (conversation_id, contact_id) DO NOTHING"
 		if s.flavor == flavorMySQL {
 			ignore = "INSERT INTO conversation_members (conversation_id, contact_id) VALUES (?, ?) ON DUPLICATE KEY UPDATE contact_id = contact_id"
@@ -333,22 +361,42 @@ func (s *Store) MarkRead(ctx context.Context, conversationID, contactID, message
 			return err
 		}
 		var st []memberState
-		if err := tx.NewRaw("SELECT read_seq FROM conversation_members WHERE conversation_id = ? AND contact_id = ?"+s.forUpdate(),
+		if err := tx.NewRaw("SELECT read_created, read_message_id, own_count FROM conversation_members WHERE conversation_id = ? AND contact_id = ?"+s.forUpdate(),
 			conversationID, contactID).Scan(ctx, &st); err != nil {
 			return err
 		}
-		from, to := st[0].ReadSeq, at[0].Seq
-		if to <= from {
+		from := st[0]
+		if from.ReadCreated != nil && (from.ReadCreated.After(to) || from.ReadCreated.Equal(to) && *from.ReadID >= messageID) {
 			return nil // positions never move back
 		}
-		var n []rangeCount
-		if err := tx.NewRaw(`SELECT COUNT(*) AS n, COALESCE(SUM(CASE WHEN contact_id = ? THEN 1 ELSE 0 END), 0) AS own
-			FROM messages WHERE conversation_id = ? AND seq > ? AND seq <= ?`, contactID, conversationID, from, to).Scan(ctx, &n); err != nil {
+		count := func(where string, args ...any) (rangeCount, error) {
+			var n []rangeCount
+			err := tx.NewRaw(`SELECT COUNT(*) AS n, COALESCE(SUM(CASE WHEN contact_id = ? THEN 1 ELSE 0 END), 0) AS own
+				FROM (SELECT contact_id FROM messages WHERE conversation_id = ? AND `+where+` LIMIT ?) AS r`,
+				append(append([]any{contactID, conversationID}, args...), tailCap+1)...).Scan(ctx, &n)
+			return n[0], err
+		}
+		tail, err := count("(created_at > ? OR (created_at = ? AND id > ?)) ORDER BY created_at, id", to, to, messageID)
+		if err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE conversation_members SET read_seq = ?, read_message_id = ?,
-			read_count = read_count + ?, own_read_count = own_read_count + ?
-			WHERE conversation_id = ? AND contact_id = ?`, to, messageID, n[0].All, n[0].Own, conversationID, contactID)
+		set, args := "read_count = ?, own_read_count = ?", []any{conv[0].Count - tail.All, from.OwnCount - tail.Own}
+		if tail.All > tailCap {
+			passed := "(created_at < ? OR (created_at = ? AND id <= ?))"
+			pargs := []any{to, to, messageID}
+			if from.ReadCreated != nil {
+				passed += " AND (created_at > ? OR (created_at = ? AND id > ?))"
+				pargs = append(pargs, *from.ReadCreated, *from.ReadCreated, *from.ReadID)
+			}
+			var n []rangeCount
+			if err := tx.NewRaw(`SELECT COUNT(*) AS n, COALESCE(SUM(CASE WHEN contact_id = ? THEN 1 ELSE 0 END), 0) AS own
+				FROM messages WHERE conversation_id = ? AND `+passed, append([]any{contactID, conversationID}, pargs...)...).Scan(ctx, &n); err != nil {
+				return err
+			}
+			set, args = "read_count = read_count + ?, own_read_count = own_read_count + ?", []any{n[0].All, n[0].Own}
+		}
+		_, err = tx.ExecContext(ctx, "UPDATE conversation_members SET read_created = ?, read_message_id = ?, "+set+
+			" WHERE conversation_id = ? AND contact_id = ?", append(append([]any{to, messageID}, args...), conversationID, contactID)...)
 		return err
 	}))
 }

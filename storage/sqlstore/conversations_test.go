@@ -1,6 +1,7 @@
 package sqlstore_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -94,6 +95,104 @@ func TestMigrateConversationsUpgrade(t *testing.T) {
 			assert.EqualValues(t, 2, conv("c", bob).UnreadCount, "a read message went")
 			require.NoError(t, s.MarkRead(ctx, "c", bob, m.ID))
 			assert.Zero(t, conv("c", bob).UnreadCount)
+		})
+	}
+}
+
+// TestMarkReadFarBack reads through messages more than tailCap before the
+// newest, where MarkRead counts the messages it passes rather than those
+// after the position, and checks the counts against both ways.
+func TestMarkReadFarBack(t *testing.T) {
+	for _, e := range backendtest.SQL(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			ctx := t.Context()
+			s := e.Open(t)
+			at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+			alice := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: at}
+			bob := messaging.Contact{ID: ids.New(ids.Contact), Username: "bob", CreatedAt: at}
+			require.NoError(t, s.PutContact(ctx, alice))
+			require.NoError(t, s.PutContact(ctx, bob))
+			const n = 2500
+			msgs := make([]messaging.Message, n)
+			for i := range msgs {
+				who := alice
+				if i%5 == 0 {
+					who = bob // bob wrote every fifth
+				}
+				t := at.Add(time.Duration(i) * time.Millisecond)
+				msgs[i] = messaging.Message{ID: ids.NewAt(ids.Message, t), ConversationID: "c", Contact: who, Text: "m", CreatedAt: t}
+			}
+			require.NoError(t, s.ImportMessages(ctx, msgs))
+			unread := func() int64 {
+				t.Helper()
+				c, err := s.GetConversation(ctx, "c", bob.ID)
+				require.NoError(t, err)
+				return c.UnreadCount
+			}
+			others := func(from int) int64 { // alice's messages after index from
+				k := int64(0)
+				for i := from + 1; i < n; i++ {
+					if i%5 != 0 {
+						k++
+					}
+				}
+				return k
+			}
+			assert.Equal(t, others(-1), unread())
+			for _, i := range []int{99, 1200, 1499, 2400, n - 1} { // far back, far, near, near, the newest
+				require.NoError(t, s.MarkRead(ctx, "c", bob.ID, msgs[i].ID))
+				assert.Equal(t, others(i), unread(), "read through %d", i)
+			}
+		})
+	}
+}
+
+// TestConversationsPageInFixedQueries: a page of conversations costs the
+// same number of queries whatever its size: the conversations, their last
+// messages, and those messages' reactions and attachments; one more to
+// resolve a member's memberships.
+func TestConversationsPageInFixedQueries(t *testing.T) {
+	for _, e := range backendtest.SQL(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			ctx := t.Context()
+			s := e.Open(t)
+			start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+			c := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: start}
+			require.NoError(t, s.PutContact(ctx, c))
+			for i := range 40 {
+				at := start.Add(time.Duration(i) * time.Second)
+				conv := fmt.Sprintf("c%02d", i)
+				a := messaging.Attachment{ID: ids.NewAt(ids.Attachment, at), UploaderID: c.ID, Filename: "f.txt", FileType: "text/plain", Key: fmt.Sprintf("k/%d", i), CreatedAt: at}
+				require.NoError(t, s.CreateAttachment(ctx, a))
+				m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: conv, Contact: c, Text: "m", CreatedAt: at}
+				require.NoError(t, s.CreateMessage(ctx, m, []string{a.ID}))
+				_, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"alice"}}}})
+				require.NoError(t, err)
+				require.NoError(t, s.AddMember(ctx, conv, c.ID, at))
+			}
+			reads := sqlstore.CountReads(s)
+			for _, q := range []struct {
+				name  string
+				q     messaging.ConversationQuery
+				reads int64
+			}{
+				{"all", messaging.ConversationQuery{ViewerID: c.ID, All: true}, 4},
+				{"member of many", messaging.ConversationQuery{ViewerID: c.ID, MemberID: c.ID}, 5},
+			} {
+				for _, limit := range []int{1, 5, 30} {
+					reads.Store(0)
+					q.q.Limit = limit
+					items, _, err := s.ListConversations(ctx, q.q)
+					require.NoError(t, err)
+					require.Len(t, items, limit)
+					for _, it := range items {
+						require.NotNil(t, it.LastMessage)
+						assert.Len(t, it.LastMessage.Reactions, 1)
+						assert.Len(t, it.LastMessage.Attachments, 1)
+					}
+					assert.Equal(t, q.reads, reads.Load(), "%s: queries for a page of %d", q.name, limit)
+				}
+			}
 		})
 	}
 }

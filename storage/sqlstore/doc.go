@@ -41,9 +41,9 @@
 //
 // # Errors
 //
-// Contract conditions are the messaging and attachments sentinels:
-// ErrNotFound, ErrConflict (a username taken, an attachment linked
-// elsewhere) and ErrInvalid (a limit of messaging.MessageChange). A
+// Contract conditions are bare messaging kinds: ErrNotFound, ErrConflict
+// (a username taken, an attachment linked elsewhere), and the error of a
+// messaging.MessageChange's Check as it is. A
 // database that cannot be reached gives an error matching
 // messaging.ErrUnavailable, with the driver's error as its cause. Other
 // errors are the driver's, after the store has retried serialization

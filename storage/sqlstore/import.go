@@ -28,7 +28,6 @@ type importRow struct {
 	ContactID      string    `bun:"contact_id"`
 	Text           string    `bun:"text"`
 	CreatedAt      time.Time `bun:"created_at"`
-	Seq            int64     `bun:"seq"`
 }
 
 // ImportMessages inserts msgs, for bulk loads and migrations: multi-row
@@ -44,9 +43,8 @@ type importRow struct {
 // be empty (an import of messages with either fails with an error matching
 // messaging.ErrInvalid, storing nothing). A message id that exists already
 // fails the call with an error matching messaging.ErrConflict, storing
-// nothing of it. The messages of each conversation take their places in it
-// after those stored before, in the order of their CreatedAt and ID, and
-// are counted in its counters as sends are.
+// nothing of it. The messages are counted in their conversations'
+// counters as sends are.
 func (s *Store) ImportMessages(ctx context.Context, msgs []messaging.Message) error {
 	if len(msgs) == 0 {
 		return nil
@@ -78,12 +76,19 @@ func (s *Store) ImportMessages(ctx context.Context, msgs []messaging.Message) er
 				return err
 			}
 		}
-		return nil
+		var convs []string
+		for i, r := range rows {
+			if i == 0 || r.ConversationID != rows[i-1].ConversationID {
+				convs = append(convs, r.ConversationID)
+			}
+		}
+		return s.recountReaders(ctx, tx, convs)
 	}))
 }
 
 // placeImports counts rows (sorted by conversation, then time) in their
-// conversations' counters and gives each its place.
+// conversations' counters, as sends are; a reader whose position is after
+// an imported message has its counts made again from the rows.
 func (s *Store) placeImports(ctx context.Context, tx bun.Tx, rows []importRow) error {
 	for start := 0; start < len(rows); {
 		conv := rows[start].ConversationID
@@ -94,26 +99,19 @@ func (s *Store) placeImports(ctx context.Context, tx bun.Tx, rows []importRow) e
 			end++
 		}
 		n, first, last := end-start, rows[start], rows[end-1]
-		var seq []int64
+		q := `INSERT INTO conversations (id, created_at, updated_at, message_count, last_message_id)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET message_count = conversations.message_count + EXCLUDED.message_count,
+			last_message_id = CASE WHEN ` + newest + ` THEN EXCLUDED.last_message_id ELSE conversations.last_message_id END,
+			updated_at = CASE WHEN ` + newest + ` THEN EXCLUDED.updated_at ELSE conversations.updated_at END`
 		if s.flavor == flavorMySQL {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, created_at, updated_at, message_count, last_seq, last_message_id)
-				VALUES (?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE message_count = message_count + VALUES(message_count),
-				last_seq = last_seq + VALUES(last_seq), updated_at = VALUES(updated_at), last_message_id = VALUES(last_message_id)`,
-				conv, first.CreatedAt, last.CreatedAt, n, n, last.ID); err != nil {
-				return err
-			}
-			if err := tx.NewRaw("SELECT last_seq FROM conversations WHERE id = ?", conv).Scan(ctx, &seq); err != nil {
-				return err
-			}
-		} else if err := tx.NewRaw(`INSERT INTO conversations (id, created_at, updated_at, message_count, last_seq, last_message_id)
-				VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET message_count = conversations.message_count + EXCLUDED.message_count,
-				last_seq = conversations.last_seq + EXCLUDED.last_seq, updated_at = EXCLUDED.updated_at, last_message_id = EXCLUDED.last_message_id
-				RETURNING last_seq`, conv, first.CreatedAt, last.CreatedAt, n, n, last.ID).Scan(ctx, &seq); err != nil {
-			return err
+			q = `INSERT INTO conversations (id, created_at, updated_at, message_count, last_message_id)
+				VALUES (?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE message_count = message_count + VALUES(message_count),
+				last_message_id = IF(last_message_id IS NULL OR VALUES(updated_at) > updated_at
+					OR (VALUES(updated_at) = updated_at AND VALUES(last_message_id) > last_message_id), VALUES(last_message_id), last_message_id),
+				updated_at = IF(last_message_id = VALUES(last_message_id), VALUES(updated_at), updated_at)`
 		}
-		base := seq[0] - int64(n)
-		for i := start; i < end; i++ {
-			rows[i].Seq = base + int64(i-start) + 1
+		if _, err := tx.ExecContext(ctx, q, conv, first.CreatedAt, last.CreatedAt, n, last.ID); err != nil {
+			return err
 		}
 		for contact, k := range own {
 			q := `INSERT INTO conversation_members (conversation_id, contact_id, own_count) VALUES (?, ?, ?)
@@ -129,4 +127,17 @@ func (s *Store) placeImports(ctx context.Context, tx bun.Tx, rows []importRow) e
 		start = end
 	}
 	return nil
+}
+
+// recountReaders makes again, from the rows, the counts of the readers of
+// convs who have a read position (after an import, whose messages may sit
+// before some of them).
+func (s *Store) recountReaders(ctx context.Context, tx bun.Tx, convs []string) error {
+	const before = `m.conversation_id = conversation_members.conversation_id AND (m.created_at < conversation_members.read_created
+		OR (m.created_at = conversation_members.read_created AND m.id <= conversation_members.read_message_id))`
+	_, err := tx.ExecContext(ctx, `UPDATE conversation_members SET
+		read_count = (SELECT COUNT(*) FROM messages AS m WHERE `+before+`),
+		own_read_count = (SELECT COUNT(*) FROM messages AS m WHERE `+before+` AND m.contact_id = conversation_members.contact_id)
+		WHERE conversation_id IN (?) AND read_created IS NOT NULL`, idList(convs))
+	return err
 }

@@ -22,7 +22,6 @@ type messageRow struct {
 	UpdatedAt       time.Time `bun:"updated_at"`
 	ReactionCount   int       `bun:"reaction_count"`
 	AttachmentCount int       `bun:"attachment_count"`
-	Seq             int64     `bun:"seq"`
 
 	ContactUsername     string    `bun:"contact_username"`
 	ContactPhoneNumber  string    `bun:"contact_phone_number"`
@@ -34,7 +33,7 @@ type messageRow struct {
 const (
 	// messageOwnCols are the columns of messages AS m: those of messageRow
 	// without the contact's.
-	messageOwnCols  = `m.id, m.conversation_id, m.contact_id, m.text, m.read_at, m.created_at, m.updated_at, m.reaction_count, m.attachment_count, m.seq`
+	messageOwnCols  = `m.id, m.conversation_id, m.contact_id, m.text, m.read_at, m.created_at, m.updated_at, m.reaction_count, m.attachment_count`
 	contactJoinCols = `c.username AS contact_username, c.phone_number AS contact_phone_number, c.avatar_url AS contact_avatar_url,
 		c.last_active_at AS contact_last_active_at, c.created_at AS contact_created_at`
 	messageCols = messageOwnCols + ", " + contactJoinCols
@@ -57,11 +56,10 @@ func (s *Store) CreateMessage(ctx context.Context, m messaging.Message, attachme
 	// here: the message has as many as there are distinct ids.
 	atts := dedupe(attachmentIDs)
 	return wrapErr("sqlstore.CreateMessage", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		seq, err := s.touchConversation(ctx, tx, m)
-		if err != nil {
+		if err := s.touchConversation(ctx, tx, m); err != nil {
 			return err
 		}
-		if err := insertMessage(ctx, tx, m, len(atts), seq); err != nil {
+		if err := insertMessage(ctx, tx, m, len(atts)); err != nil {
 			return err
 		}
 		if len(atts) == 0 {
@@ -71,12 +69,11 @@ func (s *Store) CreateMessage(ctx context.Context, m messaging.Message, attachme
 	}))
 }
 
-// insertMessage inserts the row of m, with attachments linked attachments,
-// at place seq of its conversation.
-func insertMessage(ctx context.Context, db bun.IConn, m messaging.Message, attachments int, seq int64) error {
-	_, err := db.ExecContext(ctx, `INSERT INTO messages (id, conversation_id, contact_id, text, read_at, created_at, updated_at, attachment_count, seq)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		m.ID, m.ConversationID, m.Contact.ID, m.Text, ts(m.ReadAt), m.CreatedAt.UTC(), ts(m.UpdatedAt), attachments, seq)
+// insertMessage inserts the row of m, with attachments linked attachments.
+func insertMessage(ctx context.Context, db bun.IConn, m messaging.Message, attachments int) error {
+	_, err := db.ExecContext(ctx, `INSERT INTO messages (id, conversation_id, contact_id, text, read_at, created_at, updated_at, attachment_count)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		m.ID, m.ConversationID, m.Contact.ID, m.Text, ts(m.ReadAt), m.CreatedAt.UTC(), ts(m.UpdatedAt), attachments)
 	if isUniqueViolation(err) {
 		return conflict("a message with this id exists")
 	}
@@ -577,7 +574,7 @@ func (s *Store) DeleteMessage(ctx context.Context, id string) ([]messaging.Attac
 			}
 		}
 		r := &rows[0]
-		if err := s.uncountMessage(ctx, tx, r.ConversationID, r.ContactID, r.Seq); err != nil {
+		if err := s.uncountMessage(ctx, tx, r); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, "DELETE FROM messages WHERE id = ?", id); err != nil {

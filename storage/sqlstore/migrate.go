@@ -226,10 +226,10 @@ var versions = []version{{
 	},
 }, {
 	// Conversations as a resource: one row per conversation with its
-	// counters, each message's place (seq) in its conversation, and each
-	// contact's state in a conversation (membership, read position and
-	// the counters its unread count is made of). Filled from the rows
-	// already there: nobody has read anything yet.
+	// counters and last message, and each contact's state in a
+	// conversation (membership, read position and the counters its unread
+	// count is made of). Filled from the rows already there: nobody has
+	// read anything yet.
 	Name:    "20261123000001",
 	Comment: "conversations",
 	SQL: map[flavor][]string{
@@ -239,24 +239,21 @@ var versions = []version{{
 				created_at TIMESTAMP NOT NULL,
 				updated_at TIMESTAMP NOT NULL,
 				message_count INTEGER NOT NULL DEFAULT 0,
-				last_seq INTEGER NOT NULL DEFAULT 0,
 				last_message_id TEXT)`,
 			`CREATE INDEX IF NOT EXISTS conversations_updated ON conversations (updated_at DESC, id DESC)`,
-			`ALTER TABLE messages ADD COLUMN seq INTEGER NOT NULL DEFAULT 0`,
 			`CREATE TABLE IF NOT EXISTS conversation_members (
 				conversation_id TEXT NOT NULL,
 				contact_id TEXT NOT NULL,
 				is_member INTEGER NOT NULL DEFAULT 0,
 				joined_at TIMESTAMP,
-				read_seq INTEGER NOT NULL DEFAULT 0,
+				read_created TIMESTAMP,
 				read_message_id TEXT,
 				read_count INTEGER NOT NULL DEFAULT 0,
 				own_count INTEGER NOT NULL DEFAULT 0,
 				own_read_count INTEGER NOT NULL DEFAULT 0,
 				PRIMARY KEY (conversation_id, contact_id))`,
 			`CREATE INDEX IF NOT EXISTS conversation_members_contact ON conversation_members (contact_id, conversation_id)`,
-			`UPDATE messages SET seq = r.rn FROM (` + messagePlaces + `) AS r WHERE messages.id = r.id`,
-			`CREATE INDEX IF NOT EXISTS messages_conversation_seq ON messages (conversation_id, seq, contact_id)`,
+			`CREATE INDEX IF NOT EXISTS conversation_members_read ON conversation_members (conversation_id, read_created, read_message_id)`,
 			backfillConversations,
 			backfillLastMessages,
 			backfillFiledConversations,
@@ -269,57 +266,52 @@ var versions = []version{{
 				created_at timestamptz NOT NULL,
 				updated_at timestamptz NOT NULL,
 				message_count bigint NOT NULL DEFAULT 0,
-				last_seq bigint NOT NULL DEFAULT 0,
 				last_message_id text COLLATE "C")`,
 			`CREATE INDEX IF NOT EXISTS conversations_updated ON conversations (updated_at DESC, id DESC)`,
-			`ALTER TABLE messages ADD COLUMN IF NOT EXISTS seq bigint NOT NULL DEFAULT 0`,
 			`CREATE TABLE IF NOT EXISTS conversation_members (
 				conversation_id text COLLATE "C" NOT NULL,
 				contact_id text COLLATE "C" NOT NULL,
 				is_member boolean NOT NULL DEFAULT false,
 				joined_at timestamptz,
-				read_seq bigint NOT NULL DEFAULT 0,
+				read_created timestamptz,
 				read_message_id text COLLATE "C",
 				read_count bigint NOT NULL DEFAULT 0,
 				own_count bigint NOT NULL DEFAULT 0,
 				own_read_count bigint NOT NULL DEFAULT 0,
 				PRIMARY KEY (conversation_id, contact_id))`,
 			`CREATE INDEX IF NOT EXISTS conversation_members_contact ON conversation_members (contact_id, conversation_id)`,
-			`UPDATE messages AS m SET seq = r.rn FROM (` + messagePlaces + `) AS r WHERE m.id = r.id`,
-			`CREATE INDEX IF NOT EXISTS messages_conversation_seq ON messages (conversation_id, seq, contact_id)`,
+			`CREATE INDEX IF NOT EXISTS conversation_members_read ON conversation_members (conversation_id, read_created, read_message_id)`,
 			backfillConversations,
 			backfillLastMessages,
 			backfillFiledConversations,
 			backfillEarlierFiles,
 			backfillSenders,
 		},
-		// Not transactional: a repeated run skips the column that exists
-		// (error 1060), and the inserts ignore rows that exist.
+		// Not transactional: a repeated run finds the tables there, and the
+		// inserts ignore rows that exist.
 		flavorMySQL: {
 			`CREATE TABLE IF NOT EXISTS conversations (
 				id VARCHAR(128) NOT NULL PRIMARY KEY,
 				created_at DATETIME(6) NOT NULL,
 				updated_at DATETIME(6) NOT NULL,
 				message_count BIGINT NOT NULL DEFAULT 0,
-				last_seq BIGINT NOT NULL DEFAULT 0,
 				last_message_id VARCHAR(64) NULL,
 				KEY conversations_updated (updated_at, id)
 			) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
-			`ALTER TABLE messages ADD COLUMN seq BIGINT NOT NULL DEFAULT 0, ADD KEY messages_conversation_seq (conversation_id, seq, contact_id)`,
 			`CREATE TABLE IF NOT EXISTS conversation_members (
 				conversation_id VARCHAR(128) NOT NULL,
 				contact_id VARCHAR(64) NOT NULL,
 				is_member BOOLEAN NOT NULL DEFAULT FALSE,
 				joined_at DATETIME(6) NULL,
-				read_seq BIGINT NOT NULL DEFAULT 0,
+				read_created DATETIME(6) NULL,
 				read_message_id VARCHAR(64) NULL,
 				read_count BIGINT NOT NULL DEFAULT 0,
 				own_count BIGINT NOT NULL DEFAULT 0,
 				own_read_count BIGINT NOT NULL DEFAULT 0,
 				PRIMARY KEY (conversation_id, contact_id),
-				KEY conversation_members_contact (contact_id, conversation_id)
+				KEY conversation_members_contact (contact_id, conversation_id),
+				KEY conversation_members_read (conversation_id, read_created, read_message_id)
 			) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
-			`UPDATE messages AS m JOIN (` + messagePlaces + `) AS r ON m.id = r.id SET m.seq = r.rn`,
 			"INSERT IGNORE" + backfillConversations[len("INSERT"):],
 			backfillLastMessages,
 			"INSERT IGNORE" + backfillFiledConversations[len("INSERT"):],
@@ -331,15 +323,12 @@ var versions = []version{{
 
 // The backfill of version "conversations".
 const (
-	// messagePlaces numbers each conversation's messages from 1, oldest
-	// first.
-	messagePlaces = `SELECT id, ROW_NUMBER() OVER (PARTITION BY conversation_id ORDER BY created_at, id) AS rn FROM messages`
 	// backfillConversations stores the conversations of the messages.
-	backfillConversations = `INSERT INTO conversations (id, created_at, updated_at, message_count, last_seq)
-		SELECT conversation_id, MIN(created_at), MAX(created_at), COUNT(*), COUNT(*) FROM messages GROUP BY conversation_id`
-	backfillLastMessages = `UPDATE conversations SET last_message_id =
-		(SELECT m.id FROM messages AS m WHERE m.conversation_id = conversations.id AND m.seq = conversations.last_seq)
-		WHERE last_seq > 0`
+	backfillConversations = `INSERT INTO conversations (id, created_at, updated_at, message_count)
+		SELECT conversation_id, MIN(created_at), MAX(created_at), COUNT(*) FROM messages GROUP BY conversation_id`
+	backfillLastMessages = `UPDATE conversations SET last_message_id = (SELECT m.id FROM messages AS m
+		WHERE m.conversation_id = conversations.id ORDER BY m.created_at DESC, m.id DESC LIMIT 1)
+		WHERE message_count > 0`
 	// backfillFiledConversations stores the conversations that have filed
 	// attachments and no message.
 	backfillFiledConversations = `INSERT INTO conversations (id, created_at, updated_at)

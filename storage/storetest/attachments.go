@@ -37,7 +37,7 @@ func testAttachmentRoundTrip(t *testing.T, h *harness) {
 	filed.Key = attachments.KeyPrefix + filed.ID
 	require.NoError(t, h.s.CreateAttachment(h.ctx, filed))
 	got := h.getAttachment(filed.ID)
-	assert.Equal(t, filed, got, "every field comes back; FileURL stays empty")
+	assert.Equal(t, filed, got, "every field comes back")
 	assertUTC(t, got.CreatedAt, "CreatedAt")
 
 	unfiled := newAttachment("", alice.ID, at(2).In(time.FixedZone("UTC+1", 3600)))

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,6 +22,7 @@ var conversationTests = []test{
 	{"unread_counts", testUnreadCounts},
 	{"counts_across_deletes", testCountsAcrossDeletes},
 	{"positions_never_move_back", testPositionsNeverMoveBack},
+	{"late_messages_take_their_place", testLateMessages},
 	{"mark_read_other_conversation", testMarkReadOtherConversation},
 	{"concurrent_sends_reads_deletes", testConcurrentConversation},
 	{"members", testMembers},
@@ -287,20 +289,25 @@ func testConcurrentConversation(t *testing.T, h *harness) {
 	c := h.conv("c", people[0])
 	assert.EqualValues(t, len(msgs), c.MessageCount)
 	require.NotNil(t, c.LastMessage)
+	assert.Equal(t, msgs[0].ID, c.LastMessage.ID, "the newest of the list")
+	created := map[string]time.Time{}
+	for _, m := range seed {
+		created[m.ID] = m.CreatedAt
+	}
 	for _, p := range people {
-		// Exact counts: unread is the others' messages after the position;
-		// reading through the last leaves none.
-		before := h.conv("c", p)
-		others := 0
+		// Exact counts: the others' messages after the position, in the
+		// list's order (the position's message may be deleted).
+		got := h.conv("c", p)
+		want := 0
 		for _, m := range msgs {
-			if m.Contact.ID != p.ID {
-				others++
+			if m.Contact.ID == p.ID {
+				continue
+			}
+			if got.LastReadMessageID == "" || compareItems(item{m.ID, m.CreatedAt}, item{got.LastReadMessageID, created[got.LastReadMessageID]}) > 0 {
+				want++
 			}
 		}
-		if before.LastReadMessageID == "" {
-			assert.EqualValues(t, others, before.UnreadCount, "%s never read: every message of the others is unread", p.Username)
-		}
-		assert.LessOrEqual(t, before.UnreadCount, int64(others))
+		assert.EqualValues(t, want, got.UnreadCount, "%s, read through %q", p.Username, got.LastReadMessageID)
 		h.markRead("c", p, c.LastMessage.ID)
 		assert.Zero(t, h.conv("c", p).UnreadCount, "%s read everything", p.Username)
 	}
@@ -308,6 +315,47 @@ func testConcurrentConversation(t *testing.T, h *harness) {
 	for _, p := range people[1:] {
 		assert.EqualValues(t, 1, h.conv("c", p).UnreadCount)
 	}
+}
+
+// compareItems orders list items by (at, id).
+func compareItems(a, b item) int {
+	if c := a.at.Compare(b.at); c != 0 {
+		return c
+	}
+	return compareStrings(a.id, b.id)
+}
+
+// testLateMessages stores a message with a time before the newest's
+// (another instance's clock): it takes its place in the list by its time,
+// the last message stays the newest, and it is unread exactly for the
+// readers whose position is before it.
+func testLateMessages(t *testing.T, h *harness) {
+	alice, bob, carol := h.contact("alice"), h.contact("bob"), h.contact("carol")
+	m1 := h.message("c", alice, at(1))
+	m3 := h.message("c", alice, at(3))
+	h.markRead("c", bob, m3.ID)   // bob is past the late message's place
+	h.markRead("c", carol, m1.ID) // carol is before it
+	late := h.message("c", alice, at(2))
+
+	c := h.conv("c", bob)
+	assert.EqualValues(t, 3, c.MessageCount)
+	require.NotNil(t, c.LastMessage)
+	assert.Equal(t, m3.ID, c.LastMessage.ID, "the newest stays the last message")
+	assert.Equal(t, at(3), c.UpdatedAt)
+	assert.Zero(t, c.UnreadCount, "before bob's position: read")
+	assert.EqualValues(t, 2, h.conv("c", carol).UnreadCount, "after carol's position: unread")
+
+	list, _, err := h.s.ListMessages(h.ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
+	require.NoError(t, err)
+	assert.Equal(t, []string{m3.ID, late.ID, m1.ID}, messageIDs(list))
+
+	// Deleting it undoes exactly what storing it did.
+	_, err = h.s.DeleteMessage(h.ctx, late.ID)
+	require.NoError(t, err)
+	assert.Zero(t, h.conv("c", bob).UnreadCount)
+	assert.EqualValues(t, 1, h.conv("c", carol).UnreadCount)
+	h.markRead("c", carol, m3.ID)
+	assert.Zero(t, h.conv("c", carol).UnreadCount)
 }
 
 func errorsIsNotFound(err error) bool { return messaging.KindOf(err) == messaging.ErrNotFound }

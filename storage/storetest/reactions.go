@@ -132,5 +132,5 @@ func testMaxReactionNames(t *testing.T, h *harness) {
 	assertMessage(t, before, h.get(m.ID), "nothing of the failed change is applied, not even the reactor of an existing name")
 
 	got = h.update(m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{r("d", "y")}})
-	require.Len(t, got.Reactions, 4, "MaxReactionNames 0 means no limit")
+	require.Len(t, got.Reactions, 4, "without a Check, no limit")
 }
