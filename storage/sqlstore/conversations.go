@@ -53,10 +53,12 @@ const (
 // row, so that a list walks its time index newest first and stops at its
 // page, however many conversations the contact is in.
 //
-// MySQL/MariaDB would turn EXISTS into a semi-join that reads every
-// membership and sorts their rows; a scalar subquery keeps the walk.
+// PostgreSQL takes EXISTS as that probe. MySQL/MariaDB would turn it into
+// a semi-join that reads every membership and sorts their rows, and SQLite
+// would first build a Bloom filter of every membership; a scalar subquery
+// keeps the walk on both.
 func (s *Store) memberOf(col string) string {
-	if s.flavor == flavorMySQL {
+	if s.flavor != flavorPostgres {
 		return "(SELECT cm.is_member FROM conversation_members AS cm WHERE cm.conversation_id = " + col + " AND cm.contact_id = ?) = TRUE"
 	}
 	return "EXISTS (SELECT 1 FROM conversation_members AS cm WHERE cm.conversation_id = " + col + " AND cm.contact_id = ? AND cm.is_member = TRUE)"
