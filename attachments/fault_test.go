@@ -98,14 +98,14 @@ type faultRepo struct {
 	forgetDeletion   func(ctx context.Context, key string) error
 }
 
-func (r *faultRepo) CreateAttachment(ctx context.Context, a messaging.Attachment) error {
+func (r *faultRepo) CreateAttachment(ctx context.Context, a messaging.Attachment, rec messaging.Recorder) error {
 	r.mu.Lock()
 	fn := r.createAttachment
 	r.mu.Unlock()
 	if fn != nil {
 		return fn(ctx, a)
 	}
-	return r.Store.CreateAttachment(ctx, a)
+	return r.Store.CreateAttachment(ctx, a, rec)
 }
 
 func (r *faultRepo) ForgetDeletion(ctx context.Context, key string) error {

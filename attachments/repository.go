@@ -37,11 +37,15 @@ type AttachmentQuery struct {
 // Repository stores attachment rows. Implementations must be safe for
 // concurrent use. The storetest package checks every obligation below.
 //
+// The writes take a messaging.Recorder, whose events they store in their
+// transaction, as messaging.Repository's writes do.
+//
 // Times are stored with at least microsecond precision and returned in UTC.
 type Repository interface {
 	// CreateAttachment stores a new attachment row. a.MessageID is "" (the
-	// Service links attachments through messaging.Repository).
-	CreateAttachment(ctx context.Context, a messaging.Attachment) error
+	// Service links attachments through messaging.Repository). rec's
+	// Change.Attachments holds the row as stored.
+	CreateAttachment(ctx context.Context, a messaging.Attachment, rec messaging.Recorder) error
 
 	// GetAttachment returns the attachment. If none exists, it must return an
 	// error for which errors.Is(err, messaging.ErrNotFound) is true.
@@ -54,13 +58,17 @@ type Repository interface {
 	ListAttachments(ctx context.Context, q AttachmentQuery) (items []messaging.Attachment, hasMore bool, err error)
 
 	// RenameAttachment sets the file name and returns the updated row, or an
-	// error matching messaging.ErrNotFound.
-	RenameAttachment(ctx context.Context, id, filename string) (messaging.Attachment, error)
+	// error matching messaging.ErrNotFound. rec's Change.Attachments holds
+	// the updated row.
+	RenameAttachment(ctx context.Context, id, filename string, rec messaging.Recorder) (messaging.Attachment, error)
 
 	// DeleteAttachment removes the row and, in the same transaction, records
 	// its Key as a pending deletion (see PendingDeletions). It returns an
-	// error matching messaging.ErrNotFound if there is no such row.
-	DeleteAttachment(ctx context.Context, id string) (messaging.Attachment, error)
+	// error matching messaging.ErrNotFound if there is no such row. rec's
+	// Change.Removed holds the removed row and, when it was linked,
+	// Change.Message its message after the removal (as GetMessage would
+	// return it then).
+	DeleteAttachment(ctx context.Context, id string, rec messaging.Recorder) (messaging.Attachment, error)
 
 	// PendingDeletions returns up to limit blob keys whose rows are gone but
 	// whose objects may still exist, oldest first.

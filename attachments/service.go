@@ -161,7 +161,7 @@ func (s *Service) upload(ctx context.Context, caller messaging.Contact, u Upload
 		ctype = http.DetectContentType(head)
 	}
 
-	now := s.opts.Now().UTC().Truncate(time.Microsecond)
+	now := s.now()
 	id := ids.NewAt(ids.Attachment, now)
 	a := messaging.Attachment{
 		ID:             id,
@@ -183,11 +183,14 @@ func (s *Service) upload(ctx context.Context, caller messaging.Contact, u Upload
 	}
 	a.FileSize = cr.n
 	a.SHA256 = cr.Sum()
-	a.CreatedAt = s.opts.Now().UTC().Truncate(time.Microsecond)
-	if err := s.repo.CreateAttachment(ctx, a); err != nil {
+	a.CreatedAt = s.now()
+	if err := s.repo.CreateAttachment(ctx, a, s.recorder(func(c messaging.Change) []messaging.Event {
+		return attachmentEvents(messaging.EventAttachmentCreated, c.Attachments, a.CreatedAt)
+	})); err != nil {
 		s.removeBlob(context.WithoutCancel(ctx), a.Key)
 		return messaging.Attachment{}, err
 	}
+	s.notify()
 	if u.MessageID == "" {
 		return a, nil
 	}
@@ -550,7 +553,14 @@ func (s *Service) rename(ctx context.Context, caller messaging.Contact, id, file
 	if a.UploaderID != caller.ID {
 		return messaging.Attachment{}, &messaging.Error{Kind: messaging.ErrPermission, Message: "only the uploader may rename an attachment"}
 	}
-	return s.repo.RenameAttachment(ctx, id, name)
+	now := s.now()
+	a, err = s.repo.RenameAttachment(ctx, id, name, s.recorder(func(c messaging.Change) []messaging.Event {
+		return attachmentEvents(messaging.EventAttachmentUpdated, c.Attachments, now)
+	}))
+	if err == nil {
+		s.notify()
+	}
+	return a, err
 }
 
 // Delete removes the attachment's row and file; it disappears from its
@@ -568,13 +578,17 @@ func (s *Service) delete(ctx context.Context, caller messaging.Contact, id strin
 	if a.UploaderID != caller.ID {
 		return &messaging.Error{Kind: messaging.ErrPermission, Message: "only the uploader may delete an attachment"}
 	}
-	a, err = s.repo.DeleteAttachment(ctx, id)
+	now := s.now()
+	a, err = s.repo.DeleteAttachment(ctx, id, s.recorder(func(c messaging.Change) []messaging.Event {
+		return deleteEvents(c, now)
+	}))
 	if errors.Is(err, messaging.ErrNotFound) {
 		return notFound(id)
 	}
 	if err != nil {
 		return err
 	}
+	s.notify()
 	s.removeFiles(context.WithoutCancel(ctx), []string{a.Key})
 	return nil
 }

@@ -112,7 +112,7 @@ func newBenchEnv(b *testing.B, store storetest.Store, blobs attachments.BlobStor
 		require.NoError(b, imp.ImportMessages(ctx, all))
 	} else {
 		for _, m := range all {
-			require.NoError(b, store.CreateMessage(ctx, m, nil))
+			require.NoError(b, store.CreateMessage(ctx, m, nil, nil))
 		}
 	}
 	e.first = all[benchConvSize-1].ID

@@ -62,7 +62,7 @@ func TestUnreachableBucket(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
 	att := messaging.Attachment{ID: "att_01jzzzzzzzzzzzzzzzzzzzzzzz", ConversationID: "c", UploaderID: e.users["alice"].ID,
 		Filename: "a.txt", FileType: "text/plain", FileSize: 5, Key: "attachments/att_01jzzzzzzzzzzzzzzzzzzzzzzz", CreatedAt: now}
-	require.NoError(t, store.CreateAttachment(e.ctx, att))
+	require.NoError(t, store.CreateAttachment(e.ctx, att, nil))
 	res = e.as(t, "alice", "GET", "/v1/attachments/"+att.ID+"/a.txt", nil)
 	assert503(t, res)
 }

@@ -206,13 +206,19 @@ func (s *Service) markRead(ctx context.Context, caller Contact, conversationID, 
 	if !ids.Valid(ids.Message, messageID) {
 		return Conversation{}, notHere
 	}
-	err := s.repo.MarkRead(ctx, conversationID, caller.ID, messageID)
+	now := s.now()
+	err := s.repo.MarkRead(ctx, conversationID, caller.ID, messageID, s.recorder(func(c Change) []Event {
+		e := newEvent(EventConversationRead, conversationID, now)
+		e.AudienceID, e.Conversation = caller.ID, c.Conversation
+		return []Event{e}
+	}))
 	if errors.Is(err, ErrNotFound) {
 		return Conversation{}, notHere
 	}
 	if err != nil {
 		return Conversation{}, err
 	}
+	s.notify()
 	return s.conversation(ctx, caller, conversationID)
 }
 

@@ -96,11 +96,11 @@ func TestKindNames(t *testing.T) {
 // Service's check and the repository's link.
 type vanishingAttachments struct{ *memstore.Store }
 
-func (v vanishingAttachments) CreateMessage(ctx context.Context, m messaging.Message, attIDs []string) error {
+func (v vanishingAttachments) CreateMessage(ctx context.Context, m messaging.Message, attIDs []string, rec messaging.Recorder) error {
 	if len(attIDs) > 0 {
 		return fmt.Errorf("memstore: no attachment %q: %w", attIDs[0], messaging.ErrNotFound)
 	}
-	return v.Store.CreateMessage(ctx, m, attIDs)
+	return v.Store.CreateMessage(ctx, m, attIDs, rec)
 }
 
 func TestAttachmentGoneBeforeTheLinkIsInvalidNotNotFound(t *testing.T) {
@@ -110,7 +110,7 @@ func TestAttachmentGoneBeforeTheLinkIsInvalidNotNotFound(t *testing.T) {
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(t, err)
 	att := messaging.Attachment{ID: "att_01jz8k3x4y5z6a7b8c9d0e1f2g", UploaderID: alice.ID, Filename: "a.txt", Key: "attachments/x"}
-	require.NoError(t, store.CreateAttachment(ctx, att))
+	require.NoError(t, store.CreateAttachment(ctx, att, nil))
 
 	_, err = msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "general", Text: "see attached", Attachments: []string{att.ID}})
 	require.Error(t, err)

@@ -105,6 +105,11 @@ type MessageChange struct {
 	// change; when it returns an error, the repository changes nothing and
 	// returns that error as it is.
 	Check func(before, after MessageCounts) error
+	// Record, when not nil, is the change's Recorder: the repository calls
+	// it after the change, in the change's transaction, with
+	// Change.Message set to the message as UpdateMessage returns it, and
+	// stores the events it returns (see Recorder).
+	Record Recorder
 }
 
 // MessageCounts are the numbers a MessageChange's Check decides by.
@@ -127,6 +132,14 @@ type MessageCounts struct {
 // returned bare or wrapped with fmt.Errorf's %w; a backend that cannot
 // reach its storage returns an error of kind ErrUnavailable. The wording
 // people read is the Service's.
+//
+// Every write that changes a message or a conversation takes a Recorder
+// (in MessageChange for UpdateMessage): the repository calls it inside the
+// write's transaction with what changed, and stores the events it returns
+// in the same transaction, as the outbox that package events reads
+// (events.Repository). An event is stored if and only if its change
+// commits. Each method says what it reports in the Change; a call that
+// fails calls no Recorder, or stores nothing of what it returned.
 //
 // Times are stored with at least microsecond precision and returned in UTC.
 type Repository interface {
@@ -152,7 +165,9 @@ type Repository interface {
 	// ConversationID. It fails, storing nothing, with an error matching
 	// ErrNotFound if an attachment does not exist, and ErrConflict if one is
 	// linked to another message or belongs to another conversation.
-	CreateMessage(ctx context.Context, m Message, attachmentIDs []string) error
+	// rec's Change.Message is m as stored, with m.Contact as given, no
+	// reactions, and its attachments as linked, oldest first.
+	CreateMessage(ctx context.Context, m Message, attachmentIDs []string, rec Recorder) error
 
 	// GetMessage returns the message with its contact (every field, as
 	// stored now), reactions and attachments (oldest first), or an error
@@ -174,8 +189,10 @@ type Repository interface {
 	// DeleteMessage removes the message, its reactions and its attachment
 	// rows, and records the attachments' keys as pending deletions (see
 	// attachments.Repository), in one transaction. It returns the removed
-	// attachments, or an error matching ErrNotFound.
-	DeleteMessage(ctx context.Context, id string) ([]Attachment, error)
+	// attachments, or an error matching ErrNotFound. rec's Change.Message
+	// holds the deleted message's ID, ConversationID and Contact.ID, and
+	// Change.Removed its removed attachments, oldest first.
+	DeleteMessage(ctx context.Context, id string, rec Recorder) ([]Attachment, error)
 
 	// GetAttachment returns the attachment row, or an error matching
 	// ErrNotFound (the same method as attachments.Repository's).
@@ -202,8 +219,11 @@ type Repository interface {
 	// MarkRead moves contactID's read position in the conversation
 	// forward to messageID; a message at or before the position changes
 	// nothing. It returns an error matching ErrNotFound when messageID is
-	// not a message of the conversation.
-	MarkRead(ctx context.Context, conversationID, contactID, messageID string) error
+	// not a message of the conversation. When the position moves, rec is
+	// called with Change.Conversation: the conversation as contactID sees
+	// it after the move (as GetConversation would return it); when it does
+	// not, rec is not called.
+	MarkRead(ctx context.Context, conversationID, contactID, messageID string, rec Recorder) error
 
 	// AddMember records the membership (joined at at); an existing one is
 	// kept as it is. An unknown contact is an error matching ErrNotFound.

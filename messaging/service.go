@@ -89,7 +89,11 @@ type Service struct {
 	// attachments Service built on this one (see package wiring). Without
 	// one, the keys stay pending deletions for attachments' Reconcile.
 	removeFiles atomic.Pointer[func(ctx context.Context, keys []string)]
-	touched     sync.Map // contact id -> time.Time of the last TouchContact
+	// committed is called after each write that recorded events; set by the
+	// events Feed built on this Service (see package wiring). While it is
+	// nil, writes record no events.
+	committed atomic.Pointer[func()]
+	touched   sync.Map // contact id -> time.Time of the last TouchContact
 	// contacts caches contacts as read from the repository, for the
 	// responses of Create: contact id -> cachedContact.
 	contacts sync.Map
@@ -111,18 +115,34 @@ func init() {
 	wiring.Bind = func(msgs any, removeFiles func(ctx context.Context, keys []string)) wiring.Domain {
 		s := msgs.(*Service)
 		s.removeFiles.Store(&removeFiles)
-		return wiring.Domain{
-			CanView: s.policy.CanView,
-			Scope: func(ctx context.Context, contactID string) (bool, string, []string, error) {
-				sc, err := s.policy.Scope(ctx, contactID)
-				member := ""
-				if sc.Members {
-					member = contactID
-				}
-				return sc.All, member, sc.ConversationIDs, err
-			},
-			MaxListLimit: s.opts.MaxListLimit,
-		}
+		return s.domain()
+	}
+	wiring.BindFeed = func(msgs any, committed func()) wiring.Domain {
+		s := msgs.(*Service)
+		s.committed.Store(&committed)
+		return s.domain()
+	}
+}
+
+// domain is what the services built on s enforce as s does.
+func (s *Service) domain() wiring.Domain {
+	return wiring.Domain{
+		CanView: s.policy.CanView,
+		Scope: func(ctx context.Context, contactID string) (bool, string, []string, error) {
+			sc, err := s.policy.Scope(ctx, contactID)
+			member := ""
+			if sc.Members {
+				member = contactID
+			}
+			return sc.All, member, sc.ConversationIDs, err
+		},
+		MaxListLimit: s.opts.MaxListLimit,
+		Committed: func() func() {
+			if f := s.committed.Load(); f != nil {
+				return *f
+			}
+			return nil
+		},
 	}
 }
 
@@ -328,17 +348,26 @@ func (s *Service) create(ctx context.Context, caller Contact, in NewMessage) (Me
 		Text:           in.Text,
 		CreatedAt:      now,
 	}
-	if err := s.repo.CreateMessage(ctx, m, in.Attachments); err != nil {
-		return Message{}, linkError(err)
-	}
-	// The message is stored: from here on, no error may make the client
-	// think otherwise (and send it again). What cannot be read back is
-	// answered from what is in hand.
+	// The sender as stored (read at most TouchInterval ago) is the
+	// message's contact, in the answer and in the event. A failure to read
+	// it fails nothing: the answer is made from what is in hand.
 	if c, err := s.contact(ctx, caller.ID); err == nil {
 		m.Contact = c
 	} else {
 		s.opts.Logger.WarnContext(ctx, "messaging: cannot read the sender of a new message", "message", m.ID, "err", err)
 	}
+	rec := s.recorder(func(c Change) []Event {
+		// Every attachment of a new message is linked by its creation.
+		linked := make(map[string]bool, len(c.Message.Attachments))
+		for _, a := range c.Message.Attachments {
+			linked[a.ID] = true
+		}
+		return append([]Event{messageEvent(EventMessageCreated, *c.Message, now)}, linkedEvents(*c.Message, linked, now)...)
+	})
+	if err := s.repo.CreateMessage(ctx, m, in.Attachments, rec); err != nil {
+		return Message{}, linkError(err)
+	}
+	s.notify()
 	m.Reactions, m.Attachments = []Reaction{}, atts
 	slices.SortFunc(m.Attachments, func(a, b Attachment) int { // oldest first, as stored
 		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
@@ -622,8 +651,13 @@ func (s *Service) update(ctx context.Context, caller Contact, id string, u Updat
 	if (u.Text != nil || len(u.Attachments) > 0) && m.Contact.ID != caller.ID {
 		return Message{}, &Error{Kind: ErrPermission, Message: "only the sender may edit a message or add attachments"}
 	}
-	if _, err := s.linkable(ctx, caller, m.ID, m.ConversationID, u.Attachments); err != nil {
+	atts, err := s.linkable(ctx, caller, m.ID, m.ConversationID, u.Attachments)
+	if err != nil {
 		return Message{}, err
+	}
+	linked := make(map[string]bool, len(atts))
+	for _, a := range atts {
+		linked[a.ID] = a.MessageID != m.ID // linked by this update, not before
 	}
 	now := s.now()
 	ch := MessageChange{
@@ -633,6 +667,9 @@ func (s *Service) update(ctx context.Context, caller Contact, id string, u Updat
 		Read:            u.Read,
 		ReadAt:          now,
 		Check:           s.checkCounts,
+		Record: s.recorder(func(c Change) []Event {
+			return append([]Event{messageEvent(EventMessageUpdated, *c.Message, now)}, linkedEvents(*c.Message, linked, now)...)
+		}),
 	}
 	if u.Text != nil || len(u.Reactions) > 0 || len(u.Attachments) > 0 {
 		ch.UpdatedAt = now
@@ -640,6 +677,9 @@ func (s *Service) update(ctx context.Context, caller Contact, id string, u Updat
 	m, err = s.repo.UpdateMessage(ctx, id, ch)
 	if errors.Is(err, ErrNotFound) && s.gone(ctx, id) {
 		return Message{}, notFound(id)
+	}
+	if err == nil {
+		s.notify()
 	}
 	return m, linkError(err)
 }
@@ -704,9 +744,18 @@ func (s *Service) removeReaction(ctx context.Context, caller Contact, id, name s
 	if _, err := s.get(ctx, caller, id); err != nil {
 		return Message{}, err
 	}
-	m, err := s.repo.UpdateMessage(ctx, id, MessageChange{RemoveReaction: &Reaction{Name: name, Reactors: []string{caller.Username}}})
+	now := s.now()
+	m, err := s.repo.UpdateMessage(ctx, id, MessageChange{
+		RemoveReaction: &Reaction{Name: name, Reactors: []string{caller.Username}},
+		Record: s.recorder(func(c Change) []Event {
+			return []Event{messageEvent(EventMessageUpdated, *c.Message, now)}
+		}),
+	})
 	if errors.Is(err, ErrNotFound) {
 		return Message{}, notFound(id)
+	}
+	if err == nil {
+		s.notify()
 	}
 	return m, err
 }
@@ -726,13 +775,25 @@ func (s *Service) delete(ctx context.Context, caller Contact, id string) error {
 	if m.Contact.ID != caller.ID {
 		return &Error{Kind: ErrPermission, Message: "only the sender may delete a message"}
 	}
-	atts, err := s.repo.DeleteMessage(ctx, id)
+	now := s.now()
+	atts, err := s.repo.DeleteMessage(ctx, id, s.recorder(func(c Change) []Event {
+		e := newEvent(EventMessageDeleted, c.Message.ConversationID, now)
+		e.DeletedID = c.Message.ID
+		evs := []Event{e}
+		for _, a := range c.Removed {
+			e := newEvent(EventAttachmentDeleted, a.ConversationID, now)
+			e.DeletedID = a.ID
+			evs = append(evs, e)
+		}
+		return evs
+	}))
 	if errors.Is(err, ErrNotFound) {
 		return notFound(id)
 	}
 	if err != nil {
 		return err
 	}
+	s.notify()
 	if remove := s.removeFiles.Load(); remove != nil && len(atts) > 0 {
 		keys := make([]string, len(atts))
 		for i, a := range atts {

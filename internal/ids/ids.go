@@ -21,6 +21,7 @@ const (
 	Message    = "msg_"
 	Attachment = "att_"
 	Contact    = "ctc_"
+	Event      = "evt_"
 )
 
 var (

@@ -20,7 +20,14 @@ var Wrap func(op string, err error) error
 // largest page size.
 var Bind func(msgs any, removeFiles func(ctx context.Context, keys []string)) Domain
 
-// Domain is what an attachments Service takes from its messaging Service.
+// BindFeed ties an events Feed to msgs, a *messaging.Service: from then
+// on msgs, and the attachments Service built on it, record an event for
+// every change and call committed after each write that recorded some.
+// BindFeed returns what the Feed enforces as msgs does.
+var BindFeed func(msgs any, committed func()) Domain
+
+// Domain is what an attachments Service (or an events Feed) takes from its
+// messaging Service.
 type Domain struct {
 	// CanView reports whether the contact may see the conversation.
 	CanView func(ctx context.Context, contactID, conversationID string) (bool, error)
@@ -29,4 +36,8 @@ type Domain struct {
 	Scope func(ctx context.Context, contactID string) (all bool, memberID string, ids []string, err error)
 	// MaxListLimit is the largest page size.
 	MaxListLimit int
+	// Committed returns the function to call after a write that recorded
+	// events commits, or nil while no Feed is bound: writes then record
+	// none.
+	Committed func() func()
 }

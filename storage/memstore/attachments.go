@@ -15,7 +15,7 @@ func attPos(a messaging.Attachment) messaging.Cursor {
 
 // CreateAttachment stores a new attachment row. An existing ID is an
 // error matching messaging.ErrConflict.
-func (s *Store) CreateAttachment(ctx context.Context, a messaging.Attachment) error {
+func (s *Store) CreateAttachment(ctx context.Context, a messaging.Attachment, rec messaging.Recorder) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -32,6 +32,7 @@ func (s *Store) CreateAttachment(ctx context.Context, a messaging.Attachment) er
 	if a.MessageID != "" {
 		s.linked[a.MessageID] = append(s.linked[a.MessageID], a.ID)
 	}
+	s.record(rec, messaging.Change{Attachments: []messaging.Attachment{a}})
 	return nil
 }
 
@@ -83,7 +84,7 @@ func (s *Store) ListAttachments(ctx context.Context, q attachments.AttachmentQue
 
 // RenameAttachment sets the file name and returns the updated row, or an
 // error matching messaging.ErrNotFound.
-func (s *Store) RenameAttachment(ctx context.Context, id, filename string) (messaging.Attachment, error) {
+func (s *Store) RenameAttachment(ctx context.Context, id, filename string, rec messaging.Recorder) (messaging.Attachment, error) {
 	if err := ctx.Err(); err != nil {
 		return messaging.Attachment{}, err
 	}
@@ -95,13 +96,14 @@ func (s *Store) RenameAttachment(ctx context.Context, id, filename string) (mess
 	}
 	a.Filename = filename
 	s.atts[id] = a
+	s.record(rec, messaging.Change{Attachments: []messaging.Attachment{a}})
 	return a, nil
 }
 
 // DeleteAttachment removes the row (and so the attachment from its
 // message), records its Key as a pending deletion and returns the row, or
 // an error matching messaging.ErrNotFound.
-func (s *Store) DeleteAttachment(ctx context.Context, id string) (messaging.Attachment, error) {
+func (s *Store) DeleteAttachment(ctx context.Context, id string, rec messaging.Recorder) (messaging.Attachment, error) {
 	if err := ctx.Err(); err != nil {
 		return messaging.Attachment{}, err
 	}
@@ -116,6 +118,12 @@ func (s *Store) DeleteAttachment(ctx context.Context, id string) (messaging.Atta
 		s.linked[a.MessageID] = slices.DeleteFunc(s.linked[a.MessageID], func(x string) bool { return x == id })
 	}
 	s.pending = append(s.pending, a.Key)
+	c := messaging.Change{Removed: []messaging.Attachment{a}}
+	if m, ok := s.messages[a.MessageID]; ok {
+		v := s.view(m)
+		c.Message = &v
+	}
+	s.record(rec, c)
 	return a, nil
 }
 

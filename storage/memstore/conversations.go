@@ -108,7 +108,7 @@ func (s *Store) ListConversations(ctx context.Context, q messaging.ConversationQ
 }
 
 // MarkRead moves contactID's read position forward to messageID.
-func (s *Store) MarkRead(ctx context.Context, conversationID, contactID, messageID string) error {
+func (s *Store) MarkRead(ctx context.Context, conversationID, contactID, messageID string, rec messaging.Recorder) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -121,6 +121,8 @@ func (s *Store) MarkRead(ctx context.Context, conversationID, contactID, message
 	k := member{conversationID, contactID}
 	if s.reads[k].after(m) {
 		s.reads[k] = readPos{at: m.CreatedAt, msgID: messageID}
+		c := s.viewConversation(s.convs[conversationID], contactID)
+		s.record(rec, messaging.Change{Conversation: &c})
 	}
 	return nil
 }

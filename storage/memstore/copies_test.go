@@ -23,10 +23,10 @@ func TestReturnsCopies(t *testing.T) {
 	alice := messaging.Contact{ID: "ctc_1", Username: "alice", CreatedAt: now}
 	require.NoError(t, s.PutContact(ctx, alice))
 	att := messaging.Attachment{ID: "att_1", ConversationID: "c", UploaderID: alice.ID, Filename: "a.txt", Key: "k1", CreatedAt: now}
-	require.NoError(t, s.CreateAttachment(ctx, att))
+	require.NoError(t, s.CreateAttachment(ctx, att, nil))
 	add := []messaging.Reaction{{Name: "👍", Reactors: []string{"alice"}}}
 	m := messaging.Message{ID: "msg_1", ConversationID: "c", Contact: messaging.Contact{ID: alice.ID}, Text: "hi", CreatedAt: now}
-	require.NoError(t, s.CreateMessage(ctx, m, []string{att.ID}))
+	require.NoError(t, s.CreateMessage(ctx, m, []string{att.ID}, nil))
 	_, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: add})
 	require.NoError(t, err)
 	add[0].Reactors[0] = "mallory" // the caller's slice is not kept

@@ -25,13 +25,13 @@ func TestErrorKinds(t *testing.T) {
 	alice := messaging.Contact{ID: "ctc_1", Username: "alice", CreatedAt: now}
 	require.NoError(t, s.PutContact(ctx, alice))
 	att := messaging.Attachment{ID: "att_1", ConversationID: "c", UploaderID: alice.ID, Filename: "a.txt", Key: "k1", CreatedAt: now}
-	require.NoError(t, s.CreateAttachment(ctx, att))
+	require.NoError(t, s.CreateAttachment(ctx, att, nil))
 	other := messaging.Attachment{ID: "att_2", ConversationID: "elsewhere", UploaderID: alice.ID, Filename: "b.txt", Key: "k2", CreatedAt: now}
-	require.NoError(t, s.CreateAttachment(ctx, other))
+	require.NoError(t, s.CreateAttachment(ctx, other, nil))
 	third := messaging.Attachment{ID: "att_3", ConversationID: "c", UploaderID: alice.ID, Filename: "c.txt", Key: "k3", CreatedAt: now}
-	require.NoError(t, s.CreateAttachment(ctx, third))
+	require.NoError(t, s.CreateAttachment(ctx, third, nil))
 	m := messaging.Message{ID: "msg_1", ConversationID: "c", Contact: messaging.Contact{ID: alice.ID}, Text: "hi", CreatedAt: now}
-	require.NoError(t, s.CreateMessage(ctx, m, []string{att.ID}))
+	require.NoError(t, s.CreateMessage(ctx, m, []string{att.ID}, nil))
 	reacted := []messaging.Reaction{{Name: "a", Reactors: []string{"alice"}}, {Name: "b", Reactors: []string{"alice"}}}
 	after := &messaging.Cursor{Time: now, ID: "x"}
 	mafter := &messaging.Cursor{Time: now, ID: "x"}
@@ -45,11 +45,11 @@ func TestErrorKinds(t *testing.T) {
 		{"contact not found", func() error { _, err := s.GetContact(ctx, "ctc_9"); return err }(), messaging.ErrNotFound},
 		{"attachment not found", func() error { _, err := s.GetAttachment(ctx, "att_9"); return err }(), messaging.ErrNotFound},
 		{"username taken", s.PutContact(ctx, messaging.Contact{ID: "ctc_2", Username: "alice", CreatedAt: now}), messaging.ErrConflict},
-		{"message exists", s.CreateMessage(ctx, m, nil), messaging.ErrConflict},
-		{"attachment exists", s.CreateAttachment(ctx, att), messaging.ErrConflict},
-		{"attachment linked elsewhere", s.CreateMessage(ctx, messaging.Message{ID: "msg_2", ConversationID: "c", Contact: messaging.Contact{ID: alice.ID}, CreatedAt: now}, []string{att.ID}),
+		{"message exists", s.CreateMessage(ctx, m, nil, nil), messaging.ErrConflict},
+		{"attachment exists", s.CreateAttachment(ctx, att, nil), messaging.ErrConflict},
+		{"attachment linked elsewhere", s.CreateMessage(ctx, messaging.Message{ID: "msg_2", ConversationID: "c", Contact: messaging.Contact{ID: alice.ID}, CreatedAt: now}, []string{att.ID}, nil),
 			messaging.ErrConflict},
-		{"attachment of another conversation", s.CreateMessage(ctx, messaging.Message{ID: "msg_3", ConversationID: "c", Contact: messaging.Contact{ID: alice.ID}, CreatedAt: now}, []string{other.ID}),
+		{"attachment of another conversation", s.CreateMessage(ctx, messaging.Message{ID: "msg_3", ConversationID: "c", Contact: messaging.Contact{ID: alice.ID}, CreatedAt: now}, []string{other.ID}, nil),
 			messaging.ErrConflict},
 		{"too many reactions", func() error {
 			_, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: reacted, Check: storetest.Limits(1, 0)})

@@ -13,7 +13,7 @@ import (
 // or nothing. Errors: messaging.ErrNotFound for a missing attachment,
 // messaging.ErrConflict for an attachment linked to another message or of
 // another conversation, or for an existing message ID.
-func (s *Store) CreateMessage(ctx context.Context, m messaging.Message, attachmentIDs []string) error {
+func (s *Store) CreateMessage(ctx context.Context, m messaging.Message, attachmentIDs []string, rec messaging.Recorder) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -40,6 +40,8 @@ func (s *Store) CreateMessage(ctx context.Context, m messaging.Message, attachme
 	s.link(&stored, links)
 	c := s.conversation(m.ConversationID, stored.CreatedAt)
 	c.msgs = append(c.msgs, m.ID)
+	v := s.view(&stored)
+	s.record(rec, messaging.Change{Message: &v})
 	return nil
 }
 
@@ -191,6 +193,8 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.Messa
 	}
 	*cur = m
 	s.link(cur, links)
+	v := s.view(cur)
+	s.record(ch.Record, messaging.Change{Message: &v})
 	return s.view(cur), nil
 }
 
@@ -198,7 +202,7 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.Messa
 // records the attachments' keys as pending deletions, and returns the
 // removed attachments (oldest first), or an error matching
 // messaging.ErrNotFound.
-func (s *Store) DeleteMessage(ctx context.Context, id string) ([]messaging.Attachment, error) {
+func (s *Store) DeleteMessage(ctx context.Context, id string, rec messaging.Recorder) ([]messaging.Attachment, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -215,7 +219,9 @@ func (s *Store) DeleteMessage(ctx context.Context, id string) ([]messaging.Attac
 	delete(s.linked, id)
 	c := s.convs[s.messages[id].ConversationID]
 	c.msgs = slices.DeleteFunc(c.msgs, func(x string) bool { return x == id })
+	gone := messaging.Message{ID: id, ConversationID: c.id, Contact: messaging.Contact{ID: s.messages[id].Contact.ID}}
 	delete(s.messages, id)
+	s.record(rec, messaging.Change{Message: &gone, Removed: slices.Clone(removed)})
 	return removed, nil
 }
 

@@ -27,6 +27,8 @@ type Store struct {
 	convs   map[string]*conversation // by id
 	reads   map[member]readPos       // read positions
 	members map[member]time.Time     // memberships -> joined at
+
+	out outbox // the events the writes record
 }
 
 var (

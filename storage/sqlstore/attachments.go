@@ -46,7 +46,7 @@ func (r attachmentRow) attachment() messaging.Attachment {
 
 // CreateAttachment stores a new attachment row. Errors: ErrConflict if its
 // id or key exists.
-func (s *Store) CreateAttachment(ctx context.Context, a messaging.Attachment) error {
+func (s *Store) CreateAttachment(ctx context.Context, a messaging.Attachment, rec messaging.Recorder) error {
 	insert := func(ctx context.Context, db bun.IConn) error {
 		_, err := db.ExecContext(ctx, `INSERT INTO attachments (id, message_id, conversation_id, uploader_id, filename, file_type, file_size, sha256, blob_key, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -56,17 +56,25 @@ func (s *Store) CreateAttachment(ctx context.Context, a messaging.Attachment) er
 		}
 		return err
 	}
-	if a.MessageID == "" && a.ConversationID == "" {
+	stored := a
+	stored.CreatedAt = a.CreatedAt.UTC()
+	change := messaging.Change{Attachments: []messaging.Attachment{stored}}
+	if a.MessageID == "" && a.ConversationID == "" && rec == nil {
 		// One statement, atomic on its own.
 		return wrapErr("sqlstore.CreateAttachment", s.retry(ctx, func(ctx context.Context) error { return insert(ctx, s.w) }))
 	}
 	if a.MessageID == "" {
 		// Filed in a conversation, which exists from then on.
 		return wrapErr("sqlstore.CreateAttachment", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-			if err := s.fileConversation(ctx, tx, a.ConversationID, a.CreatedAt); err != nil {
+			if a.ConversationID != "" {
+				if err := s.fileConversation(ctx, tx, a.ConversationID, a.CreatedAt); err != nil {
+					return err
+				}
+			}
+			if err := insert(ctx, tx); err != nil {
 				return err
 			}
-			return insert(ctx, tx)
+			return s.record(ctx, tx, rec, change)
 		}))
 	}
 	// Created linked (the Service links through messaging.Repository
@@ -75,7 +83,10 @@ func (s *Store) CreateAttachment(ctx context.Context, a messaging.Attachment) er
 		if _, err := tx.ExecContext(ctx, "UPDATE messages SET attachment_count = attachment_count + 1 WHERE id = ?", a.MessageID); err != nil {
 			return err
 		}
-		return insert(ctx, tx)
+		if err := insert(ctx, tx); err != nil {
+			return err
+		}
+		return s.record(ctx, tx, rec, change)
 	}))
 }
 
@@ -150,31 +161,40 @@ func (s *Store) listAttachments(ctx context.Context, q attachments.AttachmentQue
 
 // RenameAttachment sets the file name and returns the updated row, or an
 // error matching ErrNotFound.
-func (s *Store) RenameAttachment(ctx context.Context, id, filename string) (messaging.Attachment, error) {
+func (s *Store) RenameAttachment(ctx context.Context, id, filename string, rec messaging.Recorder) (messaging.Attachment, error) {
 	var out messaging.Attachment
 	const update = "UPDATE attachments SET filename = ? WHERE id = ?"
-	if s.flavor != flavorMySQL {
+	returning := func(ctx context.Context, db bun.IDB) error {
+		var rows []attachmentRow
+		if err := db.NewRaw(update+" RETURNING "+strings.ReplaceAll(attachmentCols, "a.", ""), filename, id).Scan(ctx, &rows); err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			return notFound("attachment")
+		}
+		out = rows[0].attachment()
+		return nil
+	}
+	if s.flavor != flavorMySQL && rec == nil {
 		// One statement that returns the row.
-		err := s.retry(ctx, func(ctx context.Context) error {
-			var rows []attachmentRow
-			if err := s.w.NewRaw(update+" RETURNING "+strings.ReplaceAll(attachmentCols, "a.", ""), filename, id).Scan(ctx, &rows); err != nil {
-				return err
-			}
-			if len(rows) == 0 {
-				return notFound("attachment")
-			}
-			out = rows[0].attachment()
-			return nil
-		})
+		err := s.retry(ctx, func(ctx context.Context) error { return returning(ctx, s.w) })
 		return out, wrapErr("sqlstore.RenameAttachment", err)
 	}
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := tx.ExecContext(ctx, update, filename, id); err != nil {
-			return err
+		if s.flavor != flavorMySQL {
+			if err := returning(ctx, tx); err != nil {
+				return err
+			}
+		} else {
+			if _, err := tx.ExecContext(ctx, update, filename, id); err != nil {
+				return err
+			}
+			var err error
+			if out, err = getAttachment(ctx, txQuery(tx), id); err != nil {
+				return err
+			}
 		}
-		var err error
-		out, err = getAttachment(ctx, txQuery(tx), id)
-		return err
+		return s.record(ctx, tx, rec, messaging.Change{Attachments: []messaging.Attachment{out}})
 	})
 	return out, wrapErr("sqlstore.RenameAttachment", err)
 }
@@ -183,7 +203,7 @@ func (s *Store) RenameAttachment(ctx context.Context, id, filename string) (mess
 // deletion, in one transaction; it returns the removed row, or an error
 // matching ErrNotFound. A linked attachment is uncounted from its message,
 // whose row is locked before the attachment's, in the order of links.
-func (s *Store) DeleteAttachment(ctx context.Context, id string) (messaging.Attachment, error) {
+func (s *Store) DeleteAttachment(ctx context.Context, id string, rec messaging.Recorder) (messaging.Attachment, error) {
 	var out messaging.Attachment
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var err error
@@ -218,11 +238,32 @@ func (s *Store) DeleteAttachment(ctx context.Context, id string) (messaging.Atta
 				return err
 			}
 		}
-		return s.addPending(ctx, tx, out.Key)
+		if err := s.addPending(ctx, tx, out.Key); err != nil {
+			return err
+		}
+		if rec == nil {
+			return nil
+		}
+		c := messaging.Change{Removed: []messaging.Attachment{out}}
+		if out.MessageID != "" {
+			// The message without the attachment, for the event.
+			var rows []messageRow
+			if err := tx.NewRaw("SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", out.MessageID).Scan(ctx, &rows); err != nil {
+				return err
+			}
+			ms, err := complete(ctx, txQuery(tx), rows)
+			if err != nil {
+				return err
+			}
+			if len(ms) > 0 {
+				c.Message = &ms[0]
+			}
+		}
+		return s.record(ctx, tx, rec, c)
 	})
 	if errors.Is(err, errRelinked) {
 		// Linked meanwhile: once more, now by the linked path.
-		return s.DeleteAttachment(ctx, id)
+		return s.DeleteAttachment(ctx, id, rec)
 	}
 	return out, wrapErr("sqlstore.DeleteAttachment", err)
 }

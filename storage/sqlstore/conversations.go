@@ -337,7 +337,7 @@ const tailCap = 1000
 // (none, when it reads through the newest), or, when there are more than
 // tailCap of them, from the messages it passes: the cost grows with
 // neither the conversation nor a long way back.
-func (s *Store) MarkRead(ctx context.Context, conversationID, contactID, messageID string) error {
+func (s *Store) MarkRead(ctx context.Context, conversationID, contactID, messageID string, rec messaging.Recorder) error {
 	return wrapErr("sqlstore.MarkRead", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		// Lock the conversation first, as sends and deletes do; on MySQL
 		// this also makes the reads below see every change committed
@@ -400,9 +400,26 @@ func (s *Store) MarkRead(ctx context.Context, conversationID, contactID, message
 			}
 			set, args = "read_count = read_count + ?, own_read_count = own_read_count + ?", []any{n[0].All, n[0].Own}
 		}
-		_, err = tx.ExecContext(ctx, "UPDATE conversation_members SET read_created = ?, read_message_id = ?, "+set+
-			" WHERE conversation_id = ? AND contact_id = ?", append(append([]any{to, messageID}, args...), conversationID, contactID)...)
-		return err
+		if _, err := tx.ExecContext(ctx, "UPDATE conversation_members SET read_created = ?, read_message_id = ?, "+set+
+			" WHERE conversation_id = ? AND contact_id = ?", append(append([]any{to, messageID}, args...), conversationID, contactID)...); err != nil {
+			return err
+		}
+		if rec == nil {
+			return nil
+		}
+		// The conversation as the reader sees it now, for the event.
+		var rows []conversationRow
+		if err := tx.NewRaw("SELECT "+conversationCols+" FROM "+conversationFrom+" WHERE c.id = ?", contactID, conversationID).Scan(ctx, &rows); err != nil {
+			return err
+		}
+		cs, err := completeConversations(ctx, txQuery(tx), rows)
+		if err != nil {
+			return err
+		}
+		if len(cs) == 0 {
+			return notFound("conversation")
+		}
+		return s.record(ctx, tx, rec, messaging.Change{Conversation: &cs[0]})
 	}))
 }
 

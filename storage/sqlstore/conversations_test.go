@@ -85,15 +85,15 @@ func TestMigrateConversationsUpgrade(t *testing.T) {
 			assert.Equal(t, []string{"f", "d", "c"}, []string{list[0].ID, list[1].ID, list[2].ID})
 
 			// Counting goes on from the backfill.
-			require.NoError(t, s.MarkRead(ctx, "c", bob, c[1]))
+			require.NoError(t, s.MarkRead(ctx, "c", bob, c[1], nil))
 			assert.EqualValues(t, 1, conv("c", bob).UnreadCount)
 			m := messaging.Message{ID: ids.New(ids.Message), ConversationID: "c", Contact: messaging.Contact{ID: alice}, Text: "z", CreatedAt: at.Add(time.Hour)}
-			require.NoError(t, s.CreateMessage(ctx, m, nil))
+			require.NoError(t, s.CreateMessage(ctx, m, nil, nil))
 			assert.EqualValues(t, 2, conv("c", bob).UnreadCount)
-			_, err = s.DeleteMessage(ctx, c[0])
+			_, err = s.DeleteMessage(ctx, c[0], nil)
 			require.NoError(t, err)
 			assert.EqualValues(t, 2, conv("c", bob).UnreadCount, "a read message went")
-			require.NoError(t, s.MarkRead(ctx, "c", bob, m.ID))
+			require.NoError(t, s.MarkRead(ctx, "c", bob, m.ID, nil))
 			assert.Zero(t, conv("c", bob).UnreadCount)
 		})
 	}
@@ -140,7 +140,7 @@ func TestMarkReadFarBack(t *testing.T) {
 			}
 			assert.Equal(t, others(-1), unread())
 			for _, i := range []int{99, 1200, 1499, 2400, n - 1} { // far back, far, near, near, the newest
-				require.NoError(t, s.MarkRead(ctx, "c", bob.ID, msgs[i].ID))
+				require.NoError(t, s.MarkRead(ctx, "c", bob.ID, msgs[i].ID, nil))
 				assert.Equal(t, others(i), unread(), "read through %d", i)
 			}
 		})
@@ -163,9 +163,9 @@ func TestConversationsPageInFixedQueries(t *testing.T) {
 				at := start.Add(time.Duration(i) * time.Second)
 				conv := fmt.Sprintf("c%02d", i)
 				a := messaging.Attachment{ID: ids.NewAt(ids.Attachment, at), UploaderID: c.ID, Filename: "f.txt", FileType: "text/plain", Key: fmt.Sprintf("k/%d", i), CreatedAt: at}
-				require.NoError(t, s.CreateAttachment(ctx, a))
+				require.NoError(t, s.CreateAttachment(ctx, a, nil))
 				m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: conv, Contact: c, Text: "m", CreatedAt: at}
-				require.NoError(t, s.CreateMessage(ctx, m, []string{a.ID}))
+				require.NoError(t, s.CreateMessage(ctx, m, []string{a.ID}, nil))
 				_, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"alice"}}}})
 				require.NoError(t, err)
 				require.NoError(t, s.AddMember(ctx, conv, c.ID, at))

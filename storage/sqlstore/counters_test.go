@@ -125,7 +125,7 @@ func TestCountersFollowChanges(t *testing.T) {
 				if msg != "" {
 					a.ConversationID = "c"
 				}
-				require.NoError(t, s.CreateAttachment(ctx, a))
+				require.NoError(t, s.CreateAttachment(ctx, a, nil))
 				return a.ID
 			}
 			want := func(id string, reactions, atts int) {
@@ -141,7 +141,7 @@ func TestCountersFollowChanges(t *testing.T) {
 
 			a1, a2 := newAtt(""), newAtt("")
 			m := messaging.Message{ID: ids.New(ids.Message), ConversationID: "c", Contact: c, Text: "m", CreatedAt: at}
-			require.NoError(t, s.CreateMessage(ctx, m, []string{a1, a2, a1}))
+			require.NoError(t, s.CreateMessage(ctx, m, []string{a1, a2, a1}, nil))
 			want(m.ID, 0, 2)
 
 			got, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"u", "v"}}, {Name: "y", Reactors: []string{"u"}}}})
@@ -172,10 +172,10 @@ func TestCountersFollowChanges(t *testing.T) {
 			assert.Len(t, got.Attachments, 3)
 			want(m.ID, 1, 3)
 
-			_, err = s.DeleteAttachment(ctx, a1)
+			_, err = s.DeleteAttachment(ctx, a1, nil)
 			require.NoError(t, err)
 			want(m.ID, 1, 2)
-			_, err = s.DeleteAttachment(ctx, a1)
+			_, err = s.DeleteAttachment(ctx, a1, nil)
 			require.ErrorIs(t, err, messaging.ErrNotFound)
 			want(m.ID, 1, 2)
 
@@ -187,14 +187,14 @@ func TestCountersFollowChanges(t *testing.T) {
 			assert.Empty(t, got.Reactions)
 			want(m.ID, 0, 3)
 
-			removed, err := s.DeleteMessage(ctx, m.ID)
+			removed, err := s.DeleteMessage(ctx, m.ID, nil)
 			require.NoError(t, err)
 			assert.Len(t, removed, 3)
 
 			plain := messaging.Message{ID: ids.New(ids.Message), ConversationID: "c", Contact: c, Text: "p", CreatedAt: at}
-			require.NoError(t, s.CreateMessage(ctx, plain, nil))
+			require.NoError(t, s.CreateMessage(ctx, plain, nil, nil))
 			want(plain.ID, 0, 0)
-			removed, err = s.DeleteMessage(ctx, plain.ID)
+			removed, err = s.DeleteMessage(ctx, plain.ID, nil)
 			require.NoError(t, err)
 			assert.Empty(t, removed)
 			assert.NotNil(t, removed)

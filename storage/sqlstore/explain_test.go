@@ -188,9 +188,9 @@ func TestListReadsAPageInAtMostThreeQueries(t *testing.T) {
 			for i := range 30 {
 				at := start.Add(time.Duration(i) * time.Second)
 				a := messaging.Attachment{ID: ids.NewAt(ids.Attachment, at), UploaderID: c.ID, Filename: "f.txt", FileType: "text/plain", Key: fmt.Sprintf("k/%d", i), CreatedAt: at}
-				require.NoError(t, s.CreateAttachment(ctx, a))
+				require.NoError(t, s.CreateAttachment(ctx, a, nil))
 				m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: c, Text: "m", CreatedAt: at}
-				require.NoError(t, s.CreateMessage(ctx, m, []string{a.ID}))
+				require.NoError(t, s.CreateMessage(ctx, m, []string{a.ID}, nil))
 				_, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"alice"}}, {Name: "y", Reactors: []string{"alice"}}}})
 				require.NoError(t, err)
 			}
@@ -211,7 +211,7 @@ func TestListReadsAPageInAtMostThreeQueries(t *testing.T) {
 			var plain []string
 			for i := range 5 {
 				m := messaging.Message{ID: ids.NewAt(ids.Message, start.Add(time.Duration(i)*time.Second)), ConversationID: "plain", Contact: c, Text: "p", CreatedAt: start.Add(time.Duration(i) * time.Second)}
-				require.NoError(t, s.CreateMessage(ctx, m, nil))
+				require.NoError(t, s.CreateMessage(ctx, m, nil, nil))
 				plain = append(plain, m.ID)
 			}
 			reads.Store(0)

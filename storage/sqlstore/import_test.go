@@ -75,7 +75,7 @@ func TestImportMessages(t *testing.T) {
 			assert.EqualValues(t, n, c.UnreadCount)
 			require.NotNil(t, c.LastMessage)
 			assert.Equal(t, msgs[n-1].ID, c.LastMessage.ID)
-			require.NoError(t, s.MarkRead(ctx, "conv_import", bob.ID, msgs[999].ID))
+			require.NoError(t, s.MarkRead(ctx, "conv_import", bob.ID, msgs[999].ID, nil))
 			c, err = s.GetConversation(ctx, "conv_import", bob.ID)
 			require.NoError(t, err)
 			assert.EqualValues(t, n-1000, c.UnreadCount, "places follow the order of creation")

@@ -33,7 +33,7 @@ func TestListManyConversations(t *testing.T) {
 				at := start.Add(time.Duration(i/2) * time.Millisecond) // pairs share a time
 				it := item{ids.NewAt(ids.Message, start), fmt.Sprintf("conv_%d", i%40), at}
 				all = append(all, it)
-				require.NoError(t, s.CreateMessage(ctx, messaging.Message{ID: it.id, ConversationID: it.conv, Contact: c, Text: "m", CreatedAt: at}, nil))
+				require.NoError(t, s.CreateMessage(ctx, messaging.Message{ID: it.id, ConversationID: it.conv, Contact: c, Text: "m", CreatedAt: at}, nil, nil))
 			}
 			slices.SortFunc(all, func(a, b item) int {
 				if c := b.at.Compare(a.at); c != 0 {

@@ -51,7 +51,7 @@ type reactionRow struct {
 // one transaction. Errors: ErrNotFound for a missing attachment,
 // ErrConflict for one linked to another message or of another
 // conversation, or for a message id that exists.
-func (s *Store) CreateMessage(ctx context.Context, m messaging.Message, attachmentIDs []string) error {
+func (s *Store) CreateMessage(ctx context.Context, m messaging.Message, attachmentIDs []string, rec messaging.Recorder) error {
 	// A link fails the transaction unless the attachment ends up linked
 	// here: the message has as many as there are distinct ids.
 	atts := dedupe(attachmentIDs)
@@ -62,10 +62,23 @@ func (s *Store) CreateMessage(ctx context.Context, m messaging.Message, attachme
 		if err := insertMessage(ctx, tx, m, len(atts)); err != nil {
 			return err
 		}
-		if len(atts) == 0 {
-			return nil
+		after := m
+		after.Reactions, after.Attachments = []messaging.Reaction{}, []messaging.Attachment{}
+		if len(atts) > 0 {
+			if err := s.link(ctx, tx, m.ID, m.ConversationID, atts); err != nil {
+				return err
+			}
+			if rec != nil {
+				as, err := loadAttachments(ctx, txQuery(tx), []string{m.ID})
+				if err != nil {
+					return err
+				}
+				for _, a := range as {
+					after.Attachments = append(after.Attachments, a.attachment())
+				}
+			}
 		}
-		return s.link(ctx, tx, m.ID, m.ConversationID, atts)
+		return s.record(ctx, tx, rec, messaging.Change{Message: &after})
 	}))
 }
 
@@ -343,8 +356,11 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.Messa
 	var out messaging.Message
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var err error
-		out, err = s.updateMessage(ctx, tx, id, ch)
-		return err
+		if out, err = s.updateMessage(ctx, tx, id, ch); err != nil {
+			return err
+		}
+		after := out
+		return s.record(ctx, tx, ch.Record, messaging.Change{Message: &after})
 	})
 	return out, wrapErr("sqlstore.UpdateMessage", err)
 }
@@ -535,7 +551,7 @@ func (s *Store) react(ctx context.Context, tx bun.Tx, id string, ch messaging.Me
 // transaction. It returns the removed attachments, oldest first, or an
 // error matching ErrNotFound. The message's counters spare the statements
 // on reactions and attachments it has none of.
-func (s *Store) DeleteMessage(ctx context.Context, id string) ([]messaging.Attachment, error) {
+func (s *Store) DeleteMessage(ctx context.Context, id string, rec messaging.Recorder) ([]messaging.Attachment, error) {
 	var out []messaging.Attachment
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var rows []messageRow
@@ -580,7 +596,11 @@ func (s *Store) DeleteMessage(ctx context.Context, id string) ([]messaging.Attac
 		if _, err := tx.ExecContext(ctx, "DELETE FROM messages WHERE id = ?", id); err != nil {
 			return err
 		}
-		return s.lastMessageGone(ctx, tx, r.ConversationID, id)
+		if err := s.lastMessageGone(ctx, tx, r.ConversationID, id); err != nil {
+			return err
+		}
+		gone := messaging.Message{ID: id, ConversationID: r.ConversationID, Contact: messaging.Contact{ID: r.ContactID}}
+		return s.record(ctx, tx, rec, messaging.Change{Message: &gone, Removed: out})
 	})
 	if err != nil {
 		return nil, wrapErr("sqlstore.DeleteMessage", err)

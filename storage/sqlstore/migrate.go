@@ -319,7 +319,7 @@ var versions = []version{{
 			"INSERT IGNORE" + backfillSenders[len("INSERT"):],
 		},
 	},
-}}
+}, eventsVersion}
 
 // The backfill of version "conversations".
 const (

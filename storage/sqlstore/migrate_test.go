@@ -40,7 +40,7 @@ func TestMigrateIdempotent(t *testing.T) {
 			c := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
 			require.NoError(t, s.PutContact(ctx, c))
 			m := messaging.Message{ID: ids.New(ids.Message), ConversationID: "c", Contact: c, Text: "hi", CreatedAt: c.CreatedAt}
-			require.NoError(t, s.CreateMessage(ctx, m, nil))
+			require.NoError(t, s.CreateMessage(ctx, m, nil, nil))
 
 			require.NoError(t, s.Migrate(ctx), "again on top")
 			got, err := s.GetMessage(ctx, m.ID)

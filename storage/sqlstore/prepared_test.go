@@ -45,11 +45,11 @@ func newReadFixture(tb testing.TB, n int) *readFixture {
 		var link []string
 		if i%5 == 0 {
 			a := messaging.Attachment{ID: ids.NewAt(ids.Attachment, at), UploaderID: f.contact.ID, Filename: "f.txt", FileType: "text/plain", Key: fmt.Sprint("k/", i), CreatedAt: at}
-			require.NoError(tb, s.CreateAttachment(ctx, a))
+			require.NoError(tb, s.CreateAttachment(ctx, a, nil))
 			link = []string{a.ID}
 			f.atts = append(f.atts, a)
 		}
-		require.NoError(tb, s.CreateMessage(ctx, m, link))
+		require.NoError(tb, s.CreateMessage(ctx, m, link, nil))
 		if i%3 == 0 {
 			_, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"alice"}}}})
 			require.NoError(tb, err)
@@ -59,7 +59,7 @@ func newReadFixture(tb testing.TB, n int) *readFixture {
 	for i := range 40 {
 		conv := fmt.Sprint("conv_", i)
 		at := base.Add(time.Duration(i) * time.Minute)
-		require.NoError(tb, s.CreateMessage(ctx, messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: conv, Contact: f.contact, Text: "x", CreatedAt: at}, nil))
+		require.NoError(tb, s.CreateMessage(ctx, messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: conv, Contact: f.contact, Text: "x", CreatedAt: at}, nil, nil))
 		if i%2 == 0 { // alice is a member of 20 conversations
 			require.NoError(tb, s.AddMember(ctx, conv, f.contact.ID, at))
 		}

@@ -78,7 +78,7 @@ func TestSchemaPostgres(t *testing.T) {
 	c := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
 	m := messaging.Message{ID: ids.New(ids.Message), ConversationID: "c", Contact: c, Text: "in a", CreatedAt: c.CreatedAt}
 	require.NoError(t, sa.PutContact(ctx, c))
-	require.NoError(t, sa.CreateMessage(ctx, m, nil))
+	require.NoError(t, sa.CreateMessage(ctx, m, nil, nil))
 	got, err := stores[1].GetMessage(ctx, m.ID)
 	require.NoError(t, err, "another store of schema a sees it")
 	assert.Equal(t, "in a", got.Text)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -139,6 +140,7 @@ type Store struct {
 	owned  []*bun.DB // closed by Close
 
 	stmts *stmtCache // prepared reads of SQLite's reader pool; nil otherwise
+	seqMu sync.Mutex // held while this process numbers events (outbox.go)
 }
 
 var (

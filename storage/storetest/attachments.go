@@ -35,7 +35,7 @@ func testAttachmentRoundTrip(t *testing.T, h *harness) {
 		CreatedAt:      created,
 	}
 	filed.Key = attachments.KeyPrefix + filed.ID
-	require.NoError(t, h.s.CreateAttachment(h.ctx, filed))
+	require.NoError(t, h.s.CreateAttachment(h.ctx, filed, nil))
 	got := h.getAttachment(filed.ID)
 	assert.Equal(t, filed, got, "every field comes back")
 	assertUTC(t, got.CreatedAt, "CreatedAt")
@@ -43,7 +43,7 @@ func testAttachmentRoundTrip(t *testing.T, h *harness) {
 	unfiled := newAttachment("", alice.ID, at(2).In(time.FixedZone("UTC+1", 3600)))
 	unfiled.Filename = strings.Repeat("é", 127) + "a" // 255 bytes
 	unfiled.FileSize = 0
-	require.NoError(t, h.s.CreateAttachment(h.ctx, unfiled))
+	require.NoError(t, h.s.CreateAttachment(h.ctx, unfiled, nil))
 	got = h.getAttachment(unfiled.ID)
 	want := unfiled
 	want.CreatedAt = unfiled.CreatedAt.UTC()
@@ -56,9 +56,9 @@ func testAttachmentNotFound(t *testing.T, h *harness) {
 	missing := ids.New(ids.Attachment)
 	_, err := h.s.GetAttachment(h.ctx, missing)
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "GetAttachment")
-	_, err = h.s.RenameAttachment(h.ctx, missing, "x.txt")
+	_, err = h.s.RenameAttachment(h.ctx, missing, "x.txt", nil)
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "RenameAttachment")
-	_, err = h.s.DeleteAttachment(h.ctx, missing)
+	_, err = h.s.DeleteAttachment(h.ctx, missing, nil)
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "DeleteAttachment")
 	pending, err := h.s.PendingDeletions(h.ctx, 10)
 	require.NoError(t, err)
@@ -71,7 +71,7 @@ func testRename(t *testing.T, h *harness) {
 	other := h.attachment("c", alice, at(2))
 	m := h.message("c", alice, at(3), a.ID)
 
-	got, err := h.s.RenameAttachment(h.ctx, a.ID, "renamed ✓.txt")
+	got, err := h.s.RenameAttachment(h.ctx, a.ID, "renamed ✓.txt", nil)
 	require.NoError(t, err)
 	want := linked(a, m)
 	want.Filename = "renamed ✓.txt"
@@ -86,7 +86,7 @@ func testAttachmentListFilters(t *testing.T, h *harness) {
 	var inA, inB, unfiled1, unfiled2 []item
 	add := func(dst *[]item, conv string, who string, sec int) {
 		a := newAttachment(conv, who, at(sec/2))
-		require.NoError(t, h.s.CreateAttachment(h.ctx, a))
+		require.NoError(t, h.s.CreateAttachment(h.ctx, a, nil))
 		*dst = append(*dst, item{a.ID, a.CreatedAt})
 	}
 	for i := range 12 {

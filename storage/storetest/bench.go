@@ -22,7 +22,7 @@ func RunBenchmarks(b *testing.B, newStore func(b *testing.B) Store) {
 		b.ReportAllocs()
 		for b.Loop() {
 			m := newMessage("c", alice, base)
-			if err := s.CreateMessage(ctx, m, nil); err != nil {
+			if err := s.CreateMessage(ctx, m, nil, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -33,11 +33,11 @@ func RunBenchmarks(b *testing.B, newStore func(b *testing.B) Store) {
 		var atts []string
 		for i := range 2 {
 			a := newAttachment("c", alice.ID, at(i))
-			require.NoError(b, s.CreateAttachment(ctx, a))
+			require.NoError(b, s.CreateAttachment(ctx, a, nil))
 			atts = append(atts, a.ID)
 		}
 		m := newMessage("c", alice, at(3))
-		require.NoError(b, s.CreateMessage(ctx, m, atts))
+		require.NoError(b, s.CreateMessage(ctx, m, atts, nil))
 		_, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{r("👍", "alice"), r("🎉", "alice")}})
 		require.NoError(b, err)
 		b.ReportAllocs()
@@ -54,12 +54,12 @@ func RunBenchmarks(b *testing.B, newStore func(b *testing.B) Store) {
 		var deep messaging.Cursor
 		for i := range n {
 			m := newMessage("c", alice, at(i))
-			require.NoError(b, s.CreateMessage(ctx, m, nil))
+			require.NoError(b, s.CreateMessage(ctx, m, nil, nil))
 			if i == 100 { // 899 newer messages before it
 				deep = messaging.Cursor{Time: m.CreatedAt, ID: m.ID}
 			}
 			if i%2 == 0 { // as many in another conversation
-				require.NoError(b, s.CreateMessage(ctx, newMessage("other", alice, at(i)), nil))
+				require.NoError(b, s.CreateMessage(ctx, newMessage("other", alice, at(i)), nil, nil))
 			}
 		}
 		b.Run("FirstPage", func(b *testing.B) {
@@ -94,7 +94,7 @@ func RunBenchmarks(b *testing.B, newStore func(b *testing.B) Store) {
 		var mids []string
 		for i := range msgs {
 			m := newMessage("c", alice, at(i))
-			require.NoError(b, s.CreateMessage(ctx, m, nil))
+			require.NoError(b, s.CreateMessage(ctx, m, nil, nil))
 			mids = append(mids, m.ID)
 		}
 		reactions := []string{"👍", "🎉", "heart", "eyes", "fire"}

@@ -68,7 +68,7 @@ func testConcurrentCreates(t *testing.T, h *harness) {
 	errs := parallel(n, func(i int) error {
 		m := newMessage("c", alice, at(i/10)) // ties of ten
 		items[i] = item{m.ID, m.CreatedAt}
-		return h.s.CreateMessage(h.ctx, m, nil)
+		return h.s.CreateMessage(h.ctx, m, nil, nil)
 	})
 	for i, err := range errs {
 		require.NoError(t, err, "create %d", i)
@@ -135,7 +135,7 @@ func testConcurrentCreateLinks(t *testing.T, h *harness) {
 	for round := range 10 {
 		a := h.attachment("", alice, at(round))
 		ms := []messaging.Message{newMessage("c", alice, at(round)), newMessage("c", alice, at(round))}
-		errs := parallel(2, func(i int) error { return h.s.CreateMessage(h.ctx, ms[i], []string{a.ID}) })
+		errs := parallel(2, func(i int) error { return h.s.CreateMessage(h.ctx, ms[i], []string{a.ID}, nil) })
 		winner, loser := oneWins(t, errs, round)
 		if winner < 0 {
 			continue

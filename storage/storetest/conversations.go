@@ -39,7 +39,7 @@ func (h *harness) conv(id string, viewer messaging.Contact) messaging.Conversati
 
 func (h *harness) markRead(conv string, who messaging.Contact, msgID string) {
 	h.t.Helper()
-	require.NoError(h.t, h.s.MarkRead(h.ctx, conv, who.ID, msgID), "MarkRead")
+	require.NoError(h.t, h.s.MarkRead(h.ctx, conv, who.ID, msgID, nil), "MarkRead")
 }
 
 func testConversationExists(t *testing.T, h *harness) {
@@ -181,7 +181,7 @@ func testCountsAcrossDeletes(t *testing.T, h *harness) {
 	h.markRead("c", alice, ms[3].ID)
 	del := func(i int) {
 		t.Helper()
-		_, err := h.s.DeleteMessage(h.ctx, ms[i].ID)
+		_, err := h.s.DeleteMessage(h.ctx, ms[i].ID, nil)
 		require.NoError(t, err)
 	}
 	del(0) // read by both
@@ -235,9 +235,9 @@ func testMarkReadOtherConversation(t *testing.T, h *harness) {
 	alice, bob := h.contact("alice"), h.contact("bob")
 	h.message("c", alice, at(1))
 	other := h.message("d", alice, at(2))
-	err := h.s.MarkRead(h.ctx, "c", bob.ID, other.ID)
+	err := h.s.MarkRead(h.ctx, "c", bob.ID, other.ID, nil)
 	assert.ErrorIs(t, err, messaging.ErrNotFound)
-	err = h.s.MarkRead(h.ctx, "c", bob.ID, ids.NewAt(ids.Message, at(3)))
+	err = h.s.MarkRead(h.ctx, "c", bob.ID, ids.NewAt(ids.Message, at(3)), nil)
 	assert.ErrorIs(t, err, messaging.ErrNotFound)
 	assert.EqualValues(t, 1, h.conv("c", bob).UnreadCount, "nothing changed")
 }
@@ -266,15 +266,15 @@ func testConcurrentConversation(t *testing.T, h *harness) {
 		who := people[i%len(people)]
 		switch roles[i] {
 		case 0: // send
-			return h.s.CreateMessage(h.ctx, newMessage("c", who, at(100+i)), nil)
+			return h.s.CreateMessage(h.ctx, newMessage("c", who, at(100+i)), nil, nil)
 		case 1: // read through a seeded message (maybe deleted meanwhile)
-			err := h.s.MarkRead(h.ctx, "c", who.ID, seed[targets[i]].ID)
+			err := h.s.MarkRead(h.ctx, "c", who.ID, seed[targets[i]].ID, nil)
 			if errorsIsNotFound(err) {
 				return nil
 			}
 			return err
 		default: // delete a seeded message (maybe deleted meanwhile)
-			_, err := h.s.DeleteMessage(h.ctx, seed[targets[i]].ID)
+			_, err := h.s.DeleteMessage(h.ctx, seed[targets[i]].ID, nil)
 			if errorsIsNotFound(err) {
 				return nil
 			}
@@ -350,7 +350,7 @@ func testLateMessages(t *testing.T, h *harness) {
 	assert.Equal(t, []string{m3.ID, late.ID, m1.ID}, messageIDs(list))
 
 	// Deleting it undoes exactly what storing it did.
-	_, err = h.s.DeleteMessage(h.ctx, late.ID)
+	_, err = h.s.DeleteMessage(h.ctx, late.ID, nil)
 	require.NoError(t, err)
 	assert.Zero(t, h.conv("c", bob).UnreadCount)
 	assert.EqualValues(t, 1, h.conv("c", carol).UnreadCount)

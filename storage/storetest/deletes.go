@@ -30,7 +30,7 @@ func testDeleteMessageCascades(t *testing.T, h *harness) {
 	h.update(m1.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{r("👍", "alice", "bob")}})
 	m2 = h.get(m2.ID)
 
-	removed, err := h.s.DeleteMessage(h.ctx, m1.ID)
+	removed, err := h.s.DeleteMessage(h.ctx, m1.ID, nil)
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []messaging.Attachment{linked(a1, m1), linked(a2, m1)}, removed, "DeleteMessage returns the removed attachments")
 
@@ -53,7 +53,7 @@ func testDeleteMessageCascades(t *testing.T, h *harness) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{loose.ID, a3.ID}, attachmentIDs(atts))
 
-	_, err = h.s.DeleteMessage(h.ctx, m1.ID)
+	_, err = h.s.DeleteMessage(h.ctx, m1.ID, nil)
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "deleting twice")
 	_, err = h.s.UpdateMessage(h.ctx, m1.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{r("👍", "bob")}})
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "updating a deleted message")
@@ -62,7 +62,7 @@ func testDeleteMessageCascades(t *testing.T, h *harness) {
 func testDeleteMessagePlain(t *testing.T, h *harness) {
 	alice := h.contact("alice")
 	m := h.message("c", alice, at(1))
-	removed, err := h.s.DeleteMessage(h.ctx, m.ID)
+	removed, err := h.s.DeleteMessage(h.ctx, m.ID, nil)
 	require.NoError(t, err)
 	assert.Empty(t, removed)
 	pending, err := h.s.PendingDeletions(h.ctx, 10)
@@ -77,7 +77,7 @@ func testDeleteAttachment(t *testing.T, h *harness) {
 	a2 := h.attachment("c", alice, at(2))
 	m := h.message("c", alice, at(3), a1.ID, a2.ID)
 
-	got, err := h.s.DeleteAttachment(h.ctx, a1.ID)
+	got, err := h.s.DeleteAttachment(h.ctx, a1.ID, nil)
 	require.NoError(t, err)
 	assert.Equal(t, linked(a1, m), got, "DeleteAttachment returns the removed row")
 	_, err = h.s.GetAttachment(h.ctx, a1.ID)
@@ -87,10 +87,10 @@ func testDeleteAttachment(t *testing.T, h *harness) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{a1.Key}, pending)
 
-	_, err = h.s.DeleteAttachment(h.ctx, a1.ID)
+	_, err = h.s.DeleteAttachment(h.ctx, a1.ID, nil)
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "deleting twice")
 
-	removed, err := h.s.DeleteMessage(h.ctx, m.ID)
+	removed, err := h.s.DeleteMessage(h.ctx, m.ID, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []messaging.Attachment{linked(a2, m)}, removed)
 }
@@ -100,13 +100,13 @@ func testPendingOrder(t *testing.T, h *harness) {
 	as := []messaging.Attachment{h.attachment("c", alice, at(1)), h.attachment("c", alice, at(3)), h.attachment("c", alice, at(2))}
 	var keys []string
 	for _, i := range []int{2, 0, 1} { // neither in the order of keys nor of CreatedAt
-		_, err := h.s.DeleteAttachment(h.ctx, as[i].ID)
+		_, err := h.s.DeleteAttachment(h.ctx, as[i].ID, nil)
 		require.NoError(t, err)
 		keys = append(keys, as[i].Key)
 	}
 	last := h.attachment("c", alice, at(0))
 	m := h.message("c", alice, at(1), last.ID)
-	_, err := h.s.DeleteMessage(h.ctx, m.ID)
+	_, err := h.s.DeleteMessage(h.ctx, m.ID, nil)
 	require.NoError(t, err)
 	keys = append(keys, last.Key)
 
@@ -137,10 +137,10 @@ func testKeysInUse(t *testing.T, h *harness) {
 	linkedAtt := h.attachment("c", alice, at(2))
 	h.message("c", alice, at(3), linkedAtt.ID)
 	gone := h.attachment("c", alice, at(4))
-	_, err := h.s.DeleteAttachment(h.ctx, gone.ID)
+	_, err := h.s.DeleteAttachment(h.ctx, gone.ID, nil)
 	require.NoError(t, err)
 	forgotten := h.attachment("c", alice, at(5))
-	_, err = h.s.DeleteAttachment(h.ctx, forgotten.ID)
+	_, err = h.s.DeleteAttachment(h.ctx, forgotten.ID, nil)
 	require.NoError(t, err)
 	require.NoError(t, h.s.ForgetDeletion(h.ctx, forgotten.Key))
 	unknown := attachments.KeyPrefix + "orphan"

@@ -31,7 +31,7 @@ func testMessageRoundTrip(t *testing.T, h *harness) {
 		Text:           "Hello, world! ✓\n\tsecond line",
 		CreatedAt:      created,
 	}
-	require.NoError(t, h.s.CreateMessage(h.ctx, m, nil))
+	require.NoError(t, h.s.CreateMessage(h.ctx, m, nil, nil))
 
 	got, err := h.s.GetMessage(h.ctx, m.ID)
 	require.NoError(t, err)
@@ -50,7 +50,7 @@ func testMessageTimesUTC(t *testing.T, h *harness) {
 	alice := h.contact("alice")
 	zone := time.FixedZone("UTC+9:30", 9*3600+1800)
 	m := newMessage("c", alice, at(5).Add(time.Microsecond).In(zone))
-	require.NoError(t, h.s.CreateMessage(h.ctx, m, nil))
+	require.NoError(t, h.s.CreateMessage(h.ctx, m, nil, nil))
 	readAt := at(6).Add(2 * time.Microsecond).In(zone)
 	updAt := at(7).Add(3 * time.Microsecond).In(time.FixedZone("UTC-3", -3*3600))
 	read := true
@@ -74,7 +74,7 @@ func testMessageLongText(t *testing.T, h *harness) {
 	alice := h.contact("alice")
 	m := newMessage("c", alice, at(1))
 	m.Text = strings.Repeat("😀é", 2000) // 4,000 characters, 12,000 bytes
-	require.NoError(t, h.s.CreateMessage(h.ctx, m, nil))
+	require.NoError(t, h.s.CreateMessage(h.ctx, m, nil, nil))
 	assert.Equal(t, m.Text, h.get(m.ID).Text)
 }
 
@@ -106,7 +106,7 @@ func testMessageNotFound(t *testing.T, h *harness) {
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "UpdateMessage")
 	_, err = h.s.UpdateMessage(h.ctx, missing, messaging.MessageChange{})
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "UpdateMessage with an empty change")
-	_, err = h.s.DeleteMessage(h.ctx, missing)
+	_, err = h.s.DeleteMessage(h.ctx, missing, nil)
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "DeleteMessage")
 	_, err = h.s.GetAttachment(h.ctx, ids.New(ids.Attachment))
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "GetAttachment")
@@ -126,7 +126,7 @@ func testListOrder(t *testing.T, h *harness) {
 	for _, it := range shuffled(items, 2) {
 		m := newMessage("c", alice, it.at)
 		m.ID = it.id
-		require.NoError(t, h.s.CreateMessage(h.ctx, m, nil))
+		require.NoError(t, h.s.CreateMessage(h.ctx, m, nil, nil))
 	}
 	got, more, err := h.s.ListMessages(h.ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 100})
 	require.NoError(t, err)
@@ -211,7 +211,7 @@ func testMessageCursors(t *testing.T, h *harness) {
 	for i, it := range shuffled(items, 4) {
 		m := newMessage("c", alice, it.at)
 		m.ID = it.id
-		require.NoError(t, h.s.CreateMessage(h.ctx, m, nil))
+		require.NoError(t, h.s.CreateMessage(h.ctx, m, nil, nil))
 		if i%2 == 0 { // noise in another conversation, at the same times
 			h.message("noise", alice, it.at)
 		}
@@ -233,7 +233,7 @@ func testAttachmentCursors(t *testing.T, h *harness) {
 	for i, it := range shuffled(items, 6) {
 		a := newAttachment("c", alice.ID, it.at)
 		a.ID, a.Key = it.id, attachments.KeyPrefix+it.id
-		require.NoError(t, h.s.CreateAttachment(h.ctx, a))
+		require.NoError(t, h.s.CreateAttachment(h.ctx, a, nil))
 		if i%2 == 0 { // noise: another conversation, and another's unfiled upload
 			h.attachment("noise", alice, it.at)
 			h.attachment("", bob, it.at)

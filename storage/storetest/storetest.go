@@ -15,15 +15,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
 )
 
-// Store is what a backend implements: both repositories over the same
-// storage.
+// Store is what a backend implements: both repositories, and the outbox
+// their writes fill, over the same storage.
 type Store interface {
 	messaging.Repository
 	attachments.Repository
+	events.Repository
 }
 
 // RunConformanceTests runs the repository contract against stores made by
@@ -115,7 +117,7 @@ func newMessage(conv string, sender messaging.Contact, created time.Time) messag
 func (h *harness) message(conv string, sender messaging.Contact, created time.Time, atts ...string) messaging.Message {
 	h.t.Helper()
 	m := newMessage(conv, sender, created)
-	require.NoError(h.t, h.s.CreateMessage(h.ctx, m, atts), "CreateMessage")
+	require.NoError(h.t, h.s.CreateMessage(h.ctx, m, atts, nil), "CreateMessage")
 	m.Contact = sender
 	return m
 }
@@ -141,7 +143,7 @@ func newAttachment(conv, uploaderID string, created time.Time) messaging.Attachm
 func (h *harness) attachment(conv string, uploader messaging.Contact, created time.Time) messaging.Attachment {
 	h.t.Helper()
 	a := newAttachment(conv, uploader.ID, created)
-	require.NoError(h.t, h.s.CreateAttachment(h.ctx, a), "CreateAttachment")
+	require.NoError(h.t, h.s.CreateAttachment(h.ctx, a, nil), "CreateAttachment")
 	return a
 }
 

@@ -1,0 +1,95 @@
+package events
+
+import (
+	"context"
+	"time"
+
+	"github.com/parleychat/parley/messaging"
+)
+
+// This file holds the contract of a storage backend: the read side of the
+// outbox that messaging.Repository's writes fill (see messaging.Recorder).
+// Applications never need it; they call the Feed.
+
+// Query selects events, for backends.
+type Query struct {
+	// All selects the events of every conversation; else those of
+	// ConversationIDs and of the conversations MemberID is a member of.
+	All bool
+	// ConversationIDs selects the events of these conversations.
+	ConversationIDs []string
+	// MemberID, when set, also selects the events of the conversations
+	// this contact is a member of.
+	MemberID string
+	// Unfiled also selects the events of no conversation (ConversationID
+	// "": those of attachments in none).
+	Unfiled bool
+	// ViewerID, when set, keeps of the events selected above only those
+	// with no AudienceID or with AudienceID ViewerID.
+	ViewerID string
+	// After, when > 0, selects events with a Seq greater than it.
+	After int64
+	// Before, when > 0, selects events with a Seq less than it.
+	Before int64
+	// Limit is the most events returned, at least 1.
+	Limit int
+	// Newest returns the events newest first (Seq descending): the Limit
+	// events of greatest Seq. Otherwise they come oldest first, the Limit
+	// of least Seq.
+	Newest bool
+}
+
+// Repository is the outbox of a store, for the Feed: the events that the
+// writes of messaging.Repository and attachments.Repository record in their
+// transactions, and the positions of the Feed's handlers. A backend
+// implements it over the same storage as those repositories.
+// Implementations must be safe for concurrent use. The storetest package
+// checks every obligation below.
+//
+// # Order
+//
+// The store gives each event a Seq when it is stored, or soon after its
+// transaction commits, such that Seq order is commit order as a reader
+// sees it: once ReadEvents has returned an event, every event it has not
+// yet returned with a lower Seq is visible already (or pruned); an event
+// that becomes visible later always has a greater Seq than every event
+// returned before. So a reader that remembers the greatest Seq it has read
+// and asks for the events after it never misses one, and two changes of
+// which one began after the other committed (all the changes of one
+// message, say) have their events in that order. Seq values are never
+// reused, also after pruning.
+type Repository interface {
+	// ReadEvents returns up to q.Limit events matching q, ordered by Seq
+	// (ascending, or descending with q.Newest), each as the write's
+	// Recorder returned it with Seq set. It sees only events of
+	// transactions that have committed.
+	ReadEvents(ctx context.Context, q Query) ([]messaging.Event, error)
+
+	// GetEvent returns the event with this id, with its Seq, or an error
+	// matching messaging.ErrNotFound when no such event is stored (never
+	// was, or was pruned).
+	GetEvent(ctx context.Context, id string) (messaging.Event, error)
+
+	// LastEvent returns the event of greatest Seq, or an error matching
+	// messaging.ErrNotFound when none is stored.
+	LastEvent(ctx context.Context) (messaging.Event, error)
+
+	// PruneEvents removes the events created before before, and every
+	// event of a lower Seq than one of those, in Seq order, so that what
+	// remains is every event after some Seq. It returns how many it
+	// removed.
+	PruneEvents(ctx context.Context, before time.Time) (int, error)
+
+	// ClaimCursor claims the position of the handler name for owner until
+	// until, and returns it: when no position is stored, it stores start;
+	// when the position is unclaimed, its claim has expired (before now)
+	// or owner holds it, owner takes it. Otherwise it returns ok false and
+	// the position as stored.
+	ClaimCursor(ctx context.Context, name, owner string, start int64, now, until time.Time) (seq int64, ok bool, err error)
+
+	// SaveCursor stores seq as the position of the handler name and
+	// extends owner's claim to until, if owner holds the claim; otherwise
+	// it changes nothing and returns an error matching
+	// messaging.ErrConflict.
+	SaveCursor(ctx context.Context, name, owner string, seq int64, until time.Time) error
+}

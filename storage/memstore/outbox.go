@@ -1,0 +1,211 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/parleychat/parley/events"
+	"github.com/parleychat/parley/messaging"
+)
+
+var _ events.Repository = (*Store)(nil)
+
+// outbox is the Store's events, in Seq order: each write records its
+// Recorder's events under the Store's lock, as it makes its change, so
+// that Seq order is the order of the writes.
+type outbox struct {
+	events  []messaging.Event // by Seq ascending
+	seq     int64             // the greatest Seq given; never reused
+	cursors map[string]*handlerCursor
+}
+
+// handlerCursor is the stored position of a handler and its claim.
+type handlerCursor struct {
+	seq   int64
+	owner string
+	until time.Time
+}
+
+// record stores the events rec makes of c; the caller holds s.mu and has
+// made the change.
+func (s *Store) record(rec messaging.Recorder, c messaging.Change) {
+	if rec == nil {
+		return
+	}
+	for _, e := range rec(c) {
+		s.out.seq++
+		e.Seq = s.out.seq
+		e.Created = norm(e.Created)
+		s.out.events = append(s.out.events, copyEvent(e))
+	}
+}
+
+// copyEvent returns a deep copy of e.
+func copyEvent(e messaging.Event) messaging.Event {
+	if e.Message != nil {
+		m := copyMessage(*e.Message)
+		e.Message = &m
+	}
+	if e.Attachment != nil {
+		a := *e.Attachment
+		e.Attachment = &a
+	}
+	if e.Conversation != nil {
+		c := *e.Conversation
+		if c.LastMessage != nil {
+			m := copyMessage(*c.LastMessage)
+			c.LastMessage = &m
+		}
+		e.Conversation = &c
+	}
+	return e
+}
+
+func copyMessage(m messaging.Message) messaging.Message {
+	m.Reactions = copyReactions(m.Reactions)
+	m.Attachments = append([]messaging.Attachment{}, m.Attachments...)
+	return m
+}
+
+// matches reports whether q selects e; the caller holds s.mu.
+func (s *Store) matches(q events.Query, e *messaging.Event) bool {
+	if q.ViewerID != "" && e.AudienceID != "" && e.AudienceID != q.ViewerID {
+		return false
+	}
+	if e.ConversationID == "" {
+		return q.Unfiled
+	}
+	return q.All || slices.Contains(q.ConversationIDs, e.ConversationID) || s.isMember(e.ConversationID, q.MemberID)
+}
+
+// ReadEvents returns up to q.Limit events matching q in Seq order.
+func (s *Store) ReadEvents(ctx context.Context, q events.Query) ([]messaging.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if q.Limit < 1 {
+		return nil, invalid("limit must be at least 1")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	evs := s.out.events
+	// The events after q.After and before q.Before, by binary search on Seq.
+	lo, _ := slices.BinarySearchFunc(evs, q.After+1, func(e messaging.Event, seq int64) int { return cmpSeq(e.Seq, seq) })
+	hi := len(evs)
+	if q.Before > 0 {
+		hi, _ = slices.BinarySearchFunc(evs, q.Before, func(e messaging.Event, seq int64) int { return cmpSeq(e.Seq, seq) })
+	}
+	out := []messaging.Event{}
+	for i := range hi - lo {
+		j := lo + i
+		if q.Newest {
+			j = hi - 1 - i
+		}
+		if s.matches(q, &evs[j]) {
+			out = append(out, copyEvent(evs[j]))
+			if len(out) == q.Limit {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+func invalid(msg string) error { return fmt.Errorf("memstore: %s: %w", msg, messaging.ErrInvalid) }
+
+func cmpSeq(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// GetEvent returns the event with this id, or an error matching
+// messaging.ErrNotFound.
+func (s *Store) GetEvent(ctx context.Context, id string) (messaging.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return messaging.Event{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.out.events) - 1; i >= 0; i-- {
+		if s.out.events[i].ID == id {
+			return copyEvent(s.out.events[i]), nil
+		}
+	}
+	return messaging.Event{}, notFound("event", id)
+}
+
+// LastEvent returns the event of greatest Seq, or an error matching
+// messaging.ErrNotFound.
+func (s *Store) LastEvent(ctx context.Context) (messaging.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return messaging.Event{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.out.events); n > 0 {
+		return copyEvent(s.out.events[n-1]), nil
+	}
+	return messaging.Event{}, notFound("event", "")
+}
+
+// PruneEvents removes the events created before before, with every event
+// of a lower Seq.
+func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for i, e := range s.out.events {
+		if e.Created.Before(before) {
+			n = i + 1
+		}
+	}
+	s.out.events = slices.Delete(s.out.events, 0, n)
+	return n, nil
+}
+
+// ClaimCursor claims the handler position name for owner until until.
+func (s *Store) ClaimCursor(ctx context.Context, name, owner string, start int64, now, until time.Time) (int64, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.out.cursors == nil {
+		s.out.cursors = make(map[string]*handlerCursor)
+	}
+	c, ok := s.out.cursors[name]
+	if !ok {
+		c = &handlerCursor{seq: start}
+		s.out.cursors[name] = c
+	}
+	if c.owner != "" && c.owner != owner && !c.until.Before(now) {
+		return c.seq, false, nil
+	}
+	c.owner, c.until = owner, until
+	return c.seq, true, nil
+}
+
+// SaveCursor stores the handler position name, if owner holds its claim.
+func (s *Store) SaveCursor(ctx context.Context, name, owner string, seq int64, until time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.out.cursors[name]
+	if !ok || c.owner != owner {
+		return conflict("the handler " + name + " is claimed by another owner")
+	}
+	c.seq, c.until = seq, until
+	return nil
+}

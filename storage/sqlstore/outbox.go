@@ -1,0 +1,426 @@
+package sqlstore
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/parleychat/parley/events"
+	"github.com/parleychat/parley/messaging"
+)
+
+var _ events.Repository = (*Store)(nil)
+
+// The outbox: the writes store the events of their changes in the table
+// events, in their transactions (record). Each event has a seq, its place
+// in commit order, which readers follow:
+//
+//   - SQLite: seq is the row's INTEGER PRIMARY KEY AUTOINCREMENT, given at
+//     insert. Write transactions are serialized (BEGIN IMMEDIATE on one
+//     writer connection; other processes wait for the database lock), so
+//     the order of inserts is the order of commits.
+//   - PostgreSQL and MySQL: an identity / AUTO_INCREMENT column (pos) is
+//     given at insert, but concurrent transactions commit in another order
+//     than they insert, so a reader following pos could pass over a row
+//     that commits later with a lower one. So seq is left NULL by the
+//     writes and given after they commit, by a sequencer that every reader
+//     runs first (sequence): under the lock of the one row of
+//     event_sequence, it numbers the committed rows without a seq in pos
+//     order, after the greatest seq given. A row is numbered only once it
+//     is visible, and numbers only grow, so a reader that has read up to
+//     seq n never sees a row appear below n. Two changes of which one
+//     began after the other committed (or waited for its locks) insert in
+//     that order, and the first is visible whenever the second is: their
+//     seqs are in commit order. The writes take no lock for this and wait
+//     for nothing.
+//
+// The payload is the JSON of the event's object (its Go value, as package
+// encoding/json writes it): an internal format of the store, read back by
+// ReadEvents, never shown to clients as it is.
+
+// maxSequence is the most rows one sequencing transaction numbers.
+const maxSequence = 1000
+
+// eventRow is a row of events.
+type eventRow struct {
+	Seq            int64     `bun:"seq"`
+	ID             string    `bun:"id"`
+	Type           string    `bun:"type"`
+	ConversationID string    `bun:"conversation_id"`
+	AudienceID     string    `bun:"audience_id"`
+	CreatedAt      time.Time `bun:"created_at"`
+	Payload        string    `bun:"payload"`
+}
+
+const eventCols = "e.seq, e.id, e.type, e.conversation_id, e.audience_id, e.created_at, e.payload"
+
+// eventPayload is the object of an event, as stored.
+type eventPayload struct {
+	Message      *messaging.Message      `json:",omitempty"`
+	Attachment   *messaging.Attachment   `json:",omitempty"`
+	Conversation *messaging.Conversation `json:",omitempty"`
+	DeletedID    string                  `json:",omitempty"`
+}
+
+func (r *eventRow) event() (messaging.Event, error) {
+	var p eventPayload
+	if err := json.Unmarshal([]byte(r.Payload), &p); err != nil {
+		return messaging.Event{}, err
+	}
+	return messaging.Event{
+		ID:             r.ID,
+		Type:           messaging.EventType(r.Type),
+		ConversationID: r.ConversationID,
+		AudienceID:     r.AudienceID,
+		Created:        utc(r.CreatedAt),
+		Message:        p.Message,
+		Attachment:     p.Attachment,
+		Conversation:   p.Conversation,
+		DeletedID:      p.DeletedID,
+		Seq:            r.Seq,
+	}, nil
+}
+
+// record stores the events rec makes of c, in tx. A nil rec records
+// nothing.
+func (s *Store) record(ctx context.Context, tx bun.Tx, rec messaging.Recorder, c messaging.Change) error {
+	if rec == nil {
+		return nil
+	}
+	evs := rec(c)
+	if len(evs) == 0 {
+		return nil
+	}
+	values := strings.Repeat("(?, ?, ?, ?, ?, ?), ", len(evs))
+	args := make([]any, 0, 6*len(evs))
+	for _, e := range evs {
+		p, err := json.Marshal(eventPayload{Message: e.Message, Attachment: e.Attachment, Conversation: e.Conversation, DeletedID: e.DeletedID})
+		if err != nil {
+			return err
+		}
+		args = append(args, e.ID, string(e.Type), nullable(e.ConversationID), nullable(e.AudienceID), e.Created.UTC(), string(p))
+	}
+	_, err := tx.ExecContext(ctx, "INSERT INTO events (id, type, conversation_id, audience_id, created_at, payload) VALUES "+values[:len(values)-2], args...)
+	return err
+}
+
+// sequence numbers the committed events that have no seq yet (PostgreSQL
+// and MySQL; see the top of this file), in batches of maxSequence.
+func (s *Store) sequence(ctx context.Context) error {
+	if s.flavor == flavorSQLite {
+		return nil
+	}
+	const pendingSQL = "SELECT pos FROM events WHERE seq IS NULL ORDER BY pos LIMIT ?"
+	for {
+		var pending []int64
+		if err := s.w.NewRaw(pendingSQL, maxSequence).Scan(ctx, &pending); err != nil || len(pending) == 0 {
+			return err
+		}
+		s.seqMu.Lock() // one sequencer of this process at a time; others wait, then find less to do
+		n := 0
+		err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+			var last []int64
+			if err := tx.NewRaw("SELECT last_seq FROM event_sequence WHERE id = 1 FOR UPDATE").Scan(ctx, &last); err != nil {
+				return err
+			}
+			if len(last) == 0 {
+				return notFound("event sequence")
+			}
+			// Read again under the lock: another sequencer may have
+			// numbered them meanwhile; what committed since is taken too.
+			pending = pending[:0]
+			if err := tx.NewRaw(pendingSQL, maxSequence).Scan(ctx, &pending); err != nil || len(pending) == 0 {
+				return err
+			}
+			var b strings.Builder
+			args := make([]any, 0, 2*len(pending)+1)
+			b.WriteString("UPDATE events SET seq = CASE pos")
+			for i, pos := range pending {
+				b.WriteString(" WHEN ? THEN ?")
+				args = append(args, pos, last[0]+int64(i)+1)
+			}
+			b.WriteString(" END WHERE pos IN (?)")
+			args = append(args, bun.List(pending))
+			if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
+				return err
+			}
+			n = len(pending)
+			_, err := tx.ExecContext(ctx, "UPDATE event_sequence SET last_seq = ? WHERE id = 1", last[0]+int64(n))
+			return err
+		})
+		s.seqMu.Unlock()
+		if err != nil || n < maxSequence {
+			return err
+		}
+	}
+}
+
+// ReadEvents returns up to q.Limit events matching q in seq order, after
+// numbering the events committed since the last call (PostgreSQL, MySQL).
+func (s *Store) ReadEvents(ctx context.Context, q events.Query) ([]messaging.Event, error) {
+	evs, err := s.readEvents(ctx, q)
+	return evs, wrapErr("sqlstore.ReadEvents", err)
+}
+
+func (s *Store) readEvents(ctx context.Context, q events.Query) ([]messaging.Event, error) {
+	if q.Limit < 1 {
+		return nil, invalid("limit must be at least 1")
+	}
+	if err := s.sequence(ctx); err != nil {
+		return nil, err
+	}
+	convs, member, err := s.scope(ctx, q.All, q.MemberID, q.ConversationIDs)
+	if err != nil {
+		return nil, err
+	}
+	var scope []string
+	var args []any
+	if b, ok := s.scopeBranch("e.conversation_id", q.All, member, convs); ok {
+		if b.where == "" {
+			b.where = "e.conversation_id IS NOT NULL"
+		}
+		scope, args = append(scope, b.where), append(args, b.args...)
+	}
+	if q.Unfiled {
+		scope = append(scope, "e.conversation_id IS NULL")
+	}
+	if len(scope) == 0 {
+		return []messaging.Event{}, nil
+	}
+	where := []string{"e.seq > ?", "(" + strings.Join(scope, " OR ") + ")"}
+	args = append([]any{max(q.After, 0)}, args...)
+	if q.Before > 0 {
+		where, args = append(where, "e.seq < ?"), append(args, q.Before)
+	}
+	if q.ViewerID != "" {
+		where, args = append(where, "(e.audience_id IS NULL OR e.audience_id = ?)"), append(args, q.ViewerID)
+	}
+	dir := "ASC"
+	if q.Newest {
+		dir = "DESC"
+	}
+	args = append(args, q.Limit)
+	var rows []eventRow
+	if err := s.read(ctx, &rows, "SELECT "+eventCols+" FROM events AS e WHERE "+strings.Join(where, " AND ")+" ORDER BY e.seq "+dir+" LIMIT ?", args...); err != nil {
+		return nil, err
+	}
+	return eventsOf(rows)
+}
+
+func eventsOf(rows []eventRow) ([]messaging.Event, error) {
+	out := make([]messaging.Event, len(rows))
+	for i := range rows {
+		var err error
+		if out[i], err = rows[i].event(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// GetEvent returns the event with this id, or an error matching
+// messaging.ErrNotFound (also for an event not numbered yet, which no
+// reader has seen).
+func (s *Store) GetEvent(ctx context.Context, id string) (messaging.Event, error) {
+	var rows []eventRow
+	err := s.read(ctx, &rows, "SELECT "+eventCols+" FROM events AS e WHERE e.id = ? AND e.seq > 0", id)
+	if err == nil && len(rows) == 0 {
+		err = notFound("event")
+	}
+	var evs []messaging.Event
+	if err == nil {
+		evs, err = eventsOf(rows)
+	}
+	if err != nil {
+		return messaging.Event{}, wrapErr("sqlstore.GetEvent", err)
+	}
+	return evs[0], nil
+}
+
+// LastEvent returns the event of greatest seq, or an error matching
+// messaging.ErrNotFound.
+func (s *Store) LastEvent(ctx context.Context) (messaging.Event, error) {
+	err := s.sequence(ctx)
+	var rows []eventRow
+	if err == nil {
+		err = s.read(ctx, &rows, "SELECT "+eventCols+" FROM events AS e WHERE e.seq > 0 ORDER BY e.seq DESC LIMIT 1")
+	}
+	if err == nil && len(rows) == 0 {
+		err = notFound("event")
+	}
+	var evs []messaging.Event
+	if err == nil {
+		evs, err = eventsOf(rows)
+	}
+	if err != nil {
+		return messaging.Event{}, wrapErr("sqlstore.LastEvent", err)
+	}
+	return evs[0], nil
+}
+
+// pruneBatch is the most rows one statement of PruneEvents removes.
+const pruneBatch = 1000
+
+// PruneEvents removes events oldest first while they were created before
+// before, in batches, walking the seq index (no index on the time is kept
+// for it).
+func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int, error) {
+	total := 0
+	for {
+		var rows []struct {
+			Seq       int64     `bun:"seq"`
+			CreatedAt time.Time `bun:"created_at"`
+		}
+		if err := s.read(ctx, &rows, "SELECT seq, created_at FROM events WHERE seq > 0 ORDER BY seq LIMIT ?", pruneBatch); err != nil {
+			return total, wrapErr("sqlstore.PruneEvents", err)
+		}
+		k := 0
+		for k < len(rows) && rows[k].CreatedAt.Before(before) {
+			k++
+		}
+		if k == 0 {
+			return total, nil
+		}
+		err := s.retry(ctx, func(ctx context.Context) error {
+			res, err := s.w.ExecContext(ctx, "DELETE FROM events WHERE seq > 0 AND seq <= ?", rows[k-1].Seq)
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			total += int(n)
+			return err
+		})
+		if err != nil {
+			return total, wrapErr("sqlstore.PruneEvents", err)
+		}
+		if k < len(rows) || len(rows) < pruneBatch {
+			return total, nil
+		}
+	}
+}
+
+// ClaimCursor claims the handler position name for owner until until.
+func (s *Store) ClaimCursor(ctx context.Context, name, owner string, start int64, now, until time.Time) (int64, bool, error) {
+	var seq []int64
+	var ok bool
+	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+		insert := "INSERT INTO event_cursors (name, seq, owner) VALUES (?, ?, '') ON CONFLICT (name) DO NOTHING"
+		if s.flavor == flavorMySQL {
+			insert = "INSERT IGNORE INTO event_cursors (name, seq, owner) VALUES (?, ?, '')"
+		}
+		if _, err := tx.ExecContext(ctx, insert, name, start); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE event_cursors SET owner = ?, lease_until = ?
+			WHERE name = ? AND (owner = '' OR owner = ? OR lease_until IS NULL OR lease_until < ?)`, owner, until.UTC(), name, owner, now.UTC())
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		ok = n > 0
+		seq = seq[:0]
+		return tx.NewRaw("SELECT seq FROM event_cursors WHERE name = ?", name).Scan(ctx, &seq)
+	})
+	if err == nil && len(seq) == 0 {
+		err = notFound("handler cursor")
+	}
+	if err != nil {
+		return 0, false, wrapErr("sqlstore.ClaimCursor", err)
+	}
+	return seq[0], ok, nil
+}
+
+// SaveCursor stores the handler position name, if owner holds its claim.
+func (s *Store) SaveCursor(ctx context.Context, name, owner string, seq int64, until time.Time) error {
+	return wrapErr("sqlstore.SaveCursor", s.retry(ctx, func(ctx context.Context) error {
+		res, err := s.w.ExecContext(ctx, "UPDATE event_cursors SET seq = ?, lease_until = ? WHERE name = ? AND owner = ?", seq, until.UTC(), name, owner)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err == nil && n == 0 {
+			err = conflict("the handler " + name + " is claimed by another owner")
+		}
+		return err
+	}))
+}
+
+// eventsVersion is the migration of the outbox: the events, the counter of
+// their seqs (PostgreSQL, MySQL) and the handlers' positions.
+var eventsVersion = version{
+	Name:    "20261123000003",
+	Comment: "events",
+	SQL: map[flavor][]string{
+		flavorSQLite: {
+			// AUTOINCREMENT: a seq is never given again, also once every
+			// event is pruned.
+			`CREATE TABLE IF NOT EXISTS events (
+				seq INTEGER PRIMARY KEY AUTOINCREMENT,
+				id TEXT NOT NULL UNIQUE,
+				type TEXT NOT NULL,
+				conversation_id TEXT,
+				audience_id TEXT,
+				created_at TIMESTAMP NOT NULL,
+				payload TEXT NOT NULL)`,
+			`CREATE INDEX IF NOT EXISTS events_conversation ON events (conversation_id, seq)`,
+			`CREATE TABLE IF NOT EXISTS event_cursors (
+				name TEXT PRIMARY KEY NOT NULL,
+				seq INTEGER NOT NULL,
+				owner TEXT NOT NULL DEFAULT '',
+				lease_until TIMESTAMP)`,
+		},
+		flavorPostgres: {
+			`CREATE TABLE IF NOT EXISTS events (
+				pos bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+				seq bigint UNIQUE,
+				id text COLLATE "C" NOT NULL UNIQUE,
+				type text NOT NULL,
+				conversation_id text COLLATE "C",
+				audience_id text COLLATE "C",
+				created_at timestamptz NOT NULL,
+				payload text NOT NULL)`,
+			`CREATE INDEX IF NOT EXISTS events_pending ON events (pos) WHERE seq IS NULL`,
+			`CREATE INDEX IF NOT EXISTS events_conversation ON events (conversation_id, seq)`,
+			`CREATE TABLE IF NOT EXISTS event_sequence (id integer PRIMARY KEY, last_seq bigint NOT NULL)`,
+			`INSERT INTO event_sequence (id, last_seq) VALUES (1, 0) ON CONFLICT (id) DO NOTHING`,
+			`CREATE TABLE IF NOT EXISTS event_cursors (
+				name text COLLATE "C" PRIMARY KEY,
+				seq bigint NOT NULL,
+				owner text COLLATE "C" NOT NULL DEFAULT '',
+				lease_until timestamptz)`,
+		},
+		// Not transactional: every statement can be run again.
+		flavorMySQL: {
+			`CREATE TABLE IF NOT EXISTS events (
+				pos BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+				seq BIGINT NULL,
+				id VARCHAR(64) NOT NULL,
+				type VARCHAR(64) NOT NULL,
+				conversation_id VARCHAR(128) NULL,
+				audience_id VARCHAR(64) NULL,
+				created_at DATETIME(6) NOT NULL,
+				payload MEDIUMTEXT NOT NULL,
+				UNIQUE KEY events_seq (seq),
+				UNIQUE KEY events_id (id),
+				KEY events_conversation (conversation_id, seq)
+			) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+			`CREATE TABLE IF NOT EXISTS event_sequence (
+				id INT NOT NULL PRIMARY KEY,
+				last_seq BIGINT NOT NULL
+			) ENGINE=InnoDB`,
+			`INSERT IGNORE INTO event_sequence (id, last_seq) VALUES (1, 0)`,
+			`CREATE TABLE IF NOT EXISTS event_cursors (
+				name VARCHAR(191) NOT NULL PRIMARY KEY,
+				seq BIGINT NOT NULL,
+				owner VARCHAR(191) NOT NULL DEFAULT '',
+				lease_until DATETIME(6) NULL
+			) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+		},
+	},
+}
