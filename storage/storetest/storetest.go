@@ -47,6 +47,7 @@ func RunConformanceTests(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Attachments", attachmentTests},
 		{"Concurrency", concurrencyTests},
 		{"Conversations", conversationTests},
+		{"Events", eventTests},
 		{"Service", serviceTests},
 	}
 	for _, g := range groups {
