@@ -1,0 +1,375 @@
+package events
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"gocloud.dev/pubsub"
+
+	"github.com/parleychat/parley/internal/wiring"
+	"github.com/parleychat/parley/messaging"
+)
+
+// Options configure a Feed. A nil *Options means all defaults.
+type Options struct {
+	// Retention is how long events are kept, so that subscribers can
+	// resume after them; older ones are pruned. Default: 24 hours.
+	Retention time.Duration
+	// PruneInterval is how often the Feed prunes. Default: Retention/24,
+	// between a second and an hour.
+	PruneInterval time.Duration
+	// PollInterval is how often the Feed reads the outbox when nothing
+	// woke it: the longest delay of an event written through another
+	// instance whose wake-up did not arrive (no Topic, or a message lost).
+	// Default: 1 second.
+	PollInterval time.Duration
+	// Buffer is the most events waiting for a subscription's reader; a
+	// subscription that falls further behind ends with ErrTooSlow, so that
+	// a slow reader never holds up the Feed, writers or other readers.
+	// Default: 256.
+	Buffer int
+	// PolicyTTL is how long a subscription relies on the Policy's answer
+	// for one conversation before it asks again: a contact removed from a
+	// conversation stops getting its events within that time. Default: 10
+	// seconds.
+	PolicyTTL time.Duration
+
+	// Topic, when set, is sent a wake-up (not the event) after each write
+	// through this process that recorded events, so that the Feeds of
+	// other instances over the same database read the outbox at once.
+	// Open it with pubsub.OpenTopic and a driver the host imports
+	// (gocloud.dev/pubsub/natspubsub for "nats://subject",
+	// gocloud.dev/pubsub/mempubsub for "mem://topic"); shut it down after
+	// Close. Default: none, and other instances learn of this one's events
+	// by polling.
+	Topic *pubsub.Topic
+	// Subscription, when set, receives the wake-ups of the other
+	// instances. Each instance needs its own subscription to every message
+	// of Topic (for NATS, a subject without a queue group). Shut it down
+	// after Close. Default: none.
+	Subscription *pubsub.Subscription
+
+	// HandlerAttempts is how many times a handler is called with one event
+	// before the event is skipped for it (and logged). Default: 8.
+	HandlerAttempts int
+	// HandlerBackoff is the wait after a handler's first failure, doubled
+	// after each further one, at most a minute. Default: 100 ms.
+	HandlerBackoff time.Duration
+	// HandlerLease is how long this instance keeps the claim of a
+	// handler's position without renewing it; another instance takes over
+	// a handler whose claim has expired. Default: 30 seconds.
+	HandlerLease time.Duration
+
+	// Gate, when set, is called before each round of delivery, to
+	// subscriptions and to handlers alike; the round waits while it
+	// blocks, and is skipped when it returns an error. It is a seam for
+	// tests that hold delivery back (the events are still recorded).
+	// Default: none.
+	Gate func(ctx context.Context) error
+	// Now returns the current time. Default: time.Now.
+	Now func() time.Time
+	// Logger receives failures that no caller sees: of reads, pruning,
+	// pub/sub and handlers. Default: slog.Default().
+	Logger *slog.Logger
+}
+
+func (o *Options) withDefaults() Options {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.Retention <= 0 {
+		c.Retention = 24 * time.Hour
+	}
+	if c.PruneInterval <= 0 {
+		c.PruneInterval = min(max(c.Retention/24, time.Second), time.Hour)
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = time.Second
+	}
+	if c.Buffer <= 0 {
+		c.Buffer = 256
+	}
+	if c.PolicyTTL <= 0 {
+		c.PolicyTTL = 10 * time.Second
+	}
+	if c.HandlerAttempts <= 0 {
+		c.HandlerAttempts = 8
+	}
+	if c.HandlerBackoff <= 0 {
+		c.HandlerBackoff = 100 * time.Millisecond
+	}
+	if c.HandlerLease <= 0 {
+		c.HandlerLease = 30 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Errors of subscriptions. They are not *messaging.Error: they end a
+// subscription, and are no fault of the request that made it.
+var (
+	// ErrTooSlow ends a subscription whose reader fell more than
+	// Options.Buffer events behind. Subscribe again after the last event
+	// read: nothing is lost.
+	ErrTooSlow = errors.New("events: subscription too slow: resume after the last event read")
+	// ErrClosed ends the subscriptions of a Feed that was closed.
+	ErrClosed = errors.New("events: feed closed")
+)
+
+// readBatch is the most events one read of the outbox returns.
+const readBatch = 256
+
+// Feed delivers the events of the outbox, after their commit, to
+// subscriptions (Subscribe) and to the host's handlers (Handle), lists them
+// (List), prunes them, and wakes the Feeds of other instances. Build one
+// per messaging Service, and Close it at shutdown. It is safe for
+// concurrent use.
+type Feed struct {
+	store    Repository
+	msgs     *messaging.Service
+	domain   wiring.Domain
+	opts     Options
+	instance string // this Feed's id, in its pub/sub wake-ups
+
+	ctx     context.Context // canceled by Close
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	wake    chan struct{} // the dispatcher's
+	publish chan struct{} // the publisher's
+
+	mu       sync.Mutex
+	cursor   int64 // every event up to it has been offered to subscriptions
+	subs     map[*Subscription]struct{}
+	handlers map[string]*handler
+	closed   bool
+
+	logMu   sync.Mutex
+	lastLog map[string]time.Time // what failed, and when it was last logged
+}
+
+// New returns a Feed of the events in store, the outbox of the storage
+// that msgs (and the attachments Service built on it) write to, and binds
+// it to msgs: from now on their writes record an event for every change,
+// and wake the Feed when they commit. A Feed delivers the events recorded
+// from now on live; subscribers and handlers resume from older ones. New
+// reads the outbox once, and fails if it cannot.
+func New(ctx context.Context, store Repository, msgs *messaging.Service, opts *Options) (*Feed, error) {
+	if store == nil || msgs == nil {
+		return nil, errors.New("events: New needs a Repository and a messaging Service")
+	}
+	f := &Feed{
+		store:    store,
+		msgs:     msgs,
+		opts:     opts.withDefaults(),
+		instance: newInstanceID(),
+		wake:     make(chan struct{}, 1),
+		publish:  make(chan struct{}, 1),
+		subs:     make(map[*Subscription]struct{}),
+		handlers: make(map[string]*handler),
+		lastLog:  make(map[string]time.Time),
+	}
+	last, err := store.LastEvent(ctx)
+	switch {
+	case err == nil:
+		f.cursor = last.Seq
+	case !errors.Is(err, messaging.ErrNotFound):
+		return nil, wiring.Wrap("events.New", err)
+	}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	f.domain = wiring.BindFeed(msgs, f.committed)
+	f.wg.Go(f.dispatch)
+	f.wg.Go(f.prune)
+	if f.opts.Topic != nil {
+		f.wg.Go(f.publishWakeUps)
+	}
+	if f.opts.Subscription != nil {
+		f.wg.Go(f.receiveWakeUps)
+	}
+	return f, nil
+}
+
+func newInstanceID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Close stops delivery: subscriptions end with ErrClosed, handlers stop
+// (each after the call under way), and the Feed no longer reads, prunes or
+// wakes anyone. Writes go on recording events, which the Feed of the next
+// start (or of another instance) delivers. Close returns when every
+// goroutine of the Feed has ended; it does not shut down Options.Topic and
+// Subscription.
+func (f *Feed) Close() error {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return nil
+	}
+	f.closed = true
+	f.mu.Unlock()
+	f.cancel()
+	f.wg.Wait()
+	return nil
+}
+
+// committed is called by the services after each write that recorded
+// events.
+func (f *Feed) committed() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case f.publish <- struct{}{}:
+	default:
+	}
+}
+
+// gate waits for Options.Gate; false means skip this round.
+func (f *Feed) gate() bool {
+	if f.opts.Gate == nil {
+		return f.ctx.Err() == nil
+	}
+	return f.opts.Gate(f.ctx) == nil && f.ctx.Err() == nil
+}
+
+// dispatch reads the outbox when woken or every PollInterval, and offers
+// what is new to the subscriptions, in Seq order.
+func (f *Feed) dispatch() {
+	poll := time.NewTicker(f.opts.PollInterval)
+	defer poll.Stop()
+	for {
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-f.wake:
+		case <-poll.C:
+		}
+		if f.gate() {
+			f.deliver()
+		}
+	}
+}
+
+// deliver offers every event after the cursor to the subscriptions, and
+// wakes the handlers.
+func (f *Feed) deliver() {
+	for {
+		f.mu.Lock()
+		after := f.cursor
+		f.mu.Unlock()
+		evs, err := f.store.ReadEvents(f.ctx, Query{All: true, Unfiled: true, After: after, Limit: readBatch})
+		if err != nil {
+			if f.ctx.Err() == nil {
+				f.logOnce("read", "events: cannot read the outbox; will retry", err)
+			}
+			return
+		}
+		if len(evs) == 0 {
+			return
+		}
+		f.mu.Lock()
+		for i := range evs {
+			e := &evs[i]
+			for s := range f.subs {
+				s.offer(e)
+			}
+		}
+		f.cursor = evs[len(evs)-1].Seq
+		for _, h := range f.handlers {
+			h.poke()
+		}
+		f.mu.Unlock()
+		if len(evs) < readBatch {
+			return
+		}
+	}
+}
+
+// prune removes the events older than the retention, now and every
+// PruneInterval.
+func (f *Feed) prune() {
+	t := time.NewTicker(f.opts.PruneInterval)
+	defer t.Stop()
+	for {
+		if _, err := f.store.PruneEvents(f.ctx, f.opts.Now().Add(-f.opts.Retention)); err != nil && f.ctx.Err() == nil {
+			f.logOnce("prune", "events: cannot prune the outbox; will retry", err)
+		}
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// publishWakeUps sends a wake-up to Topic after writes, one at a time:
+// the writes that commit while one is sent share the next.
+func (f *Feed) publishWakeUps() {
+	for {
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-f.publish:
+		}
+		err := f.opts.Topic.Send(f.ctx, &pubsub.Message{Body: []byte(f.instance), Metadata: map[string]string{"instance": f.instance}})
+		if err != nil && f.ctx.Err() == nil {
+			f.logOnce("publish", "events: cannot send a wake-up; other instances will poll", err)
+		}
+	}
+}
+
+// receiveWakeUps wakes the dispatcher when another instance has written.
+func (f *Feed) receiveWakeUps() {
+	backoff := 100 * time.Millisecond
+	for {
+		m, err := f.opts.Subscription.Receive(f.ctx)
+		if err != nil {
+			if f.ctx.Err() != nil {
+				return
+			}
+			f.logOnce("receive", "events: cannot receive wake-ups; polling meanwhile", err)
+			select {
+			case <-f.ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 10*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		m.Ack()
+		if m.Metadata["instance"] != f.instance {
+			select {
+			case f.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// logOnce logs a failure of kind what at most once every ten seconds.
+func (f *Feed) logOnce(what, msg string, err error) {
+	now := time.Now()
+	f.logMu.Lock()
+	last, ok := f.lastLog[what]
+	if !ok || now.Sub(last) >= 10*time.Second {
+		f.lastLog[what] = now
+		f.logMu.Unlock()
+		f.opts.Logger.Warn(msg, "err", err)
+		return
+	}
+	f.logMu.Unlock()
+}

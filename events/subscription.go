@@ -1,0 +1,276 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/parleychat/parley/internal/check"
+	"github.com/parleychat/parley/internal/ids"
+	"github.com/parleychat/parley/internal/wiring"
+	"github.com/parleychat/parley/messaging"
+)
+
+// SubscribeOptions select the events of a subscription.
+type SubscribeOptions struct {
+	// ConversationID, when set, narrows the subscription to one
+	// conversation.
+	ConversationID string
+	// After, when set, is the id of the last event the subscriber has:
+	// the subscription starts with every later event it may see, in
+	// order, then goes on live. When that event is no longer kept (older
+	// than Options.Retention), the subscription starts with an event of
+	// type messaging.EventsLost instead. When "", the subscription starts
+	// live, with the events committed from about now on.
+	After string
+}
+
+// Subscription is a caller's stream of events: every event the caller may
+// see (messaging.Service.CanSeeEvent), once each, in Seq order, which is
+// commit order. Read it with Next from one goroutine; Close it (from any
+// goroutine) when done.
+type Subscription struct {
+	feed   *Feed
+	caller messaging.Contact
+	conv   string
+
+	// Read by the dispatcher under feed.mu.
+	ch      chan *messaging.Event // live events, bounded
+	cut     chan struct{}         // closed when the reader fell behind
+	cutOnce sync.Once
+
+	done      chan struct{} // closed by Close
+	closeOnce sync.Once
+
+	// The reader's own state.
+	floor   int64             // every event up to it has been considered
+	pending []messaging.Event // read from the outbox, not yet returned
+	live    bool              // registered with the dispatcher
+	lost    *messaging.Event  // to return first
+	seen    map[string]visibility
+	ended   error // ErrTooSlow or ErrClosed, once the subscription is over
+}
+
+// visibility is a cached answer of the Policy.
+type visibility struct {
+	ok    bool
+	until time.Time
+}
+
+// Subscribe starts a subscription of caller's events. Errors: ErrInvalid
+// for a malformed conversation id (Param "conversation_id") or event id
+// (Param "last_event_id"), ErrUnavailable when the outbox cannot be read.
+// A conversation the caller may not see gives a subscription that gets
+// none of its events (until the Policy lets the caller see it).
+func (f *Feed) Subscribe(ctx context.Context, caller messaging.Contact, o SubscribeOptions) (*Subscription, error) {
+	s, err := f.subscribe(ctx, caller, o)
+	return s, wiring.Wrap("events.Subscribe", err)
+}
+
+func (f *Feed) subscribe(ctx context.Context, caller messaging.Contact, o SubscribeOptions) (*Subscription, error) {
+	if o.ConversationID != "" {
+		if err := check.ConversationID("conversation_id", o.ConversationID); err != nil {
+			return nil, err
+		}
+	}
+	if o.After != "" && !ids.Valid(ids.Event, o.After) {
+		return nil, check.BadParam("last_event_id", "last_event_id is not an event id")
+	}
+	s := &Subscription{
+		feed:   f,
+		caller: caller,
+		conv:   o.ConversationID,
+		ch:     make(chan *messaging.Event, f.opts.Buffer),
+		cut:    make(chan struct{}),
+		done:   make(chan struct{}),
+		seen:   make(map[string]visibility),
+	}
+	if o.After == "" {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.closed {
+			return nil, ErrClosed
+		}
+		s.floor, s.live = f.cursor, true
+		f.subs[s] = struct{}{}
+		return s, nil
+	}
+	e, err := f.store.GetEvent(ctx, o.After)
+	switch {
+	case err == nil:
+		s.floor = e.Seq
+	case errors.Is(err, messaging.ErrNotFound):
+		// Pruned (or never stored): say so, and go on from the newest.
+		lost := messaging.Event{Type: messaging.EventsLost, ConversationID: o.ConversationID, Created: f.opts.Now().UTC()}
+		last, err := f.store.LastEvent(ctx)
+		switch {
+		case err == nil:
+			lost.ID, s.floor = last.ID, last.Seq
+		case !errors.Is(err, messaging.ErrNotFound):
+			return nil, err
+		}
+		s.lost = &lost
+	default:
+		return nil, err
+	}
+	return s, nil
+}
+
+// offer queues e for the subscription, or cuts it off when its queue is
+// full; the caller holds feed.mu. It never blocks.
+func (s *Subscription) offer(e *messaging.Event) {
+	if s.conv != "" && e.ConversationID != s.conv || e.AudienceID != "" && e.AudienceID != s.caller.ID {
+		return
+	}
+	select {
+	case s.ch <- e:
+	default:
+		s.cutOnce.Do(func() { close(s.cut) })
+		delete(s.feed.subs, s)
+	}
+}
+
+// Next returns the next event the caller may see, waiting for one until
+// ctx is done. The objects an event carries are shared with other
+// subscriptions: read them, do not change them. Errors: ErrTooSlow when
+// the reader fell behind, ErrClosed when the Feed was closed, ctx's error,
+// ErrUnavailable when the outbox or the Policy cannot be read (Next may be
+// called again). After ErrTooSlow or ErrClosed the subscription is over:
+// subscribe again with After set to the last event's ID.
+func (s *Subscription) Next(ctx context.Context) (messaging.Event, error) {
+	e, err := s.next(ctx)
+	if err != nil && !errors.Is(err, ErrTooSlow) && !errors.Is(err, ErrClosed) && ctx.Err() == nil {
+		err = wiring.Wrap("events.Next", err)
+	}
+	return e, err
+}
+
+func (s *Subscription) next(ctx context.Context) (messaging.Event, error) {
+	select {
+	case <-s.done:
+		s.ended = ErrClosed
+	default:
+	}
+	if s.ended != nil {
+		return messaging.Event{}, s.ended
+	}
+	if s.lost != nil {
+		e := *s.lost
+		s.lost = nil
+		return e, nil
+	}
+	for {
+		for len(s.pending) > 0 {
+			e := s.pending[0]
+			ok, err := s.visible(ctx, e)
+			if err != nil {
+				return messaging.Event{}, err // e stays pending
+			}
+			s.pending = s.pending[1:]
+			s.floor = max(s.floor, e.Seq)
+			if ok {
+				return e, nil
+			}
+		}
+		if !s.live {
+			if err := s.catchUp(ctx); err != nil {
+				return messaging.Event{}, err
+			}
+			continue
+		}
+		select {
+		case e := <-s.ch:
+			if e.Seq > s.floor {
+				s.pending = append(s.pending, *e)
+			}
+		case <-s.cut:
+			s.ended = ErrTooSlow
+			return messaging.Event{}, ErrTooSlow
+		case <-s.feed.ctx.Done():
+			s.ended = ErrClosed
+			return messaging.Event{}, ErrClosed
+		case <-s.done:
+			s.ended = ErrClosed
+			return messaging.Event{}, ErrClosed
+		case <-ctx.Done():
+			return messaging.Event{}, ctx.Err()
+		}
+	}
+}
+
+// catchUp reads the events after the floor from the outbox, up to what
+// the dispatcher has offered, and registers the subscription with the
+// dispatcher once it has read that far: from then on it gets every later
+// event live, and drops those at or below its floor.
+func (s *Subscription) catchUp(ctx context.Context) error {
+	f := s.feed
+	f.mu.Lock()
+	upTo := f.cursor
+	if upTo <= s.floor {
+		select {
+		case <-s.done:
+			f.mu.Unlock()
+			return ErrClosed
+		default:
+		}
+		if f.closed {
+			f.mu.Unlock()
+			return ErrClosed
+		}
+		s.live = true
+		f.subs[s] = struct{}{}
+		f.mu.Unlock()
+		return nil
+	}
+	f.mu.Unlock()
+	q := Query{All: true, Unfiled: true, ViewerID: s.caller.ID, After: s.floor, Before: upTo + 1, Limit: readBatch}
+	if s.conv != "" {
+		q.All, q.Unfiled, q.ConversationIDs = false, false, []string{s.conv}
+	}
+	evs, err := f.store.ReadEvents(ctx, q)
+	if err != nil {
+		return err
+	}
+	s.pending = evs
+	if len(evs) < readBatch {
+		s.floor = upTo // read everything up to it
+	}
+	return nil
+}
+
+// visible reports whether the caller may see e: the rule of
+// messaging.Service.CanSeeEvent, with the Policy's answer for a
+// conversation kept for Options.PolicyTTL.
+func (s *Subscription) visible(ctx context.Context, e messaging.Event) (bool, error) {
+	if s.conv != "" && e.ConversationID != s.conv {
+		return false, nil
+	}
+	if e.AudienceID != "" && e.AudienceID != s.caller.ID {
+		return false, nil
+	}
+	if e.ConversationID == "" {
+		return e.AudienceID != "", nil
+	}
+	now := s.feed.opts.Now()
+	if v, ok := s.seen[e.ConversationID]; ok && now.Before(v.until) {
+		return v.ok, nil
+	}
+	ok, err := s.feed.domain.CanView(ctx, s.caller.ID, e.ConversationID)
+	if err != nil {
+		return false, err
+	}
+	if len(s.seen) >= 1024 {
+		clear(s.seen)
+	}
+	s.seen[e.ConversationID] = visibility{ok: ok, until: now.Add(s.feed.opts.PolicyTTL)}
+	return ok, nil
+}
+
+// Close ends the subscription; Next then returns ErrClosed.
+func (s *Subscription) Close() {
+	s.closeOnce.Do(func() { close(s.done) })
+	s.feed.mu.Lock()
+	delete(s.feed.subs, s)
+	s.feed.mu.Unlock()
+}
