@@ -86,4 +86,3 @@ func TestMissedWakeUpIsCaughtUpByPolling(t *testing.T) {
 		})
 	}
 }
-

@@ -33,12 +33,12 @@ var eventTests = []test{
 // recorder is a Recorder for tests: it remembers the Changes it was given
 // and makes one event of type typ per call, carrying what changed.
 type recorder struct {
-	mu      sync.Mutex
+	mu       sync.Mutex
 	typ      messaging.EventType
 	created  time.Time
 	audience string // the AudienceID of a conversation event
 	changes  []messaging.Change
-	calls   atomic.Int64
+	calls    atomic.Int64
 }
 
 func newRecorder(typ messaging.EventType, created time.Time) *recorder {
