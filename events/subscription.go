@@ -24,6 +24,13 @@ type SubscribeOptions struct {
 	// type messaging.EventsLost instead. When "", the subscription starts
 	// live, with the events committed from about now on.
 	After string
+	// OnTooSlow, when set, is called once if the Feed cuts the
+	// subscription off because its reader fell behind (Next returns
+	// ErrTooSlow from then on, perhaps after some events still queued): a
+	// server can then end a write to the client that is stuck, rather
+	// than wait for it. It is called by the Feed's dispatcher, and must
+	// not block or call the Feed.
+	OnTooSlow func()
 }
 
 // Subscription is a caller's stream of events: every event the caller may
@@ -34,6 +41,7 @@ type Subscription struct {
 	feed   *Feed
 	caller messaging.Contact
 	conv   string
+	onCut  func()
 
 	// Read by the dispatcher under feed.mu.
 	ch      chan *messaging.Event // live events, bounded
@@ -81,6 +89,7 @@ func (f *Feed) subscribe(ctx context.Context, caller messaging.Contact, o Subscr
 		feed:   f,
 		caller: caller,
 		conv:   o.ConversationID,
+		onCut:  o.OnTooSlow,
 		ch:     make(chan *messaging.Event, f.opts.Buffer),
 		cut:    make(chan struct{}),
 		done:   make(chan struct{}),
@@ -126,7 +135,12 @@ func (s *Subscription) offer(e *messaging.Event) {
 	select {
 	case s.ch <- e:
 	default:
-		s.cutOnce.Do(func() { close(s.cut) })
+		s.cutOnce.Do(func() {
+			close(s.cut)
+			if s.onCut != nil {
+				s.onCut()
+			}
+		})
 		delete(s.feed.subs, s)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/httpadapter"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/memstore"
@@ -74,6 +75,7 @@ type env struct {
 	mem    listingBlobs // the blob store under the handler's (before cfg.blobs wraps it)
 	msgs   *messaging.Service
 	files  *attachments.Service
+	feed   *events.Feed // when envConfig.events is set
 	srv    *httptest.Server
 	url    string // where /v1 is reachable: srv.URL + mount prefix
 	prefix string
@@ -92,6 +94,8 @@ type envConfig struct {
 	auth    func(httpadapter.Authenticator) httpadapter.Authenticator // wraps the authenticator
 	cookies bool                                                      // also accept the cookie session=sess-<name>
 	extraUs int                                                       // extra users user000…
+	events  *events.Options                                           // serve /v1/events from a Feed with these options
+	server  func(*httptest.Server)                                    // configures the unstarted test server
 }
 
 func newEnv(t testing.TB, store storetest.Store, cfg envConfig) *env {
@@ -137,6 +141,16 @@ func newEnv(t testing.TB, store storetest.Store, cfg envConfig) *env {
 			opts.Authenticator = cfg.auth(opts.Authenticator)
 		}
 	}
+	if cfg.events != nil {
+		eo := *cfg.events
+		if eo.Logger == nil {
+			eo.Logger = quiet
+		}
+		feed, err := events.New(e.ctx, store, e.msgs, &eo)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = feed.Close() })
+		e.feed, opts.Events = feed, feed
+	}
 	h, err := httpadapter.New(e.msgs, e.files, &opts)
 	require.NoError(t, err)
 	if cfg.prefix != "" {
@@ -144,7 +158,11 @@ func newEnv(t testing.TB, store storetest.Store, cfg envConfig) *env {
 		mux.Handle(cfg.prefix+"/", http.StripPrefix(cfg.prefix, h))
 		h = mux
 	}
-	e.srv = httptest.NewServer(h)
+	e.srv = httptest.NewUnstartedServer(h)
+	if cfg.server != nil {
+		cfg.server(e.srv)
+	}
+	e.srv.Start()
 	t.Cleanup(e.srv.Close)
 	e.url = e.srv.URL + cfg.prefix
 	return e

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/messaging"
 )
 
@@ -81,6 +82,17 @@ type Options struct {
 	// golang.org/x/time/rate per caller. Default: none.
 	Limit func(r *http.Request, caller messaging.Contact) (retryAfter time.Duration, ok bool)
 
+	// Events, when set, serves GET /v1/events from this Feed (built on
+	// the same messaging Service): a Server-Sent Events stream of the
+	// caller's events, or a list of past ones. Default: none, and
+	// /v1/events is an unknown path.
+	Events *events.Feed
+
+	// EventHeartbeat is how long an event stream stays silent before it
+	// gets a comment line, so that proxies and clients see it alive.
+	// Default: 15 seconds.
+	EventHeartbeat time.Duration
+
 	// Logger receives unexpected errors (with the request id sent to the
 	// client) and failures that do not fail a request. Default:
 	// slog.Default().
@@ -97,6 +109,9 @@ func (o *Options) validate() error {
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 1 << 20
+	}
+	if o.EventHeartbeat <= 0 {
+		o.EventHeartbeat = defaultHeartbeat
 	}
 	if o.BaseURL != "" {
 		u, err := url.Parse(o.BaseURL)
@@ -118,6 +133,9 @@ type api struct {
 	signExpiry time.Duration
 	cannotSign atomic.Bool // the blob store answered ErrUnimplemented once
 	limit      func(*http.Request, messaging.Contact) (time.Duration, bool)
+	events     *events.Feed
+	heartbeat  time.Duration
+	rendered   renderCache // JSON of recent events
 
 	base     string // Options.BaseURL without a trailing slash; "" to derive
 	basePath string // the path of base
@@ -158,6 +176,8 @@ func New(msgs *messaging.Service, files *attachments.Service, opts *Options) (ht
 		maxBody:    o.MaxBodyBytes,
 		signExpiry: o.SignedURLExpiry,
 		limit:      o.Limit,
+		events:     o.Events,
+		heartbeat:  o.EventHeartbeat,
 	}
 	if o.BaseURL != "" {
 		u, _ := url.Parse(o.BaseURL) // checked by validate
@@ -199,6 +219,11 @@ func New(msgs *messaging.Service, files *attachments.Service, opts *Options) (ht
 	a.mux.Handle("/v1/attachments/{id}/{filename}", a.route([]method{
 		{http.MethodGet, a.serveFile},
 	}))
+	if a.events != nil {
+		a.mux.Handle("/v1/events", a.route([]method{
+			{http.MethodGet, a.getEvents},
+		}))
+	}
 	return a, nil
 }
 

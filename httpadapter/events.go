@@ -1,0 +1,305 @@
+package httpadapter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/parleychat/parley/events"
+	"github.com/parleychat/parley/messaging"
+)
+
+// GET /v1/events: with Accept: text/event-stream, a Server-Sent Events
+// stream of the caller's events (events.Feed.Subscribe); otherwise the
+// list of past events (events.Feed.List), newest first, for clients that
+// poll.
+
+// defaultHeartbeat is how often an idle stream gets a comment line.
+const defaultHeartbeat = 15 * time.Second
+
+// minWriteTimeout is the least time a stream's write may take before the
+// client is deemed gone (or too slow) and the stream ends.
+const minWriteTimeout = 10 * time.Second
+
+func (a *api) getEvents(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
+	if r.Method == http.MethodGet && acceptsEventStream(r) {
+		a.streamEvents(w, r, caller)
+		return
+	}
+	p, err := readListParams(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	page, err := a.events.List(ctx, caller, events.ListOptions{
+		ConversationID: p.conversationID,
+		Limit:          p.limit,
+		StartingAfter:  p.startingAfter,
+		EndingBefore:   p.endingBefore,
+	})
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	u := a.urls(r, caller)
+	data := make([]eventJSON, len(page.Data))
+	for i, e := range page.Data {
+		data[i] = eventJSON{b: a.renderEvent(ctx, u, e)}
+	}
+	writeJSON(w, http.StatusOK, list[eventJSON]{Object: "list", Data: data, HasMore: page.HasMore})
+}
+
+// acceptsEventStream reports whether the request accepts
+// text/event-stream.
+func acceptsEventStream(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for part := range strings.SplitSeq(v, ",") {
+			if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == "text/event-stream" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// streamEvents serves the caller's events as Server-Sent Events: one event
+// per change, "id:" its id, "event:" its type, "data:" the Event object;
+// a comment line after Options.EventHeartbeat without any. The stream
+// resumes after the Last-Event-ID header (or the last_event_id parameter),
+// and ends when the client is too slow (it resumes with its last id), when
+// it goes away, or when the Feed closes.
+func (a *api) streamEvents(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
+	q := r.URL.Query()
+	conv, err := single(q, "conversation_id")
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	after, err := single(q, "last_event_id")
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if h := strings.TrimSpace(r.Header.Get("Last-Event-ID")); h != "" {
+		after = h // what a reconnecting EventSource sends: newer than the URL's
+	}
+	ctx := r.Context()
+	rc := http.NewResponseController(w)
+	// A client cut off for being too slow is likely stuck in a write: end
+	// the write at once (with a deadline in the past) rather than wait for
+	// writeTimeout.
+	var mu sync.Mutex
+	cut := false
+	onCut := func() {
+		mu.Lock()
+		cut = true
+		_ = rc.SetWriteDeadline(time.Now().Add(-time.Second))
+		mu.Unlock()
+	}
+	sub, err := a.events.Subscribe(ctx, caller, events.SubscribeOptions{ConversationID: conv, After: after, OnTooSlow: onCut})
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	defer sub.Close()
+
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // proxies such as nginx: do not buffer
+	w.WriteHeader(http.StatusOK)
+	writeTimeout := max(minWriteTimeout, 2*a.heartbeat)
+	send := func(b []byte) bool {
+		mu.Lock()
+		if cut {
+			mu.Unlock()
+			return false
+		}
+		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		mu.Unlock()
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if !send([]byte(": stream of events\n\n")) {
+		return
+	}
+	u := a.urls(r, caller)
+	var frame []byte
+	for {
+		nctx, cancel := context.WithTimeout(ctx, a.heartbeat)
+		e, err := sub.Next(nctx)
+		cancel()
+		switch {
+		case err == nil:
+		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+			if !send([]byte(": heartbeat\n\n")) {
+				return
+			}
+			continue
+		case errors.Is(err, events.ErrTooSlow):
+			a.log.DebugContext(ctx, "httpadapter: event stream too slow; closed", "caller", caller.ID)
+			return
+		case errors.Is(err, events.ErrClosed) || ctx.Err() != nil:
+			return
+		default:
+			// The outbox or the Policy cannot be read now: end the stream;
+			// the client resumes after its last event.
+			a.log.WarnContext(ctx, "httpadapter: event stream ended", "err", err)
+			return
+		}
+		frame = frame[:0]
+		if e.ID != "" {
+			frame = append(frame, "id: "...)
+			frame = append(frame, e.ID...)
+			frame = append(frame, '\n')
+		}
+		frame = append(frame, "event: "...)
+		frame = append(frame, e.Type...)
+		frame = append(frame, "\ndata: "...)
+		frame = append(frame, a.renderEvent(ctx, u, e)...) // one line: JSON has no raw newline
+		frame = append(frame, "\n\n"...)
+		if !send(frame) {
+			return
+		}
+	}
+}
+
+// single returns the one value of a query parameter; twice is a 400, and
+// so is an empty value.
+func single(q map[string][]string, name string) (string, error) {
+	vs := q[name]
+	switch {
+	case len(vs) > 1:
+		return "", twice(name)
+	case len(vs) == 1 && vs[0] == "":
+		return "", badParam(name, name+" must not be empty")
+	case len(vs) == 1:
+		return vs[0], nil
+	}
+	return "", nil
+}
+
+// eventJSON is an Event as the API shows it, rendered.
+type eventJSON struct{ b []byte }
+
+func (x eventJSON) MarshalJSON() ([]byte, error) { return x.b, nil }
+
+// eventFields are the members of an Event object before its data.
+type eventFields struct {
+	ID             *string `json:"id"`
+	Object         string  `json:"object"`
+	Type           string  `json:"type"`
+	ConversationID *string `json:"conversation_id"`
+	Created        int64   `json:"created"`
+}
+
+// renderEvent returns the JSON of e:
+//
+//	{"id": "evt_…", "object": "event", "type": "message.created",
+//	 "conversation_id": "general", "created": 1700000000,
+//	 "data": {"object": <the resource after the change, or {"id": …, "object": …, "deleted": true}>}}
+//
+// The JSON of an event is the same for every caller of a base URL (a
+// conversation.read has one audience), so it is made once and kept a
+// while, unless file URLs are signed per request.
+func (a *api) renderEvent(ctx context.Context, u *urls, e messaging.Event) []byte {
+	cacheable := e.ID != "" && a.signExpiry <= 0
+	var key string
+	if cacheable {
+		if u.base == "" {
+			u.base = a.baseURL(u.r)
+		}
+		key = u.base + " " + e.ID
+		if b, ok := a.rendered.get(key); ok {
+			return b
+		}
+	}
+	var obj any = nil
+	switch {
+	case e.Message != nil:
+		obj = u.message(ctx, *e.Message)
+	case e.Attachment != nil:
+		obj = u.attachment(ctx, *e.Attachment)
+	case e.Conversation != nil:
+		obj = u.conversation(ctx, *e.Conversation)
+	case e.DeletedID != "":
+		kind := "message"
+		if e.Type == messaging.EventAttachmentDeleted {
+			kind = "attachment"
+		}
+		obj = deleted{ID: e.DeletedID, Object: kind, Deleted: true}
+	}
+	head, err := json.Marshal(eventFields{
+		ID:             nullable(e.ID),
+		Object:         "event",
+		Type:           string(e.Type),
+		ConversationID: nullable(e.ConversationID),
+		Created:        e.Created.Unix(),
+	})
+	data := []byte("null")
+	if err == nil && obj != nil {
+		if m, ok := obj.(json.Marshaler); ok {
+			data, err = m.MarshalJSON()
+		} else {
+			data, err = json.Marshal(obj)
+		}
+	}
+	if err != nil {
+		a.log.ErrorContext(ctx, "httpadapter: cannot render an event", "event", e.ID, "err", err)
+		data = []byte("null")
+	}
+	b := make([]byte, 0, len(head)+len(data)+24)
+	b = append(b, head[:len(head)-1]...)
+	b = append(b, `,"data":{"object":`...)
+	b = append(b, data...)
+	b = append(b, "}}"...)
+	if cacheable {
+		a.rendered.put(key, b)
+	}
+	return b
+}
+
+// renderCache keeps the JSON of the latest events, so that an event
+// delivered to many streams is rendered once per base URL.
+type renderCache struct {
+	mu   sync.Mutex
+	m    map[string][]byte
+	keys []string // ring of the keys in m, oldest at next
+	next int
+}
+
+// renderCacheSize bounds the events kept.
+const renderCacheSize = 1024
+
+func (c *renderCache) get(key string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.m[key]
+	return b, ok
+}
+
+func (c *renderCache) put(key string, b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[string][]byte, renderCacheSize)
+		c.keys = make([]string, renderCacheSize)
+	}
+	if _, ok := c.m[key]; ok {
+		return
+	}
+	if old := c.keys[c.next]; old != "" {
+		delete(c.m, old)
+	}
+	c.keys[c.next] = key
+	c.next = (c.next + 1) % renderCacheSize
+	c.m[key] = b
+}
