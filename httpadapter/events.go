@@ -211,7 +211,9 @@ type eventFields struct {
 // conversation.read has one audience), so it is made once and kept a
 // while, unless file URLs are signed per request.
 func (a *api) renderEvent(ctx context.Context, u *urls, e messaging.Event) []byte {
-	cacheable := e.ID != "" && a.signExpiry <= 0
+	// Only stored events (Seq > 0): an events.lost carries the id of the
+	// stored event it resumes after.
+	cacheable := e.Seq > 0 && a.signExpiry <= 0
 	var key string
 	if cacheable {
 		if u.base == "" {
