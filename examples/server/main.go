@@ -7,7 +7,9 @@
 //
 // Flags choose the database (-db: a SQLite path, postgres://… or mysql://…),
 // the bucket (-bucket: any gocloud.dev bucket URL, such as s3://…), the
-// tokens, the upload limit and the public base URL. Run with -h for all.
+// tokens, the upload limit, the public base URL, and how events reach the
+// other instances (-pubsub: a gocloud.dev topic URL, such as nats://subject
+// with NATS_SERVER_URL set). Run with -h for all.
 //
 // The program is written to be read: each step is one of the few lines a
 // host application needs to embed Parley.
@@ -15,6 +17,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -32,13 +35,19 @@ import (
 	"syscall"
 	"time"
 
-	// The drivers this server can use, each registering its DSN or bucket
-	// URL scheme: a host imports only those it needs (SQLite and a folder
-	// need neither the PostgreSQL and MySQL drivers nor the AWS SDK).
-	_ "gocloud.dev/blob/fileblob" // file:// buckets
-	_ "gocloud.dev/blob/memblob"  // mem:// buckets
+	"gocloud.dev/pubsub"
+
+	// The drivers this server can use, each registering its DSN, bucket or
+	// topic URL scheme: a host imports only those it needs (SQLite and a
+	// folder need neither the PostgreSQL and MySQL drivers nor the AWS SDK;
+	// Parley's packages link none).
+	_ "gocloud.dev/blob/fileblob"     // file:// buckets
+	_ "gocloud.dev/blob/memblob"      // mem:// buckets
+	_ "gocloud.dev/pubsub/mempubsub"  // mem:// topics (-pubsub, one process)
+	_ "gocloud.dev/pubsub/natspubsub" // nats:// topics (-pubsub, with NATS_SERVER_URL)
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/httpadapter"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/blobstore"
@@ -76,6 +85,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		maxUpload = flags.Int64("max-upload-bytes", 25<<20, "largest accepted upload, in bytes")
 		baseURL   = flags.String("base-url", "", "public URL of this server, used in file_url and Location (default: from each request)")
 		signed    = flags.Duration("signed-urls", 0, "when > 0 and the bucket can sign URLs (S3, GCS, Azure), file_url is a signed bucket URL valid this long")
+		pubsubURL = flags.String("pubsub", "", "gocloud.dev pub/sub topic URL that wakes the other instances on the same database after each write, such as nats://parley-events (with NATS_SERVER_URL); default: none, one instance delivers its events in process")
+		retention = flags.Duration("event-retention", 24*time.Hour, "how long events are kept for clients that resume")
+		poll      = flags.Duration("event-poll", time.Second, "how often the outbox is read when nothing woke this instance")
+		eventLog  = flags.String("event-log", "", "append every event to this file as a JSON line (a host-side handler, run after commit)")
+		hold      = flags.Bool("hold-events", false, "record events but deliver none (for tests of recovery after a crash)")
 	)
 	_ = flags.Parse(args) // on an error, ExitOnError has printed it and exited
 	log := slog.New(slog.NewTextHandler(stderr, nil))
@@ -120,7 +134,48 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	msgs := messaging.New(store, &messaging.Options{Logger: log})
 	files := attachments.New(store, blobs, msgs, &attachments.Options{MaxUploadBytes: *maxUpload, Logger: log})
 
-	// 3. Callers: a static token table. A host plugs in its own Authenticator,
+	// 3. Events: from here on every change is recorded in its transaction,
+	// and the Feed delivers it after the commit, to /v1/events and to the
+	// handlers. With -pubsub, a write here wakes the Feeds of the other
+	// instances (and theirs wake this one); without it, this instance
+	// delivers what is written through it at once and reads the outbox
+	// every -event-poll for the rest.
+	feedOpts := &events.Options{Retention: *retention, PollInterval: *poll, Logger: log}
+	if *pubsubURL != "" {
+		topic, err := pubsub.OpenTopic(ctx, *pubsubURL)
+		if err != nil {
+			return fmt.Errorf("open pub/sub topic: %w", err)
+		}
+		defer topic.Shutdown(context.Background())
+		sub, err := pubsub.OpenSubscription(ctx, *pubsubURL)
+		if err != nil {
+			return fmt.Errorf("open pub/sub subscription: %w", err)
+		}
+		defer sub.Shutdown(context.Background())
+		feedOpts.Topic, feedOpts.Subscription = topic, sub
+	}
+	if *hold {
+		feedOpts.Gate = func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+	}
+	feed, err := events.New(ctx, store, msgs, feedOpts)
+	if err != nil {
+		return fmt.Errorf("start events: %w", err)
+	}
+	defer feed.Close() // first of the deferred closes: before the store's
+	if *eventLog != "" {
+		// A host-side handler: after the commit, at least once, in order,
+		// resumed after a restart from its stored position.
+		f, err := os.OpenFile(*eventLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return fmt.Errorf("open event log: %w", err)
+		}
+		defer f.Close()
+		if err := feed.Handle(ctx, "event-log", logEvents(f)); err != nil {
+			return err
+		}
+	}
+
+	// 4. Callers: a static token table. A host plugs in its own Authenticator,
 	// which sees the whole request (a session cookie, an API key, a token).
 	if *tokens == "" {
 		*tokens = defaultTokens
@@ -130,11 +185,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	// 4. The HTTP adapter, mounted at the root of this server's mux.
+	// 5. The HTTP adapter, mounted at the root of this server's mux.
 	api, err := httpadapter.New(msgs, files, &httpadapter.Options{
 		Authenticator:   httpadapter.StaticTokens(table),
 		BaseURL:         *baseURL,
 		SignedURLExpiry: *signed,
+		Events:          feed,
 		Logger:          log,
 	})
 	if err != nil {
@@ -144,7 +200,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	mux.Handle("/", api)
 	srv := newHTTPServer(mux, log)
 
-	// 5. Reconcile files left behind by failures, now and every five minutes.
+	// 6. Reconcile files left behind by failures, now and every five minutes.
 	// However run returns, the loop is stopped and waited for first, so it
 	// never works on the database and bucket the deferred Closes above close.
 	reconcileCtx, stopReconcile := context.WithCancel(ctx)
@@ -169,6 +225,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
+	// End the event streams first: the server waits for every request,
+	// and a stream lasts until it is ended.
+	_ = feed.Close()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -322,6 +381,34 @@ func greet(w io.Writer, addr, baseURL, dsn, bucket string, table map[string]mess
 			first = token
 		}
 	}
-	fmt.Fprintf(w, "Parley is listening on %s\n  database: %s\n  files:    %s\ncallers:\n%s\ntry:\n  curl -s -H 'Authorization: Bearer %s' -d conversation_id=general -d message=hello %s/v1/messages\n  curl -s -H 'Authorization: Bearer %s' '%s/v1/messages?conversation_id=general'\n",
-		base, dsn, bucket, strings.Join(pairs, "\n"), first, base, first, base)
+	fmt.Fprintf(w, "Parley is listening on %s\n  database: %s\n  files:    %s\ncallers:\n%s\ntry:\n  curl -s -H 'Authorization: Bearer %s' -d conversation_id=general -d message=hello %s/v1/messages\n  curl -s -H 'Authorization: Bearer %s' '%s/v1/messages?conversation_id=general'\n  curl -N -H 'Authorization: Bearer %s' -H 'Accept: text/event-stream' %s/v1/events\n",
+		base, dsn, bucket, strings.Join(pairs, "\n"), first, base, first, base, first, base)
+}
+
+// logEvents returns the handler of -event-log: each event as a JSON line
+// (id, type, conversation, time, and the id of its object).
+func logEvents(w io.Writer) events.Handler {
+	return func(_ context.Context, e messaging.Event) error {
+		line := struct {
+			ID             string `json:"id"`
+			Type           string `json:"type"`
+			ConversationID string `json:"conversation_id,omitempty"`
+			Created        int64  `json:"created"`
+			Object         string `json:"object_id,omitempty"`
+		}{ID: e.ID, Type: string(e.Type), ConversationID: e.ConversationID, Created: e.Created.Unix(), Object: e.DeletedID}
+		switch {
+		case e.Message != nil:
+			line.Object = e.Message.ID
+		case e.Attachment != nil:
+			line.Object = e.Attachment.ID
+		case e.Conversation != nil:
+			line.Object = e.Conversation.ID
+		}
+		b, err := json.Marshal(line)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(b, '\n'))
+		return err
+	}
 }
