@@ -3,6 +3,7 @@ package events_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -258,9 +259,16 @@ func TestHeldDeliveryResumesAfterRestart(t *testing.T) {
 		e.feed = e.newFeed(nil)
 		require.NoError(t, e.feed.Handle(e.ctx, "log", handler))
 		r := e.subscribe(e.bob, events.SubscribeOptions{After: first.ID})
-		assert.Equal(t, m.ID, next(t, r).Message.ID, "the subscriber resuming gets it")
-		require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(handled) == 2 }, 10*time.Second, 5*time.Millisecond,
+		got := next(t, r)
+		assert.Equal(t, m.ID, got.Message.ID, "the subscriber resuming gets it")
+		require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return slices.Contains(handled, got.ID) }, 10*time.Second, 5*time.Millisecond,
 			"the handler resumes from its stored position")
+		mu.Lock()
+		// At least once: the first event again only if the first Feed
+		// closed between handling it and saving its position.
+		assert.LessOrEqual(t, len(handled), 3)
+		assert.Equal(t, got.ID, handled[len(handled)-1])
+		mu.Unlock()
 	})
 }
 

@@ -74,10 +74,11 @@ type Repository interface {
 	// messaging.ErrNotFound when none is stored.
 	LastEvent(ctx context.Context) (messaging.Event, error)
 
-	// PruneEvents removes the events created before before, and every
-	// event of a lower Seq than one of those, in Seq order, so that what
-	// remains is every event after some Seq. It returns how many it
-	// removed.
+	// PruneEvents removes events oldest first (in Seq order) while they
+	// were created before before, so that what remains is every event
+	// after some Seq; it may keep the newest event (a store that gives
+	// seqs from the greatest stored does, so as never to give one twice).
+	// It returns how many it removed.
 	PruneEvents(ctx context.Context, before time.Time) (int, error)
 
 	// ClaimCursor claims the position of the handler name for owner until

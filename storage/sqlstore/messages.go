@@ -59,11 +59,21 @@ func (s *Store) CreateMessage(ctx context.Context, m messaging.Message, attachme
 		if err := s.touchConversation(ctx, tx, m); err != nil {
 			return err
 		}
-		if err := insertMessage(ctx, tx, m, len(atts)); err != nil {
-			return err
-		}
 		after := m
 		after.Reactions, after.Attachments = []messaging.Reaction{}, []messaging.Attachment{}
+		if s.flavor == flavorPostgres && len(atts) == 0 && rec != nil {
+			// The message is all of the change, known before it is made:
+			// its events go in with it, in one statement (a round trip is
+			// most of what an event costs a send).
+			q, args, err := eventsInsert(rec(messaging.Change{Message: &after}))
+			if err != nil {
+				return err
+			}
+			return insertMessage(ctx, tx, m, 0, q, args...)
+		}
+		if err := insertMessage(ctx, tx, m, len(atts), ""); err != nil {
+			return err
+		}
 		if len(atts) > 0 {
 			if err := s.link(ctx, tx, m.ID, m.ConversationID, atts); err != nil {
 				return err
@@ -83,10 +93,17 @@ func (s *Store) CreateMessage(ctx context.Context, m messaging.Message, attachme
 }
 
 // insertMessage inserts the row of m, with attachments linked attachments.
-func insertMessage(ctx context.Context, db bun.IConn, m messaging.Message, attachments int) error {
-	_, err := db.ExecContext(ctx, `INSERT INTO messages (id, conversation_id, contact_id, text, read_at, created_at, updated_at, attachment_count)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		m.ID, m.ConversationID, m.Contact.ID, m.Text, ts(m.ReadAt), m.CreatedAt.UTC(), ts(m.UpdatedAt), attachments)
+// A with statement (PostgreSQL: an INSERT of events), when not "", runs in
+// the same statement as a data-modifying WITH query; its arguments come
+// first.
+func insertMessage(ctx context.Context, db bun.IConn, m messaging.Message, attachments int, with string, withArgs ...any) error {
+	q := `INSERT INTO messages (id, conversation_id, contact_id, text, read_at, created_at, updated_at, attachment_count)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	if with != "" {
+		q = "WITH ev AS (" + with + ") " + q
+	}
+	args := append(withArgs, m.ID, m.ConversationID, m.Contact.ID, m.Text, ts(m.ReadAt), m.CreatedAt.UTC(), ts(m.UpdatedAt), attachments)
+	_, err := db.ExecContext(ctx, q, args...)
 	if isUniqueViolation(err) {
 		return conflict("a message with this id exists")
 	}

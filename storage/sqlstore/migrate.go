@@ -366,7 +366,11 @@ const backfillCounters = `UPDATE messages SET
 // conversations and conversation_members, and bun/migrate's
 // parley_migrations and parley_migration_locks.
 func (s *Store) Migrate(ctx context.Context) error {
-	return wrapErr("sqlstore.Migrate", s.migrate(ctx))
+	err := s.migrate(ctx)
+	if err == nil {
+		s.prepareOutbox(ctx)
+	}
+	return wrapErr("sqlstore.Migrate", err)
 }
 
 func (s *Store) migrate(ctx context.Context) error {

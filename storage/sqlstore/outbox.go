@@ -18,10 +18,13 @@ var _ events.Repository = (*Store)(nil)
 // events, in their transactions (record). Each event has a seq, its place
 // in commit order, which readers follow:
 //
-//   - SQLite: seq is the row's INTEGER PRIMARY KEY AUTOINCREMENT, given at
-//     insert. Write transactions are serialized (BEGIN IMMEDIATE on one
-//     writer connection; other processes wait for the database lock), so
-//     the order of inserts is the order of commits.
+//   - SQLite: seq is the row's INTEGER PRIMARY KEY, given at insert (one
+//     more than the greatest). Write transactions are serialized (BEGIN
+//     IMMEDIATE on one writer connection; other processes wait for the
+//     database lock), so the order of inserts is the order of commits.
+//     PruneEvents keeps the newest event, so that no seq is given twice
+//     (AUTOINCREMENT would too, at the cost of a write of its counter in
+//     every transaction). The insert is a statement prepared once.
 //   - PostgreSQL and MySQL: an identity / AUTO_INCREMENT column (pos) is
 //     given at insert, but concurrent transactions commit in another order
 //     than they insert, so a reader following pos could pass over a row
@@ -90,21 +93,64 @@ func (s *Store) record(ctx context.Context, tx bun.Tx, rec messaging.Recorder, c
 	if rec == nil {
 		return nil
 	}
-	evs := rec(c)
-	if len(evs) == 0 {
-		return nil
+	insert, args, err := eventsInsert(rec(c))
+	if err != nil || insert == "" {
+		return err
 	}
-	values := strings.Repeat("(?, ?, ?, ?, ?, ?), ", len(evs))
+	if s.wstmts != nil {
+		// SQLite parses and plans a statement on every run otherwise. (It
+		// cannot be prepared here: the transaction holds the writer's one
+		// connection. See prepareOutbox.)
+		if st := s.wstmts.lookup(insert); st != nil {
+			if _, dargs, ok := expandArgs(insert, args); ok {
+				_, err := tx.Tx.StmtContext(ctx, st).ExecContext(ctx, dargs...)
+				return err
+			}
+		}
+	}
+	_, err = tx.ExecContext(ctx, insert, args...)
+	return err
+}
+
+// eventsInsert returns the statement that inserts evs and its arguments;
+// "" when there are none.
+func eventsInsert(evs []messaging.Event) (string, []any, error) {
+	if len(evs) == 0 {
+		return "", nil, nil
+	}
 	args := make([]any, 0, 6*len(evs))
 	for _, e := range evs {
 		p, err := json.Marshal(eventPayload{Message: e.Message, Attachment: e.Attachment, Conversation: e.Conversation, DeletedID: e.DeletedID})
 		if err != nil {
-			return err
+			return "", nil, err
 		}
 		args = append(args, e.ID, string(e.Type), nullable(e.ConversationID), nullable(e.AudienceID), e.Created.UTC(), string(p))
 	}
-	_, err := tx.ExecContext(ctx, "INSERT INTO events (id, type, conversation_id, audience_id, created_at, payload) VALUES "+values[:len(values)-2], args...)
-	return err
+	return insertEventsSQL(len(evs)), args, nil
+}
+
+// insertEventsSQL is the statement that inserts n events.
+func insertEventsSQL(n int) string {
+	values := strings.Repeat("(?, ?, ?, ?, ?, ?), ", n)
+	return "INSERT INTO events (id, type, conversation_id, audience_id, created_at, payload) VALUES " + values[:len(values)-2]
+}
+
+// maxPrepared is the most events of one write whose insert SQLite
+// prepares; writes of more (rare) are formatted by bun.
+const maxPrepared = 4
+
+// prepareOutbox prepares SQLite's inserts of events on the writer, once
+// the table exists: after Migrate, or at the first read of events.
+func (s *Store) prepareOutbox(ctx context.Context) {
+	if s.wstmts == nil || s.outboxPrepared.Load() {
+		return
+	}
+	for n := 1; n <= maxPrepared; n++ {
+		if _, err := s.wstmts.get(ctx, insertEventsSQL(n)); err != nil {
+			return // no table yet: later
+		}
+	}
+	s.outboxPrepared.Store(true)
 }
 
 // sequence numbers the committed events that have no seq yet (PostgreSQL
@@ -169,6 +215,7 @@ func (s *Store) readEvents(ctx context.Context, q events.Query) ([]messaging.Eve
 	if q.Limit < 1 {
 		return nil, invalid("limit must be at least 1")
 	}
+	s.prepareOutbox(ctx)
 	if err := s.sequence(ctx); err != nil {
 		return nil, err
 	}
@@ -266,9 +313,20 @@ const pruneBatch = 1000
 
 // PruneEvents removes events oldest first while they were created before
 // before, in batches, walking the seq index (no index on the time is kept
-// for it).
+// for it). On SQLite it keeps the newest event.
 func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int, error) {
 	total := 0
+	var newest int64
+	if s.flavor == flavorSQLite {
+		var last []int64
+		if err := s.read(ctx, &last, "SELECT seq FROM events ORDER BY seq DESC LIMIT 1"); err != nil {
+			return 0, wrapErr("sqlstore.PruneEvents", err)
+		}
+		if len(last) == 0 {
+			return 0, nil
+		}
+		newest = last[0]
+	}
 	for {
 		var rows []struct {
 			Seq       int64     `bun:"seq"`
@@ -278,7 +336,7 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int, error) 
 			return total, wrapErr("sqlstore.PruneEvents", err)
 		}
 		k := 0
-		for k < len(rows) && rows[k].CreatedAt.Before(before) {
+		for k < len(rows) && rows[k].CreatedAt.Before(before) && rows[k].Seq != newest {
 			k++
 		}
 		if k == 0 {
@@ -358,10 +416,10 @@ var eventsVersion = version{
 	Comment: "events",
 	SQL: map[flavor][]string{
 		flavorSQLite: {
-			// AUTOINCREMENT: a seq is never given again, also once every
-			// event is pruned.
+			// The rowid is the seq: one more than the greatest at insert
+			// (PruneEvents keeps the newest, so none is given twice).
 			`CREATE TABLE IF NOT EXISTS events (
-				seq INTEGER PRIMARY KEY AUTOINCREMENT,
+				seq INTEGER PRIMARY KEY,
 				id TEXT NOT NULL UNIQUE,
 				type TEXT NOT NULL,
 				conversation_id TEXT,
@@ -385,7 +443,6 @@ var eventsVersion = version{
 				audience_id text COLLATE "C",
 				created_at timestamptz NOT NULL,
 				payload text NOT NULL)`,
-			`CREATE INDEX IF NOT EXISTS events_pending ON events (pos) WHERE seq IS NULL`,
 			`CREATE INDEX IF NOT EXISTS events_conversation ON events (conversation_id, seq)`,
 			`CREATE TABLE IF NOT EXISTS event_sequence (id integer PRIMARY KEY, last_seq bigint NOT NULL)`,
 			`INSERT INTO event_sequence (id, last_seq) VALUES (1, 0) ON CONFLICT (id) DO NOTHING`,

@@ -55,6 +55,14 @@ func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
+// lookup returns the prepared statement of query, or nil; it never
+// prepares one.
+func (c *stmtCache) lookup(query string) *sql.Stmt {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.m[query]
+}
+
 func (c *stmtCache) close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

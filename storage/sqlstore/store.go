@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -139,8 +140,11 @@ type Store struct {
 	opts   Options
 	owned  []*bun.DB // closed by Close
 
-	stmts *stmtCache // prepared reads of SQLite's reader pool; nil otherwise
-	seqMu sync.Mutex // held while this process numbers events (outbox.go)
+	stmts  *stmtCache // prepared reads of SQLite's reader pool; nil otherwise
+	wstmts *stmtCache // prepared writes of SQLite's writer (outbox.go); nil otherwise
+	seqMu  sync.Mutex // held while this process numbers events (outbox.go)
+
+	outboxPrepared atomic.Bool // wstmts holds the inserts of events
 }
 
 var (
@@ -204,6 +208,9 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		s.r = bun.NewDB(r, d.Dialect())
 	}
 	s.owned = []*bun.DB{s.w}
+	if f == flavorSQLite {
+		s.wstmts = &stmtCache{db: w, m: make(map[string]*sql.Stmt)}
+	}
 	if s.r != s.w {
 		s.owned = append(s.owned, s.r)
 		if f == flavorSQLite {
@@ -250,8 +257,10 @@ func (s *Store) DB() *bun.DB { return s.w }
 // made by New.
 func (s *Store) Close() error {
 	var errs []error
-	if s.stmts != nil {
-		errs = append(errs, s.stmts.close())
+	for _, c := range []*stmtCache{s.stmts, s.wstmts} {
+		if c != nil {
+			errs = append(errs, c.close())
+		}
 	}
 	for _, db := range s.owned {
 		errs = append(errs, db.Close())
