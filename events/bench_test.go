@@ -1,0 +1,111 @@
+package events_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/events"
+	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/storage/storetest"
+)
+
+// BenchmarkOutboxCost measures what events add to a send: each iteration
+// sends one message through a Service with no Feed (no event recorded) and
+// one through a Service with a Feed, on two stores of the same backend, in
+// alternating order. It reports the time of each kind of send and their
+// ratio (goal: at most 1.15).
+//
+//   - Record: the Feed holds delivery (Options.Gate): the cost of storing
+//     the event in the send's transaction.
+//
+//   - Deliver: the Feed delivers as usual, to a subscription, while the
+//     sends go on: the cost above and that of delivery competing for the
+//     same machine.
+//
+//     go test ./events -run '^$' -bench OutboxCost -benchtime 3000x
+func BenchmarkOutboxCost(b *testing.B) {
+	for _, backend := range backendtest.All(b) {
+		for _, mode := range []string{"Record", "Deliver"} {
+			b.Run(backend.Name+"/"+mode, func(b *testing.B) {
+				plain := newBenchSender(b, backend.New(b), "")
+				recorded := newBenchSender(b, backend.New(b), mode)
+				for i := range 20 { // warm up: connections, prepared statements, caches
+					plain.send(b, i)
+					recorded.send(b, i)
+				}
+				var tPlain, tRecorded time.Duration
+				b.ResetTimer()
+				for i := range b.N {
+					first, second := plain, recorded
+					if i%2 == 1 {
+						first, second = recorded, plain
+					}
+					for _, s := range []*benchSender{first, second} {
+						start := time.Now()
+						s.send(b, i)
+						if d := time.Since(start); s == plain {
+							tPlain += d
+						} else {
+							tRecorded += d
+						}
+					}
+				}
+				b.StopTimer()
+				if mode == "Deliver" {
+					for range b.N + 20 {
+						_, err := recorded.sub.Next(context.Background())
+						require.NoError(b, err, "every event is delivered")
+					}
+				}
+				n := float64(b.N)
+				b.ReportMetric(float64(tPlain.Nanoseconds())/n, "ns/send")
+				b.ReportMetric(float64(tRecorded.Nanoseconds())/n, "ns/send+event")
+				b.ReportMetric(float64(tRecorded)/float64(tPlain), "outbox-ratio")
+			})
+		}
+	}
+}
+
+// benchSender sends messages as alice, with no events (mode ""), or with a
+// Feed that holds delivery ("Record") or delivers to sub ("Deliver").
+type benchSender struct {
+	msgs  *messaging.Service
+	alice messaging.Contact
+	sub   *events.Subscription
+}
+
+func newBenchSender(b *testing.B, store storetest.Store, mode string) *benchSender {
+	ctx := context.Background()
+	s := &benchSender{msgs: messaging.New(store, &messaging.Options{Logger: quiet})}
+	var err error
+	s.alice, err = s.msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
+	require.NoError(b, err)
+	if mode == "" {
+		return s
+	}
+	o := &events.Options{Logger: quiet, Buffer: 1 << 20}
+	if mode == "Record" {
+		o.Gate = func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+	}
+	feed, err := events.New(ctx, store, s.msgs, o)
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = feed.Close() })
+	s.sub, err = feed.Subscribe(ctx, s.alice, events.SubscribeOptions{})
+	require.NoError(b, err)
+	return s
+}
+
+func (s *benchSender) send(b *testing.B, i int) {
+	_, err := s.msgs.Create(context.Background(), s.alice, messaging.NewMessage{
+		ConversationID: fmt.Sprintf("bench-%d", i%10),
+		Text:           "a message of an ordinary length, about as long as a chat message is",
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}
