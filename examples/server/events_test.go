@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -25,8 +26,11 @@ import (
 // envNATS names the NATS server of the tests that need one.
 const envNATS = "PARLEY_TEST_NATS"
 
+// serverStderr receives the log of the servers that start runs.
+var serverStderr io.Writer = os.Stderr
+
 // buildServer builds this program once per test.
-func buildServer(t *testing.T) string {
+func buildServer(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "server")
 	build := exec.Command("go", "build", "-o", bin, ".")
@@ -41,7 +45,7 @@ type sseFrame struct{ ID, Type, Data string }
 // openStream opens GET /v1/events as the token's caller, resuming after
 // lastID when set, and returns its frames (comments skipped); the channel
 // closes when the stream ends.
-func openStream(t *testing.T, base, token, lastID string) <-chan sseFrame {
+func openStream(t testing.TB, base, token, lastID string) <-chan sseFrame {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -83,7 +87,7 @@ func openStream(t *testing.T, base, token, lastID string) <-chan sseFrame {
 }
 
 // nextFrame returns the stream's next event, failing after timeout.
-func nextFrame(t *testing.T, frames <-chan sseFrame, timeout time.Duration) sseFrame {
+func nextFrame(t testing.TB, frames <-chan sseFrame, timeout time.Duration) sseFrame {
 	t.Helper()
 	select {
 	case f, ok := <-frames:
@@ -108,7 +112,7 @@ func noFrame(t *testing.T, frames <-chan sseFrame, d time.Duration) {
 }
 
 // objectID returns the id of the object an event carries.
-func objectID(t *testing.T, f sseFrame) string {
+func objectID(t testing.TB, f sseFrame) string {
 	t.Helper()
 	var e struct {
 		Data struct {
@@ -120,7 +124,7 @@ func objectID(t *testing.T, f sseFrame) string {
 }
 
 // post sends a message as token and returns its id.
-func post(t *testing.T, base, token, conv, text string) string {
+func post(t testing.TB, base, token, conv, text string) string {
 	t.Helper()
 	var m struct{ ID string }
 	require.Equal(t, http.StatusCreated, call(t, "POST", base+"/v1/messages", token, url.Values{"conversation_id": {conv}, "message": {text}}, &m))

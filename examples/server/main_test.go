@@ -126,7 +126,7 @@ func TestFirstStartPrintsHowToCall(t *testing.T) {
 	assert.Equal(t, "hello", m.Message)
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -136,10 +136,10 @@ func freeAddr(t *testing.T) string {
 }
 
 // start runs the binary and waits until it answers.
-func start(t *testing.T, bin string, args ...string) *exec.Cmd {
+func start(t testing.TB, bin string, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
+	cmd.Stdout, cmd.Stderr = io.Discard, serverStderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
@@ -159,7 +159,7 @@ func start(t *testing.T, bin string, args ...string) *exec.Cmd {
 }
 
 // call sends a form request and decodes the JSON answer into out.
-func call(t *testing.T, method, u, token string, form url.Values, out any) int {
+func call(t testing.TB, method, u, token string, form url.Values, out any) int {
 	t.Helper()
 	var body io.Reader
 	if form != nil {
