@@ -34,6 +34,14 @@
 //
 // Run Reconcile periodically (the example server does).
 //
+// # Events
+//
+// Once an events Feed is built on the messaging Service, uploads, renames
+// and deletes record attachment.created, attachment.updated and
+// attachment.deleted events (and message.updated for the message a
+// deleted attachment leaves) in their transactions; see package events.
+// The events of an attachment in no conversation are its uploader's only.
+//
 // # File names
 //
 // A file name is the base name of the uploaded name (no path), with invalid

@@ -21,10 +21,31 @@
 //	mux.Handle("/api/", http.StripPrefix("/api", api)) // the API at /api/v1/…
 //	log.Fatal(http.ListenAndServe(":8080", mux))
 //
-// Every response body is one JSON object, except the bytes of a file.
-// Options set the body limit, the base of file_url, signed file URLs, a
-// rate limiter, the logger and the cross-origin protection of requests that
-// carry no bearer token.
+// Every response body is one JSON object, except the bytes of a file and
+// an event stream. Options set the body limit, the base of file_url, signed
+// file URLs, a rate limiter, the logger and the cross-origin protection of
+// requests that carry no bearer token.
+//
+// # Events
+//
+// With Options.Events (an events.Feed built on the same messaging
+// Service), GET /v1/events serves the caller's events. With Accept:
+// text/event-stream it is a Server-Sent Events stream: each event as
+//
+//	id: evt_…
+//	event: message.created
+//	data: {"id": "evt_…", "object": "event", "type": "message.created", "conversation_id": "general", "created": 1700000000, "data": {"object": {…the message…}}}
+//
+// with a comment line after Options.EventHeartbeat (15 s) without one.
+// conversation_id narrows it to one conversation; the Last-Event-ID header
+// (or a last_event_id parameter) resumes after that event, with every later
+// event the caller may see, none twice, or starts with an events.lost
+// event when that one is no longer kept. A stream whose client reads too
+// slowly is ended (the client resumes with its last id). Without that
+// Accept, GET /v1/events is the list envelope of past events, newest
+// first, with limit, starting_after and ending_before. A deleted
+// resource's data.object is {"id": …, "object": …, "deleted": true}; an
+// events.lost's is null.
 //
 // # Errors
 //

@@ -49,6 +49,21 @@
 // is seen through its conversation: the domain has one notion of who sees
 // what, and the files service asks it.
 //
+// # Events
+//
+// Every change a Service makes (and the attachments Service built on it)
+// is also an Event: message.created, message.updated (text, reactions,
+// read state, attachments linked or deleted), message.deleted,
+// attachment.created, attachment.updated (renamed, or linked to a
+// message), attachment.deleted, and conversation.read (a read position
+// moved; its AudienceID is the reader, who alone may see it). An event
+// carries the resource after the change (Message, Attachment,
+// Conversation) or the id of the deleted one. The Service makes the events
+// and the Repository stores them in the change's transaction (see
+// Recorder), once package events has built a Feed on the Service; the
+// Feed delivers them after the commit. CanSeeEvent is the rule of who may
+// see an event: its audience, and the Policy of its conversation.
+//
 // # Errors
 //
 // Every error a Service of this package or of attachments returns is an
@@ -62,7 +77,10 @@
 // # Backends
 //
 // Repository, MessageQuery, MessageChange, MessageCounts, ConversationQuery,
-// MemberQuery and Cursor are the contract of a storage backend; applications never need them.
+// MemberQuery, Cursor, Change and Recorder are the contract of a storage
+// backend; applications never need them. Each write of a Repository takes
+// a Recorder and stores the events it makes in the write's transaction: a
+// transactional outbox, which events.Repository reads.
 // storage/sqlstore (SQLite, PostgreSQL, MySQL/MariaDB) and storage/memstore
 // implement Repository together with attachments.Repository; a new backend
 // proves itself with storage/storetest.RunConformanceTests. A backend

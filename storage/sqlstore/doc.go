@@ -1,7 +1,7 @@
-// Package sqlstore is Parley's SQL backend: one Store that implements both
-// messaging.Repository and attachments.Repository over one database, with
-// bun (github.com/uptrace/bun), so that a message and the links of its
-// attachments commit together.
+// Package sqlstore is Parley's SQL backend: one Store that implements
+// messaging.Repository, attachments.Repository and events.Repository over
+// one database, with bun (github.com/uptrace/bun), so that a message, the
+// links of its attachments and its events commit together.
 //
 // The package links no database driver. A program imports the driver
 // package of its engine, which registers its DSNs with Open, then opens
@@ -38,6 +38,25 @@
 // which Migrate creates); on MySQL and MariaDB, a database of its own
 // named in the DSN; on SQLite, a file of its own, which the host can
 // ATTACH to join across.
+//
+// # Events in commit order
+//
+// The writes store their events in the table events, in their
+// transactions (version 20261123000003: events, with the JSON of the
+// resource after the change, indexed by seq, by id and, on PostgreSQL and
+// MySQL, by conversation; event_sequence; event_cursors, the positions and
+// claims of the Feed's handlers). Readers of the outbox follow each
+// event's seq, which must never let a reader pass over an event that
+// commits later. On SQLite the writes are serialized, and seq is the rowid
+// given at insert. On PostgreSQL and MySQL, transactions commit in another
+// order than they insert, so the writes leave seq NULL, and every reader
+// first numbers the events that have committed since (ReadEvents,
+// LastEvent): under the lock of the one row of event_sequence, in the
+// order of insertion (an identity column), after the greatest seq given.
+// Writers take no lock and wait for nothing; numbering costs readers one
+// short transaction when something is new. On PostgreSQL the event of a
+// message without attachments is inserted in the same statement as the
+// message.
 //
 // # Errors
 //

@@ -1,8 +1,12 @@
 // Package storetest is the conformance suite of Parley's storage backends,
 // in the manner of gocloud.dev's blob/drivertest: the doc comments of
-// messaging.Repository, attachments.Repository and attachments.BlobStore
-// are the contract, and this package checks every obligation they state,
-// through the interfaces only.
+// messaging.Repository, attachments.Repository, events.Repository and
+// attachments.BlobStore are the contract, and this package checks every
+// obligation they state, through the interfaces only. The "Events" group
+// checks the outbox: what each write reports to its messaging.Recorder,
+// that a failed write stores no event, the queries, pruning, handler
+// claims, and, with writers running concurrently, that a reader following
+// Seq misses no event and sees the changes of one message in commit order.
 //
 // A backend runs the suite in its own tests, with a function that makes a
 // fresh, empty store for each subtest and removes it with t.Cleanup:
