@@ -33,6 +33,12 @@ var drivers = []string{
 	"gocloud.dev/blob/s3blob",
 	"gocloud.dev/blob/gcsblob",
 	"gocloud.dev/blob/azureblob",
+	"gocloud.dev/pubsub/mempubsub",
+	"gocloud.dev/pubsub/natspubsub",
+	"gocloud.dev/pubsub/awssnssqs",
+	"gocloud.dev/pubsub/gcppubsub",
+	"gocloud.dev/pubsub/azuresb",
+	"github.com/nats-io/",
 }
 
 // linked returns the drivers that the packages pkgs link.
@@ -62,6 +68,14 @@ func linked(t *testing.T, pkgs ...string) []string {
 func TestBackendsLinkNoDriver(t *testing.T) {
 	found := linked(t, "github.com/parleychat/parley/storage/sqlstore", "github.com/parleychat/parley/storage/blobstore")
 	assert.Empty(t, found, "sqlstore and blobstore link no database driver or cloud SDK")
+}
+
+// TestLibraryLinksNoDriver: the domain, the events Feed and the HTTP
+// adapter link no driver either (the events' pub/sub topic is the host's).
+func TestLibraryLinksNoDriver(t *testing.T) {
+	found := linked(t, "github.com/parleychat/parley/messaging", "github.com/parleychat/parley/attachments",
+		"github.com/parleychat/parley/events", "github.com/parleychat/parley/httpadapter")
+	assert.Empty(t, found)
 }
 
 // TestDriverPackagesLinkTheirDriver: the patterns above do find drivers.
