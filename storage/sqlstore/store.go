@@ -195,7 +195,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	// Ping before bun.NewDB: mysqldialect's Init queries the server without
 	// a context, and would hang on one that does not answer.
 	for _, db := range []*sql.DB{w, r} {
-		if err := db.PingContext(ctx); err != nil {
+		if err := ping(ctx, db, f, o.BusyTimeout); err != nil {
 			_ = w.Close()
 			_ = r.Close()
 			return nil, wrapErr("sqlstore.Open", err)
@@ -311,4 +311,23 @@ func (s *Store) forUpdate() string {
 		return ""
 	}
 	return " FOR UPDATE"
+}
+
+// ping opens a first connection of db. On SQLite a connection's pragmas
+// can meet a database that another process is opening or migrating: the
+// switch to WAL then fails at once with SQLITE_BUSY (SQLite does not wait
+// where waiting could deadlock), so it is tried again, for up to busy.
+func ping(ctx context.Context, db *sql.DB, f flavor, busy time.Duration) error {
+	deadline := time.Now().Add(busy)
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		err := db.PingContext(ctx)
+		if err == nil || f != flavorSQLite || (sqliteCode(err)&0xff != sqliteBusy && sqliteCode(err)&0xff != sqliteLocked) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
 }
