@@ -81,6 +81,16 @@ type Repository interface {
 	// KeysInUse reports which of keys belong to an attachment row or a
 	// pending deletion, for reconciliation against the blob store.
 	KeysInUse(ctx context.Context, keys []string) (map[string]bool, error)
+
+	// CreateAttachmentKeyed is CreateAttachment that also stores done, the
+	// record of an idempotency key, in its transaction (see
+	// messaging.IdempotencyRepository, Keyed writes): on any error, neither
+	// the row nor the record is stored.
+	CreateAttachmentKeyed(ctx context.Context, a messaging.Attachment, rec messaging.Recorder, done messaging.IdempotencyRecord) error
+
+	// RenameAttachmentKeyed is RenameAttachment that also stores done in
+	// its transaction, its Result the attachment it returns unless set.
+	RenameAttachmentKeyed(ctx context.Context, id, filename string, rec messaging.Recorder, done messaging.IdempotencyRecord) (messaging.Attachment, error)
 }
 
 // BlobStore stores the bytes of attachments under keys that the Service

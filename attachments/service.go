@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"hash"
 	"io"
@@ -68,11 +69,12 @@ func (o *Options) withDefaults() Options {
 // delete files, with validation, limits and ownership rules.
 // It is safe for concurrent use.
 type Service struct {
-	repo   Repository
-	blobs  BlobStore
-	msgs   *messaging.Service
-	domain wiring.Domain // msgs' Policy and page size limit
-	opts   Options
+	repo    Repository
+	blobs   BlobStore
+	msgs    *messaging.Service
+	domain  wiring.Domain // msgs' Policy and page size limit
+	msgsAPI messagingAPI  // msgs' idempotency keys and linked uploads
+	opts    Options
 }
 
 // New returns a Service over the given repository and blob store, built on
@@ -83,6 +85,7 @@ type Service struct {
 func New(repo Repository, blobs BlobStore, msgs *messaging.Service, opts *Options) *Service {
 	s := &Service{repo: repo, blobs: blobs, msgs: msgs, opts: opts.withDefaults()}
 	s.domain = wiring.Bind(msgs, s.removeFiles)
+	s.msgsAPI = wiring.Files(msgs).(messagingAPI)
 	return s
 }
 
@@ -105,6 +108,11 @@ type Upload struct {
 	MessageID string
 	// Body is read to its end; it is never buffered whole.
 	Body io.Reader
+	// Idempotency, when its Key is set, makes the call safe to retry: a
+	// retry with the same key, fields and file bytes (compared by their
+	// SHA-256) returns the first call's attachment and stores nothing, not
+	// even the file (see messaging's Retries).
+	Idempotency messaging.Idempotency
 }
 
 // Upload streams u.Body into the blob store and records the attachment,
@@ -112,7 +120,10 @@ type Upload struct {
 // or conversation, ErrNotFound for a conversation or message the caller may
 // not see, ErrPermission for a message of another sender, ErrInvalid when
 // that message has its most attachments already, and ErrTooLarge beyond
-// MaxUploadBytes; on any failure no row and no object are left.
+// MaxUploadBytes; on any failure no row and no object are left. With an
+// idempotency key: ErrInvalid (messaging.CodeKeyReused) for a key first
+// used with other fields or bytes, ErrConflict (messaging.CodeKeyInUse)
+// while a call with the key is under way.
 func (s *Service) Upload(ctx context.Context, caller messaging.Contact, u Upload) (messaging.Attachment, error) {
 	const op = "attachments.Upload"
 	a, err := s.upload(ctx, caller, u)
@@ -124,6 +135,18 @@ func (s *Service) upload(ctx context.Context, caller messaging.Contact, u Upload
 	if err != nil {
 		return messaging.Attachment{}, err
 	}
+	if u.Idempotency.Key != "" {
+		return s.uploadKeyed(ctx, caller, u, name)
+	}
+	return s.store(ctx, caller, u, name, nil)
+}
+
+// store stores the upload u, whose file name is name (cleaned): its checks,
+// the file, then the row, linked to u.MessageID when given. With a claim of
+// an idempotency key (done, whose Fingerprint is that of the fields), the
+// row is stored with the record: the fingerprint completed with the file's
+// SHA-256, the result the attachment.
+func (s *Service) store(ctx context.Context, caller messaging.Contact, u Upload, name string, done *messaging.IdempotencyRecord) (messaging.Attachment, error) {
 	if u.MessageID != "" {
 		m, err := s.msgs.Get(ctx, caller, u.MessageID)
 		if messaging.KindOf(err) == messaging.ErrNotFound {
@@ -176,41 +199,130 @@ func (s *Service) upload(ctx context.Context, caller messaging.Contact, u Upload
 	if err := s.blobs.Put(ctx, a.Key, ctype, cr); err != nil {
 		s.removeBlob(context.WithoutCancel(ctx), a.Key) // the store should have left nothing; make sure
 		if cr.tooLarge {
-			return messaging.Attachment{}, &messaging.Error{Kind: messaging.ErrTooLarge, Param: "file",
-				Message: "the file is larger than the limit of " + strconv.FormatInt(s.opts.MaxUploadBytes, 10) + " bytes"}
+			return messaging.Attachment{}, s.tooLarge()
 		}
 		return messaging.Attachment{}, err
 	}
 	a.FileSize = cr.n
 	a.SHA256 = cr.Sum()
 	a.CreatedAt = s.now()
-	if err := s.repo.CreateAttachment(ctx, a, s.recorder(func(c messaging.Change) []messaging.Event {
-		return attachmentEvents(messaging.EventAttachmentCreated, c.Attachments, a.CreatedAt)
-	})); err != nil {
-		s.removeBlob(context.WithoutCancel(ctx), a.Key)
-		return messaging.Attachment{}, err
+	out := a
+	if u.MessageID != "" {
+		out.MessageID = u.MessageID
 	}
-	s.notify()
+	if done != nil {
+		done.Fingerprint = s.msgsAPI.Fingerprint(done.Fingerprint, a.SHA256)
+		if done.Result, err = json.Marshal(out); err != nil {
+			s.removeBlob(context.WithoutCancel(ctx), a.Key)
+			return messaging.Attachment{}, err
+		}
+	}
 	if u.MessageID == "" {
+		rec := s.recorder(func(c messaging.Change) []messaging.Event {
+			return attachmentEvents(messaging.EventAttachmentCreated, c.Attachments, a.CreatedAt)
+		})
+		if done != nil {
+			err = s.repo.CreateAttachmentKeyed(ctx, a, rec, *done)
+		} else {
+			err = s.repo.CreateAttachment(ctx, a, rec)
+		}
+		if err != nil {
+			s.removeBlob(context.WithoutCancel(ctx), a.Key)
+			return messaging.Attachment{}, err
+		}
+		s.notify()
 		return a, nil
 	}
-	m, err := s.msgs.Update(ctx, caller, u.MessageID, messaging.Update{Attachments: []string{a.ID}})
+	// The row is stored linked, in one transaction with the link (and the
+	// record): a failure leaves neither.
+	m, err := s.msgsAPI.Attach(ctx, caller, u.MessageID, a, done)
 	if err != nil {
-		if derr := s.delete(context.WithoutCancel(ctx), caller, a.ID); derr != nil {
-			s.opts.Logger.ErrorContext(ctx, "attachments: cannot remove an attachment whose link failed", "attachment", a.ID, "err", derr)
-		}
+		s.removeBlob(context.WithoutCancel(ctx), a.Key)
 		if messaging.KindOf(err) == messaging.ErrNotFound {
 			return messaging.Attachment{}, noMessage(u.MessageID)
 		}
 		return messaging.Attachment{}, err
 	}
-	for _, got := range m.Attachments {
-		if got.ID == a.ID {
-			return got, nil
+	if done == nil {
+		for _, got := range m.Attachments {
+			if got.ID == a.ID {
+				return got, nil
+			}
 		}
 	}
-	a.MessageID = u.MessageID
+	return out, nil
+}
+
+// uploadKeyed is upload with an idempotency key (see Upload.Idempotency).
+// The key is claimed in the store before the file is read, since an upload
+// is long: a retry while the first is under way, on any instance, is
+// refused before its file is read; a retry of an upload that is done reads
+// the file only to hash it, and stores no object.
+func (s *Service) uploadKeyed(ctx context.Context, caller messaging.Contact, u Upload, name string) (messaging.Attachment, error) {
+	idem := u.Idempotency
+	if err := check.IdempotencyKey("idempotency_key", idem.Key); err != nil {
+		return messaging.Attachment{}, err
+	}
+	if u.Body == nil {
+		return messaging.Attachment{}, check.Missing("file")
+	}
+	release, err := s.msgsAPI.Hold(caller.ID, idem.Key)
+	if err != nil {
+		return messaging.Attachment{}, err
+	}
+	defer release()
+	// The fingerprint of the fields; the file's SHA-256 completes it.
+	fields := s.msgsAPI.Fingerprint("attachments.upload", u.Filename, u.ContentType, u.ConversationID, u.MessageID)
+	rec, done, err := s.msgsAPI.Claim(ctx, caller.ID, idem.Key, fields)
+	if err != nil {
+		return messaging.Attachment{}, err
+	}
+	if done {
+		cr := newCountingReader(u.Body, s.opts.MaxUploadBytes)
+		_, err := io.Copy(io.Discard, cr)
+		sum := cr.Sum()
+		if cr.tooLarge {
+			return messaging.Attachment{}, s.tooLarge()
+		}
+		if err != nil {
+			return messaging.Attachment{}, err
+		}
+		var a messaging.Attachment
+		if err := s.msgsAPI.Replay(rec, s.msgsAPI.Fingerprint(fields, sum), &a); err != nil {
+			return messaging.Attachment{}, err
+		}
+		setReplayed(idem, true)
+		return a, nil
+	}
+	a, err := s.store(ctx, caller, u, name, &rec)
+	if err != nil {
+		return messaging.Attachment{}, s.msgsAPI.Release(ctx, rec, err)
+	}
+	setReplayed(idem, false)
 	return a, nil
+}
+
+func setReplayed(idem messaging.Idempotency, v bool) {
+	if idem.Replayed != nil {
+		*idem.Replayed = v
+	}
+}
+
+func (s *Service) tooLarge() error {
+	return &messaging.Error{Kind: messaging.ErrTooLarge, Param: "file",
+		Message: "the file is larger than the limit of " + strconv.FormatInt(s.opts.MaxUploadBytes, 10) + " bytes"}
+}
+
+// messagingAPI is what the Service needs of the messaging Service it is
+// built on beyond its exported API (see package wiring).
+type messagingAPI interface {
+	Hold(scope, key string) (release func(), err error)
+	Once(ctx context.Context, scope string, idem messaging.Idempotency, fp string, out any, write func(done messaging.IdempotencyRecord) error) (replayed bool, err error)
+	Claim(ctx context.Context, scope, key, fp string) (messaging.IdempotencyRecord, bool, error)
+	Release(ctx context.Context, rec messaging.IdempotencyRecord, err error) error
+	Replay(rec messaging.IdempotencyRecord, fp string, v any) error
+	Fingerprint(parts ...string) string
+	Attach(ctx context.Context, caller messaging.Contact, messageID string, a messaging.Attachment, done *messaging.IdempotencyRecord) (messaging.Message, error)
 }
 
 func noMessage(id string) error {
@@ -535,17 +647,64 @@ func (s *Service) All(ctx context.Context, caller messaging.Contact, o ListOptio
 // Rename changes the attachment's file name (cleaned as on upload); the
 // bytes are not copied. Only the uploader may rename: ErrPermission for
 // others, ErrNotFound for those who may not see it, ErrInvalid for a bad
-// name.
+// name. It is Update with Filename only.
 func (s *Service) Rename(ctx context.Context, caller messaging.Contact, id, filename string) (messaging.Attachment, error) {
-	a, err := s.rename(ctx, caller, id, filename)
+	a, err := s.update(ctx, caller, id, Update{Filename: &filename})
 	return a, wiring.Wrap("attachments.Rename "+strconv.Quote(id), err)
 }
 
-func (s *Service) rename(ctx context.Context, caller messaging.Contact, id, filename string) (messaging.Attachment, error) {
-	name, err := check.Filename("filename", filename)
+// Update is a change to an attachment. Nil fields change nothing; at least
+// one must be set.
+type Update struct {
+	// Filename renames the file (cleaned as on upload); the bytes are not
+	// copied. Only the uploader may rename.
+	Filename *string
+	// Idempotency, when its Key is set, makes the call safe to retry: a
+	// retry with the same key and fields returns the first call's
+	// attachment and changes nothing (see messaging's Retries).
+	Idempotency messaging.Idempotency
+}
+
+// Update applies u as caller and returns the attachment as stored. Only
+// the uploader may change an attachment: ErrPermission for others,
+// ErrNotFound for those who may not see it, ErrInvalid for an empty update
+// or a bad name; with an idempotency key, those of Upload.
+func (s *Service) Update(ctx context.Context, caller messaging.Contact, id string, u Update) (messaging.Attachment, error) {
+	a, err := s.update(ctx, caller, id, u)
+	return a, wiring.Wrap("attachments.Update "+strconv.Quote(id), err)
+}
+
+func (s *Service) update(ctx context.Context, caller messaging.Contact, id string, u Update) (messaging.Attachment, error) {
+	if u.Filename == nil {
+		return messaging.Attachment{}, check.Missing("filename")
+	}
+	name, err := check.Filename("filename", *u.Filename)
 	if err != nil {
 		return messaging.Attachment{}, err
 	}
+	idem := u.Idempotency
+	if idem.Key == "" {
+		return s.rename(ctx, caller, id, name, nil)
+	}
+	if err := check.IdempotencyKey("idempotency_key", idem.Key); err != nil {
+		return messaging.Attachment{}, err
+	}
+	var a messaging.Attachment
+	fp := s.msgsAPI.Fingerprint("attachments.update", id, *u.Filename)
+	_, err = s.msgsAPI.Once(ctx, caller.ID, idem, fp, &a, func(done messaging.IdempotencyRecord) error {
+		var err error
+		a, err = s.rename(ctx, caller, id, name, &done)
+		return err
+	})
+	if err != nil {
+		return messaging.Attachment{}, err
+	}
+	return a, nil
+}
+
+// rename sets the attachment's name, checked and cleaned, storing done
+// (when not nil) in the same transaction.
+func (s *Service) rename(ctx context.Context, caller messaging.Contact, id, name string, done *messaging.IdempotencyRecord) (messaging.Attachment, error) {
 	a, err := s.get(ctx, caller, id)
 	if err != nil {
 		return messaging.Attachment{}, err
@@ -554,9 +713,17 @@ func (s *Service) rename(ctx context.Context, caller messaging.Contact, id, file
 		return messaging.Attachment{}, &messaging.Error{Kind: messaging.ErrPermission, Message: "only the uploader may rename an attachment"}
 	}
 	now := s.now()
-	a, err = s.repo.RenameAttachment(ctx, id, name, s.recorder(func(c messaging.Change) []messaging.Event {
+	rec := s.recorder(func(c messaging.Change) []messaging.Event {
 		return attachmentEvents(messaging.EventAttachmentUpdated, c.Attachments, now)
-	}))
+	})
+	if done != nil {
+		a, err = s.repo.RenameAttachmentKeyed(ctx, id, name, rec, *done)
+	} else {
+		a, err = s.repo.RenameAttachment(ctx, id, name, rec)
+	}
+	if errors.Is(err, messaging.ErrNotFound) {
+		return messaging.Attachment{}, notFound(id)
+	}
 	if err == nil {
 		s.notify()
 	}

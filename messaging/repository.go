@@ -82,6 +82,10 @@ type MemberQuery struct {
 type MessageChange struct {
 	// Text replaces the text.
 	Text *string
+	// RevisionID, when set with Text, keeps the text that Text replaces as
+	// a Revision with this ID, replaced at UpdatedAt, in the same
+	// transaction; when the text stays the same, no revision is kept.
+	RevisionID string
 	// AddReactions merges reactors into reactions: a reactor already under
 	// a name is not added again; new names come after existing ones, new
 	// reactors after existing ones, in the order given.
@@ -92,6 +96,11 @@ type MessageChange struct {
 	// LinkAttachments links these attachments to the message (see
 	// CreateMessage for the rules).
 	LinkAttachments []string
+	// NewAttachment, when not nil, is a new attachment row (its MessageID
+	// ""), stored linked to the message (its ConversationID the message's)
+	// in the change's transaction; Check counts it among the attachments
+	// after the change. An existing ID is an error matching ErrConflict.
+	NewAttachment *Attachment
 	// Read, when true, sets the message's ReadAt to ReadAt unless it is
 	// set already; when false, clears it.
 	Read *bool
@@ -110,6 +119,11 @@ type MessageChange struct {
 	// Change.Message set to the message as UpdateMessage returns it, and
 	// stores the events it returns (see Recorder).
 	Record Recorder
+	// Done, when not nil, is the idempotency record the change answers: the
+	// repository stores it in the change's transaction (see
+	// IdempotencyRepository, Keyed writes), its Result the message
+	// UpdateMessage returns unless set.
+	Done *IdempotencyRecord
 }
 
 // MessageCounts are the numbers a MessageChange's Check decides by.
@@ -143,6 +157,9 @@ type MessageCounts struct {
 //
 // Times are stored with at least microsecond precision and returned in UTC.
 type Repository interface {
+	IdempotencyRepository
+	RevisionRepository
+
 	// PutContact inserts the contact, or updates every field of the contact
 	// with the same ID. If another contact has the same Username, it must
 	// return an error matching ErrConflict.
@@ -183,12 +200,13 @@ type Repository interface {
 	// UpdateMessage applies ch atomically and returns the message as
 	// GetMessage would after it. Errors: ErrNotFound for a missing message;
 	// for links, those of CreateMessage (linking an attachment already linked
-	// to this message is not an error); ch.Check's error as it is.
+	// to this message is not an error); ch.Check's error as it is;
+	// ErrKeyTaken when another record of ch.Done's key is in the way.
 	UpdateMessage(ctx context.Context, id string, ch MessageChange) (Message, error)
 
-	// DeleteMessage removes the message, its reactions and its attachment
-	// rows, and records the attachments' keys as pending deletions (see
-	// attachments.Repository), in one transaction. It returns the removed
+	// DeleteMessage removes the message, its reactions, its revisions and
+	// its attachment rows, and records the attachments' keys as pending
+	// deletions (see attachments.Repository), in one transaction. It returns the removed
 	// attachments, or an error matching ErrNotFound. rec's Change.Message
 	// holds the deleted message's ID, ConversationID and Contact.ID, and
 	// Change.Removed its removed attachments, oldest first.

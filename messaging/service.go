@@ -38,6 +38,18 @@ type Options struct {
 	// TouchInterval is how often, at most, a contact's LastActiveAt is
 	// written by Touch. Default: one minute.
 	TouchInterval time.Duration
+	// IdempotencyKeyTTL is how long the result of a write with an
+	// idempotency key is kept: a retry with the key within it gets that
+	// result again. Default: 24 hours.
+	IdempotencyKeyTTL time.Duration
+	// IdempotencyLockTimeout is how long the claim of an idempotency key
+	// that a long write (an upload) makes in the store holds against a
+	// retry on another instance: within it the retry is refused with
+	// ErrConflict (CodeKeyInUse); after it the retry takes the key over
+	// (the first call, if it is still running, then fails and changes
+	// nothing), so that an instance that crashed does not hold a key for
+	// long. Default: one minute.
+	IdempotencyLockTimeout time.Duration
 	// Now returns the current time. Default: time.Now.
 	Now func() time.Time
 	// Logger receives failures that are not returned to callers.
@@ -67,6 +79,12 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.TouchInterval <= 0 {
 		c.TouchInterval = time.Minute
+	}
+	if c.IdempotencyKeyTTL <= 0 {
+		c.IdempotencyKeyTTL = defaultKeyTTL
+	}
+	if c.IdempotencyLockTimeout <= 0 {
+		c.IdempotencyLockTimeout = defaultKeyLockTimeout
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -100,6 +118,12 @@ type Service struct {
 	// cached counts the entries stored in touched and contacts; past
 	// maxCached both are emptied, so they never grow without bound.
 	cached atomic.Int64
+	// lastPrune is when expired idempotency keys were last pruned (Unix
+	// nanoseconds; the Service's start at first).
+	lastPrune atomic.Int64
+	// inflight holds the idempotency keys of the calls under way in this
+	// process: scope + "\x00" + key -> struct{}.
+	inflight sync.Map
 }
 
 // New returns a Service over repo. Build the attachments Service on it
@@ -107,7 +131,9 @@ type Service struct {
 // messages.
 func New(repo Repository, opts *Options) *Service {
 	o := opts.withDefaults()
-	return &Service{repo: repo, policy: o.Policy, opts: o}
+	s := &Service{repo: repo, policy: o.Policy, opts: o}
+	s.lastPrune.Store(s.now().UnixNano())
+	return s
 }
 
 func init() {
@@ -122,6 +148,7 @@ func init() {
 		s.committed.Store(&committed)
 		return s.domain()
 	}
+	wiring.Files = func(msgs any) any { return files{msgs.(*Service)} }
 }
 
 // domain is what the services built on s enforce as s does.
@@ -310,14 +337,21 @@ type NewMessage struct {
 	// Attachments lists ids of attachments the caller uploaded that are not
 	// linked yet; they are linked to the new message atomically.
 	Attachments []string
+	// Idempotency, when its Key is set, makes the call safe to retry: a
+	// retry with the same key and fields returns the first call's message
+	// and sends nothing (see Retries in the package documentation).
+	Idempotency Idempotency
 }
 
 // Create sends a message as caller. Errors: ErrInvalid for a missing or bad
 // field (the *Error's Param names it), ErrNotFound for a conversation the
 // caller may not see, ErrPermission for an attachment of another uploader,
-// ErrConflict for an attachment linked elsewhere. The message's Contact is
-// the sender as stored, read at most Options.TouchInterval ago (changes made
-// through this Service show at once).
+// ErrConflict for an attachment linked elsewhere; with an idempotency key,
+// ErrInvalid (CodeKeyReused) for a key first used with other fields and
+// ErrConflict (CodeKeyInUse) while a call with the key is under way. The
+// message's Contact is the sender as stored, read at most
+// Options.TouchInterval ago (changes made through this Service show at
+// once).
 func (s *Service) Create(ctx context.Context, caller Contact, in NewMessage) (Message, error) {
 	m, err := s.create(ctx, caller, in)
 	return m, wrapErr("messaging.Create", err)
@@ -330,11 +364,26 @@ func (s *Service) create(ctx context.Context, caller Contact, in NewMessage) (Me
 	if err := check.MessageText("message", in.Text, s.opts.MaxMessageChars); err != nil {
 		return Message{}, err
 	}
-	if err := s.mustView(ctx, caller.ID, in.ConversationID); err != nil {
-		return Message{}, err
-	}
 	if len(in.Attachments) > s.opts.MaxAttachments {
 		return Message{}, check.BadParam("attachments", "a message may have at most "+strconv.Itoa(s.opts.MaxAttachments)+" attachments")
+	}
+	if key := in.Idempotency.Key; key != "" {
+		if err := check.IdempotencyKey(keyParam, key); err != nil {
+			return Message{}, err
+		}
+		fp := fingerprint("messages.create", in.ConversationID, in.Text, list(in.Attachments))
+		return keyed(ctx, s, caller.ID, in.Idempotency, fp, func(done IdempotencyRecord) (Message, error) {
+			return s.send(ctx, caller, in, &done)
+		})
+	}
+	return s.send(ctx, caller, in, nil)
+}
+
+// send stores the message of create, whose fields are checked, with done
+// (when not nil), the record of its idempotency key, in one transaction.
+func (s *Service) send(ctx context.Context, caller Contact, in NewMessage, done *IdempotencyRecord) (Message, error) {
+	if err := s.mustView(ctx, caller.ID, in.ConversationID); err != nil {
+		return Message{}, err
 	}
 	atts, err := s.linkable(ctx, caller, "", in.ConversationID, in.Attachments)
 	if err != nil {
@@ -364,18 +413,29 @@ func (s *Service) create(ctx context.Context, caller Contact, in NewMessage) (Me
 		}
 		return append([]Event{messageEvent(EventMessageCreated, *c.Message, now)}, linkedEvents(*c.Message, linked, now)...)
 	})
-	if err := s.repo.CreateMessage(ctx, m, in.Attachments, rec); err != nil {
+	// The answer: made before the message is stored, since with a key it
+	// is kept with the message, in the same transaction.
+	out := m
+	out.Reactions, out.Attachments = []Reaction{}, slices.Clone(atts)
+	slices.SortFunc(out.Attachments, func(a, b Attachment) int { // oldest first, as stored
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
+	})
+	for i := range out.Attachments {
+		out.Attachments[i].MessageID, out.Attachments[i].ConversationID = m.ID, m.ConversationID
+	}
+	if done != nil {
+		if done.Result, err = encodeResult(out); err != nil {
+			return Message{}, err
+		}
+		err = s.repo.CreateMessageKeyed(ctx, m, in.Attachments, rec, *done)
+	} else {
+		err = s.repo.CreateMessage(ctx, m, in.Attachments, rec)
+	}
+	if err != nil {
 		return Message{}, linkError(err)
 	}
 	s.notify()
-	m.Reactions, m.Attachments = []Reaction{}, atts
-	slices.SortFunc(m.Attachments, func(a, b Attachment) int { // oldest first, as stored
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
-	})
-	for i := range m.Attachments {
-		m.Attachments[i].MessageID, m.Attachments[i].ConversationID = m.ID, m.ConversationID
-	}
-	return m, nil
+	return out, nil
 }
 
 // linkable checks that the caller may link the attachments ids to a message
@@ -435,6 +495,8 @@ func (s *Service) attachment(ctx context.Context, caller Contact, id string) (At
 // linkError turns a repository's link failure into an error for people.
 func linkError(err error) error {
 	switch {
+	case errors.Is(err, ErrKeyTaken):
+		return err
 	case errors.Is(err, ErrConflict):
 		return &Error{Kind: ErrConflict, Param: "attachments", Message: "an attachment is already linked to another message", Err: err}
 	case errors.Is(err, ErrNotFound):
@@ -617,13 +679,18 @@ type Update struct {
 	// Read marks the message read (ReadAt set once, to the first read) or
 	// unread; anyone who may see the message may.
 	Read *bool
+	// Idempotency, when its Key is set, makes the call safe to retry: a
+	// retry with the same key and fields returns the first call's message
+	// and changes nothing (see Retries in the package documentation).
+	Idempotency Idempotency
 }
 
 // Update applies u as caller and returns the message as stored. Editing
-// the text, adding a reaction or an attachment sets UpdatedAt. Errors:
+// the text, adding a reaction or an attachment sets UpdatedAt; an edit that
+// changes the text keeps the text it replaces as a Revision. Errors:
 // ErrInvalid for an empty update or a bad field, ErrNotFound, ErrPermission
 // (another sender's message, a reaction in another's name), ErrConflict (an
-// attachment linked elsewhere).
+// attachment linked elsewhere); with an idempotency key, those of Create.
 func (s *Service) Update(ctx context.Context, caller Contact, id string, u Update) (Message, error) {
 	m, err := s.update(ctx, caller, id, u)
 	return m, wrapErr("messaging.Update "+strconv.Quote(id), err)
@@ -644,6 +711,33 @@ func (s *Service) update(ctx context.Context, caller Contact, id string, u Updat
 	if len(u.Attachments) > s.opts.MaxAttachments {
 		return Message{}, check.BadParam("attachments", "a message may have at most "+strconv.Itoa(s.opts.MaxAttachments)+" attachments")
 	}
+	if key := u.Idempotency.Key; key != "" {
+		if err := check.IdempotencyKey(keyParam, key); err != nil {
+			return Message{}, err
+		}
+		return keyed(ctx, s, caller.ID, u.Idempotency, updateFingerprint(id, u), func(done IdempotencyRecord) (Message, error) {
+			return s.apply(ctx, caller, id, u, &done)
+		})
+	}
+	return s.apply(ctx, caller, id, u, nil)
+}
+
+// updateFingerprint is the fingerprint of Update's arguments.
+func updateFingerprint(id string, u Update) string {
+	parts := []string{"messages.update", id, optional(u.Text), strconv.Itoa(len(u.Reactions))}
+	for _, r := range u.Reactions {
+		parts = append(parts, r.Name, list(r.Reactors))
+	}
+	read := "-"
+	if u.Read != nil {
+		read = strconv.FormatBool(*u.Read)
+	}
+	return fingerprint(append(parts, list(u.Attachments), read)...)
+}
+
+// apply makes the change of update, whose fields are checked, with done
+// (when not nil), the record of its idempotency key, in one transaction.
+func (s *Service) apply(ctx context.Context, caller Contact, id string, u Update, done *IdempotencyRecord) (Message, error) {
 	m, err := s.get(ctx, caller, id)
 	if err != nil {
 		return Message{}, err
@@ -670,9 +764,13 @@ func (s *Service) update(ctx context.Context, caller Contact, id string, u Updat
 		Record: s.recorder(func(c Change) []Event {
 			return append([]Event{messageEvent(EventMessageUpdated, *c.Message, now)}, linkedEvents(*c.Message, linked, now)...)
 		}),
+		Done: done,
 	}
 	if u.Text != nil || len(u.Reactions) > 0 || len(u.Attachments) > 0 {
 		ch.UpdatedAt = now
+	}
+	if u.Text != nil {
+		ch.RevisionID = ids.NewAt(ids.Revision, now)
 	}
 	m, err = s.repo.UpdateMessage(ctx, id, ch)
 	if errors.Is(err, ErrNotFound) && s.gone(ctx, id) {

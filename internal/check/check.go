@@ -187,3 +187,18 @@ func Filename(param, name string) (string, error) {
 	}
 	return name, nil
 }
+
+// IdempotencyKey checks an idempotency key: 1 to 255 characters of valid
+// UTF-8 with no control characters.
+func IdempotencyKey(param, key string) error {
+	if key == "" {
+		return Missing(param)
+	}
+	if err := Text(param, key, false); err != nil {
+		return BadParam(param, "an idempotency key is 1 to 255 characters with no control characters")
+	}
+	if utf8.RuneCountInString(key) > 255 {
+		return BadParam(param, "an idempotency key is at most 255 characters")
+	}
+	return nil
+}

@@ -22,6 +22,7 @@ const (
 	Attachment = "att_"
 	Contact    = "ctc_"
 	Event      = "evt_"
+	Revision   = "rev_"
 )
 
 var (

@@ -41,3 +41,9 @@ type Domain struct {
 	// none.
 	Committed func() func()
 }
+
+// Files returns what the attachments Service needs of msgs, a
+// *messaging.Service, beyond its exported API (the protocol of idempotency
+// keys, storing an upload linked to a message), as a value whose methods
+// the attachments Service calls through an interface of its own.
+var Files func(msgs any) any

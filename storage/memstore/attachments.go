@@ -16,6 +16,16 @@ func attPos(a messaging.Attachment) messaging.Cursor {
 // CreateAttachment stores a new attachment row. An existing ID is an
 // error matching messaging.ErrConflict.
 func (s *Store) CreateAttachment(ctx context.Context, a messaging.Attachment, rec messaging.Recorder) error {
+	return s.createAttachment(ctx, a, rec, nil)
+}
+
+// CreateAttachmentKeyed is CreateAttachment that also stores done, the
+// record of an idempotency key; on any error neither is stored.
+func (s *Store) CreateAttachmentKeyed(ctx context.Context, a messaging.Attachment, rec messaging.Recorder, done messaging.IdempotencyRecord) error {
+	return s.createAttachment(ctx, a, rec, &done)
+}
+
+func (s *Store) createAttachment(ctx context.Context, a messaging.Attachment, rec messaging.Recorder, done *messaging.IdempotencyRecord) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -24,6 +34,10 @@ func (s *Store) CreateAttachment(ctx context.Context, a messaging.Attachment, re
 	if _, ok := s.atts[a.ID]; ok {
 		return conflict("an attachment with the id " + strconv.Quote(a.ID) + " already exists")
 	}
+	if err := s.holds(done); err != nil {
+		return err
+	}
+	defer s.keep(done, nil)
 	a.CreatedAt = norm(a.CreatedAt)
 	s.atts[a.ID] = a
 	if a.ConversationID != "" {
@@ -85,6 +99,16 @@ func (s *Store) ListAttachments(ctx context.Context, q attachments.AttachmentQue
 // RenameAttachment sets the file name and returns the updated row, or an
 // error matching messaging.ErrNotFound.
 func (s *Store) RenameAttachment(ctx context.Context, id, filename string, rec messaging.Recorder) (messaging.Attachment, error) {
+	return s.renameAttachment(ctx, id, filename, rec, nil)
+}
+
+// RenameAttachmentKeyed is RenameAttachment that also stores done, the
+// record of an idempotency key; on any error neither changes.
+func (s *Store) RenameAttachmentKeyed(ctx context.Context, id, filename string, rec messaging.Recorder, done messaging.IdempotencyRecord) (messaging.Attachment, error) {
+	return s.renameAttachment(ctx, id, filename, rec, &done)
+}
+
+func (s *Store) renameAttachment(ctx context.Context, id, filename string, rec messaging.Recorder, done *messaging.IdempotencyRecord) (messaging.Attachment, error) {
 	if err := ctx.Err(); err != nil {
 		return messaging.Attachment{}, err
 	}
@@ -94,9 +118,13 @@ func (s *Store) RenameAttachment(ctx context.Context, id, filename string, rec m
 	if !ok {
 		return messaging.Attachment{}, notFound("attachment", id)
 	}
+	if err := s.holds(done); err != nil {
+		return messaging.Attachment{}, err
+	}
 	a.Filename = filename
 	s.atts[id] = a
 	s.record(rec, messaging.Change{Attachments: []messaging.Attachment{a}})
+	s.keep(done, a)
 	return a, nil
 }
 

@@ -14,11 +14,20 @@ import (
 // messaging.ErrConflict for an attachment linked to another message or of
 // another conversation, or for an existing message ID.
 func (s *Store) CreateMessage(ctx context.Context, m messaging.Message, attachmentIDs []string, rec messaging.Recorder) error {
+	return s.createMessage(ctx, m, attachmentIDs, rec, nil)
+}
+
+// createMessage is CreateMessage, storing done (the record of an
+// idempotency key) when not nil.
+func (s *Store) createMessage(ctx context.Context, m messaging.Message, attachmentIDs []string, rec messaging.Recorder, done *messaging.IdempotencyRecord) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.holds(done); err != nil {
+		return err
+	}
 	if _, ok := s.messages[m.ID]; ok {
 		return conflict("a message with the id " + strconv.Quote(m.ID) + " already exists")
 	}
@@ -42,6 +51,7 @@ func (s *Store) CreateMessage(ctx context.Context, m messaging.Message, attachme
 	c.msgs = append(c.msgs, m.ID)
 	v := s.view(&stored)
 	s.record(rec, messaging.Change{Message: &v})
+	s.keep(done, nil)
 	return nil
 }
 
@@ -175,10 +185,28 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.Messa
 		return messaging.Message{}, err
 	}
 	after := messaging.MessageCounts{ReactionNames: len(m.Reactions), Attachments: before.Attachments + len(links)}
+	if a := ch.NewAttachment; a != nil {
+		if _, ok := s.atts[a.ID]; ok {
+			return messaging.Message{}, conflict("an attachment with the id " + strconv.Quote(a.ID) + " already exists")
+		}
+		after.Attachments++
+	}
 	if ch.Check != nil {
 		if err := ch.Check(before, after); err != nil {
 			return messaging.Message{}, err
 		}
+	}
+	if err := s.holds(ch.Done); err != nil {
+		return messaging.Message{}, err
+	}
+	if ch.Text != nil && ch.RevisionID != "" && *ch.Text != cur.Text {
+		s.addRevision(messaging.Revision{ID: ch.RevisionID, MessageID: id, Text: cur.Text, CreatedAt: norm(ch.UpdatedAt)})
+	}
+	if a := ch.NewAttachment; a != nil {
+		stored := *a
+		stored.MessageID, stored.ConversationID, stored.CreatedAt = "", m.ConversationID, norm(a.CreatedAt)
+		s.atts[a.ID] = stored
+		links = append(links, a.ID)
 	}
 	if ch.Read != nil {
 		switch {
@@ -193,8 +221,10 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.Messa
 	}
 	*cur = m
 	s.link(cur, links)
-	v := s.view(cur)
+	out := s.view(cur)
+	v := out
 	s.record(ch.Record, messaging.Change{Message: &v})
+	s.keep(ch.Done, out)
 	return s.view(cur), nil
 }
 
@@ -221,6 +251,7 @@ func (s *Store) DeleteMessage(ctx context.Context, id string, rec messaging.Reco
 	c.msgs = slices.DeleteFunc(c.msgs, func(x string) bool { return x == id })
 	gone := messaging.Message{ID: id, ConversationID: c.id, Contact: messaging.Contact{ID: s.messages[id].Contact.ID}}
 	delete(s.messages, id)
+	s.removeRevisions(id)
 	s.record(rec, messaging.Change{Message: &gone, Removed: slices.Clone(removed)})
 	return removed, nil
 }

@@ -29,6 +29,10 @@ type Store struct {
 	members map[member]time.Time     // memberships -> joined at
 
 	out outbox // the events the writes record
+
+	keys      map[keyID]messaging.IdempotencyRecord
+	revisions map[string]messaging.Revision // by id
+	revsOf    map[string][]string           // message id -> ids of its revisions, oldest first
 }
 
 var (
@@ -47,6 +51,9 @@ func New() *Store {
 		convs:     make(map[string]*conversation),
 		reads:     make(map[member]readPos),
 		members:   make(map[member]time.Time),
+		keys:      make(map[keyID]messaging.IdempotencyRecord),
+		revisions: make(map[string]messaging.Revision),
+		revsOf:    make(map[string][]string),
 	}
 }
 

@@ -47,47 +47,61 @@ func (r attachmentRow) attachment() messaging.Attachment {
 // CreateAttachment stores a new attachment row. Errors: ErrConflict if its
 // id or key exists.
 func (s *Store) CreateAttachment(ctx context.Context, a messaging.Attachment, rec messaging.Recorder) error {
-	insert := func(ctx context.Context, db bun.IConn) error {
-		_, err := db.ExecContext(ctx, `INSERT INTO attachments (id, message_id, conversation_id, uploader_id, filename, file_type, file_size, sha256, blob_key, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			a.ID, nullable(a.MessageID), nullable(a.ConversationID), a.UploaderID, a.Filename, a.FileType, a.FileSize, a.SHA256, a.Key, a.CreatedAt.UTC())
-		if isUniqueViolation(err) {
-			return conflict("an attachment with this id or key exists")
-		}
-		return err
-	}
+	return wrapErr("sqlstore.CreateAttachment", s.createAttachment(ctx, a, rec, nil))
+}
+
+// CreateAttachmentKeyed is CreateAttachment that also stores done, the
+// record of an idempotency key, in the same transaction; on any error
+// neither is stored.
+func (s *Store) CreateAttachmentKeyed(ctx context.Context, a messaging.Attachment, rec messaging.Recorder, done messaging.IdempotencyRecord) error {
+	s.prepareKeyed(ctx)
+	return wrapErr("sqlstore.CreateAttachment", s.createAttachment(ctx, a, rec, &done))
+}
+
+func (s *Store) createAttachment(ctx context.Context, a messaging.Attachment, rec messaging.Recorder, done *messaging.IdempotencyRecord) error {
 	stored := a
 	stored.CreatedAt = a.CreatedAt.UTC()
 	change := messaging.Change{Attachments: []messaging.Attachment{stored}}
-	if a.MessageID == "" && a.ConversationID == "" && rec == nil {
+	if a.MessageID == "" && a.ConversationID == "" && rec == nil && done == nil {
 		// One statement, atomic on its own.
-		return wrapErr("sqlstore.CreateAttachment", s.retry(ctx, func(ctx context.Context) error { return insert(ctx, s.w) }))
+		return s.retry(ctx, func(ctx context.Context) error { return insertAttachment(ctx, s.w, a) })
 	}
-	if a.MessageID == "" {
-		// Filed in a conversation, which exists from then on.
-		return wrapErr("sqlstore.CreateAttachment", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-			if a.ConversationID != "" {
-				if err := s.fileConversation(ctx, tx, a.ConversationID, a.CreatedAt); err != nil {
-					return err
-				}
-			}
-			if err := insert(ctx, tx); err != nil {
+	return s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if done != nil {
+			if err := s.storeKey(ctx, tx, *done, nil); err != nil {
 				return err
 			}
-			return s.record(ctx, tx, rec, change)
-		}))
-	}
-	// Created linked (the Service links through messaging.Repository
-	// instead): count it on its message, locked first as links do.
-	return wrapErr("sqlstore.CreateAttachment", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := tx.ExecContext(ctx, "UPDATE messages SET attachment_count = attachment_count + 1 WHERE id = ?", a.MessageID); err != nil {
-			return err
 		}
-		if err := insert(ctx, tx); err != nil {
+		switch {
+		case a.MessageID != "":
+			// Created linked (the Service links through
+			// messaging.Repository instead): count it on its message,
+			// locked first as links do.
+			if _, err := tx.ExecContext(ctx, "UPDATE messages SET attachment_count = attachment_count + 1 WHERE id = ?", a.MessageID); err != nil {
+				return err
+			}
+		case a.ConversationID != "":
+			// Filed in a conversation, which exists from then on.
+			if err := s.fileConversation(ctx, tx, a.ConversationID, a.CreatedAt); err != nil {
+				return err
+			}
+		}
+		if err := insertAttachment(ctx, tx, a); err != nil {
 			return err
 		}
 		return s.record(ctx, tx, rec, change)
-	}))
+	})
+}
+
+// insertAttachment inserts the row of a.
+func insertAttachment(ctx context.Context, db bun.IConn, a messaging.Attachment) error {
+	_, err := db.ExecContext(ctx, `INSERT INTO attachments (id, message_id, conversation_id, uploader_id, filename, file_type, file_size, sha256, blob_key, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		a.ID, nullable(a.MessageID), nullable(a.ConversationID), a.UploaderID, a.Filename, a.FileType, a.FileSize, a.SHA256, a.Key, a.CreatedAt.UTC())
+	if isUniqueViolation(err) {
+		return conflict("an attachment with this id or key exists")
+	}
+	return err
 }
 
 // GetAttachment returns the attachment, or an error matching ErrNotFound.

@@ -52,10 +52,21 @@ type reactionRow struct {
 // ErrConflict for one linked to another message or of another
 // conversation, or for a message id that exists.
 func (s *Store) CreateMessage(ctx context.Context, m messaging.Message, attachmentIDs []string, rec messaging.Recorder) error {
+	return wrapErr("sqlstore.CreateMessage", s.createMessage(ctx, m, attachmentIDs, rec, nil))
+}
+
+// createMessage is CreateMessage, storing done (the record of an
+// idempotency key) in the same transaction when not nil.
+func (s *Store) createMessage(ctx context.Context, m messaging.Message, attachmentIDs []string, rec messaging.Recorder, done *messaging.IdempotencyRecord) error {
 	// A link fails the transaction unless the attachment ends up linked
 	// here: the message has as many as there are distinct ids.
 	atts := dedupe(attachmentIDs)
-	return wrapErr("sqlstore.CreateMessage", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+	return s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if done != nil {
+			if err := s.storeKey(ctx, tx, *done, nil); err != nil {
+				return err
+			}
+		}
 		if err := s.touchConversation(ctx, tx, m); err != nil {
 			return err
 		}
@@ -89,7 +100,7 @@ func (s *Store) CreateMessage(ctx context.Context, m messaging.Message, attachme
 			}
 		}
 		return s.record(ctx, tx, rec, messaging.Change{Message: &after})
-	}))
+	})
 }
 
 // insertMessage inserts the row of m, with attachments linked attachments.
@@ -370,6 +381,9 @@ func dedupe(ss []string) []string {
 // UPDATE), one for new names and one for new reactors, never by reading
 // and rewriting them.
 func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.MessageChange) (messaging.Message, error) {
+	if ch.Done != nil {
+		s.prepareKeyed(ctx)
+	}
 	var out messaging.Message
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var err error
@@ -377,7 +391,10 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.Messa
 			return err
 		}
 		after := out
-		return s.record(ctx, tx, ch.Record, messaging.Change{Message: &after})
+		if err := s.record(ctx, tx, ch.Record, messaging.Change{Message: &after}); err != nil || ch.Done == nil {
+			return err
+		}
+		return s.storeKey(ctx, tx, *ch.Done, out)
 	})
 	return out, wrapErr("sqlstore.UpdateMessage", err)
 }
@@ -414,6 +431,16 @@ func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch mess
 	if err != nil {
 		return messaging.Message{}, err
 	}
+	if err := s.keepRevision(ctx, tx, id, row.Text, ch); err != nil {
+		return messaging.Message{}, err
+	}
+	if a := ch.NewAttachment; a != nil {
+		linked := *a
+		linked.MessageID, linked.ConversationID = id, row.ConversationID
+		if err := insertAttachment(ctx, tx, linked); err != nil {
+			return messaging.Message{}, err
+		}
+	}
 	if len(ch.LinkAttachments) > 0 {
 		if err := s.link(ctx, tx, id, row.ConversationID, ch.LinkAttachments); err != nil {
 			return messaging.Message{}, err
@@ -426,7 +453,7 @@ func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch mess
 		}
 	}
 	var as []attachmentRow
-	if len(ch.LinkAttachments) > 0 || row.AttachmentCount > 0 {
+	if len(ch.LinkAttachments) > 0 || row.AttachmentCount > 0 || ch.NewAttachment != nil {
 		if as, err = loadAttachments(ctx, txQuery(tx), []string{id}); err != nil {
 			return messaging.Message{}, err
 		}
@@ -593,6 +620,11 @@ func (s *Store) DeleteMessage(ctx context.Context, id string, rec messaging.Reco
 				return err
 			}
 			if _, err := tx.ExecContext(ctx, "DELETE FROM attachments WHERE message_id = ?", id); err != nil {
+				return err
+			}
+		}
+		if !rows[0].UpdatedAt.IsZero() { // an edited message may have revisions
+			if _, err := tx.ExecContext(ctx, "DELETE FROM message_revisions WHERE message_id = ?", id); err != nil {
 				return err
 			}
 		}

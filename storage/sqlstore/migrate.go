@@ -319,6 +319,75 @@ var versions = []version{{
 			"INSERT IGNORE" + backfillSenders[len("INSERT"):],
 		},
 	},
+}, {
+	// The records of idempotency keys (one per caller and key, stored with
+	// its result in the transaction of the write it answers, or claimed
+	// first by a long write; pruned when expired) and the earlier texts of
+	// edited messages (removed with their message). New tables only:
+	// nothing to fill from the rows already there.
+	Name:    "20261123000002",
+	Comment: "idempotency_keys_and_revisions",
+	SQL: map[flavor][]string{
+		flavorSQLite: {
+			`CREATE TABLE IF NOT EXISTS idempotency_keys (
+				scope TEXT NOT NULL,
+				client_key TEXT NOT NULL,
+				fingerprint TEXT NOT NULL,
+				lock_token TEXT NOT NULL DEFAULT '',
+				result BLOB,
+				created_at TIMESTAMP NOT NULL,
+				expires_at TIMESTAMP NOT NULL,
+				PRIMARY KEY (scope, client_key))`,
+			`CREATE INDEX IF NOT EXISTS idempotency_keys_expires ON idempotency_keys (expires_at)`,
+			`CREATE TABLE IF NOT EXISTS message_revisions (
+				id TEXT PRIMARY KEY NOT NULL,
+				message_id TEXT NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+				text TEXT NOT NULL,
+				created_at TIMESTAMP NOT NULL)`,
+			`CREATE INDEX IF NOT EXISTS message_revisions_message_created ON message_revisions (message_id, created_at DESC, id DESC)`,
+		},
+		flavorPostgres: {
+			`CREATE TABLE IF NOT EXISTS idempotency_keys (
+				scope text COLLATE "C" NOT NULL,
+				client_key text COLLATE "C" NOT NULL,
+				fingerprint text NOT NULL,
+				lock_token text NOT NULL DEFAULT '',
+				result bytea,
+				created_at timestamptz NOT NULL,
+				expires_at timestamptz NOT NULL,
+				PRIMARY KEY (scope, client_key))`,
+			`CREATE INDEX IF NOT EXISTS idempotency_keys_expires ON idempotency_keys (expires_at)`,
+			`CREATE TABLE IF NOT EXISTS message_revisions (
+				id text COLLATE "C" PRIMARY KEY,
+				message_id text COLLATE "C" NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+				text text NOT NULL,
+				created_at timestamptz NOT NULL)`,
+			`CREATE INDEX IF NOT EXISTS message_revisions_message_created ON message_revisions (message_id, created_at DESC, id DESC)`,
+		},
+		// A key is up to 255 characters: (64 + 255) × 4 bytes of primary
+		// key, within InnoDB's 3072.
+		flavorMySQL: {
+			`CREATE TABLE IF NOT EXISTS idempotency_keys (
+				scope VARCHAR(64) NOT NULL,
+				client_key VARCHAR(255) NOT NULL,
+				fingerprint VARCHAR(64) NOT NULL,
+				lock_token VARCHAR(64) NOT NULL DEFAULT '',
+				result MEDIUMBLOB NULL,
+				created_at DATETIME(6) NOT NULL,
+				expires_at DATETIME(6) NOT NULL,
+				PRIMARY KEY (scope, client_key),
+				KEY idempotency_keys_expires (expires_at)
+			) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+			`CREATE TABLE IF NOT EXISTS message_revisions (
+				id VARCHAR(64) NOT NULL PRIMARY KEY,
+				message_id VARCHAR(64) NOT NULL,
+				text TEXT NOT NULL,
+				created_at DATETIME(6) NOT NULL,
+				KEY message_revisions_message_created (message_id, created_at, id),
+				CONSTRAINT message_revisions_message FOREIGN KEY (message_id) REFERENCES messages (id) ON DELETE CASCADE
+			) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+		},
+	},
 }, eventsVersion}
 
 // The backfill of version "conversations".

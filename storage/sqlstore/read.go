@@ -138,7 +138,7 @@ func expandArgs(query string, args []any) (string, []any, bool) {
 		b.WriteString(query[:j])
 		query = query[j+1:]
 		switch a := args[i].(type) {
-		case string, int, int64, nil:
+		case string, int, int64, []byte, nil:
 			b.WriteByte('?')
 			out = append(out, a)
 		case time.Time:

@@ -141,7 +141,7 @@ type Store struct {
 	owned  []*bun.DB // closed by Close
 
 	stmts  *stmtCache // prepared reads of SQLite's reader pool; nil otherwise
-	wstmts *stmtCache // prepared writes of SQLite's writer (outbox.go); nil otherwise
+	wstmts *stmtCache // prepared writes of SQLite's writer (outbox.go, idempotency.go); nil otherwise
 	seqMu  sync.Mutex // held while this process numbers events (outbox.go)
 
 	outboxPrepared atomic.Bool // wstmts holds the inserts of events

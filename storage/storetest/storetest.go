@@ -49,6 +49,9 @@ func RunConformanceTests(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Conversations", conversationTests},
 		{"Events", eventTests},
 		{"Service", serviceTests},
+		{"Keys", keyTests},
+		{"Revisions", revisionTests},
+		{"NewAttachment", attachTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -1,0 +1,467 @@
+package messaging
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Idempotency makes a write safe to retry: the first call with Key from a
+// caller is carried out and its result kept (for Options.IdempotencyKeyTTL,
+// 24 hours by default); a later call from the same caller with the same
+// Key and the same arguments returns the kept result and changes nothing.
+// See "Retries" in the package documentation.
+type Idempotency struct {
+	// Key names the write among the caller's writes: 1 to 255 characters,
+	// no control characters. Empty: the write is carried out every time.
+	Key string
+	// Replayed, when not nil, is set when the call succeeds: true when it
+	// returned the kept result of an earlier call with Key (and changed
+	// nothing), false when it carried the write out.
+	Replayed *bool
+}
+
+func (idem Idempotency) replayed(v bool) {
+	if idem.Replayed != nil {
+		*idem.Replayed = v
+	}
+}
+
+// Codes of the API's error object for idempotency keys (Error.Code).
+const (
+	// CodeKeyReused refines ErrInvalid: the key was first used with other
+	// arguments (the HTTP API answers it with type idempotency_error).
+	CodeKeyReused = "idempotency_key_reused"
+	// CodeKeyInUse refines ErrConflict: a call with the key is still under
+	// way; retry later.
+	CodeKeyInUse = "idempotency_key_in_use"
+)
+
+func keyReused(key string) error {
+	return &Error{Kind: ErrInvalid, Code: CodeKeyReused,
+		Message: "idempotency key " + strconv.Quote(key) + " was first used with other parameters; use a new key for a new request"}
+}
+
+func keyInUse(key string) error {
+	return &Error{Kind: ErrConflict, Code: CodeKeyInUse,
+		Message: "a request with idempotency key " + strconv.Quote(key) + " is still being processed; retry later"}
+}
+
+// ErrKeyTaken is the error of a keyed write whose key another call holds or
+// has answered (see IdempotencyRepository): a backend returns it, bare or
+// wrapped with fmt.Errorf's %w, having changed nothing. It matches
+// ErrConflict.
+var ErrKeyTaken = fmt.Errorf("idempotency key held or answered by another call: %w", ErrConflict)
+
+// IdempotencyRecord is what a backend keeps of a write that answers an
+// idempotency key, for backends.
+//
+// A record is done (Lock "", Result set) when it is stored by the write it
+// answers, in the write's transaction. A long write (an upload) first
+// claims its key (ClaimIdempotencyKey: a record with Lock set and no
+// Result), so that a retry on any instance sees it under way, and then
+// completes the claim in its transaction, or releases it
+// (ReleaseIdempotencyKey) when it fails.
+type IdempotencyRecord struct {
+	// Scope is the id of the caller whose key it is: keys of different
+	// callers never collide.
+	Scope string
+	// Key is the caller's key, 1 to 255 characters.
+	Key string
+	// Fingerprint identifies the write and its arguments (a hex SHA-256).
+	Fingerprint string
+	// Lock is the random token of the call that holds the record while its
+	// write is under way; "" once the write is done.
+	Lock string
+	// Result is the kept result of a done write: JSON (encoding/json) of
+	// the Message or Attachment the write returned.
+	Result []byte
+	// CreatedAt is when the call that wrote the record began.
+	CreatedAt time.Time
+	// ExpiresAt is when the record may be forgotten.
+	ExpiresAt time.Time
+}
+
+// IdempotencyRepository keeps the records of idempotency keys, in the same
+// storage as the data they answer; it is part of Repository.
+//
+// # Keyed writes
+//
+// A keyed write is a repository write handed done, the record of the key it
+// answers, as it is to be kept: CreateMessageKeyed, UpdateMessage with
+// MessageChange.Done, and attachments.Repository's CreateAttachmentKeyed
+// and RenameAttachmentKeyed. In the transaction of the write, the backend
+// stores done with Lock "" and, when done.Result is nil, Result the JSON
+// (encoding/json) of the value the write returns, in place of: no record of
+// (done.Scope, done.Key); a record that expired (ExpiresAt not after
+// done.CreatedAt); or the claim of done.Lock. If another record of the key
+// is in the way (a done one that has not expired, or the claim of another
+// call), the write changes nothing and fails with an error matching
+// ErrKeyTaken; of concurrent keyed writes of one key, at most one succeeds.
+// The change and its record commit together or not at all, so that no
+// failure leaves a change without its record or a record without its
+// change.
+type IdempotencyRepository interface {
+	// GetIdempotencyKey returns the record of scope and key, or an error
+	// matching ErrNotFound. An expired record may be returned until it is
+	// pruned.
+	GetIdempotencyKey(ctx context.Context, scope, key string) (IdempotencyRecord, error)
+
+	// ClaimIdempotencyKey stores rec, a claim (rec.Lock set, rec.Result
+	// nil), unless a record of the same Scope and Key is in its way: one
+	// that has not expired (its ExpiresAt is after rec.CreatedAt) and that
+	// is done (Lock "") or was claimed at or after staleBefore. A record
+	// that is not in the way is replaced. It reports whether rec was
+	// stored; when it was not, it returns the record in the way, unchanged.
+	// Of concurrent claims of one key, at most one is stored. The claim
+	// need not be durable before the call returns (the write that
+	// completes it is).
+	ClaimIdempotencyKey(ctx context.Context, rec IdempotencyRecord, staleBefore time.Time) (IdempotencyRecord, bool, error)
+
+	// ReleaseIdempotencyKey removes the record of scope and key if it is
+	// claimed with lock, and does nothing otherwise (a record completed or
+	// taken over stays).
+	ReleaseIdempotencyKey(ctx context.Context, scope, key, lock string) error
+
+	// CreateMessageKeyed is CreateMessage that also stores done in its
+	// transaction (see Keyed writes): on any error, neither the message,
+	// nor its links, nor the record is stored.
+	CreateMessageKeyed(ctx context.Context, m Message, attachmentIDs []string, rec Recorder, done IdempotencyRecord) error
+
+	// PruneIdempotencyKeys removes up to limit records that expired
+	// (ExpiresAt not after before), whether done or claimed, and returns
+	// how many it removed.
+	PruneIdempotencyKeys(ctx context.Context, before time.Time, limit int) (int, error)
+}
+
+// Defaults and bounds of idempotency keys.
+const (
+	defaultKeyTTL         = 24 * time.Hour
+	defaultKeyLockTimeout = time.Minute
+	// pruneEvery is how often, at most, a Service prunes expired keys on
+	// its own; pruneBatch how many records one statement removes.
+	pruneEvery = time.Hour
+	pruneBatch = 1000
+)
+
+// keyParam is the parameter name of an idempotency key in errors.
+const keyParam = "idempotency_key"
+
+// fingerprint returns the hex SHA-256 of a write's operation and arguments,
+// each written with its length, so that no two lists of arguments share
+// one.
+func fingerprint(parts ...string) string {
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	for _, p := range parts {
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(p)))])
+		h.Write([]byte(p))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// list encodes a list of strings as one argument of a fingerprint.
+func list(ss []string) string {
+	b := []byte(strconv.Itoa(len(ss)))
+	var n [binary.MaxVarintLen64]byte
+	for _, s := range ss {
+		b = append(b, n[:binary.PutUvarint(n[:], uint64(len(s)))]...)
+		b = append(b, s...)
+	}
+	return string(b)
+}
+
+// optional encodes an optional argument of a fingerprint.
+func optional(s *string) string {
+	if s == nil {
+		return "-"
+	}
+	return "+" + *s
+}
+
+// newLock returns a random claim token.
+func newLock() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// hold marks key of scope as held by a call of this Service until release
+// is called, or fails with ErrConflict (CodeKeyInUse) when another call of
+// this Service holds it: a retry that reaches the process running the
+// first call is refused at once, before it reads or writes anything.
+func (s *Service) hold(scope, key string) (release func(), err error) {
+	k := scope + "\x00" + key
+	if _, held := s.inflight.LoadOrStore(k, struct{}{}); held {
+		return nil, keyInUse(key)
+	}
+	return func() { s.inflight.Delete(k) }, nil
+}
+
+// newRecord returns the record of a keyed write of scope that begins now.
+func (s *Service) newRecord(scope, key, fp string) IdempotencyRecord {
+	now := s.now()
+	return IdempotencyRecord{Scope: scope, Key: key, Fingerprint: fp, Lock: newLock(),
+		CreatedAt: now, ExpiresAt: now.Add(s.opts.IdempotencyKeyTTL)}
+}
+
+// once carries out write once for idem.Key of scope (see Retries), write
+// being a short write whose keyed repository call stores its record, done,
+// in its transaction. The first call with a key writes at once: a single
+// write, with no claim before it. When write fails, and the key turns out
+// to answer an earlier call (the write failed because the key's record was
+// in its way, or because the change is done already), the kept result is
+// read into out (replayed true), or the error is that of a key reused with
+// other arguments, or under way.
+func (s *Service) once(ctx context.Context, scope string, idem Idempotency, fp string, out any, write func(done IdempotencyRecord) error) (replayed bool, err error) {
+	release, err := s.hold(scope, idem.Key)
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	s.prunePeriodically(ctx)
+	done := s.newRecord(scope, idem.Key, fp)
+	err = write(done)
+	if err == nil {
+		idem.replayed(false)
+		return false, nil
+	}
+	rec, rerr := s.repo.GetIdempotencyKey(ctx, scope, idem.Key)
+	switch {
+	case errors.Is(rerr, ErrNotFound) || rerr == nil && !rec.ExpiresAt.After(done.CreatedAt):
+		if errors.Is(err, ErrKeyTaken) { // answered meanwhile, then pruned
+			return false, keyInUse(idem.Key)
+		}
+		return false, err // the write's own failure
+	case rerr != nil:
+		return false, err
+	case rec.Lock == "":
+		if err := replay(rec, fp, out); err != nil {
+			return false, err
+		}
+		idem.replayed(true)
+		return true, nil
+	case rec.CreatedAt.Before(done.CreatedAt.Add(-s.opts.IdempotencyLockTimeout)):
+		// The stale claim of a call that died (an upload): take it over,
+		// and write once more under it.
+		claim, ok, cerr := s.repo.ClaimIdempotencyKey(ctx, done, done.CreatedAt.Add(-s.opts.IdempotencyLockTimeout))
+		if cerr != nil || !ok {
+			return false, keyInUse(idem.Key)
+		}
+		if err := write(claim); err != nil {
+			s.releaseKey(ctx, claim)
+			if errors.Is(err, ErrKeyTaken) {
+				return false, keyInUse(idem.Key)
+			}
+			return false, err
+		}
+		idem.replayed(false)
+		return false, nil
+	default:
+		return false, keyInUse(idem.Key) // claimed by a call under way
+	}
+}
+
+// keyed is once for a write that returns its result.
+func keyed[T any](ctx context.Context, s *Service, scope string, idem Idempotency, fp string, write func(done IdempotencyRecord) (T, error)) (T, error) {
+	var v T
+	_, err := s.once(ctx, scope, idem, fp, &v, func(done IdempotencyRecord) error {
+		var err error
+		v, err = write(done)
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
+}
+
+// claimKey claims key of scope for a long write with fingerprint fp, in the
+// store, so that a retry on any instance sees it under way. It returns the
+// claim, which the write must complete or the caller release; or, with
+// done true, the record of the write the key already answered (whose
+// fingerprint the caller compares). A key claimed by a call under way is
+// an error of kind ErrConflict (CodeKeyInUse).
+func (s *Service) claimKey(ctx context.Context, scope, key, fp string) (rec IdempotencyRecord, done bool, err error) {
+	rec = s.newRecord(scope, key, fp)
+	got, ok, err := s.repo.ClaimIdempotencyKey(ctx, rec, rec.CreatedAt.Add(-s.opts.IdempotencyLockTimeout))
+	if err != nil {
+		return IdempotencyRecord{}, false, err
+	}
+	if ok {
+		return rec, false, nil
+	}
+	if got.Lock != "" {
+		return IdempotencyRecord{}, false, keyInUse(key)
+	}
+	return got, true, nil
+}
+
+// releaseKey gives up a claim whose write failed, so that a retry is
+// carried out anew. A claim that cannot be released now is taken over by a
+// retry after Options.IdempotencyLockTimeout.
+func (s *Service) releaseKey(ctx context.Context, rec IdempotencyRecord) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := s.repo.ReleaseIdempotencyKey(ctx, rec.Scope, rec.Key, rec.Lock); err != nil {
+		s.opts.Logger.WarnContext(ctx, "messaging: cannot release an idempotency key; a retry takes it over later", "key", rec.Key, "err", err)
+	}
+}
+
+// replay returns the kept result of rec, the record of a done write, into
+// v, or the error of a key reused with other arguments (fingerprint fp).
+func replay(rec IdempotencyRecord, fp string, v any) error {
+	if rec.Fingerprint != fp {
+		return keyReused(rec.Key)
+	}
+	if err := json.Unmarshal(rec.Result, v); err != nil {
+		return fmt.Errorf("messaging: cannot read the kept result of an idempotency key: %w", err)
+	}
+	if m, ok := v.(*Message); ok {
+		if m.Reactions == nil {
+			m.Reactions = []Reaction{}
+		}
+		if m.Attachments == nil {
+			m.Attachments = []Attachment{}
+		}
+	}
+	return nil
+}
+
+// encodeResult returns the JSON of a write's result, for its record.
+func encodeResult(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("messaging: cannot keep the result of a keyed write: %w", err)
+	}
+	return b, nil
+}
+
+// PruneIdempotencyKeys removes the records of idempotency keys that expired
+// (Options.IdempotencyKeyTTL after their first use), in batches, and
+// returns how many it removed. The Service also prunes on its own, at most
+// once an hour, in the background after a keyed write; a host may call this
+// from its own schedule instead or as well.
+func (s *Service) PruneIdempotencyKeys(ctx context.Context) (int, error) {
+	return s.pruneKeys(ctx, s.now())
+}
+
+// pruneKeys removes the records that expired at or before before.
+func (s *Service) pruneKeys(ctx context.Context, before time.Time) (int, error) {
+	total := 0
+	for {
+		n, err := s.repo.PruneIdempotencyKeys(ctx, before, pruneBatch)
+		total += n
+		if err != nil {
+			return total, wrapErr("messaging.PruneIdempotencyKeys", err)
+		}
+		if n < pruneBatch {
+			return total, nil
+		}
+	}
+}
+
+// prunePeriodically starts PruneIdempotencyKeys in the background when the
+// last run (or the Service's start) is pruneEvery ago, one run at a time.
+func (s *Service) prunePeriodically(ctx context.Context) {
+	now := s.now()
+	last := s.lastPrune.Load()
+	if now.UnixNano()-last < int64(pruneEvery) || !s.lastPrune.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if n, err := s.pruneKeys(ctx, now); err != nil {
+			s.opts.Logger.WarnContext(ctx, "messaging: cannot prune expired idempotency keys", "err", err)
+		} else if n > 0 {
+			s.opts.Logger.DebugContext(ctx, "messaging: pruned expired idempotency keys", "removed", n)
+		}
+	}()
+}
+
+// files is what an attachments Service built on this one needs of it
+// beyond its exported API (handed over through package wiring): the
+// protocol of idempotency keys, so that one set of rules and one store of
+// records serve both services, and the storing of an upload linked to a
+// message.
+type files struct{ s *Service }
+
+// Hold holds key of scope in this process (hold).
+func (f files) Hold(scope, key string) (func(), error) { return f.s.hold(scope, key) }
+
+// Claim claims key of scope in the store for a long write (claimKey).
+func (f files) Claim(ctx context.Context, scope, key, fp string) (IdempotencyRecord, bool, error) {
+	f.s.prunePeriodically(ctx)
+	return f.s.claimKey(ctx, scope, key, fp)
+}
+
+// Release gives up a claim whose write failed with err, and returns the
+// error to report.
+func (f files) Release(ctx context.Context, rec IdempotencyRecord, err error) error {
+	f.s.releaseKey(ctx, rec)
+	if errors.Is(err, ErrKeyTaken) {
+		return keyInUse(rec.Key)
+	}
+	return err
+}
+
+// Once carries out a short write once per key (once).
+func (f files) Once(ctx context.Context, scope string, idem Idempotency, fp string, out any, write func(done IdempotencyRecord) error) (bool, error) {
+	return f.s.once(ctx, scope, idem, fp, out, write)
+}
+
+// Replay reads the kept result of rec into v (replay).
+func (f files) Replay(rec IdempotencyRecord, fp string, v any) error { return replay(rec, fp, v) }
+
+// Fingerprint returns the fingerprint of a write's arguments.
+func (f files) Fingerprint(parts ...string) string { return fingerprint(parts...) }
+
+// Attach stores a, a new attachment, linked to the message of caller (its
+// sender) in one transaction, with done when not nil, and returns the
+// message. Errors: those of Update adding an attachment.
+func (f files) Attach(ctx context.Context, caller Contact, messageID string, a Attachment, done *IdempotencyRecord) (Message, error) {
+	s := f.s
+	m, err := s.get(ctx, caller, messageID)
+	if err != nil {
+		return Message{}, err
+	}
+	if m.Contact.ID != caller.ID {
+		return Message{}, &Error{Kind: ErrPermission, Message: "only the sender may edit a message or add attachments"}
+	}
+	now := s.now()
+	ch := MessageChange{NewAttachment: &a, UpdatedAt: now, Check: s.checkCounts, Done: done,
+		// The file is created linked: attachment.created shows it so, and
+		// message.updated the message it joins.
+		Record: s.recorder(func(c Change) []Event {
+			var out []Event
+			for i := range c.Message.Attachments {
+				if got := c.Message.Attachments[i]; got.ID == a.ID {
+					e := NewEvent(EventAttachmentCreated, got.ConversationID, got.UploaderID, now)
+					e.Attachment = &got
+					out = append(out, e)
+				}
+			}
+			return append(out, messageEvent(EventMessageUpdated, *c.Message, now))
+		}),
+	}
+	m, err = s.repo.UpdateMessage(ctx, messageID, ch)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return Message{}, notFound(messageID)
+	case errors.Is(err, ErrConflict) && !errors.Is(err, ErrKeyTaken):
+		return Message{}, &Error{Kind: ErrConflict, Message: "an attachment with this id exists", Err: err}
+	case err != nil:
+		return Message{}, err
+	}
+	s.notify()
+	return m, nil
+}

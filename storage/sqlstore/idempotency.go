@@ -1,0 +1,283 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/parleychat/parley/messaging"
+)
+
+// The records of idempotency keys are rows of idempotency_keys, one per
+// (scope, client_key). A keyed write stores its row in its own transaction
+// with one conditional upsert (storeKey), which fails the transaction when
+// another call's row is in the way; on PostgreSQL, a new message and its
+// row are one statement. A claim (of a long write, an upload) is a row
+// whose lock_token is set; it commits without waiting for the WAL to be
+// flushed on PostgreSQL (synchronous_commit off for that statement only):
+// a claim lost in a crash is as if never made, and the write that
+// completes it commits synchronously, which flushes the WAL up to and
+// including the claim.
+
+// keyRow is a row of idempotency_keys.
+type keyRow struct {
+	Scope       string    `bun:"scope"`
+	Key         string    `bun:"client_key"`
+	Fingerprint string    `bun:"fingerprint"`
+	Lock        string    `bun:"lock_token"`
+	Result      []byte    `bun:"result"`
+	CreatedAt   time.Time `bun:"created_at"`
+	ExpiresAt   time.Time `bun:"expires_at"`
+}
+
+const keyCols = "scope, client_key, fingerprint, lock_token, result, created_at, expires_at"
+
+func (r keyRow) record() messaging.IdempotencyRecord {
+	return messaging.IdempotencyRecord{
+		Scope: r.Scope, Key: r.Key, Fingerprint: r.Fingerprint, Lock: r.Lock, Result: r.Result,
+		CreatedAt: utc(r.CreatedAt), ExpiresAt: utc(r.ExpiresAt),
+	}
+}
+
+// GetIdempotencyKey returns the record of the key, or an error matching
+// ErrNotFound.
+func (s *Store) GetIdempotencyKey(ctx context.Context, scope, key string) (messaging.IdempotencyRecord, error) {
+	var rows []keyRow
+	if err := s.read(ctx, &rows, "SELECT "+keyCols+" FROM idempotency_keys WHERE scope = ? AND client_key = ?", scope, key); err != nil {
+		return messaging.IdempotencyRecord{}, wrapErr("sqlstore.GetIdempotencyKey", err)
+	}
+	if len(rows) == 0 {
+		return messaging.IdempotencyRecord{}, notFound("idempotency key")
+	}
+	return rows[0].record(), nil
+}
+
+// ClaimIdempotencyKey stores rec unless an unexpired record of its key is
+// done, or claimed at or after staleBefore. The first claim of a key is one
+// INSERT that does nothing when the key is there; only then does a
+// transaction read the record in the way and replace it if it is expired
+// or stale.
+func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec messaging.IdempotencyRecord, staleBefore time.Time) (messaging.IdempotencyRecord, bool, error) {
+	got, ok, err := s.claimKey(ctx, rec, staleBefore)
+	return got, ok, wrapErr("sqlstore.ClaimIdempotencyKey", err)
+}
+
+func (s *Store) claimKey(ctx context.Context, rec messaging.IdempotencyRecord, staleBefore time.Time) (messaging.IdempotencyRecord, bool, error) {
+	rec.Result = nil
+	var insert string
+	switch s.flavor {
+	case flavorPostgres:
+		insert = `INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, created_at, expires_at)
+			SELECT ?, ?, ?, ?, ?::timestamptz, ?::timestamptz FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async
+			ON CONFLICT DO NOTHING`
+	case flavorMySQL:
+		insert = `INSERT IGNORE INTO idempotency_keys (scope, client_key, fingerprint, lock_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`
+	default:
+		insert = `INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+	}
+	args := []any{rec.Scope, rec.Key, rec.Fingerprint, rec.Lock, rec.CreatedAt.UTC(), rec.ExpiresAt.UTC()}
+	var inserted int64
+	err := s.retry(ctx, func(ctx context.Context) error {
+		res, err := s.w.ExecContext(ctx, insert, args...)
+		if err != nil {
+			return err
+		}
+		inserted, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return messaging.IdempotencyRecord{}, false, err
+	}
+	if inserted > 0 {
+		return rec, true, nil
+	}
+	// The key is there: replace it if it expired or its claim is stale.
+	var out messaging.IdempotencyRecord
+	claimed := false
+	err = s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+		var rows []keyRow
+		if err := tx.NewRaw("SELECT "+keyCols+" FROM idempotency_keys WHERE scope = ? AND client_key = ?"+s.forUpdate(), rec.Scope, rec.Key).Scan(ctx, &rows); err != nil {
+			return err
+		}
+		if len(rows) == 0 { // pruned or released meanwhile
+			_, err := tx.ExecContext(ctx, `INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`, args...)
+			out, claimed = rec, err == nil
+			return err
+		}
+		cur := rows[0].record()
+		if cur.ExpiresAt.After(rec.CreatedAt) && (cur.Lock == "" || !cur.CreatedAt.Before(staleBefore)) {
+			out, claimed = cur, false
+			return nil
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE idempotency_keys SET fingerprint = ?, lock_token = ?, result = NULL, created_at = ?, expires_at = ?
+			WHERE scope = ? AND client_key = ?`, rec.Fingerprint, rec.Lock, rec.CreatedAt.UTC(), rec.ExpiresAt.UTC(), rec.Scope, rec.Key)
+		out, claimed = rec, err == nil
+		return err
+	})
+	if isUniqueViolation(err) {
+		// Claimed by another call between the statements: as it stands now.
+		return s.claimKey(ctx, rec, staleBefore)
+	}
+	if err != nil {
+		return messaging.IdempotencyRecord{}, false, err
+	}
+	return out, claimed, nil
+}
+
+// ReleaseIdempotencyKey removes the record of the key if it is claimed with
+// lock.
+func (s *Store) ReleaseIdempotencyKey(ctx context.Context, scope, key, lock string) error {
+	err := s.retry(ctx, func(ctx context.Context) error {
+		_, err := s.w.ExecContext(ctx, "DELETE FROM idempotency_keys WHERE scope = ? AND client_key = ? AND lock_token = ? AND lock_token <> ''", scope, key, lock)
+		return err
+	})
+	return wrapErr("sqlstore.ReleaseIdempotencyKey", err)
+}
+
+// PruneIdempotencyKeys removes up to limit records that expired at or
+// before before, oldest expiry first, in one statement.
+func (s *Store) PruneIdempotencyKeys(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit < 1 {
+		return 0, wrapErr("sqlstore.PruneIdempotencyKeys", invalid("limit must be at least 1"))
+	}
+	q := fmt.Sprintf(`DELETE FROM idempotency_keys WHERE (scope, client_key) IN
+		(SELECT scope, client_key FROM idempotency_keys WHERE expires_at <= ? ORDER BY expires_at LIMIT %d)`, limit)
+	if s.flavor == flavorMySQL {
+		q = fmt.Sprintf("DELETE FROM idempotency_keys WHERE expires_at <= ? ORDER BY expires_at LIMIT %d", limit)
+	}
+	var n int64
+	err := s.retry(ctx, func(ctx context.Context) error {
+		res, err := s.w.ExecContext(ctx, q, before.UTC())
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), wrapErr("sqlstore.PruneIdempotencyKeys", err)
+}
+
+// storeKey stores done, the record of a keyed write, in the write's
+// transaction (see messaging.IdempotencyRepository, Keyed writes): its
+// Result is result's JSON unless set. A record in the way fails the
+// transaction with ErrKeyTaken.
+func (s *Store) storeKey(ctx context.Context, tx bun.Tx, done messaging.IdempotencyRecord, result any) error {
+	if done.Result == nil {
+		b, err := json.Marshal(result)
+		if err != nil {
+			return err
+		}
+		done.Result = b
+	}
+	taken := fmt.Errorf("sqlstore: idempotency key %q: %w", done.Key, messaging.ErrKeyTaken)
+	if s.flavor == flavorMySQL {
+		// No conditional upsert: read the row in the way, locked.
+		var rows []keyRow
+		if err := tx.NewRaw("SELECT "+keyCols+" FROM idempotency_keys WHERE scope = ? AND client_key = ? FOR UPDATE", done.Scope, done.Key).Scan(ctx, &rows); err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			_, err := tx.ExecContext(ctx, `INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, result, created_at, expires_at)
+				VALUES (?, ?, ?, '', ?, ?, ?)`, done.Scope, done.Key, done.Fingerprint, done.Result, done.CreatedAt.UTC(), done.ExpiresAt.UTC())
+			if isUniqueViolation(err) {
+				return taken // stored by another call meanwhile
+			}
+			return err
+		}
+		if cur := rows[0].record(); cur.ExpiresAt.After(done.CreatedAt) && (cur.Lock == "" || cur.Lock != done.Lock) {
+			return taken
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE idempotency_keys SET fingerprint = ?, lock_token = '', result = ?, created_at = ?, expires_at = ?
+			WHERE scope = ? AND client_key = ?`, done.Fingerprint, done.Result, done.CreatedAt.UTC(), done.ExpiresAt.UTC(), done.Scope, done.Key)
+		return err
+	}
+	res, err := s.execPrepared(ctx, tx, upsertKey, s.upsertKeyArgs(done)...)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		if err == nil {
+			err = taken
+		}
+		return err
+	}
+	return nil
+}
+
+// prepareKeyed prepares the statements of keyed writes on SQLite's writer,
+// once, before a keyed write's transaction begins (preparing takes the
+// writer's one connection, which the transaction then holds).
+func (s *Store) prepareKeyed(ctx context.Context) {
+	if s.wstmts != nil {
+		_, _ = s.wstmts.get(ctx, upsertKey) // its placeholders are the driver's too
+	}
+}
+
+// execPrepared runs a statement of a write transaction: on SQLite, as the
+// statement prepareKeyed prepared on the writer, when it did (a keyed
+// write's record is one more statement in its transaction, and parsing it
+// would cost about as much as running it); as bun formats it otherwise.
+func (s *Store) execPrepared(ctx context.Context, tx bun.Tx, query string, args ...any) (sql.Result, error) {
+	if s.wstmts != nil {
+		if q, dargs, ok := expandArgs(query, args); ok {
+			if st := s.wstmts.lookup(q); st != nil {
+				return tx.Tx.StmtContext(ctx, st).ExecContext(ctx, dargs...)
+			}
+		}
+	}
+	return tx.ExecContext(ctx, query, args...)
+}
+
+// upsertKey stores a keyed write's record, on PostgreSQL and SQLite: it
+// inserts it, or replaces an expired row or the claim of its lock; any
+// other row stays, and no row is affected.
+const upsertKey = `INSERT INTO idempotency_keys AS k (scope, client_key, fingerprint, lock_token, result, created_at, expires_at)
+	VALUES (?, ?, ?, '', ?, ?, ?)
+	ON CONFLICT (scope, client_key) DO UPDATE SET fingerprint = excluded.fingerprint, lock_token = '',
+		result = excluded.result, created_at = excluded.created_at, expires_at = excluded.expires_at
+	WHERE k.expires_at <= excluded.created_at OR (k.lock_token <> '' AND k.lock_token = ?)`
+
+func (s *Store) upsertKeyArgs(done messaging.IdempotencyRecord) []any {
+	created, expires := any(done.CreatedAt.UTC()), any(done.ExpiresAt.UTC())
+	return []any{done.Scope, done.Key, done.Fingerprint, done.Result, created, expires, done.Lock}
+}
+
+// CreateMessageKeyed is CreateMessage that also stores done, the record of
+// an idempotency key, in the same transaction; on any error nothing is
+// stored.
+func (s *Store) CreateMessageKeyed(ctx context.Context, m messaging.Message, attachmentIDs []string, rec messaging.Recorder, done messaging.IdempotencyRecord) error {
+	s.prepareKeyed(ctx)
+	return wrapErr("sqlstore.CreateMessage", s.createMessage(ctx, m, attachmentIDs, rec, &done))
+}
+
+// RenameAttachmentKeyed is RenameAttachment that also stores done, the
+// record of an idempotency key, in the same transaction, its result the
+// renamed row; on any error neither changes.
+func (s *Store) RenameAttachmentKeyed(ctx context.Context, id, filename string, rec messaging.Recorder, done messaging.IdempotencyRecord) (messaging.Attachment, error) {
+	s.prepareKeyed(ctx)
+	var out messaging.Attachment
+	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.ExecContext(ctx, "UPDATE attachments SET filename = ? WHERE id = ?", filename, id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			if err == nil {
+				err = notFound("attachment")
+			}
+			return err
+		}
+		if out, err = getAttachment(ctx, txQuery(tx), id); err != nil {
+			return err
+		}
+		if err := s.record(ctx, tx, rec, messaging.Change{Attachments: []messaging.Attachment{out}}); err != nil {
+			return err
+		}
+		return s.storeKey(ctx, tx, done, out)
+	})
+	return out, wrapErr("sqlstore.RenameAttachment", err)
+}
