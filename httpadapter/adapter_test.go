@@ -119,6 +119,14 @@ func runAdapterTests(t *testing.T, newStore func(t *testing.T) storetest.Store) 
 		{"BackendFailures", testBackendFailures},
 		{"ConcurrentReactions", testConcurrentReactions},
 		{"RateLimit", testRateLimit},
+		{"RetriedPOST", testRetriedPOST},
+		{"RetriedAtOnce", testRetriedAtOnce},
+		{"KeyReusedOtherBody", testKeyReusedOtherBody},
+		{"RetryWhileRunning", testRetryWhileRunning},
+		{"UploadRetried", testUploadRetried},
+		{"EditsRetried", testEditsRetried},
+		{"RevisionPages", testRevisionPages},
+		{"MalformedKeys", testMalformedKeys},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore) })
 	}

@@ -48,6 +48,11 @@ func (a *api) listAttachments(w http.ResponseWriter, r *http.Request, caller mes
 // checked) before the upload is committed, so a rejected request stores
 // nothing.
 func (a *api) createAttachment(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
+	idem, err := idempotency(r, new(bool))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/form-data" {
 		a.writeError(w, r, unsupportedMediaType("upload a file with Content-Type: multipart/form-data"))
@@ -76,7 +81,7 @@ func (a *api) createAttachment(w http.ResponseWriter, r *http.Request, caller me
 			return
 		}
 		if part.FormName() == "file" {
-			a.upload(w, r, caller, mr, part, fields)
+			a.upload(w, r, caller, mr, part, fields, idem)
 			return
 		}
 		if err := fields.read(part, false); err != nil {
@@ -196,7 +201,7 @@ func (b *fileBody) finish() error {
 	}
 }
 
-func (a *api) upload(w http.ResponseWriter, r *http.Request, caller messaging.Contact, mr *multipart.Reader, part *multipart.Part, fields uploadFields) {
+func (a *api) upload(w http.ResponseWriter, r *http.Request, caller messaging.Contact, mr *multipart.Reader, part *multipart.Part, fields uploadFields, idem messaging.Idempotency) {
 	ctx := r.Context()
 	name := part.FileName()
 	if name == "" {
@@ -209,6 +214,7 @@ func (a *api) upload(w http.ResponseWriter, r *http.Request, caller messaging.Co
 		ContentType:    part.Header.Get("Content-Type"),
 		ConversationID: fields.conversationID,
 		Body:           body,
+		Idempotency:    idem,
 	}
 	if fields.hasMsg && fields.messageID == "" {
 		a.writeError(w, r, badParam("message_id", "message_id must not be empty"))
@@ -220,9 +226,11 @@ func (a *api) upload(w http.ResponseWriter, r *http.Request, caller messaging.Co
 	}
 	u.MessageID = fields.messageID
 	att, err := a.files.Upload(ctx, caller, u)
+	replayed := idem.Replayed != nil && *idem.Replayed
 	if body.err != nil {
 		// The body, not the Service, failed; the Service stored nothing.
-		if err == nil {
+		// (A replay never discards: the attachment is the first upload's.)
+		if err == nil && !replayed {
 			a.discard(ctx, caller, att)
 		}
 		a.writeError(w, r, a.uploadBodyError(body.err))
@@ -232,7 +240,7 @@ func (a *api) upload(w http.ResponseWriter, r *http.Request, caller messaging.Co
 		a.writeError(w, r, err)
 		return
 	}
-	if !body.done {
+	if !body.done && !replayed {
 		// The store stopped reading at the end of the file part; check the
 		// rest now and undo the upload if it is rejected.
 		if ferr := body.finish(); ferr != nil {
@@ -241,6 +249,7 @@ func (a *api) upload(w http.ResponseWriter, r *http.Request, caller messaging.Co
 			return
 		}
 	}
+	markReplayed(w, replayed)
 	w.Header().Set("Location", a.location(r, "attachments", att.ID))
 	writeJSON(w, http.StatusCreated, a.urls(r, caller).attachment(ctx, att))
 }
@@ -263,6 +272,12 @@ func (a *api) getAttachment(w http.ResponseWriter, r *http.Request, caller messa
 }
 
 func (a *api) renameAttachment(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
+	var replayed bool
+	idem, err := idempotency(r, &replayed)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
 	in, err := a.readInput(w, r)
 	if err != nil {
 		a.writeError(w, r, err)
@@ -278,11 +293,12 @@ func (a *api) renameAttachment(w http.ResponseWriter, r *http.Request, caller me
 		return
 	}
 	ctx := r.Context()
-	att, err := a.files.Rename(ctx, caller, r.PathValue("id"), name)
+	att, err := a.files.Update(ctx, caller, r.PathValue("id"), attachments.Update{Filename: &name, Idempotency: idem})
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
+	markReplayed(w, replayed)
 	writeJSON(w, http.StatusOK, a.urls(r, caller).attachment(ctx, att))
 }
 

@@ -47,6 +47,17 @@
 // resource's data.object is {"id": …, "object": …, "deleted": true}; an
 // events.lost's is null.
 //
+// # Retries
+//
+// The POSTs and the PUTs of messages and attachments take an
+// Idempotency-Key header, handed to the services (messaging.Idempotency;
+// "Retries" in package messaging says how its record commits with the
+// change). A retry with the key and the same parameters, compared after
+// parsing (a form and a JSON body of the same fields are one request),
+// answers the first answer again: its status, Location and body, file_url
+// made anew, with Idempotent-Replayed: true. GET and DELETE requests ignore
+// the header.
+//
 // # Errors
 //
 // A failure answers {"error": {"type", "code", "message", "param"}}, param
@@ -55,11 +66,12 @@
 //
 //	kind                 status  type                   code
 //	ErrInvalid           400     invalid_request_error  parameter_missing, parameter_invalid (body_invalid: unparseable)
+//	ErrInvalid (reused)  400     idempotency_error      idempotency_key_reused (an Idempotency-Key with other parameters)
 //	ErrUnauthenticated   401     authentication_error   unauthenticated        + WWW-Authenticate: Bearer
 //	ErrPermission        403     permission_error       permission_denied (cross_origin_denied: Options.CrossOriginProtection)
 //	ErrNotFound          404     not_found_error        resource_missing       (also unknown paths)
 //	(wrong method)       405     invalid_request_error  method_not_allowed     + Allow
-//	ErrConflict          409     conflict_error         conflict
+//	ErrConflict          409     conflict_error         conflict (idempotency_key_in_use, + Retry-After: a retry under way)
 //	ErrTooLarge          413     invalid_request_error  too_large              (also a body over its limit)
 //	(Content-Type)       415     invalid_request_error  unsupported_media_type
 //	(Options.Limit)      429     rate_limit_error       rate_limited           + Retry-After

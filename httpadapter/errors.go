@@ -18,6 +18,7 @@ const (
 	typeConflict       = "conflict_error"
 	typeAPI            = "api_error"
 	typeRateLimit      = "rate_limit_error"
+	typeIdempotency    = "idempotency_error"
 )
 
 // Error codes beyond messaging.CodeMissing and messaging.CodeInvalid.
@@ -109,7 +110,11 @@ func classify(err error) *apiError {
 		if hasKE && ke.Code != "" {
 			code = ke.Code
 		}
-		return &apiError{status: http.StatusBadRequest, Type: typeInvalidRequest, Code: code, Message: msg("invalid request"), Param: param}
+		typ := typeInvalidRequest
+		if code == messaging.CodeKeyReused {
+			typ = typeIdempotency
+		}
+		return &apiError{status: http.StatusBadRequest, Type: typ, Code: code, Message: msg("invalid request"), Param: param}
 	case messaging.ErrUnauthenticated:
 		return &apiError{status: http.StatusUnauthorized, Type: typeAuthentication, Code: codeUnauthenticated, Message: msg("authentication required")}
 	case messaging.ErrPermission:
@@ -117,7 +122,11 @@ func classify(err error) *apiError {
 	case messaging.ErrNotFound:
 		return &apiError{status: http.StatusNotFound, Type: typeNotFound, Code: codeNotFound, Message: msg("not found"), Param: param}
 	case messaging.ErrConflict:
-		return &apiError{status: http.StatusConflict, Type: typeConflict, Code: codeConflict, Message: msg("conflict"), Param: param}
+		code := codeConflict
+		if hasKE && ke.Code != "" {
+			code = ke.Code
+		}
+		return &apiError{status: http.StatusConflict, Type: typeConflict, Code: code, Message: msg("conflict"), Param: param}
 	case messaging.ErrTooLarge:
 		return &apiError{status: http.StatusRequestEntityTooLarge, Type: typeInvalidRequest, Code: codeTooLarge, Message: msg("too large"), Param: param}
 	case messaging.ErrUnimplemented:
@@ -148,6 +157,10 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			h.Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 		} else {
 			h.Set("WWW-Authenticate", "Bearer")
+		}
+	case http.StatusConflict:
+		if e.Code == messaging.CodeKeyInUse {
+			h.Set("Retry-After", "1") // the first request is under way
 		}
 	case http.StatusServiceUnavailable:
 		h.Set("Retry-After", retryAfterSeconds)

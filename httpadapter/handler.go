@@ -197,6 +197,9 @@ func New(msgs *messaging.Service, files *attachments.Service, opts *Options) (ht
 		{http.MethodPut, a.updateMessage},
 		{http.MethodDelete, a.deleteMessage},
 	}))
+	a.mux.Handle("/v1/messages/{id}/revisions", a.route([]method{
+		{http.MethodGet, a.listRevisions},
+	}))
 	a.mux.Handle("/v1/messages/{id}/reactions/{name}", a.route([]method{
 		{http.MethodDelete, a.removeReaction},
 	}))

@@ -90,12 +90,18 @@ func (a *api) listMessages(w http.ResponseWriter, r *http.Request, caller messag
 }
 
 func (a *api) createMessage(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
+	var replayed bool
+	idem, err := idempotency(r, &replayed)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
 	in, err := a.readInput(w, r)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	var nm messaging.NewMessage
+	nm := messaging.NewMessage{Idempotency: idem}
 	if nm.ConversationID, _, err = in.str("conversation_id"); err != nil {
 		a.writeError(w, r, err)
 		return
@@ -114,6 +120,7 @@ func (a *api) createMessage(w http.ResponseWriter, r *http.Request, caller messa
 		a.writeError(w, r, err)
 		return
 	}
+	markReplayed(w, replayed)
 	w.Header().Set("Location", a.location(r, "messages", m.ID))
 	writeJSON(w, http.StatusCreated, a.urls(r, caller).message(ctx, m))
 }
@@ -129,12 +136,18 @@ func (a *api) getMessage(w http.ResponseWriter, r *http.Request, caller messagin
 }
 
 func (a *api) updateMessage(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
+	var replayed bool
+	idem, err := idempotency(r, &replayed)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
 	in, err := a.readInput(w, r)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	var u messaging.Update
+	u := messaging.Update{Idempotency: idem}
 	text, ok, err := in.str("message")
 	if err != nil {
 		a.writeError(w, r, err)
@@ -161,6 +174,7 @@ func (a *api) updateMessage(w http.ResponseWriter, r *http.Request, caller messa
 		a.writeError(w, r, err)
 		return
 	}
+	markReplayed(w, replayed)
 	writeJSON(w, http.StatusOK, a.urls(r, caller).message(ctx, m))
 }
 
