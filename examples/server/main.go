@@ -131,6 +131,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer blobs.Close()
 
 	// 2. The services: every rule of the API lives here, whatever the backend.
+	// They keep the answers of writes sent with an Idempotency-Key in the
+	// same database as the data (so a retry after a restart replays), and
+	// prune them after 24 hours on their own.
 	msgs := messaging.New(store, &messaging.Options{Logger: log})
 	files := attachments.New(store, blobs, msgs, &attachments.Options{MaxUploadBytes: *maxUpload, Logger: log})
 
