@@ -34,6 +34,16 @@
 //
 // Run Reconcile periodically (the example server does).
 //
+// An upload with an idempotency key (Upload.Idempotency; see Retries in
+// package messaging) claims its key before it reads the file. A retry of an
+// upload that is done reads its file only to hash it (the fingerprint is
+// the fields and the file's SHA-256) and stores no object; a retry while
+// the first is under way is refused before its file is read. An upload
+// that loses its key to a retry on another instance (after the lock
+// timeout) removes its own object, never the retry's. An upload to a
+// message (Upload.MessageID) stores its row linked, in one transaction with
+// the link and the key's record.
+//
 // # Events
 //
 // Once an events Feed is built on the messaging Service, uploads, renames

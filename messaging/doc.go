@@ -64,6 +64,60 @@
 // Feed delivers them after the commit. CanSeeEvent is the rule of who may
 // see an event: its audience, and the Policy of its conversation.
 //
+// # Revisions
+//
+// Every edit that changes a message's text keeps the text it replaced as a
+// Revision ("rev_…"), with when it was replaced, in the transaction of the
+// edit. Revisions lists them newest first, to whoever may see the message
+// (AllRevisions walks them all); they are deleted with their message.
+//
+// # Retries
+//
+// A write can carry an idempotency key (NewMessage.Idempotency,
+// Update.Idempotency, and in package attachments Upload.Idempotency and
+// Update.Idempotency), so that a client that retries after losing an
+// answer never writes twice:
+//
+//	in := messaging.NewMessage{ConversationID: "general", Text: "hi",
+//		Idempotency: messaging.Idempotency{Key: requestID}}
+//	m, err := msgs.Create(ctx, alice, in) // again with the same key: the same m, nothing sent
+//
+// The rules:
+//
+//   - Keys are the caller's own: two contacts' keys never collide. The
+//     first call with a key is carried out; a later call with the same key
+//     and the same arguments (a fingerprint of the operation, its target
+//     and its arguments; an upload's file by its SHA-256) returns the first
+//     call's result, kept as it was, and changes nothing
+//     (Idempotency.Replayed reports it). The same key with other arguments
+//     is an error of kind ErrInvalid with Code CodeKeyReused. A call whose
+//     write fails keeps nothing: its retry is carried out anew.
+//   - The record of a key and the change it answers commit together: the
+//     keyed repository write (IdempotencyRepository, Keyed writes) stores
+//     the record, with the result, in the change's own transaction, so that
+//     a crash can never leave a change without its record, or a record
+//     without its change. A retry after a restart finds the record in the
+//     store, and replays it.
+//   - A retry while the first call is under way is an error of kind
+//     ErrConflict with Code CodeKeyInUse. The Service holds the keys of its
+//     calls under way in memory, so a retry that reaches the same process
+//     is refused at once. An upload, which takes long, also claims its key
+//     in the store before it reads the file, so that a retry on another
+//     instance is refused too, before its file is read; a claim whose
+//     instance died is taken over after Options.IdempotencyLockTimeout. A
+//     send or an edit, which takes milliseconds, claims nothing first (a
+//     claim would cost a second write): of two calls with one key on two
+//     instances at once, the one that writes second finds the other's
+//     record in its way (the store's unique key on caller and key), changes
+//     nothing, and answers the other's result.
+//   - Records are kept for Options.IdempotencyKeyTTL (24 hours) from the
+//     first call. Expired records are pruned in batches by
+//     PruneIdempotencyKeys, which the Service runs on its own in the
+//     background at most once an hour, after a keyed call (so an idle
+//     Service prunes nothing); a host may also call it on its own schedule.
+//     An expired record that is not pruned yet is ignored: the key is new
+//     again.
+//
 // # Errors
 //
 // Every error a Service of this package or of attachments returns is an
@@ -76,11 +130,15 @@
 //
 // # Backends
 //
-// Repository, MessageQuery, MessageChange, MessageCounts, ConversationQuery,
-// MemberQuery, Cursor, Change and Recorder are the contract of a storage
-// backend; applications never need them. Each write of a Repository takes
-// a Recorder and stores the events it makes in the write's transaction: a
-// transactional outbox, which events.Repository reads.
+// Repository (with IdempotencyRepository and RevisionRepository),
+// MessageQuery, MessageChange, MessageCounts, ConversationQuery,
+// MemberQuery, Cursor, Change, Recorder, IdempotencyRecord, RevisionQuery
+// and ErrKeyTaken are the contract of a storage backend; applications never
+// need them. Each write of a Repository takes a Recorder and stores the
+// events it makes in the write's transaction: a transactional outbox, which
+// events.Repository reads. A keyed write stores its idempotency record in
+// the same transaction, and a replay writes nothing, so a retried request
+// makes no second event.
 // storage/sqlstore (SQLite, PostgreSQL, MySQL/MariaDB) and storage/memstore
 // implement Repository together with attachments.Repository; a new backend
 // proves itself with storage/storetest.RunConformanceTests. A backend

@@ -58,6 +58,23 @@
 // message without attachments is inserted in the same statement as the
 // message.
 //
+// # Idempotency keys and revisions
+//
+// Version 20261123000002 adds idempotency_keys, one row per (scope,
+// client_key) with the request's fingerprint, the kept result and
+// expires_at (indexed, for pruning), and message_revisions, the earlier
+// texts of edited messages, indexed by (message_id, created_at DESC, id
+// DESC). A keyed write stores its key's row in its own transaction with one
+// conditional upsert, which replaces only an expired row or the write's own
+// claim, and rolls back with messaging.ErrKeyTaken when another row is in
+// the way (MySQL reads the row FOR UPDATE first); on SQLite the upsert is
+// prepared once on the writer connection. An upload's claim is a row with
+// a lock_token, inserted by one statement that on PostgreSQL commits
+// without waiting for the WAL to be flushed: a claim lost in a crash is as
+// if never made, and the write that completes it flushes it. UpdateMessage
+// keeps the replaced text in the edit's transaction; DeleteMessage removes
+// the revisions of an edited message with it.
+//
 // # Errors
 //
 // Contract conditions are bare messaging kinds: ErrNotFound, ErrConflict
