@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/storetest"
 )
@@ -349,4 +350,32 @@ func testMalformedKeys(t *testing.T, newStore newStoreFunc) {
 	assert.Empty(t, got.Header.Get("Idempotent-Replayed"))
 	del := e.key(t, "alice", strings.Repeat("é", 255), "DELETE", "/v1/messages/"+id, nil)
 	assert.Equal(t, 200, del.StatusCode, "a DELETE ignores the key: %s", del.body)
+}
+
+// TestRetriesMakeOneEvent: a retried send, upload and edit make the events
+// of one change each: a replay writes nothing, and so records no event.
+func TestRetriesMakeOneEvent(t *testing.T) {
+	eachStore(t, func(t *testing.T, store storetest.Store) {
+		e := newEventsEnv(t, store, events.Options{})
+		var id string
+		for range 3 {
+			res := e.key(t, "alice", "send", "POST", "/v1/messages", form("conversation_id=evts&message=once"))
+			require.Equal(t, 201, res.StatusCode, "body: %s", res.body)
+			id = res.json(t)["id"].(string)
+		}
+		for range 2 {
+			res := e.key(t, "alice", "upload", "POST", "/v1/attachments", multipartBody(field("message_id", id), file("a.txt", "text/plain", "bytes")))
+			require.Equal(t, 201, res.StatusCode, "body: %s", res.body)
+			res = e.key(t, "alice", "edit", "PUT", "/v1/messages/"+id, form("message=twice"))
+			require.Equal(t, 200, res.StatusCode, "body: %s", res.body)
+		}
+		res := e.as(t, "alice", "GET", "/v1/events?conversation_id=evts&limit=100", nil)
+		require.Equal(t, 200, res.StatusCode, "body: %s", res.body)
+		var got []string
+		for _, d := range res.json(t)["data"].([]any) {
+			got = append([]string{d.(map[string]any)["type"].(string)}, got...) // oldest first
+		}
+		assert.Equal(t, []string{"message.created", "attachment.created", "message.updated", "message.updated"}, got,
+			"one send, one upload into the message, one edit")
+	})
 }
