@@ -15,11 +15,10 @@ import (
 // The records of idempotency keys are rows of idempotency_keys, one per
 // (scope, client_key). A keyed write stores its row in its own transaction
 // with one conditional upsert (storeKey), which fails the transaction when
-// another call's row is in the way; on PostgreSQL, a new message and its
-// row are one statement. A claim (of a long write, an upload) is a row
-// whose lock_token is set; it commits without waiting for the WAL to be
-// flushed on PostgreSQL (synchronous_commit off for that statement only):
-// a claim lost in a crash is as if never made, and the write that
+// another call's row is in the way. A claim (of a long write, an upload)
+// is a row whose lock_token is set; it commits without waiting for the WAL
+// to be flushed on PostgreSQL (synchronous_commit off for that statement
+// only): a claim lost in a crash is as if never made, and the write that
 // completes it commits synchronously, which flushes the WAL up to and
 // including the claim.
 
