@@ -23,16 +23,45 @@
 // something Reconcile finishes:
 //
 //   - Upload writes the object first (its key is made by the server, never
-//     from user input: "attachments/<id>"), then the row. A failed object
-//     write leaves nothing; a failed row insert removes the object; if that
-//     removal fails too, the object is an orphan that Reconcile removes once
-//     it is older than Options.OrphanGrace.
+//     from user input: "attachments/<installation id>/<id>"), then the row.
+//     A failed object write leaves nothing; a failed row insert removes the
+//     object; if that removal fails too, the object is an orphan that
+//     Reconcile moves aside once it is older than Options.OrphanGrace.
 //   - Delete removes the row and records the key as a pending deletion in
 //     one transaction, then removes the object and forgets the key. If the
 //     object cannot be removed, the pending deletion stays, and Reconcile
 //     retries it.
 //
-// Run Reconcile periodically (the example server does).
+// Run Reconcile periodically (the example server does). It also reports
+// the rows whose object is missing (ReconcileReport.Missing).
+//
+// # Which files are whose
+//
+// A bucket can outlive its database, or be pointed at by the wrong one: two
+// databases over one folder, a mistyped database address that makes a new
+// empty one, a database restored from a backup that knows fewer files than
+// the bucket holds. Reconcile therefore removes an object only when it can
+// prove the object is its database's and unreferenced, and even then moves
+// it aside first:
+//
+//   - Each database has an installation id (Installation, made by the
+//     schema migration), and every key the Service makes starts with
+//     KeyPrefix + that id + "/". Reconcile only ever moves objects under its
+//     own prefix.
+//   - The first database that uses a bucket claims it: the object ClaimKey
+//     names its installation id. Claim (call it at start; the example server
+//     does) fails with ErrConflict over a bucket claimed by another
+//     database, or over an unclaimed bucket full of files the database does
+//     not know; Reconcile then leaves every object without a row alone.
+//   - The claim carries the database's reconcile epoch, which each
+//     Reconcile advances in both. A database whose epoch is behind the
+//     claim's was restored from a backup: Reconcile reports it (ErrConflict)
+//     and leaves objects without a row alone, while serving goes on.
+//   - An orphan is moved to OrphanPrefix + its key, and deleted only after
+//     Options.OrphanRetention (30 days by default), so a mistake is undone
+//     by moving it back.
+//   - Objects from before installation ids ("attachments/<id>") are never
+//     moved: they are counted (ReconcileReport.Unowned).
 //
 // An upload with an idempotency key (Upload.Idempotency; see Retries in
 // package messaging) claims its key before it reads the file. A retry of an
@@ -68,8 +97,9 @@
 //
 // # Backends
 //
-// Repository, AttachmentQuery, BlobStore, Lister, URLSigner and Object are
-// the contract of a storage backend; applications never need them.
+// Repository, AttachmentQuery, BlobStore, Lister, URLSigner, Object,
+// Installation and KeyLister are the contract of a storage backend;
+// applications never need them.
 // storage/sqlstore and storage/memstore implement Repository;
 // storage/blobstore (any gocloud.dev bucket: local files, S3, GCS, Azure) and
 // storage/memstore implement BlobStore. storage/storetest checks both.

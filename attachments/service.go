@@ -26,10 +26,6 @@ import (
 // KeyPrefix is the prefix of every blob key the Service makes.
 const KeyPrefix = "attachments/"
 
-// keyOf returns the key of the file of the attachment id: the one place
-// keys are made, never from user input.
-func keyOf(id string) string { return KeyPrefix + id }
-
 // Options configure a Service. A nil *Options means all defaults.
 type Options struct {
 	// MaxUploadBytes is the largest file accepted. Default: 25 MiB.
@@ -38,6 +34,9 @@ type Options struct {
 	// Reconcile removes it, so that uploads under way are left alone.
 	// Default: 1 hour.
 	OrphanGrace time.Duration
+	// OrphanRetention is how long Reconcile keeps an object it moved aside
+	// (under OrphanPrefix) before it deletes it. Default: 30 days.
+	OrphanRetention time.Duration
 	// Now returns the current time. Default: time.Now.
 	Now func() time.Time
 	// Logger receives failures that are not returned to the caller (a blob
@@ -55,6 +54,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.OrphanGrace <= 0 {
 		c.OrphanGrace = time.Hour
+	}
+	if c.OrphanRetention <= 0 {
+		c.OrphanRetention = 30 * 24 * time.Hour
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -75,6 +77,7 @@ type Service struct {
 	domain  wiring.Domain // msgs' Policy and page size limit
 	msgsAPI messagingAPI  // msgs' idempotency keys and linked uploads
 	opts    Options
+	own     owner // the database's installation id, once known
 }
 
 // New returns a Service over the given repository and blob store, built on
@@ -184,6 +187,10 @@ func (s *Service) store(ctx context.Context, caller messaging.Contact, u Upload,
 		ctype = http.DetectContentType(head)
 	}
 
+	prefix, err := s.keyPrefix(ctx)
+	if err != nil {
+		return messaging.Attachment{}, err
+	}
 	now := s.now()
 	id := ids.NewAt(ids.Attachment, now)
 	a := messaging.Attachment{
@@ -192,7 +199,7 @@ func (s *Service) store(ctx context.Context, caller messaging.Contact, u Upload,
 		UploaderID:     caller.ID,
 		Filename:       name,
 		FileType:       ctype,
-		Key:            keyOf(id),
+		Key:            prefix + id,
 	}
 	cr := newCountingReader(body, s.opts.MaxUploadBytes)
 	defer cr.Close()
@@ -514,7 +521,7 @@ func (s *Service) Open(ctx context.Context, caller messaging.Contact, id string)
 // ErrUnimplemented when the store cannot sign.
 func (s *Service) SignedURL(ctx context.Context, caller messaging.Contact, a messaging.Attachment, expiry time.Duration) (string, error) {
 	const op = "attachments.SignedURL"
-	if a.Key != keyOf(a.ID) {
+	if !s.isKeyOf(ctx, a) {
 		// Not an attachment as the Service returns it: its key is not the
 		// one the Service gave its file.
 		return "", wiring.Wrap(op, notFound(a.ID))
@@ -774,85 +781,4 @@ func (s *Service) removeFiles(ctx context.Context, keys []string) {
 			s.opts.Logger.WarnContext(ctx, "attachments: cannot forget a done deletion", "key", key, "err", err)
 		}
 	}
-}
-
-// ReconcileReport says what Reconcile did.
-type ReconcileReport struct {
-	// Deleted counts the pending deletions carried out.
-	Deleted int
-	// Orphans counts the objects without a row that were removed.
-	Orphans int
-	// Failed counts the objects that could not be removed (they stay for
-	// the next run).
-	Failed int
-}
-
-// Reconcile finishes what failures left behind: it removes the objects of
-// pending deletions, and, when the blob store is a Lister, objects older
-// than Options.OrphanGrace that belong to no attachment. Run it
-// periodically (the example server does, every few minutes).
-func (s *Service) Reconcile(ctx context.Context) (ReconcileReport, error) {
-	var rep ReconcileReport
-	for {
-		keys, err := s.repo.PendingDeletions(ctx, 100)
-		if err != nil {
-			return rep, wiring.Wrap("attachments.Reconcile", err)
-		}
-		progress := false
-		for _, key := range keys {
-			if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, messaging.ErrNotFound) {
-				rep.Failed++
-				continue
-			}
-			if err := s.repo.ForgetDeletion(ctx, key); err != nil {
-				return rep, wiring.Wrap("attachments.Reconcile", err)
-			}
-			rep.Deleted++
-			progress = true
-		}
-		if len(keys) < 100 || !progress {
-			break
-		}
-	}
-	lister, ok := s.blobs.(Lister)
-	if !ok {
-		return rep, nil
-	}
-	cutoff := s.opts.Now().Add(-s.opts.OrphanGrace)
-	var batch []string
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		used, err := s.repo.KeysInUse(ctx, batch)
-		if err != nil {
-			return err
-		}
-		for _, key := range batch {
-			if used[key] {
-				continue
-			}
-			if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, messaging.ErrNotFound) {
-				rep.Failed++
-				continue
-			}
-			rep.Orphans++
-		}
-		batch = batch[:0]
-		return nil
-	}
-	err := lister.List(ctx, KeyPrefix, func(o Object) error {
-		if o.ModTime.After(cutoff) {
-			return nil
-		}
-		batch = append(batch, o.Key)
-		if len(batch) == 100 {
-			return flush()
-		}
-		return nil
-	})
-	if err == nil {
-		err = flush()
-	}
-	return rep, wiring.Wrap("attachments.Reconcile", err)
 }

@@ -287,7 +287,8 @@ func testSignedURLs(t *testing.T, newStore newStoreFunc) {
 		res := e.as(t, "alice", "POST", "/v1/attachments", multipartBody(file("a.txt", "text/plain", "x")))
 		require.Equal(t, 201, res.StatusCode)
 		id := res.json(t)["id"].(string)
-		assert.Equal(t, "https://bucket.example/attachments/"+id+"?name=a.txt&expires=60", res.json(t)["file_url"])
+		// The key is the installation's prefix and the id.
+		assert.Regexp(t, `^https://bucket\.example/attachments/ins_[0-9a-z]+/`+id+`\?name=a\.txt&expires=60$`, res.json(t)["file_url"])
 		// The adapter's own route still serves the bytes.
 		assert.Equal(t, 200, e.as(t, "alice", "GET", "/v1/attachments/"+id+"/a.txt", nil).StatusCode)
 	})

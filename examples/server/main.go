@@ -94,16 +94,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	_ = flags.Parse(args) // on an error, ExitOnError has printed it and exited
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 
-	// 1. Storage: rows in SQL, bytes in a bucket. The defaults live in -data.
-	if *dsn == "" || *bucketURL == "" {
+	// 1. Listen first: an address in use fails before storage is touched.
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen on -addr %s: %w (is another server using it? stop it or choose another -addr)", *addr, err)
+	}
+	defer ln.Close()
+
+	// 2. Storage: rows in SQL, bytes in a bucket. The defaults live in -data.
+	if err := checkDSN(*dsn); err != nil {
+		return err
+	}
+	defaultFiles := *bucketURL == ""
+	if *dsn == "" || defaultFiles {
 		if err := os.MkdirAll(filepath.Join(*dataDir, "files"), 0o755); err != nil {
-			return err
+			return fmt.Errorf("make the -data folder: %w", err)
 		}
 	}
 	if *dsn == "" {
 		*dsn = filepath.Join(*dataDir, "parley.db")
 	}
-	if *bucketURL == "" {
+	if defaultFiles {
 		abs, err := filepath.Abs(filepath.Join(*dataDir, "files"))
 		if err != nil {
 			return err
@@ -114,30 +125,44 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// the rename that completes a write never crosses file systems; one
 		// a crash leaves behind is removed by Reconcile.
 		*bucketURL = (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: "metadata=skip&no_tmp_dir=true"}).String()
+		// A new SQLite file beside a folder of files is a mistyped -db, or
+		// a -data that holds another database's files: refuse.
+		if err := refuseNewSQLiteOverFiles(*dsn, abs); err != nil {
+			return err
+		}
 	}
+	newSQLite := isNewSQLite(*dsn)
 	store, err := sqlstore.Open(ctx, *dsn, &sqlstore.Options{Logger: log})
 	if err != nil {
-		return fmt.Errorf("open database: %w", err)
+		return openDatabaseError(*dsn, err)
 	}
 	defer store.Close()
 	// The schema is created or upgraded at start; concurrent starts are safe.
 	if err := store.Migrate(ctx); err != nil {
-		return fmt.Errorf("migrate database: %w", err)
+		return fmt.Errorf("migrate the database %s: %w", redact(*dsn), err)
 	}
 	blobs, err := blobstore.Open(ctx, *bucketURL)
 	if err != nil {
-		return fmt.Errorf("open bucket: %w", err)
+		return fmt.Errorf("open the bucket -bucket %s: %w", redact(*bucketURL), err)
 	}
 	defer blobs.Close()
 
-	// 2. The services: every rule of the API lives here, whatever the backend.
+	// 3. The services: every rule of the API lives here, whatever the backend.
 	// They keep the answers of writes sent with an Idempotency-Key in the
 	// same database as the data (so a retry after a restart replays), and
 	// prune them after 24 hours on their own.
 	msgs := messaging.New(store, &messaging.Options{Logger: log})
 	files := attachments.New(store, blobs, msgs, &attachments.Options{MaxUploadBytes: *maxUpload, Logger: log})
+	// The bucket must be this database's: a new database, or another one,
+	// over the same files refuses to start rather than touch them.
+	if err := files.Claim(ctx); err != nil {
+		if newSQLite {
+			removeSQLite(store, *dsn) // leave no empty database behind
+		}
+		return fmt.Errorf("the files at %s: %w", redact(*bucketURL), err)
+	}
 
-	// 3. Events: from here on every change is recorded in its transaction,
+	// 4. Events: from here on every change is recorded in its transaction,
 	// and the Feed delivers it after the commit, to /v1/events and to the
 	// handlers. With -pubsub, a write here wakes the Feeds of the other
 	// instances (and theirs wake this one); without it, this instance
@@ -178,7 +203,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
-	// 4. Callers: a static token table. A host plugs in its own Authenticator,
+	// 5. Callers: a static token table. A host plugs in its own Authenticator,
 	// which sees the whole request (a session cookie, an API key, a token).
 	if *tokens == "" {
 		*tokens = defaultTokens
@@ -188,7 +213,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	// 5. The HTTP adapter, mounted at the root of this server's mux.
+	// 6. The HTTP adapter, mounted at the root of this server's mux.
 	api, err := httpadapter.New(msgs, files, &httpadapter.Options{
 		Authenticator:   httpadapter.StaticTokens(table),
 		BaseURL:         *baseURL,
@@ -203,7 +228,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	mux.Handle("/", api)
 	srv := newHTTPServer(mux, log)
 
-	// 6. Reconcile files left behind by failures, now and every five minutes.
+	// 7. Reconcile files left behind by failures, now and every five minutes.
 	// However run returns, the loop is stopped and waited for first, so it
 	// never works on the database and bucket the deferred Closes above close.
 	reconcileCtx, stopReconcile := context.WithCancel(ctx)
@@ -214,10 +239,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		wg.Wait()
 	}()
 
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
 	greet(stdout, ln.Addr().String(), *baseURL, redact(*dsn), redact(*bucketURL), table)
 
 	errc := make(chan error, 1)
@@ -262,10 +283,16 @@ func reconcile(ctx context.Context, files *attachments.Service, log *slog.Logger
 	defer t.Stop()
 	for {
 		rep, err := files.Reconcile(ctx)
-		if err != nil && ctx.Err() == nil {
-			log.Warn("reconcile", "err", err)
-		} else if rep.Deleted+rep.Orphans+rep.Failed > 0 {
-			log.Info("reconcile", "deleted", rep.Deleted, "orphans", rep.Orphans, "failed", rep.Failed)
+		attrs := []any{"deleted", rep.Deleted, "orphans_moved_aside", rep.Orphans, "purged", rep.Purged,
+			"unowned", rep.Unowned, "missing", rep.Missing, "failed", rep.Failed}
+		switch {
+		case err != nil && ctx.Err() != nil:
+		case messaging.KindOf(err) == messaging.ErrConflict:
+			log.Error("reconcile: objects without a row were left alone", append(attrs, "err", err)...)
+		case err != nil:
+			log.Warn("reconcile", append(attrs, "err", err)...)
+		default:
+			log.Info("reconcile", attrs...)
 		}
 		select {
 		case <-ctx.Done():

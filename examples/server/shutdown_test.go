@@ -24,6 +24,11 @@ func TestRunStopsReconcileBeforeClosing(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- run(ctx, []string{"-addr", addr, "-data", t.TempDir()}, io.Discard, io.Discard) }()
 		waitListening(t, addr)
+		// The address is taken first, before storage is opened: wait for
+		// the reconcile loop to start.
+		for deadline := time.Now().Add(30 * time.Second); !reconciling() && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
 		require.True(t, reconciling(), "the reconcile goroutine runs while the server does")
 		cancel()
 		select {

@@ -23,7 +23,7 @@
 //   - file:///dir (gocloud.dev/blob/fileblob): a local directory. Each
 //     object is written to a temporary file, renamed on success; add
 //     no_tmp_dir=true when os.TempDir is on another file system (one a
-//     crash strands is then removed by Reconcile), and create_dir=true to
+//     crash strands is then moved aside by Reconcile), and create_dir=true to
 //     create the directory.
 //   - s3://bucket?region=… (storage/blobstore/s3, which imports gocloud's
 //     s3blob): Amazon S3 or an S3-compatible server; its signed URLs name

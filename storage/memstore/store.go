@@ -33,6 +33,9 @@ type Store struct {
 	keys      map[keyID]messaging.IdempotencyRecord
 	revisions map[string]messaging.Revision // by id
 	revsOf    map[string][]string           // message id -> ids of its revisions, oldest first
+
+	installation string // made on first use
+	epoch        int64  // reconcile epoch
 }
 
 var (

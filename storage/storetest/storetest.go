@@ -52,6 +52,7 @@ func RunConformanceTests(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Keys", keyTests},
 		{"Revisions", revisionTests},
 		{"NewAttachment", attachTests},
+		{"Installation", installationTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

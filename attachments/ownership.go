@@ -1,0 +1,315 @@
+package attachments
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/parleychat/parley/internal/wiring"
+	"github.com/parleychat/parley/messaging"
+)
+
+// This file holds how a Service proves which objects of a bucket are its
+// own: its database's installation id, the key prefix made of it, and the
+// claim object that names the database a bucket belongs to. See "Which
+// files are whose" in the package documentation.
+
+// ClaimKey is the key of the object by which a database claims a blob
+// store: a small JSON document naming its installation id. It lies outside
+// KeyPrefix.
+const ClaimKey = "parley-claim.json"
+
+// OrphanPrefix is where Reconcile moves the objects of this database that
+// no row names: the object at key K moves to OrphanPrefix + K, and is
+// deleted once it has been there for Options.OrphanRetention.
+const OrphanPrefix = "orphans/"
+
+// Installation is an optional interface of a Repository: the identity of
+// its database. A Service whose Repository has it keys its objects by the
+// installation id (KeyPrefix + id + "/" + attachment id), claims the blob
+// store for the database (Service.Claim), and lets Reconcile move aside the
+// objects under its own prefix that no row names. Without it, Claim fails
+// with ErrUnimplemented and Reconcile never touches an object that no row
+// names: it only counts it.
+type Installation interface {
+	// InstallationID returns the database's id: made once, when the
+	// schema is created, kept in the database, and the same for every
+	// process that uses it. It is 1 to 64 letters, digits, '_' or '-'.
+	InstallationID(ctx context.Context) (string, error)
+
+	// Epoch returns the database's reconcile epoch: 0 at first, then the
+	// value of the last AdvanceEpoch. A database restored from a backup
+	// returns the epoch it had when the backup was made.
+	Epoch(ctx context.Context) (int64, error)
+
+	// AdvanceEpoch adds one to the epoch, atomically, and returns the new
+	// value.
+	AdvanceEpoch(ctx context.Context) (int64, error)
+}
+
+// KeyLister is an optional interface of a Repository that lists the blob
+// keys of its attachment rows, so that Reconcile can report rows whose
+// object is missing.
+type KeyLister interface {
+	// AttachmentKeys returns up to limit keys of attachment rows that sort
+	// after after (byte order; "" for the first), in ascending order.
+	AttachmentKeys(ctx context.Context, after string, limit int) ([]string, error)
+}
+
+// claimDoc is the content of the claim object.
+type claimDoc struct {
+	Note         string    `json:"note"`
+	Installation string    `json:"installation_id"`
+	Epoch        int64     `json:"epoch"`
+	ClaimedAt    time.Time `json:"claimed_at"`
+}
+
+const claimNote = "This bucket holds the files of the Parley database named by installation_id. " +
+	"Parley refuses to use it with any other database. Do not edit or delete this object."
+
+// maxClaimBytes bounds the claim object Parley reads.
+const maxClaimBytes = 64 << 10
+
+// owner is what a Service knows of its database's identity, found once.
+type owner struct {
+	mu     sync.Mutex
+	id     string // the installation id; "" until found
+	prefix string // KeyPrefix + id + "/"
+}
+
+// installationID returns the database's installation id, or "" when the
+// Repository has none.
+func (s *Service) installationID(ctx context.Context) (string, error) {
+	inst, ok := s.repo.(Installation)
+	if !ok {
+		return "", nil
+	}
+	s.own.mu.Lock()
+	defer s.own.mu.Unlock()
+	if s.own.id != "" {
+		return s.own.id, nil
+	}
+	id, err := inst.InstallationID(ctx)
+	if err != nil {
+		return "", err
+	}
+	if !validInstallationID(id) {
+		return "", fmt.Errorf("attachments: the repository's installation id %q is not 1 to 64 letters, digits, '_' or '-'", id)
+	}
+	s.own.id, s.own.prefix = id, KeyPrefix+id+"/"
+	return id, nil
+}
+
+func validInstallationID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// keyPrefix returns the prefix of the keys of new objects: KeyPrefix plus
+// the installation id and "/", or KeyPrefix alone without an Installation.
+func (s *Service) keyPrefix(ctx context.Context) (string, error) {
+	id, err := s.installationID(ctx)
+	if err != nil || id == "" {
+		return KeyPrefix, err
+	}
+	return KeyPrefix + id + "/", nil
+}
+
+// isKeyOf reports whether a.Key is the key the Service gave the file of
+// a.ID: KeyPrefix, this database's installation id and "/" (or, for a file
+// stored before installation ids, nothing), then the id. Keys are made
+// only by the upload (see keyPrefix), never from user input.
+func (s *Service) isKeyOf(ctx context.Context, a messaging.Attachment) bool {
+	if a.Key == KeyPrefix+a.ID {
+		return true
+	}
+	prefix, err := s.keyPrefix(ctx)
+	return err == nil && prefix != KeyPrefix && a.Key == prefix+a.ID
+}
+
+// Claim makes sure that the blob store belongs to this Service's database,
+// and claims it (writes ClaimKey) when it belongs to no one: when it holds
+// no object under KeyPrefix, or only objects that this database knows (a
+// bucket from before claims). Call it once at start, before serving: the
+// example server does, and refuses to start when it fails.
+//
+// Errors: ErrConflict when another database claimed the bucket, or when
+// the bucket holds files that this database does not know (a new database
+// over another's files: a mistyped database address, or two databases
+// pointed at one folder); ErrUnimplemented when the Repository is not an
+// Installation. The message says what to do.
+func (s *Service) Claim(ctx context.Context) error {
+	_, err := s.claim(ctx, false)
+	return wiring.Wrap("attachments.Claim", err)
+}
+
+// claim checks (and, for a bucket without one, writes) the claim. With
+// sweep, it also checks that the database is not older than the bucket (a
+// database restored from a backup, which knows fewer files than the bucket
+// holds), and advances the epoch, recording it in the claim. It returns
+// the prefix of the objects that Reconcile may move aside.
+func (s *Service) claim(ctx context.Context, sweep bool) (ownPrefix string, err error) {
+	id, err := s.installationID(ctx)
+	if err != nil {
+		return "", err
+	}
+	if id == "" {
+		return "", &messaging.Error{Kind: messaging.ErrUnimplemented,
+			Message: "the repository does not name its database (attachments.Installation): the blob store cannot be claimed"}
+	}
+	inst := s.repo.(Installation)
+	own := KeyPrefix + id + "/"
+	c, found, err := s.readClaim(ctx)
+	if err != nil {
+		return "", err
+	}
+	if found && c.Installation != id {
+		return "", &messaging.Error{Kind: messaging.ErrConflict, Message: fmt.Sprintf(
+			"the blob store belongs to another Parley database (installation %s; this database is %s): "+
+				"use the database that owns these files, or another bucket or folder for this one", c.Installation, id)}
+	}
+	if !found {
+		if err := s.mayAdopt(ctx, own); err != nil {
+			return "", err
+		}
+	}
+	epoch, err := inst.Epoch(ctx)
+	if err != nil {
+		return "", err
+	}
+	if found && epoch < c.Epoch {
+		if !sweep {
+			return own, nil // serving is safe; only the sweep is not
+		}
+		return "", &messaging.Error{Kind: messaging.ErrConflict, Message: fmt.Sprintf(
+			"the database is older than its blob store (reconcile epoch %d, the bucket's claim says %d): "+
+				"it was restored from a backup and does not know every file, so objects without a row are left alone; "+
+				"once the files it lost are dealt with, delete the object %s from the bucket to let this database claim it again",
+			epoch, c.Epoch, ClaimKey)}
+	}
+	if found && !sweep {
+		return own, nil
+	}
+	if sweep {
+		if epoch, err = inst.AdvanceEpoch(ctx); err != nil {
+			return "", err
+		}
+	}
+	if err := s.writeClaim(ctx, claimDoc{Note: claimNote, Installation: id, Epoch: epoch, ClaimedAt: s.opts.Now().UTC()}); err != nil {
+		return "", err
+	}
+	if !found {
+		// Another database may have claimed the bucket at the same moment:
+		// the claim that stayed decides.
+		c, found, err := s.readClaim(ctx)
+		if err != nil {
+			return "", err
+		}
+		if !found || c.Installation != id {
+			return "", &messaging.Error{Kind: messaging.ErrConflict,
+				Message: "another Parley database claimed the blob store at the same time: use another bucket or folder for this one"}
+		}
+	}
+	return own, nil
+}
+
+// readClaim returns the claim of the blob store, if it has one.
+func (s *Service) readClaim(ctx context.Context) (claimDoc, bool, error) {
+	r, err := s.blobs.Open(ctx, ClaimKey)
+	if errors.Is(err, messaging.ErrNotFound) {
+		return claimDoc{}, false, nil
+	}
+	if err != nil {
+		return claimDoc{}, false, fmt.Errorf("read the claim %s: %w", ClaimKey, err)
+	}
+	defer r.Close()
+	data, err := io.ReadAll(io.LimitReader(r, maxClaimBytes))
+	if err != nil {
+		return claimDoc{}, false, fmt.Errorf("read the claim %s: %w", ClaimKey, err)
+	}
+	var c claimDoc
+	if err := json.Unmarshal(data, &c); err != nil || c.Installation == "" {
+		return claimDoc{}, false, &messaging.Error{Kind: messaging.ErrConflict,
+			Message: "the blob store's claim " + ClaimKey + " cannot be read: restore it, or delete it if this database owns the bucket",
+			Err:     err}
+	}
+	return c, true, nil
+}
+
+func (s *Service) writeClaim(ctx context.Context, c claimDoc) error {
+	data, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := s.blobs.Put(ctx, ClaimKey, "application/json", bytes.NewReader(append(data, '\n'))); err != nil {
+		return fmt.Errorf("write the claim %s: %w", ClaimKey, err)
+	}
+	return nil
+}
+
+// adoptSample is how many objects mayAdopt looks at.
+const adoptSample = 1000
+
+// errEnough stops a List early.
+var errEnough = errors.New("enough")
+
+// mayAdopt decides whether a database may claim a blob store without a
+// claim: yes when the store holds no object under KeyPrefix, or objects of
+// which at least one is under the database's own prefix or named by one of
+// its rows (a bucket it used before claims existed); no when every object
+// it holds is unknown to the database.
+func (s *Service) mayAdopt(ctx context.Context, own string) error {
+	lister, ok := s.blobs.(Lister)
+	if !ok {
+		return nil // nothing to look at; Reconcile cannot sweep either
+	}
+	var keys []string
+	err := lister.List(ctx, KeyPrefix, func(o Object) error {
+		keys = append(keys, o.Key)
+		if len(keys) == adoptSample {
+			return errEnough
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		return err
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	for _, k := range keys {
+		if strings.HasPrefix(k, own) {
+			return nil
+		}
+	}
+	used, err := s.repo.KeysInUse(ctx, keys)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if used[k] {
+			return nil
+		}
+	}
+	more := ""
+	if len(keys) == adoptSample {
+		more = " or more"
+	}
+	return &messaging.Error{Kind: messaging.ErrConflict, Message: fmt.Sprintf(
+		"the blob store holds %d%s files that this database does not know: it is another Parley database's "+
+			"(or this database is new, or was restored from an old backup): use the database that owns these files, "+
+			"or another bucket or folder for this one", len(keys), more)}
+}
