@@ -24,9 +24,14 @@
 //
 //   - Upload writes the object first (its key is made by the server, never
 //     from user input: "attachments/<installation id>/<id>"), then the row.
-//     A failed object write leaves nothing; a failed row insert removes the
-//     object; if that removal fails too, the object is an orphan that
-//     Reconcile moves aside once it is older than Options.OrphanGrace.
+//     A failed object write leaves nothing. Once the object is stored, the
+//     row (and the link to a message) are written whatever the caller's
+//     context does, within a deadline of their own, so that a client that
+//     hangs up cannot cut them half-way. A failed row insert removes the
+//     object only when it is certain that no row names it (the repository
+//     refused, or the row is not there when asked again); otherwise, or if
+//     that removal fails, the object is an orphan that Reconcile moves
+//     aside once it is older than Options.OrphanGrace.
 //   - Delete removes the row and records the key as a pending deletion in
 //     one transaction, then removes the object and forgets the key. If the
 //     object cannot be removed, the pending deletion stays, and Reconcile

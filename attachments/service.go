@@ -224,27 +224,39 @@ func (s *Service) store(ctx context.Context, caller messaging.Contact, u Upload,
 			return messaging.Attachment{}, err
 		}
 	}
+
+	// The object is stored: its row (and its link) must now be written, or
+	// the object removed. These steps finish together, whatever the
+	// caller's context does (a client that hangs up), within a deadline of
+	// their own.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
 	if u.MessageID == "" {
 		rec := s.recorder(func(c messaging.Change) []messaging.Event {
 			return attachmentEvents(messaging.EventAttachmentCreated, c.Attachments, a.CreatedAt)
 		})
 		if done != nil {
-			err = s.repo.CreateAttachmentKeyed(ctx, a, rec, *done)
+			err = s.repo.CreateAttachmentKeyed(fctx, a, rec, *done)
 		} else {
-			err = s.repo.CreateAttachment(ctx, a, rec)
+			err = s.repo.CreateAttachment(fctx, a, rec)
 		}
 		if err != nil {
-			s.removeBlob(context.WithoutCancel(ctx), a.Key)
-			return messaging.Attachment{}, err
+			got, ok := s.settleRow(fctx, a, err)
+			if !ok {
+				return messaging.Attachment{}, err
+			}
+			a = got // the row was written after all
 		}
 		s.notify()
 		return a, nil
 	}
 	// The row is stored linked, in one transaction with the link (and the
 	// record): a failure leaves neither.
-	m, err := s.msgsAPI.Attach(ctx, caller, u.MessageID, a, done)
+	m, err := s.msgsAPI.Attach(fctx, caller, u.MessageID, a, done)
 	if err != nil {
-		s.removeBlob(context.WithoutCancel(ctx), a.Key)
+		if got, ok := s.settleRow(fctx, a, err); ok {
+			return got, nil // stored, linked, after all
+		}
 		if messaging.KindOf(err) == messaging.ErrNotFound {
 			return messaging.Attachment{}, noMessage(u.MessageID)
 		}
@@ -330,6 +342,38 @@ type messagingAPI interface {
 	Replay(rec messaging.IdempotencyRecord, fp string, v any) error
 	Fingerprint(parts ...string) string
 	Attach(ctx context.Context, caller messaging.Contact, messageID string, a messaging.Attachment, done *messaging.IdempotencyRecord) (messaging.Message, error)
+}
+
+// finishTimeout bounds the steps of a write that must finish together once
+// begun (the row of a stored object, the link that follows).
+const finishTimeout = time.Minute
+
+// settleRow decides what a failed CreateAttachment of a leaves: when the
+// row is there after all (a driver may commit and still report an error,
+// such as the caller's cancellation), it returns the row and true; when it
+// is certainly not there, it removes the object. When the outcome cannot
+// be known (the database cannot be reached, or did not answer in time),
+// the object stays for Reconcile, which removes it after Options.
+// OrphanGrace if no row names it by then.
+func (s *Service) settleRow(ctx context.Context, a messaging.Attachment, err error) (messaging.Attachment, bool) {
+	uncertain := func(why error) (messaging.Attachment, bool) {
+		s.opts.Logger.WarnContext(ctx, "attachments: an upload's row may or may not be stored; its object is left for Reconcile",
+			"attachment", a.ID, "key", a.Key, "err", err, "check", why)
+		return messaging.Attachment{}, false
+	}
+	if messaging.KindOf(err) == messaging.ErrUnavailable || errors.Is(err, context.DeadlineExceeded) {
+		return uncertain(err)
+	}
+	got, gerr := s.repo.GetAttachment(ctx, a.ID)
+	switch {
+	case gerr == nil:
+		return got, true
+	case errors.Is(gerr, messaging.ErrNotFound):
+		s.removeBlob(ctx, a.Key)
+		return messaging.Attachment{}, false
+	default:
+		return uncertain(gerr)
+	}
 }
 
 func noMessage(id string) error {
