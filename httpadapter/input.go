@@ -33,6 +33,15 @@ func twice(name string) error {
 	return badParam(name, name+" was given more than once")
 }
 
+// maxPairs bounds the parameters of one request: the pairs of a form, the
+// parts of a multipart body, the members of a JSON object, and the names
+// and reactors of reactions. No request needs more than a few dozen, and
+// the work spent on a request must grow no faster than its size: past the
+// bound the request is a 400 at once.
+const maxPairs = 1000
+
+var errTooManyPairs = bodyInvalid("the body has more than " + strconv.Itoa(maxPairs) + " parameters")
+
 // readInput parses the body of a write: application/x-www-form-urlencoded,
 // multipart/form-data or application/json, at most a.maxBody bytes. A
 // request with no body and no Content-Type has no parameters.
@@ -125,6 +134,9 @@ func (a *api) readMultipartInput(w http.ResponseWriter, r *http.Request) (input,
 		if err != nil {
 			return nil, a.bodyError(err)
 		}
+		if len(f) == maxPairs {
+			return nil, errTooManyPairs
+		}
 		buf.Reset()
 		if _, err := buf.ReadFrom(p); err != nil {
 			return nil, a.bodyError(err)
@@ -148,6 +160,9 @@ func parseForm(s string) (formInput, error) {
 		kv, s, _ = strings.Cut(s, "&")
 		if kv == "" {
 			continue
+		}
+		if len(f) == maxPairs {
+			return nil, errTooManyPairs
 		}
 		k, v, _ := strings.Cut(kv, "=")
 		k, err1 := url.QueryUnescape(k)
@@ -209,7 +224,7 @@ func isIndex(s string) bool {
 
 // reactions accepts name[<reaction>][]=<reactor> (and name[<reaction>]=…).
 func (f formInput) reactions(name string) ([]messaging.Reaction, bool, error) {
-	var rs []messaging.Reaction
+	var rs reactionList
 	ok := false
 	for _, p := range f {
 		if !strings.HasPrefix(p.key, name) {
@@ -226,28 +241,42 @@ func (f formInput) reactions(name string) ([]messaging.Reaction, bool, error) {
 		if end < 0 || rest[end+1:] != "" && rest[end+1:] != "[]" && !isIndex(rest[end+1:]) {
 			return nil, false, badParam(name, "malformed "+name+": use "+name+"[<reaction_name>][]=<reactor>")
 		}
-		rs, ok = addReactor(rs, rest[1:end], p.value), true
+		if err := rs.add(name, rest[1:end], p.value); err != nil {
+			return nil, false, err
+		}
+		ok = true
 	}
-	return rs, ok, nil
+	return rs.list, ok, nil
 }
 
-// addReactor adds who to the reaction called name, keeping first-use order.
-// An empty who only makes sure the name is there (a reaction with no
-// reactor, which the Service rejects with a 400).
-func addReactor(rs []messaging.Reaction, name, who string) []messaging.Reaction {
-	for i := range rs {
-		if rs[i].Name == name {
-			if who != "" {
-				rs[i].Reactors = append(rs[i].Reactors, who)
-			}
-			return rs
+// reactionList gathers reactions in first-use order; it finds a name in
+// constant time, and stops past maxPairs names and reactors.
+type reactionList struct {
+	list  []messaging.Reaction
+	index map[string]int // name → its place in list
+	n     int            // names and reactors added
+}
+
+// add adds who to the reaction called name. An empty who only makes sure
+// the name is there (a reaction with no reactor, which the Service rejects
+// with a 400).
+func (l *reactionList) add(param, name, who string) error {
+	if l.n++; l.n > maxPairs {
+		return badParam(param, param+" names more than "+strconv.Itoa(maxPairs)+" reactions and reactors")
+	}
+	i, ok := l.index[name]
+	if !ok {
+		if l.index == nil {
+			l.index = make(map[string]int)
 		}
+		i = len(l.list)
+		l.index[name] = i
+		l.list = append(l.list, messaging.Reaction{Name: name})
 	}
-	r := messaging.Reaction{Name: name}
 	if who != "" {
-		r.Reactors = []string{who}
+		l.list[i].Reactors = append(l.list[i].Reactors, who)
 	}
-	return append(rs, r)
+	return nil
 }
 
 func (f formInput) boolean(name string) (*bool, error) {
@@ -287,6 +316,9 @@ func parseJSONInput(data []byte) (jsonInput, error) {
 	}
 	var in jsonInput
 	for dec.More() {
+		if len(in) == maxPairs {
+			return nil, errTooManyPairs
+		}
 		tok, err := dec.Token()
 		if err != nil {
 			return nil, bad
@@ -364,7 +396,7 @@ func (in jsonInput) reactions(name string) ([]messaging.Reaction, bool, error) {
 	if err != nil {
 		return nil, false, bad
 	}
-	rs := []messaging.Reaction{}
+	var rs reactionList
 	readObject := func() error {
 		for dec.More() {
 			tok, err := dec.Token()
@@ -376,9 +408,13 @@ func (in jsonInput) reactions(name string) ([]messaging.Reaction, bool, error) {
 			if err := dec.Decode(&who); err != nil || who == nil {
 				return bad
 			}
-			rs = addReactor(rs, rname, "")
+			if err := rs.add(name, rname, ""); err != nil {
+				return err
+			}
 			for _, w := range who {
-				rs = addReactor(rs, rname, w)
+				if err := rs.add(name, rname, w); err != nil {
+					return err
+				}
 			}
 		}
 		if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
@@ -406,7 +442,10 @@ func (in jsonInput) reactions(name string) ([]messaging.Reaction, bool, error) {
 	default:
 		return nil, false, bad
 	}
-	return rs, true, nil
+	if rs.list == nil {
+		rs.list = []messaging.Reaction{}
+	}
+	return rs.list, true, nil
 }
 
 func (in jsonInput) boolean(name string) (*bool, error) {
