@@ -3,6 +3,7 @@ package httpadapter
 import (
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
@@ -41,7 +42,22 @@ func (a *api) serveFile(w http.ResponseWriter, r *http.Request, caller messaging
 	if att.SHA256 != "" {
 		h.Set("ETag", `"`+att.SHA256+`"`)
 	}
+	if tooManyRanges(r.Header.Values("Range")) {
+		// A multipart answer of thousands of ranges costs far more than
+		// the file: serve the file whole, as a server may (RFC 9110, 14.2).
+		r.Header.Del("Range")
+	}
 	http.ServeContent(&fileErrorWriter{ResponseWriter: w, a: a, r: r}, r, "", att.CreatedAt, body)
+}
+
+// maxRanges is the most byte ranges a request is answered with; beyond it
+// the whole file is served.
+const maxRanges = 16
+
+// tooManyRanges reports whether a Range header asks for more than
+// maxRanges ranges (or comes more than once).
+func tooManyRanges(vals []string) bool {
+	return len(vals) > 1 || len(vals) == 1 && strings.Count(vals[0], ",") >= maxRanges
 }
 
 // fileErrorWriter turns the plain-text errors of http.ServeContent (416,

@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	_ "gocloud.dev/blob/fileblob" // file:// buckets
 
@@ -67,7 +68,32 @@ func main() {
 		log.Fatal(err)
 	}
 	log.Println("listening on http://127.0.0.1:8081 (chat API under /chat/v1)")
-	log.Fatal(http.ListenAndServe("127.0.0.1:8081", mux))
+	log.Fatal(newServer("127.0.0.1:8081", mux, serverTimeouts).ListenAndServe())
+}
+
+// timeouts bound what a slow or idle client may hold: a server on the open
+// internet sets them all (http.ListenAndServe sets none).
+type timeouts struct {
+	header, request, idle time.Duration
+}
+
+// serverTimeouts suit the small uploads of this example: headers within 10
+// seconds, a whole request (an upload included) and its answer within 2
+// minutes each. A host that serves large files gives bodies deadlines that
+// move with their progress instead, as examples/server does.
+var serverTimeouts = timeouts{header: 10 * time.Second, request: 2 * time.Minute, idle: 2 * time.Minute}
+
+// newServer returns the host's HTTP server.
+func newServer(addr string, h http.Handler, t timeouts) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: t.header,
+		ReadTimeout:       t.request,
+		WriteTimeout:      t.request,
+		IdleTimeout:       t.idle,
+		MaxHeaderBytes:    64 << 10,
+	}
 }
 
 // host is the host application: its users, their API keys and the browser

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -77,4 +80,45 @@ func TestHost(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.StatusCode, "%s", b)
 	assert.Contains(t, string(b), "from ben's browser")
 	assert.NotContains(t, string(b), "forged")
+}
+
+// TestServerCutsSlowClients: a body that trickles in is cut off at the
+// request timeout, and headers at theirs (issue 10, defect 4: the example
+// set no timeouts at all).
+func TestServerCutsSlowClients(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+	})
+	srv := newServer("", h, timeouts{header: 300 * time.Millisecond, request: 600 * time.Millisecond, idle: time.Second})
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	for name, send := range map[string]string{
+		"body":    "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n",
+		"headers": "GET / HTTP/1.1\r\nHost: x\r\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, err := net.Dial("tcp", ln.Addr().String())
+			require.NoError(t, err)
+			defer c.Close()
+			_, err = io.WriteString(c, send)
+			require.NoError(t, err)
+			start := time.Now()
+			go func() { // a byte every 100 ms
+				for range 100 {
+					time.Sleep(100 * time.Millisecond)
+					if _, err := c.Write([]byte("x")); err != nil {
+						return
+					}
+				}
+			}()
+			require.NoError(t, c.SetReadDeadline(start.Add(5*time.Second)))
+			_, err = io.Copy(io.Discard, c) // until the server closes (or resets)
+			var ne net.Error
+			require.False(t, errors.As(err, &ne) && ne.Timeout(), "the server kept the connection open")
+			assert.Less(t, time.Since(start), 3*time.Second)
+		})
+	}
 }

@@ -226,7 +226,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
-	srv := newHTTPServer(mux, log)
+	srv := newHTTPServer(mux, log, defaultLimits)
 
 	// 7. Reconcile files left behind by failures, now and every five minutes.
 	// However run returns, the loop is stopped and waited for first, so it
@@ -299,19 +299,6 @@ func reconcile(ctx context.Context, files *attachments.Service, log *slog.Logger
 			return
 		case <-t.C:
 		}
-	}
-}
-
-// newHTTPServer returns the server of h: headers must arrive within 10 s,
-// and an idle keep-alive connection is closed after 2 minutes. (No read or
-// write timeout: uploads and downloads of large files take as long as they
-// take.)
-func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 }
 

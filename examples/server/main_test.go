@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"mime/multipart"
 	"net"
 	"net/http"
@@ -231,12 +230,4 @@ func TestRedact(t *testing.T) {
 		assert.Equal(t, tc.want, got, "redact(%q)", tc.in)
 		assert.NotContains(t, got, "s3cret", "redact(%q)", tc.in)
 	}
-}
-
-func TestHTTPServerTimeouts(t *testing.T) {
-	srv := newHTTPServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler))
-	assert.Equal(t, 10*time.Second, srv.ReadHeaderTimeout)
-	assert.Equal(t, 2*time.Minute, srv.IdleTimeout, "idle keep-alive connections are closed")
-	assert.Zero(t, srv.ReadTimeout, "a long upload is not cut off")
-	assert.Zero(t, srv.WriteTimeout, "a long download is not cut off")
 }
