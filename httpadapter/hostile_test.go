@@ -116,3 +116,24 @@ func TestPairsPerRequestBounded(t *testing.T) {
 	res = e.as(t, "bob", "PUT", "/v1/messages/"+fx.msgA, multipartBody(parts...))
 	assertError(t, res, 400, wantErr{typ: "invalid_request_error", code: "body_invalid"})
 }
+
+// TestJSONTextMustBeValid: invalid UTF-8 or half a surrogate pair in a
+// JSON body is a 400, as in a form (issue 10, defect 6: JSON read them as
+// U+FFFD).
+func TestJSONTextMustBeValid(t *testing.T) {
+	e := newEnv(t, memstore.New(), envConfig{})
+	for _, body := range []string{
+		"{\"conversation_id\": \"general\", \"message\": \"a\xffb\"}",
+		`{"conversation_id": "general", "message": "a\ud800b"}`,
+		`{"conversation_id": "general", "message": "a\udc00b"}`,
+		`{"conversation_id": "general", "message": "a\ud800\u0041"}`,
+	} {
+		res := e.as(t, "alice", "POST", "/v1/messages", jsonBody(body))
+		assertError(t, res, 400, wantErr{typ: "invalid_request_error", code: "body_invalid"})
+	}
+	// A pair, escaped or not, and an escaped backslash before a u are text.
+	for _, text := range []string{`\ud83c\udf89`, "🎉", `\\ud800`} {
+		res := e.as(t, "alice", "POST", "/v1/messages", jsonBody(`{"conversation_id": "general", "message": "`+text+`"}`))
+		assert.Equal(t, 201, res.StatusCode, "%s", res.body)
+	}
+}

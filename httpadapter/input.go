@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/parleychat/parley/messaging"
 )
@@ -309,6 +310,9 @@ type jsonMember struct {
 
 // parseJSONInput parses a body that must be one JSON object.
 func parseJSONInput(data []byte) (jsonInput, error) {
+	if !validJSONText(data) {
+		return nil, bodyInvalid("the body is not valid UTF-8, or escapes half a surrogate pair")
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	bad := bodyInvalid("the body is not a JSON object")
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
@@ -459,4 +463,64 @@ func (in jsonInput) boolean(name string) (*bool, error) {
 		return &b, nil
 	}
 	return nil, badParam(name, name+" must be true or false")
+}
+
+// validJSONText reports whether a JSON body holds only valid text: valid
+// UTF-8, and no escaped surrogate (\uD800 to \uDFFF) that is not half of a
+// pair, which encoding/json would read as U+FFFD where a form is a 400.
+func validJSONText(data []byte) bool {
+	if !utf8.Valid(data) {
+		return false
+	}
+	for i := 0; i < len(data); i++ {
+		if data[i] != '\\' {
+			continue
+		}
+		i++ // the escaped character
+		if i >= len(data) || data[i] != 'u' {
+			continue
+		}
+		r, ok := hex4(data[i+1:])
+		if !ok {
+			continue // malformed: the decoder refuses it
+		}
+		i += 4
+		switch {
+		case 0xDC00 <= r && r <= 0xDFFF:
+			return false // a low half first
+		case 0xD800 <= r && r <= 0xDBFF:
+			if i+6 >= len(data) || data[i+1] != '\\' || data[i+2] != 'u' {
+				return false
+			}
+			lo, ok := hex4(data[i+3:])
+			if !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return false
+			}
+			i += 6
+		}
+	}
+	return true
+}
+
+// hex4 reads four hex digits.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		var d byte
+		switch {
+		case '0' <= c && c <= '9':
+			d = c - '0'
+		case 'a' <= c && c <= 'f':
+			d = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			d = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(d)
+	}
+	return r, true
 }
