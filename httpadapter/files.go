@@ -3,6 +3,7 @@ package httpadapter
 import (
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/parleychat/parley/attachments"
@@ -46,6 +47,12 @@ func (a *api) serveFile(w http.ResponseWriter, r *http.Request, caller messaging
 		// A multipart answer of thousands of ranges costs far more than
 		// the file: serve the file whole, as a server may (RFC 9110, 14.2).
 		r.Header.Del("Range")
+	} else if rng, ok := dropEmptySuffixes(r.Header.Get("Range")); ok {
+		if rng == "" {
+			a.writeError(w, r, newHTTPError(http.StatusRequestedRangeNotSatisfiable, typeInvalidRequest, codeRange, "the requested range cannot be satisfied"))
+			return
+		}
+		r.Header.Set("Range", rng)
 	}
 	http.ServeContent(&fileErrorWriter{ResponseWriter: w, a: a, r: r}, r, "", att.CreatedAt, body)
 }
@@ -58,6 +65,38 @@ const maxRanges = 16
 // maxRanges ranges (or comes more than once).
 func tooManyRanges(vals []string) bool {
 	return len(vals) > 1 || len(vals) == 1 && strings.Count(vals[0], ",") >= maxRanges
+}
+
+// dropEmptySuffixes removes the ranges "-0" (the last zero bytes, which
+// RFC 9110 calls unsatisfiable, and http.ServeContent would answer with a
+// Content-Range of a negative length) from a bytes Range header. It
+// reports whether it removed any; "" then means none is left.
+func dropEmptySuffixes(h string) (string, bool) {
+	spec, ok := strings.CutPrefix(h, "bytes=")
+	if !ok || !strings.Contains(spec, "-") {
+		return h, false
+	}
+	var keep []string
+	dropped := false
+	for r := range strings.SplitSeq(spec, ",") {
+		// As net/http reads a range: "start-end", white space trimmed.
+		start, end, ok := strings.Cut(strings.Trim(r, " \t"), "-")
+		end = strings.Trim(end, " \t")
+		if ok && strings.Trim(start, " \t") == "" && end != "" && end[0] != '-' {
+			if n, err := strconv.ParseInt(end, 10, 64); err == nil && n == 0 {
+				dropped = true
+				continue
+			}
+		}
+		keep = append(keep, r)
+	}
+	if !dropped {
+		return h, false
+	}
+	if len(keep) == 0 {
+		return "", true
+	}
+	return "bytes=" + strings.Join(keep, ","), true
 }
 
 // fileErrorWriter turns the plain-text errors of http.ServeContent (416,
