@@ -70,7 +70,11 @@ func (a *api) createAttachment(w http.ResponseWriter, r *http.Request, caller me
 		return
 	}
 	var fields uploadFields
-	for {
+	for parts := 0; ; parts++ {
+		if parts == maxPairs {
+			a.writeError(w, r, errTooManyPairs)
+			return
+		}
 		part, err := mr.NextPart()
 		if err == io.EOF {
 			a.writeError(w, r, missing("file"))
