@@ -1,6 +1,9 @@
 package blobstore_test
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -25,17 +28,33 @@ func TestConformanceFile(t *testing.T) {
 }
 
 // TestConformanceFileSigned runs the suite on a directory bucket that signs
-// URLs, with its temporary files next to the objects.
+// URLs, with its temporary files next to the objects. A test server plays
+// the host that serves the signed URLs: it checks each with KeyFromURL.
 func TestConformanceFileSigned(t *testing.T) {
 	storetest.RunBlobConformanceTests(t, func(t *testing.T) attachments.BlobStore {
-		base, err := url.Parse("https://files.example.com/signed")
+		var s *blobstore.Store
+		var signer *fileblob.URLSignerHMAC
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			key, err := signer.KeyFromURL(r.Context(), r.URL)
+			if err != nil {
+				http.Error(w, "bad signature", http.StatusForbidden)
+				return
+			}
+			rd, err := s.Open(r.Context(), key)
+			if err != nil {
+				http.NotFound(w, r)
+				return
+			}
+			defer rd.Close()
+			_, _ = io.Copy(w, rd)
+		}))
+		t.Cleanup(srv.Close)
+		base, err := url.Parse(srv.URL + "/signed")
 		require.NoError(t, err)
-		b, err := fileblob.OpenBucket(t.TempDir(), &fileblob.Options{
-			URLSigner: fileblob.NewURLSignerHMAC(base, []byte("secret")),
-			NoTempDir: true,
-		})
+		signer = fileblob.NewURLSignerHMAC(base, []byte("secret"))
+		b, err := fileblob.OpenBucket(t.TempDir(), &fileblob.Options{URLSigner: signer, NoTempDir: true})
 		require.NoError(t, err)
-		s := blobstore.New(b)
+		s = blobstore.New(b)
 		t.Cleanup(func() { _ = s.Close() })
 		return s
 	})

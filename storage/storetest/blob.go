@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -372,6 +373,8 @@ func testBlobSignedURL(t *testing.T, h *blobHarness) {
 	}
 	k := h.key("signed.txt")
 	h.put(k, []byte("signed"))
+	other := h.key("other.txt")
+	h.put(other, []byte("other"))
 	u, err := s.SignedURL(h.ctx, k, "report ✓.txt", "text/plain", 5*time.Minute)
 	if errors.Is(err, messaging.ErrUnimplemented) {
 		t.Skip("the store's SignedURL is unimplemented here: ", err)
@@ -379,5 +382,55 @@ func testBlobSignedURL(t *testing.T, h *blobHarness) {
 	require.NoError(t, err)
 	parsed, err := url.Parse(u)
 	require.NoError(t, err, "SignedURL returns a URL")
-	assert.True(t, parsed.IsAbs(), "SignedURL returns an absolute URL: %q", u)
+	require.True(t, parsed.IsAbs(), "SignedURL returns an absolute URL: %q", u)
+	if parsed.Scheme != "http" && parsed.Scheme != "https" {
+		return
+	}
+
+	// The URL serves the object, with the type and name asked for where
+	// the store can set them.
+	res, err := http.Get(u)
+	if err != nil {
+		t.Skipf("the signed URL cannot be fetched from here (%v); its server checks it", err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode, "GET %s: %s", u, body)
+	assert.Equal(t, "signed", string(body))
+	if cd := res.Header.Get("Content-Disposition"); cd != "" {
+		assert.Equal(t, attachments.ContentDisposition("text/plain", "report ✓.txt"), cd)
+	}
+
+	refused := func(what, u string) {
+		t.Helper()
+		res, err := http.Get(u)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		assert.GreaterOrEqual(t, res.StatusCode, 400, "a %s URL is served: %s", what, body)
+		assert.NotEqual(t, "signed", string(body))
+		assert.NotEqual(t, "other", string(body))
+	}
+	// Another object under the same signature.
+	refused("re-pointed", strings.Replace(u, url.PathEscape(k[strings.LastIndexByte(k, '/')+1:]), url.PathEscape(other[strings.LastIndexByte(other, '/')+1:]), 1))
+	// A changed signature.
+	q := parsed.Query()
+	for name, vs := range q {
+		if n := strings.ToLower(name); strings.Contains(n, "signature") || n == "sig" {
+			v := []byte(vs[0])
+			v[len(v)/2] ^= 1
+			if v[len(v)/2] == '%' || v[len(v)/2] == '&' {
+				v[len(v)/2] = 'A'
+			}
+			q.Set(name, string(v))
+		}
+	}
+	tampered := *parsed
+	tampered.RawQuery = q.Encode()
+	refused("tampered", tampered.String())
+	// An expired one.
+	short, err := s.SignedURL(h.ctx, k, "report.txt", "text/plain", time.Second)
+	require.NoError(t, err)
+	time.Sleep(2500 * time.Millisecond)
+	refused("expired", short)
 }
