@@ -236,8 +236,7 @@ func unreachable(err error) bool {
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
 		return true
 	}
-	var ne net.Error // *net.OpError, *net.DNSError, *url.Error, …
-	if errors.As(err, &ne) {
+	if networkError(err) { // *net.OpError, *net.DNSError, *url.Error, …
 		return true
 	}
 	var he interface{ HTTPStatusCode() int } // the AWS SDK's response errors
@@ -259,3 +258,22 @@ const (
 	partSize        = 5 << 20
 	partConcurrency = 2
 )
+
+// networkError reports whether err is the failure of a network operation:
+// a *net.OpError, or a net.Error other than a bare system call error.
+// syscall.Errno has Timeout and Temporary, so it is a net.Error too; but
+// one that no *net.OpError wraps is a local failure (a full disk, a file
+// that may not be written, an I/O error), which waiting will not mend: it
+// is an internal error, not an unavailable backend.
+func networkError(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return true
+	}
+	var ne net.Error
+	if !errors.As(err, &ne) {
+		return false
+	}
+	_, local := ne.(syscall.Errno)
+	return !local
+}

@@ -91,12 +91,7 @@ func unavailable(err error) bool {
 		errors.Is(err, io.ErrUnexpectedEOF) {
 		return true
 	}
-	var ne net.Error
-	if errors.As(err, &ne) {
-		return true
-	}
-	var oe *net.OpError
-	if errors.As(err, &oe) {
+	if networkError(err) {
 		return true
 	}
 	if c := pgCode(err); c != "" {
@@ -138,4 +133,23 @@ func conflict(msg string) error {
 
 func invalid(msg string) error {
 	return fmt.Errorf("sqlstore: %s: %w", msg, messaging.ErrInvalid)
+}
+
+// networkError reports whether err is the failure of a network operation:
+// a *net.OpError, or a net.Error other than a bare system call error.
+// syscall.Errno has Timeout and Temporary, so it is a net.Error too; but
+// one that no *net.OpError wraps is a local failure (a full disk, a file
+// that may not be written, an I/O error), which waiting will not mend: it
+// is an internal error, not an unavailable backend.
+func networkError(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return true
+	}
+	var ne net.Error
+	if !errors.As(err, &ne) {
+		return false
+	}
+	_, local := ne.(syscall.Errno)
+	return !local
 }

@@ -86,3 +86,6 @@ func Prepared(s *Store) int {
 	defer s.stmts.mu.RUnlock()
 	return len(s.stmts.m)
 }
+
+// Unavailable exposes whether the Store reports err as ErrUnavailable.
+var Unavailable = unavailable
