@@ -115,5 +115,10 @@ func openDatabaseError(dsn string, err error) error {
 			hint = ": " + ferr.Error()
 		}
 	}
-	return fmt.Errorf("open the SQLite database %s%s (check the path and that this user may read and write it): %w", path, hint, err)
+	if hint != "" {
+		// SQLite's own words for this ("unable to open database file: out
+		// of memory (14)") mislead: say what is wrong instead.
+		return fmt.Errorf("cannot open the SQLite database %s%s: fix the -db path or the -data folder", path, hint)
+	}
+	return fmt.Errorf("cannot open the SQLite database %s (check the path and that this user may read and write it): %w", path, err)
 }
