@@ -92,23 +92,48 @@ func TestBadDSNIsInvalid(t *testing.T) {
 	assert.ErrorIs(t, err, messaging.ErrInvalid)
 }
 
+// TestErrorsShowNoSQL: the message of every error the services return (the
+// words a client may see) holds no SQL, whether the database answers "not
+// found" or fails the query itself (its tables dropped underneath).
 func TestErrorsShowNoSQL(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "parley.db"))
 	require.NoError(t, s.Migrate(t.Context()))
 	msgs := messaging.New(s, nil)
 	files := attachments.New(s, nil, msgs, nil)
 	caller := messaging.Contact{ID: "ctc_x"}
-	for _, err := range []error{
-		func() error { _, err := msgs.Get(t.Context(), caller, "msg_01jz8k3x4y5z6a7b8c9d0e1f2g"); return err }(),
-		func() error { _, err := files.Get(t.Context(), caller, "att_01jz8k3x4y5z6a7b8c9d0e1f2g"); return err }(),
-		msgs.Touch(t.Context(), "ctc_x"),
-	} {
+	calls := func() []error {
+		return []error{
+			func() error { _, err := msgs.Get(t.Context(), caller, "msg_01jz8k3x4y5z6a7b8c9d0e1f2g"); return err }(),
+			func() error { _, err := files.Get(t.Context(), caller, "att_01jz8k3x4y5z6a7b8c9d0e1f2g"); return err }(),
+			func() error {
+				_, err := msgs.List(t.Context(), caller, messaging.ListOptions{ConversationID: "c"})
+				return err
+			}(),
+			msgs.Touch(t.Context(), "ctc_x"),
+		}
+	}
+	check := func(err error, kind messaging.ErrorKind) {
+		t.Helper()
 		var e *messaging.Error
 		require.True(t, errors.As(err, &e), "%v", err)
-		assert.ErrorIs(t, err, messaging.ErrNotFound)
-		for _, word := range []string{"SELECT", "UPDATE", "WHERE"} {
+		assert.Equal(t, kind, messaging.KindOf(err), "%v", err)
+		for _, word := range []string{"SELECT", "UPDATE", "WHERE", "TABLE", "MESSAGES", "ATTACHMENTS", "CONTACTS"} {
 			assert.NotContains(t, strings.ToUpper(e.Message), word)
 		}
+	}
+	for i, err := range calls() {
+		if i != 2 {
+			check(err, messaging.ErrNotFound)
+		}
+	}
+	for _, table := range []string{"reactions", "reaction_names", "attachments", "messages", "contacts", "conversation_members", "conversations"} {
+		_, err := s.DB().ExecContext(t.Context(), "DROP TABLE "+table)
+		require.NoError(t, err)
+	}
+	for _, err := range calls() {
+		require.Error(t, err)
+		check(err, 0)
+		assert.Contains(t, err.Error(), "no such table", "the cause is kept for the log")
 	}
 }
 
