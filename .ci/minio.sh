@@ -10,7 +10,9 @@
 # The MinIO binary is built once from its Go module (about two minutes) into
 # ${PARLEY_TOOLS:-$HOME/.cache/parley-tools}, which survives between runs.
 # The server keeps running after this script exits, so the next run reuses
-# it (its pid, port and data directory are in $PARLEY_TOOLS/minio-run/).
+# it (its pid, port and data directory are in $PARLEY_TOOLS/minio-run/);
+# PARLEY_MINIO_STARTED=1 says that this call started it (.ci/run then
+# stops it when it ends).
 # It listens on 127.0.0.1:9000 (console 9001) when free, else on the next
 # free ports; its data lives in a temporary directory.
 set -euo pipefail
@@ -63,6 +65,7 @@ if [ ! -x "$BIN" ]; then
 fi
 
 # 2. The server: reuse a live one of ours, else start one.
+STARTED=0
 if running && [ -f "$RUN/port" ] && live "$(cat "$RUN/port")"; then
   PORT=$(cat "$RUN/port")
   log "reusing MinIO on 127.0.0.1:$PORT (pid $(cat "$RUN/pid"))"
@@ -83,6 +86,7 @@ else
     --console-address "127.0.0.1:$((PORT + 1))" "$DATA/data" \
     </dev/null >"$RUN/minio.log" 2>&1 &
   echo $! > "$RUN/pid"
+  STARTED=1
   log "starting MinIO on 127.0.0.1:$PORT (pid $!, data $DATA, log $RUN/minio.log)"
   for _ in $(seq 100); do
     live "$PORT" && break
@@ -107,4 +111,5 @@ export AWS_SECRET_ACCESS_KEY='$PASSWORD'
 export AWS_REGION='$REGION'
 export AWS_EC2_METADATA_DISABLED=true
 export PARLEY_MINIO_PID='$(cat "$RUN/pid")'
+export PARLEY_MINIO_STARTED=$STARTED
 EOF
