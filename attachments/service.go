@@ -34,6 +34,13 @@ type Options struct {
 	// Reconcile removes it, so that uploads under way are left alone.
 	// Default: 1 hour.
 	OrphanGrace time.Duration
+	// FinishTimeout bounds the steps that must finish together once begun
+	// (an upload's row and link once its file is stored, the removal of a
+	// deleted attachment's file), which run whatever the caller's context
+	// does: a client that hangs up cannot cut them half-way. A host that
+	// gives requests a deadline sets it no longer than that. Default: 30
+	// seconds.
+	FinishTimeout time.Duration
 	// OrphanRetention is how long Reconcile keeps an object it moved aside
 	// (under OrphanPrefix) before it deletes it. Default: 30 days.
 	OrphanRetention time.Duration
@@ -54,6 +61,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.OrphanGrace <= 0 {
 		c.OrphanGrace = time.Hour
+	}
+	if c.FinishTimeout <= 0 {
+		c.FinishTimeout = 30 * time.Second
 	}
 	if c.OrphanRetention <= 0 {
 		c.OrphanRetention = 30 * 24 * time.Hour
@@ -204,7 +214,7 @@ func (s *Service) store(ctx context.Context, caller messaging.Contact, u Upload,
 	cr := newCountingReader(body, s.opts.MaxUploadBytes)
 	defer cr.Close()
 	if err := s.blobs.Put(ctx, a.Key, ctype, cr); err != nil {
-		s.removeBlob(context.WithoutCancel(ctx), a.Key) // the store should have left nothing; make sure
+		s.removeBlob(ctx, a.Key) // the store should have left nothing; make sure
 		if cr.tooLarge {
 			return messaging.Attachment{}, s.tooLarge()
 		}
@@ -220,7 +230,7 @@ func (s *Service) store(ctx context.Context, caller messaging.Contact, u Upload,
 	if done != nil {
 		done.Fingerprint = s.msgsAPI.Fingerprint(done.Fingerprint, a.SHA256)
 		if done.Result, err = json.Marshal(out); err != nil {
-			s.removeBlob(context.WithoutCancel(ctx), a.Key)
+			s.removeBlob(ctx, a.Key)
 			return messaging.Attachment{}, err
 		}
 	}
@@ -229,7 +239,7 @@ func (s *Service) store(ctx context.Context, caller messaging.Contact, u Upload,
 	// the object removed. These steps finish together, whatever the
 	// caller's context does (a client that hangs up), within a deadline of
 	// their own.
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	fctx, cancel := s.finishing(ctx)
 	defer cancel()
 	if u.MessageID == "" {
 		rec := s.recorder(func(c messaging.Change) []messaging.Event {
@@ -344,10 +354,6 @@ type messagingAPI interface {
 	Attach(ctx context.Context, caller messaging.Contact, messageID string, a messaging.Attachment, done *messaging.IdempotencyRecord) (messaging.Message, error)
 }
 
-// finishTimeout bounds the steps of a write that must finish together once
-// begun (the row of a stored object, the link that follows).
-const finishTimeout = time.Minute
-
 // settleRow decides what a failed CreateAttachment of a leaves: when the
 // row is there after all (a driver may commit and still report an error,
 // such as the caller's cancellation), it returns the row and true; when it
@@ -374,6 +380,14 @@ func (s *Service) settleRow(ctx context.Context, a messaging.Attachment, err err
 	default:
 		return uncertain(gerr)
 	}
+}
+
+// finishing returns the context of steps that must finish together once
+// begun: not canceled with ctx (a client that hangs up), but bounded by
+// Options.FinishTimeout, so that a backend that does not answer cannot
+// hold them forever.
+func (s *Service) finishing(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), s.opts.FinishTimeout)
 }
 
 func noMessage(id string) error {
@@ -484,6 +498,8 @@ func (c *countingReader) Sum() string {
 
 // removeBlob deletes an object, leaving it to Reconcile when it cannot.
 func (s *Service) removeBlob(ctx context.Context, key string) {
+	ctx, cancel := s.finishing(ctx)
+	defer cancel()
 	if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, messaging.ErrNotFound) {
 		s.opts.Logger.ErrorContext(ctx, "attachments: cannot remove object; Reconcile will retry", "key", key, "err", err)
 	}
@@ -807,7 +823,7 @@ func (s *Service) delete(ctx context.Context, caller messaging.Contact, id strin
 		return err
 	}
 	s.notify()
-	s.removeFiles(context.WithoutCancel(ctx), []string{a.Key})
+	s.removeFiles(ctx, []string{a.Key})
 	return nil
 }
 
@@ -816,6 +832,8 @@ func (s *Service) delete(ctx context.Context, caller messaging.Contact, id strin
 // removed now stays pending for Reconcile. The messaging Service calls it
 // after deleting a message.
 func (s *Service) removeFiles(ctx context.Context, keys []string) {
+	ctx, cancel := s.finishing(ctx)
+	defer cancel()
 	for _, key := range keys {
 		if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, messaging.ErrNotFound) {
 			s.opts.Logger.WarnContext(ctx, "attachments: object delete failed; Reconcile will retry", "key", key, "err", err)

@@ -9,6 +9,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
@@ -258,9 +259,16 @@ func (a *api) upload(w http.ResponseWriter, r *http.Request, caller messaging.Co
 	writeJSON(w, http.StatusCreated, a.urls(r, caller).attachment(ctx, att))
 }
 
+// discardTimeout bounds the removal of a rejected upload.
+const discardTimeout = 30 * time.Second
+
 // discard removes an attachment whose request was rejected after all.
 func (a *api) discard(ctx context.Context, caller messaging.Contact, att messaging.Attachment) {
-	if err := a.files.Delete(context.WithoutCancel(ctx), caller, att.ID); err != nil {
+	// Not canceled with the request, but bounded: a backend that does not
+	// answer leaves the file to Reconcile rather than hold the handler.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), discardTimeout)
+	defer cancel()
+	if err := a.files.Delete(dctx, caller, att.ID); err != nil {
 		a.log.ErrorContext(ctx, "httpadapter: cannot remove the attachment of a rejected upload", "attachment", att.ID, "err", err)
 	}
 }

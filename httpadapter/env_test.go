@@ -96,6 +96,9 @@ type envConfig struct {
 	extraUs int                                                       // extra users user000…
 	events  *events.Options                                           // serve /v1/events from a Feed with these options
 	server  func(*httptest.Server)                                    // configures the unstarted test server
+	store   func(storetest.Store) storetest.Store                     // wraps the store under the services
+	files   attachments.Options                                       // the attachments Service's options (limits and logger set by newEnv)
+	wrap    func(http.Handler) http.Handler                           // wraps the handler
 }
 
 func newEnv(t testing.TB, store storetest.Store, cfg envConfig) *env {
@@ -112,8 +115,17 @@ func newEnv(t testing.TB, store storetest.Store, cfg envConfig) *env {
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	pol := &privatePolicy{}
-	e.msgs = messaging.New(store, &messaging.Options{Policy: pol, Logger: quiet})
-	e.files = attachments.New(store, e.blobs, e.msgs, &attachments.Options{MaxUploadBytes: testMaxUpload, Logger: quiet})
+	var under storetest.Store = store
+	if cfg.store != nil {
+		under = cfg.store(store)
+	}
+	e.msgs = messaging.New(under, &messaging.Options{Policy: pol, Logger: quiet})
+	fo := cfg.files
+	fo.MaxUploadBytes = testMaxUpload
+	if fo.Logger == nil {
+		fo.Logger = quiet
+	}
+	e.files = attachments.New(under, e.blobs, e.msgs, &fo)
 	names := slices.Clone(users)
 	for i := range cfg.extraUs {
 		names = append(names, fmt.Sprintf("user%03d", i))
@@ -153,6 +165,9 @@ func newEnv(t testing.TB, store storetest.Store, cfg envConfig) *env {
 	}
 	h, err := httpadapter.New(e.msgs, e.files, &opts)
 	require.NoError(t, err)
+	if cfg.wrap != nil {
+		h = cfg.wrap(h)
+	}
 	if cfg.prefix != "" {
 		mux := http.NewServeMux()
 		mux.Handle(cfg.prefix+"/", http.StripPrefix(cfg.prefix, h))

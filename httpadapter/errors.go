@@ -137,13 +137,19 @@ func classify(err error) *apiError {
 	return &apiError{status: http.StatusInternalServerError, Type: typeAPI, Code: codeInternal, Message: internalErrorMessage}
 }
 
-// writeError answers err. Unexpected errors (500) are logged with a request
-// id that is also sent in the Request-Id header; their text never reaches
+// writeError answers err. Unexpected errors (500) and unavailable backends
+// (503) are logged with a request id that is also sent in the Request-Id
+// header; their text never reaches
 // the client. A request that failed because its client hung up (err is
 // context.Canceled and so is the request's context) is only logged at
 // Debug: nothing went wrong on the server's side, and nobody reads the
 // answer.
 func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if messaging.KindOf(err) == 0 && errors.Is(err, context.DeadlineExceeded) {
+		// A deadline passed while a backend worked: it did not answer in
+		// time, which is what 503 says, whoever's deadline it was.
+		err = &messaging.Error{Kind: messaging.ErrUnavailable, Message: "a backend did not answer in time", Err: err}
+	}
 	e := classify(err)
 	if e.status >= http.StatusInternalServerError && errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 		a.log.DebugContext(r.Context(), "httpadapter: request canceled by the client", "method", r.Method, "path", r.URL.Path, "err", err)
@@ -163,8 +169,10 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			h.Set("Retry-After", "1") // the first request is under way
 		}
 	case http.StatusServiceUnavailable:
+		reqID := ids.New("req_")
+		h.Set("Request-Id", reqID)
 		h.Set("Retry-After", retryAfterSeconds)
-		a.log.WarnContext(r.Context(), "httpadapter: backend unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		a.log.WarnContext(r.Context(), "httpadapter: backend unavailable", "request_id", reqID, "method", r.Method, "path", r.URL.Path, "err", err)
 	case http.StatusInternalServerError, http.StatusNotImplemented:
 		reqID := ids.New("req_")
 		h.Set("Request-Id", reqID)
