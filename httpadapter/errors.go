@@ -2,6 +2,7 @@ package httpadapter
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"net/http"
 
@@ -151,7 +152,11 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		err = &messaging.Error{Kind: messaging.ErrUnavailable, Message: "a backend did not answer in time", Err: err}
 	}
 	e := classify(err)
-	if e.status >= http.StatusInternalServerError && errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+	// A transaction the driver found done (database/sql.ErrTxDone) after the
+	// request's context ended was rolled back or committed for the client
+	// that left: its end, not a failure of the server's.
+	hungUp := errors.Is(err, context.Canceled) || errors.Is(err, sql.ErrTxDone)
+	if e.status >= http.StatusInternalServerError && hungUp && r.Context().Err() != nil {
 		a.log.DebugContext(r.Context(), "httpadapter: request canceled by the client", "method", r.Method, "path", r.URL.Path, "err", err)
 		writeJSON(w, e.status, errorBody{Error: e})
 		return

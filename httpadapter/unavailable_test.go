@@ -2,12 +2,14 @@ package httpadapter_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,6 +27,7 @@ import (
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/blobstore"
 	"github.com/parleychat/parley/storage/memstore"
+	"github.com/parleychat/parley/storage/storetest"
 )
 
 // TestUnreachableBucket: with the bucket's server down, an upload and a
@@ -86,6 +89,12 @@ func (h *levelRecorder) Handle(_ context.Context, r slog.Record) error {
 func (h *levelRecorder) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *levelRecorder) WithGroup(string) slog.Handler      { return h }
 
+func (h *levelRecorder) reset() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.records = nil
+}
+
 func (h *levelRecorder) all() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -137,4 +146,54 @@ func TestClientHangUp(t *testing.T) {
 	assertError(t, res, http.StatusInternalServerError, wantErr{"api_error", "internal_error", ""})
 	assert.NotEmpty(t, res.Header.Get("Request-Id"))
 	assert.Equal(t, []string{"DEBUG httpadapter: request canceled by the client", "ERROR httpadapter: request failed"}, logs.all())
+}
+
+// TestClientHangUpDuringCommit: a client that hangs up while a PostgreSQL
+// transaction commits made the driver report "transaction has already been
+// committed or rolled back" (sql.ErrTxDone), logged as a failed request
+// (issue 10, defect 6). It is the client's hang-up, logged at Debug.
+func TestClientHangUpDuringCommit(t *testing.T) {
+	logs := &levelRecorder{}
+	started := make(chan struct{}, 1)
+	armed := &atomic.Bool{}
+	e := newEnv(t, memstore.New(), envConfig{
+		opts: httpadapter.Options{Logger: slog.New(logs)},
+		store: func(s storetest.Store) storetest.Store {
+			return commitAfterHangUp{Store: s, started: started, armed: armed}
+		},
+	})
+	fx := e.fixture(t)
+	logs.reset()
+	armed.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, "PUT", e.url+"/v1/messages/"+fx.msgB, strings.NewReader("reactions[tada][]=alice"))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer tok-alice")
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	go func() {
+		<-started
+		cancel()
+	}()
+	_, err = e.srv.Client().Do(req)
+	require.Error(t, err)
+	assert.Eventually(t, func() bool { return len(logs.all()) > 0 }, 5*time.Second, 10*time.Millisecond)
+	assert.Equal(t, []string{"DEBUG httpadapter: request canceled by the client"}, logs.all())
+}
+
+// commitAfterHangUp is a store whose UpdateMessage waits for the caller to
+// go, then fails as database/sql does when the context ends during a
+// commit.
+type commitAfterHangUp struct {
+	storetest.Store
+	started chan struct{}
+	armed   *atomic.Bool
+}
+
+func (s commitAfterHangUp) UpdateMessage(ctx context.Context, id string, ch messaging.MessageChange) (messaging.Message, error) {
+	if !s.armed.Load() {
+		return s.Store.UpdateMessage(ctx, id, ch)
+	}
+	s.started <- struct{}{}
+	<-ctx.Done()
+	return messaging.Message{}, fmt.Errorf("sqlstore.UpdateMessage: commit: %w", sql.ErrTxDone)
 }
