@@ -18,6 +18,7 @@ import (
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/httpadapter"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/storage/memstore"
 	"github.com/parleychat/parley/storage/storetest"
 )
 
@@ -485,4 +486,33 @@ func testRateLimit(t *testing.T, newStore newStoreFunc) {
 	require.Equal(t, http.StatusOK, list.StatusCode)
 	ids, _ := listIDs(t, list)
 	assert.Len(t, ids, 2)
+}
+
+// TestRateLimitSeesRefusedTokens: Options.Limit is asked about requests
+// whose token is refused too (with no caller), so that a host can throttle
+// token guessing by address (issue 10, defect 6: it never saw them).
+func TestRateLimitSeesRefusedTokens(t *testing.T) {
+	var mu sync.Mutex
+	guesses := map[string]int{} // by client address
+	e := newEnv(t, memstore.New(), envConfig{opts: httpadapter.Options{
+		Limit: func(r *http.Request, caller messaging.Contact) (time.Duration, bool) {
+			if caller.ID != "" {
+				return 0, true
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			host, _, _ := strings.Cut(r.RemoteAddr, ":")
+			guesses[host]++
+			return time.Minute, guesses[host] <= 3
+		},
+	}})
+	for i := range 3 {
+		res := e.do(t, "GET", "/v1/messages", fmt.Sprintf("guess-%d", i), nil)
+		assertError(t, res, http.StatusUnauthorized, wantErr{typ: "authentication_error", code: "unauthenticated"})
+	}
+	res := e.do(t, "GET", "/v1/messages", "guess-4", nil)
+	assertError(t, res, http.StatusTooManyRequests, wantErr{typ: "rate_limit_error", code: "rate_limited"})
+	assert.Equal(t, "60", res.Header.Get("Retry-After"))
+	// A known token is not throttled by the guesses.
+	assert.Equal(t, http.StatusOK, e.as(t, "alice", "GET", "/v1/messages", nil).StatusCode)
 }

@@ -76,10 +76,13 @@ type Options struct {
 	MaxBodyBytes int64
 
 	// Limit, when set, is asked before every authenticated request whether
-	// the caller may go on. A refusal (ok false) is answered 429
-	// rate_limit_error with a Retry-After of retryAfter (rounded up to whole
-	// seconds, at least 1). Plug in any limiter, such as
-	// golang.org/x/time/rate per caller. Default: none.
+	// the caller may go on, and about every request whose credentials the
+	// Authenticator refused, with a zero Contact (ID ""), so that a limiter
+	// by client address can throttle token guessing. A refusal (ok false)
+	// is answered 429 rate_limit_error with a Retry-After of retryAfter
+	// (rounded up to whole seconds, at least 1), instead of the 401 for
+	// refused credentials. Plug in any limiter, such as
+	// golang.org/x/time/rate per caller or per address. Default: none.
 	Limit func(r *http.Request, caller messaging.Contact) (retryAfter time.Duration, ok bool)
 
 	// Events, when set, serves GET /v1/events from this Feed (built on
@@ -299,17 +302,15 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	caller, err := a.authenticate(r)
 	if err != nil {
-		a.writeError(w, r, err)
+		// Refused credentials go to the limiter too (with no caller), so
+		// that guessing tokens can be throttled.
+		if messaging.KindOf(err) != messaging.ErrUnauthenticated || !a.limited(w, r, messaging.Contact{}) {
+			a.writeError(w, r, err)
+		}
 		return
 	}
-	if a.limit != nil {
-		if after, ok := a.limit(r, caller); !ok {
-			secs := max(1, int64((after+time.Second-1)/time.Second))
-			w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-			a.writeError(w, r, newHTTPError(http.StatusTooManyRequests, typeRateLimit, codeRateLimit,
-				"too many requests; retry after "+strconv.FormatInt(secs, 10)+" s"))
-			return
-		}
+	if a.limited(w, r, caller) {
+		return
 	}
 	if rt.methods == nil {
 		a.writeError(w, r, newHTTPError(http.StatusNotFound, typeNotFound, codeNotFound,
@@ -329,4 +330,21 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Allow", rt.allow)
 	a.writeError(w, r, newHTTPError(http.StatusMethodNotAllowed, typeInvalidRequest, codeMethod,
 		"method "+r.Method+" is not allowed on this path; allowed: "+rt.allow))
+}
+
+// limited asks Options.Limit about the request and, when it refuses,
+// answers 429 with Retry-After and reports true.
+func (a *api) limited(w http.ResponseWriter, r *http.Request, caller messaging.Contact) bool {
+	if a.limit == nil {
+		return false
+	}
+	after, ok := a.limit(r, caller)
+	if ok {
+		return false
+	}
+	secs := max(1, int64((after+time.Second-1)/time.Second))
+	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+	a.writeError(w, r, newHTTPError(http.StatusTooManyRequests, typeRateLimit, codeRateLimit,
+		"too many requests; retry after "+strconv.FormatInt(secs, 10)+" s"))
+	return true
 }
