@@ -239,7 +239,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		wg.Wait()
 	}()
 
-	greet(stdout, ln.Addr().String(), *baseURL, redact(*dsn), redact(*bucketURL), table)
+	greet(stdout, ln.Addr().String(), *baseURL, redact(*dsn), redact(*bucketURL), table, *tokens == defaultTokens)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -381,8 +381,10 @@ func secretParam(name string) bool {
 	return false
 }
 
-// greet prints where the server listens and how to call it.
-func greet(w io.Writer, addr, baseURL, dsn, bucket string, table map[string]messaging.Contact) {
+// greet prints where the server listens and how to call it. The tokens
+// are printed only when they are the demo ones (showTokens): those a host
+// passed in are its secrets.
+func greet(w io.Writer, addr, baseURL, dsn, bucket string, table map[string]messaging.Contact, showTokens bool) {
 	base := baseURL
 	if base == "" {
 		base = "http://" + addr
@@ -390,13 +392,20 @@ func greet(w io.Writer, addr, baseURL, dsn, bucket string, table map[string]mess
 	var pairs []string
 	var first string
 	for token, c := range table {
-		pairs = append(pairs, fmt.Sprintf("  %-10s Authorization: Bearer %s", c.Username, token))
+		shown := token
+		if !showTokens {
+			shown = "<the token of " + c.Username + ">"
+		}
+		pairs = append(pairs, fmt.Sprintf("  %-10s Authorization: Bearer %s", c.Username, shown))
 	}
 	sort.Strings(pairs)
 	for token, c := range table {
 		if first == "" || c.Username < table[first].Username {
 			first = token
 		}
+	}
+	if !showTokens {
+		first = "<the token of " + table[first].Username + ">"
 	}
 	fmt.Fprintf(w, "Parley is listening on %s\n  database: %s\n  files:    %s\ncallers:\n%s\ntry:\n  curl -s -H 'Authorization: Bearer %s' -d conversation_id=general -d message=hello %s/v1/messages\n  curl -s -H 'Authorization: Bearer %s' '%s/v1/messages?conversation_id=general'\n  curl -N -H 'Authorization: Bearer %s' -H 'Accept: text/event-stream' %s/v1/events\n",
 		base, dsn, bucket, strings.Join(pairs, "\n"), first, base, first, base, first, base)

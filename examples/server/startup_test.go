@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -51,4 +55,43 @@ func TestUnopenableSQLitePath(t *testing.T) {
 	assert.Contains(t, err.Error(), missing, "the path is named")
 	assert.Contains(t, err.Error(), "does not exist")
 	assert.NotContains(t, err.Error(), "out of memory")
+}
+
+// TestGreetingHidesHostTokens: the greeting prints the demo tokens, but not
+// tokens a host passed in (issue 10, defect 6: it printed every one).
+func TestGreetingHidesHostTokens(t *testing.T) {
+	addr := freeAddr(t)
+	var out syncBuffer
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", addr, "-data", t.TempDir(), "-tokens", "carol=c4rol-s3cret,dave=d4ve-s3cret"}, &out, io.Discard)
+	}()
+	waitListening(t, addr)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), "curl") && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	require.NoError(t, <-done)
+	g := out.String()
+	assert.Contains(t, g, "carol")
+	assert.Contains(t, g, "dave")
+	assert.NotContains(t, g, "s3cret")
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
