@@ -283,6 +283,10 @@ func (e *env) do(t testing.TB, method, path, tok string, body *reqBody, hdr ...s
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+			continue
+		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	res, err := e.srv.Client().Do(req)

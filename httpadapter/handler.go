@@ -58,10 +58,21 @@ type Options struct {
 	// X-Forwarded-Proto says "https" (trusted, since it only changes URLs
 	// sent back to the same client), else http; the host is r.Host; the
 	// path prefix is the part of r.RequestURI before r.URL.Path (so mounting
-	// with http.StripPrefix works). Set it when a proxy rewrites hosts or
-	// paths. It must be an absolute http or https URL without query or
-	// fragment, or New fails.
+	// with http.StripPrefix works). A derived URL follows what the client
+	// sent in Host and X-Forwarded-Proto: the answer goes back to that
+	// client, but a URL it makes may reach others (a message's file_url,
+	// read by everyone in the conversation, is built from the request of
+	// whoever reads it; a shared cache may keep it), so set BaseURL, or
+	// Hosts, when the handler is reachable under names you do not choose.
+	// Set it too when a proxy rewrites hosts or paths. It must be an
+	// absolute http or https URL without query or fragment, or New fails.
 	BaseURL string
+
+	// Hosts, when BaseURL is empty, are the host names (as in the Host
+	// header, with the port if not the scheme's) under which URLs are
+	// derived from requests; a request for any other Host gets URLs of
+	// Hosts[0]. Default: none, and every Host is taken as it comes.
+	Hosts []string
 
 	// SignedURLExpiry, when > 0 and the blob store can sign URLs
 	// (attachments.URLSigner), makes file_url a signed URL of the bucket
@@ -116,6 +127,11 @@ func (o *Options) validate() error {
 	if o.EventHeartbeat <= 0 {
 		o.EventHeartbeat = defaultHeartbeat
 	}
+	for _, h := range o.Hosts {
+		if h == "" || strings.ContainsAny(h, "/?#@ ") {
+			return fmt.Errorf("httpadapter: Options.Hosts holds %q, which is not a host name", h)
+		}
+	}
 	if o.BaseURL != "" {
 		u, err := url.Parse(o.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
@@ -139,6 +155,7 @@ type api struct {
 	events     *events.Feed
 	heartbeat  time.Duration
 	rendered   renderCache // JSON of recent events
+	hosts      []string    // Options.Hosts
 
 	base     string // Options.BaseURL without a trailing slash; "" to derive
 	basePath string // the path of base
@@ -181,6 +198,7 @@ func New(msgs *messaging.Service, files *attachments.Service, opts *Options) (ht
 		limit:      o.Limit,
 		events:     o.Events,
 		heartbeat:  o.EventHeartbeat,
+		hosts:      o.Hosts,
 	}
 	if o.BaseURL != "" {
 		u, _ := url.Parse(o.BaseURL) // checked by validate

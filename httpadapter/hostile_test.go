@@ -137,3 +137,24 @@ func TestJSONTextMustBeValid(t *testing.T) {
 		assert.Equal(t, 201, res.StatusCode, "%s", res.body)
 	}
 }
+
+// TestHostsBoundDerivedURLs: without BaseURL, file_url follows the Host a
+// client sends; with Options.Hosts, a Host that is not listed gets URLs of
+// the first host (issue 10, defect 6).
+func TestHostsBoundDerivedURLs(t *testing.T) {
+	for _, tc := range []struct {
+		hosts []string
+		host  string
+		want  string
+	}{
+		{nil, "evil.example", "http://evil.example/v1/attachments/"},
+		{[]string{"chat.example.com", "127.0.0.1:1"}, "evil.example", "http://chat.example.com/v1/attachments/"},
+		{[]string{"chat.example.com", "alt.example.com"}, "ALT.example.com", "http://ALT.example.com/v1/attachments/"},
+	} {
+		e := newEnv(t, memstore.New(), envConfig{opts: httpadapter.Options{Hosts: tc.hosts}})
+		id := e.upload(t, "alice", "general", "a.txt", "text/plain", "x")
+		res := e.as(t, "alice", "GET", "/v1/attachments/"+id, nil, "Host", tc.host)
+		require.Equal(t, 200, res.StatusCode, "%s", res.body)
+		assert.True(t, strings.HasPrefix(res.json(t)["file_url"].(string), tc.want), "%v %s: %s", tc.hosts, tc.host, res.json(t)["file_url"])
+	}
+}

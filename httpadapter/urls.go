@@ -25,7 +25,21 @@ func (a *api) baseURL(r *http.Request) string {
 			scheme = "https"
 		}
 	}
-	return scheme + "://" + r.Host + mountPrefix(r)
+	return scheme + "://" + a.host(r) + mountPrefix(r)
+}
+
+// host returns the request's Host, or Options.Hosts[0] when Hosts is set
+// and does not hold it.
+func (a *api) host(r *http.Request) string {
+	if len(a.hosts) == 0 {
+		return r.Host
+	}
+	for _, h := range a.hosts {
+		if strings.EqualFold(h, r.Host) {
+			return r.Host
+		}
+	}
+	return a.hosts[0]
 }
 
 // basePathOf returns the path prefix under which /v1 is served for r.
