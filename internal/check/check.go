@@ -80,8 +80,15 @@ func invisible(r rune) bool {
 	return unicode.Is(unicode.Bidi_Control, r) || r == '\u200b' || r == '\u2060' || r == '\ufeff'
 }
 
+// bidiOverride reports the bidirectional embeddings and overrides (LRE,
+// RLE, PDF, LRO, RLO), which make text show in another order than it is
+// read ("exe.png" shown for "gnp.exe"). Marks and isolates, which right-
+// to-left text needs, are allowed in messages.
+func bidiOverride(r rune) bool { return '\u202a' <= r && r <= '\u202e' }
+
 // MessageText checks the text of a message: required, not only white space,
-// at most max characters, no control characters but newline and tab.
+// at most max characters, no control characters but newline and tab, and no
+// bidirectional embedding or override.
 func MessageText(param, s string, max int) error {
 	if s == "" {
 		return Missing(param)
@@ -91,6 +98,9 @@ func MessageText(param, s string, max int) error {
 	}
 	if strings.TrimSpace(s) == "" {
 		return BadParam(param, param+" must not be empty")
+	}
+	if strings.ContainsFunc(s, bidiOverride) {
+		return BadParam(param, param+" must not contain bidirectional embedding or override characters (U+202A to U+202E)")
 	}
 	if n := utf8.RuneCountInString(s); n > max {
 		return BadParam(param, param+" is too long: at most "+strconv.Itoa(max)+" characters")

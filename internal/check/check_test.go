@@ -115,3 +115,15 @@ func assertInvalid(t *testing.T, err error, msgAndArgs ...any) {
 	var e *Error
 	assert.True(t, errors.As(err, &e), msgAndArgs...)
 }
+
+// TestMessageTextBidi: a message may not hold the bidirectional overrides
+// that names and file names reject (issue 10, defect 6), but keeps the
+// marks and isolates right-to-left text needs.
+func TestMessageTextBidi(t *testing.T) {
+	for _, bad := range []string{"look: \u202egnp.exe", "a\u202ab\u202c", "\u202dx"} {
+		assert.Error(t, MessageText("message", bad, 4000), "%q", bad)
+	}
+	for _, good := range []string{"שלום \u200fעולם", "abc \u2067عربى\u2069 def", "mixed \u200e123"} {
+		assert.NoError(t, MessageText("message", good, 4000), "%q", good)
+	}
+}
