@@ -51,7 +51,9 @@ import (
 	"github.com/parleychat/parley/httpadapter"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/blobstore"
-	_ "github.com/parleychat/parley/storage/blobstore/s3" // s3:// buckets
+	_ "github.com/parleychat/parley/storage/blobstore/azure" // azblob:// buckets
+	_ "github.com/parleychat/parley/storage/blobstore/gcs"   // gs:// buckets
+	_ "github.com/parleychat/parley/storage/blobstore/s3"    // s3:// buckets
 	"github.com/parleychat/parley/storage/sqlstore"
 	_ "github.com/parleychat/parley/storage/sqlstore/mysql"    // mysql://… databases
 	_ "github.com/parleychat/parley/storage/sqlstore/postgres" // postgres://… databases

@@ -68,7 +68,15 @@ func (s *Store) Close() error { return s.b.Close() }
 func (s *Store) Put(ctx context.Context, key, contentType string, r io.Reader) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w, err := s.b.NewWriter(wctx, key, &blob.WriterOptions{ContentType: contentType, BufferSize: partSize, MaxConcurrency: partConcurrency})
+	w, err := s.b.NewWriter(wctx, key, &blob.WriterOptions{
+		ContentType: contentType,
+		// Stored with the object, so that a bucket that serves it (a
+		// signed URL whose driver cannot set response headers) never shows
+		// a type a browser could run inline.
+		ContentDisposition: attachments.ContentDisposition(contentType, ""),
+		BufferSize:         partSize,
+		MaxConcurrency:     partConcurrency,
+	})
 	if err != nil {
 		return mapError("put", err)
 	}
@@ -84,7 +92,7 @@ func (s *Store) Put(ctx context.Context, key, contentType string, r io.Reader) e
 		// Cancel before Close: that is how gocloud aborts a write instead
 		// of committing what was written so far.
 		cancel()
-		_ = w.Close()
+		closeAborted(w)
 		if src.err != nil && errors.Is(err, src.err) {
 			// The reader's failure (a client's body, a size limit) says
 			// nothing about the bucket.
@@ -96,6 +104,15 @@ func (s *Store) Put(ctx context.Context, key, contentType string, r io.Reader) e
 		return mapError("put", err)
 	}
 	return nil
+}
+
+// closeAborted closes a writer whose context was canceled, which makes
+// gocloud abort the write. gocloud's azureblob (v0.47) can panic there: the
+// goroutine that saw the cancellation clears the pipe that Close then
+// closes. The write is aborted all the same; the panic is not the caller's.
+func closeAborted(w *blob.Writer) {
+	defer func() { _ = recover() }()
+	_ = w.Close()
 }
 
 // copyBuffer is the size of the writes Put makes.

@@ -46,6 +46,13 @@ func TestConformanceFileSigned(t *testing.T) {
 				return
 			}
 			defer rd.Close()
+			// The URL names no file: the host serves the type and the
+			// disposition stored with the object.
+			if attrs, err := s.Bucket().Attributes(r.Context(), key); err == nil {
+				w.Header().Set("Content-Type", attrs.ContentType)
+				w.Header().Set("Content-Disposition", attrs.ContentDisposition)
+			}
+			w.Header().Set("X-Content-Type-Options", "nosniff")
 			_, _ = io.Copy(w, rd)
 		}))
 		t.Cleanup(srv.Close)

@@ -28,8 +28,17 @@
 //   - s3://bucket?region=… (storage/blobstore/s3, which imports gocloud's
 //     s3blob): Amazon S3 or an S3-compatible server; its signed URLs name
 //     the file.
+//   - gs://bucket (storage/blobstore/gcs, which imports gocloud's gcsblob):
+//     Google Cloud Storage; its signed URLs name the file.
+//   - azblob://container (storage/blobstore/azure, which imports gocloud's
+//     azureblob): Azure Blob Storage; its signed URLs serve the disposition
+//     stored with the object (inline or attachment, without the name).
 //   - mem:// (gocloud.dev/blob/memblob): memory, for tests.
-//   - gs://, azblob://, …: gocloud's other drivers, imported the same way.
+//   - other gocloud drivers, imported the same way.
+//
+// Every object is stored with a Content-Disposition of its type alone
+// (attachments.ContentDisposition with no name): a bucket that serves it
+// by itself never shows inline a type a browser could run.
 //
 // # Errors
 //

@@ -372,7 +372,7 @@ func testBlobSignedURL(t *testing.T, h *blobHarness) {
 		t.Skip("the store is not an attachments.URLSigner")
 	}
 	k := h.key("signed.txt")
-	h.put(k, []byte("signed"))
+	require.NoError(t, h.b.Put(h.ctx, k, "text/plain", strings.NewReader("signed")))
 	other := h.key("other.txt")
 	h.put(other, []byte("other"))
 	u, err := s.SignedURL(h.ctx, k, "report ✓.txt", "text/plain", 5*time.Minute)
@@ -397,9 +397,23 @@ func testBlobSignedURL(t *testing.T, h *blobHarness) {
 	res.Body.Close()
 	require.Equal(t, http.StatusOK, res.StatusCode, "GET %s: %s", u, body)
 	assert.Equal(t, "signed", string(body))
-	if cd := res.Header.Get("Content-Disposition"); cd != "" {
-		assert.Equal(t, attachments.ContentDisposition("text/plain", "report ✓.txt"), cd)
+	checkDisposition(t, res.Header, "text/plain", "report ✓.txt")
+
+	// A file a browser could run is never served inline from the bucket's
+	// origin: a download, or served as another type.
+	page := h.key("page.html")
+	require.NoError(t, h.b.Put(h.ctx, page, "text/html", strings.NewReader("<script>alert(1)</script>")))
+	pu, err := s.SignedURL(h.ctx, page, "page.html", "text/html", 5*time.Minute)
+	require.NoError(t, err)
+	res, err = http.Get(pu)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+		disp, _, _ := strings.Cut(res.Header.Get("Content-Disposition"), ";")
+		assert.Equal(t, "attachment", strings.TrimSpace(disp), "HTML served inline from the bucket")
 	}
+	checkDisposition(t, res.Header, "text/html", "page.html")
 
 	refused := func(what, u string) {
 		t.Helper()
@@ -433,4 +447,23 @@ func testBlobSignedURL(t *testing.T, h *blobHarness) {
 	require.NoError(t, err)
 	time.Sleep(2500 * time.Millisecond)
 	refused("expired", short)
+}
+
+// checkDisposition checks a served Content-Disposition, if any, against
+// attachments.ContentDisposition: the same type (inline or attachment),
+// and the same header when it names the file (a disposition stored with the
+// object names none).
+func checkDisposition(t *testing.T, h http.Header, contentType, filename string) {
+	t.Helper()
+	cd := h.Get("Content-Disposition")
+	if cd == "" {
+		return
+	}
+	want := attachments.ContentDisposition(contentType, filename)
+	typ, _, _ := strings.Cut(cd, ";")
+	wantTyp, _, _ := strings.Cut(want, ";")
+	assert.Equal(t, wantTyp, strings.TrimSpace(typ), "Content-Disposition %q", cd)
+	if strings.Contains(cd, "filename") {
+		assert.Equal(t, want, cd)
+	}
 }

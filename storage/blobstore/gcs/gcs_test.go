@@ -1,0 +1,63 @@
+package gcs
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/storage"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gocloud.dev/blob/gcsblob"
+	"gocloud.dev/gcp"
+
+	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/storage/blobstore"
+)
+
+func TestResponseHeaders(t *testing.T) {
+	o := &storage.SignedURLOptions{}
+	as := func(i any) bool {
+		p, ok := i.(**storage.SignedURLOptions)
+		if ok {
+			*p = o
+		}
+		return ok
+	}
+	require.True(t, responseHeaders(as, "text/html", `attachment; filename="a.html"`))
+	assert.Equal(t, storage.SigningSchemeV4, o.Scheme)
+	assert.Equal(t, "text/html", o.QueryParameters.Get("response-content-type"))
+	assert.Equal(t, `attachment; filename="a.html"`, o.QueryParameters.Get("response-content-disposition"))
+
+	assert.False(t, responseHeaders(func(any) bool { return false }, "", "inline"), "another driver's request")
+}
+
+// TestSignedURLNamesTheFile signs with a service account's key (offline:
+// the emulator cannot sign) and checks that the URL asks Cloud Storage for
+// the file's type and disposition, under the signature.
+func TestSignedURLNamesTheFile(t *testing.T) {
+	ctx := context.Background()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	b, err := gcsblob.OpenBucket(ctx, &gcp.HTTPClient{Client: *http.DefaultClient}, "parley", &gcsblob.Options{GoogleAccessID: "parley@example.iam.gserviceaccount.com", PrivateKey: pemKey})
+	require.NoError(t, err)
+	s := blobstore.New(b)
+	t.Cleanup(func() { _ = s.Close() })
+
+	raw, err := s.SignedURL(ctx, "attachments/ins_a/att_1", "page.html", "text/html", time.Minute)
+	require.NoError(t, err)
+	u, err := url.Parse(raw)
+	require.NoError(t, err)
+	q := u.Query()
+	assert.Equal(t, "GOOG4-RSA-SHA256", q.Get("X-Goog-Algorithm"), "V4 signing")
+	assert.Equal(t, "text/html", q.Get("response-content-type"))
+	assert.Equal(t, attachments.ContentDisposition("text/html", "page.html"), q.Get("response-content-disposition"))
+	assert.NotEmpty(t, q.Get("X-Goog-Signature"))
+}
