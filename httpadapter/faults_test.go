@@ -266,6 +266,11 @@ func TestFaultMatrix(t *testing.T) {
 		{"get a message", "GET", "/v1/messages/{msgA}", nil, 200},
 		{"list messages", "GET", "/v1/messages?conversation_id={conv}", nil, 200},
 		{"download a file", "GET", "/v1/attachments/{attA}/a.txt", nil, 200},
+		{"remove a reaction", "DELETE", "/v1/messages/{msgB}/reactions/thumbs_up", nil, 200},
+		{"get a file", "GET", "/v1/attachments/{attA}", nil, 200},
+		{"list files", "GET", "/v1/attachments?conversation_id={conv}", nil, 200},
+		{"get a conversation", "GET", "/v1/conversations/{conv}", nil, 200},
+		{"list conversations", "GET", "/v1/conversations", nil, 200},
 	}
 	modes := []faultMode{failBefore, unavailable, hang, failAfter}
 	backends := []backendtest.Backend{backendtest.All(t)[0]} // memstore
