@@ -61,7 +61,10 @@ type Query struct {
 type Repository interface {
 	// ReadEvents returns up to q.Limit events matching q, ordered by Seq
 	// (ascending, or descending with q.Newest), each as the write's
-	// Recorder returned it with Seq set. It sees only events of
+	// Recorder returned it with Seq set. A store may give events ids of
+	// its own instead of the Recorder's (sqlstore on SQLite makes them of
+	// the Seq, so as to keep no index of ids): unique, valid event ids
+	// that GetEvent finds, the same at every read. It sees only events of
 	// transactions that have committed.
 	ReadEvents(ctx context.Context, q Query) ([]messaging.Event, error)
 

@@ -142,3 +142,50 @@ func decode(s string) (b [16]byte, ok bool) {
 	}
 	return b, true
 }
+
+// sequencedFlag marks the ids of Sequenced in the first byte of the 80
+// bits after the time, whose top bit New always leaves clear.
+const sequencedFlag = 0x80
+
+// Sequenced returns the id of a store's seq-th event, for a store that
+// numbers its events itself and keeps no id of its own (an index on a
+// random id is a page more that every write carries): the Unix
+// milliseconds of t, then a flag no id of New has, 15 zero bits and seq.
+// Two events of different seqs never have the same id, and no id of New
+// is a Sequenced one. SeqOf reads the seq back.
+func Sequenced(prefix string, t time.Time, seq int64) string {
+	ms := uint64(t.UnixMilli())
+	var b [16]byte
+	for i := 5; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
+	}
+	b[6] = sequencedFlag
+	s := uint64(seq)
+	for i := 15; i >= 8; i-- {
+		b[i] = byte(s)
+		s >>= 8
+	}
+	return prefix + encode(b)
+}
+
+// SeqOf returns the seq of an id that Sequenced made with this prefix, and
+// false for any other string.
+func SeqOf(prefix, id string) (int64, bool) {
+	rest, ok := strings.CutPrefix(id, prefix)
+	if !ok {
+		return 0, false
+	}
+	b, ok := decode(rest)
+	if !ok || b[6] != sequencedFlag || b[7] != 0 {
+		return 0, false
+	}
+	var seq uint64
+	for _, c := range b[8:] {
+		seq = seq<<8 | uint64(c)
+	}
+	if seq == 0 || seq > 1<<63-1 {
+		return 0, false
+	}
+	return int64(seq), true
+}

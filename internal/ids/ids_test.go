@@ -191,3 +191,32 @@ func assertIncreasing(tb testing.TB, prefix string, ids []string) {
 		}
 	}
 }
+
+func TestSequencedCarriesItsNumber(t *testing.T) {
+	at := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	seen := map[string]bool{}
+	for _, seq := range []int64{1, 2, 255, 256, 1 << 40, 1<<63 - 1} {
+		id := Sequenced(Event, at, seq)
+		assert.True(t, Valid(Event, id), "%d: %q is a valid id", seq, id)
+		assert.False(t, seen[id], "%d: ids of different seqs differ", seq)
+		seen[id] = true
+		got, ok := SeqOf(Event, id)
+		assert.True(t, ok, "%d", seq)
+		assert.Equal(t, seq, got)
+		_, ok = SeqOf(Message, id)
+		assert.False(t, ok, "another prefix")
+	}
+	assert.Less(t, Sequenced(Event, at, 5), Sequenced(Event, at.Add(time.Millisecond), 1), "the time sorts first")
+
+	// No id of New is a sequenced one, however many a millisecond holds.
+	for range 10_000 {
+		_, ok := SeqOf(Event, NewAt(Event, at))
+		require.False(t, ok)
+	}
+	for _, s := range []string{"", "evt_", "evt_zzzzzzzzzzzzzzzzzzzzzzzzzz", Sequenced(Event, at, 1)[:29]} {
+		_, ok := SeqOf(Event, s)
+		assert.False(t, ok, "%q", s)
+	}
+	_, ok := SeqOf(Event, Sequenced(Event, at, 0))
+	assert.False(t, ok, "seqs start at 1")
+}

@@ -76,7 +76,7 @@ func (s *Store) createMessage(ctx context.Context, m messaging.Message, attachme
 			// The message is all of the change, known before it is made:
 			// its events go in with it, in one statement (a round trip is
 			// most of what an event costs a send).
-			q, args, err := eventsInsert(rec(messaging.Change{Message: &after}))
+			q, args, err := eventsInsert(rec(messaging.Change{Message: &after}), false)
 			if err != nil {
 				return err
 			}

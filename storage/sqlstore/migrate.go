@@ -388,7 +388,7 @@ var versions = []version{{
 			) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
 		},
 	},
-}, eventsVersion, installationVersion}
+}, eventsVersion, installationVersion, eventIDsVersion}
 
 // The backfill of version "conversations".
 const (

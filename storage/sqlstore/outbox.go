@@ -9,6 +9,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/parleychat/parley/events"
+	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
 )
 
@@ -24,7 +25,10 @@ var _ events.Repository = (*Store)(nil)
 //     database lock), so the order of inserts is the order of commits.
 //     PruneEvents keeps the newest event, so that no seq is given twice
 //     (AUTOINCREMENT would too, at the cost of a write of its counter in
-//     every transaction). The insert is a statement prepared once.
+//     every transaction). The insert is a statement prepared once. No id
+//     is stored: readers are given one made of the created time and the
+//     seq (numberedID), which GetEvent reads back, so that a send writes
+//     no page of an index of ids.
 //   - PostgreSQL and MySQL: an identity / AUTO_INCREMENT column (pos) is
 //     given at insert, but concurrent transactions commit in another order
 //     than they insert, so a reader following pos could pass over a row
@@ -58,6 +62,13 @@ type eventRow struct {
 	Payload        string    `bun:"payload"`
 }
 
+// numberedID is the id of a numbered event (SQLite), which stores none:
+// one that carries its seq, so that GetEvent finds it by its primary key.
+// The id of an event stored before events were numbered is kept with it.
+func numberedID(created time.Time, seq int64) string {
+	return ids.Sequenced(ids.Event, created, seq)
+}
+
 const eventCols = "e.seq, e.id, e.type, e.conversation_id, e.audience_id, e.created_at, e.payload"
 
 // eventPayload is the object of an event, as stored.
@@ -73,8 +84,12 @@ func (r *eventRow) event() (messaging.Event, error) {
 	if err := json.Unmarshal([]byte(r.Payload), &p); err != nil {
 		return messaging.Event{}, err
 	}
+	id := r.ID
+	if id == "" {
+		id = numberedID(r.CreatedAt, r.Seq)
+	}
 	return messaging.Event{
-		ID:             r.ID,
+		ID:             id,
 		Type:           messaging.EventType(r.Type),
 		ConversationID: r.ConversationID,
 		AudienceID:     r.AudienceID,
@@ -93,7 +108,7 @@ func (s *Store) record(ctx context.Context, tx bun.Tx, rec messaging.Recorder, c
 	if rec == nil {
 		return nil
 	}
-	insert, args, err := eventsInsert(rec(c))
+	insert, args, err := eventsInsert(rec(c), s.flavor == flavorSQLite)
 	if err != nil || insert == "" {
 		return err
 	}
@@ -113,8 +128,9 @@ func (s *Store) record(ctx context.Context, tx bun.Tx, rec messaging.Recorder, c
 }
 
 // eventsInsert returns the statement that inserts evs and its arguments;
-// "" when there are none.
-func eventsInsert(evs []messaging.Event) (string, []any, error) {
+// "" when there are none. Numbered events (SQLite) are stored without
+// their ids: readers are given ids made of their seqs (see numberedID).
+func eventsInsert(evs []messaging.Event, numbered bool) (string, []any, error) {
 	if len(evs) == 0 {
 		return "", nil, nil
 	}
@@ -124,13 +140,21 @@ func eventsInsert(evs []messaging.Event) (string, []any, error) {
 		if err != nil {
 			return "", nil, err
 		}
-		args = append(args, e.ID, string(e.Type), nullable(e.ConversationID), nullable(e.AudienceID), e.Created.UTC(), string(p))
+		if !numbered {
+			args = append(args, e.ID)
+		}
+		args = append(args, string(e.Type), nullable(e.ConversationID), nullable(e.AudienceID), e.Created.UTC(), string(p))
 	}
-	return insertEventsSQL(len(evs)), args, nil
+	return insertEventsSQL(len(evs), numbered), args, nil
 }
 
-// insertEventsSQL is the statement that inserts n events.
-func insertEventsSQL(n int) string {
+// insertEventsSQL is the statement that inserts n events, without their
+// ids when they are numbered.
+func insertEventsSQL(n int, numbered bool) string {
+	if numbered {
+		values := strings.Repeat("(?, ?, ?, ?, ?), ", n)
+		return "INSERT INTO events (type, conversation_id, audience_id, created_at, payload) VALUES " + values[:len(values)-2]
+	}
 	values := strings.Repeat("(?, ?, ?, ?, ?, ?), ", n)
 	return "INSERT INTO events (id, type, conversation_id, audience_id, created_at, payload) VALUES " + values[:len(values)-2]
 }
@@ -146,7 +170,7 @@ func (s *Store) prepareOutbox(ctx context.Context) {
 		return
 	}
 	for n := 1; n <= maxPrepared; n++ {
-		if _, err := s.wstmts.get(ctx, insertEventsSQL(n)); err != nil {
+		if _, err := s.wstmts.get(ctx, insertEventsSQL(n, true)); err != nil {
 			return // no table yet: later
 		}
 	}
@@ -273,13 +297,20 @@ func eventsOf(rows []eventRow) ([]messaging.Event, error) {
 // reader has seen).
 func (s *Store) GetEvent(ctx context.Context, id string) (messaging.Event, error) {
 	var rows []eventRow
-	err := s.read(ctx, &rows, "SELECT "+eventCols+" FROM events AS e WHERE e.id = ? AND e.seq > 0", id)
-	if err == nil && len(rows) == 0 {
-		err = notFound("event")
+	var err error
+	if seq, ok := ids.SeqOf(ids.Event, id); ok && s.flavor == flavorSQLite {
+		err = s.read(ctx, &rows, "SELECT "+eventCols+" FROM events AS e WHERE e.seq = ? AND e.id IS NULL", seq)
+	} else {
+		err = s.read(ctx, &rows, "SELECT "+eventCols+" FROM events AS e WHERE e.id = ? AND e.seq > 0", id)
 	}
 	var evs []messaging.Event
 	if err == nil {
 		evs, err = eventsOf(rows)
+	}
+	if err == nil && (len(evs) == 0 || evs[0].ID != id) {
+		// The seq of another database's event (a restored backup, say) may
+		// be one of this one's: its time tells them apart.
+		err = notFound("event")
 	}
 	if err != nil {
 		return messaging.Event{}, wrapErr("sqlstore.GetEvent", err)
@@ -483,5 +514,34 @@ var eventsVersion = version{
 				lease_until DATETIME(6) NULL
 			) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
 		},
+	},
+}
+
+// eventIDsVersion stops SQLite storing event ids: the events table is
+// rebuilt with its id nullable and indexed only where it is set (the events
+// stored before this version), and new events are stored without one (see
+// numberedID). The UNIQUE index on a random id was a page more in every
+// send's commit. PostgreSQL and MySQL keep their ids: nothing to do.
+var eventIDsVersion = version{
+	Name:    "20261123000005",
+	Comment: "event_ids",
+	SQL: map[flavor][]string{
+		flavorSQLite: {
+			`CREATE TABLE events_numbered (
+				seq INTEGER PRIMARY KEY,
+				id TEXT,
+				type TEXT NOT NULL,
+				conversation_id TEXT,
+				audience_id TEXT,
+				created_at TIMESTAMP NOT NULL,
+				payload TEXT NOT NULL)`,
+			`INSERT INTO events_numbered (seq, id, type, conversation_id, audience_id, created_at, payload)
+				SELECT seq, id, type, conversation_id, audience_id, created_at, payload FROM events`,
+			`DROP TABLE events`,
+			`ALTER TABLE events_numbered RENAME TO events`,
+			`CREATE UNIQUE INDEX events_stored_id ON events (id) WHERE id IS NOT NULL`,
+		},
+		flavorPostgres: {},
+		flavorMySQL:    {},
 	},
 }
