@@ -1,6 +1,8 @@
 // Package httpadapter serves Parley's /v1 HTTP API over a messaging.Service
 // and an attachments.Service. The API itself (routes, parameters, uploads,
-// file URLs) is described in the project's README.md.
+// file URLs) is described in the project's README.md, and completely in
+// the OpenAPI 3.1 document that OpenAPI returns and the handler serves at
+// GET /v1/openapi.json, the one path that needs no authentication.
 //
 // New returns an http.Handler for request paths that start with /v1. Mount
 // it at the root of a server, or under any prefix with http.StripPrefix;

@@ -209,45 +209,10 @@ func New(msgs *messaging.Service, files *attachments.Service, opts *Options) (ht
 	a.mux = http.NewServeMux()
 	a.notFound = a.route(nil)
 	a.mux.Handle("/", a.notFound)
-	a.mux.Handle("/v1/messages", a.route([]method{
-		{http.MethodGet, a.listMessages},
-		{http.MethodPost, a.createMessage},
-	}))
-	a.mux.Handle("/v1/messages/{id}", a.route([]method{
-		{http.MethodGet, a.getMessage},
-		{http.MethodPut, a.updateMessage},
-		{http.MethodDelete, a.deleteMessage},
-	}))
-	a.mux.Handle("/v1/messages/{id}/revisions", a.route([]method{
-		{http.MethodGet, a.listRevisions},
-	}))
-	a.mux.Handle("/v1/messages/{id}/reactions/{name}", a.route([]method{
-		{http.MethodDelete, a.removeReaction},
-	}))
-	a.mux.Handle("/v1/conversations", a.route([]method{
-		{http.MethodGet, a.listConversations},
-	}))
-	a.mux.Handle("/v1/conversations/{id}", a.route([]method{
-		{http.MethodGet, a.getConversation},
-		{http.MethodPut, a.updateConversation},
-	}))
-	a.mux.Handle("/v1/attachments", a.route([]method{
-		{http.MethodGet, a.listAttachments},
-		{http.MethodPost, a.createAttachment},
-	}))
-	a.mux.Handle("/v1/attachments/{id}", a.route([]method{
-		{http.MethodGet, a.getAttachment},
-		{http.MethodPut, a.renameAttachment},
-		{http.MethodDelete, a.deleteAttachment},
-	}))
-	a.mux.Handle("/v1/attachments/{id}/{filename}", a.route([]method{
-		{http.MethodGet, a.serveFile},
-	}))
-	if a.events != nil {
-		a.mux.Handle("/v1/events", a.route([]method{
-			{http.MethodGet, a.getEvents},
-		}))
+	for _, rt := range a.routes() {
+		a.mux.Handle(rt.pattern, a.route(rt.methods))
 	}
+	a.mux.Handle(openAPIPath, openAPIHandler{a})
 	return a, nil
 }
 
@@ -282,6 +247,59 @@ func isClean(p string) bool {
 		c += "/"
 	}
 	return c == p
+}
+
+// routeDef is a path of /v1 and the methods it serves.
+type routeDef struct {
+	pattern string
+	methods []method
+}
+
+// routes lists the authenticated paths of /v1 (all but openAPIPath), as
+// registered with the ServeMux and described in openapi.json.
+func (a *api) routes() []routeDef {
+	rs := []routeDef{
+		{"/v1/messages", []method{
+			{http.MethodGet, a.listMessages},
+			{http.MethodPost, a.createMessage},
+		}},
+		{"/v1/messages/{id}", []method{
+			{http.MethodGet, a.getMessage},
+			{http.MethodPut, a.updateMessage},
+			{http.MethodDelete, a.deleteMessage},
+		}},
+		{"/v1/messages/{id}/revisions", []method{
+			{http.MethodGet, a.listRevisions},
+		}},
+		{"/v1/messages/{id}/reactions/{name}", []method{
+			{http.MethodDelete, a.removeReaction},
+		}},
+		{"/v1/conversations", []method{
+			{http.MethodGet, a.listConversations},
+		}},
+		{"/v1/conversations/{id}", []method{
+			{http.MethodGet, a.getConversation},
+			{http.MethodPut, a.updateConversation},
+		}},
+		{"/v1/attachments", []method{
+			{http.MethodGet, a.listAttachments},
+			{http.MethodPost, a.createAttachment},
+		}},
+		{"/v1/attachments/{id}", []method{
+			{http.MethodGet, a.getAttachment},
+			{http.MethodPut, a.renameAttachment},
+			{http.MethodDelete, a.deleteAttachment},
+		}},
+		{"/v1/attachments/{id}/{filename}", []method{
+			{http.MethodGet, a.serveFile},
+		}},
+	}
+	if a.events != nil {
+		rs = append(rs, routeDef{"/v1/events", []method{
+			{http.MethodGet, a.getEvents},
+		}})
+	}
+	return rs
 }
 
 // handlerFunc serves one method of a route for an authenticated caller.
