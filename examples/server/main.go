@@ -216,8 +216,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	// 6. The HTTP adapter, mounted at the root of this server's mux.
+	auth := httpadapter.StaticTokens(table)
 	api, err := httpadapter.New(msgs, files, &httpadapter.Options{
-		Authenticator:   httpadapter.StaticTokens(table),
+		Authenticator:   auth,
 		BaseURL:         *baseURL,
 		SignedURLExpiry: *signed,
 		Events:          feed,
@@ -228,6 +229,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
+	mountChat(mux, auth) // the chat page at /, for people
 	srv := newHTTPServer(mux, log, defaultLimits)
 
 	// 7. Reconcile files left behind by failures, now and every five minutes.
@@ -411,6 +413,7 @@ func greet(w io.Writer, addr, baseURL, dsn, bucket string, table map[string]mess
 	}
 	fmt.Fprintf(w, "Parley is listening on %s\n  database: %s\n  files:    %s\ncallers:\n%s\ntry:\n  curl -s -H 'Authorization: Bearer %s' -d conversation_id=general -d message=hello %s/v1/messages\n  curl -s -H 'Authorization: Bearer %s' '%s/v1/messages?conversation_id=general'\n  curl -N -H 'Authorization: Bearer %s' -H 'Accept: text/event-stream' %s/v1/events\n",
 		base, dsn, bucket, strings.Join(pairs, "\n"), first, base, first, base, first, base)
+	fmt.Fprintf(w, "or chat in a browser: open %s/ and sign in with a token\n", base)
 }
 
 // logEvents returns the handler of -event-log: each event as a JSON line
