@@ -1,0 +1,402 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"iter"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/storage/storecopy"
+)
+
+// The export and import of whole stores, for storage/storecopy: a
+// snapshot reads every table in one read-only transaction, each table
+// with one query in the order of its key, streamed in batches; Load
+// writes each batch with multi-row INSERTs that skip the rows already
+// there, in one transaction.
+
+var _ storecopy.Sink = (*Store)(nil)
+
+// Snapshot opens a read-only transaction that sees the rows as of one
+// moment (storecopy.Source): REPEATABLE READ on PostgreSQL and MySQL
+// (InnoDB's consistent snapshot, taken by its first read, here), a read
+// transaction of SQLite's WAL. It holds one connection until closed. The
+// schema must be this version's (Migrate); Snapshot never writes.
+func (s *Store) Snapshot(ctx context.Context) (storecopy.Snapshot, error) {
+	if err := s.checkVersion(ctx); err != nil {
+		return nil, wrapErr("sqlstore.Snapshot", err)
+	}
+	var tx bun.Tx
+	var err error
+	if s.flavor == flavorSQLite {
+		tx, err = s.r.BeginTx(ctx, nil)
+	} else {
+		tx, err = s.r.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	}
+	if err != nil {
+		return nil, wrapErr("sqlstore.Snapshot", err)
+	}
+	snap := &snapshot{s: s, tx: tx}
+	// The first read fixes the snapshot (SQLite, InnoDB).
+	if snap.in, err = snap.installation(ctx); err != nil {
+		_ = tx.Rollback()
+		return nil, wrapErr("sqlstore.Snapshot", err)
+	}
+	return snap, nil
+}
+
+// checkVersion checks that the schema is the one this version of the
+// store reads and writes.
+func (s *Store) checkVersion(ctx context.Context) error {
+	var names []string
+	if err := s.w.NewRaw("SELECT name FROM "+migrationsTable+" ORDER BY name DESC LIMIT 1").Scan(ctx, &names); err != nil {
+		return fmt.Errorf("read the schema version (run Migrate): %w", err)
+	}
+	want := versions[len(versions)-1].Name
+	switch {
+	case len(names) == 0 || names[0] < want:
+		return &messaging.Error{Kind: messaging.ErrInvalid, Message: fmt.Sprintf(
+			"the database's schema is older than this program's (version %s): run Migrate, or start the server on it once", want)}
+	case names[0] > want:
+		return &messaging.Error{Kind: messaging.ErrInvalid, Message: fmt.Sprintf(
+			"the database's schema (version %s) is newer than this program's (%s): use the program that wrote it", names[0], want)}
+	}
+	return nil
+}
+
+// snapshot is a Store's storecopy.Snapshot.
+type snapshot struct {
+	s  *Store
+	tx bun.Tx
+	in storecopy.Installation
+}
+
+func (p *snapshot) installation(ctx context.Context) (storecopy.Installation, error) {
+	var rows []struct {
+		ID    string `bun:"id"`
+		Epoch int64  `bun:"epoch"`
+	}
+	if err := p.tx.NewRaw("SELECT id, epoch FROM parley_installation WHERE one = 1").Scan(ctx, &rows); err != nil {
+		return storecopy.Installation{}, err
+	}
+	if len(rows) == 0 {
+		return storecopy.Installation{}, errNoInstallation
+	}
+	return storecopy.Installation{ID: rows[0].ID, Epoch: rows[0].Epoch}, nil
+}
+
+func (p *snapshot) Installation(ctx context.Context) (storecopy.Installation, error) {
+	return p.in, nil
+}
+
+func (p *snapshot) Close() error { return p.tx.Rollback() }
+
+// memberWhere selects the members with something to say.
+const memberWhere = "(is_member = TRUE OR read_created IS NOT NULL OR own_count <> 0)"
+
+// dumpFrom is the FROM (and WHERE) of each kind's rows.
+var dumpFrom = map[storecopy.Kind]string{
+	storecopy.Contacts:        "contacts",
+	storecopy.Conversations:   "conversations",
+	storecopy.Members:         "conversation_members WHERE " + memberWhere,
+	storecopy.Messages:        "messages",
+	storecopy.ReactionNames:   "reaction_names",
+	storecopy.Reactions:       "reactions",
+	storecopy.Attachments:     "attachments",
+	storecopy.Revisions:       "message_revisions",
+	storecopy.IdempotencyKeys: "idempotency_keys",
+}
+
+func (p *snapshot) Count(ctx context.Context, k storecopy.Kind) (int64, error) {
+	from, ok := dumpFrom[k]
+	if !ok {
+		return 0, nil
+	}
+	var n int64
+	err := p.tx.NewRaw("SELECT COUNT(*) FROM "+from).Scan(ctx, &n)
+	return n, wrapErr("sqlstore.Snapshot", err)
+}
+
+// Rows of the kinds, as read.
+type (
+	conversationDump struct {
+		ID            string    `bun:"id"`
+		CreatedAt     time.Time `bun:"created_at"`
+		UpdatedAt     time.Time `bun:"updated_at"`
+		MessageCount  int64     `bun:"message_count"`
+		LastMessageID string    `bun:"last_message_id"`
+	}
+	memberDump struct {
+		ConversationID string    `bun:"conversation_id"`
+		ContactID      string    `bun:"contact_id"`
+		IsMember       bool      `bun:"is_member"`
+		JoinedAt       time.Time `bun:"joined_at"`
+		ReadCreated    time.Time `bun:"read_created"`
+		ReadMessageID  string    `bun:"read_message_id"`
+		ReadCount      int64     `bun:"read_count"`
+		OwnCount       int64     `bun:"own_count"`
+		OwnReadCount   int64     `bun:"own_read_count"`
+	}
+	messageDump struct {
+		ID              string    `bun:"id"`
+		ConversationID  string    `bun:"conversation_id"`
+		ContactID       string    `bun:"contact_id"`
+		Text            string    `bun:"text"`
+		ReadAt          time.Time `bun:"read_at"`
+		CreatedAt       time.Time `bun:"created_at"`
+		UpdatedAt       time.Time `bun:"updated_at"`
+		ReactionCount   int       `bun:"reaction_count"`
+		AttachmentCount int       `bun:"attachment_count"`
+	}
+)
+
+func (p *snapshot) Rows(ctx context.Context, k storecopy.Kind, size int) iter.Seq2[*storecopy.Batch, error] {
+	size = max(size, 1)
+	switch k {
+	case storecopy.Contacts:
+		return scanBatches(ctx, p, "SELECT "+contactCols+" FROM contacts ORDER BY id", size, func(rs []contactRow) *storecopy.Batch {
+			b := &storecopy.Batch{Kind: k, Contacts: make([]messaging.Contact, len(rs))}
+			for i, r := range rs {
+				b.Contacts[i] = r.contact()
+			}
+			return b
+		})
+	case storecopy.Conversations:
+		return scanBatches(ctx, p, "SELECT id, created_at, updated_at, message_count, last_message_id FROM conversations ORDER BY id", size,
+			func(rs []conversationDump) *storecopy.Batch {
+				b := &storecopy.Batch{Kind: k, Conversations: make([]storecopy.Conversation, len(rs))}
+				for i, r := range rs {
+					b.Conversations[i] = storecopy.Conversation{ID: r.ID, CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt),
+						MessageCount: r.MessageCount, LastMessageID: r.LastMessageID}
+				}
+				return b
+			})
+	case storecopy.Members:
+		return scanBatches(ctx, p, `SELECT conversation_id, contact_id, is_member, joined_at, read_created, read_message_id, read_count, own_count, own_read_count
+			FROM conversation_members WHERE `+memberWhere+` ORDER BY conversation_id, contact_id`, size,
+			func(rs []memberDump) *storecopy.Batch {
+				b := &storecopy.Batch{Kind: k, Members: make([]storecopy.Member, len(rs))}
+				for i, r := range rs {
+					m := storecopy.Member{ConversationID: r.ConversationID, ContactID: r.ContactID, IsMember: r.IsMember,
+						ReadCreated: utc(r.ReadCreated), ReadMessageID: r.ReadMessageID,
+						ReadCount: r.ReadCount, OwnCount: r.OwnCount, OwnReadCount: r.OwnReadCount}
+					if r.IsMember {
+						m.JoinedAt = utc(r.JoinedAt)
+					}
+					b.Members[i] = m
+				}
+				return b
+			})
+	case storecopy.Messages:
+		return scanBatches(ctx, p, "SELECT "+strings.ReplaceAll(messageOwnCols, "m.", "")+" FROM messages ORDER BY id", size,
+			func(rs []messageDump) *storecopy.Batch {
+				b := &storecopy.Batch{Kind: k, Messages: make([]storecopy.Message, len(rs))}
+				for i, r := range rs {
+					b.Messages[i] = storecopy.Message{ID: r.ID, ConversationID: r.ConversationID, ContactID: r.ContactID, Text: r.Text,
+						ReadAt: utc(r.ReadAt), CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt),
+						ReactionCount: r.ReactionCount, AttachmentCount: r.AttachmentCount}
+				}
+				return b
+			})
+	case storecopy.ReactionNames, storecopy.Reactions:
+		return p.reactionRows(ctx, k, size)
+	case storecopy.Attachments:
+		return scanBatches(ctx, p, "SELECT "+attachmentCols+" FROM attachments AS a ORDER BY a.id", size, func(rs []attachmentRow) *storecopy.Batch {
+			b := &storecopy.Batch{Kind: k, Attachments: make([]messaging.Attachment, len(rs))}
+			for i, r := range rs {
+				b.Attachments[i] = r.attachment()
+			}
+			return b
+		})
+	case storecopy.Revisions:
+		return scanBatches(ctx, p, "SELECT "+revisionCols+" FROM message_revisions AS r ORDER BY r.id", size, func(rs []revisionRow) *storecopy.Batch {
+			b := &storecopy.Batch{Kind: k, Revisions: make([]messaging.Revision, len(rs))}
+			for i, r := range rs {
+				b.Revisions[i] = r.revision()
+			}
+			return b
+		})
+	case storecopy.IdempotencyKeys:
+		return scanBatches(ctx, p, "SELECT "+keyCols+" FROM idempotency_keys ORDER BY scope, client_key", size, func(rs []keyRow) *storecopy.Batch {
+			b := &storecopy.Batch{Kind: k, IdempotencyKeys: make([]messaging.IdempotencyRecord, len(rs))}
+			for i, r := range rs {
+				b.IdempotencyKeys[i] = r.record()
+			}
+			return b
+		})
+	}
+	return func(func(*storecopy.Batch, error) bool) {}
+}
+
+// scanBatches runs query in the snapshot's transaction and yields its
+// rows, scanned into T, in batches of size made by batch.
+func scanBatches[T any](ctx context.Context, p *snapshot, query string, size int, batch func([]T) *storecopy.Batch) iter.Seq2[*storecopy.Batch, error] {
+	return func(yield func(*storecopy.Batch, error) bool) {
+		rows, err := p.tx.QueryContext(ctx, query)
+		if err != nil {
+			yield(nil, wrapErr("sqlstore.Snapshot", err))
+			return
+		}
+		defer rows.Close()
+		buf := make([]T, 0, size)
+		for rows.Next() {
+			var r T
+			if err := p.s.r.ScanRow(ctx, rows, &r); err != nil {
+				yield(nil, wrapErr("sqlstore.Snapshot", err))
+				return
+			}
+			buf = append(buf, r)
+			if len(buf) == size {
+				if !yield(batch(buf), nil) {
+					return
+				}
+				buf = buf[:0]
+			}
+		}
+		if err := rows.Err(); err != nil {
+			yield(nil, wrapErr("sqlstore.Snapshot", err))
+			return
+		}
+		if len(buf) > 0 {
+			yield(batch(buf), nil)
+		}
+	}
+}
+
+// SetInstallation gives the database the installation id and epoch of in
+// (storecopy.Sink).
+func (s *Store) SetInstallation(ctx context.Context, in storecopy.Installation) error {
+	return wrapErr("sqlstore.SetInstallation", s.retry(ctx, func(ctx context.Context) error {
+		_, err := s.w.ExecContext(ctx, "UPDATE parley_installation SET id = ?, epoch = ? WHERE one = 1", in.ID, in.Epoch)
+		return err
+	}))
+}
+
+// Load stores the rows of b as they are, counters included, skipping those
+// whose key (or other unique key) is stored already, in one transaction of
+// multi-row INSERTs (storecopy.Sink).
+func (s *Store) Load(ctx context.Context, b *storecopy.Batch) error {
+	return wrapErr("sqlstore.Load", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+		ins := inserter{s: s, tx: tx, ctx: ctx}
+		switch b.Kind {
+		case storecopy.Contacts:
+			ins.start("contacts", "id", contactCols)
+			for _, c := range b.Contacts {
+				ins.add(c.ID, c.Username, c.PhoneNumber, c.AvatarURL, ts(c.LastActiveAt), c.CreatedAt.UTC())
+			}
+		case storecopy.Conversations:
+			ins.start("conversations", "id", "id, created_at, updated_at, message_count, last_message_id")
+			for _, c := range b.Conversations {
+				ins.add(c.ID, c.CreatedAt.UTC(), c.UpdatedAt.UTC(), c.MessageCount, nullable(c.LastMessageID))
+			}
+		case storecopy.Members:
+			ins.start("conversation_members", "conversation_id",
+				"conversation_id, contact_id, is_member, joined_at, read_created, read_message_id, read_count, own_count, own_read_count")
+			for _, m := range b.Members {
+				ins.add(m.ConversationID, m.ContactID, m.IsMember, ts(m.JoinedAt), ts(m.ReadCreated), nullable(m.ReadMessageID),
+					m.ReadCount, m.OwnCount, m.OwnReadCount)
+			}
+		case storecopy.Messages:
+			ins.start("messages", "id", strings.ReplaceAll(messageOwnCols, "m.", ""))
+			for _, m := range b.Messages {
+				ins.add(m.ID, m.ConversationID, m.ContactID, m.Text, ts(m.ReadAt), m.CreatedAt.UTC(), ts(m.UpdatedAt), m.ReactionCount, m.AttachmentCount)
+			}
+		case storecopy.ReactionNames, storecopy.Reactions:
+			return s.loadReactions(ctx, &ins, b)
+		case storecopy.Attachments:
+			ins.start("attachments", "id", strings.ReplaceAll(attachmentCols, "a.", ""))
+			for _, a := range b.Attachments {
+				ins.add(a.ID, nullable(a.MessageID), nullable(a.ConversationID), a.UploaderID, a.Filename, a.FileType, a.FileSize, a.SHA256, a.Key, a.CreatedAt.UTC())
+			}
+		case storecopy.Revisions:
+			ins.start("message_revisions", "id", "id, message_id, text, created_at")
+			for _, r := range b.Revisions {
+				ins.add(r.ID, r.MessageID, r.Text, r.CreatedAt.UTC())
+			}
+		case storecopy.IdempotencyKeys:
+			ins.start("idempotency_keys", "scope", keyCols)
+			for _, r := range b.IdempotencyKeys {
+				ins.add(r.Scope, r.Key, r.Fingerprint, r.Lock, r.Result, r.CreatedAt.UTC(), r.ExpiresAt.UTC())
+			}
+		}
+		return ins.flush(ctx)
+	}))
+}
+
+// loadStatementBytes is about the most bytes of values one INSERT of Load
+// carries: well within MySQL's and MariaDB's max_allowed_packet.
+const loadStatementBytes = 1 << 20
+
+// inserter builds multi-row INSERTs that skip rows whose keys exist, and
+// runs one whenever its values reach loadStatementBytes.
+type inserter struct {
+	s      *Store
+	tx     bun.Tx
+	head   string // INSERT INTO t (cols) VALUES
+	tail   string // the clause that skips existing rows
+	values strings.Builder
+	args   []any
+	size   int
+	err    error
+	ctx    context.Context //nolint:containedctx // the transaction's, for the INSERTs that add runs
+}
+
+// start begins the INSERTs into table of cols; keyCol is a column of its
+// primary key (MySQL's no-op update).
+func (ins *inserter) start(table, keyCol, cols string) {
+	ins.startWith("INSERT INTO "+table+" ("+cols+") VALUES ", keyCol)
+}
+
+func (ins *inserter) startWith(head, keyCol string) {
+	ins.head = head
+	ins.tail = " ON CONFLICT DO NOTHING"
+	if ins.s.flavor == flavorMySQL {
+		ins.tail = " ON DUPLICATE KEY UPDATE " + keyCol + " = " + keyCol
+	}
+}
+
+// add adds a row of values.
+func (ins *inserter) add(vals ...any) {
+	if ins.err != nil {
+		return
+	}
+	if ins.values.Len() > 0 {
+		ins.values.WriteString(", ")
+	}
+	ins.values.WriteString("(")
+	for i, v := range vals {
+		if i > 0 {
+			ins.values.WriteString(", ")
+		}
+		ins.values.WriteString("?")
+		switch v := v.(type) {
+		case string:
+			ins.size += len(v) + 8
+		case []byte:
+			ins.size += 2*len(v) + 8
+		default:
+			ins.size += 16
+		}
+	}
+	ins.values.WriteString(")")
+	ins.args = append(ins.args, vals...)
+	if ins.size >= loadStatementBytes {
+		ins.err = ins.flush(ins.ctx)
+	}
+}
+
+// flush runs the INSERT of the rows added since the last.
+func (ins *inserter) flush(ctx context.Context) error {
+	if ins.err != nil || ins.values.Len() == 0 {
+		return ins.err
+	}
+	_, err := ins.tx.ExecContext(ctx, ins.head+ins.values.String()+ins.tail, ins.args...)
+	ins.values.Reset()
+	ins.args, ins.size = ins.args[:0], 0
+	return err
+}

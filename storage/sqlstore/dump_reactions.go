@@ -1,0 +1,81 @@
+package sqlstore
+
+import (
+	"context"
+	"iter"
+
+	"github.com/parleychat/parley/storage/storecopy"
+)
+
+// The reactions of a copy, in the shape of the tables now: reaction_names
+// (seq, message_id, name) and reactions (seq, message_id, name, reactor).
+// Both keep their seq, so that names and reactors keep their order.
+
+type (
+	reactionNameDump struct {
+		MessageID string `bun:"message_id"`
+		Name      string `bun:"name"`
+		Seq       int64  `bun:"seq"`
+	}
+	reactionDump struct {
+		MessageID string `bun:"message_id"`
+		Name      string `bun:"name"`
+		Seq       int64  `bun:"seq"`
+		Reactor   string `bun:"reactor"`
+	}
+)
+
+// reactionRows yields the reaction names or the reactions (k) in the
+// order the messages show them.
+func (p *snapshot) reactionRows(ctx context.Context, k storecopy.Kind, size int) iter.Seq2[*storecopy.Batch, error] {
+	if k == storecopy.ReactionNames {
+		return scanBatches(ctx, p, "SELECT message_id, name, seq FROM reaction_names ORDER BY message_id, seq", size,
+			func(rs []reactionNameDump) *storecopy.Batch {
+				b := &storecopy.Batch{Kind: k, ReactionNames: make([]storecopy.ReactionName, len(rs))}
+				for i, r := range rs {
+					b.ReactionNames[i] = storecopy.ReactionName{MessageID: r.MessageID, Name: r.Name, Seq: r.Seq}
+				}
+				return b
+			})
+	}
+	return scanBatches(ctx, p, `SELECT r.message_id, r.name, r.seq, r.reactor FROM reactions AS r
+		JOIN reaction_names AS n ON n.message_id = r.message_id AND n.name = r.name ORDER BY r.message_id, n.seq, r.seq`, size,
+		func(rs []reactionDump) *storecopy.Batch {
+			b := &storecopy.Batch{Kind: k, Reactions: make([]storecopy.Reaction, len(rs))}
+			for i, r := range rs {
+				b.Reactions[i] = storecopy.Reaction{MessageID: r.MessageID, Name: r.Name, Seq: r.Seq, Reactor: r.Reactor}
+			}
+			return b
+		})
+}
+
+// loadReactions stores the reaction names or reactions of b with their
+// seq; on PostgreSQL, whose seq is an identity column, the identity then
+// continues after the greatest.
+func (s *Store) loadReactions(ctx context.Context, ins *inserter, b *storecopy.Batch) error {
+	overriding := ""
+	if s.flavor == flavorPostgres {
+		overriding = "OVERRIDING SYSTEM VALUE "
+	}
+	table := "reaction_names"
+	if b.Kind == storecopy.ReactionNames {
+		ins.startWith("INSERT INTO reaction_names (seq, message_id, name) "+overriding+"VALUES ", "seq")
+		for _, r := range b.ReactionNames {
+			ins.add(r.Seq, r.MessageID, r.Name)
+		}
+	} else {
+		table = "reactions"
+		ins.startWith("INSERT INTO reactions (seq, message_id, name, reactor) "+overriding+"VALUES ", "seq")
+		for _, r := range b.Reactions {
+			ins.add(r.Seq, r.MessageID, r.Name, r.Reactor)
+		}
+	}
+	if err := ins.flush(ctx); err != nil {
+		return err
+	}
+	if s.flavor == flavorPostgres {
+		_, err := ins.tx.ExecContext(ctx, "SELECT setval(pg_get_serial_sequence('"+table+"', 'seq'), (SELECT MAX(seq) FROM "+table+"))")
+		return err
+	}
+	return nil
+}

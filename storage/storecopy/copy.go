@@ -1,0 +1,384 @@
+package storecopy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/messaging"
+)
+
+// Options configure Copy and Verify. A nil *Options means all defaults.
+type Options struct {
+	// BatchSize is the most rows read, and loaded in one transaction, at
+	// a time. Default: 1000.
+	BatchSize int
+	// FileWorkers is how many files are copied or hashed at once.
+	// Default: 8.
+	FileWorkers int
+	// Progress, when set, is called with the progress of the work, at
+	// most every ProgressEvery and once at the end of each stage, from
+	// one goroutine at a time.
+	Progress func(Progress)
+	// ProgressEvery is how often Progress is called. Default: 1 second.
+	ProgressEvery time.Duration
+	// Now returns the current time, which decides the idempotency records
+	// still in force. Default: time.Now.
+	Now func() time.Time
+}
+
+func (o *Options) withDefaults() Options {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 1000
+	}
+	if c.FileWorkers <= 0 {
+		c.FileWorkers = 8
+	}
+	if c.ProgressEvery <= 0 {
+		c.ProgressEvery = time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Stage is a step of a copy.
+type Stage string
+
+// The stages of a copy, in order; Verify has the last only.
+const (
+	StageRows   Stage = "rows"
+	StageFiles  Stage = "files"
+	StageVerify Stage = "verify"
+)
+
+// Progress is how far a copy or a verification has come.
+type Progress struct {
+	Stage Stage
+	// Kind is the kind of rows being copied or compared.
+	Kind Kind
+	// Rows is the number of rows copied (or compared) so far, of
+	// RowsTotal.
+	Rows, RowsTotal int64
+	// Files is the number of files copied, found in place, or hashed so
+	// far, of FilesTotal; Bytes is the number of bytes they hold.
+	Files, FilesTotal int64
+	Bytes             int64
+	// Elapsed is the time since the start of the stage.
+	Elapsed time.Duration
+	// Done is true in the last call of a stage.
+	Done bool
+}
+
+// Report says what a copy or a verification did.
+type Report struct {
+	// Rows counts the rows of each kind in the source's snapshot
+	// (idempotency records: those in force).
+	Rows map[Kind]int64
+	// Files is the number of files, one per attachment row; Copied of
+	// them were copied and the others found in place, whole.
+	Files, Copied int64
+	// Bytes is the number of bytes copied.
+	Bytes int64
+	// Verified is true when every row and file of the destination was
+	// found equal to the source's.
+	Verified bool
+	// Took is how long the work took.
+	Took time.Duration
+}
+
+// ErrMismatch is matched by the error of a verification that found the
+// destination different from its source: errors.Is(err, ErrMismatch). The
+// error is a *MismatchError.
+var ErrMismatch = errors.New("storecopy: the destination differs from its source")
+
+// MismatchError names the differences a verification found, up to 20
+// of them, and counts the rows of each side that differ in number.
+type MismatchError struct {
+	// Differences describe, one per line, what differs.
+	Differences []string
+}
+
+func (e *MismatchError) Error() string {
+	return "the destination differs from its source:\n  " + strings.Join(e.Differences, "\n  ")
+}
+
+// Is reports whether target is ErrMismatch.
+func (e *MismatchError) Is(target error) bool { return target == ErrMismatch }
+
+// Copy copies every row of src, and every file of its attachments from
+// srcFiles, to dst and dstFiles, then verifies the copy (see Verify). The
+// files may be nil together, to copy the rows only.
+//
+// The rows are those of one snapshot of src (see Source), read in
+// batches and loaded in batches, each batch in one transaction of dst:
+// memory stays bounded whatever the size. dst takes src's installation
+// identity first. Copy never writes to src or srcFiles.
+//
+// Copy is resumable and idempotent: a row or file that dst holds already
+// is skipped (a file when its SHA-256 is its row's), so a copy that was
+// interrupted finishes when run again, and a copy run again on a finished
+// copy changes nothing. It refuses a destination that holds rows of
+// another store (an installation other than src's), or a bucket claimed
+// by another database, or holding files when dst is new: the error
+// matches messaging.ErrConflict and says what the destination holds.
+//
+// A verification that finds differences returns a *MismatchError
+// (errors.Is(err, ErrMismatch)). A file of a row that srcFiles does not
+// hold, or whose bytes are not its row's, is such a difference.
+func Copy(ctx context.Context, dst Sink, dstFiles attachments.BlobStore, src Source, srcFiles attachments.BlobStore, opts *Options) (Report, error) {
+	o := opts.withDefaults()
+	start := time.Now()
+	rep := Report{Rows: map[Kind]int64{}}
+	if (dstFiles == nil) != (srcFiles == nil) {
+		return rep, &messaging.Error{Kind: messaging.ErrInvalid, Op: "storecopy.Copy", Message: "give both blob stores, or neither"}
+	}
+	snap, err := src.Snapshot(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("storecopy: open the source's snapshot: %w", err)
+	}
+	defer snap.Close()
+	cut := o.Now()
+	in, err := snap.Installation(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("storecopy: read the source's installation: %w", err)
+	}
+	if err := prepare(ctx, dst, dstFiles, in); err != nil {
+		return rep, err
+	}
+	for _, k := range Kinds() {
+		if err := copyRows(ctx, k, dst, snap, &o, cut); err != nil {
+			return rep, err
+		}
+	}
+	var diffs []string
+	if srcFiles != nil {
+		var err error
+		if diffs, err = copyFiles(ctx, dstFiles, snap, srcFiles, &o, &rep); err != nil {
+			return rep, err
+		}
+		if err := copyClaim(ctx, dstFiles, srcFiles, in); err != nil {
+			return rep, err
+		}
+	}
+	err = verify(ctx, dst, dstFiles, snap, nil, &o, cut, &rep, diffs)
+	rep.Took = time.Since(start)
+	return rep, err
+}
+
+// Verify compares dst with src, the destination of a copy with its
+// source: every row of every kind, field by field (reactions by their
+// order, not their sequence numbers), and the SHA-256 of the file of every
+// attachment row in both blob stores (which may be nil together, to
+// compare the rows only). It changes nothing. Differences are reported as
+// a *MismatchError (errors.Is(err, ErrMismatch)); other errors are those
+// of reading either side.
+func Verify(ctx context.Context, dst Sink, dstFiles attachments.BlobStore, src Source, srcFiles attachments.BlobStore, opts *Options) (Report, error) {
+	o := opts.withDefaults()
+	start := time.Now()
+	rep := Report{Rows: map[Kind]int64{}}
+	snap, err := src.Snapshot(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("storecopy: open the source's snapshot: %w", err)
+	}
+	defer snap.Close()
+	if dstFiles == nil {
+		srcFiles = nil
+	}
+	err = verify(ctx, dst, dstFiles, snap, srcFiles, &o, o.Now(), &rep, nil)
+	rep.Took = time.Since(start)
+	return rep, err
+}
+
+// prepare checks that dst (and dstFiles) may receive a copy of the store
+// whose installation is in, and gives dst that installation.
+func prepare(ctx context.Context, dst Sink, dstFiles attachments.BlobStore, in Installation) error {
+	snap, err := dst.Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("storecopy: open the destination: %w", err)
+	}
+	defer snap.Close()
+	have, err := snap.Installation(ctx)
+	if err != nil {
+		return fmt.Errorf("storecopy: read the destination's installation: %w", err)
+	}
+	resume := have.ID == in.ID && in.ID != ""
+	if !resume {
+		var held []string
+		for _, k := range Kinds() {
+			n, err := snap.Count(ctx, k)
+			if err != nil {
+				return fmt.Errorf("storecopy: count the destination's %s: %w", k, err)
+			}
+			if n > 0 {
+				held = append(held, fmt.Sprintf("%d %s", n, k))
+			}
+		}
+		if len(held) > 0 {
+			return &messaging.Error{Kind: messaging.ErrConflict, Op: "storecopy.Copy", Message: fmt.Sprintf(
+				"the destination database holds another store's data (installation %s, not the source's %s): %s; copy into an empty database",
+				have.ID, in.ID, strings.Join(held, ", "))}
+		}
+	}
+	if dstFiles != nil {
+		if err := checkBucket(ctx, dstFiles, in, resume); err != nil {
+			return err
+		}
+	}
+	if resume {
+		return nil
+	}
+	if err := dst.SetInstallation(ctx, in); err != nil {
+		return fmt.Errorf("storecopy: set the destination's installation: %w", err)
+	}
+	return nil
+}
+
+// copyRows copies the rows of kind k: a goroutine reads the source's
+// batches while the caller's loads the one before.
+func copyRows(ctx context.Context, k Kind, dst Sink, snap Snapshot, o *Options, cut time.Time) error {
+	total, err := snap.Count(ctx, k)
+	if err != nil {
+		return fmt.Errorf("storecopy: count the source's %s: %w", k, err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	batches := make(chan *Batch, 1)
+	var readErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(batches)
+		for b, err := range snap.Rows(ctx, k, o.BatchSize) {
+			if err != nil {
+				readErr = fmt.Errorf("storecopy: read the source's %s: %w", k, err)
+				return
+			}
+			if k == IdempotencyKeys {
+				b.IdempotencyKeys = inForce(b.IdempotencyKeys, cut)
+			}
+			select {
+			case batches <- b:
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	p := newProgress(o, StageRows, k)
+	p.RowsTotal = total
+	var loadErr error
+	for b := range batches {
+		if loadErr != nil {
+			continue // drain
+		}
+		if b.Len() == 0 {
+			continue
+		}
+		if err := dst.Load(ctx, b); err != nil {
+			loadErr = fmt.Errorf("storecopy: load %s: %w", k, err)
+			cancel()
+			continue
+		}
+		p.Rows += int64(b.Len())
+		p.tick(false)
+	}
+	wg.Wait()
+	if loadErr != nil {
+		return loadErr
+	}
+	if readErr != nil {
+		return readErr
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p.tick(true)
+	return nil
+}
+
+// inForce returns the records of rs that expire after cut.
+func inForce(rs []messaging.IdempotencyRecord, cut time.Time) []messaging.IdempotencyRecord {
+	out := rs[:0]
+	for _, r := range rs {
+		if r.ExpiresAt.After(cut) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// verify compares dst with snap (rows, and dst's files against their rows
+// and, when srcFiles is set, srcFiles's), adding earlier to the
+// differences.
+func verify(ctx context.Context, dst Sink, dstFiles attachments.BlobStore, snap Snapshot, srcFiles attachments.BlobStore, o *Options, cut time.Time, rep *Report, earlier []string) error {
+	dsnap, err := dst.Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("storecopy: open the destination's snapshot: %w", err)
+	}
+	defer dsnap.Close()
+	diffs := earlier
+	for _, k := range Kinds() {
+		p := newProgress(o, StageVerify, k)
+		nSrc, nDst, d, err := compareRows(ctx, k, snap, dsnap, o.BatchSize, cut)
+		if err != nil {
+			return fmt.Errorf("storecopy: verify: %w", err)
+		}
+		rep.Rows[k] = nSrc
+		if nSrc != nDst {
+			diffs = addDiff(diffs, fmt.Sprintf("%s: %d in the source, %d in the destination", k, nSrc, nDst))
+		}
+		for _, x := range d {
+			diffs = addDiff(diffs, x)
+		}
+		p.Rows, p.RowsTotal = nSrc, nSrc
+		p.tick(true)
+	}
+	if dstFiles != nil {
+		d, err := verifyFiles(ctx, dstFiles, snap, srcFiles, o, rep)
+		if err != nil {
+			return err
+		}
+		for _, x := range d {
+			diffs = addDiff(diffs, x)
+		}
+	}
+	if len(diffs) > 0 {
+		return &MismatchError{Differences: diffs}
+	}
+	rep.Verified = true
+	return nil
+}
+
+// progress calls Options.Progress at most every ProgressEvery.
+type progress struct {
+	Progress
+	o     *Options
+	start time.Time
+	last  time.Time
+}
+
+func newProgress(o *Options, s Stage, k Kind) *progress {
+	now := time.Now()
+	return &progress{Progress: Progress{Stage: s, Kind: k}, o: o, start: now, last: now}
+}
+
+func (p *progress) tick(done bool) {
+	if p.o.Progress == nil {
+		return
+	}
+	now := time.Now()
+	if !done && now.Sub(p.last) < p.o.ProgressEvery {
+		return
+	}
+	p.last = now
+	p.Elapsed, p.Done = now.Sub(p.start), done
+	p.o.Progress(p.Progress)
+}

@@ -1,0 +1,66 @@
+// Package storecopy copies a whole Parley from one store and bucket to
+// another: from SQLite and a local folder to PostgreSQL and S3, from any
+// backend to any other.
+//
+//	report, err := storecopy.Copy(ctx, pgStore, s3Files, sqliteStore, localFiles, nil)
+//
+// Copy reads one consistent snapshot of the source (storecopy.Source) and
+// writes every row of it to the destination (storecopy.Sink) in batches,
+// ids, times and order kept, so that every answer of the API, cursors
+// included, is the same on both sides (file URLs aside, when the host
+// changes). Then it copies the file of every attachment row, and verifies
+// the whole: every row field by field and every file by its SHA-256.
+// Verify does the verification alone.
+//
+// # What is copied
+//
+// Contacts; conversations, with each member's membership, read position
+// and counters; messages with their read state, reactions (in their
+// order) and revisions; attachment rows and their files; the idempotency
+// records still in force; and the store's installation id and reconcile
+// epoch (see attachments.Installation), so that the keys of the files
+// stay the copy's own and a bucket claimed by the source (its claim is
+// copied too) serves the copy. Not copied: the events of the outbox and
+// the positions of their handlers (the copy starts a new feed: clients of
+// GET /v1/events start again from its start), the pending deletions of
+// the source's bucket (housekeeping of that bucket), and expired
+// idempotency records.
+//
+// # Consistency, resuming, refusals
+//
+// A source that keeps serving while it is copied gives a coherent copy of
+// one moment: sqlstore reads it in one REPEATABLE READ transaction
+// (PostgreSQL, MySQL) or read transaction (SQLite), memstore copies it
+// under its lock. Files are immutable by key, so the files of the
+// snapshot's rows are the snapshot's. Writes made after the snapshot are
+// not in the copy: stop writes (or the server) before the copy that you
+// switch over after.
+//
+// A copy is resumable and idempotent: rows and files already in the
+// destination are skipped (a file is recopied unless its SHA-256 is its
+// row's), so a copy killed at any point finishes when run again, and a
+// copy run again on a finished one changes nothing. A run resumed over a
+// source written to in between copies the rows of its own snapshot that
+// are missing; rows changed or deleted in between stay as first copied,
+// and the verification names them.
+//
+// Copy refuses, with an error matching messaging.ErrConflict that says
+// what the destination holds, a destination database holding rows of
+// another store (another installation id), and a bucket claimed by
+// another database, or holding files that no claim of the source's
+// covers when the database is new. It never writes to the source.
+//
+// # Errors
+//
+// A verification that finds differences returns a *MismatchError,
+// matching ErrMismatch, that names up to 20 of them. Other errors are
+// those of the stores and buckets, wrapped with what was being done.
+//
+// # Backends
+//
+// sqlstore.Store (SQLite, PostgreSQL, MySQL/MariaDB) and memstore.Store
+// implement Source and Sink; any attachments.BlobStore (storage/blobstore
+// over any gocloud.dev bucket, memstore.BlobStore) holds the files; a
+// destination bucket that is an attachments.Lister is checked for files
+// of another store.
+package storecopy

@@ -1,0 +1,300 @@
+package storecopy
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/messaging"
+)
+
+// checkBucket checks that dstFiles may receive the files of the store
+// whose installation is in: it is not claimed by another database, and,
+// unless the copy resumes (resume), it holds no file under
+// attachments.KeyPrefix when it is not claimed by in.
+func checkBucket(ctx context.Context, dstFiles attachments.BlobStore, in Installation, resume bool) error {
+	claim, found, err := readClaim(ctx, dstFiles)
+	if err != nil {
+		return fmt.Errorf("storecopy: read the destination bucket's claim: %w", err)
+	}
+	if found && claim != in.ID {
+		return &messaging.Error{Kind: messaging.ErrConflict, Op: "storecopy.Copy", Message: fmt.Sprintf(
+			"the destination bucket belongs to another Parley database (installation %s, not the source's %s): copy into an empty bucket or folder",
+			claim, in.ID)}
+	}
+	lister, ok := dstFiles.(attachments.Lister)
+	if found || resume || !ok {
+		return nil
+	}
+	var n int
+	var first string
+	errEnough := errors.New("enough")
+	err = lister.List(ctx, attachments.KeyPrefix, func(o attachments.Object) error {
+		if n == 0 {
+			first = o.Key
+		}
+		n++
+		if n == 1000 {
+			return errEnough
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		return fmt.Errorf("storecopy: list the destination bucket: %w", err)
+	}
+	if n > 0 {
+		more := ""
+		if n == 1000 {
+			more = " or more"
+		}
+		return &messaging.Error{Kind: messaging.ErrConflict, Op: "storecopy.Copy", Message: fmt.Sprintf(
+			"the destination bucket holds %d%s files of another store (such as %s) and no claim of the source's: copy into an empty bucket or folder",
+			n, more, first)}
+	}
+	return nil
+}
+
+// readClaim returns the installation id that the claim of the bucket
+// names, if it has a claim.
+func readClaim(ctx context.Context, b attachments.BlobStore) (string, bool, error) {
+	r, err := b.Open(ctx, attachments.ClaimKey)
+	if errors.Is(err, messaging.ErrNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	defer r.Close()
+	data, err := io.ReadAll(io.LimitReader(r, 64<<10))
+	if err != nil {
+		return "", false, err
+	}
+	var c struct {
+		Installation string `json:"installation_id"`
+	}
+	if err := json.Unmarshal(data, &c); err != nil || c.Installation == "" {
+		return "", false, &messaging.Error{Kind: messaging.ErrConflict, Op: "storecopy.Copy",
+			Message: "the destination bucket's claim " + attachments.ClaimKey + " cannot be read", Err: err}
+	}
+	return c.Installation, true, nil
+}
+
+// copyClaim copies the claim of srcFiles, when it is in's, to dstFiles,
+// unless dstFiles has one.
+func copyClaim(ctx context.Context, dstFiles, srcFiles attachments.BlobStore, in Installation) error {
+	if id, found, err := readClaim(ctx, dstFiles); err != nil || found {
+		_ = id
+		return err
+	}
+	r, err := srcFiles.Open(ctx, attachments.ClaimKey)
+	if errors.Is(err, messaging.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("storecopy: read the source bucket's claim: %w", err)
+	}
+	defer r.Close()
+	data, err := io.ReadAll(io.LimitReader(r, 64<<10))
+	if err != nil {
+		return fmt.Errorf("storecopy: read the source bucket's claim: %w", err)
+	}
+	var c struct {
+		Installation string `json:"installation_id"`
+	}
+	if json.Unmarshal(data, &c) != nil || c.Installation != in.ID {
+		return nil // not the source database's: the destination claims its bucket itself
+	}
+	if err := dstFiles.Put(ctx, attachments.ClaimKey, "application/json", strings.NewReader(string(data))); err != nil {
+		return fmt.Errorf("storecopy: write the destination bucket's claim: %w", err)
+	}
+	return nil
+}
+
+// fileResult is what was done with the file of one attachment row.
+type fileResult struct {
+	copied bool
+	bytes  int64
+	diff   string // a difference found, or ""
+	err    error  // an error that ends the work
+}
+
+// eachFile runs fn on the attachment rows of snap, o.FileWorkers at a
+// time, and adds their results to rep; it returns the differences found.
+func eachFile(ctx context.Context, snap Snapshot, o *Options, stage Stage, rep *Report, fn func(ctx context.Context, a messaging.Attachment) fileResult) ([]string, error) {
+	total, err := snap.Count(ctx, Attachments)
+	if err != nil {
+		return nil, fmt.Errorf("storecopy: count the source's attachments: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan messaging.Attachment, o.FileWorkers)
+	results := make(chan fileResult, o.FileWorkers)
+	var readErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(jobs)
+		for b, err := range snap.Rows(ctx, Attachments, o.BatchSize) {
+			if err != nil {
+				readErr = fmt.Errorf("storecopy: read the source's attachments: %w", err)
+				return
+			}
+			for _, a := range b.Attachments {
+				select {
+				case jobs <- a:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	})
+	var workers sync.WaitGroup
+	for range o.FileWorkers {
+		workers.Go(func() {
+			for a := range jobs {
+				results <- fn(ctx, a)
+			}
+		})
+	}
+	go func() { workers.Wait(); close(results) }()
+	p := newProgress(o, stage, Attachments)
+	p.FilesTotal = total
+	var diffs []string
+	var firstErr error
+	for r := range results {
+		if r.err != nil && firstErr == nil {
+			firstErr = r.err
+			cancel()
+		}
+		if r.diff != "" {
+			diffs = addDiff(diffs, r.diff)
+		}
+		p.Files++
+		p.Bytes += r.bytes
+		if stage == StageFiles {
+			rep.Files++
+			if r.copied {
+				rep.Copied++
+				rep.Bytes += r.bytes
+			}
+		}
+		p.tick(false)
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return diffs, firstErr
+	}
+	if readErr != nil {
+		return diffs, readErr
+	}
+	if err := ctx.Err(); err != nil {
+		return diffs, err
+	}
+	p.tick(true)
+	return diffs, nil
+}
+
+// copyFiles copies the file of every attachment row of snap that dstFiles
+// does not hold whole.
+func copyFiles(ctx context.Context, dstFiles attachments.BlobStore, snap Snapshot, srcFiles attachments.BlobStore, o *Options, rep *Report) ([]string, error) {
+	return eachFile(ctx, snap, o, StageFiles, rep, func(ctx context.Context, a messaging.Attachment) fileResult {
+		sum, n, err := hashObject(ctx, dstFiles, a.Key)
+		switch {
+		case err == nil && sum == a.SHA256 && n == a.FileSize:
+			return fileResult{bytes: n} // in place
+		case err != nil && !errors.Is(err, messaging.ErrNotFound):
+			return fileResult{err: fmt.Errorf("storecopy: read the destination's file %s: %w", a.Key, err)}
+		}
+		r, err := srcFiles.Open(ctx, a.Key)
+		if errors.Is(err, messaging.ErrNotFound) {
+			return fileResult{diff: fmt.Sprintf("files: the file of attachment %q (%s) is missing from the source bucket", a.ID, a.Key)}
+		}
+		if err != nil {
+			return fileResult{err: fmt.Errorf("storecopy: open the source's file %s: %w", a.Key, err)}
+		}
+		defer r.Close()
+		h := sha256.New()
+		cr := &countReader{r: io.TeeReader(r, h)}
+		if err := dstFiles.Put(ctx, a.Key, a.FileType, cr); err != nil {
+			return fileResult{err: fmt.Errorf("storecopy: write the destination's file %s: %w", a.Key, err)}
+		}
+		res := fileResult{copied: true, bytes: cr.n}
+		if got := hex.EncodeToString(h.Sum(nil)); got != a.SHA256 {
+			res.diff = fmt.Sprintf("files: the source's file of attachment %q (%s) has SHA-256 %s, its row says %s", a.ID, a.Key, got, a.SHA256)
+		}
+		return res
+	})
+}
+
+// verifyFiles checks the file of every attachment row of snap in dstFiles,
+// and in srcFiles when it is set, against the row's SHA-256 and size.
+func verifyFiles(ctx context.Context, dstFiles attachments.BlobStore, snap Snapshot, srcFiles attachments.BlobStore, o *Options, rep *Report) ([]string, error) {
+	var files int64
+	var mu sync.Mutex
+	diffs, err := eachFile(ctx, snap, o, StageVerify, rep, func(ctx context.Context, a messaging.Attachment) fileResult {
+		mu.Lock()
+		files++
+		mu.Unlock()
+		var res fileResult
+		for _, side := range []struct {
+			name  string
+			files attachments.BlobStore
+		}{{"destination", dstFiles}, {"source", srcFiles}} {
+			if side.files == nil {
+				continue
+			}
+			sum, n, err := hashObject(ctx, side.files, a.Key)
+			res.bytes += n
+			switch {
+			case errors.Is(err, messaging.ErrNotFound):
+				res.diff = fmt.Sprintf("files: the file of attachment %q (%s) is missing from the %s bucket", a.ID, a.Key, side.name)
+			case err != nil:
+				res.err = fmt.Errorf("storecopy: read the %s's file %s: %w", side.name, a.Key, err)
+			case sum != a.SHA256 || n != a.FileSize:
+				res.diff = fmt.Sprintf("files: the %s's file of attachment %q (%s) has SHA-256 %s and %d bytes, its row says %s and %d",
+					side.name, a.ID, a.Key, sum, n, a.SHA256, a.FileSize)
+			default:
+				continue
+			}
+			return res
+		}
+		return res
+	})
+	if rep.Files == 0 {
+		rep.Files = files
+	}
+	return diffs, err
+}
+
+// hashObject returns the hex SHA-256 and the size of the object key.
+func hashObject(ctx context.Context, b attachments.BlobStore, key string) (string, int64, error) {
+	r, err := b.Open(ctx, key)
+	if err != nil {
+		return "", 0, err
+	}
+	defer r.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, r)
+	if err != nil {
+		return "", n, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// countReader counts the bytes read through it.
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}

@@ -1,0 +1,273 @@
+package storecopy_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/storage/storecopy"
+	"github.com/parleychat/parley/storage/storetest"
+)
+
+// store is a backend under test: a storetest.Store that can be copied.
+type store interface {
+	storetest.Store
+	storecopy.Sink
+}
+
+// base is the time of the fixture's first row.
+var base = time.Date(2026, 3, 1, 9, 0, 0, 123456000, time.UTC)
+
+func at(s int) time.Time { return base.Add(time.Duration(s) * time.Second) }
+
+// fixture is what fill stored, for view to read back.
+type fixture struct {
+	contacts []string // ids
+	convs    []string
+	messages []string
+	keys     [][2]string // in-force idempotency keys (scope, key)
+	expired  [2]string
+}
+
+// fill stores a little of everything in s, and the files of its
+// attachments in files; n messages (at least 8) in its conversations.
+func fill(t testing.TB, s store, files attachments.BlobStore, n int) fixture {
+	t.Helper()
+	ctx := context.Background()
+	var f fixture
+	for i, name := range []string{"alice", "bob", "carol", "dave"} {
+		c := messaging.Contact{ID: fmt.Sprintf("ctc_%02d", i), Username: name, PhoneNumber: "+3361234567" + fmt.Sprint(i), CreatedAt: at(i)}
+		if i%2 == 0 {
+			c.AvatarURL = "https://example.com/" + name + ".png"
+			c.LastActiveAt = at(1000 + i)
+		}
+		require.NoError(t, s.PutContact(ctx, c))
+		f.contacts = append(f.contacts, c.ID)
+	}
+	alice, bob, carol, dave := f.contacts[0], f.contacts[1], f.contacts[2], f.contacts[3]
+	f.convs = []string{"general", "random", "files-only", "späce/ünicode"}
+
+	put := func(id, conv string, body string) messaging.Attachment {
+		sum := sha256.Sum256([]byte(body))
+		a := messaging.Attachment{ID: id, ConversationID: conv, UploaderID: alice, Filename: id + ".txt", FileType: "text/plain; charset=utf-8",
+			FileSize: int64(len(body)), SHA256: hex.EncodeToString(sum[:]), Key: attachments.KeyPrefix + "ins_fixture/" + id, CreatedAt: at(5)}
+		require.NoError(t, files.Put(ctx, a.Key, a.FileType, bytes.NewReader([]byte(body))))
+		return a
+	}
+	// Attachments: one to be linked at send, one filed in a conversation
+	// without messages, one unlinked without a conversation.
+	for _, a := range []messaging.Attachment{put("att_01", "", "first file"), put("att_02", "files-only", "filed"), put("att_03", "", "loose")} {
+		require.NoError(t, s.CreateAttachment(ctx, a, nil))
+	}
+	for i := range n {
+		conv := "general"
+		if i%5 == 4 {
+			conv = "random"
+		}
+		if i == 7 {
+			conv = "späce/ünicode"
+		}
+		from := f.contacts[i%3]
+		m := messaging.Message{ID: fmt.Sprintf("msg_%04d", i), ConversationID: conv, Contact: messaging.Contact{ID: from},
+			Text: fmt.Sprintf("message %d «%s»", i, conv), CreatedAt: at(10 + i/2)} // pairs share a time: ids break ties
+		var link []string
+		if i == 3 {
+			link = []string{"att_01"}
+		}
+		require.NoError(t, s.CreateMessage(ctx, m, link, nil))
+		f.messages = append(f.messages, m.ID)
+	}
+	update := func(id string, ch messaging.MessageChange) {
+		_, err := s.UpdateMessage(ctx, id, ch)
+		require.NoError(t, err)
+	}
+	r := func(name string, who ...string) messaging.Reaction {
+		return messaging.Reaction{Name: name, Reactors: who}
+	}
+	update(f.messages[1], messaging.MessageChange{AddReactions: []messaging.Reaction{r("👍", bob, carol), r("tada", alice)}})
+	update(f.messages[1], messaging.MessageChange{AddReactions: []messaging.Reaction{r("eyes", dave), r("👍", dave)}})
+	update(f.messages[1], messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "tada", Reactors: []string{alice}}})
+	update(f.messages[2], messaging.MessageChange{AddReactions: []messaging.Reaction{r("fire", carol), r("heart", bob, alice)}})
+	text := "edited once"
+	update(f.messages[2], messaging.MessageChange{Text: &text, RevisionID: "rev_01", UpdatedAt: at(500)})
+	text2 := "edited twice"
+	update(f.messages[2], messaging.MessageChange{Text: &text2, RevisionID: "rev_02", UpdatedAt: at(501)})
+	yes := true
+	update(f.messages[0], messaging.MessageChange{Read: &yes, ReadAt: at(600)})
+	att4 := put("att_04", "", "attached later")
+	att4.ConversationID = ""
+	update(f.messages[5], messaging.MessageChange{NewAttachment: &att4})
+
+	// A message deleted, with its attachment: gone from the copy too.
+	del := put("att_05", "", "deleted with its message")
+	gone := messaging.Message{ID: "msg_gone", ConversationID: "general", Contact: messaging.Contact{ID: bob}, Text: "bye", CreatedAt: at(9)}
+	require.NoError(t, s.CreateAttachment(ctx, del, nil))
+	require.NoError(t, s.CreateMessage(ctx, gone, []string{del.ID}, nil))
+	_, err := s.DeleteMessage(ctx, gone.ID, nil)
+	require.NoError(t, err)
+
+	for _, m := range []struct{ conv, who string }{{"general", alice}, {"general", bob}, {"general", carol}, {"random", dave}} {
+		require.NoError(t, s.AddMember(ctx, m.conv, m.who, at(2)))
+	}
+	require.NoError(t, s.RemoveMember(ctx, "general", carol))
+	if n > 6 {
+		require.NoError(t, s.MarkRead(ctx, "general", bob, f.messages[6], nil))
+		require.NoError(t, s.MarkRead(ctx, "general", carol, f.messages[3], nil))
+	}
+	require.NoError(t, s.TouchContact(ctx, dave, at(2000)))
+
+	now := time.Now().UTC()
+	keyed := messaging.Message{ID: "msg_keyed", ConversationID: "random", Contact: messaging.Contact{ID: dave}, Text: "sent once", CreatedAt: at(3000)}
+	done := messaging.IdempotencyRecord{Scope: dave, Key: "key-1", Fingerprint: "fp1", CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour)}
+	require.NoError(t, s.CreateMessageKeyed(ctx, keyed, nil, nil, done))
+	f.messages = append(f.messages, keyed.ID)
+	f.keys = append(f.keys, [2]string{dave, "key-1"})
+	claim := messaging.IdempotencyRecord{Scope: alice, Key: "upload-1", Fingerprint: "fp2", Lock: "lock-1", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	_, ok, err := s.ClaimIdempotencyKey(ctx, claim, now.Add(-time.Minute))
+	require.NoError(t, err)
+	require.True(t, ok)
+	f.keys = append(f.keys, [2]string{alice, "upload-1"})
+	old := messaging.IdempotencyRecord{Scope: bob, Key: "old", Fingerprint: "fp3", CreatedAt: now.Add(-48 * time.Hour), ExpiresAt: now.Add(-24 * time.Hour)}
+	_, ok, err = s.ClaimIdempotencyKey(ctx, old, now.Add(-49*time.Hour))
+	require.NoError(t, err)
+	require.True(t, ok)
+	f.expired = [2]string{bob, "old"}
+	return f
+}
+
+// view reads back, through the Repository, everything a client can see
+// of f in s, as JSON: pages walked with cursors both ways, each viewer's
+// conversations, members, revisions, idempotency records, and the files.
+func view(t testing.TB, s store, files attachments.BlobStore, f fixture) string {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]any{}
+	for _, id := range f.contacts {
+		c, err := s.GetContact(ctx, id)
+		require.NoError(t, err)
+		out["contact "+id] = c
+	}
+	var pages [][]messaging.Message
+	var after *messaging.Cursor
+	for {
+		page, more, err := s.ListMessages(ctx, messaging.MessageQuery{All: true, Limit: 4, After: after})
+		require.NoError(t, err)
+		pages = append(pages, page)
+		if !more {
+			break
+		}
+		last := page[len(page)-1]
+		after = &messaging.Cursor{Time: last.CreatedAt, ID: last.ID}
+	}
+	out["message pages"] = pages
+	mid := pages[len(pages)/2][0]
+	back, _, err := s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"general"}, Limit: 3, Before: &messaging.Cursor{Time: mid.CreatedAt, ID: mid.ID}})
+	require.NoError(t, err)
+	out["page before"] = back
+	for _, id := range f.messages {
+		m, err := s.GetMessage(ctx, id)
+		require.NoError(t, err)
+		out["message "+id] = m
+		revs, _, err := s.ListRevisions(ctx, messaging.RevisionQuery{MessageID: id, Limit: 10})
+		require.NoError(t, err)
+		out["revisions "+id] = revs
+	}
+	for _, viewer := range append([]string{""}, f.contacts...) {
+		var all []messaging.Conversation
+		var after *messaging.Cursor
+		for {
+			page, more, err := s.ListConversations(ctx, messaging.ConversationQuery{ViewerID: viewer, All: true, Limit: 2, After: after})
+			require.NoError(t, err)
+			all = append(all, page...)
+			if !more {
+				break
+			}
+			last := page[len(page)-1]
+			after = &messaging.Cursor{Time: last.UpdatedAt, ID: last.ID}
+		}
+		out["conversations of "+viewer] = all
+		mine, _, err := s.ListConversations(ctx, messaging.ConversationQuery{ViewerID: viewer, MemberID: viewer, Limit: 10})
+		require.NoError(t, err)
+		out["memberships of "+viewer] = nonNil(mine)
+		if viewer != "" {
+			loose, _, err := s.ListAttachments(ctx, attachments.AttachmentQuery{UploaderID: viewer, Limit: 100})
+			require.NoError(t, err)
+			out["uploads of "+viewer] = nonNil(loose)
+		}
+	}
+	for _, conv := range f.convs {
+		ms, _, err := s.ListMembers(ctx, messaging.MemberQuery{ConversationID: conv, Limit: 10})
+		require.NoError(t, err)
+		out["members of "+conv] = nonNil(ms)
+	}
+	atts, _, err := s.ListAttachments(ctx, attachments.AttachmentQuery{All: true, Limit: 100})
+	require.NoError(t, err)
+	out["attachments"] = atts
+	contents := map[string]string{}
+	for _, id := range []string{"att_01", "att_02", "att_03", "att_04"} {
+		a, err := s.GetAttachment(ctx, id)
+		require.NoError(t, err)
+		r, err := files.Open(ctx, a.Key)
+		require.NoError(t, err, "the file of %s", id)
+		data, err := io.ReadAll(r)
+		require.NoError(t, r.Close())
+		require.NoError(t, err)
+		contents[id] = string(data)
+	}
+	out["files"] = contents
+	for _, k := range f.keys {
+		rec, err := s.GetIdempotencyKey(ctx, k[0], k[1])
+		require.NoError(t, err)
+		out["key "+k[0]+" "+k[1]] = rec
+	}
+	ins, ok := any(s).(attachments.Installation)
+	require.True(t, ok)
+	id, err := ins.InstallationID(ctx)
+	require.NoError(t, err)
+	epoch, err := ins.Epoch(ctx)
+	require.NoError(t, err)
+	out["installation"] = fmt.Sprint(id, " ", epoch)
+	data, err := json.MarshalIndent(out, "", " ")
+	require.NoError(t, err)
+	return string(data)
+}
+
+// nonNil returns s, or an empty slice for nil: backends return either
+// for an empty page.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// expiredGone checks that the expired idempotency record of f is not in s.
+func expiredGone(t testing.TB, s store, f fixture) {
+	t.Helper()
+	_, err := s.GetIdempotencyKey(context.Background(), f.expired[0], f.expired[1])
+	require.True(t, errors.Is(err, messaging.ErrNotFound), "the expired key is not copied: %v", err)
+}
+
+// objects returns the keys of the objects of files.
+func objects(t testing.TB, files attachments.BlobStore) []string {
+	t.Helper()
+	var keys []string
+	require.NoError(t, files.(attachments.Lister).List(context.Background(), "", func(o attachments.Object) error {
+		keys = append(keys, o.Key)
+		return nil
+	}))
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,55 @@
+package storecopy
+
+import "strconv"
+
+// The rows of reactions, in the shape the stores keep them now. Reactions
+// are the part of the schema most likely to change shape: everything that
+// knows it is in this file (and in each store's own reactions file).
+
+// ReactionName is a reaction name of a message, which keeps its place
+// among the message's names while it has reactors: Seq orders the names of
+// a message (a SQL store's own sequence; a store without one numbers them
+// in order).
+type ReactionName struct {
+	MessageID string
+	Name      string
+	Seq       int64
+}
+
+// Reaction is one reactor of a reaction name of a message: Seq orders the
+// reactors of a name, as ReactionName.Seq orders names.
+type Reaction struct {
+	MessageID string
+	Name      string
+	Seq       int64
+	// Reactor is who reacted, as the store keeps it (a username).
+	Reactor string
+}
+
+// reactionFields returns the compared fields of the row i of b, a batch of
+// reaction names or reactions: a row's place is its message and its
+// ordinal among the message's rows (n, given by the caller), never its
+// Seq, which another store numbers otherwise.
+func reactionFields(b *Batch, i int, n int) (key string, names, values []string) {
+	if b.Kind == ReactionNames {
+		r := b.ReactionNames[i]
+		return r.MessageID + "\x00" + ordinal(n), []string{"name"}, []string{r.Name}
+	}
+	r := b.Reactions[i]
+	return r.MessageID + "\x00" + ordinal(n), []string{"name", "reactor"}, []string{r.Name, r.Reactor}
+}
+
+// reactionMessage returns the message of the row i of b, a batch of
+// reaction names or reactions.
+func reactionMessage(b *Batch, i int) string {
+	if b.Kind == ReactionNames {
+		return b.ReactionNames[i].MessageID
+	}
+	return b.Reactions[i].MessageID
+}
+
+// ordinal is n as a key part that sorts as numbers do.
+func ordinal(n int) string {
+	s := strconv.Itoa(n)
+	return string(rune('a'+len(s))) + s
+}

@@ -1,0 +1,185 @@
+package storecopy
+
+import (
+	"context"
+	"iter"
+	"time"
+
+	"github.com/parleychat/parley/messaging"
+)
+
+// This file holds the seam between the copier and the stores: the rows a
+// store gives and takes, and the interfaces it implements to be copied.
+// Application code never needs it.
+
+// Kind is a kind of stored row. The kinds are copied in the order of their
+// values, so that every row comes after the rows it refers to.
+type Kind int
+
+// The kinds of rows, in the order they are copied.
+const (
+	Contacts Kind = iota
+	Conversations
+	Members
+	Messages
+	ReactionNames
+	Reactions
+	Attachments
+	Revisions
+	IdempotencyKeys
+	numKinds
+)
+
+// Kinds returns every kind, in the order they are copied.
+func Kinds() []Kind {
+	out := make([]Kind, numKinds)
+	for i := range out {
+		out[i] = Kind(i)
+	}
+	return out
+}
+
+var kindNames = [numKinds]string{"contacts", "conversations", "members", "messages", "reaction names", "reactions", "attachments", "revisions", "idempotency keys"}
+
+func (k Kind) String() string {
+	if k < 0 || k >= numKinds {
+		return "unknown"
+	}
+	return kindNames[k]
+}
+
+// Conversation is a conversation's row: its own fields and counters, the
+// same for every viewer.
+type Conversation struct {
+	ID        string
+	CreatedAt time.Time
+	// UpdatedAt is the time of the newest message, or CreatedAt while it
+	// has none.
+	UpdatedAt     time.Time
+	MessageCount  int64
+	LastMessageID string // "" while it has no message
+}
+
+// Member is one contact's state in one conversation: its membership, its
+// read position and the counters its unread count is made of (see
+// sqlstore's conversations.go). A source gives only the members with
+// something to say: a membership, a read position or messages of their
+// own.
+type Member struct {
+	ConversationID string
+	ContactID      string
+	IsMember       bool
+	JoinedAt       time.Time // zero unless IsMember
+	// ReadCreated and ReadMessageID are the read position: the
+	// (CreatedAt, ID) of the message read through; zero and "" for none.
+	ReadCreated   time.Time
+	ReadMessageID string
+	// ReadCount counts the messages at or before the position, OwnCount
+	// the contact's own messages, OwnReadCount those at or before it.
+	ReadCount, OwnCount, OwnReadCount int64
+}
+
+// Message is a message's row, without its contact, reactions and
+// attachments, which are rows of their own.
+type Message struct {
+	ID              string
+	ConversationID  string
+	ContactID       string
+	Text            string
+	ReadAt          time.Time
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	ReactionCount   int // reaction names
+	AttachmentCount int // linked attachments
+}
+
+// Batch is a batch of rows of one Kind: the slice of that kind is set, the
+// others are nil.
+type Batch struct {
+	Kind            Kind
+	Contacts        []messaging.Contact
+	Conversations   []Conversation
+	Members         []Member
+	Messages        []Message
+	ReactionNames   []ReactionName
+	Reactions       []Reaction
+	Attachments     []messaging.Attachment
+	Revisions       []messaging.Revision
+	IdempotencyKeys []messaging.IdempotencyRecord
+}
+
+// Len returns the number of rows of b.
+func (b *Batch) Len() int {
+	switch b.Kind {
+	case Contacts:
+		return len(b.Contacts)
+	case Conversations:
+		return len(b.Conversations)
+	case Members:
+		return len(b.Members)
+	case Messages:
+		return len(b.Messages)
+	case ReactionNames:
+		return len(b.ReactionNames)
+	case Reactions:
+		return len(b.Reactions)
+	case Attachments:
+		return len(b.Attachments)
+	case Revisions:
+		return len(b.Revisions)
+	case IdempotencyKeys:
+		return len(b.IdempotencyKeys)
+	}
+	return 0
+}
+
+// Installation is a store's identity: its installation id and reconcile
+// epoch (see attachments.Installation). A copy takes the source's, so
+// that the keys of its files, made of the id, stay its own, and a bucket
+// claimed by the source may serve the copy.
+type Installation struct {
+	ID    string
+	Epoch int64
+}
+
+// Source is a store that can be copied: it opens snapshots of its rows.
+// sqlstore.Store and memstore.Store implement it.
+type Source interface {
+	// Snapshot returns a consistent, read-only view of every row as of one
+	// moment, which writes made after it do not change. It never writes to
+	// the store. The caller closes it.
+	Snapshot(ctx context.Context) (Snapshot, error)
+}
+
+// Snapshot is a consistent view of a store's rows. Its methods are called
+// from one goroutine at a time.
+type Snapshot interface {
+	// Installation returns the store's identity ("" as ID when it has
+	// none yet).
+	Installation(ctx context.Context) (Installation, error)
+	// Count returns the number of rows of kind k that Rows gives.
+	Count(ctx context.Context, k Kind) (int64, error)
+	// Rows yields the rows of kind k in batches of at most size rows, in
+	// the order of each kind's key, which is the same for every store (see
+	// Key): bytes of strings, then numbers. Reaction names and reactions
+	// come in the order a message shows them, by message id. Times are in
+	// UTC, to the microsecond. The caller may stop early; a batch is valid
+	// until the next is asked for.
+	Rows(ctx context.Context, k Kind, size int) iter.Seq2[*Batch, error]
+	// Close ends the snapshot.
+	Close() error
+}
+
+// Sink is a store that a copy can write to: every Sink is a Source too,
+// for checking the destination and verifying the copy.
+type Sink interface {
+	Source
+	// SetInstallation gives the store the identity in. It is called on a
+	// store whose rows are all empty, or that holds in already.
+	SetInstallation(ctx context.Context, in Installation) error
+	// Load stores the rows of b as they are, counters included, in one
+	// transaction: a row whose key is stored already is skipped, never
+	// changed, so that loading a batch again changes nothing. Rows come
+	// in the order of Kinds: a row comes after those it refers to.
+	Load(ctx context.Context, b *Batch) error
+}

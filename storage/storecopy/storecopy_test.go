@@ -1,0 +1,193 @@
+package storecopy_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gocloud.dev/blob/fileblob"
+
+	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/storage/blobstore"
+	"github.com/parleychat/parley/storage/memstore"
+	"github.com/parleychat/parley/storage/storecopy"
+)
+
+// end is one side of a copy: a store and its bucket.
+type end struct {
+	name  string
+	store store
+	files attachments.BlobStore
+}
+
+// backend makes fresh ends of one backend.
+type backend struct {
+	name string
+	new  func(t testing.TB) end
+}
+
+// backends returns memstore (over a memory bucket), and every SQL engine
+// of backendtest (each over a folder bucket).
+func backends(t testing.TB) []backend {
+	t.Helper()
+	out := []backend{{"memstore", func(testing.TB) end {
+		return end{"memstore", memstore.New(), memstore.NewBlobStore()}
+	}}}
+	for _, e := range backendtest.SQL(t) {
+		out = append(out, backend{e.Name, func(t testing.TB) end {
+			b, err := fileblob.OpenBucket(t.TempDir(), nil)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = b.Close() })
+			return end{e.Name, e.Open(t), blobstore.New(b)}
+		}})
+	}
+	return out
+}
+
+func copyAll(t testing.TB, dst, src end) storecopy.Report {
+	t.Helper()
+	rep, err := storecopy.Copy(context.Background(), dst.store, dst.files, src.store, src.files, nil)
+	require.NoError(t, err, "copy %s to %s", src.name, dst.name)
+	require.True(t, rep.Verified)
+	return rep
+}
+
+// The copy test of the conformance suite: a Parley copied along the chain
+// memstore → SQLite → PostgreSQL → MySQL → memstore (the engines whose
+// environment variables are set) reads back the same at every step, and
+// ends identical to where it began.
+func TestCopyChain(t *testing.T) {
+	bs := backends(t)
+	chain := append(bs, bs[0])
+	first := chain[0].new(t)
+	f := fill(t, first.store, first.files, 30)
+	want := view(t, first.store, first.files, f)
+	prev := first
+	for _, b := range chain[1:] {
+		next := b.new(t)
+		rep := copyAll(t, next, prev)
+		assert.Equal(t, int64(4), rep.Files)
+		assert.Equal(t, int64(31), rep.Rows[storecopy.Messages])
+		assert.Equal(t, int64(2), rep.Rows[storecopy.IdempotencyKeys], "the records in force only")
+		require.Equal(t, want, view(t, next.store, next.files, f), "%s → %s", prev.name, next.name)
+		expiredGone(t, next.store, f)
+		prev = next
+	}
+}
+
+// takesWrites checks that a copy serves writes: new reactions after the
+// copied ones (sequences continue), a new message counted.
+func takesWrites(t *testing.T, s store, f fixture) {
+	t.Helper()
+	ctx := context.Background()
+	m, err := s.UpdateMessage(ctx, f.messages[1], messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "new", Reactors: []string{f.contacts[0]}}}})
+	require.NoError(t, err)
+	assert.Equal(t, "new", m.Reactions[len(m.Reactions)-1].Name)
+	m, err = s.UpdateMessage(ctx, f.messages[6], messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{f.contacts[1]}}}})
+	require.NoError(t, err)
+	assert.Len(t, m.Reactions, 1)
+	require.NoError(t, s.CreateMessage(ctx, messaging.Message{ID: "msg_zzz", ConversationID: "general", Contact: messaging.Contact{ID: f.contacts[2]},
+		Text: "after the copy", CreatedAt: at(9000)}, nil, nil))
+	c, err := s.GetConversation(ctx, "general", f.contacts[1])
+	require.NoError(t, err)
+	assert.Equal(t, "msg_zzz", c.LastMessage.ID)
+}
+
+// Every pair of backends, both ways.
+func TestCopyPairs(t *testing.T) {
+	bs := backends(t)
+	for _, from := range bs {
+		for _, to := range bs {
+			t.Run(from.name+"_to_"+to.name, func(t *testing.T) {
+				src, dst := from.new(t), to.new(t)
+				f := fill(t, src.store, src.files, 12)
+				copyAll(t, dst, src)
+				require.Equal(t, view(t, src.store, src.files, f), view(t, dst.store, dst.files, f))
+				takesWrites(t, dst.store, f)
+			})
+		}
+	}
+}
+
+// A copy run again on a finished copy changes nothing and copies no file;
+// Verify alone says the two are the same.
+func TestCopyAgainChangesNothing(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			src, dst := backends(t)[0].new(t), b.new(t)
+			f := fill(t, src.store, src.files, 10)
+			copyAll(t, dst, src)
+			before := view(t, dst.store, dst.files, f)
+			keys := objects(t, dst.files)
+			rep := copyAll(t, dst, src)
+			assert.Zero(t, rep.Copied, "no file copied again")
+			assert.Equal(t, int64(4), rep.Files)
+			assert.Equal(t, before, view(t, dst.store, dst.files, f))
+			assert.Equal(t, keys, objects(t, dst.files))
+			rep, err := storecopy.Verify(context.Background(), dst.store, dst.files, src.store, src.files, nil)
+			require.NoError(t, err)
+			assert.True(t, rep.Verified)
+		})
+	}
+}
+
+// A destination holding another store's rows is refused, naming what it
+// holds, and left as it was.
+func TestCopyRefusesNonEmptyDestination(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			src, dst := backends(t)[0].new(t), b.new(t)
+			fill(t, src.store, src.files, 8)
+			require.NoError(t, dst.store.PutContact(context.Background(), messaging.Contact{ID: "ctc_other", Username: "other", CreatedAt: base}))
+			_, err := storecopy.Copy(context.Background(), dst.store, dst.files, src.store, src.files, nil)
+			require.Error(t, err)
+			assert.True(t, errors.Is(err, messaging.ErrConflict), "%v", err)
+			assert.Contains(t, err.Error(), "1 contacts")
+			_, err = dst.store.GetContact(context.Background(), "ctc_00")
+			assert.True(t, errors.Is(err, messaging.ErrNotFound), "nothing copied: %v", err)
+			assert.Empty(t, objects(t, dst.files))
+		})
+	}
+}
+
+// A bucket holding files of another store is refused.
+func TestCopyRefusesBucketWithFiles(t *testing.T) {
+	src, dst := backends(t)[0].new(t), backends(t)[0].new(t)
+	fill(t, src.store, src.files, 8)
+	require.NoError(t, dst.files.Put(context.Background(), attachments.KeyPrefix+"ins_x/att_9", "text/plain", strings.NewReader("x")))
+	_, err := storecopy.Copy(context.Background(), dst.store, dst.files, src.store, src.files, nil)
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, messaging.ErrConflict), "%v", err)
+	assert.Contains(t, err.Error(), "ins_x/att_9")
+}
+
+// Verify names what differs.
+func TestVerifyNamesDifferences(t *testing.T) {
+	ctx := context.Background()
+	src, dst := backends(t)[0].new(t), backends(t)[0].new(t)
+	f := fill(t, src.store, src.files, 10)
+	copyAll(t, dst, src)
+	text := "changed in the copy"
+	_, err := dst.store.UpdateMessage(ctx, f.messages[4], messaging.MessageChange{Text: &text})
+	require.NoError(t, err)
+	a, err := dst.store.GetAttachment(ctx, "att_02")
+	require.NoError(t, err)
+	require.NoError(t, dst.files.Put(ctx, a.Key, a.FileType, strings.NewReader("tampered")))
+	require.NoError(t, dst.store.PutContact(ctx, messaging.Contact{ID: "ctc_zz", Username: "extra", CreatedAt: base}))
+
+	_, err = storecopy.Verify(ctx, dst.store, dst.files, src.store, src.files, nil)
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, storecopy.ErrMismatch))
+	var mm *storecopy.MismatchError
+	require.True(t, errors.As(err, &mm))
+	msg := err.Error()
+	assert.Contains(t, msg, `messages: "msg_0004" differs in its text`)
+	assert.Contains(t, msg, `contacts: "ctc_zz" is in the destination only`)
+	assert.Contains(t, msg, "contacts: 4 in the source, 5 in the destination")
+	assert.Contains(t, msg, `the destination's file of attachment "att_02"`)
+}
