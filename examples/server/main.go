@@ -11,6 +11,12 @@
 // other instances (-pubsub: a gocloud.dev topic URL, such as nats://subject
 // with NATS_SERVER_URL set). Run with -h for all.
 //
+// The subcommand copy moves the Parley that the same -data, -db and
+// -bucket name to another database and bucket, resumably, and verifies
+// the copy (see storage/storecopy):
+//
+//	go run ./examples/server copy -to-db 'postgres://…' -to-bucket 's3://…'
+//
 // The program is written to be read: each step is one of the few lines a
 // host application needs to embed Parley.
 package main
@@ -67,6 +73,14 @@ func main() {
 	// Stop on SIGINT or SIGTERM: the server finishes the requests under way.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if len(os.Args) > 1 && os.Args[1] == "copy" {
+		// server copy: move this Parley to another database and bucket.
+		if err := runCopy(ctx, os.Args[2:], os.Stdout, os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, "server copy:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "server:", err)
 		os.Exit(1)

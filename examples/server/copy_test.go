@@ -1,0 +1,259 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/storage/blobstore"
+	"github.com/parleychat/parley/storage/sqlstore"
+)
+
+// buildCopier builds the server binary, unless -short.
+func buildCopier(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the server binary; skipped with -short")
+	}
+	return buildServer(t)
+}
+
+// runBin runs the binary to its end and returns its stdout, stderr and
+// error.
+func runBin(t *testing.T, bin string, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+// fileURL is the file:// bucket URL of a folder, as the server makes it.
+func fileURL(dir string) string {
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir), RawQuery: "metadata=skip"}).String()
+}
+
+// get returns the body of a GET, with the server's own base URL taken out
+// of it (file URLs name their host), and the callers' last activity.
+func get(t *testing.T, base, path, token string) string {
+	t.Helper()
+	req, err := http.NewRequest("GET", base+path, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, res.StatusCode, "GET %s: %s", path, body)
+	return lastActive.ReplaceAllString(strings.ReplaceAll(string(body), base, "BASE"), "")
+}
+
+// lastActive matches the time a contact was last active, which each
+// authenticated request moves.
+var lastActive = regexp.MustCompile(`"last_active_at":[0-9]+`)
+
+// The upgrade path as the README gives it, tried as a new user would: a
+// server on its defaults (SQLite and a folder) takes writes and stops;
+// "server copy" moves it to each engine and a new folder; a server started
+// on the copy answers every read as the first did, serves the files, and
+// takes writes; a second copy changes nothing, and -verify says so.
+func TestCopyCommand(t *testing.T) {
+	bin := buildCopier(t)
+	tokens := "alice=tok-alice,bob=tok-bob"
+	data := t.TempDir()
+	addr := freeAddr(t)
+	base := "http://" + addr
+	srv := start(t, bin, "-addr", addr, "-data", data, "-tokens", tokens)
+	var ids []string
+	for i := range 12 {
+		var m struct{ ID string }
+		require.Equal(t, http.StatusCreated, call(t, "POST", base+"/v1/messages", "tok-alice", url.Values{
+			"conversation_id": {"general"}, "message": {fmt.Sprintf("message %d", i)}}, &m))
+		ids = append(ids, m.ID)
+	}
+	require.Equal(t, http.StatusOK, call(t, "PUT", base+"/v1/messages/"+ids[0], "tok-bob", url.Values{"reactions[tada][]": {"bob"}}, nil))
+	require.Equal(t, http.StatusOK, call(t, "PUT", base+"/v1/messages/"+ids[1], "tok-alice", url.Values{"message": {"edited"}}, nil))
+	att := upload(t, base, "tok-alice", "notes.txt", "the bytes of the notes")
+	require.Equal(t, http.StatusOK, call(t, "PUT", base+"/v1/messages/"+ids[2], "tok-alice", url.Values{"attachments[]": {att}}, nil))
+	read := func(base string) map[string]string {
+		out := map[string]string{}
+		for _, p := range []string{
+			"/v1/messages?conversation_id=general&limit=5",
+			"/v1/messages?conversation_id=general&limit=5&starting_after=" + ids[6],
+			"/v1/messages?conversation_id=general&limit=3&ending_before=" + ids[4],
+			"/v1/messages/" + ids[1] + "/revisions",
+			"/v1/conversations",
+			"/v1/conversations/general",
+			"/v1/attachments/" + att,
+			"/v1/attachments/" + att + "/notes.txt",
+		} {
+			for _, tok := range []string{"tok-alice", "tok-bob"} {
+				out[tok+" "+p] = get(t, base, p, tok)
+			}
+		}
+		return out
+	}
+	want := read(base)
+	require.Contains(t, want["tok-alice /v1/attachments/"+att+"/notes.txt"], "the bytes of the notes")
+	require.NoError(t, srv.Process.Signal(syscall.SIGTERM))
+	_, _ = srv.Process.Wait()
+
+	for _, e := range backendtest.SQL(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			dsn := e.DSN(t)
+			if e.Name == "sqlite" {
+				dsn = filepath.Join(t.TempDir(), "copy.db")
+			}
+			files := filepath.Join(t.TempDir(), "files")
+			out, errs, err := runBin(t, bin, "copy", "-data", data, "-to-db", dsn, "-to-bucket", fileURL(files))
+			require.NoError(t, err, "%s%s", out, errs)
+			assert.Contains(t, out, "12 messages")
+			assert.Contains(t, out, "files: 1 (1 copied")
+			assert.Contains(t, out, "verified:")
+			assert.Contains(t, errs, "copy: rows   messages         12/12 rows", "plain progress lines in a pipe")
+
+			addr := freeAddr(t)
+			srv := start(t, bin, "-addr", addr, "-db", dsn, "-bucket", fileURL(files), "-tokens", tokens)
+			got := read("http://" + addr)
+			for k, v := range want {
+				assert.Equal(t, v, got[k], "the copy answers %s as its source", k)
+			}
+			require.Equal(t, http.StatusCreated, call(t, "POST", "http://"+addr+"/v1/messages", "tok-bob", url.Values{
+				"conversation_id": {"general"}, "message": {"after the move"}}, nil))
+			require.NoError(t, srv.Process.Signal(syscall.SIGTERM))
+			_, _ = srv.Process.Wait()
+
+			out, errs, err = runBin(t, bin, "copy", "-data", data, "-to-db", dsn, "-to-bucket", fileURL(files), "-verify")
+			require.Error(t, err, "the copy took a message since: %s", out)
+			assert.Contains(t, errs, "messages: 12 in the source, 13 in the destination")
+		})
+	}
+}
+
+// A destination that holds another Parley is refused, and nothing of it
+// changes.
+func TestCopyCommandRefusesAnotherParley(t *testing.T) {
+	bin := buildCopier(t)
+	data, other := t.TempDir(), t.TempDir()
+	for _, dir := range []string{data, other} {
+		addr := freeAddr(t)
+		srv := start(t, bin, "-addr", addr, "-data", dir, "-tokens", "alice=tok-alice")
+		require.Equal(t, http.StatusCreated, call(t, "POST", "http://"+addr+"/v1/messages", "tok-alice", url.Values{
+			"conversation_id": {"general"}, "message": {"hi"}}, nil))
+		require.NoError(t, srv.Process.Signal(syscall.SIGTERM))
+		_, _ = srv.Process.Wait()
+	}
+	db := filepath.Join(other, "parley.db")
+	before, err := os.ReadFile(db)
+	require.NoError(t, err)
+	out, errs, err := runBin(t, bin, "copy", "-data", data, "-to-db", db, "-to-bucket", fileURL(filepath.Join(other, "files")))
+	require.Error(t, err, out)
+	assert.Contains(t, errs, "the destination database holds another store's data")
+	assert.Contains(t, errs, "1 contacts, 1 conversations, 1 members, 1 messages")
+	after, err := os.ReadFile(db)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "the destination is left as it was")
+
+	_, errs, err = runBin(t, bin, "copy", "-data", filepath.Join(data, "nothing"), "-to-db", db, "-to-bucket", fileURL(other))
+	require.Error(t, err)
+	assert.Contains(t, errs, "no source database at")
+}
+
+// A copy killed with SIGKILL at random moments, then run again, ends
+// complete and verified, with nothing twice.
+func TestCopyCommandKilledAndResumed(t *testing.T) {
+	bin := buildCopier(t)
+	ctx := context.Background()
+	data := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(data, "files"), 0o755))
+	src, err := sqlstore.Open(ctx, filepath.Join(data, "parley.db"), nil)
+	require.NoError(t, err)
+	require.NoError(t, src.Migrate(ctx))
+	bucket, err := blobstore.Open(ctx, fileURL(filepath.Join(data, "files")))
+	require.NoError(t, err)
+	const nMsgs, nFiles = 20000, 300
+	require.NoError(t, src.PutContact(ctx, messaging.Contact{ID: "ctc_1", Username: "alice", CreatedAt: time.Now()}))
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var msgs []messaging.Message
+	for i := range nMsgs {
+		msgs = append(msgs, messaging.Message{ID: fmt.Sprintf("msg_%06d", i), ConversationID: fmt.Sprintf("c%d", i%7),
+			Contact: messaging.Contact{ID: "ctc_1"}, Text: strings.Repeat("x", 200), CreatedAt: base.Add(time.Duration(i) * time.Millisecond)})
+	}
+	require.NoError(t, src.ImportMessages(ctx, msgs))
+	for i := range nFiles {
+		body := bytes.Repeat([]byte{byte(i)}, 20000+i)
+		sum := sha256.Sum256(body)
+		a := messaging.Attachment{ID: fmt.Sprintf("att_%04d", i), ConversationID: "c1", UploaderID: "ctc_1", Filename: "f.bin",
+			FileType: "application/octet-stream", FileSize: int64(len(body)), SHA256: hex.EncodeToString(sum[:]),
+			Key: attachments.KeyPrefix + "ins_test/" + fmt.Sprintf("att_%04d", i), CreatedAt: base}
+		require.NoError(t, bucket.Put(ctx, a.Key, a.FileType, bytes.NewReader(body)))
+		require.NoError(t, src.CreateAttachment(ctx, a, nil))
+	}
+	require.NoError(t, bucket.Close())
+	require.NoError(t, src.Close())
+
+	dsns := map[string]string{"sqlite": filepath.Join(t.TempDir(), "copy.db")}
+	for _, e := range backendtest.SQL(t) {
+		if e.Name == "postgres" {
+			dsns[e.Name] = e.DSN(t)
+		}
+	}
+	for name, dsn := range dsns {
+		t.Run(name, func(t *testing.T) {
+			files := fileURL(filepath.Join(t.TempDir(), "files"))
+			args := []string{"copy", "-data", data, "-to-db", dsn, "-to-bucket", files, "-batch", "500", "-workers", "2"}
+			// How long a whole copy takes, to kill the others at random
+			// points of theirs: in the rows, the files or the verification.
+			began := time.Now()
+			out, errs, err := runBin(t, bin, "copy", "-data", data, "-to-db", filepath.Join(t.TempDir(), "timing.db"),
+				"-to-bucket", fileURL(filepath.Join(t.TempDir(), "timing")), "-batch", "500", "-workers", "2")
+			require.NoError(t, err, "%s%s", out, errs)
+			whole := time.Since(began)
+			for kill := range 5 {
+				cmd := exec.Command(bin, args...)
+				var errb bytes.Buffer
+				cmd.Stderr = &errb
+				require.NoError(t, cmd.Start())
+				time.Sleep(time.Duration(rand.Int64N(int64(whole))))
+				require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+				err := cmd.Wait()
+				t.Logf("kill %d: %v after: %s", kill, err, lastLine(errb.String()))
+			}
+			out, errs, err = runBin(t, bin, args...)
+			require.NoError(t, err, "%s%s", out, errs)
+			assert.Contains(t, out, fmt.Sprintf("%d messages", nMsgs))
+			assert.Contains(t, out, fmt.Sprintf("files: %d", nFiles))
+			assert.Contains(t, out, "verified:")
+			out, errs, err = runBin(t, bin, append(args, "-verify")...)
+			require.NoError(t, err, "%s%s", out, errs)
+			assert.Contains(t, out, "verified:")
+		})
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
