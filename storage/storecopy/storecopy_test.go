@@ -3,8 +3,16 @@ package storecopy_test
 import (
 	"context"
 	"errors"
+	"io"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -190,4 +198,170 @@ func TestVerifyNamesDifferences(t *testing.T) {
 	assert.Contains(t, msg, `contacts: "ctc_zz" is in the destination only`)
 	assert.Contains(t, msg, "contacts: 4 in the source, 5 in the destination")
 	assert.Contains(t, msg, `the destination's file of attachment "att_02"`)
+}
+
+// cancelling is a Sink and a bucket that cancel the copy's context at the
+// n-th Load or Put (counted together), so that it stops there.
+type cancelling struct {
+	store
+	files  attachments.BlobStore
+	n      int
+	cancel context.CancelFunc
+}
+
+func (c *cancelling) tick() {
+	if c.n--; c.n == 0 {
+		c.cancel()
+	}
+}
+
+func (c *cancelling) Load(ctx context.Context, b *storecopy.Batch) error {
+	c.tick()
+	return c.store.Load(ctx, b)
+}
+
+func (c *cancelling) Put(ctx context.Context, key, contentType string, r io.Reader) error {
+	c.tick()
+	return c.files.Put(ctx, key, contentType, r)
+}
+
+func (c *cancelling) Open(ctx context.Context, key string) (io.ReadSeekCloser, error) {
+	return c.files.Open(ctx, key)
+}
+
+func (c *cancelling) Delete(ctx context.Context, key string) error { return c.files.Delete(ctx, key) }
+
+// A copy cancelled at random points, each run stopped at another, ends
+// complete when run once more: nothing missing, nothing twice.
+func TestCopyInterruptedAndResumed(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			src, dst := backends(t)[0].new(t), b.new(t)
+			f := fill(t, src.store, src.files, 40)
+			opts := &storecopy.Options{BatchSize: 3, FileWorkers: 2}
+			stopped := 0
+			for range 8 {
+				ctx, cancel := context.WithCancel(context.Background())
+				c := &cancelling{store: dst.store, files: dst.files, n: 1 + rand.IntN(40), cancel: cancel}
+				_, err := storecopy.Copy(ctx, c, c, src.store, src.files, opts)
+				cancel()
+				if err != nil {
+					require.ErrorIs(t, err, context.Canceled)
+					stopped++
+				}
+			}
+			require.NotZero(t, stopped, "some runs were cut")
+			rep, err := storecopy.Copy(context.Background(), dst.store, dst.files, src.store, src.files, opts)
+			require.NoError(t, err)
+			require.True(t, rep.Verified)
+			require.Equal(t, view(t, src.store, src.files, f), view(t, dst.store, dst.files, f))
+		})
+	}
+}
+
+// slow is a Sink whose loads take a while, so that a copy lasts long
+// enough for writes to the source to interleave with it.
+type slow struct{ store }
+
+func (s slow) Load(ctx context.Context, b *storecopy.Batch) error {
+	time.Sleep(2 * time.Millisecond)
+	return s.store.Load(ctx, b)
+}
+
+// A source written to while it is copied gives a coherent copy: the
+// rows of one moment (the copy verifies against its snapshot), whose
+// counters agree with its messages, none of the later writes.
+func TestCopyOfSourceWrittenMeanwhile(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			src, dst := b.new(t), backends(t)[0].new(t)
+			f := fill(t, src.store, src.files, 60)
+			stop := make(chan struct{})
+			var wrote atomic.Int64
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					conv := []string{"general", "random", "new-" + strconv.Itoa(i%3)}[i%3]
+					m := messaging.Message{ID: fmt.Sprintf("msg_w%05d", i), ConversationID: conv, Contact: messaging.Contact{ID: f.contacts[i%4]},
+						Text: "written during the copy", CreatedAt: at(10000 + i)}
+					if err := src.store.CreateMessage(ctx, m, nil, nil); err != nil {
+						t.Errorf("write: %v", err)
+						return
+					}
+					_, err := src.store.UpdateMessage(ctx, f.messages[i%len(f.messages)], messaging.MessageChange{
+						AddReactions: []messaging.Reaction{{Name: "w" + strconv.Itoa(i%5), Reactors: []string{f.contacts[i%4]}}}})
+					if err == nil {
+						err = src.store.MarkRead(ctx, conv, f.contacts[(i+1)%4], m.ID, nil)
+					}
+					if err == nil && i%4 == 3 {
+						_, err = src.store.DeleteMessage(ctx, fmt.Sprintf("msg_w%05d", i-2), nil)
+					}
+					if err != nil {
+						t.Errorf("write: %v", err)
+						return
+					}
+					wrote.Add(1)
+				}
+			})
+			for wrote.Load() < 5 {
+				time.Sleep(time.Millisecond)
+			}
+			rep, err := storecopy.Copy(ctx, slow{dst.store}, dst.files, src.store, src.files, &storecopy.Options{BatchSize: 2})
+			close(stop)
+			wg.Wait()
+			require.NoError(t, err, "the copy equals the snapshot it read")
+			require.True(t, rep.Verified)
+			t.Logf("%d writes during the copy; %d messages copied", wrote.Load(), rep.Rows[storecopy.Messages])
+
+			// Coherent: each conversation's counters and last message are
+			// those of the messages the copy holds, for every viewer.
+			convs, _, err := dst.store.ListConversations(ctx, messaging.ConversationQuery{All: true, Limit: 100})
+			require.NoError(t, err)
+			total := int64(0)
+			for _, c := range convs {
+				var msgs []messaging.Message
+				var after *messaging.Cursor
+				for {
+					page, more, err := dst.store.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{c.ID}, Limit: 50, After: after})
+					require.NoError(t, err)
+					msgs = append(msgs, page...)
+					if !more {
+						break
+					}
+					after = &messaging.Cursor{Time: page[len(page)-1].CreatedAt, ID: page[len(page)-1].ID}
+				}
+				require.Equal(t, int64(len(msgs)), c.MessageCount, "conversation %s", c.ID)
+				total += c.MessageCount
+				if len(msgs) > 0 {
+					require.Equal(t, msgs[0].ID, c.LastMessage.ID, "conversation %s", c.ID)
+				}
+				for _, viewer := range f.contacts {
+					v, err := dst.store.GetConversation(ctx, c.ID, viewer)
+					require.NoError(t, err)
+					unread := int64(0)
+					for _, m := range msgs { // newest first
+						if v.LastReadMessageID != "" && m.ID == v.LastReadMessageID {
+							break
+						}
+						if m.Contact.ID != viewer {
+							unread++
+						}
+					}
+					if v.LastReadMessageID == "" || slices.ContainsFunc(msgs, func(m messaging.Message) bool { return m.ID == v.LastReadMessageID }) {
+						require.Equal(t, unread, v.UnreadCount, "conversation %s, viewer %s", c.ID, viewer)
+					}
+				}
+			}
+			require.Equal(t, rep.Rows[storecopy.Messages], total)
+			all, _, err := src.store.ListMessages(ctx, messaging.MessageQuery{All: true, Limit: 10000})
+			require.NoError(t, err)
+			require.Greater(t, int64(len(all)), total, "the writes after the snapshot are not in the copy")
+		})
+	}
 }
