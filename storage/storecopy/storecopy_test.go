@@ -3,8 +3,8 @@ package storecopy_test
 import (
 	"context"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"strconv"
