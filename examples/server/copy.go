@@ -198,7 +198,11 @@ func (p *progressPrinter) print(pr storecopy.Progress) {
 	}
 	secs := max(pr.Elapsed.Seconds(), 0.001)
 	rate := float64(done) / secs
-	line := fmt.Sprintf("%-6s %-16s %d/%d %s, %.0f %s/s", pr.Stage, pr.Kind, done, total, unit, rate, unit)
+	what := pr.Kind.String()
+	if unit == "files" {
+		what = "files"
+	}
+	line := fmt.Sprintf("%-6s %-16s %d/%d %s, %.0f %s/s", pr.Stage, what, done, total, unit, rate, unit)
 	if unit == "files" {
 		line += fmt.Sprintf(", %s (%s/s)", bytesOf(pr.Bytes), bytesOf(int64(float64(pr.Bytes)/secs)))
 	}
