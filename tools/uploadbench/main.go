@@ -53,6 +53,7 @@ type result struct {
 	secs      float64
 	hwmKiB    int64 // server's VmHWM after the upload; 0 for the plain copy
 	idleKiB   int64 // server's VmHWM before the upload
+	cpuSecs   float64 // CPU time (user and system) of the server, or of the plain copy, spent on the transfer
 	bytesSent int64
 }
 
@@ -130,10 +131,23 @@ func run() error {
 			if r.hwmKiB > 0 {
 				mem = fmt.Sprintf("  server peak RSS (VmHWM) %6.1f MiB, %5.1f MiB before the upload", float64(r.hwmKiB)/1024, float64(r.idleKiB)/1024)
 			}
-			fmt.Printf("round %d  %-10s %7.1f MB/s  %6.2f s%s\n", round+1, c.name, r.mbps(size), r.secs, mem)
+			fmt.Printf("round %d  %-10s %7.1f MB/s  %6.2f s  CPU %5.2f s%s\n", round+1, c.name, r.mbps(size), r.secs, r.cpuSecs, mem)
 		}
 	}
 
+	// medianCPU is the median CPU time per GB (1e9 bytes) of name's rounds.
+	medianCPU := func(name string) float64 {
+		var cs []float64
+		for _, r := range results[name] {
+			cs = append(cs, r.cpuSecs/float64(size)*1e9)
+		}
+		slices.Sort(cs)
+		if n := len(cs); n%2 == 1 {
+			return cs[n/2]
+		} else {
+			return (cs[n/2-1] + cs[n/2]) / 2
+		}
+	}
 	median := func(name string) (mbps float64, hwm int64) {
 		var ts []float64
 		for _, r := range results[name] {
@@ -152,10 +166,14 @@ func run() error {
 	p, phwm := median("parley")
 	fmt.Printf("  plain copy %7.1f MB/s\n", plain)
 	fmt.Printf("  parley     %7.1f MB/s  %.2fx the plain copy  peak RSS %.1f MiB\n", p, p/plain, float64(phwm)/1024)
+	// CPU per byte does not depend on what else the machine runs, as the
+	// times do: with shared cores, compare these too.
+	fmt.Printf("  CPU s/GB: plain copy %.3f, parley server %.3f (plain copy / parley: %.2fx)\n",
+		medianCPU("plain copy"), medianCPU("parley"), medianCPU("plain copy")/medianCPU("parley"))
 	if *floor != "" {
 		f, fhwm := median("floor")
 		fmt.Printf("  floor      %7.1f MB/s  %.2fx the plain copy  peak RSS %.1f MiB\n", f, f/plain, float64(fhwm)/1024)
-		fmt.Printf("  parley / floor: %.2fx throughput\n", p/f)
+		fmt.Printf("  parley / floor: %.2fx throughput; CPU s/GB of the floor %.3f\n", p/f, medianCPU("floor"))
 	}
 	return nil
 }
@@ -208,6 +226,7 @@ func (g *generator) Read(p []byte) (int, error) {
 func plainCopy(dir string, block []byte, size int64) (result, error) {
 	name := filepath.Join(dir, "plain-copy.bin")
 	defer os.Remove(name)
+	cpu0 := selfCPU()
 	start := time.Now()
 	f, err := os.Create(name)
 	if err != nil {
@@ -220,7 +239,7 @@ func plainCopy(dir string, block []byte, size int64) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	return result{secs: time.Since(start).Seconds(), bytesSent: n}, nil
+	return result{secs: time.Since(start).Seconds(), cpuSecs: selfCPU() - cpu0, bytesSent: n}, nil
 }
 
 // serverUpload starts bin with args and -addr on a free loopback port,
@@ -291,6 +310,10 @@ func serverUpload(bin, data string, args []string, token string, block []byte, s
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	client := &http.Client{Transport: &http.Transport{WriteBufferSize: 64 << 10, DisableCompression: true}}
+	cpu0, err := procCPU(cmd.Process.Pid)
+	if err != nil {
+		return result{}, err
+	}
 	start := time.Now()
 	res, err := client.Do(req)
 	if err != nil {
@@ -305,11 +328,15 @@ func serverUpload(bin, data string, args []string, token string, block []byte, s
 	if !bytes.Contains(answer, []byte(strconv.FormatInt(size, 10))) {
 		return result{}, fmt.Errorf("the answer does not give the size %d: %s", size, answer)
 	}
+	cpu1, err := procCPU(cmd.Process.Pid)
+	if err != nil {
+		return result{}, err
+	}
 	hwm, err := vmHWM(cmd.Process.Pid)
 	if err != nil {
 		return result{}, err
 	}
-	return result{secs: secs, hwmKiB: hwm, idleKiB: idle, bytesSent: req.ContentLength}, nil
+	return result{secs: secs, hwmKiB: hwm, idleKiB: idle, cpuSecs: cpu1 - cpu0, bytesSent: req.ContentLength}, nil
 }
 
 // freeAddr returns a loopback address with a port free at the moment.
@@ -350,4 +377,34 @@ func vmHWM(pid int) (int64, error) {
 		}
 	}
 	return 0, errors.New("no VmHWM in /proc/" + strconv.Itoa(pid) + "/status")
+}
+
+// procCPU returns the CPU time (user and system) that process pid has used,
+// from /proc/PID/stat.
+func procCPU(pid int) (float64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name, in parentheses, may hold spaces: fields count from
+	// after its closing parenthesis (utime and stime are fields 14 and 15).
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, errors.New("short /proc/" + strconv.Itoa(pid) + "/stat")
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	const ticks = 100 // USER_HZ on Linux
+	return float64(ut+st) / ticks, nil
+}
+
+// selfCPU returns the CPU time (user and system) this process has used.
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
