@@ -51,8 +51,8 @@ func main() {
 // result is one measured transfer.
 type result struct {
 	secs      float64
-	hwmKiB    int64 // server's VmHWM after the upload; 0 for the plain copy
-	idleKiB   int64 // server's VmHWM before the upload
+	hwmKiB    int64   // server's VmHWM after the upload; 0 for the plain copy
+	idleKiB   int64   // server's VmHWM before the upload
 	cpuSecs   float64 // CPU time (user and system) of the server, or of the plain copy, spent on the transfer
 	bytesSent int64
 }
