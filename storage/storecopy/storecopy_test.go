@@ -205,12 +205,12 @@ func TestVerifyNamesDifferences(t *testing.T) {
 type cancelling struct {
 	store
 	files  attachments.BlobStore
-	n      int
+	n      atomic.Int64 // calls left; Puts come from several goroutines
 	cancel context.CancelFunc
 }
 
 func (c *cancelling) tick() {
-	if c.n--; c.n == 0 {
+	if c.n.Add(-1) == 0 {
 		c.cancel()
 	}
 }
@@ -242,7 +242,8 @@ func TestCopyInterruptedAndResumed(t *testing.T) {
 			stopped := 0
 			for range 8 {
 				ctx, cancel := context.WithCancel(context.Background())
-				c := &cancelling{store: dst.store, files: dst.files, n: 1 + rand.IntN(40), cancel: cancel}
+				c := &cancelling{store: dst.store, files: dst.files, cancel: cancel}
+				c.n.Store(1 + rand.Int64N(40))
 				_, err := storecopy.Copy(ctx, c, c, src.store, src.files, opts)
 				cancel()
 				if err != nil {
