@@ -92,8 +92,9 @@ type Report struct {
 	// Verified is true when every row and file of the destination was
 	// found equal to the source's.
 	Verified bool
-	// Took is how long the work took.
-	Took time.Duration
+	// Took is how long the work took: RowsTook to copy the rows,
+	// FilesTook the files, VerifyTook to verify.
+	Took, RowsTook, FilesTook, VerifyTook time.Duration
 }
 
 // ErrMismatch is matched by the error of a verification that found the
@@ -160,6 +161,7 @@ func Copy(ctx context.Context, dst Sink, dstFiles attachments.BlobStore, src Sou
 			return rep, err
 		}
 	}
+	rep.RowsTook = time.Since(start)
 	var diffs []string
 	if srcFiles != nil {
 		var err error
@@ -170,8 +172,10 @@ func Copy(ctx context.Context, dst Sink, dstFiles attachments.BlobStore, src Sou
 			return rep, err
 		}
 	}
+	rep.FilesTook = time.Since(start) - rep.RowsTook
 	err = verify(ctx, dst, dstFiles, snap, nil, &o, cut, &rep, diffs)
 	rep.Took = time.Since(start)
+	rep.VerifyTook = rep.Took - rep.RowsTook - rep.FilesTook
 	return rep, err
 }
 
@@ -196,6 +200,7 @@ func Verify(ctx context.Context, dst Sink, dstFiles attachments.BlobStore, src S
 	}
 	err = verify(ctx, dst, dstFiles, snap, srcFiles, &o, o.Now(), &rep, nil)
 	rep.Took = time.Since(start)
+	rep.VerifyTook = rep.Took
 	return rep, err
 }
 
