@@ -255,6 +255,7 @@ func copyRows(ctx context.Context, k Kind, dst Sink, snap Snapshot, o *Options, 
 	if err != nil {
 		return fmt.Errorf("storecopy: count the source's %s: %w", k, err)
 	}
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	batches := make(chan *Batch, 1)
@@ -296,14 +297,15 @@ func copyRows(ctx context.Context, k Kind, dst Sink, snap Snapshot, o *Options, 
 		p.tick(false)
 	}
 	wg.Wait()
+	if err := parent.Err(); err != nil {
+		// The caller's: say so, whatever the driver made of it.
+		return fmt.Errorf("storecopy: copy %s: %w", k, err)
+	}
 	if loadErr != nil {
 		return loadErr
 	}
 	if readErr != nil {
 		return readErr
-	}
-	if err := ctx.Err(); err != nil {
-		return err
 	}
 	p.tick(true)
 	return nil
@@ -333,6 +335,9 @@ func verify(ctx context.Context, dst Sink, dstFiles attachments.BlobStore, snap 
 	for _, k := range Kinds() {
 		p := newProgress(o, StageVerify, k)
 		nSrc, nDst, d, err := compareRows(ctx, k, snap, dsnap, o.BatchSize, cut)
+		if cerr := ctx.Err(); cerr != nil {
+			return fmt.Errorf("storecopy: verify: %w", cerr)
+		}
 		if err != nil {
 			return fmt.Errorf("storecopy: verify: %w", err)
 		}

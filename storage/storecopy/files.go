@@ -132,6 +132,7 @@ func eachFile(ctx context.Context, snap Snapshot, o *Options, stage Stage, rep *
 	if err != nil {
 		return nil, fmt.Errorf("storecopy: count the source's attachments: %w", err)
 	}
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make(chan messaging.Attachment, o.FileWorkers)
@@ -187,14 +188,14 @@ func eachFile(ctx context.Context, snap Snapshot, o *Options, stage Stage, rep *
 		p.tick(false)
 	}
 	wg.Wait()
+	if err := parent.Err(); err != nil {
+		return diffs, fmt.Errorf("storecopy: %s: %w", stage, err)
+	}
 	if firstErr != nil {
 		return diffs, firstErr
 	}
 	if readErr != nil {
 		return diffs, readErr
-	}
-	if err := ctx.Err(); err != nil {
-		return diffs, err
 	}
 	p.tick(true)
 	return diffs, nil
