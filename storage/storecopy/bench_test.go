@@ -33,8 +33,8 @@ var (
 // benchMessage is the i-th message of the benchmark's source.
 func benchMessage(i int) messaging.Message {
 	return messaging.Message{ID: fmt.Sprintf("msg_%09d", i), ConversationID: fmt.Sprintf("conv_%04d", i%1000),
-		Contact: messaging.Contact{ID: fmt.Sprintf("ctc_%03d", i%100)},
-		Text:    fmt.Sprintf("message %d: a line of chat of about the length people write, give or take a few words", i),
+		Contact:   messaging.Contact{ID: fmt.Sprintf("ctc_%03d", i%100)},
+		Text:      fmt.Sprintf("message %d: a line of chat of about the length people write, give or take a few words", i),
 		CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Millisecond)}
 }
 
