@@ -16,6 +16,7 @@
 //	blobstore   attachments.BlobStore, Lister, URLSigner       a gocloud.dev *blob.Bucket (file, S3, ...)
 //	memstore    both Repositories; a BlobStore and Lister      memory: fakes for unit tests
 //	storetest   nothing: the conformance suite                 runs against any of the above
+//	storecopy   nothing: copies a whole Parley between them    storecopy.Source and Sink (sqlstore, memstore)
 //
 // The backends link no database driver or cloud SDK: the program imports
 // the drivers it uses (storage/sqlstore/sqlite, postgres, mysql;

@@ -111,9 +111,11 @@ func itemOf(items []item, id string) item {
 	return item{id: id}
 }
 
-func nonNil(s []string) []string {
+// nonNil returns s, or an empty slice for nil: backends return either
+// for an empty page.
+func nonNil[T any](s []T) []T {
 	if s == nil {
-		return []string{}
+		return []T{}
 	}
 	return s
 }

@@ -23,6 +23,17 @@
 //		storetest.RunBenchmarks(b, func(b *testing.B) storetest.Store { return newStore(b) })
 //	}
 //
+// A backend that implements storecopy.Source and storecopy.Sink (so that
+// storage/storecopy can move a whole Parley into and out of it) runs the
+// copy tests with the other backends, each pair both ways:
+//
+//	func TestCopies(t *testing.T) {
+//		storetest.RunCopyTests(t, []storetest.CopyBackend{
+//			{Name: "memstore", New: newMemstoreEnds},
+//			{Name: "mine", New: newEnds},
+//		})
+//	}
+//
 // Subtests are named for what they check (for example
 // "Lists/MessageCursors/before_11th"), so that -run can select them.
 // The suite runs them one after another; a subtest that starts goroutines

@@ -1,4 +1,4 @@
-package storecopy_test
+package storetest
 
 import (
 	"bytes"
@@ -17,20 +17,12 @@ import (
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
-	"github.com/parleychat/parley/storage/storecopy"
-	"github.com/parleychat/parley/storage/storetest"
 )
 
-// store is a backend under test: a storetest.Store that can be copied.
-type store interface {
-	storetest.Store
-	storecopy.Sink
-}
+// copyBase is the time of the copy fixture's first row.
+var copyBase = time.Date(2026, 3, 1, 9, 0, 0, 123456000, time.UTC)
 
-// base is the time of the fixture's first row.
-var base = time.Date(2026, 3, 1, 9, 0, 0, 123456000, time.UTC)
-
-func at(s int) time.Time { return base.Add(time.Duration(s) * time.Second) }
+func copyAt(s int) time.Time { return copyBase.Add(time.Duration(s) * time.Second) }
 
 // fixture is what fill stored, for view to read back.
 type fixture struct {
@@ -43,15 +35,15 @@ type fixture struct {
 
 // fill stores a little of everything in s, and the files of its
 // attachments in files; n messages (at least 8) in its conversations.
-func fill(t testing.TB, s store, files attachments.BlobStore, n int) fixture {
+func fill(t testing.TB, s CopyStore, files attachments.BlobStore, n int) fixture {
 	t.Helper()
 	ctx := context.Background()
 	var f fixture
 	for i, name := range []string{"alice", "bob", "carol", "dave"} {
-		c := messaging.Contact{ID: fmt.Sprintf("ctc_%02d", i), Username: name, PhoneNumber: "+3361234567" + fmt.Sprint(i), CreatedAt: at(i)}
+		c := messaging.Contact{ID: fmt.Sprintf("ctc_%02d", i), Username: name, PhoneNumber: "+3361234567" + fmt.Sprint(i), CreatedAt: copyAt(i)}
 		if i%2 == 0 {
 			c.AvatarURL = "https://example.com/" + name + ".png"
-			c.LastActiveAt = at(1000 + i)
+			c.LastActiveAt = copyAt(1000 + i)
 		}
 		require.NoError(t, s.PutContact(ctx, c))
 		f.contacts = append(f.contacts, c.ID)
@@ -62,7 +54,7 @@ func fill(t testing.TB, s store, files attachments.BlobStore, n int) fixture {
 	put := func(id, conv string, body string) messaging.Attachment {
 		sum := sha256.Sum256([]byte(body))
 		a := messaging.Attachment{ID: id, ConversationID: conv, UploaderID: alice, Filename: id + ".txt", FileType: "text/plain; charset=utf-8",
-			FileSize: int64(len(body)), SHA256: hex.EncodeToString(sum[:]), Key: attachments.KeyPrefix + "ins_fixture/" + id, CreatedAt: at(5)}
+			FileSize: int64(len(body)), SHA256: hex.EncodeToString(sum[:]), Key: attachments.KeyPrefix + "ins_fixture/" + id, CreatedAt: copyAt(5)}
 		require.NoError(t, files.Put(ctx, a.Key, a.FileType, bytes.NewReader([]byte(body))))
 		return a
 	}
@@ -81,7 +73,7 @@ func fill(t testing.TB, s store, files attachments.BlobStore, n int) fixture {
 		}
 		from := f.contacts[i%3]
 		m := messaging.Message{ID: fmt.Sprintf("msg_%04d", i), ConversationID: conv, Contact: messaging.Contact{ID: from},
-			Text: fmt.Sprintf("message %d «%s»", i, conv), CreatedAt: at(10 + i/2)} // pairs share a time: ids break ties
+			Text: fmt.Sprintf("message %d «%s»", i, conv), CreatedAt: copyAt(10 + i/2)} // pairs share a time: ids break ties
 		var link []string
 		if i == 3 {
 			link = []string{"att_01"}
@@ -101,35 +93,35 @@ func fill(t testing.TB, s store, files attachments.BlobStore, n int) fixture {
 	update(f.messages[1], messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "tada", Reactors: []string{alice}}})
 	update(f.messages[2], messaging.MessageChange{AddReactions: []messaging.Reaction{r("fire", carol), r("heart", bob, alice)}})
 	text := "edited once"
-	update(f.messages[2], messaging.MessageChange{Text: &text, RevisionID: "rev_01", UpdatedAt: at(500)})
+	update(f.messages[2], messaging.MessageChange{Text: &text, RevisionID: "rev_01", UpdatedAt: copyAt(500)})
 	text2 := "edited twice"
-	update(f.messages[2], messaging.MessageChange{Text: &text2, RevisionID: "rev_02", UpdatedAt: at(501)})
+	update(f.messages[2], messaging.MessageChange{Text: &text2, RevisionID: "rev_02", UpdatedAt: copyAt(501)})
 	yes := true
-	update(f.messages[0], messaging.MessageChange{Read: &yes, ReadAt: at(600)})
+	update(f.messages[0], messaging.MessageChange{Read: &yes, ReadAt: copyAt(600)})
 	att4 := put("att_04", "", "attached later")
 	att4.ConversationID = ""
 	update(f.messages[5], messaging.MessageChange{NewAttachment: &att4})
 
 	// A message deleted, with its attachment: gone from the copy too.
 	del := put("att_05", "", "deleted with its message")
-	gone := messaging.Message{ID: "msg_gone", ConversationID: "general", Contact: messaging.Contact{ID: bob}, Text: "bye", CreatedAt: at(9)}
+	gone := messaging.Message{ID: "msg_gone", ConversationID: "general", Contact: messaging.Contact{ID: bob}, Text: "bye", CreatedAt: copyAt(9)}
 	require.NoError(t, s.CreateAttachment(ctx, del, nil))
 	require.NoError(t, s.CreateMessage(ctx, gone, []string{del.ID}, nil))
 	_, err := s.DeleteMessage(ctx, gone.ID, nil)
 	require.NoError(t, err)
 
 	for _, m := range []struct{ conv, who string }{{"general", alice}, {"general", bob}, {"general", carol}, {"random", dave}} {
-		require.NoError(t, s.AddMember(ctx, m.conv, m.who, at(2)))
+		require.NoError(t, s.AddMember(ctx, m.conv, m.who, copyAt(2)))
 	}
 	require.NoError(t, s.RemoveMember(ctx, "general", carol))
 	if n > 6 {
 		require.NoError(t, s.MarkRead(ctx, "general", bob, f.messages[6], nil))
 		require.NoError(t, s.MarkRead(ctx, "general", carol, f.messages[3], nil))
 	}
-	require.NoError(t, s.TouchContact(ctx, dave, at(2000)))
+	require.NoError(t, s.TouchContact(ctx, dave, copyAt(2000)))
 
 	now := time.Now().UTC()
-	keyed := messaging.Message{ID: "msg_keyed", ConversationID: "random", Contact: messaging.Contact{ID: dave}, Text: "sent once", CreatedAt: at(3000)}
+	keyed := messaging.Message{ID: "msg_keyed", ConversationID: "random", Contact: messaging.Contact{ID: dave}, Text: "sent once", CreatedAt: copyAt(3000)}
 	done := messaging.IdempotencyRecord{Scope: dave, Key: "key-1", Fingerprint: "fp1", CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour)}
 	require.NoError(t, s.CreateMessageKeyed(ctx, keyed, nil, nil, done))
 	f.messages = append(f.messages, keyed.ID)
@@ -150,7 +142,7 @@ func fill(t testing.TB, s store, files attachments.BlobStore, n int) fixture {
 // view reads back, through the Repository, everything a client can see
 // of f in s, as JSON: pages walked with cursors both ways, each viewer's
 // conversations, members, revisions, idempotency records, and the files.
-func view(t testing.TB, s store, files attachments.BlobStore, f fixture) string {
+func view(t testing.TB, s CopyStore, files attachments.BlobStore, f fixture) string {
 	t.Helper()
 	ctx := context.Background()
 	out := map[string]any{}
@@ -244,17 +236,8 @@ func view(t testing.TB, s store, files attachments.BlobStore, f fixture) string 
 	return string(data)
 }
 
-// nonNil returns s, or an empty slice for nil: backends return either
-// for an empty page.
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
-}
-
 // expiredGone checks that the expired idempotency record of f is not in s.
-func expiredGone(t testing.TB, s store, f fixture) {
+func expiredGone(t testing.TB, s CopyStore, f fixture) {
 	t.Helper()
 	_, err := s.GetIdempotencyKey(context.Background(), f.expired[0], f.expired[1])
 	require.True(t, errors.Is(err, messaging.ErrNotFound), "the expired key is not copied: %v", err)
