@@ -97,7 +97,7 @@ func copyAll(t testing.TB, dst, src end) storecopy.Report {
 // environment variables are set) reads back the same at every step, and
 // ends identical to where it began.
 func testCopyChain(t *testing.T, bs []backend) {
-		chain := append(bs, bs[0])
+	chain := append(bs, bs[0])
 	first := chain[0].new(t)
 	f := fill(t, first.store, first.files, 30)
 	want := view(t, first.store, first.files, f)
@@ -134,7 +134,7 @@ func takesWrites(t *testing.T, s CopyStore, f fixture) {
 
 // Every pair of backends, both ways.
 func testCopyPairs(t *testing.T, bs []backend) {
-		for _, from := range bs {
+	for _, from := range bs {
 		for _, to := range bs {
 			t.Run(from.name+"_to_"+to.name, func(t *testing.T) {
 				src, dst := from.new(t), to.new(t)
