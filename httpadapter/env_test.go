@@ -168,6 +168,11 @@ func newEnv(t testing.TB, store storetest.Store, cfg envConfig) *env {
 	if cfg.wrap != nil {
 		h = cfg.wrap(h)
 	}
+	if _, bench := t.(*testing.B); !bench {
+		// Every exchange of a test is checked against openapi.json
+		// (benchmarks measure the handler alone).
+		h = checkAPI(t, h, cfg.cookies || cfg.auth != nil)
+	}
 	if cfg.prefix != "" {
 		mux := http.NewServeMux()
 		mux.Handle(cfg.prefix+"/", http.StripPrefix(cfg.prefix, h))

@@ -2,9 +2,13 @@ package httpadapter_test
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -90,4 +94,91 @@ func loadOpenAPI(t testing.TB) *openapi3.T {
 	doc, err := loader.LoadFromData(httpadapter.OpenAPI())
 	require.NoError(t, err)
 	return doc
+}
+
+// errorsT records the errors a checker reports.
+type errorsT struct {
+	testing.TB
+	mu   sync.Mutex
+	errs []string
+}
+
+func (t *errorsT) Errorf(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.errs = append(t.errs, fmt.Sprintf(format, args...))
+}
+
+func (t *errorsT) reported() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.errs)
+}
+
+// TestOpenAPICheckerCatchesDrift: the check that newEnv puts around every
+// handler under test reports a response that the document does not allow,
+// and a request that the document rejects but the server accepts.
+func TestOpenAPICheckerCatchesDrift(t *testing.T) {
+	const (
+		emptyList = `{"object":"list","data":[],"has_more":false}`
+		event     = `{"id":"evt_1","object":"event","type":"message.deleted","conversation_id":"c","created":1,"data":{"object":{"id":"msg_1","object":"message","deleted":true}}}`
+	)
+	for _, tc := range []struct {
+		name, method, path, ctype, body string
+		status                          int
+		resType, resBody                string
+		want                            string // in the report; "" for none
+	}{
+		{"fine", "GET", "/v1/messages?limit=5", "", "", 200, "application/json", emptyList, ""},
+		{"extra member", "GET", "/v1/messages", "", "", 200, "application/json", `{"object":"list","data":[],"has_more":false,"total":0}`, "does not match"},
+		{"missing member", "GET", "/v1/conversations", "", "", 200, "application/json", `{"object":"list","data":[]}`, "does not match"},
+		{"limit out of range accepted", "GET", "/v1/messages?limit=500", "", "", 200, "application/json", emptyList, "rejects the request"},
+		{"limit out of range refused", "GET", "/v1/messages?limit=500", "", "", 400, "application/json", `{"error":{"type":"invalid_request_error","code":"parameter_invalid","message":"no","param":"limit"}}`, ""},
+		{"missing field accepted", "POST", "/v1/messages", "application/x-www-form-urlencoded", "conversation_id=c", 201, "application/json", `{}`, "rejects the request"},
+		{"bad error object", "GET", "/v1/messages/msg_1", "", "", 404, "application/json", `{"error":"no"}`, "does not match"},
+		{"unknown path accepted", "GET", "/v1/nothing", "", "", 200, "application/json", `{}`, "not in the document"},
+		{"unknown path refused", "GET", "/v1/nothing", "", "", 404, "application/json", `{"error":{"type":"not_found_error","code":"resource_missing","message":"no"}}`, ""},
+		{"stream", "GET", "/v1/events", "", "", 200, "text/event-stream", "id: evt_1\nevent: message.deleted\ndata: " + event + "\n\n", ""},
+		{"stream bad event", "GET", "/v1/events", "", "", 200, "text/event-stream", "event: message.gone\ndata: {\"object\":\"event\"}\n\n", "does not match Event"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &errorsT{TB: t}
+			h := checkAPI(rec, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", tc.resType)
+				if tc.status == 201 {
+					w.Header().Set("Location", "/v1/messages/msg_1")
+				}
+				w.WriteHeader(tc.status)
+				_, _ = io.WriteString(w, tc.resBody)
+			}), false)
+			srv := httptest.NewServer(h)
+			defer srv.Close()
+			var body io.Reader
+			if tc.body != "" {
+				body = strings.NewReader(tc.body)
+			}
+			req, err := http.NewRequest(tc.method, srv.URL+tc.path, body)
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer tok")
+			if tc.ctype != "" {
+				req.Header.Set("Content-Type", tc.ctype)
+			}
+			if tc.resType == "text/event-stream" {
+				req.Header.Set("Accept", "text/event-stream")
+			}
+			res, err := srv.Client().Do(req)
+			require.NoError(t, err)
+			_, _ = io.Copy(io.Discard, res.Body)
+			_ = res.Body.Close()
+			srv.Close() // waits for the check
+			errs := rec.reported()
+			if tc.want == "" {
+				assert.Empty(t, errs)
+				return
+			}
+			require.NotEmpty(t, errs)
+			assert.Contains(t, errs[0], tc.want, "all: %q", errs)
+		})
+	}
 }
