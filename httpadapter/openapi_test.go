@@ -143,7 +143,7 @@ func TestOpenAPICheckerCatchesDrift(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &errorsT{TB: t}
-			h := checkAPI(rec, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			c := checkAPI(rec, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				_, _ = io.Copy(io.Discard, r.Body)
 				w.Header().Set("Content-Type", tc.resType)
 				if tc.status == 201 {
@@ -152,7 +152,7 @@ func TestOpenAPICheckerCatchesDrift(t *testing.T) {
 				w.WriteHeader(tc.status)
 				_, _ = io.WriteString(w, tc.resBody)
 			}), false)
-			srv := httptest.NewServer(h)
+			srv := httptest.NewServer(c)
 			defer srv.Close()
 			var body io.Reader
 			if tc.body != "" {
@@ -171,7 +171,8 @@ func TestOpenAPICheckerCatchesDrift(t *testing.T) {
 			require.NoError(t, err)
 			_, _ = io.Copy(io.Discard, res.Body)
 			_ = res.Body.Close()
-			srv.Close() // waits for the check
+			srv.Close()
+			c.wait()
 			errs := rec.reported()
 			if tc.want == "" {
 				assert.Empty(t, errs)
