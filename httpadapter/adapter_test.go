@@ -113,6 +113,7 @@ func runAdapterTests(t *testing.T, newStore func(t *testing.T) storetest.Store) 
 		{"BaseURL", testBaseURL},
 		{"ForwardedProto", testForwardedProto},
 		{"SignedURLs", testSignedURLs},
+		{"OldFileURLs", testOldFileURLs},
 		{"UploadFlow", testUploadFlow},
 		{"InlineTypes", testInlineTypes},
 		{"UploadLimits", testUploadLimits},

@@ -133,7 +133,10 @@ var renameAttachmentCases = []apiCase{
 			file := e.as(t, "alice", "GET", newURL, nil)
 			require.Equal(t, 200, file.StatusCode)
 			assert.Equal(t, textA, string(file.body), "the bytes are the same")
-			assertError(t, e.as(t, "alice", "GET", "/v1/attachments/"+fx.attA+"/a.txt", nil), 404, *errNotFound)
+			old := e.as(t, "alice", "GET", "/v1/attachments/"+fx.attA+"/a.txt", nil)
+			require.Equal(t, 200, old.StatusCode, "the old file_url redirects to the new one")
+			assert.Equal(t, newURL, old.Request.URL.String())
+			assert.Equal(t, textA, string(old.body))
 		}},
 	{name: "JSON", method: "PUT", path: "/v1/attachments/{attA}", body: jsonBody(`{"filename":"b.txt"}`),
 		wantStatus: 200, want: map[string]any{"filename": "b.txt"}},

@@ -2,6 +2,7 @@ package httpadapter_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -19,6 +20,15 @@ func fileHeaders(ctype, disposition string) func(t *testing.T, e *env, fx *fixtu
 		assert.Equal(t, disposition, res.Header.Get("Content-Disposition"))
 		assert.NotEmpty(t, res.Header.Get("Last-Modified"))
 		assert.Equal(t, "bytes", res.Header.Get("Accept-Ranges"))
+	}
+}
+
+// servedAs checks that the answer, after any redirect, is the file under
+// the name given.
+func servedAs(name, data string) func(t *testing.T, e *env, fx *fixture, res *response) {
+	return func(t *testing.T, _ *env, _ *fixture, res *response) {
+		assert.True(t, strings.HasSuffix(res.Request.URL.Path, "/"+name), "served from %s", res.Request.URL)
+		assert.Equal(t, data, string(res.body))
 	}
 }
 
@@ -67,8 +77,14 @@ var fileCases = []apiCase{
 	{name: "If-Modified-Since", method: "GET", path: "/v1/attachments/{attA}/a.txt", hdr: []string{"If-Modified-Since", "Fri, 01 Jan 2100 00:00:00 GMT"}, wantStatus: 304},
 	{name: "If-Range with the ETag", method: "GET", path: "/v1/attachments/{attA}/a.txt", hdr: []string{"Range", "bytes=0-1", "If-Range", `"` + sha(textA) + `"`}, wantStatus: 206},
 	{name: "If-Range with another ETag", method: "GET", path: "/v1/attachments/{attA}/a.txt", hdr: []string{"Range", "bytes=0-1", "If-Range", `"0000"`}, wantStatus: 200},
-	{name: "other file name", method: "GET", path: "/v1/attachments/{attA}/b.txt", wantStatus: 404, wantErr: errNotFound},
-	{name: "file name differs in case", method: "GET", path: "/v1/attachments/{attA}/A.txt", wantStatus: 404, wantErr: errNotFound},
+	// Another name of a visible attachment redirects to the current one
+	// (testOldFileURLs checks the 308 itself); the client follows it with
+	// its token, to the same origin.
+	{name: "other file name", method: "GET", path: "/v1/attachments/{attA}/b.txt", wantStatus: 200, check: servedAs("a.txt", textA)},
+	{name: "file name differs in case", method: "GET", path: "/v1/attachments/{attA}/A.txt", wantStatus: 200, check: servedAs("a.txt", textA)},
+	{name: "other name of one hidden by the policy", as: "mallory", method: "GET", path: "/v1/attachments/{attP}/other.txt", wantStatus: 404, wantErr: errNotFound},
+	{name: "other name of another's in no conversation", as: "bob", method: "GET", path: "/v1/attachments/{attN}/other.txt", wantStatus: 404, wantErr: errNotFound},
+	{name: "other name without a token", as: "-", method: "GET", path: "/v1/attachments/{attA}/b.txt", wantStatus: 401},
 	{name: "unknown attachment", method: "GET", path: "/v1/attachments/att_01jzzzzzzzzzzzzzzzzzzzzzzz/a.txt", wantStatus: 404, wantErr: errNotFound},
 	{name: "hidden by the policy", as: "mallory", method: "GET", path: "/v1/attachments/{attP}/p.txt", wantStatus: 404, wantErr: errNotFound},
 	{name: "another's in no conversation", as: "bob", method: "GET", path: "/v1/attachments/{attN}/n.txt", wantStatus: 404, wantErr: errNotFound},

@@ -3,6 +3,7 @@ package httpadapter
 import (
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -11,10 +12,16 @@ import (
 )
 
 // serveFile serves an attachment's bytes at
-// /v1/attachments/{id}/{filename}. The file name in the path must be the
-// attachment's current name: after a rename the old URL is a 404.
-// Range and conditional requests (ETag: the SHA-256; Last-Modified: the
-// upload time) are answered by http.ServeContent.
+// /v1/attachments/{id}/{filename}. The id decides which file; the file
+// name in the path must be the attachment's current name, and a request
+// for any other name of an attachment the caller may see (the old file_url
+// after a rename) is answered 308 Permanent Redirect to the current one,
+// with the attachment in the body, as GET /v1/attachments/{id} shows it.
+// The redirect is not cached (Cache-Control: no-store), since a later
+// rename may give the old name back. An id the caller may not see is a 404
+// whatever the name, as before. Range and conditional requests (ETag: the
+// SHA-256; Last-Modified: the upload time) are answered by
+// http.ServeContent.
 func (a *api) serveFile(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
 	ctx := r.Context()
 	id := r.PathValue("id")
@@ -25,7 +32,7 @@ func (a *api) serveFile(w http.ResponseWriter, r *http.Request, caller messaging
 	}
 	defer body.Close()
 	if att.Filename != r.PathValue("filename") {
-		a.writeError(w, r, &messaging.Error{Kind: messaging.ErrNotFound, Message: "no such file: the attachment " + id + " has another file name"})
+		a.redirectToFile(w, r, caller, att)
 		return
 	}
 	h := w.Header()
@@ -55,6 +62,18 @@ func (a *api) serveFile(w http.ResponseWriter, r *http.Request, caller messaging
 		r.Header.Set("Range", rng)
 	}
 	http.ServeContent(&fileErrorWriter{ResponseWriter: w, a: a, r: r}, r, "", att.CreatedAt, body)
+}
+
+// redirectToFile answers a request for an attachment's file under a name
+// that is not its current one with a 308 to the URL of the current name on
+// this route (not a signed URL: the request came with the caller's
+// credentials, and a client that follows the redirect sends them again to
+// the same origin).
+func (a *api) redirectToFile(w http.ResponseWriter, r *http.Request, caller messaging.Contact, att messaging.Attachment) {
+	h := w.Header()
+	h.Set("Location", a.baseURL(r)+"/v1/attachments/"+att.ID+"/"+url.PathEscape(att.Filename))
+	h.Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusPermanentRedirect, a.urls(r, caller).attachment(r.Context(), att))
 }
 
 // maxRanges is the most byte ranges a request is answered with; beyond it

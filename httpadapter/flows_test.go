@@ -346,7 +346,9 @@ func testUploadFlow(t *testing.T, newStore newStoreFunc) {
 	newURL := res.json(t)["file_url"].(string)
 	assert.NotEqual(t, fileURL, newURL)
 	assert.True(t, strings.HasSuffix(newURL, "/final.csv"))
-	assert.Equal(t, 404, e.as(t, "bob", "GET", fileURL.(string), nil).StatusCode)
+	old := e.as(t, "bob", "GET", fileURL.(string), nil) // redirected to newURL
+	assert.Equal(t, 200, old.StatusCode)
+	assert.Equal(t, newURL, old.Request.URL.String())
 	assert.Equal(t, data, string(e.as(t, "bob", "GET", newURL, nil).body))
 
 	res = e.as(t, "alice", "DELETE", "/v1/messages/"+msgID, nil)
