@@ -3,7 +3,14 @@
 // become Parley callers, and the /v1 API is served under the host's /chat
 // prefix.
 //
-//	go run ./examples/embed
+// Run it from the repository's root (the first run compiles for a minute or
+// more):
+//
+//	go run ./examples/embed              # or -addr 127.0.0.1:9000
+//
+// It keeps its SQLite database and files in a temporary folder, which it
+// removes when it stops: on Ctrl-C (SIGINT) or SIGTERM it finishes the
+// requests under way, closes storage and deletes the folder.
 //
 // A program calls with an API key as bearer token; a browser signs in at the
 // host's /login and calls with its session cookie:
@@ -17,12 +24,18 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"log"
+	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	_ "gocloud.dev/blob/fileblob" // file:// buckets
@@ -35,11 +48,35 @@ import (
 	_ "github.com/parleychat/parley/storage/sqlstore/sqlite" // SQLite files
 )
 
-func main() {
-	ctx := context.Background()
+func main() { os.Exit(command(os.Args[1:], os.Stderr)) }
+
+// command runs the program with its arguments until SIGINT or SIGTERM, and
+// returns its exit code. Everything run opens, and its temporary folder,
+// is closed and removed before command returns (log.Fatal, which exits
+// without running deferred calls, is not used for that reason).
+func command(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("embed", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:8081", "the address to listen on")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logger := log.New(stderr, "", log.LstdFlags)
+	if err := run(ctx, *addr, logger); err != nil {
+		logger.Print(err)
+		return 1
+	}
+	return 0
+}
+
+// run serves the host until ctx ends, then shuts the server down, closes
+// storage and removes its temporary folder.
+func run(ctx context.Context, addr string, logger *log.Logger) error {
 	dir, err := os.MkdirTemp("", "parley-embed")
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	defer os.RemoveAll(dir)
 
@@ -49,15 +86,15 @@ func main() {
 	// (storage/sqlstore/postgres, storage/blobstore/s3).
 	store, err := sqlstore.Open(ctx, filepath.Join(dir, "chat.db"), nil)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	defer store.Close()
 	if err := store.Migrate(ctx); err != nil {
-		log.Fatal(err)
+		return err
 	}
 	blobs, err := blobstore.Open(ctx, "file://"+filepath.ToSlash(dir))
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	defer blobs.Close()
 	msgs := messaging.New(store, nil)
@@ -65,10 +102,33 @@ func main() {
 
 	mux, err := newHost(msgs, files)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
-	log.Println("listening on http://127.0.0.1:8081 (chat API under /chat/v1)")
-	log.Fatal(newServer("127.0.0.1:8081", mux, serverTimeouts).ListenAndServe())
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := newServer(addr, mux, serverTimeouts)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	logger.Printf("listening on http://%s (chat API under /chat/v1); data in %s until Ctrl-C", ln.Addr(), dir)
+
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Print("stopping: finishing the requests under way, then removing ", dir)
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		// Requests still under way after the grace period are cut.
+		_ = srv.Close()
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }
 
 // timeouts bound what a slow or idle client may hold: a server on the open
