@@ -29,7 +29,7 @@ import (
 // The fault matrix (issue 10): every write and read of the API is sent
 // once for each call it makes to the repository or the bucket, with that
 // call failing in each way a backend fails. The answer must be the
-// request's own or the API.md error (500 with a request id, 503 with
+// request's own or the README's error (500 with a request id, 503 with
 // Retry-After, within the request's deadline), the cause must be logged
 // once with that request id, and store and bucket must stay consistent:
 // no row without its object at any time, and no object without its row

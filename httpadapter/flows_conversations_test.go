@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// testConversations covers API.md's Conversations section.
+// testConversations covers the README's Conversations paragraph.
 func testConversations(t *testing.T, newStore newStoreFunc) {
 	e := newEnv(t, newStore(t), envConfig{})
 	post := func(user, conv, text string) string {

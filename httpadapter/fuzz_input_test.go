@@ -128,7 +128,7 @@ func FuzzJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string) {
 		in, err := parseJSONInput([]byte(body))
 		mustBeClientError(t, err)
-		// Text is valid UTF-8, as in forms (API.md): a body that is not, or
+		// Text is valid UTF-8, as in forms (README): a body that is not, or
 		// escapes half a surrogate pair, is refused rather than read with
 		// U+FFFD in their place.
 		if err == nil && (!utf8.ValidString(body) || strings.Contains(body, `\u`) && loneSurrogate(body)) {

@@ -23,7 +23,7 @@ import (
 //   - bad:      a bearer token nobody has;
 //   - excluded: mallory, whom the policy does not let see the conversation.
 //
-// It checks the status API.md gives each, that a refused request changes
+// It checks the status the README gives each, that a refused request changes
 // nothing, and that the excluded caller cannot tell that any of it exists:
 // her answers are those for ids that name nothing (404, never 403), and
 // no answer of hers holds the hidden ids, texts or file.

@@ -17,7 +17,7 @@ import (
 	"github.com/parleychat/parley/storage/storetest"
 )
 
-// These tests check Idempotency-Key (API.md, "Retries") and the revisions
+// These tests check Idempotency-Key (the README's "Retries") and the revisions
 // of messages through the whole handler, on every backend.
 
 var (

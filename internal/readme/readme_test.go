@@ -39,6 +39,13 @@ func TestEmbeddingProgram(t *testing.T) {
 	require.NoError(t, err)
 	code := embedProgram(t, string(readme))
 
+	// The program says what a reader must do first: store the contacts
+	// the authenticator names, and let the files folder be made.
+	save, auth := strings.Index(code, "msgs.SaveContact("), strings.Index(code, "Authenticator:")
+	require.True(t, save >= 0 && auth > save, "the contact is saved before the authenticator names it")
+	assert.Contains(t, code, "save your users\n\t// as contacts first")
+	assert.Contains(t, code, "create_dir=true")
+
 	dir := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
