@@ -43,3 +43,42 @@ func ExampleService_Upload() {
 	// report.csv text/plain; charset=utf-8 15
 	// q1.csv: "q,amount\n1,100\n"
 }
+
+// Upload a file, then link it to a message as the message is sent; or
+// upload straight into a message of the caller's with MessageID.
+func ExampleService_Upload_link() {
+	ctx := context.Background()
+	store := memstore.New()
+	msgs := messaging.New(store, nil)
+	files := attachments.New(store, memstore.NewBlobStore(), msgs, nil)
+	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
+	if err != nil {
+		panic(err)
+	}
+
+	notes, err := files.Upload(ctx, alice, attachments.Upload{Filename: "notes.txt", ConversationID: "team", Body: strings.NewReader("meeting notes\n")})
+	if err != nil {
+		panic(err)
+	}
+	m, err := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "team", Text: "Notes attached", Attachments: []string{notes.ID}})
+	if err != nil {
+		panic(err)
+	}
+	slides, err := files.Upload(ctx, alice, attachments.Upload{Filename: "slides.pdf", MessageID: m.ID, Body: strings.NewReader("%PDF-1.7\n")})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(slides.MessageID == m.ID, slides.ConversationID, slides.FileType)
+
+	m, err = msgs.Get(ctx, alice, m.ID)
+	if err != nil {
+		panic(err)
+	}
+	for _, a := range m.Attachments {
+		fmt.Println(a.Filename, a.FileSize, a.MessageID == m.ID)
+	}
+	// Output:
+	// true team application/pdf
+	// notes.txt 14 true
+	// slides.pdf 9 true
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
@@ -169,4 +170,24 @@ func ExampleService_Conversations() {
 	// Output:
 	// team 2 2 two
 	// bob has 1 unread
+}
+
+// Create sends a message as the caller: the service makes its id and
+// times, and the caller, as stored, is its sender.
+func ExampleService_Create() {
+	ctx := context.Background()
+	msgs := newServices()
+	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
+	if err != nil {
+		panic(err)
+	}
+	m, err := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "team", Text: "Hello, team"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(strings.HasPrefix(m.ID, "msg_"), m.ConversationID, m.Contact.Username, m.Text)
+	fmt.Println(m.CreatedAt.IsZero(), m.ReadAt.IsZero(), len(m.Reactions), len(m.Attachments))
+	// Output:
+	// true team alice Hello, team
+	// false true 0 0
 }

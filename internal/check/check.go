@@ -1,5 +1,13 @@
 // Package check holds the input rules that messaging and attachments share:
-// identifiers chosen by clients, text, page sizes and file names.
+// identifiers chosen by clients, text, page sizes and file names. Each rule
+// takes the name of the parameter it checks, and returns nil or an *Error
+// naming it, which the services turn into a *messaging.Error of kind
+// ErrInvalid (a 400 naming the parameter over HTTP):
+//
+//	if err := check.ConversationID("conversation_id", in.ConversationID); err != nil {
+//		return Message{}, err
+//	}
+//	name, err := check.Filename("filename", u.Filename) // cleaned to its base name
 package check
 
 import (

@@ -5,6 +5,9 @@
 //
 // Time-ordered ids append to the right edge of a B-tree index, which is what
 // makes inserts cheap on every SQL backend.
+//
+//	id := ids.New("msg_")       // "msg_01jz…"
+//	ok := ids.Valid("msg_", id) // what New writes, and nothing else
 package ids
 
 import (

@@ -1,5 +1,12 @@
 // Package paging walks a keyset-paged list from Go: the All methods of the
-// services are made with it.
+// services are made with it. Give All the first cursor, a function that
+// reads the page after a cursor, and the id of an item (the next cursor):
+//
+//	return paging.All(o.StartingAfter, func(after string) ([]Conversation, bool, error) {
+//		o.StartingAfter = after
+//		p, err := s.Conversations(ctx, caller, o)
+//		return p.Data, p.HasMore, err
+//	}, func(c Conversation) string { return c.ID })
 package paging
 
 import "iter"
