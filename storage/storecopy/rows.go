@@ -163,8 +163,9 @@ type Snapshot interface {
 	// the order of each kind's key, which is the same for every store (see
 	// Key): bytes of strings, then numbers. Reaction names and reactions
 	// come in the order a message shows them, by message id. Times are in
-	// UTC, to the microsecond. The caller may stop early; a batch is valid
-	// until the next is asked for.
+	// UTC, to the microsecond. The caller may stop early, and keeps each
+	// batch: a Rows never reuses one (the copy reads the next batch while
+	// it loads the one before).
 	Rows(ctx context.Context, k Kind, size int) iter.Seq2[*Batch, error]
 	// Close ends the snapshot.
 	Close() error
