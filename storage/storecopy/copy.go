@@ -130,8 +130,10 @@ func (e *MismatchError) Is(target error) bool { return target == ErrMismatch }
 // interrupted finishes when run again, and a copy run again on a finished
 // copy changes nothing. It refuses a destination that holds rows of
 // another store (an installation other than src's), or a bucket claimed
-// by another database, or holding files when dst is new: the error
-// matches messaging.ErrConflict and says what the destination holds.
+// by another database, or unclaimed and holding files none of which is
+// src's (as attachments.Service.Claim decides; src's own bucket is
+// welcome, and its files are found in place): the error matches
+// messaging.ErrConflict and says what the destination holds.
 //
 // A verification that finds differences returns a *MismatchError
 // (errors.Is(err, ErrMismatch)). A file of a row that srcFiles does not
@@ -153,7 +155,7 @@ func Copy(ctx context.Context, dst Sink, dstFiles attachments.BlobStore, src Sou
 	if err != nil {
 		return rep, fmt.Errorf("storecopy: read the source's installation: %w", err)
 	}
-	if err := prepare(ctx, dst, dstFiles, in); err != nil {
+	if err := prepare(ctx, dst, dstFiles, snap, in, o.BatchSize); err != nil {
 		return rep, err
 	}
 	for _, k := range Kinds() {
@@ -204,9 +206,10 @@ func Verify(ctx context.Context, dst Sink, dstFiles attachments.BlobStore, src S
 	return rep, err
 }
 
-// prepare checks that dst (and dstFiles) may receive a copy of the store
-// whose installation is in, and gives dst that installation.
-func prepare(ctx context.Context, dst Sink, dstFiles attachments.BlobStore, in Installation) error {
+// prepare checks that dst (and dstFiles) may receive a copy of src, the
+// snapshot of the store whose installation is in, and gives dst that
+// installation.
+func prepare(ctx context.Context, dst Sink, dstFiles attachments.BlobStore, src Snapshot, in Installation, batch int) error {
 	snap, err := dst.Snapshot(ctx)
 	if err != nil {
 		return fmt.Errorf("storecopy: open the destination: %w", err)
@@ -235,7 +238,7 @@ func prepare(ctx context.Context, dst Sink, dstFiles attachments.BlobStore, in I
 		}
 	}
 	if dstFiles != nil {
-		if err := checkBucket(ctx, dstFiles, in, resume); err != nil {
+		if err := checkBucket(ctx, dstFiles, src, in, resume, batch); err != nil {
 			return err
 		}
 	}

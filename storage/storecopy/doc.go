@@ -47,8 +47,9 @@
 // Copy refuses, with an error matching messaging.ErrConflict that says
 // what the destination holds, a destination database holding rows of
 // another store (another installation id), and a bucket claimed by
-// another database, or holding files that no claim of the source's
-// covers when the database is new. It never writes to the source.
+// another database, or unclaimed and holding files none of which is the
+// source's. The source's own bucket is a fine destination: a copy of the
+// database only finds every file in place. It never writes to the source.
 //
 // # Errors
 //

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -15,11 +17,14 @@ import (
 	"github.com/parleychat/parley/messaging"
 )
 
-// checkBucket checks that dstFiles may receive the files of the store
-// whose installation is in: it is not claimed by another database, and,
-// unless the copy resumes (resume), it holds no file under
-// attachments.KeyPrefix when it is not claimed by in.
-func checkBucket(ctx context.Context, dstFiles attachments.BlobStore, in Installation, resume bool) error {
+// checkBucket checks that dstFiles may receive the files of src, the
+// snapshot of the store whose installation is in: it is not claimed by
+// another database, and, unless the copy resumes (resume) or the bucket is
+// claimed by in, it holds no file under attachments.KeyPrefix or, as
+// attachments.Service.Claim decides, files of which at least one (of a
+// sample of 1,000) is under in's own prefix or named by a row of src: the
+// source's own bucket, or a copy of it.
+func checkBucket(ctx context.Context, dstFiles attachments.BlobStore, src Snapshot, in Installation, resume bool, batch int) error {
 	claim, found, err := readClaim(ctx, dstFiles)
 	if err != nil {
 		return fmt.Errorf("storecopy: read the destination bucket's claim: %w", err)
@@ -33,15 +38,11 @@ func checkBucket(ctx context.Context, dstFiles attachments.BlobStore, in Install
 	if found || resume || !ok {
 		return nil
 	}
-	var n int
-	var first string
+	sample := map[string]struct{}{}
 	errEnough := errors.New("enough")
 	err = lister.List(ctx, attachments.KeyPrefix, func(o attachments.Object) error {
-		if n == 0 {
-			first = o.Key
-		}
-		n++
-		if n == 1000 {
+		sample[o.Key] = struct{}{}
+		if len(sample) == 1000 {
 			return errEnough
 		}
 		return nil
@@ -49,16 +50,33 @@ func checkBucket(ctx context.Context, dstFiles attachments.BlobStore, in Install
 	if err != nil && !errors.Is(err, errEnough) {
 		return fmt.Errorf("storecopy: list the destination bucket: %w", err)
 	}
-	if n > 0 {
-		more := ""
-		if n == 1000 {
-			more = " or more"
-		}
-		return &messaging.Error{Kind: messaging.ErrConflict, Op: "storecopy.Copy", Message: fmt.Sprintf(
-			"the destination bucket holds %d%s files of another store (such as %s) and no claim of the source's: copy into an empty bucket or folder",
-			n, more, first)}
+	if len(sample) == 0 {
+		return nil
 	}
-	return nil
+	own := attachments.KeyPrefix + in.ID + "/"
+	for k := range sample {
+		if strings.HasPrefix(k, own) {
+			return nil
+		}
+	}
+	for b, err := range src.Rows(ctx, Attachments, batch) {
+		if err != nil {
+			return fmt.Errorf("storecopy: read the source's attachments: %w", err)
+		}
+		for _, a := range b.Attachments {
+			if _, ok := sample[a.Key]; ok {
+				return nil
+			}
+		}
+	}
+	keys := slices.Sorted(maps.Keys(sample))
+	more := ""
+	if len(sample) == 1000 {
+		more = " or more"
+	}
+	return &messaging.Error{Kind: messaging.ErrConflict, Op: "storecopy.Copy", Message: fmt.Sprintf(
+		"the destination bucket holds %d%s files and none is the source's (such as %s): copy into an empty bucket or folder, or the source's own",
+		len(keys), more, keys[0])}
 }
 
 // readClaim returns the installation id that the claim of the bucket

@@ -63,6 +63,7 @@ func RunCopyTests(t *testing.T, backends []CopyBackend) {
 		{"AgainChangesNothing", testCopyAgainChangesNothing},
 		{"RefusesNonEmptyDestination", testCopyRefusesNonEmptyDestination},
 		{"RefusesBucketWithFiles", testCopyRefusesBucketWithFiles},
+		{"DatabaseOnly", testCopyDatabaseOnly},
 		{"VerifyNamesDifferences", testCopyVerifyNamesDifferences},
 		{"InterruptedAndResumed", testCopyInterruptedAndResumed},
 		{"SourceWrittenMeanwhile", testCopyOfSourceWrittenMeanwhile},
@@ -197,6 +198,25 @@ func testCopyRefusesBucketWithFiles(t *testing.T, bs []backend) {
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, messaging.ErrConflict), "%v", err)
 	assert.Contains(t, err.Error(), "ins_x/att_9")
+}
+
+// A copy of the database only, into the source's own bucket, finds every
+// file in place and copies none.
+func testCopyDatabaseOnly(t *testing.T, bs []backend) {
+	for _, b := range bs {
+		t.Run(b.name, func(t *testing.T) {
+			src, dst := bs[0].new(t), b.new(t)
+			f := fill(t, src.store, src.files, 10)
+			keys := objects(t, src.files)
+			rep, err := storecopy.Copy(context.Background(), dst.store, src.files, src.store, src.files, nil)
+			require.NoError(t, err)
+			assert.True(t, rep.Verified)
+			assert.Equal(t, int64(4), rep.Files)
+			assert.Zero(t, rep.Copied)
+			assert.Equal(t, keys, objects(t, src.files), "the bucket is left as it was")
+			assert.Equal(t, view(t, src.store, src.files, f), view(t, dst.store, src.files, f))
+		})
+	}
 }
 
 // Verify names what differs.
