@@ -49,7 +49,7 @@ func Example() {
 	}
 	// Output:
 	// message.created Ship it? []
-	// message.updated Ship it? [{ship [bob]}]
+	// message.updated Ship it? [{ship [bob] 1}]
 	// message.deleted true
 }
 

@@ -99,7 +99,7 @@ func TestEveryKindOfEventOnceInOrderByPolicy(t *testing.T) {
 		assert.Equal(t, "private", got[2].Attachment.ConversationID, "linked: now in the conversation")
 		assert.Equal(t, m.ID, got[2].Attachment.MessageID)
 		assert.Equal(t, "hello, bob", got[3].Message.Text)
-		assert.Equal(t, []messaging.Reaction{{Name: "wave", Reactors: []string{"bob"}}}, got[4].Message.Reactions, "reactions merged")
+		assert.Equal(t, []messaging.Reaction{{Name: "wave", Reactors: []string{"bob"}, Count: 1}}, got[4].Message.Reactions, "reactions merged")
 		assert.Equal(t, "minutes.txt", got[5].Attachment.Filename)
 		assert.Empty(t, got[6].Message.Reactions)
 		assert.Equal(t, filed.ID, got[9].DeletedID)

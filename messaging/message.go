@@ -26,14 +26,35 @@ type Contact struct {
 	CreatedAt time.Time
 }
 
-// Reaction is one reaction name and the usernames of those who reacted with
-// it, in the order they came.
+// Reaction is one reaction name, the usernames of the first who reacted
+// with it, in the order they came, and how many did.
 type Reaction struct {
 	// Name is 1 to 64 characters with no white space, brackets or slashes,
 	// such as "thumbs_up" or "👍".
 	Name string
-	// Reactors are the usernames of those who reacted, in the order they came.
+	// Reactors are the usernames (as stored now) of the first who reacted,
+	// at most MaxEmbeddedReactors of them, in the order they came; the
+	// Service's Reactors lists them all. (In a MessageChange, for backends,
+	// they are contact ids.)
 	Reactors []string
+	// Count is the number of all who reacted (0 in a change).
+	Count int
+}
+
+// MaxEmbeddedReactors is the most reactors a Message carries of each
+// reaction, so that a popular message costs no more to send, read or react
+// to than any other. Service.Reactors pages through all of them.
+const MaxEmbeddedReactors = 100
+
+// Reactor is one who reacted with a reaction name, and when.
+type Reactor struct {
+	// ContactID is the id of the contact who reacted.
+	ContactID string
+	// Username is the contact's username as stored now ("" for a contact
+	// that is not stored).
+	Username string
+	// ReactedAt is when the contact reacted with the name.
+	ReactedAt time.Time
 }
 
 // Message is a unit of a conversation.

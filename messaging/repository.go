@@ -86,12 +86,17 @@ type MessageChange struct {
 	// a Revision with this ID, replaced at UpdatedAt, in the same
 	// transaction; when the text stays the same, no revision is kept.
 	RevisionID string
-	// AddReactions merges reactors into reactions: a reactor already under
-	// a name is not added again; new names come after existing ones, new
-	// reactors after existing ones, in the order given.
+	// AddReactions merges reactors into reactions; each Reactors entry is
+	// a contact id (the message shows the contact's username as stored
+	// now): a reactor already under a name is not added again; new names
+	// come after existing ones, new reactors after existing ones, in the
+	// order given, each reacted at ReactedAt.
 	AddReactions []Reaction
-	// RemoveReaction removes Reactor from the reaction Name; a reaction left
-	// with no reactors disappears. Removing one that is not there is no error.
+	// ReactedAt is the time new reactors of AddReactions are stored with.
+	ReactedAt time.Time
+	// RemoveReaction removes the reactors (contact ids) from the reaction
+	// Name; a reaction left with no reactors disappears. Removing one that
+	// is not there is no error.
 	RemoveReaction *Reaction
 	// LinkAttachments links these attachments to the message (see
 	// CreateMessage for the rules).
@@ -132,6 +137,37 @@ type MessageCounts struct {
 	ReactionNames int
 	// Attachments is the number of linked attachments.
 	Attachments int
+	// ReactorNames is the number of distinct reaction names that a
+	// reactor of the change's AddReactions has on the message (the largest,
+	// if the change names several reactors); 0 when it adds none.
+	ReactorNames int
+}
+
+// MessageRef is what the Service's checks read of a message: where it is
+// and who sent it, without its reactions and attachments.
+type MessageRef struct {
+	// ID is the message's id.
+	ID string
+	// ConversationID is the message's conversation.
+	ConversationID string
+	// SenderID is the contact id of the sender.
+	SenderID string
+	// CreatedAt is when the message was sent.
+	CreatedAt time.Time
+}
+
+// ReactorQuery selects a page of the reactors of one reaction, for
+// backends. Reactors are in the order they came.
+type ReactorQuery struct {
+	// MessageID and Name select the reaction.
+	MessageID, Name string
+	// Limit is the page size, at least 1.
+	Limit int
+	// After, when set, is the contact id of a reactor: the page holds the
+	// Limit reactors that came just after it. Before, when set, holds the
+	// Limit reactors that came just before it, still in the order they
+	// came. Never both.
+	After, Before string
 }
 
 // Repository stores messages, contacts and reactions, and links attachment
@@ -188,8 +224,24 @@ type Repository interface {
 
 	// GetMessage returns the message with its contact (every field, as
 	// stored now), reactions and attachments (oldest first), or an error
-	// matching ErrNotFound.
+	// matching ErrNotFound. Each reaction carries its Count and its first
+	// MaxEmbeddedReactors reactors, by their usernames as stored now; its
+	// cost does not grow with the number of reactors.
 	GetMessage(ctx context.Context, id string) (Message, error)
+
+	// LookupMessage returns the conversation, sender and creation time of
+	// the message, reading none of its reactions or attachments, or an
+	// error matching ErrNotFound.
+	LookupMessage(ctx context.Context, id string) (MessageRef, error)
+
+	// ListReactors returns up to q.Limit reactors of the reaction q.Name of
+	// the message q.MessageID, in the order they came, each with its
+	// username as stored now, and whether more exist beyond them in the
+	// direction of travel. A reaction or message that does not exist has
+	// no reactors. A cursor (q.After, q.Before) that is not a reactor of
+	// the reaction is an error matching ErrNotFound. A page costs the same
+	// whatever the number of reactors.
+	ListReactors(ctx context.Context, q ReactorQuery) (items []Reactor, hasMore bool, err error)
 
 	// ListMessages returns up to q.Limit messages matching q, newest first
 	// (CreatedAt, then ID, descending), each as GetMessage returns it, and
@@ -202,6 +254,8 @@ type Repository interface {
 	// for links, those of CreateMessage (linking an attachment already linked
 	// to this message is not an error); ch.Check's error as it is;
 	// ErrKeyTaken when another record of ch.Done's key is in the way.
+	// A change of reactions neither reads nor rewrites the reactors
+	// already there: its cost does not grow with their number.
 	UpdateMessage(ctx context.Context, id string, ch MessageChange) (Message, error)
 
 	// DeleteMessage removes the message, its reactions, its revisions and

@@ -30,6 +30,10 @@ type Options struct {
 	// MaxReactionNames is the most distinct reaction names on a message.
 	// Default: 50.
 	MaxReactionNames int
+	// MaxReactionNamesPerCaller is the most distinct reaction names one
+	// caller may react with on one message, so that no caller can take
+	// all of a message's MaxReactionNames. Default: 20.
+	MaxReactionNamesPerCaller int
 	// MaxAttachments is the most attachments on a message. Default: 10.
 	MaxAttachments int
 	// MaxListLimit is the largest page size of every list: messages,
@@ -70,6 +74,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.MaxReactionNames <= 0 {
 		c.MaxReactionNames = 50
+	}
+	if c.MaxReactionNamesPerCaller <= 0 {
+		c.MaxReactionNamesPerCaller = 20
 	}
 	if c.MaxAttachments <= 0 {
 		c.MaxAttachments = 10
@@ -544,6 +551,29 @@ func (s *Service) get(ctx context.Context, caller Contact, id string) (Message, 
 	return m, nil
 }
 
+// lookup is get without the message's reactions and attachments: what
+// the checks of a write need.
+func (s *Service) lookup(ctx context.Context, caller Contact, id string) (MessageRef, error) {
+	if !ids.Valid(ids.Message, id) {
+		return MessageRef{}, notFound(id)
+	}
+	m, err := s.repo.LookupMessage(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return MessageRef{}, notFound(id)
+	}
+	if err != nil {
+		return MessageRef{}, err
+	}
+	ok, err := s.policy.CanView(ctx, caller.ID, m.ConversationID)
+	if err != nil {
+		return MessageRef{}, err
+	}
+	if !ok {
+		return MessageRef{}, notFound(id)
+	}
+	return m, nil
+}
+
 func notFound(id string) error {
 	return &Error{Kind: ErrNotFound, Message: "no such message: " + id}
 }
@@ -615,7 +645,7 @@ func (s *Service) list(ctx context.Context, caller Contact, o ListOptions) (Page
 	q.After, q.Before, err = check.Cursors(o.StartingAfter, o.EndingBefore, func(id string) (Cursor, bool, error) {
 		// A message the caller may see is in the list of every
 		// conversation it may see, or of its own.
-		m, err := s.get(ctx, caller, id)
+		m, err := s.lookup(ctx, caller, id)
 		if errors.Is(err, ErrNotFound) {
 			return Cursor{}, false, nil
 		}
@@ -738,11 +768,11 @@ func updateFingerprint(id string, u Update) string {
 // apply makes the change of update, whose fields are checked, with done
 // (when not nil), the record of its idempotency key, in one transaction.
 func (s *Service) apply(ctx context.Context, caller Contact, id string, u Update, done *IdempotencyRecord) (Message, error) {
-	m, err := s.get(ctx, caller, id)
+	m, err := s.lookup(ctx, caller, id)
 	if err != nil {
 		return Message{}, err
 	}
-	if (u.Text != nil || len(u.Attachments) > 0) && m.Contact.ID != caller.ID {
+	if (u.Text != nil || len(u.Attachments) > 0) && m.SenderID != caller.ID {
 		return Message{}, &Error{Kind: ErrPermission, Message: "only the sender may edit a message or add attachments"}
 	}
 	atts, err := s.linkable(ctx, caller, m.ID, m.ConversationID, u.Attachments)
@@ -756,7 +786,8 @@ func (s *Service) apply(ctx context.Context, caller Contact, id string, u Update
 	now := s.now()
 	ch := MessageChange{
 		Text:            u.Text,
-		AddReactions:    u.Reactions,
+		AddReactions:    byID(caller, u.Reactions),
+		ReactedAt:       now,
 		LinkAttachments: u.Attachments,
 		Read:            u.Read,
 		ReadAt:          now,
@@ -772,24 +803,42 @@ func (s *Service) apply(ctx context.Context, caller Contact, id string, u Update
 	if u.Text != nil {
 		ch.RevisionID = ids.NewAt(ids.Revision, now)
 	}
-	m, err = s.repo.UpdateMessage(ctx, id, ch)
+	out, err := s.repo.UpdateMessage(ctx, id, ch)
 	if errors.Is(err, ErrNotFound) && s.gone(ctx, id) {
 		return Message{}, notFound(id)
 	}
 	if err == nil {
 		s.notify()
 	}
-	return m, linkError(err)
+	return out, linkError(err)
+}
+
+// byID returns rs, whose reactors are all the caller's username (see
+// checkReactions), with the caller's contact id as their reactor, as
+// reactions are stored.
+func byID(caller Contact, rs []Reaction) []Reaction {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]Reaction, len(rs))
+	for i, r := range rs {
+		out[i] = Reaction{Name: r.Name, Reactors: []string{caller.ID}}
+	}
+	return out
 }
 
 // checkCounts is the rule on the counts of a message that only its stored
 // state can decide: a change may not take a message beyond
-// MaxReactionNames distinct reactions or MaxAttachments attachments. (A
+// MaxReactionNames distinct reactions or MaxAttachments attachments, nor
+// its caller beyond MaxReactionNamesPerCaller distinct reactions on it. (A
 // message already over a lowered limit keeps what it has, and may still
 // get reactors on its names.)
 func (s *Service) checkCounts(before, after MessageCounts) error {
 	if n := after.ReactionNames; n > s.opts.MaxReactionNames && n > before.ReactionNames {
 		return check.BadParam("reactions", "a message may have at most "+strconv.Itoa(s.opts.MaxReactionNames)+" distinct reactions")
+	}
+	if n := after.ReactorNames; n > s.opts.MaxReactionNamesPerCaller && n > before.ReactorNames {
+		return check.BadParam("reactions", "you may react with at most "+strconv.Itoa(s.opts.MaxReactionNamesPerCaller)+" distinct reactions on a message")
 	}
 	if n := after.Attachments; n > s.opts.MaxAttachments && n > before.Attachments {
 		return check.BadParam("attachments", "a message may have at most "+strconv.Itoa(s.opts.MaxAttachments)+" attachments")
@@ -801,7 +850,7 @@ func (s *Service) checkCounts(before, after MessageCounts) error {
 // deleted meanwhile from an attachment deleted meanwhile (both are
 // ErrNotFound from UpdateMessage).
 func (s *Service) gone(ctx context.Context, id string) bool {
-	_, err := s.repo.GetMessage(ctx, id)
+	_, err := s.repo.LookupMessage(ctx, id)
 	return errors.Is(err, ErrNotFound)
 }
 
@@ -839,12 +888,12 @@ func (s *Service) removeReaction(ctx context.Context, caller Contact, id, name s
 	if err := check.ReactionName("name", name); err != nil {
 		return Message{}, err
 	}
-	if _, err := s.get(ctx, caller, id); err != nil {
+	if _, err := s.lookup(ctx, caller, id); err != nil {
 		return Message{}, err
 	}
 	now := s.now()
 	m, err := s.repo.UpdateMessage(ctx, id, MessageChange{
-		RemoveReaction: &Reaction{Name: name, Reactors: []string{caller.Username}},
+		RemoveReaction: &Reaction{Name: name, Reactors: []string{caller.ID}},
 		Record: s.recorder(func(c Change) []Event {
 			return []Event{messageEvent(EventMessageUpdated, *c.Message, now)}
 		}),
@@ -866,11 +915,11 @@ func (s *Service) Delete(ctx context.Context, caller Contact, id string) error {
 }
 
 func (s *Service) delete(ctx context.Context, caller Contact, id string) error {
-	m, err := s.get(ctx, caller, id)
+	m, err := s.lookup(ctx, caller, id)
 	if err != nil {
 		return err
 	}
-	if m.Contact.ID != caller.ID {
+	if m.SenderID != caller.ID {
 		return &Error{Kind: ErrPermission, Message: "only the sender may delete a message"}
 	}
 	now := s.now()

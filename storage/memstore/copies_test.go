@@ -24,7 +24,7 @@ func TestReturnsCopies(t *testing.T) {
 	require.NoError(t, s.PutContact(ctx, alice))
 	att := messaging.Attachment{ID: "att_1", ConversationID: "c", UploaderID: alice.ID, Filename: "a.txt", Key: "k1", CreatedAt: now}
 	require.NoError(t, s.CreateAttachment(ctx, att, nil))
-	add := []messaging.Reaction{{Name: "👍", Reactors: []string{"alice"}}}
+	add := []messaging.Reaction{{Name: "👍", Reactors: []string{alice.ID}}} // reactors by contact id
 	m := messaging.Message{ID: "msg_1", ConversationID: "c", Contact: messaging.Contact{ID: alice.ID}, Text: "hi", CreatedAt: now}
 	require.NoError(t, s.CreateMessage(ctx, m, []string{att.ID}, nil))
 	_, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: add})
@@ -34,7 +34,7 @@ func TestReturnsCopies(t *testing.T) {
 	got, err := s.GetMessage(ctx, m.ID)
 	require.NoError(t, err)
 	want := got
-	want.Reactions = []messaging.Reaction{{Name: "👍", Reactors: []string{"alice"}}}
+	want.Reactions = []messaging.Reaction{{Name: "👍", Reactors: []string{"alice"}, Count: 1}}
 	want.Attachments = []messaging.Attachment{got.Attachments[0]}
 	assert.Equal(t, want, got)
 

@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strconv"
@@ -40,7 +41,6 @@ func (s *Store) createMessage(ctx context.Context, m messaging.Message, attachme
 		ConversationID: m.ConversationID,
 		Contact:        messaging.Contact{ID: m.Contact.ID},
 		Text:           m.Text,
-		Reactions:      addReactions(nil, m.Reactions),
 		ReadAt:         norm(m.ReadAt),
 		CreatedAt:      norm(m.CreatedAt),
 		UpdatedAt:      norm(m.UpdatedAt),
@@ -94,7 +94,7 @@ func (s *Store) view(m *messaging.Message) messaging.Message {
 	if c, ok := s.contacts[m.Contact.ID]; ok {
 		v.Contact = c
 	}
-	v.Reactions = copyReactions(m.Reactions)
+	v.Reactions = s.viewReactions(s.reacts[m.ID])
 	v.Attachments = s.attachmentsOf(m.ID)
 	return v
 }
@@ -175,16 +175,18 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.Messa
 	if ch.Text != nil {
 		m.Text = *ch.Text
 	}
-	before := messaging.MessageCounts{ReactionNames: len(m.Reactions), Attachments: len(s.linked[id])}
-	m.Reactions = addReactions(copyReactions(m.Reactions), ch.AddReactions)
+	rs := s.reactionsOf(id)
+	before := messaging.MessageCounts{ReactionNames: len(rs), Attachments: len(s.linked[id]), ReactorNames: reactorNames(rs, ch.AddReactions)}
+	rs, reactorAfter := addReactions(rs, ch.AddReactions, norm(cmp.Or(ch.ReactedAt, time.Now())))
 	if r := ch.RemoveReaction; r != nil {
-		m.Reactions = removeReactors(m.Reactions, r.Name, r.Reactors)
+		rs = removeReactors(rs, r.Name, r.Reactors)
+		reactorAfter = reactorNames(rs, ch.AddReactions)
 	}
 	links, err := s.checkLinks(m.ID, m.ConversationID, ch.LinkAttachments)
 	if err != nil {
 		return messaging.Message{}, err
 	}
-	after := messaging.MessageCounts{ReactionNames: len(m.Reactions), Attachments: before.Attachments + len(links)}
+	after := messaging.MessageCounts{ReactionNames: len(rs), Attachments: before.Attachments + len(links), ReactorNames: reactorAfter}
 	if a := ch.NewAttachment; a != nil {
 		if _, ok := s.atts[a.ID]; ok {
 			return messaging.Message{}, conflict("an attachment with the id " + strconv.Quote(a.ID) + " already exists")
@@ -220,6 +222,11 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.Messa
 		m.UpdatedAt = norm(ch.UpdatedAt)
 	}
 	*cur = m
+	if len(rs) > 0 {
+		s.reacts[id] = rs
+	} else {
+		delete(s.reacts, id)
+	}
 	s.link(cur, links)
 	out := s.view(cur)
 	v := out
@@ -251,49 +258,8 @@ func (s *Store) DeleteMessage(ctx context.Context, id string, rec messaging.Reco
 	c.msgs = slices.DeleteFunc(c.msgs, func(x string) bool { return x == id })
 	gone := messaging.Message{ID: id, ConversationID: c.id, Contact: messaging.Contact{ID: s.messages[id].Contact.ID}}
 	delete(s.messages, id)
+	delete(s.reacts, id)
 	s.removeRevisions(id)
 	s.record(rec, messaging.Change{Message: &gone, Removed: slices.Clone(removed)})
 	return removed, nil
-}
-
-// addReactions merges add into rs: a reactor already under a name is not
-// added again; new names come after existing ones and new reactors after
-// existing ones, in the order given. A name is added with its first reactor.
-func addReactions(rs []messaging.Reaction, add []messaging.Reaction) []messaging.Reaction {
-	for _, r := range add {
-		i := slices.IndexFunc(rs, func(x messaging.Reaction) bool { return x.Name == r.Name })
-		for _, who := range r.Reactors {
-			if i < 0 {
-				rs = append(rs, messaging.Reaction{Name: r.Name})
-				i = len(rs) - 1
-			}
-			if !slices.Contains(rs[i].Reactors, who) {
-				rs[i].Reactors = append(rs[i].Reactors, who)
-			}
-		}
-	}
-	return rs
-}
-
-// removeReactors removes reactors from the reaction name of rs, and the
-// reaction if none is left. rs must be a copy owned by the caller.
-func removeReactors(rs []messaging.Reaction, name string, reactors []string) []messaging.Reaction {
-	i := slices.IndexFunc(rs, func(x messaging.Reaction) bool { return x.Name == name })
-	if i < 0 {
-		return rs
-	}
-	rs[i].Reactors = slices.DeleteFunc(rs[i].Reactors, func(who string) bool { return slices.Contains(reactors, who) })
-	if len(rs[i].Reactors) == 0 {
-		rs = slices.Delete(rs, i, i+1)
-	}
-	return rs
-}
-
-// copyReactions returns a deep copy of rs, never nil.
-func copyReactions(rs []messaging.Reaction) []messaging.Reaction {
-	out := make([]messaging.Reaction, len(rs))
-	for i, r := range rs {
-		out[i] = messaging.Reaction{Name: r.Name, Reactors: slices.Clone(r.Reactors)}
-	}
-	return out
 }

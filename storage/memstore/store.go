@@ -22,6 +22,7 @@ type Store struct {
 	messages  map[string]*messaging.Message   // by id; Contact holds the id only, Attachments is nil
 	atts      map[string]messaging.Attachment // by id
 	linked    map[string][]string             // message id -> ids of its attachments
+	reacts    map[string][]reaction           // message id -> its reactions, names in order of first use
 	pending   []string                        // keys of pending deletions, oldest first
 
 	convs   map[string]*conversation // by id
@@ -51,6 +52,7 @@ func New() *Store {
 		messages:  make(map[string]*messaging.Message),
 		atts:      make(map[string]messaging.Attachment),
 		linked:    make(map[string][]string),
+		reacts:    make(map[string][]reaction),
 		convs:     make(map[string]*conversation),
 		reads:     make(map[member]readPos),
 		members:   make(map[member]time.Time),

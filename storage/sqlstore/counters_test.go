@@ -50,8 +50,11 @@ func TestMigrateCountersUpgrade(t *testing.T) {
 			for i, m := range []string{m1, m2, m3} {
 				exec("INSERT INTO messages (id, conversation_id, contact_id, text, created_at) VALUES (?, 'c', ?, ?, ?)", m, cid, "text "+m, at.Add(time.Duration(i)*time.Second))
 			}
-			exec("INSERT INTO reaction_names (message_id, name) VALUES (?, 'b'), (?, 'a')", m1, m1)
-			exec("INSERT INTO reactions (message_id, name, reactor) VALUES (?, 'b', 'x'), (?, 'a', 'y'), (?, 'b', 'y')", m1, m1, m1)
+			exec("INSERT INTO contacts (id, username, phone_number, avatar_url, created_at) VALUES ('ctc_x', 'x', '', '', ?), ('ctc_y', 'y', '', '', ?)", at, at)
+			exec("INSERT INTO reaction_names (message_id, name) VALUES (?, 'b'), (?, 'a'), (?, 'gone')", m1, m1, m1)
+			// z names no contact (one renamed since): its reactions cannot
+			// be told apart, and go; so does the name left without any.
+			exec("INSERT INTO reactions (message_id, name, reactor) VALUES (?, 'b', 'x'), (?, 'a', 'y'), (?, 'b', 'z'), (?, 'b', 'y'), (?, 'gone', 'z')", m1, m1, m1, m1, m1)
 			for i, a := range []struct{ id, msg string }{{a1, m1}, {a2, m1}, {a3, m3}, {a4, ""}} {
 				var msg, conv any
 				if a.msg != "" {
@@ -77,7 +80,12 @@ func TestMigrateCountersUpgrade(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, "text "+m1, got.Text)
 			assert.Equal(t, "alice", got.Contact.Username)
-			assert.Equal(t, []messaging.Reaction{{Name: "b", Reactors: []string{"x", "y"}}, {Name: "a", Reactors: []string{"y"}}}, got.Reactions)
+			assert.Equal(t, []messaging.Reaction{{Name: "b", Reactors: []string{"x", "y"}, Count: 2}, {Name: "a", Reactors: []string{"y"}, Count: 1}}, got.Reactions)
+			page, _, err := s.ListReactors(ctx, messaging.ReactorQuery{MessageID: m1, Name: "b", Limit: 10})
+			require.NoError(t, err)
+			require.Len(t, page, 2)
+			assert.Equal(t, "ctc_x", page[0].ContactID, "a reactor is the contact with its username")
+			assert.Equal(t, at, page[0].ReactedAt, "reacted at its message's creation, the time known")
 			require.Len(t, got.Attachments, 2)
 			assert.Equal(t, a1, got.Attachments[0].ID)
 			assert.Equal(t, a2, got.Attachments[1].ID)
@@ -119,6 +127,9 @@ func TestCountersFollowChanges(t *testing.T) {
 			at := time.Now().UTC().Truncate(time.Microsecond)
 			c := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: at}
 			require.NoError(t, s.PutContact(ctx, c))
+			for _, id := range []string{"u", "v"} { // reactors by contact id
+				require.NoError(t, s.PutContact(ctx, messaging.Contact{ID: id, Username: "user " + id, CreatedAt: at}))
+			}
 			newAtt := func(msg string) string {
 				t.Helper()
 				a := messaging.Attachment{ID: ids.New(ids.Attachment), MessageID: msg, UploaderID: c.ID, Filename: "f", FileType: "text/plain", Key: "k/" + ids.New(ids.Attachment), CreatedAt: at}
@@ -155,7 +166,7 @@ func TestCountersFollowChanges(t *testing.T) {
 
 			got, err = s.UpdateMessage(ctx, m.ID, messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "y", Reactors: []string{"u"}}})
 			require.NoError(t, err)
-			assert.Equal(t, []messaging.Reaction{{Name: "x", Reactors: []string{"u", "v"}}}, got.Reactions)
+			assert.Equal(t, []messaging.Reaction{{Name: "x", Reactors: []string{"user u", "user v"}, Count: 2}}, got.Reactions)
 			want(m.ID, 1, 2)
 
 			got, err = s.UpdateMessage(ctx, m.ID, messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{"v"}}})

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"time"
 
@@ -39,13 +38,6 @@ const (
 	messageCols = messageOwnCols + ", " + contactJoinCols
 	messageFrom = `messages AS m LEFT JOIN contacts AS c ON c.id = m.contact_id`
 )
-
-// reactionRow is a row of reactions.
-type reactionRow struct {
-	MessageID string `bun:"message_id"`
-	Name      string `bun:"name"`
-	Reactor   string `bun:"reactor"`
-}
 
 // CreateMessage stores m and links the attachments attachmentIDs to it in
 // one transaction. Errors: ErrNotFound for a missing attachment,
@@ -248,39 +240,6 @@ func (r *messageRow) message() messaging.Message {
 	}
 }
 
-// addReaction adds the reactor of r to m, whose reactions come in order
-// (names by their seq, each name's reactors by theirs).
-func addReaction(m *messaging.Message, r reactionRow) {
-	i := len(m.Reactions) - 1
-	for ; i >= 0 && m.Reactions[i].Name != r.Name; i-- {
-	}
-	if i < 0 {
-		m.Reactions = append(m.Reactions, messaging.Reaction{Name: r.Name})
-		i = len(m.Reactions) - 1
-	}
-	m.Reactions[i].Reactors = append(m.Reactions[i].Reactors, r.Reactor)
-}
-
-// loadReactions returns the reactions of the messages ids: names in their
-// order, each name's reactors in theirs. No ids, no query.
-func loadReactions(ctx context.Context, query queryFn, ids []string) ([]reactionRow, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	var rs []reactionRow
-	var err error
-	if len(ids) == 1 {
-		err = query(ctx, &rs, `SELECT r.message_id, r.name, r.reactor FROM reactions AS r
-			JOIN reaction_names AS n ON n.message_id = r.message_id AND n.name = r.name
-			WHERE r.message_id = ? ORDER BY n.seq, r.seq`, ids[0])
-	} else {
-		err = query(ctx, &rs, `SELECT r.message_id, r.name, r.reactor FROM reactions AS r
-			JOIN reaction_names AS n ON n.message_id = r.message_id AND n.name = r.name
-			WHERE r.message_id IN (?) ORDER BY n.seq, r.seq`, idList(ids))
-	}
-	return rs, err
-}
-
 // loadAttachments returns the attachments of the messages ids, oldest
 // first. No ids, no query.
 func loadAttachments(ctx context.Context, query queryFn, ids []string) ([]attachmentRow, error) {
@@ -375,11 +334,11 @@ func dedupe(ss []string) []string {
 // with the counts before and after, the row locked).
 //
 // The message's counters of reaction names and attachments give the
-// limits their "before"; the reactions and attachments read for the
-// result give their "after", and the new counters. Reactions are merged
-// by INSERT … ON CONFLICT DO NOTHING statements (MySQL: ON DUPLICATE KEY
-// UPDATE), one for new names and one for new reactors, never by reading
-// and rewriting them.
+// limits their "before"; the rows the change adds and removes give their
+// "after", and the new counters. Reactions are merged by INSERT … ON
+// CONFLICT DO NOTHING statements (MySQL: ON DUPLICATE KEY UPDATE), one
+// for new names and one per new reactor, and counted in place, never by
+// reading and rewriting them (see react).
 func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.MessageChange) (messaging.Message, error) {
 	if ch.Done != nil {
 		s.prepareKeyed(ctx)
@@ -427,10 +386,11 @@ func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch mess
 	}
 	row := &rows[0]
 
-	reacted, err := s.react(ctx, tx, id, ch, row.ReactionCount > 0)
+	rc, err := s.react(ctx, tx, id, ch, row.ReactionCount > 0, ch.Check != nil)
 	if err != nil {
 		return messaging.Message{}, err
 	}
+	names := row.ReactionCount + rc.names
 	if err := s.keepRevision(ctx, tx, id, row.Text, ch); err != nil {
 		return messaging.Message{}, err
 	}
@@ -446,27 +406,28 @@ func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch mess
 			return messaging.Message{}, err
 		}
 	}
-	var rs []reactionRow
-	if reacted || row.ReactionCount > 0 {
-		if rs, err = loadReactions(ctx, txQuery(tx), []string{id}); err != nil {
-			return messaging.Message{}, err
-		}
-	}
 	var as []attachmentRow
 	if len(ch.LinkAttachments) > 0 || row.AttachmentCount > 0 || ch.NewAttachment != nil {
 		if as, err = loadAttachments(ctx, txQuery(tx), []string{id}); err != nil {
 			return messaging.Message{}, err
 		}
 	}
-	var reactions messaging.Message
-	for _, r := range rs {
-		addReaction(&reactions, r)
-	}
-	names := len(reactions.Reactions)
 	if ch.Check != nil {
-		before := messaging.MessageCounts{ReactionNames: row.ReactionCount, Attachments: row.AttachmentCount}
-		if err := ch.Check(before, messaging.MessageCounts{ReactionNames: names, Attachments: len(as)}); err != nil {
+		before := messaging.MessageCounts{ReactionNames: row.ReactionCount, Attachments: row.AttachmentCount, ReactorNames: rc.reactorBefore}
+		after := messaging.MessageCounts{ReactionNames: names, Attachments: len(as), ReactorNames: rc.reactorAfter}
+		if err := ch.Check(before, after); err != nil {
 			return messaging.Message{}, err
+		}
+	}
+	// The answer embeds a bounded number of reactors of each name.
+	var reactions messaging.Message
+	if names > 0 {
+		rs, err := loadReactions(ctx, txQuery(tx), []string{id})
+		if err != nil {
+			return messaging.Message{}, err
+		}
+		for _, r := range rs {
+			addReaction(&reactions, r)
 		}
 	}
 
@@ -529,65 +490,6 @@ func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch mess
 		m.Attachments = append(m.Attachments, a.attachment())
 	}
 	return m, nil
-}
-
-// react applies ch's reaction changes to the locked message id, which has
-// reactions if hasReactions, and reports whether it changed or may have
-// changed any.
-func (s *Store) react(ctx context.Context, tx bun.Tx, id string, ch messaging.MessageChange, hasReactions bool) (bool, error) {
-	type pair struct{ name, reactor string }
-	var names []string
-	var add []pair
-	seen := map[pair]bool{}
-	for _, r := range ch.AddReactions {
-		for _, who := range r.Reactors {
-			if p := (pair{r.Name, who}); !seen[p] {
-				seen[p] = true
-				add = append(add, p)
-				if !slices.Contains(names, r.Name) {
-					names = append(names, r.Name)
-				}
-			}
-		}
-	}
-	if len(add) > 0 {
-		// Two statements, rows in the order given: seq follows it, and a
-		// name or reactor already there is skipped by its unique key.
-		onConflict := " ON CONFLICT DO NOTHING"
-		if s.flavor == flavorMySQL {
-			onConflict = " ON DUPLICATE KEY UPDATE seq = seq"
-		}
-		values := strings.Repeat("(?, ?), ", len(names))
-		args := make([]any, 0, 2*len(names))
-		for _, n := range names {
-			args = append(args, id, n)
-		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO reaction_names (message_id, name) VALUES "+values[:len(values)-2]+onConflict, args...); err != nil {
-			return false, err
-		}
-		values = strings.Repeat("(?, ?, ?), ", len(add))
-		args = make([]any, 0, 3*len(add))
-		for _, p := range add {
-			args = append(args, id, p.name, p.reactor)
-		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO reactions (message_id, name, reactor) VALUES "+values[:len(values)-2]+onConflict, args...); err != nil {
-			return false, err
-		}
-	}
-	// Nothing to remove from a message without reactions.
-	if r := ch.RemoveReaction; r != nil && len(r.Reactors) > 0 && (hasReactions || len(add) > 0) {
-		if _, err := tx.ExecContext(ctx, "DELETE FROM reactions WHERE message_id = ? AND name = ? AND reactor IN (?)",
-			id, r.Name, bun.List(r.Reactors)); err != nil {
-			return false, err
-		}
-		// A name left with no reactors disappears (and loses its place).
-		if _, err := tx.ExecContext(ctx, `DELETE FROM reaction_names WHERE message_id = ? AND name = ?
-			AND NOT EXISTS (SELECT 1 FROM reactions AS r WHERE r.message_id = ? AND r.name = ?)`,
-			id, r.Name, id, r.Name); err != nil {
-			return false, err
-		}
-	}
-	return len(add) > 0, nil
 }
 
 // DeleteMessage removes the message, its reactions and its attachment rows

@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -24,6 +25,11 @@ type version struct {
 	Name    string // sorts in the order of application
 	Comment string
 	SQL     map[flavor][]string
+	// MySQLDone are the MySQL error codes that mean a statement of an
+	// interrupted run was applied already (MySQL's DDL is not
+	// transactional): the statement is skipped. 1060 (a column that
+	// exists) always is.
+	MySQLDone []uint16
 }
 
 var versions = []version{{
@@ -388,7 +394,7 @@ var versions = []version{{
 			) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
 		},
 	},
-}, eventsVersion, installationVersion, eventIDsVersion}
+}, eventsVersion, installationVersion, eventIDsVersion, reactorsVersion}
 
 // The backfill of version "conversations".
 const (
@@ -430,7 +436,8 @@ const backfillCounters = `UPDATE messages SET
 // checks it is not applied yet. With Options.Schema it first creates that
 // schema if it does not exist.
 //
-// The tables are contacts, messages, reaction_names, reactions,
+// The tables are contacts, messages, reaction_names, reactions (by contact
+// id),
 // attachments, pending_deletions (the blob keys whose rows are gone),
 // conversations and conversation_members, and bun/migrate's
 // parley_migrations and parley_migration_locks.
@@ -493,7 +500,7 @@ func (s *Store) up(v version) func(context.Context, *migrate.Migrator, *migrate.
 		if s.flavor == flavorMySQL { // DDL commits implicitly: no transaction
 			for _, q := range stmts {
 				_, err := s.w.ExecContext(ctx, q)
-				if mysqlCode(err) == 1060 { // ER_DUP_FIELDNAME: the column was added by an interrupted run
+				if code := mysqlCode(err); code == 1060 || (code != 0 && slices.Contains(v.MySQLDone, code)) { // ER_DUP_FIELDNAME: the column was added by an interrupted run
 					continue
 				}
 				if err != nil {

@@ -27,7 +27,7 @@ func testDeleteMessageCascades(t *testing.T, h *harness) {
 	loose := h.attachment("c", alice, at(4))
 	m1 := h.message("c", alice, at(5), a2.ID, a1.ID)
 	m2 := h.message("c", alice, at(6), a3.ID)
-	h.update(m1.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{r("👍", "alice", "bob")}})
+	h.update(m1.ID, messaging.MessageChange{AddReactions: h.as(r("👍", "alice", "bob"))})
 	m2 = h.get(m2.ID)
 
 	removed, err := h.s.DeleteMessage(h.ctx, m1.ID, nil)
@@ -55,7 +55,7 @@ func testDeleteMessageCascades(t *testing.T, h *harness) {
 
 	_, err = h.s.DeleteMessage(h.ctx, m1.ID, nil)
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "deleting twice")
-	_, err = h.s.UpdateMessage(h.ctx, m1.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{r("👍", "bob")}})
+	_, err = h.s.UpdateMessage(h.ctx, m1.ID, messaging.MessageChange{AddReactions: h.as(r("👍", "bob"))})
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "updating a deleted message")
 }
 

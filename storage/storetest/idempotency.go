@@ -251,7 +251,7 @@ func testKeyTaken(t *testing.T, h *harness) {
 
 	text := "edited"
 	_, err = h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{Text: &text, RevisionID: ids.NewAt(ids.Revision, at(4)),
-		AddReactions: []messaging.Reaction{r("x", "alice")}, UpdatedAt: at(4), Done: &lost})
+		AddReactions: h.as(r("x", "alice")), UpdatedAt: at(4), Done: &lost})
 	assert.ErrorIs(t, err, messaging.ErrKeyTaken)
 	assertMessage(t, m, h.get(m.ID), "the message is unchanged")
 	revs, _, err := h.s.ListRevisions(h.ctx, messaging.RevisionQuery{MessageID: m.ID, Limit: 10})
@@ -274,7 +274,7 @@ func testKeyedUpdate(t *testing.T, h *harness) {
 	m := h.message("c", alice, at(1))
 	c := h.mustClaim(claim(alice.ID, "k", at(0)))
 	d := done(c, nil) // the result is the message UpdateMessage returns
-	got, err := h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{r("x", "alice")}, UpdatedAt: at(2), Done: &d})
+	got, err := h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{AddReactions: h.as(r("x", "alice")), UpdatedAt: at(2), Done: &d})
 	require.NoError(t, err)
 	rec, _ := h.record(alice.ID, "k")
 	assert.Empty(t, rec.Lock)
@@ -293,7 +293,7 @@ func testKeyedUpdate(t *testing.T, h *harness) {
 	// A failed change keeps the claim.
 	c3 := h.mustClaim(claim(alice.ID, "k3", at(0)))
 	d3 := done(c3, nil)
-	_, err = h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{r("y", "alice")}, Check: Limits(1, 0), Done: &d3})
+	_, err = h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{AddReactions: h.as(r("y", "alice")), Check: Limits(1, 0), Done: &d3})
 	assert.ErrorIs(t, err, messaging.ErrInvalid)
 	rec, _ = h.record(alice.ID, "k3")
 	assert.Equal(t, c3.Lock, rec.Lock)

@@ -123,7 +123,7 @@ func testUpdateLinkErrors(t *testing.T, h *harness) {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := h.s.UpdateMessage(h.ctx, m2.ID, messaging.MessageChange{
 				Text:            &text,
-				AddReactions:    []messaging.Reaction{r("👍", "alice")},
+				AddReactions:    h.as(r("👍", "alice")),
 				LinkAttachments: c.link,
 				UpdatedAt:       at(9),
 			})

@@ -191,7 +191,7 @@ func testListItemsFull(t *testing.T, h *harness) {
 	m2 := h.message("c", bob, at(3))
 	read := true
 	h.update(m1.ID, messaging.MessageChange{
-		AddReactions: []messaging.Reaction{{Name: "👍", Reactors: []string{"bob", "alice"}}},
+		AddReactions: h.as(r("👍", "bob", "alice")),
 		Read:         &read, ReadAt: at(4), UpdatedAt: at(5),
 	})
 	got, more, err := h.s.ListMessages(h.ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})

@@ -15,6 +15,54 @@ import (
 // backend.
 var serviceTests = []test{
 	{"same_words_on_every_backend", testSameWords},
+	{"renamed_contact_keeps_its_reactions", testRenamedReactor},
+}
+
+// testRenamedReactor renames a contact who reacted, and gives its old
+// username to a new contact: the reactions stay with the renamed contact,
+// under its new name, and the newcomer inherits none.
+func testRenamedReactor(t *testing.T, h *harness) {
+	msgs := messaging.New(h.s, nil)
+	alice, err := msgs.SaveContact(h.ctx, messaging.Contact{Username: "alice"})
+	require.NoError(t, err)
+	bob, err := msgs.SaveContact(h.ctx, messaging.Contact{Username: "bob"})
+	require.NoError(t, err)
+	m, err := msgs.Create(h.ctx, alice, messaging.NewMessage{ConversationID: "general", Text: "hi"})
+	require.NoError(t, err)
+	_, err = msgs.Update(h.ctx, bob, m.ID, messaging.Update{Reactions: []messaging.Reaction{r("👍", "bob"), r("eyes", "bob")}})
+	require.NoError(t, err)
+
+	bob.Username = "robert"
+	bob, err = msgs.SaveContact(h.ctx, bob)
+	require.NoError(t, err)
+	newBob, err := msgs.SaveContact(h.ctx, messaging.Contact{Username: "bob"})
+	require.NoError(t, err)
+	require.NotEqual(t, bob.ID, newBob.ID, "the old name goes to a new contact")
+
+	want := []messaging.Reaction{r("👍", "robert"), r("eyes", "robert")}
+	got, err := msgs.Get(h.ctx, alice, m.ID)
+	require.NoError(t, err)
+	assert.Equal(t, want, got.Reactions, "the renamed contact keeps its reactions, shown by its new name")
+	page, err := msgs.List(h.ctx, alice, messaging.ListOptions{ConversationID: "general"})
+	require.NoError(t, err)
+	require.Len(t, page.Data, 1)
+	assert.Equal(t, want, page.Data[0].Reactions, "in a list too")
+	rs, err := msgs.Reactors(h.ctx, alice, m.ID, "👍", messaging.ReactorListOptions{})
+	require.NoError(t, err)
+	require.Len(t, rs.Data, 1)
+	assert.Equal(t, bob.ID, rs.Data[0].ContactID)
+	assert.Equal(t, "robert", rs.Data[0].Username)
+
+	// The newcomer has no reaction to take back, and reacts on its own.
+	got, err = msgs.RemoveReaction(h.ctx, newBob, m.ID, "👍")
+	require.NoError(t, err)
+	assert.Equal(t, want, got.Reactions, "the newcomer cannot remove the reaction of the one who had its name")
+	got, err = msgs.Update(h.ctx, newBob, m.ID, messaging.Update{Reactions: []messaging.Reaction{r("👍", "bob")}})
+	require.NoError(t, err)
+	assert.Equal(t, []messaging.Reaction{r("👍", "robert", "bob"), r("eyes", "robert")}, got.Reactions, "the newcomer is a reactor of its own")
+	got, err = msgs.RemoveReaction(h.ctx, bob, m.ID, "eyes")
+	require.NoError(t, err)
+	assert.Equal(t, []messaging.Reaction{r("👍", "robert", "bob")}, got.Reactions, "the renamed contact removes its own reaction")
 }
 
 func testSameWords(t *testing.T, h *harness) {

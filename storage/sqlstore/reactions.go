@@ -1,0 +1,408 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/parleychat/parley/messaging"
+)
+
+// Reactions are stored by the reactor's contact id, one row per reactor
+// of a name (reactions), under a row per name (reaction_names) that keeps
+// the name's place, its number of reactors and head_seq, the seq of its
+// messaging.MaxEmbeddedReactors-th reactor (noHead while it has fewer):
+// a message embeds the reactors up to head_seq, so that reading or
+// changing a reaction reads a bounded number of rows, and never all its
+// reactors. A write keeps both counters in place.
+
+// noHead is the head_seq of a reaction name with fewer than
+// messaging.MaxEmbeddedReactors reactors: every reactor is embedded.
+const noHead = "9223372036854775807"
+
+// headSQL is the head_seq of the reaction (message_id, name) given as the
+// SQL expressions msg and name: the seq of its
+// messaging.MaxEmbeddedReactors-th reactor, or noHead. It reads at most
+// that many index entries.
+func headSQL(msg, name string) string {
+	return "COALESCE((SELECT h.seq FROM reactions AS h WHERE h.message_id = " + msg + " AND h.name = " + name +
+		" ORDER BY h.seq LIMIT 1 OFFSET " + embeddedOffset + "), " + noHead + ")"
+}
+
+// embeddedOffset is messaging.MaxEmbeddedReactors - 1, for SQL.
+const embeddedOffset = "99"
+
+// reactorsVersion stores reactions by the reactor's contact id instead of
+// its username, so that a renamed contact keeps its reactions and whoever
+// takes the old name next does not inherit them, with each reactor's
+// time, and counts the reactors of each name in place. Existing rows are
+// converted: a reactor becomes the contact that has its username now (a
+// username that no contact has any more, after a rename, cannot be told
+// apart and is dropped), reacted at its message's last update (or
+// creation); the counters are backfilled.
+var reactorsVersion = version{
+	Name:    "20261123000006",
+	Comment: "reactions_by_contact",
+	SQL: map[flavor][]string{
+		// SQLite cannot change a table's unique key: the table is made
+		// anew and the rows copied, seq kept.
+		flavorSQLite: {
+			`ALTER TABLE reaction_names ADD COLUMN reactors INTEGER NOT NULL DEFAULT 0`,
+			`ALTER TABLE reaction_names ADD COLUMN head_seq INTEGER NOT NULL DEFAULT ` + noHead,
+			`CREATE TABLE reactions_by_contact (
+				seq INTEGER PRIMARY KEY,
+				message_id TEXT NOT NULL,
+				name TEXT NOT NULL,
+				contact_id TEXT NOT NULL,
+				created_at TIMESTAMP NOT NULL,
+				UNIQUE (message_id, contact_id, name),
+				FOREIGN KEY (message_id, name) REFERENCES reaction_names (message_id, name) ON DELETE CASCADE)`,
+			`INSERT INTO reactions_by_contact (seq, message_id, name, contact_id, created_at)
+				SELECT r.seq, r.message_id, r.name, c.id, COALESCE(m.updated_at, m.created_at)
+				FROM reactions AS r JOIN contacts AS c ON c.username = r.reactor JOIN messages AS m ON m.id = r.message_id`,
+			`DROP TABLE reactions`,
+			`ALTER TABLE reactions_by_contact RENAME TO reactions`,
+			`CREATE INDEX reactions_order ON reactions (message_id, name, seq)`,
+			`CREATE INDEX reaction_names_order ON reaction_names (message_id, seq)`,
+			backfillReactorCounts, dropEmptyNames, backfillHeads, backfillNameCounts,
+		},
+		flavorPostgres: {
+			`ALTER TABLE reaction_names ADD COLUMN reactors bigint NOT NULL DEFAULT 0`,
+			`ALTER TABLE reaction_names ADD COLUMN head_seq bigint NOT NULL DEFAULT ` + noHead,
+			`ALTER TABLE reactions ADD COLUMN contact_id text COLLATE "C", ADD COLUMN created_at timestamptz`,
+			`UPDATE reactions AS r SET contact_id = c.id, created_at = COALESCE(m.updated_at, m.created_at)
+				FROM contacts AS c, messages AS m WHERE c.username = r.reactor AND m.id = r.message_id`,
+			`DELETE FROM reactions WHERE contact_id IS NULL OR created_at IS NULL`,
+			// Dropping reactor drops the unique key it is part of.
+			`ALTER TABLE reactions DROP COLUMN reactor,
+				ALTER COLUMN contact_id SET NOT NULL, ALTER COLUMN created_at SET NOT NULL,
+				ADD CONSTRAINT reactions_message_contact_name UNIQUE (message_id, contact_id, name)`,
+			`CREATE INDEX reactions_order ON reactions (message_id, name, seq)`,
+			`CREATE INDEX reaction_names_order ON reaction_names (message_id, seq)`,
+			backfillReactorCounts, dropEmptyNames, backfillHeads, backfillNameCounts,
+		},
+		// Not transactional: a repeated run skips what an interrupted one
+		// did (see MySQLDone). The new keys come before the old one goes,
+		// since the foreign key of (message_id, name) needs one.
+		flavorMySQL: {
+			`ALTER TABLE reaction_names ADD COLUMN reactors BIGINT NOT NULL DEFAULT 0, ADD COLUMN head_seq BIGINT NOT NULL DEFAULT ` + noHead,
+			`ALTER TABLE reactions ADD COLUMN contact_id VARCHAR(64) NULL, ADD COLUMN created_at DATETIME(6) NULL`,
+			`UPDATE reactions AS r JOIN contacts AS c ON c.username = r.reactor JOIN messages AS m ON m.id = r.message_id
+				SET r.contact_id = c.id, r.created_at = COALESCE(m.updated_at, m.created_at) WHERE r.contact_id IS NULL`,
+			`DELETE FROM reactions WHERE contact_id IS NULL OR created_at IS NULL`,
+			`ALTER TABLE reactions ADD KEY reactions_order (message_id, name, seq)`,
+			`ALTER TABLE reactions DROP INDEX reactions_message_name_reactor, DROP COLUMN reactor,
+				MODIFY contact_id VARCHAR(64) NOT NULL, MODIFY created_at DATETIME(6) NOT NULL,
+				ADD UNIQUE KEY reactions_message_contact_name (message_id, contact_id, name)`,
+			`ALTER TABLE reaction_names ADD KEY reaction_names_order (message_id, seq)`,
+			backfillReactorCounts, dropEmptyNames, backfillHeads, backfillNameCounts,
+		},
+	},
+	// 1054: reactor is gone (the conversion ran); 1061: a key that
+	// exists; 1091: a key or column dropped already.
+	MySQLDone: []uint16{1054, 1061, 1091},
+}
+
+// backfillHeads sets the head_seq of the names that have enough reactors.
+var backfillHeads = `UPDATE reaction_names SET head_seq = ` + headSQL("reaction_names.message_id", "reaction_names.name") +
+	` WHERE reactors >= ` + embeddedCount
+
+// embeddedCount is messaging.MaxEmbeddedReactors, for SQL.
+const embeddedCount = "100"
+
+// The backfill of reactorsVersion.
+const (
+	backfillReactorCounts = `UPDATE reaction_names SET reactors = (SELECT COUNT(*) FROM reactions AS r
+		WHERE r.message_id = reaction_names.message_id AND r.name = reaction_names.name)`
+	// dropEmptyNames removes the names whose every reactor was dropped.
+	dropEmptyNames = `DELETE FROM reaction_names WHERE reactors = 0`
+	// backfillNameCounts recounts the names of the messages that have some.
+	backfillNameCounts = `UPDATE messages SET reaction_count = (SELECT COUNT(*) FROM reaction_names AS n WHERE n.message_id = messages.id)
+		WHERE reaction_count > 0`
+)
+
+// reactionRow is an embedded reactor of a reaction, with the reaction's
+// count of reactors.
+type reactionRow struct {
+	MessageID string `bun:"message_id"`
+	Name      string `bun:"name"`
+	Reactor   string `bun:"reactor"`
+	Count     int    `bun:"reactor_count"`
+}
+
+// reactionsSQL reads the embedded reactors of the messages that the
+// condition on n.message_id selects: names by their seq, each name's
+// reactors by theirs, up to its head_seq.
+const reactionsSQL = `SELECT n.message_id, n.name, COALESCE(c.username, '') AS reactor, n.reactors AS reactor_count
+	FROM reaction_names AS n
+	JOIN reactions AS r ON r.message_id = n.message_id AND r.name = n.name AND r.seq <= n.head_seq
+	LEFT JOIN contacts AS c ON c.id = r.contact_id
+	WHERE n.message_id `
+
+// loadReactions returns the embedded reactions of the messages ids: names
+// in their order, each name's first reactors in theirs. No ids, no query.
+func loadReactions(ctx context.Context, query queryFn, ids []string) ([]reactionRow, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var rs []reactionRow
+	var err error
+	if len(ids) == 1 {
+		err = query(ctx, &rs, reactionsSQL+"= ? ORDER BY n.seq, r.seq", ids[0])
+	} else {
+		err = query(ctx, &rs, reactionsSQL+"IN (?) ORDER BY n.seq, r.seq", idList(ids))
+	}
+	return rs, err
+}
+
+// addReaction adds the reactor of r to m, whose reactions come in order
+// (names by their seq, each name's reactors by theirs).
+func addReaction(m *messaging.Message, r reactionRow) {
+	i := len(m.Reactions) - 1
+	for ; i >= 0 && m.Reactions[i].Name != r.Name; i-- {
+	}
+	if i < 0 {
+		m.Reactions = append(m.Reactions, messaging.Reaction{Name: r.Name, Count: r.Count})
+		i = len(m.Reactions) - 1
+	}
+	m.Reactions[i].Reactors = append(m.Reactions[i].Reactors, r.Reactor)
+}
+
+// reacted is what react changed.
+type reacted struct {
+	// names is the change in the number of reaction names.
+	names int
+	// reactorBefore and reactorAfter are the most names a reactor of the
+	// change had before it and has after it (MessageCounts.ReactorNames),
+	// counted only when count is set.
+	reactorBefore, reactorAfter int
+	// changed reports whether a reactor was added or removed.
+	changed bool
+}
+
+// react applies ch's reaction changes to the locked message id, which has
+// reactions if hasReactions. Every statement reads or writes the rows of
+// the names and reactors it names, and at most
+// messaging.MaxEmbeddedReactors index entries of a name: never every
+// reactor. With count, it counts each reactor's names before and after.
+func (s *Store) react(ctx context.Context, tx bun.Tx, id string, ch messaging.MessageChange, hasReactions, count bool) (reacted, error) {
+	type pair struct{ name, reactor string }
+	var out reacted
+	var names, reactors []string
+	var add []pair
+	seen := map[pair]bool{}
+	for _, r := range ch.AddReactions {
+		for _, who := range r.Reactors {
+			if p := (pair{r.Name, who}); !seen[p] {
+				seen[p] = true
+				add = append(add, p)
+				if !slices.Contains(names, r.Name) {
+					names = append(names, r.Name)
+				}
+				if !slices.Contains(reactors, who) {
+					reactors = append(reactors, who)
+				}
+			}
+		}
+	}
+	// An insert that does nothing when the row is there, and counts no
+	// row then: MySQL's ON DUPLICATE KEY UPDATE would count the row found
+	// (the driver sets clientFoundRows), INSERT IGNORE does not. Every
+	// value is checked before, so IGNORE hides no other error.
+	insert, onConflict := "INSERT INTO", " ON CONFLICT DO NOTHING"
+	if s.flavor == flavorMySQL {
+		insert, onConflict = "INSERT IGNORE INTO", ""
+	}
+	if len(add) > 0 {
+		own := make(map[string]int, len(reactors)) // reactor -> names it has
+		if count {
+			for _, who := range reactors {
+				var n int
+				if err := tx.NewRaw("SELECT COUNT(*) FROM reactions WHERE message_id = ? AND contact_id = ?", id, who).Scan(ctx, &n); err != nil {
+					return out, err
+				}
+				own[who] = n
+				out.reactorBefore = max(out.reactorBefore, n)
+			}
+		}
+		// Names first (a reactor's row refers to its name's), in the order
+		// given: seq follows it, and a name already there is skipped.
+		values := strings.Repeat("(?, ?), ", len(names))
+		args := make([]any, 0, 2*len(names))
+		for _, n := range names {
+			args = append(args, id, n)
+		}
+		res, err := tx.ExecContext(ctx, insert+" reaction_names (message_id, name) VALUES "+values[:len(values)-2]+onConflict, args...)
+		if err != nil {
+			return out, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return out, err
+		}
+		out.names += int(n)
+		// One insert per reactor of a name, which does nothing when it is
+		// there: its count of affected rows says whether the name gained it.
+		gained := make(map[string]int, len(names))
+		at := ch.ReactedAt
+		if at.IsZero() {
+			at = time.Now()
+		}
+		for _, p := range add {
+			res, err := tx.ExecContext(ctx, insert+" reactions (message_id, name, contact_id, created_at) VALUES (?, ?, ?, ?)"+onConflict,
+				id, p.name, p.reactor, at.UTC())
+			if err != nil {
+				return out, err
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return out, err
+			} else if n > 0 {
+				gained[p.name]++
+				own[p.reactor]++
+			}
+		}
+		for _, name := range names {
+			k := gained[name]
+			if k == 0 {
+				continue
+			}
+			out.changed = true
+			// head_seq moves only when the name reaches the embedded count.
+			// (head_seq is set before reactors: MySQL assigns in order, with
+			// the values already assigned.)
+			if _, err := tx.ExecContext(ctx, `UPDATE reaction_names SET
+				head_seq = CASE WHEN reactors < `+embeddedCount+` AND reactors + ? >= `+embeddedCount+` THEN `+headSQL("?", "?")+` ELSE head_seq END,
+				reactors = reactors + ? WHERE message_id = ? AND name = ?`, k, id, name, k, id, name); err != nil {
+				return out, err
+			}
+		}
+		for _, n := range own {
+			out.reactorAfter = max(out.reactorAfter, n)
+		}
+	}
+	// Nothing to remove from a message without reactions.
+	if r := ch.RemoveReaction; r != nil && len(r.Reactors) > 0 && (hasReactions || len(add) > 0) {
+		var seqs []int64
+		if err := tx.NewRaw("SELECT seq FROM reactions WHERE message_id = ? AND name = ? AND contact_id IN (?) ORDER BY seq",
+			id, r.Name, bun.List(r.Reactors)).Scan(ctx, &seqs); err != nil {
+			return out, err
+		}
+		if len(seqs) == 0 {
+			return out, nil
+		}
+		out.changed = true
+		if count {
+			for _, who := range r.Reactors {
+				if slices.Contains(reactors, who) {
+					out.reactorAfter-- // at most one name of one reactor of the change
+					break
+				}
+			}
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM reactions WHERE message_id = ? AND name = ? AND contact_id IN (?)",
+			id, r.Name, bun.List(r.Reactors)); err != nil {
+			return out, err
+		}
+		// A reactor removed from the embedded ones lets the next one in.
+		if _, err := tx.ExecContext(ctx, `UPDATE reaction_names SET
+			head_seq = CASE WHEN head_seq >= ? THEN `+headSQL("?", "?")+` ELSE head_seq END,
+			reactors = reactors - ? WHERE message_id = ? AND name = ?`, seqs[0], id, r.Name, len(seqs), id, r.Name); err != nil {
+			return out, err
+		}
+		// A name left with no reactors disappears (and loses its place).
+		res, err := tx.ExecContext(ctx, "DELETE FROM reaction_names WHERE message_id = ? AND name = ? AND reactors <= 0", id, r.Name)
+		if err != nil {
+			return out, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return out, err
+		}
+		out.names -= int(n)
+	}
+	return out, nil
+}
+
+// messageRefRow is what LookupMessage reads of a message.
+type messageRefRow struct {
+	ID             string    `bun:"id"`
+	ConversationID string    `bun:"conversation_id"`
+	ContactID      string    `bun:"contact_id"`
+	CreatedAt      time.Time `bun:"created_at"`
+}
+
+// LookupMessage returns the conversation, sender and creation time of the
+// message in one query on its row, or an error matching ErrNotFound.
+func (s *Store) LookupMessage(ctx context.Context, id string) (messaging.MessageRef, error) {
+	var rows []messageRefRow
+	if err := s.read(ctx, &rows, "SELECT m.id, m.conversation_id, m.contact_id, m.created_at FROM messages AS m WHERE m.id = ?", id); err != nil {
+		return messaging.MessageRef{}, wrapErr("sqlstore.LookupMessage", err)
+	}
+	if len(rows) == 0 {
+		return messaging.MessageRef{}, wrapErr("sqlstore.LookupMessage", notFound("message"))
+	}
+	r := rows[0]
+	return messaging.MessageRef{ID: r.ID, ConversationID: r.ConversationID, SenderID: r.ContactID, CreatedAt: utc(r.CreatedAt)}, nil
+}
+
+// reactorRow is a row of ListReactors.
+type reactorRow struct {
+	ContactID string    `bun:"contact_id"`
+	Username  string    `bun:"username"`
+	CreatedAt time.Time `bun:"created_at"`
+}
+
+// ListReactors returns a page of the reactors of a reaction in the order
+// they came, by a range of the index (message_id, name, seq): its cost
+// does not depend on the number of reactors. A cursor that is not a
+// reactor is an error matching ErrNotFound.
+func (s *Store) ListReactors(ctx context.Context, q messaging.ReactorQuery) ([]messaging.Reactor, bool, error) {
+	items, more, err := s.listReactors(ctx, q)
+	return items, more, wrapErr("sqlstore.ListReactors", err)
+}
+
+func (s *Store) listReactors(ctx context.Context, q messaging.ReactorQuery) ([]messaging.Reactor, bool, error) {
+	if q.Limit < 1 {
+		return nil, false, invalid("limit must be at least 1")
+	}
+	query := `SELECT r.contact_id, COALESCE(c.username, '') AS username, r.created_at FROM reactions AS r
+		LEFT JOIN contacts AS c ON c.id = r.contact_id WHERE r.message_id = ? AND r.name = ?`
+	args := []any{q.MessageID, q.Name}
+	order := " ORDER BY r.seq LIMIT ?"
+	if cursor := cmp.Or(q.After, q.Before); cursor != "" {
+		var seqs []int64
+		if err := s.read(ctx, &seqs, "SELECT seq FROM reactions WHERE message_id = ? AND contact_id = ? AND name = ?", q.MessageID, cursor, q.Name); err != nil {
+			return nil, false, err
+		}
+		if len(seqs) == 0 {
+			return nil, false, notFound("reactor")
+		}
+		if q.After != "" {
+			query += " AND r.seq > ?"
+		} else {
+			query += " AND r.seq < ?"
+			order = " ORDER BY r.seq DESC LIMIT ?"
+		}
+		args = append(args, seqs[0])
+	}
+	var rows []reactorRow
+	if err := s.read(ctx, &rows, query+order, append(args, q.Limit+1)...); err != nil {
+		return nil, false, err
+	}
+	more := len(rows) > q.Limit
+	if more {
+		rows = rows[:q.Limit]
+	}
+	if q.Before != "" {
+		slices.Reverse(rows)
+	}
+	out := make([]messaging.Reactor, len(rows))
+	for i, r := range rows {
+		out[i] = messaging.Reactor{ContactID: r.ContactID, Username: r.Username, ReactedAt: utc(r.CreatedAt)}
+	}
+	return out, more, nil
+}
