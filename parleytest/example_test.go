@@ -71,7 +71,7 @@ func ExampleServer_services() {
 	}
 	fmt.Println(m.Text, m.Reactions)
 	// Output:
-	// Ship it? [{ship [bob]}]
+	// Ship it? [{ship [bob] 1}]
 }
 
 // Upload a file, link it to a message, and download it from its file_url
