@@ -42,7 +42,7 @@ func (s *Store) Snapshot(ctx context.Context) (storecopy.Snapshot, error) {
 		msgs = append(msgs, storecopy.Message{
 			ID: m.ID, ConversationID: m.ConversationID, ContactID: m.Contact.ID, Text: m.Text,
 			ReadAt: m.ReadAt, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
-			ReactionCount: len(m.Reactions), AttachmentCount: len(s.linked[m.ID]),
+			ReactionCount: len(s.reacts[m.ID]), AttachmentCount: len(s.linked[m.ID]),
 		})
 	}
 	slices.SortFunc(msgs, func(a, b storecopy.Message) int { return strings.Compare(a.ID, b.ID) })

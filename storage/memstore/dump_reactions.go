@@ -13,10 +13,10 @@ func (s *Store) reactionRows(msgs []storecopy.Message) ([]storecopy.ReactionName
 	var names []storecopy.ReactionName
 	var reactors []storecopy.Reaction
 	for _, row := range msgs {
-		for _, r := range s.messages[row.ID].Reactions {
-			names = append(names, storecopy.ReactionName{MessageID: row.ID, Name: r.Name, Seq: int64(len(names) + 1)})
-			for _, who := range r.Reactors {
-				reactors = append(reactors, storecopy.Reaction{MessageID: row.ID, Name: r.Name, Seq: int64(len(reactors) + 1), Reactor: who})
+		for _, r := range s.reacts[row.ID] {
+			names = append(names, storecopy.ReactionName{MessageID: row.ID, Name: r.name, Seq: int64(len(names) + 1)})
+			for _, who := range r.reactors {
+				reactors = append(reactors, storecopy.Reaction{MessageID: row.ID, Name: r.name, Seq: int64(len(reactors) + 1), ContactID: who.id, ReactedAt: who.at})
 			}
 		}
 	}
@@ -27,13 +27,13 @@ func (s *Store) reactionRows(msgs []storecopy.Message) ([]storecopy.ReactionName
 // the order their messages show them, that the messages lack; under s.mu.
 func (s *Store) loadReactions(b *storecopy.Batch) {
 	for _, n := range b.ReactionNames {
-		if m, ok := s.messages[n.MessageID]; ok && !slices.ContainsFunc(m.Reactions, func(r messaging.Reaction) bool { return r.Name == n.Name }) {
-			m.Reactions = append(m.Reactions, messaging.Reaction{Name: n.Name, Reactors: []string{}})
+		if _, ok := s.messages[n.MessageID]; ok && !slices.ContainsFunc(s.reacts[n.MessageID], func(r reaction) bool { return r.name == n.Name }) {
+			s.reacts[n.MessageID] = append(s.reacts[n.MessageID], reaction{name: n.Name})
 		}
 	}
 	for _, r := range b.Reactions {
-		if m, ok := s.messages[r.MessageID]; ok {
-			m.Reactions = addReactions(m.Reactions, []messaging.Reaction{{Name: r.Name, Reactors: []string{r.Reactor}}})
+		if _, ok := s.messages[r.MessageID]; ok {
+			s.reacts[r.MessageID], _ = addReactions(s.reacts[r.MessageID], []messaging.Reaction{{Name: r.Name, Reactors: []string{r.ContactID}}}, norm(r.ReactedAt))
 		}
 	}
 }

@@ -1,6 +1,9 @@
 package storecopy
 
-import "strconv"
+import (
+	"strconv"
+	"time"
+)
 
 // The rows of reactions, in the shape the stores keep them now. Reactions
 // are the part of the schema most likely to change shape: everything that
@@ -22,8 +25,10 @@ type Reaction struct {
 	MessageID string
 	Name      string
 	Seq       int64
-	// Reactor is who reacted, as the store keeps it (a username).
-	Reactor string
+	// ContactID is who reacted: the contact's id.
+	ContactID string
+	// ReactedAt is when.
+	ReactedAt time.Time
 }
 
 // reactionFields returns the compared fields of the row i of b, a batch of
@@ -36,7 +41,7 @@ func reactionFields(b *Batch, i int, n int) (key string, names, values []string)
 		return r.MessageID + "\x00" + ordinal(n), []string{"name"}, []string{r.Name}
 	}
 	r := b.Reactions[i]
-	return r.MessageID + "\x00" + ordinal(n), []string{"name", "reactor"}, []string{r.Name, r.Reactor}
+	return r.MessageID + "\x00" + ordinal(n), []string{"name", "contact", "reacted"}, []string{r.Name, r.ContactID, tm(r.ReactedAt)}
 }
 
 // reactionMessage returns the message of the row i of b, a batch of
