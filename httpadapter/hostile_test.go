@@ -3,6 +3,7 @@ package httpadapter_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/url"
 	"strings"
 	"testing"
@@ -58,12 +59,19 @@ func manyReactions(size int) map[string]*reqBody {
 	}
 }
 
-// timePUT returns how long the handler takes to answer a PUT of body.
+// timePUT returns how long the handler takes to answer a PUT of body: the
+// fastest of three, so that a pause of a loaded machine (or of the race
+// detector) in one of them does not count.
 func timePUT(t *testing.T, e *env, path string, body *reqBody) (*response, time.Duration) {
 	t.Helper()
-	start := time.Now()
-	res := e.as(t, "alice", "PUT", path, body)
-	return res, time.Since(start)
+	var res *response
+	fastest := time.Duration(math.MaxInt64)
+	for range 3 {
+		start := time.Now()
+		res = e.as(t, "alice", "PUT", path, body)
+		fastest = min(fastest, time.Since(start))
+	}
+	return res, fastest
 }
 
 func TestManyReactionsAreCheap(t *testing.T) {
