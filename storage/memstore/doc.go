@@ -16,6 +16,10 @@
 // Values returned are copies: changing them changes nothing stored. Times
 // are kept in UTC, truncated to the microsecond, as a SQL backend keeps them.
 //
+// A Store is also a storecopy.Source and storecopy.Sink: storage/storecopy
+// copies a Store to a SQL database and back (its Snapshot is a copy of
+// every row made under its lock).
+//
 // # Errors
 //
 // Store and BlobStore return bare kinds (messaging.ErrNotFound,

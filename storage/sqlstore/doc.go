@@ -75,6 +75,18 @@
 // keeps the replaced text in the edit's transaction; DeleteMessage removes
 // the revisions of an edited message with it.
 //
+// # Copies
+//
+// A Store is a storecopy.Source and storecopy.Sink, so that
+// storage/storecopy (and the example server's copy command) can move a
+// whole Parley into or out of it. Snapshot reads every table in one
+// read-only transaction (REPEATABLE READ on PostgreSQL and MySQL, a read
+// transaction of SQLite's WAL), each with one query streamed in the order
+// of its key; Load writes a batch with multi-row INSERTs that skip the
+// rows already there (ON CONFLICT DO NOTHING; MySQL: ON DUPLICATE KEY
+// UPDATE of the key to itself), counters and reaction sequences as given
+// (PostgreSQL's identity of seq then continues after the greatest).
+//
 // # Errors
 //
 // Contract conditions are bare messaging kinds: ErrNotFound, ErrConflict
