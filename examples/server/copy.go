@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -87,7 +88,7 @@ func runCopy(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := makeFolder(*toBucket); err != nil {
 		return err
 	}
-	dst, err := sqlstore.Open(ctx, *toDSN, nil)
+	dst, err := sqlstore.Open(ctx, *toDSN, &sqlstore.Options{Logger: slog.New(slog.NewTextHandler(stderr, nil))})
 	if err != nil {
 		return fmt.Errorf("-to-db: %w", openDatabaseError(*toDSN, err))
 	}
