@@ -241,7 +241,7 @@ func testCopyVerifyNamesDifferences(t *testing.T, bs []backend) {
 	msg := err.Error()
 	assert.Contains(t, msg, `messages: "msg_0004" differs in its text`)
 	assert.Contains(t, msg, `contacts: "ctc_zz" is in the destination only`)
-	assert.Contains(t, msg, "contacts: 4 in the source, 5 in the destination")
+	assert.Contains(t, msg, "contacts: 124 in the source, 125 in the destination")
 	assert.Contains(t, msg, `the destination's file of attachment "att_02"`)
 }
 

@@ -92,6 +92,16 @@ func fill(t testing.TB, s CopyStore, files attachments.BlobStore, n int) fixture
 	update(f.messages[1], messaging.MessageChange{AddReactions: []messaging.Reaction{r("eyes", dave), r("👍", dave)}})
 	update(f.messages[1], messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "tada", Reactors: []string{alice}}})
 	update(f.messages[2], messaging.MessageChange{AddReactions: []messaging.Reaction{r("fire", carol), r("heart", bob, alice)}})
+	// A popular reaction: more reactors than a message embeds.
+	var crowd []string
+	for i := range messaging.MaxEmbeddedReactors + 20 {
+		c := messaging.Contact{ID: fmt.Sprintf("ctc_fan%03d", i), Username: fmt.Sprintf("fan%03d", i), CreatedAt: copyAt(3)}
+		require.NoError(t, s.PutContact(ctx, c))
+		crowd = append(crowd, c.ID)
+	}
+	update(f.messages[4], messaging.MessageChange{AddReactions: []messaging.Reaction{r("🔥", crowd[:70]...)}})
+	update(f.messages[4], messaging.MessageChange{AddReactions: []messaging.Reaction{r("👍", alice), r("🔥", crowd[70:]...)}})
+	update(f.messages[4], messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "🔥", Reactors: []string{crowd[3], crowd[110]}}})
 	text := "edited once"
 	update(f.messages[2], messaging.MessageChange{Text: &text, RevisionID: "rev_01", UpdatedAt: copyAt(500)})
 	text2 := "edited twice"
@@ -175,6 +185,20 @@ func view(t testing.TB, s CopyStore, files attachments.BlobStore, f fixture) str
 		revs, _, err := s.ListRevisions(ctx, messaging.RevisionQuery{MessageID: id, Limit: 10})
 		require.NoError(t, err)
 		out["revisions "+id] = revs
+	}
+	for _, name := range []string{"🔥", "👍"} {
+		var all []messaging.Reactor
+		after := ""
+		for {
+			page, more, err := s.ListReactors(ctx, messaging.ReactorQuery{MessageID: f.messages[4], Name: name, Limit: 30, After: after})
+			require.NoError(t, err)
+			all = append(all, page...)
+			if !more {
+				break
+			}
+			after = page[len(page)-1].ContactID
+		}
+		out["reactors "+name] = all
 	}
 	for _, viewer := range append([]string{""}, f.contacts...) {
 		var all []messaging.Conversation
