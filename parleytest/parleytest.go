@@ -70,6 +70,7 @@ type Server struct {
 	// Blobs is the in-memory bucket of the files.
 	Blobs *memstore.BlobStore
 
+	making  sync.Mutex // held by Caller while it adds a caller
 	mu      sync.Mutex
 	callers map[string]*Caller // by username
 	tokens  map[string]*Caller
@@ -166,10 +167,14 @@ func (s *Server) lookup(_ context.Context, token string) (messaging.Contact, err
 // stored (a username of white space or brackets, or longer than 64
 // characters).
 func (s *Server) Caller(username string) *Caller {
-	s.mu.Lock()
-	c, ok := s.callers[username]
-	s.mu.Unlock()
-	if ok {
+	if c, ok := s.caller(username); ok {
+		return c
+	}
+	// One new caller at a time, so that callers asked for at once (by
+	// parallel subtests) get the same one.
+	s.making.Lock()
+	defer s.making.Unlock()
+	if c, ok := s.caller(username); ok {
 		return c
 	}
 	c, err := s.AddCaller(messaging.Contact{Username: username})
@@ -177,6 +182,14 @@ func (s *Server) Caller(username string) *Caller {
 		panic(fmt.Sprintf("parleytest: Server.Caller(%q): %v", username, err))
 	}
 	return c
+}
+
+// caller returns the caller with this username, if there is one.
+func (s *Server) caller(username string) (*Caller, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.callers[username]
+	return c, ok
 }
 
 // AddCaller stores the contact (under its ID when set, as a host with user

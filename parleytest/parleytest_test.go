@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -114,6 +115,23 @@ func TestCallers(t *testing.T) {
 	assert.Panics(t, func() { chat.Caller("no spaces allowed") })
 	_, err = chat.AddCaller(messaging.Contact{Username: "[x]"})
 	assert.ErrorIs(t, err, messaging.ErrInvalid)
+}
+
+// TestCallerConcurrently: callers asked for at once by parallel subtests
+// get one Caller per username, as later calls do.
+func TestCallerConcurrently(t *testing.T) {
+	chat := parleytest.New(t, nil)
+	const n = 16
+	got := make([]*parleytest.Caller, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { got[i] = chat.Caller("alice") })
+	}
+	wg.Wait()
+	for _, c := range got {
+		assert.Same(t, got[0], c)
+	}
+	assert.Same(t, got[0], chat.Caller("alice"))
 }
 
 // TestCall: parameters go in the query of a GET and DELETE and in a form
