@@ -50,7 +50,7 @@ func TestOpenAPIDocumentCoversRoutes(t *testing.T) {
 	assert.Equal(t, registered, documented, "routes registered by New vs operations of openapi.json")
 }
 
-// pendingOperations are documented (API.md has them) while the code that
+// pendingOperations are documented in openapi.json while the code that
 // serves them is being written on another branch; the test fails once one
 // is served, so that it leaves this list.
 var pendingOperations = []string{

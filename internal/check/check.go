@@ -30,6 +30,7 @@ type Error struct {
 	Message string
 }
 
+// Error returns the message.
 func (e *Error) Error() string { return e.Message }
 
 // The codes of an Error, as in the API's error object.

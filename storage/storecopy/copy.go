@@ -63,6 +63,7 @@ const (
 
 // Progress is how far a copy or a verification has come.
 type Progress struct {
+	// Stage is the stage under way.
 	Stage Stage
 	// Kind is the kind of rows being copied or compared.
 	Kind Kind
@@ -109,6 +110,7 @@ type MismatchError struct {
 	Differences []string
 }
 
+// Error lists the differences, one per line.
 func (e *MismatchError) Error() string {
 	return "the destination differs from its source:\n  " + strings.Join(e.Differences, "\n  ")
 }

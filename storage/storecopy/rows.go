@@ -41,6 +41,7 @@ func Kinds() []Kind {
 
 var kindNames = [numKinds]string{"contacts", "conversations", "members", "messages", "reaction names", "reactions", "attachments", "revisions", "idempotency keys"}
 
+// String returns the kind's name in the plural, such as "reaction names".
 func (k Kind) String() string {
 	if k < 0 || k >= numKinds {
 		return "unknown"
