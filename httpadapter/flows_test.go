@@ -240,7 +240,7 @@ func testMount(t *testing.T, newStore newStoreFunc) {
 	mux := http.NewServeMux()
 	api, err := httpadapter.New(e2.msgs, e2.files, &httpadapter.Options{Authenticator: httpadapter.StaticTokens(e2.tokens)})
 	require.NoError(t, err)
-	mux.Handle("/x/", http.StripPrefix("/x/", api))
+	mux.Handle("/x/", http.StripPrefix("/x/", checkAPI(t, api, false)))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	res = e2.do(t, "POST", srv.URL+"/x/v1/messages", "tok-alice", form("conversation_id=c&message=hi"))

@@ -53,7 +53,7 @@ func startInstance(t *testing.T, ctx context.Context, dsn, bucketURL string, tok
 	api, err := httpadapter.New(msgs, files, &httpadapter.Options{
 		Authenticator: httpadapter.StaticTokens(table), Logger: quiet})
 	require.NoError(t, err)
-	srv := httptest.NewServer(api)
+	srv := httptest.NewServer(checkAPI(t, api, false))
 	t.Cleanup(srv.Close)
 	return &instance{url: srv.URL, msgs: msgs}
 }
