@@ -107,8 +107,7 @@ func readClaim(ctx context.Context, b attachments.BlobStore) (string, bool, erro
 // copyClaim copies the claim of srcFiles, when it is in's, to dstFiles,
 // unless dstFiles has one.
 func copyClaim(ctx context.Context, dstFiles, srcFiles attachments.BlobStore, in Installation) error {
-	if id, found, err := readClaim(ctx, dstFiles); err != nil || found {
-		_ = id
+	if _, found, err := readClaim(ctx, dstFiles); err != nil || found {
 		return err
 	}
 	r, err := srcFiles.Open(ctx, attachments.ClaimKey)
