@@ -15,7 +15,9 @@ import (
 var _ storecopy.Sink = (*Store)(nil)
 
 // Snapshot returns a copy of every row of the Store, made under its lock
-// (storecopy.Source): it takes as much memory again as the rows.
+// (storecopy.Source): it takes as much memory again as the rows. Like
+// InstallationID, it makes the Store's installation id if it has none
+// yet; it changes nothing else.
 func (s *Store) Snapshot(ctx context.Context) (storecopy.Snapshot, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
