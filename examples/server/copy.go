@@ -85,8 +85,10 @@ func runCopy(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *verify && isNewSQLite(*toDSN) {
 		return fmt.Errorf("copy -verify: no destination database at %s", sqlitePath(*toDSN))
 	}
-	if err := makeFolder(*toBucket); err != nil {
-		return err
+	if !*verify { // a verification writes nothing, not even a folder
+		if err := makeFolder(*toBucket); err != nil {
+			return err
+		}
 	}
 	dst, err := sqlstore.Open(ctx, *toDSN, &sqlstore.Options{Logger: slog.New(slog.NewTextHandler(stderr, nil))})
 	if err != nil {
