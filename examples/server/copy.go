@@ -66,6 +66,9 @@ func runCopy(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		*bucket = (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: "metadata=skip"}).String()
 	}
+	if sameDatabase(*dsn, *toDSN) {
+		return fmt.Errorf("copy: -to-db names the source database %s: name another database to copy to", redact(*toDSN))
+	}
 	// The source is read only: a SQLite file that does not exist is a
 	// mistyped path, never a database to make.
 	if isNewSQLite(*dsn) {
@@ -126,6 +129,21 @@ func runCopy(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	return nil
+}
+
+// sameDatabase reports whether two DSNs name the same database: the same
+// text, or the same SQLite file.
+func sameDatabase(a, b string) bool {
+	if a == b {
+		return true
+	}
+	pa, pb := sqlitePath(a), sqlitePath(b)
+	if pa == "" || pb == "" {
+		return false
+	}
+	absA, errA := filepath.Abs(pa)
+	absB, errB := filepath.Abs(pb)
+	return errA == nil && errB == nil && absA == absB
 }
 
 // makeFolder makes the folder of a file:// bucket URL, so that a new

@@ -179,6 +179,10 @@ func TestCopyCommandRefusesAnotherParley(t *testing.T) {
 	_, errs, err = runBin(t, bin, "copy", "-data", filepath.Join(data, "nothing"), "-to-db", db, "-to-bucket", fileURL(other))
 	require.Error(t, err)
 	assert.Contains(t, errs, "no source database at")
+
+	_, errs, err = runBin(t, bin, "copy", "-data", data, "-to-db", data+"/./parley.db", "-to-bucket", fileURL(other))
+	require.Error(t, err)
+	assert.Contains(t, errs, "-to-db names the source database")
 }
 
 // A copy killed with SIGKILL at random moments, then run again, ends
