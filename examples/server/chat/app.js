@@ -285,22 +285,30 @@ async function send(e) {
   }
 }
 
-// download fetches an attachment's bytes and saves them under its name. A
-// file_url on this server needs the token; a signed URL of a bucket must be
-// fetched without it (the bucket would refuse two kinds of authentication).
+// download saves an attachment's bytes under its name. A file_url on this
+// server needs the token, so it is fetched with it. A signed URL of a bucket
+// (-signed-urls) is on another origin, which the page's policy
+// (connect-src 'self') and the bucket's CORS rules keep fetch from: it is
+// opened as a link instead, without the token (the bucket would refuse two
+// kinds of authentication); the bucket names the file in its
+// Content-Disposition.
 async function download(a) {
   const url = new URL(a.file_url, location.href);
-  const headers = url.origin === location.origin ? { Authorization: "Bearer " + state.token } : {};
-  const res = await fetch(url, { headers });
-  if (!res.ok) throw new Error("download failed: " + res.status);
-  const blob = await res.blob();
   const link = document.createElement("a");
-  link.href = URL.createObjectURL(blob);
+  if (url.origin === location.origin) {
+    const res = await fetch(url, { headers: { Authorization: "Bearer " + state.token } });
+    if (!res.ok) throw new Error("download failed: " + res.status);
+    link.href = URL.createObjectURL(await res.blob());
+    setTimeout(() => URL.revokeObjectURL(link.href), 10000);
+  } else {
+    link.href = url.href;
+    link.target = "_blank";
+    link.rel = "noopener noreferrer";
+  }
   link.download = a.filename;
   document.body.append(link);
   link.click();
   link.remove();
-  setTimeout(() => URL.revokeObjectURL(link.href), 10000);
 }
 
 function scrollToBottom() {
