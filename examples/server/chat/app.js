@@ -380,7 +380,8 @@ function onEvent(e) {
         const atBottom = isAtBottom();
         upsert(obj);
         if (atBottom) scrollToBottom();
-        if (e.type === "message.created" && obj.contact.id !== state.me.id) markRead().catch(showError);
+        // Read only when seen: a hidden page marks it when shown again.
+        if (e.type === "message.created" && obj.contact.id !== state.me.id && !document.hidden) markRead().catch(showError);
       }
       break;
     case "message.deleted":
