@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +29,24 @@ func open(t *testing.T, dsn string, opts ...*sqlstore.Options) *sqlstore.Store {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
+}
+
+// eachEngineBefore runs fn, in a subtest of each SQL engine of the tests,
+// on a new store migrated up to the schema version before version (named
+// "engine" as backendtest names it): the tests of an upgrade fill it as
+// that version found it, then migrate it.
+func eachEngineBefore(t *testing.T, version string, fn func(t *testing.T, engine string, s *sqlstore.Store)) {
+	t.Helper()
+	versions := sqlstore.Versions()
+	i := slices.Index(versions, version)
+	require.Positive(t, i, "the version %s is listed, after the first", version)
+	for _, e := range backendtest.SQL(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			s := open(t, e.DSN(t))
+			require.NoError(t, sqlstore.MigrateTo(s, t.Context(), versions[i-1]))
+			fn(t, e.Name, s)
+		})
+	}
 }
 
 func TestMigrateIdempotent(t *testing.T) {

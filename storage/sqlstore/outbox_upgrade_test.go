@@ -1,7 +1,6 @@
 package sqlstore_test
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -9,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/events"
-	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/sqlstore"
@@ -24,58 +22,51 @@ const eventIDsVersion = "20261123000005"
 // after are found by theirs, which on SQLite the store makes of the seq
 // (no id is stored, so no index on it is written by a send).
 func TestEventIDsUpgrade(t *testing.T) {
-	versions := sqlstore.Versions()
-	i := slices.Index(versions, eventIDsVersion)
-	require.Positive(t, i, "the version is listed")
-	for _, e := range backendtest.SQL(t) {
-		t.Run(e.Name, func(t *testing.T) {
-			ctx := t.Context()
-			s := open(t, e.DSN(t))
-			require.NoError(t, sqlstore.MigrateTo(s, ctx, versions[i-1]))
+	eachEngineBefore(t, eventIDsVersion, func(t *testing.T, engine string, s *sqlstore.Store) {
+		ctx := t.Context()
 
-			at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-			old := ids.NewAt(ids.Event, at)
-			_, err := s.DB().ExecContext(ctx, "INSERT INTO events (id, type, conversation_id, created_at, payload) VALUES (?, ?, ?, ?, ?)",
-				old, string(messaging.EventMessageDeleted), "c", at, `{"DeletedID":"msg_gone"}`)
-			require.NoError(t, err)
+		at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+		old := ids.NewAt(ids.Event, at)
+		_, err := s.DB().ExecContext(ctx, "INSERT INTO events (id, type, conversation_id, created_at, payload) VALUES (?, ?, ?, ?, ?)",
+			old, string(messaging.EventMessageDeleted), "c", at, `{"DeletedID":"msg_gone"}`)
+		require.NoError(t, err)
 
-			require.NoError(t, s.Migrate(ctx))
-			require.NoError(t, s.Migrate(ctx), "again: nothing to do")
+		require.NoError(t, s.Migrate(ctx))
+		require.NoError(t, s.Migrate(ctx), "again: nothing to do")
 
-			alice := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: at}
-			require.NoError(t, s.PutContact(ctx, alice))
-			m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: alice, Text: "after", CreatedAt: at.Add(time.Second)}
-			given := ids.NewAt(ids.Event, m.CreatedAt)
-			rec := func(c messaging.Change) []messaging.Event {
-				return []messaging.Event{{ID: given, Type: messaging.EventMessageCreated, ConversationID: "c", Created: m.CreatedAt, Message: c.Message}}
-			}
-			require.NoError(t, s.CreateMessage(ctx, m, nil, rec))
+		alice := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: at}
+		require.NoError(t, s.PutContact(ctx, alice))
+		m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: alice, Text: "after", CreatedAt: at.Add(time.Second)}
+		given := ids.NewAt(ids.Event, m.CreatedAt)
+		rec := func(c messaging.Change) []messaging.Event {
+			return []messaging.Event{{ID: given, Type: messaging.EventMessageCreated, ConversationID: "c", Created: m.CreatedAt, Message: c.Message}}
+		}
+		require.NoError(t, s.CreateMessage(ctx, m, nil, rec))
 
-			got, err := s.ReadEvents(ctx, events.Query{All: true, Limit: 10})
-			require.NoError(t, err)
-			require.Len(t, got, 2)
-			assert.Equal(t, old, got[0].ID, "an event from before keeps its id")
-			assert.Equal(t, "msg_gone", got[0].DeletedID)
-			newID := got[1].ID
-			if e.Name == "sqlite" {
-				seq, ok := ids.SeqOf(ids.Event, newID)
-				require.True(t, ok, "SQLite gives an id that carries the seq: %q", newID)
-				assert.Equal(t, got[1].Seq, seq)
-				var stored []bool
-				require.NoError(t, s.DB().NewRaw("SELECT id IS NULL FROM events ORDER BY seq").Scan(ctx, &stored))
-				assert.Equal(t, []bool{false, true}, stored, "no id is stored after the upgrade")
-				// The id of another database's event with the same seq (another
-				// time) is not this one.
-				_, err := s.GetEvent(ctx, ids.Sequenced(ids.Event, at.Add(time.Hour), seq))
-				assert.ErrorIs(t, err, messaging.ErrNotFound)
-			} else {
-				assert.Equal(t, given, newID, "the Recorder's id is kept")
-			}
-			for _, want := range got {
-				g, err := s.GetEvent(ctx, want.ID)
-				require.NoError(t, err, want.ID)
-				assert.Equal(t, want, g)
-			}
-		})
-	}
+		got, err := s.ReadEvents(ctx, events.Query{All: true, Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, got, 2)
+		assert.Equal(t, old, got[0].ID, "an event from before keeps its id")
+		assert.Equal(t, "msg_gone", got[0].DeletedID)
+		newID := got[1].ID
+		if engine == "sqlite" {
+			seq, ok := ids.SeqOf(ids.Event, newID)
+			require.True(t, ok, "SQLite gives an id that carries the seq: %q", newID)
+			assert.Equal(t, got[1].Seq, seq)
+			var stored []bool
+			require.NoError(t, s.DB().NewRaw("SELECT id IS NULL FROM events ORDER BY seq").Scan(ctx, &stored))
+			assert.Equal(t, []bool{false, true}, stored, "no id is stored after the upgrade")
+			// The id of another database's event with the same seq (another
+			// time) is not this one.
+			_, err := s.GetEvent(ctx, ids.Sequenced(ids.Event, at.Add(time.Hour), seq))
+			assert.ErrorIs(t, err, messaging.ErrNotFound)
+		} else {
+			assert.Equal(t, given, newID, "the Recorder's id is kept")
+		}
+		for _, want := range got {
+			g, err := s.GetEvent(ctx, want.ID)
+			require.NoError(t, err, want.ID)
+			assert.Equal(t, want, g)
+		}
+	})
 }

@@ -1,14 +1,12 @@
 package sqlstore_test
 
 import (
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/sqlstore"
@@ -23,60 +21,53 @@ const keysVersion = "20261123000002"
 // still there, and edits keep revisions and keyed writes keep records on
 // the messages that were there before.
 func TestMigrateKeysAndRevisionsUpgrade(t *testing.T) {
-	versions := sqlstore.Versions()
-	i := slices.Index(versions, keysVersion)
-	require.Positive(t, i, "the version is listed")
-	for _, e := range backendtest.SQL(t) {
-		t.Run(e.Name, func(t *testing.T) {
-			ctx := t.Context()
-			s := open(t, e.DSN(t))
-			require.NoError(t, sqlstore.MigrateTo(s, ctx, versions[i-1]))
-			_, err := s.DB().ExecContext(ctx, "SELECT COUNT(*) FROM idempotency_keys")
-			require.Error(t, err, "no idempotency_keys before the version")
+	eachEngineBefore(t, keysVersion, func(t *testing.T, _ string, s *sqlstore.Store) {
+		ctx := t.Context()
+		_, err := s.DB().ExecContext(ctx, "SELECT COUNT(*) FROM idempotency_keys")
+		require.Error(t, err, "no idempotency_keys before the version")
 
-			// Rows written as the previous version writes them.
-			at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-			alice := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: at}
-			require.NoError(t, s.PutContact(ctx, alice))
-			old := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: alice, Text: "before the upgrade", CreatedAt: at}
-			require.NoError(t, s.CreateMessage(ctx, old, nil, nil))
+		// Rows written as the previous version writes them.
+		at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+		alice := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: at}
+		require.NoError(t, s.PutContact(ctx, alice))
+		old := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: alice, Text: "before the upgrade", CreatedAt: at}
+		require.NoError(t, s.CreateMessage(ctx, old, nil, nil))
 
-			require.NoError(t, s.Migrate(ctx))
-			require.NoError(t, s.Migrate(ctx), "again: nothing to do")
-			var n int
-			require.NoError(t, s.DB().NewRaw("SELECT COUNT(*) FROM parley_migrations").Scan(ctx, &n))
-			assert.Equal(t, len(versions), n)
+		require.NoError(t, s.Migrate(ctx))
+		require.NoError(t, s.Migrate(ctx), "again: nothing to do")
+		var n int
+		require.NoError(t, s.DB().NewRaw("SELECT COUNT(*) FROM parley_migrations").Scan(ctx, &n))
+		assert.Equal(t, len(sqlstore.Versions()), n)
 
-			got, err := s.GetMessage(ctx, old.ID)
-			require.NoError(t, err)
-			assert.Equal(t, "before the upgrade", got.Text)
-			revs, more, err := s.ListRevisions(ctx, messaging.RevisionQuery{MessageID: old.ID, Limit: 10})
-			require.NoError(t, err)
-			assert.Empty(t, revs, "a message from before has no revisions")
-			assert.False(t, more)
+		got, err := s.GetMessage(ctx, old.ID)
+		require.NoError(t, err)
+		assert.Equal(t, "before the upgrade", got.Text)
+		revs, more, err := s.ListRevisions(ctx, messaging.RevisionQuery{MessageID: old.ID, Limit: 10})
+		require.NoError(t, err)
+		assert.Empty(t, revs, "a message from before has no revisions")
+		assert.False(t, more)
 
-			// An old message is edited through the Service: the edit keeps a
-			// revision; a keyed edit keeps a record, and its retry replays.
-			msgs := messaging.New(s, &messaging.Options{Logger: discard})
-			text := "after the upgrade"
-			u := messaging.Update{Text: &text, Idempotency: messaging.Idempotency{Key: "upgrade-edit"}}
-			first, err := msgs.Update(ctx, alice, old.ID, u)
-			require.NoError(t, err)
-			var replayed bool
-			u.Idempotency.Replayed = &replayed
-			again, err := msgs.Update(ctx, alice, old.ID, u)
-			require.NoError(t, err)
-			assert.True(t, replayed)
-			assert.Equal(t, first.UpdatedAt, again.UpdatedAt)
-			page, err := msgs.Revisions(ctx, alice, old.ID, messaging.RevisionListOptions{})
-			require.NoError(t, err)
-			require.Len(t, page.Data, 1)
-			assert.Equal(t, "before the upgrade", page.Data[0].Text)
+		// An old message is edited through the Service: the edit keeps a
+		// revision; a keyed edit keeps a record, and its retry replays.
+		msgs := messaging.New(s, &messaging.Options{Logger: discard})
+		text := "after the upgrade"
+		u := messaging.Update{Text: &text, Idempotency: messaging.Idempotency{Key: "upgrade-edit"}}
+		first, err := msgs.Update(ctx, alice, old.ID, u)
+		require.NoError(t, err)
+		var replayed bool
+		u.Idempotency.Replayed = &replayed
+		again, err := msgs.Update(ctx, alice, old.ID, u)
+		require.NoError(t, err)
+		assert.True(t, replayed)
+		assert.Equal(t, first.UpdatedAt, again.UpdatedAt)
+		page, err := msgs.Revisions(ctx, alice, old.ID, messaging.RevisionListOptions{})
+		require.NoError(t, err)
+		require.Len(t, page.Data, 1)
+		assert.Equal(t, "before the upgrade", page.Data[0].Text)
 
-			// Deleting the old message takes its revision along.
-			require.NoError(t, msgs.Delete(ctx, alice, old.ID))
-			_, err = s.GetRevision(ctx, page.Data[0].ID)
-			assert.ErrorIs(t, err, messaging.ErrNotFound)
-		})
-	}
+		// Deleting the old message takes its revision along.
+		require.NoError(t, msgs.Delete(ctx, alice, old.ID))
+		_, err = s.GetRevision(ctx, page.Data[0].ID)
+		assert.ErrorIs(t, err, messaging.ErrNotFound)
+	})
 }
