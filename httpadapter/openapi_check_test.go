@@ -6,11 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +42,9 @@ import (
 //     5xx): a server that accepts what its document forbids has drifted. A
 //     request the document accepts may still be refused, for what a schema
 //     cannot say (an id that does not exist, another caller's message).
+//
+// After a run of the whole package, TestMain also checks that every
+// operation of the document answered a success in some test.
 
 // checkedBodyLimit bounds the bytes of a request or response body that are
 // kept for checking; a larger request body is not checked (its response is),
@@ -102,6 +108,38 @@ func (s *openAPISpec) schema(ref string) (*jsonschema.Schema, error) {
 	return sch, nil
 }
 
+// exercised holds the operations ("GET /v1/messages/{id}") that answered
+// a success in a checked exchange.
+var exercised sync.Map
+
+// TestMain runs the tests and, after a run of them all, checks that each
+// operation of the document answered a success at least once.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 && flag.Lookup("test.run").Value.String() == "" && flag.Lookup("test.skip").Value.String() == "" && !testing.Short() {
+		spec, err := openAPI()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "openapi.json:", err)
+			os.Exit(1)
+		}
+		var missed []string
+		for path, item := range spec.doc.Paths.Map() {
+			for method := range item.Operations() {
+				op := method + " " + path
+				if _, ok := exercised.Load(op); !ok && !slices.Contains(pendingOperations, op) {
+					missed = append(missed, op)
+				}
+			}
+		}
+		if len(missed) > 0 {
+			slices.Sort(missed)
+			fmt.Fprintf(os.Stderr, "FAIL: no test had a success from these operations of openapi.json: %s\n", strings.Join(missed, ", "))
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
 // apiChecker reports to t every exchange that breaks the rules above.
 type apiChecker struct {
 	t    testing.TB
@@ -115,6 +153,7 @@ type apiChecker struct {
 	reported map[string]bool
 
 	checks sync.WaitGroup // checks under way
+	tally  *sync.Map      // where the operations exercised go: &exercised
 	http.Handler
 }
 
@@ -128,7 +167,7 @@ func checkAPI(t testing.TB, h http.Handler, otherAuth bool) *apiChecker {
 	if err != nil {
 		t.Fatalf("openapi.json: %v", err)
 	}
-	c := &apiChecker{t: t, spec: spec, otherAuth: otherAuth, reported: map[string]bool{}}
+	c := &apiChecker{t: t, spec: spec, otherAuth: otherAuth, reported: map[string]bool{}, tally: &exercised}
 	t.Cleanup(c.wait)
 	c.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var tee *teeBody
@@ -223,6 +262,9 @@ func (c *apiChecker) check(r *http.Request, body []byte, complete bool, rec *rec
 		ExcludeRequestBody: !complete,
 		MultiError:         false,
 		AuthenticationFunc: c.authenticate,
+	}
+	if status < 300 {
+		c.tally.Store(route.Method+" "+route.Path, true)
 	}
 	in := &openapi3filter.RequestValidationInput{Request: vr, PathParams: params, Route: route, Options: opts}
 	reqErr := openapi3filter.ValidateRequest(context.Background(), in)
