@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"database/sql"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -64,4 +65,17 @@ func TestStmtCache(t *testing.T) {
 
 	require.NoError(t, c.close())
 	assert.Empty(t, c.m)
+}
+
+func TestExprCols(t *testing.T) {
+	assert.Equal(t, "+m.id AS id, +c.username AS contact_username, +id AS id",
+		exprCols("m.id, c.username AS contact_username,\n\t\tid"))
+	// Every read column list is rewritten, each column named as before.
+	for _, cols := range []string{messageCols, attachmentCols} {
+		got := sqliteReadCols.Replace("SELECT " + cols + " FROM x")
+		assert.Equal(t, "SELECT "+exprCols(cols)+" FROM x", got)
+		assert.Equal(t, strings.Count(cols, ",")+1, strings.Count(got, " AS "))
+	}
+	assert.Equal(t, "SELECT +id AS id, +username AS username, +phone_number AS phone_number, +avatar_url AS avatar_url, +last_active_at AS last_active_at, +created_at AS created_at FROM contacts WHERE id = ?",
+		sqliteReadCols.Replace("SELECT "+contactCols+" FROM contacts WHERE id = ?"))
 }

@@ -214,7 +214,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if s.r != s.w {
 		s.owned = append(s.owned, s.r)
 		if f == flavorSQLite {
-			s.stmts = &stmtCache{db: r, m: make(map[string]*sql.Stmt)}
+			s.stmts = &stmtCache{db: r, rewrite: sqliteReadCols, m: make(map[string]*sql.Stmt)}
 		}
 	}
 	return s, nil
