@@ -272,6 +272,7 @@ func (a *api) routes() []routeDef {
 			{http.MethodGet, a.listRevisions},
 		}},
 		{"/v1/messages/{id}/reactions/{name}", []method{
+			{http.MethodGet, a.listReactors},
 			{http.MethodDelete, a.removeReaction},
 		}},
 		{"/v1/conversations", []method{

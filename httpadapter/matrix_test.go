@@ -44,6 +44,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"mark the message read", "PUT", "/v1/messages/{msgP}", bodyOf("read=true"), 200, 200, 0},
 		{"link a file to the message", "PUT", "/v1/messages/{msgP}", bodyOf("attachments[]={attP}"), 200, 403, 0},
 		{"remove a reaction", "DELETE", "/v1/messages/{msgP}/reactions/thumbs_up", nil, 200, 200, 0},
+		{"list the reactors of a reaction", "GET", "/v1/messages/{msgP}/reactions/thumbs_up", nil, 200, 200, 0},
 		{"delete the message", "DELETE", "/v1/messages/{msgP}", nil, 200, 403, 0},
 		{"list conversations", "GET", "/v1/conversations", nil, 200, 200, 200},
 		{"get the conversation", "GET", "/v1/conversations/{private}", nil, 200, 200, 0},

@@ -2,6 +2,7 @@ package httpadapter
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/parleychat/parley/messaging"
@@ -96,7 +97,9 @@ type messageTail struct {
 // seconds, null read_at and updated_at while unset.
 //
 // The members are id, object, conversation_id, contact, message,
-// reactions, attachments, read_at, created_at, updated_at, in that order.
+// reactions (at most the first messaging.MaxEmbeddedReactors reactors of
+// each), reaction_counts (each reaction's total), attachments, read_at,
+// created_at, updated_at, in that order.
 // The reactions and attachments are spliced in as written here, rather
 // than marshaled as nested json.Marshalers, which encoding/json would check
 // and compact once more: that doubled the cost of a message.
@@ -131,7 +134,20 @@ func (x messageJSON) MarshalJSON() ([]byte, error) {
 			return nil, err
 		}
 	}
-	b = append(b, `],"attachments":[`...)
+	b = append(b, `],"reaction_counts":{`...)
+	for i, r := range m.Reactions {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		name, err := json.Marshal(r.Name)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, name...)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, int64(reactionCount(r)), 10)
+	}
+	b = append(b, `},"attachments":[`...)
 	for i, a := range m.Attachments {
 		if i > 0 {
 			b = append(b, ',')
@@ -148,6 +164,12 @@ func (x messageJSON) MarshalJSON() ([]byte, error) {
 	}
 	b = append(b, "],"...)
 	return append(b, tail[1:]...), nil // without the opening brace
+}
+
+// reactionCount is the number of r's reactors: its Count, or, from a
+// result kept before counts were (an idempotency record), its reactors.
+func reactionCount(r messaging.Reaction) int {
+	return max(r.Count, len(r.Reactors))
 }
 
 // appendReaction appends a reaction as a one-key object,

@@ -18,7 +18,16 @@
 //
 //   - Only the sender edits the text, adds attachments or deletes a message.
 //   - Reactions merge, never replace: a reactor is added to a reaction once.
-//     A caller reacts only in its own name (its Username).
+//     A caller reacts only in its own name (its Username); a reaction is
+//     stored by the caller's contact id, so a renamed contact keeps its
+//     reactions and shows under its new name, and a contact that takes
+//     an old name inherits none. A message has at most
+//     Options.MaxReactionNames distinct names (50), and one caller may
+//     react with at most Options.MaxReactionNamesPerCaller of them (20),
+//     so that no caller can take all of another's message; only the
+//     reactor removes its reaction.
+//   - A Message embeds the first MaxEmbeddedReactors (100) reactors of each
+//     reaction and its Count; Reactors lists all of them, page by page.
 //   - Anyone who may see a message may mark it read (ReadAt is set once, to
 //     the first read) or unread.
 //   - Attachments are linked by id when a message is created or updated; an

@@ -16,6 +16,54 @@ import (
 var serviceTests = []test{
 	{"same_words_on_every_backend", testSameWords},
 	{"renamed_contact_keeps_its_reactions", testRenamedReactor},
+	{"reaction_names_per_caller", testReactionNamesPerCaller},
+}
+
+// testReactionNamesPerCaller: one caller may react with at most
+// MaxReactionNamesPerCaller names on a message, so that it cannot take all
+// of its MaxReactionNames; others still can react, and the caller can
+// again once it took one back.
+func testReactionNamesPerCaller(t *testing.T, h *harness) {
+	msgs := messaging.New(h.s, &messaging.Options{MaxReactionNames: 5, MaxReactionNamesPerCaller: 2})
+	alice, err := msgs.SaveContact(h.ctx, messaging.Contact{Username: "alice"})
+	require.NoError(t, err)
+	bob, err := msgs.SaveContact(h.ctx, messaging.Contact{Username: "bob"})
+	require.NoError(t, err)
+	m, err := msgs.Create(h.ctx, alice, messaging.NewMessage{ConversationID: "general", Text: "hi"})
+	require.NoError(t, err)
+	react := func(who messaging.Contact, names ...string) (messaging.Message, error) {
+		var rs []messaging.Reaction
+		for _, n := range names {
+			rs = append(rs, r(n, who.Username))
+		}
+		return msgs.Update(h.ctx, who, m.ID, messaging.Update{Reactions: rs})
+	}
+	_, err = react(bob, "a", "b")
+	require.NoError(t, err)
+	before, err := msgs.Get(h.ctx, bob, m.ID)
+	require.NoError(t, err)
+	_, err = react(bob, "c")
+	var e *messaging.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, messaging.ErrInvalid, messaging.KindOf(err))
+	assert.Equal(t, "reactions", e.Param)
+	assert.Equal(t, "you may react with at most 2 distinct reactions on a message", e.Message)
+	_, err = react(bob, "a", "c")
+	require.ErrorIs(t, err, messaging.ErrInvalid, "a third name alongside one already there")
+	after, err := msgs.Get(h.ctx, bob, m.ID)
+	require.NoError(t, err)
+	assertMessage(t, before, after, "a refused reaction changes nothing")
+
+	_, err = react(bob, "a", "b")
+	require.NoError(t, err, "names the caller has already are no new ones")
+	got, err := react(alice, "b", "c")
+	require.NoError(t, err, "another caller has a limit of its own")
+	assert.Equal(t, []messaging.Reaction{r("a", "bob"), r("b", "bob", "alice"), r("c", "alice")}, got.Reactions)
+	_, err = msgs.RemoveReaction(h.ctx, bob, m.ID, "a")
+	require.NoError(t, err)
+	got, err = react(bob, "d")
+	require.NoError(t, err, "after taking one back")
+	assert.Equal(t, []messaging.Reaction{r("b", "bob", "alice"), r("c", "alice"), r("d", "bob")}, got.Reactions)
 }
 
 // testRenamedReactor renames a contact who reacted, and gives its old

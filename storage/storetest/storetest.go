@@ -41,6 +41,7 @@ func RunConformanceTests(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Messages", messageTests},
 		{"Lists", listTests},
 		{"Reactions", reactionTests},
+		{"Reactors", reactorTests},
 		{"Links", linkTests},
 		{"Updates", updateTests},
 		{"Deletes", deleteTests},
