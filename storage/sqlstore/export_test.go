@@ -89,3 +89,10 @@ func Prepared(s *Store) int {
 
 // Unavailable exposes whether the Store reports err as ErrUnavailable.
 var Unavailable = unavailable
+
+// ReactionsSQL is the query of the embedded reactors of a message (one
+// id) and of a page (two ids), for EXPLAIN.
+var ReactionsSQL = [2]string{
+	reactionsSQL + "= ? ORDER BY n.message_id, n.seq, r.seq",
+	reactionsSQL + "IN (?, ?) ORDER BY n.message_id, n.seq, r.seq",
+}

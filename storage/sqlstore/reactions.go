@@ -136,12 +136,16 @@ type reactionRow struct {
 
 // reactionsSQL reads the embedded reactors of the messages that the
 // condition on n.message_id selects: names by their seq, each name's
-// reactors by theirs, up to its head_seq.
+// reactors by theirs, up to its head_seq. The names come first (CROSS
+// JOIN: SQLite keeps the order of the tables), so that each name's
+// reactors are a range of the index (message_id, name, seq) that stops at
+// head_seq; the other way round SQLite may read every reactor of the
+// messages.
 const reactionsSQL = `SELECT n.message_id, n.name, COALESCE(c.username, '') AS reactor, n.reactors AS reactor_count
 	FROM reaction_names AS n
-	JOIN reactions AS r ON r.message_id = n.message_id AND r.name = n.name AND r.seq <= n.head_seq
+	CROSS JOIN reactions AS r
 	LEFT JOIN contacts AS c ON c.id = r.contact_id
-	WHERE n.message_id `
+	WHERE r.message_id = n.message_id AND r.name = n.name AND r.seq <= n.head_seq AND n.message_id `
 
 // loadReactions returns the embedded reactions of the messages ids: names
 // in their order, each name's first reactors in theirs. No ids, no query.
@@ -152,9 +156,9 @@ func loadReactions(ctx context.Context, query queryFn, ids []string) ([]reaction
 	var rs []reactionRow
 	var err error
 	if len(ids) == 1 {
-		err = query(ctx, &rs, reactionsSQL+"= ? ORDER BY n.seq, r.seq", ids[0])
+		err = query(ctx, &rs, reactionsSQL+"= ? ORDER BY n.message_id, n.seq, r.seq", ids[0])
 	} else {
-		err = query(ctx, &rs, reactionsSQL+"IN (?) ORDER BY n.seq, r.seq", idList(ids))
+		err = query(ctx, &rs, reactionsSQL+"IN (?) ORDER BY n.message_id, n.seq, r.seq", idList(ids))
 	}
 	return rs, err
 }

@@ -1,0 +1,94 @@
+package sqlstore_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/messaging"
+)
+
+// BenchmarkReactionReactors measures a reaction on a message that already
+// has 1, 100, 1,000 and 10,000 reactors of that reaction, through the
+// Service: a caller reacts and takes the reaction back (two writes), and
+// the message is read. Neither may grow with the number of reactors
+// (issue 15: within 1.2x from 1 to 10,000).
+//
+//	go test ./storage/sqlstore -run '^$' -bench ReactionReactors -benchtime 2000x
+//
+// PARLEY_BENCH_REACTORS (default 10000) sets the largest size.
+func BenchmarkReactionReactors(b *testing.B) {
+	largest := benchSize("PARLEY_BENCH_REACTORS", 10_000)
+	for _, e := range backendtest.SQL(b) {
+		b.Run(e.Name, func(b *testing.B) {
+			for _, n := range []int{1, 100, 1000, 10_000} {
+				if n > largest {
+					break
+				}
+				b.Run(fmt.Sprintf("reactors=%d", n), func(b *testing.B) {
+					ctx := b.Context()
+					s := e.Open(b)
+					msgs := messaging.New(s, nil)
+					alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
+					require.NoError(b, err)
+					caller, err := msgs.SaveContact(ctx, messaging.Contact{Username: "caller"})
+					require.NoError(b, err)
+					m, err := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "c", Text: "popular"})
+					require.NoError(b, err)
+					// n reactors of "tada", stored in bulk; the counters as
+					// the store keeps them.
+					at := time.Now().UTC().Truncate(time.Microsecond)
+					exec := func(q string, args ...any) {
+						b.Helper()
+						_, err := s.DB().ExecContext(ctx, q, args...)
+						require.NoError(b, err)
+					}
+					exec("INSERT INTO reaction_names (message_id, name) VALUES (?, 'tada')", m.ID)
+					for start := 0; start < n; start += 1000 {
+						var cs, rs []string
+						var cargs, rargs []any
+						for i := start; i < min(n, start+1000); i++ {
+							id := fmt.Sprintf("ctc_bench%05d", i)
+							cs, cargs = append(cs, "(?, ?, '', '', ?)"), append(cargs, id, fmt.Sprintf("reactor%05d", i), at)
+							rs, rargs = append(rs, "(?, 'tada', ?, ?)"), append(rargs, m.ID, id, at)
+						}
+						exec("INSERT INTO contacts (id, username, phone_number, avatar_url, created_at) VALUES "+strings.Join(cs, ", "), cargs...)
+						exec("INSERT INTO reactions (message_id, name, contact_id, created_at) VALUES "+strings.Join(rs, ", "), rargs...)
+					}
+					exec(`UPDATE reaction_names SET reactors = ?, head_seq = COALESCE((SELECT r.seq FROM reactions AS r
+						WHERE r.message_id = ? AND r.name = 'tada' ORDER BY r.seq LIMIT 1 OFFSET 99), 9223372036854775807) WHERE message_id = ?`, n, m.ID, m.ID)
+					exec("UPDATE messages SET reaction_count = 1 WHERE id = ?", m.ID)
+					got, err := msgs.Get(ctx, alice, m.ID)
+					require.NoError(b, err)
+					require.Equal(b, n, got.Reactions[0].Count)
+					require.Len(b, got.Reactions[0].Reactors, min(n, messaging.MaxEmbeddedReactors))
+
+					react := messaging.Update{Reactions: []messaging.Reaction{{Name: "tada", Reactors: []string{"caller"}}}}
+					b.Run("react_and_take_back", func(b *testing.B) {
+						b.ReportAllocs()
+						for b.Loop() {
+							if _, err := msgs.Update(ctx, caller, m.ID, react); err != nil {
+								b.Fatal(err)
+							}
+							if _, err := msgs.RemoveReaction(ctx, caller, m.ID, "tada"); err != nil {
+								b.Fatal(err)
+							}
+						}
+					})
+					b.Run("get", func(b *testing.B) {
+						b.ReportAllocs()
+						for b.Loop() {
+							if _, err := msgs.Get(ctx, alice, m.ID); err != nil {
+								b.Fatal(err)
+							}
+						}
+					})
+				})
+			}
+		})
+	}
+}
