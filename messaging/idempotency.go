@@ -430,11 +430,11 @@ func (f files) Fingerprint(parts ...string) string { return fingerprint(parts...
 // message. Errors: those of Update adding an attachment.
 func (f files) Attach(ctx context.Context, caller Contact, messageID string, a Attachment, done *IdempotencyRecord) (Message, error) {
 	s := f.s
-	m, err := s.get(ctx, caller, messageID)
+	m, err := s.lookup(ctx, caller, messageID)
 	if err != nil {
 		return Message{}, err
 	}
-	if m.Contact.ID != caller.ID {
+	if m.SenderID != caller.ID {
 		return Message{}, &Error{Kind: ErrPermission, Message: "only the sender may edit a message or add attachments"}
 	}
 	now := s.now()
@@ -453,7 +453,7 @@ func (f files) Attach(ctx context.Context, caller Contact, messageID string, a A
 			return append(out, messageEvent(EventMessageUpdated, *c.Message, now))
 		}),
 	}
-	m, err = s.repo.UpdateMessage(ctx, messageID, ch)
+	out, err := s.repo.UpdateMessage(ctx, messageID, ch)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return Message{}, notFound(messageID)
@@ -463,5 +463,5 @@ func (f files) Attach(ctx context.Context, caller Contact, messageID string, a A
 		return Message{}, err
 	}
 	s.notify()
-	return m, nil
+	return out, nil
 }

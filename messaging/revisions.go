@@ -91,7 +91,7 @@ func (s *Service) revisions(ctx context.Context, caller Contact, messageID strin
 	if err != nil {
 		return RevisionPage{}, err
 	}
-	if _, err := s.get(ctx, caller, messageID); err != nil {
+	if _, err := s.lookup(ctx, caller, messageID); err != nil {
 		return RevisionPage{}, err
 	}
 	q := RevisionQuery{MessageID: messageID, Limit: limit}
