@@ -180,7 +180,8 @@ func complete(ctx context.Context, query queryFn, rows []messageRow) ([]messagin
 	if len(rows) == 0 {
 		return []messaging.Message{}, nil
 	}
-	var withReactions, withAttachments []string
+	withReactions := make([]string, 0, len(rows))
+	withAttachments := make([]string, 0, len(rows))
 	for _, r := range rows {
 		if r.ReactionCount > 0 {
 			withReactions = append(withReactions, r.ID)
@@ -211,9 +212,23 @@ func complete(ctx context.Context, query queryFn, rows []messageRow) ([]messagin
 	for _, r := range rs {
 		addReaction(index[r.MessageID], r)
 	}
-	for _, a := range as {
-		m := index[a.MessageID]
-		m.Attachments = append(m.Attachments, a.attachment())
+	// The attachments of all the messages share one array, each message's
+	// a full slice of it (an append to one reallocates it).
+	all := make([]messaging.Attachment, len(as))
+	for i, a := range as {
+		all[i] = a.attachment()
+	}
+	for i := 0; i < len(all); {
+		j := i + 1
+		for j < len(all) && all[j].MessageID == all[i].MessageID {
+			j++
+		}
+		if m := index[all[i].MessageID]; len(m.Attachments) == 0 {
+			m.Attachments = all[i:j:j]
+		} else {
+			m.Attachments = append(m.Attachments, all[i:j]...)
+		}
+		i = j
 	}
 	return out, nil
 }
@@ -246,7 +261,7 @@ func loadAttachments(ctx context.Context, query queryFn, ids []string) ([]attach
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	var as []attachmentRow
+	as := make([]attachmentRow, 0, len(ids))
 	var err error
 	if len(ids) == 1 {
 		err = query(ctx, &as, "SELECT "+attachmentCols+" FROM attachments AS a WHERE a.message_id = ? ORDER BY a.created_at, a.id", ids[0])
@@ -278,7 +293,7 @@ func (s *Store) listMessages(ctx context.Context, q messaging.MessageQuery) ([]m
 	if !ok {
 		return []messaging.Message{}, false, nil
 	}
-	var rows []messageRow
+	rows := make([]messageRow, 0, q.Limit+1)
 	if err := s.read(ctx, &rows, query, args...); err != nil {
 		return nil, false, err
 	}
