@@ -33,6 +33,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// jsonAppender is a value that appends its JSON, as its MarshalJSON
+// returns it, to a slice (jsonappend.go).
+type jsonAppender interface {
+	appendJSON(b []byte) ([]byte, error)
+}
+
 // list is the paged list envelope.
 type list[T json.Marshaler] struct {
 	Object  string `json:"object"`
@@ -55,6 +61,13 @@ func (l list[T]) MarshalJSON() ([]byte, error) {
 	for i, item := range l.Data {
 		if i > 0 {
 			b = append(b, ',')
+		}
+		if ap, ok := any(item).(jsonAppender); ok {
+			var err error
+			if b, err = ap.appendJSON(b); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		ib, err := item.MarshalJSON()
 		if err != nil {
