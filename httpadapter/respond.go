@@ -3,11 +3,18 @@ package httpadapter
 import (
 	"encoding/json"
 	"net/http"
+	"sync"
 )
 
 // contentTypeJSON is shared by every JSON response; net/http never changes
 // a header's value slice in place.
 var contentTypeJSON = []string{"application/json; charset=utf-8"}
+
+// jsonBuffers are the buffers writeJSON appends JSON to; maxPooledJSON is
+// the largest it keeps (a page of 100 messages with attachments fits).
+var jsonBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+const maxPooledJSON = 256 << 10
 
 // writeJSON encodes v straight to w with the given status.
 //
@@ -20,6 +27,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	h := w.Header()
 	h["Content-Type"] = contentTypeJSON
 	h.Del("Content-Length")
+	if ap, ok := v.(jsonAppender); ok {
+		// Appended into a pooled buffer, returned after the write.
+		bp := jsonBuffers.Get().(*[]byte)
+		if b, err := ap.appendJSON((*bp)[:0]); err == nil {
+			w.WriteHeader(status)
+			_, _ = w.Write(append(b, '\n'))
+			if cap(b) <= maxPooledJSON {
+				*bp = b[:0]
+				jsonBuffers.Put(bp)
+			}
+			return
+		}
+		jsonBuffers.Put(bp)
+	}
 	if m, ok := v.(json.Marshaler); ok {
 		if b, err := m.MarshalJSON(); err == nil {
 			w.WriteHeader(status)
@@ -50,13 +71,13 @@ type list[T json.Marshaler] struct {
 // as its own MarshalJSON gives it (the output of json.Marshal: compact,
 // valid and HTML-escaped, as encoding/json would have made it).
 func (l list[T]) MarshalJSON() ([]byte, error) {
-	obj, err := json.Marshal(l.Object)
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, 0, 64+len(l.Data)*512)
+	return l.appendJSON(make([]byte, 0, 64+len(l.Data)*512))
+}
+
+// appendJSON appends the list to b, as MarshalJSON writes it.
+func (l list[T]) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"object":`...)
-	b = append(b, obj...)
+	b = appendString(b, l.Object)
 	b = append(b, `,"data":[`...)
 	for i, item := range l.Data {
 		if i > 0 {
