@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -146,13 +145,4 @@ func runCPU(b *testing.B, e *benchEnv, br *benchRequest) {
 	before := processCPU(b)
 	br.run(b, e.h)
 	b.ReportMetric(float64(processCPU(b)-before)/float64(b.N), "cpu-ns/op")
-}
-
-// processCPU is the user and system CPU time of the process.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
