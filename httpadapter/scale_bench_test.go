@@ -128,9 +128,9 @@ func BenchmarkScale(b *testing.B) {
 				create.serve(b, e.h, &benchWriter{h: http.Header{}}) // makes the conversation
 				fillScale(b, e, store, size)
 
-				b.Run("CreateMessage", func(b *testing.B) { runCPU(b, e, create) })
+				b.Run("CreateMessage", func(b *testing.B) { runCPU(b, e, create, be.name == "postgres") })
 				b.Run("ListFirstPage", func(b *testing.B) {
-					runCPU(b, e, newBenchRequest("GET", "/v1/messages?conversation_id="+e.conv, "", nil, http.StatusOK))
+					runCPU(b, e, newBenchRequest("GET", "/v1/messages?conversation_id="+e.conv, "", nil, http.StatusOK), be.name == "postgres")
 				})
 			})
 		}
@@ -139,10 +139,16 @@ func BenchmarkScale(b *testing.B) {
 
 // runCPU is benchRequest.run, reporting also the CPU time of the process
 // per request (user and system, cpu-ns/op): on a shared machine it varies
-// less than the wall time. On SQLite it includes the database's work; on
-// PostgreSQL not the server's.
-func runCPU(b *testing.B, e *benchEnv, br *benchRequest) {
+// less than the wall time. On SQLite it includes the database's work. On
+// PostgreSQL (pg) it reports as well the CPU time of the machine's
+// PostgreSQL processes per request (pg-cpu-ns/op, Linux only), which
+// counts other clients of the server too.
+func runCPU(b *testing.B, e *benchEnv, br *benchRequest, pg bool) {
 	before := processCPU(b)
+	pgBefore, pgOK := postgresCPU()
 	br.run(b, e.h)
 	b.ReportMetric(float64(processCPU(b)-before)/float64(b.N), "cpu-ns/op")
+	if pgAfter, ok := postgresCPU(); pg && pgOK && ok {
+		b.ReportMetric(float64(pgAfter-pgBefore)/float64(b.N), "pg-cpu-ns/op")
+	}
 }
