@@ -134,6 +134,9 @@ type reactionRow struct {
 	Count     int    `bun:"reactor_count"`
 }
 
+// reactionsCols are the columns of reactionsSQL.
+const reactionsCols = `n.message_id, n.name, COALESCE(c.username, '') AS reactor, n.reactors AS reactor_count`
+
 // reactionsSQL reads the embedded reactors of the messages that the
 // condition on n.message_id selects: names by their seq, each name's
 // reactors by theirs, up to its head_seq. The names come first (CROSS
@@ -141,7 +144,7 @@ type reactionRow struct {
 // reactors are a range of the index (message_id, name, seq) that stops at
 // head_seq; the other way round SQLite may read every reactor of the
 // messages.
-const reactionsSQL = `SELECT n.message_id, n.name, COALESCE(c.username, '') AS reactor, n.reactors AS reactor_count
+const reactionsSQL = `SELECT ` + reactionsCols + `
 	FROM reaction_names AS n
 	CROSS JOIN reactions AS r
 	LEFT JOIN contacts AS c ON c.id = r.contact_id

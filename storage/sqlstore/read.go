@@ -63,7 +63,7 @@ func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
 }
 
 // sqliteReadCols rewrites the column lists of the reads of messages,
-// contacts and attachments for SQLite's prepared reads: each column becomes
+// contacts, attachments and embedded reactors for SQLite's prepared reads: each column becomes
 // the expression +column (SQLite's unary plus returns its operand
 // unchanged), named as before. The driver (modernc.org/sqlite) allocates
 // the declared type of every column that has one on every row (a Go
@@ -78,15 +78,36 @@ func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
 var sqliteReadCols = strings.NewReplacer(
 	messageCols, exprCols(messageCols),
 	attachmentCols, exprCols(attachmentCols),
+	reactionsCols, exprCols(reactionsCols),
 	"SELECT "+contactCols+" FROM contacts", "SELECT "+exprCols(contactCols)+" FROM contacts",
 )
 
 // exprCols turns a column list such as "m.id, c.username AS
 // contact_username" into "+m.id AS id, +c.username AS contact_username".
+// An expression (with parentheses) stays as it is.
 func exprCols(cols string) string {
-	parts := strings.Split(cols, ",")
+	var parts []string
+	depth, start := 0, 0
+	for i, c := range cols {
+		switch c {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				parts = append(parts, cols[start:i])
+				start = i + 1
+			}
+		}
+	}
+	parts = append(parts, cols[start:])
 	for i, p := range parts {
 		p = strings.Join(strings.Fields(p), " ")
+		if strings.Contains(p, "(") {
+			parts[i] = p
+			continue
+		}
 		col, alias, ok := strings.Cut(p, " AS ")
 		if !ok {
 			_, alias, ok = strings.Cut(col, ".")
