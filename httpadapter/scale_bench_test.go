@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
 
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
@@ -127,6 +128,14 @@ func BenchmarkScale(b *testing.B) {
 					[]byte("conversation_id=bench-create&message=hello+world"), http.StatusCreated)
 				create.serve(b, e.h, &benchWriter{h: http.Header{}}) // makes the conversation
 				fillScale(b, e, store, size)
+				if be.name == "postgres" {
+					// Statistics for the planner, as autovacuum would have
+					// gathered on tables of this size: without them the plans
+					// of the small tables differ from run to run.
+					db := store.(interface{ DB() *bun.DB }).DB()
+					_, err := db.ExecContext(context.Background(), "ANALYZE")
+					require.NoError(b, err)
+				}
 
 				b.Run("CreateMessage", func(b *testing.B) { runCPU(b, e, create, be.name == "postgres") })
 				b.Run("ListFirstPage", func(b *testing.B) {
