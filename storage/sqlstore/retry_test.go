@@ -59,7 +59,9 @@ func TestDeadlockIsRetried(t *testing.T) {
 			wg.Wait()
 			assert.NoError(t, errs[0])
 			assert.NoError(t, errs[1])
-			assert.Equal(t, int32(3), attempts[0].Load()+attempts[1].Load(), "one transaction ran twice")
+			// The deadlock's victim ran again (a loaded server may make a
+			// retry meet the other transaction once more: more is allowed).
+			assert.GreaterOrEqual(t, attempts[0].Load()+attempts[1].Load(), int32(3), "a transaction ran again")
 		})
 	}
 	if !ran {
