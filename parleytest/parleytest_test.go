@@ -41,6 +41,7 @@ func TestClosedByCleanup(t *testing.T) {
 	var (
 		base   string
 		stream *http.Response
+		lines  *bufio.Scanner
 	)
 	t.Run("inner", func(t *testing.T) {
 		chat := parleytest.New(t, nil)
@@ -52,22 +53,37 @@ func TestClosedByCleanup(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, stream.StatusCode)
 		require.NoError(t, chat.Caller("alice").Call("POST", "/v1/messages", url.Values{"conversation_id": {"team"}, "message": {"hi"}}, nil))
+		// The stream delivers the message (after the commit, so wait for
+		// it here: the cleanup may otherwise close the server first).
+		lines = bufio.NewScanner(stream.Body)
+		delivered := make(chan bool, 1)
+		go func() {
+			for lines.Scan() {
+				if lines.Text() == "event: message.created" {
+					delivered <- true
+					return
+				}
+			}
+			delivered <- false
+		}()
+		select {
+		case ok := <-delivered:
+			require.True(t, ok, "the stream ended before the event")
+		case <-time.After(10 * time.Second):
+			t.Fatal("the event was not delivered")
+		}
 	})
 	defer stream.Body.Close()
 
-	// The stream delivered the message, then ended when the server closed.
-	done := make(chan string)
+	// The stream ended when the test's cleanup closed the server.
+	done := make(chan struct{})
 	go func() {
-		var lines []string
-		sc := bufio.NewScanner(stream.Body)
-		for sc.Scan() {
-			lines = append(lines, sc.Text())
+		for lines.Scan() {
 		}
-		done <- strings.Join(lines, "\n")
+		close(done)
 	}()
 	select {
-	case got := <-done:
-		assert.Contains(t, got, "event: message.created")
+	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the event stream is still open after the test's cleanup")
 	}
