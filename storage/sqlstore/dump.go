@@ -142,17 +142,6 @@ type (
 		OwnCount       int64     `bun:"own_count"`
 		OwnReadCount   int64     `bun:"own_read_count"`
 	}
-	messageDump struct {
-		ID              string    `bun:"id"`
-		ConversationID  string    `bun:"conversation_id"`
-		ContactID       string    `bun:"contact_id"`
-		Text            string    `bun:"text"`
-		ReadAt          time.Time `bun:"read_at"`
-		CreatedAt       time.Time `bun:"created_at"`
-		UpdatedAt       time.Time `bun:"updated_at"`
-		ReactionCount   int       `bun:"reaction_count"`
-		AttachmentCount int       `bun:"attachment_count"`
-	}
 )
 
 func (p *snapshot) Rows(ctx context.Context, k storecopy.Kind, size int) iter.Seq2[*storecopy.Batch, error] {
@@ -194,7 +183,7 @@ func (p *snapshot) Rows(ctx context.Context, k storecopy.Kind, size int) iter.Se
 			})
 	case storecopy.Messages:
 		return scanBatches(ctx, p, "SELECT "+strings.ReplaceAll(messageOwnCols, "m.", "")+" FROM messages ORDER BY id", size,
-			func(rs []messageDump) *storecopy.Batch {
+			func(rs []messageOwnRow) *storecopy.Batch {
 				b := &storecopy.Batch{Kind: k, Messages: make([]storecopy.Message, len(rs))}
 				for i, r := range rs {
 					b.Messages[i] = storecopy.Message{ID: r.ID, ConversationID: r.ConversationID, ContactID: r.ContactID, Text: r.Text,

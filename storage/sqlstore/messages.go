@@ -10,8 +10,8 @@ import (
 	"github.com/parleychat/parley/messaging"
 )
 
-// messageRow is a row of messages joined with its contact.
-type messageRow struct {
+// messageOwnRow is a row of messages: the columns of messageOwnCols.
+type messageOwnRow struct {
 	ID              string    `bun:"id"`
 	ConversationID  string    `bun:"conversation_id"`
 	ContactID       string    `bun:"contact_id"`
@@ -21,6 +21,11 @@ type messageRow struct {
 	UpdatedAt       time.Time `bun:"updated_at"`
 	ReactionCount   int       `bun:"reaction_count"`
 	AttachmentCount int       `bun:"attachment_count"`
+}
+
+// messageRow is a row of messages joined with its contact.
+type messageRow struct {
+	messageOwnRow
 
 	ContactUsername     string    `bun:"contact_username"`
 	ContactPhoneNumber  string    `bun:"contact_phone_number"`
