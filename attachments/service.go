@@ -566,6 +566,28 @@ func (s *Service) Open(ctx context.Context, caller messaging.Contact, id string)
 	if err != nil {
 		return messaging.Attachment{}, nil, wiring.Wrap(op, err)
 	}
+	return s.open(ctx, op, a)
+}
+
+// OpenNamed is Open for a request that names the file, as a download URL
+// does: when filename is not the attachment's current name (an old URL,
+// after a rename), it returns the attachment and a nil reader and reads
+// nothing from the blob store, so that the caller can point to the
+// current name. Errors as for Get: an attachment the caller may not see is
+// not found whatever the name.
+func (s *Service) OpenNamed(ctx context.Context, caller messaging.Contact, id, filename string) (messaging.Attachment, io.ReadSeekCloser, error) {
+	op := "attachments.OpenNamed " + strconv.Quote(id)
+	a, err := s.get(ctx, caller, id)
+	if err != nil {
+		return messaging.Attachment{}, nil, wiring.Wrap(op, err)
+	}
+	if a.Filename != filename {
+		return a, nil, nil
+	}
+	return s.open(ctx, op, a)
+}
+
+func (s *Service) open(ctx context.Context, op string, a messaging.Attachment) (messaging.Attachment, io.ReadSeekCloser, error) {
 	r, err := s.blobs.Open(ctx, a.Key)
 	if err != nil {
 		return messaging.Attachment{}, nil, wiring.Wrap(op, err)

@@ -25,16 +25,16 @@ import (
 func (a *api) serveFile(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
 	ctx := r.Context()
 	id := r.PathValue("id")
-	att, body, err := a.files.Open(ctx, caller, id)
+	att, body, err := a.files.OpenNamed(ctx, caller, id, r.PathValue("filename"))
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	defer body.Close()
-	if att.Filename != r.PathValue("filename") {
+	if body == nil { // another name: nothing was opened
 		a.redirectToFile(w, r, caller, att)
 		return
 	}
+	defer body.Close()
 	h := w.Header()
 	ctype := att.FileType
 	if ctype == "" {

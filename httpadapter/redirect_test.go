@@ -1,14 +1,18 @@
 package httpadapter_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/attachments"
 )
 
 // testOldFileURLs: after a rename, the old file_url answers 308 to the
@@ -17,7 +21,10 @@ import (
 // that follows it gets the bytes. Renaming back makes the old name current
 // again, and the name in between redirects to it.
 func testOldFileURLs(t *testing.T, newStore newStoreFunc) {
-	e := newEnv(t, newStore(t), envConfig{prefix: "/api/chat"})
+	var opens atomic.Int64
+	e := newEnv(t, newStore(t), envConfig{prefix: "/api/chat", blobs: func(b listingBlobs) attachments.BlobStore {
+		return openCounter{listingBlobs: b, opens: &opens}
+	}})
 	fx := e.fixture(t)
 	noFollow := *e.srv.Client()
 	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
@@ -47,6 +54,7 @@ func testOldFileURLs(t *testing.T, newStore newStoreFunc) {
 	require.Equal(t, e.url+"/v1/attachments/"+fx.attA+"/minutes%20%C3%A9.txt", newURL)
 
 	for _, user := range []string{"alice", "bob"} {
+		before := opens.Load()
 		res, body := get("GET", oldURL, user)
 		require.Equal(t, http.StatusPermanentRedirect, res.StatusCode, "body: %s", body)
 		assert.Equal(t, newURL, res.Header.Get("Location"))
@@ -61,11 +69,15 @@ func testOldFileURLs(t *testing.T, newStore newStoreFunc) {
 		assert.Equal(t, http.StatusPermanentRedirect, res.StatusCode)
 		assert.Equal(t, newURL, res.Header.Get("Location"))
 		assert.Empty(t, body)
+		// The name is checked before the file is opened: a redirect reads
+		// nothing from the bucket.
+		assert.Equal(t, before, opens.Load(), "bucket opens for the redirects")
 
 		followed := e.as(t, user, "GET", oldURL, nil, "Range", "bytes=0-4")
 		require.Equal(t, http.StatusPartialContent, followed.StatusCode)
 		assert.Equal(t, newURL, followed.Request.URL.String())
 		assert.Equal(t, textA[:5], string(followed.body))
+		assert.Equal(t, before+1, opens.Load(), "bucket opens after the followed redirect")
 	}
 
 	// Nothing is redirected for those who may not see the attachment, nor
@@ -89,8 +101,10 @@ func testOldFileURLs(t *testing.T, newStore newStoreFunc) {
 	res, body := get("GET", oldURL, "bob")
 	assert.Equal(t, http.StatusOK, res.StatusCode, "body: %s", body)
 	assert.Equal(t, textA, string(body))
+	before := opens.Load()
 	res, _ = get("GET", newURL, "bob")
 	assert.Equal(t, http.StatusPermanentRedirect, res.StatusCode)
+	assert.Equal(t, before, opens.Load(), "bucket opens for the redirect")
 	assert.Equal(t, oldURL, res.Header.Get("Location"))
 
 	// Deleted: every name is a 404.
@@ -99,4 +113,15 @@ func testOldFileURLs(t *testing.T, newStore newStoreFunc) {
 		res, _ := get("GET", u, "alice")
 		assert.Equal(t, http.StatusNotFound, res.StatusCode)
 	}
+}
+
+// openCounter is a blob store that counts the objects it opens.
+type openCounter struct {
+	listingBlobs
+	opens *atomic.Int64
+}
+
+func (b openCounter) Open(ctx context.Context, key string) (io.ReadSeekCloser, error) {
+	b.opens.Add(1)
+	return b.listingBlobs.Open(ctx, key)
 }
