@@ -3,14 +3,12 @@ package attachments
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
-	"time"
 
+	"github.com/parleychat/parley/internal/claim"
 	"github.com/parleychat/parley/internal/wiring"
 	"github.com/parleychat/parley/messaging"
 )
@@ -23,7 +21,7 @@ import (
 // ClaimKey is the key of the object by which a database claims a blob
 // store: a small JSON document naming its installation id. It lies outside
 // KeyPrefix.
-const ClaimKey = "parley-claim.json"
+const ClaimKey = claim.Key
 
 // OrphanPrefix is where Reconcile moves the objects of this database that
 // no row names: the object at key K moves to OrphanPrefix + K, and is
@@ -61,20 +59,6 @@ type KeyLister interface {
 	// after after (byte order; "" for the first), in ascending order.
 	AttachmentKeys(ctx context.Context, after string, limit int) ([]string, error)
 }
-
-// claimDoc is the content of the claim object.
-type claimDoc struct {
-	Note         string    `json:"note"`
-	Installation string    `json:"installation_id"`
-	Epoch        int64     `json:"epoch"`
-	ClaimedAt    time.Time `json:"claimed_at"`
-}
-
-const claimNote = "This bucket holds the files of the Parley database named by installation_id. " +
-	"Parley refuses to use it with any other database. Do not edit or delete this object."
-
-// maxClaimBytes bounds the claim object Parley reads.
-const maxClaimBytes = 64 << 10
 
 // owner is what a Service knows of its database's identity, found once.
 type owner struct {
@@ -208,7 +192,7 @@ func (s *Service) claim(ctx context.Context, sweep bool) (ownPrefix string, err 
 			return "", err
 		}
 	}
-	if err := s.writeClaim(ctx, claimDoc{Note: claimNote, Installation: id, Epoch: epoch, ClaimedAt: s.opts.Now().UTC()}); err != nil {
+	if err := s.writeClaim(ctx, claim.Doc{Note: claim.Note, Installation: id, Epoch: epoch, ClaimedAt: s.opts.Now().UTC()}); err != nil {
 		return "", err
 	}
 	if !found {
@@ -227,34 +211,25 @@ func (s *Service) claim(ctx context.Context, sweep bool) (ownPrefix string, err 
 }
 
 // readClaim returns the claim of the blob store, if it has one.
-func (s *Service) readClaim(ctx context.Context) (claimDoc, bool, error) {
-	r, err := s.blobs.Open(ctx, ClaimKey)
-	if errors.Is(err, messaging.ErrNotFound) {
-		return claimDoc{}, false, nil
-	}
-	if err != nil {
-		return claimDoc{}, false, fmt.Errorf("read the claim %s: %w", ClaimKey, err)
-	}
-	defer r.Close()
-	data, err := io.ReadAll(io.LimitReader(r, maxClaimBytes))
-	if err != nil {
-		return claimDoc{}, false, fmt.Errorf("read the claim %s: %w", ClaimKey, err)
-	}
-	var c claimDoc
-	if err := json.Unmarshal(data, &c); err != nil || c.Installation == "" {
-		return claimDoc{}, false, &messaging.Error{Kind: messaging.ErrConflict,
+func (s *Service) readClaim(ctx context.Context) (claim.Doc, bool, error) {
+	c, _, found, err := claim.Load(ctx, s.blobs)
+	if errors.Is(err, claim.ErrMalformed) {
+		return claim.Doc{}, false, &messaging.Error{Kind: messaging.ErrConflict,
 			Message: "the blob store's claim " + ClaimKey + " cannot be read: restore it, or delete it if this database owns the bucket",
 			Err:     err}
 	}
-	return c, true, nil
+	if err != nil {
+		return claim.Doc{}, false, fmt.Errorf("read the claim %s: %w", ClaimKey, err)
+	}
+	return c, found, nil
 }
 
-func (s *Service) writeClaim(ctx context.Context, c claimDoc) error {
-	data, err := json.MarshalIndent(c, "", "  ")
+func (s *Service) writeClaim(ctx context.Context, c claim.Doc) error {
+	data, err := c.Marshal()
 	if err != nil {
 		return err
 	}
-	if err := s.blobs.Put(ctx, ClaimKey, "application/json", bytes.NewReader(append(data, '\n'))); err != nil {
+	if err := s.blobs.Put(ctx, ClaimKey, "application/json", bytes.NewReader(data)); err != nil {
 		return fmt.Errorf("write the claim %s: %w", ClaimKey, err)
 	}
 	return nil

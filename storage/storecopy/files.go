@@ -1,10 +1,10 @@
 package storecopy
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/claim"
 	"github.com/parleychat/parley/messaging"
 )
 
@@ -82,26 +83,12 @@ func checkBucket(ctx context.Context, dstFiles attachments.BlobStore, src Snapsh
 // readClaim returns the installation id that the claim of the bucket
 // names, if it has a claim.
 func readClaim(ctx context.Context, b attachments.BlobStore) (string, bool, error) {
-	r, err := b.Open(ctx, attachments.ClaimKey)
-	if errors.Is(err, messaging.ErrNotFound) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, err
-	}
-	defer r.Close()
-	data, err := io.ReadAll(io.LimitReader(r, 64<<10))
-	if err != nil {
-		return "", false, err
-	}
-	var c struct {
-		Installation string `json:"installation_id"`
-	}
-	if err := json.Unmarshal(data, &c); err != nil || c.Installation == "" {
+	c, _, found, err := claim.Load(ctx, b)
+	if errors.Is(err, claim.ErrMalformed) {
 		return "", false, &messaging.Error{Kind: messaging.ErrConflict, Op: "storecopy.Copy",
 			Message: "the destination bucket's claim " + attachments.ClaimKey + " cannot be read", Err: err}
 	}
-	return c.Installation, true, nil
+	return c.Installation, found, err
 }
 
 // copyClaim copies the claim of srcFiles, when it is in's, to dstFiles,
@@ -110,25 +97,14 @@ func copyClaim(ctx context.Context, dstFiles, srcFiles attachments.BlobStore, in
 	if _, found, err := readClaim(ctx, dstFiles); err != nil || found {
 		return err
 	}
-	r, err := srcFiles.Open(ctx, attachments.ClaimKey)
-	if errors.Is(err, messaging.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
+	c, data, found, err := claim.Load(ctx, srcFiles)
+	if err != nil && !errors.Is(err, claim.ErrMalformed) {
 		return fmt.Errorf("storecopy: read the source bucket's claim: %w", err)
 	}
-	defer r.Close()
-	data, err := io.ReadAll(io.LimitReader(r, 64<<10))
-	if err != nil {
-		return fmt.Errorf("storecopy: read the source bucket's claim: %w", err)
+	if !found || c.Installation != in.ID {
+		return nil // none, or not the source database's: the destination claims its bucket itself
 	}
-	var c struct {
-		Installation string `json:"installation_id"`
-	}
-	if json.Unmarshal(data, &c) != nil || c.Installation != in.ID {
-		return nil // not the source database's: the destination claims its bucket itself
-	}
-	if err := dstFiles.Put(ctx, attachments.ClaimKey, "application/json", strings.NewReader(string(data))); err != nil {
+	if err := dstFiles.Put(ctx, attachments.ClaimKey, "application/json", bytes.NewReader(data)); err != nil {
 		return fmt.Errorf("storecopy: write the destination bucket's claim: %w", err)
 	}
 	return nil
