@@ -17,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/internal/testnet"
 )
 
 // childEnv makes the test binary run the program instead of the tests:
@@ -28,15 +30,6 @@ func TestMain(m *testing.M) {
 		os.Exit(command(strings.Fields(os.Getenv(childEnv)), os.Stderr))
 	}
 	os.Exit(m.Run())
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
 }
 
 // send posts a message as ann through the running program.
@@ -72,7 +65,7 @@ func empty(t *testing.T, dir string) {
 func TestRunRemovesItsFolder(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	addr := freeAddr(t)
+	addr := testnet.FreeAddr(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var logs bytes.Buffer
@@ -116,7 +109,7 @@ func TestCtrlC(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			tmp := t.TempDir()
-			addr := freeAddr(t)
+			addr := testnet.FreeAddr(t)
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), childEnv+"=-addr "+addr, "TMPDIR="+tmp)
 			stderr, err := cmd.StderrPipe()

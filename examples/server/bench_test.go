@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/internal/testnet"
 )
 
 // The benchmarks of this file run the server binary, as a deployment does,
@@ -68,7 +69,7 @@ func BenchmarkEventLatency(b *testing.B) {
 	bin := serverBinary(b)
 	tokens := "alice=tok-alice,bob=tok-bob"
 	b.Run("sqlite", func(b *testing.B) {
-		addr := freeAddr(b)
+		addr := testnet.FreeAddr(b)
 		start(b, bin, "-addr", addr, "-data", b.TempDir(), "-tokens", tokens)
 		measureLatency(b, "http://"+addr, "http://"+addr)
 	})
@@ -86,7 +87,7 @@ func BenchmarkEventLatency(b *testing.B) {
 		return ""
 	}
 	b.Run("postgres", func(b *testing.B) {
-		addr := freeAddr(b)
+		addr := testnet.FreeAddr(b)
 		start(b, bin, "-addr", addr, "-data", b.TempDir(), "-db", postgresDSN(b), "-tokens", tokens)
 		measureLatency(b, "http://"+addr, "http://"+addr)
 	})
@@ -103,7 +104,7 @@ func BenchmarkEventLatency(b *testing.B) {
 		subject := "nats://parley-bench-" + hex.EncodeToString(r[:])
 		var bases [2]string
 		for i := range bases {
-			addr := freeAddr(b)
+			addr := testnet.FreeAddr(b)
 			bases[i] = "http://" + addr
 			start(b, bin, "-addr", addr, "-data", b.TempDir(), "-db", dsn, "-tokens", tokens, "-pubsub", subject, "-event-poll", "1m")
 		}
@@ -155,7 +156,7 @@ func waitForObject(b *testing.B, frames <-chan sseFrame, id string) {
 //	go test ./examples/server -run '^$' -bench IdleStreams -benchtime 10000x
 func BenchmarkIdleStreams(b *testing.B) {
 	bin := serverBinary(b)
-	addr := freeAddr(b)
+	addr := testnet.FreeAddr(b)
 	srv := start(b, bin, "-addr", addr, "-data", b.TempDir(), "-tokens", "alice=tok-alice,bob=tok-bob")
 	base := "http://" + addr
 	post(b, base, "tok-alice", "bench", "warm-up")

@@ -16,6 +16,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/internal/testnet"
 )
 
 // TestChatPageEndToEnd drives the chat page in headless Chromium, as two
@@ -40,7 +42,7 @@ func TestChatPageEndToEnd(t *testing.T) {
 	require.NoError(t, os.MkdirAll(shots, 0o755))
 	t.Logf("screenshots in %s", shots)
 
-	addr := freeAddr(t)
+	addr := testnet.FreeAddr(t)
 	base := "http://" + addr
 	srvCtx, stopServer := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/internal/testnet"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/blobstore"
 	"github.com/parleychat/parley/storage/sqlstore"
@@ -83,7 +84,7 @@ func TestCopyCommand(t *testing.T) {
 	bin := buildCopier(t)
 	tokens := "alice=tok-alice,bob=tok-bob"
 	data := t.TempDir()
-	addr := freeAddr(t)
+	addr := testnet.FreeAddr(t)
 	base := "http://" + addr
 	srv := start(t, bin, "-addr", addr, "-data", data, "-tokens", tokens)
 	var ids []string
@@ -134,7 +135,7 @@ func TestCopyCommand(t *testing.T) {
 			assert.Contains(t, out, "verified:")
 			assert.Contains(t, errs, "copy: rows   messages         12/12 rows", "plain progress lines in a pipe")
 
-			addr := freeAddr(t)
+			addr := testnet.FreeAddr(t)
 			srv := start(t, bin, "-addr", addr, "-db", dsn, "-bucket", fileURL(files), "-tokens", tokens)
 			got := read("http://" + addr)
 			for k, v := range want {
@@ -158,7 +159,7 @@ func TestCopyCommandRefusesAnotherParley(t *testing.T) {
 	bin := buildCopier(t)
 	data, other := t.TempDir(), t.TempDir()
 	for _, dir := range []string{data, other} {
-		addr := freeAddr(t)
+		addr := testnet.FreeAddr(t)
 		srv := start(t, bin, "-addr", addr, "-data", dir, "-tokens", "alice=tok-alice")
 		require.Equal(t, http.StatusCreated, call(t, "POST", "http://"+addr+"/v1/messages", "tok-alice", url.Values{
 			"conversation_id": {"general"}, "message": {"hi"}}, nil))

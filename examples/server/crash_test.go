@@ -30,6 +30,7 @@ import (
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/internal/testnet"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/blobstore"
 	"github.com/parleychat/parley/storage/sqlstore"
@@ -64,14 +65,14 @@ func TestCrashUnderLoad(t *testing.T) {
 			}
 			w := &ledger{msgs: map[string]string{}, files: map[string]string{}}
 			for cycle := range *crashCycles {
-				addr := freeAddr(t)
+				addr := testnet.FreeAddr(t)
 				srv := startServer(t, bin, addr, data, dsn)
 				load(t, "http://"+addr, w, time.Duration(300+mrand.IntN(700))*time.Millisecond)
 				require.NoError(t, srv.Process.Signal(syscall.SIGKILL))
 				_, _ = srv.Process.Wait()
 				totalCycles.Add(1)
 
-				addr = freeAddr(t)
+				addr = testnet.FreeAddr(t)
 				srv = startServer(t, bin, addr, data, dsn)
 				lost := w.verify(t, "http://"+addr)
 				totalLost.Add(int64(lost))

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/internal/testnet"
 )
 
 // envNATS names the NATS server of the tests that need one.
@@ -143,7 +144,7 @@ func TestKillAfterCommitDeliversAfterRestart(t *testing.T) {
 	bin := buildServer(t)
 	data := t.TempDir()
 	logPath := filepath.Join(t.TempDir(), "events.jsonl")
-	addr := freeAddr(t)
+	addr := testnet.FreeAddr(t)
 	base := "http://" + addr
 	args := []string{"-addr", addr, "-data", data, "-tokens", "alice=tok-alice,bob=tok-bob", "-event-log", logPath}
 
@@ -220,7 +221,7 @@ func TestTwoServersFanOutThroughNATS(t *testing.T) {
 	bucket := "file://" + filepath.ToSlash(t.TempDir())
 	var bases [2]string
 	for i := range bases {
-		addr := freeAddr(t)
+		addr := testnet.FreeAddr(t)
 		bases[i] = "http://" + addr
 		start(t, bin, "-addr", addr, "-data", t.TempDir(), "-db", dsn, "-bucket", bucket, "-tokens", "alice=tok-alice,bob=tok-bob",
 			"-pubsub", subject, "-event-poll", "1m")

@@ -19,6 +19,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/internal/testnet"
 )
 
 // TestKillRestartKeepsAcknowledgedWrites builds the server, drives it over
@@ -34,7 +36,7 @@ func TestKillRestartKeepsAcknowledgedWrites(t *testing.T) {
 	require.NoError(t, build.Run(), "go build")
 
 	data := t.TempDir()
-	addr := freeAddr(t)
+	addr := testnet.FreeAddr(t)
 	base := "http://" + addr
 	tokens := "alice=tok-alice,bob=tok-bob"
 
@@ -95,7 +97,7 @@ func TestFirstStartPrintsHowToCall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the server; skipped with -short")
 	}
-	addr := freeAddr(t)
+	addr := testnet.FreeAddr(t)
 	cmd := exec.Command("go", "run", ".", "-addr", addr, "-data", t.TempDir())
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -123,15 +125,6 @@ func TestFirstStartPrintsHowToCall(t *testing.T) {
 	assert.Equal(t, http.StatusCreated, call(t, "POST", "http://"+addr+"/v1/messages", "alice-secret",
 		url.Values{"conversation_id": {"general"}, "message": {"hello"}}, &m))
 	assert.Equal(t, "hello", m.Message)
-}
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
 }
 
 // start runs the binary and waits until it answers.

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/internal/testnet"
 )
 
 // These tests hold defect 1 of issue 10 at the level a user meets it: the
@@ -52,7 +53,7 @@ type server struct {
 // launch returns.
 func launch(t *testing.T, args ...string) (*server, error) {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testnet.FreeAddr(t)
 	logs := &logBuffer{}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)

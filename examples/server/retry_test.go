@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/internal/testnet"
 )
 
 // keyed is a request with an Idempotency-Key and its answer.
@@ -57,7 +59,7 @@ func TestKillRestartReplaysRetries(t *testing.T) {
 	require.NoError(t, build.Run(), "go build")
 
 	data := t.TempDir()
-	addr := freeAddr(t)
+	addr := testnet.FreeAddr(t)
 	base := "http://" + addr
 	args := []string{"-addr", addr, "-data", data, "-tokens", "alice=tok-alice,bob=tok-bob"}
 	srv := start(t, bin, args...)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/internal/testnet"
 )
 
 // TestRunStopsReconcileBeforeClosing: when run returns, after a shutdown or
@@ -19,7 +21,7 @@ import (
 // the database and bucket that run closed.
 func TestRunStopsReconcileBeforeClosing(t *testing.T) {
 	t.Run("shutdown", func(t *testing.T) {
-		addr := freeAddr(t)
+		addr := testnet.FreeAddr(t)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		go func() { done <- run(ctx, []string{"-addr", addr, "-data", t.TempDir()}, io.Discard, io.Discard) }()

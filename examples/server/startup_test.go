@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/internal/testnet"
 )
 
 // These tests hold defect 7 of issue 10: every startup error names the
@@ -60,7 +62,7 @@ func TestUnopenableSQLitePath(t *testing.T) {
 // TestGreetingHidesHostTokens: the greeting prints the demo tokens, but not
 // tokens a host passed in (issue 10, defect 6: it printed every one).
 func TestGreetingHidesHostTokens(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testnet.FreeAddr(t)
 	var out syncBuffer
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/internal/testnet"
 )
 
 // readme returns the README's text and the repository's root.
@@ -94,7 +95,7 @@ func TestWalk(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	addr := freeAddr(t)
+	addr := testnet.FreeAddr(t)
 	srv := exec.CommandContext(ctx, bin, "-addr", addr, "-data", filepath.Join(dir, "data"))
 	logs, err := os.Create(filepath.Join(dir, "server.log"))
 	require.NoError(t, err)
@@ -232,13 +233,4 @@ func TestSignedURLDownload(t *testing.T) {
 			assert.Equal(t, tc.want, bash(t, t.Context(), t.TempDir(), script))
 		})
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
 }
