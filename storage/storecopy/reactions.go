@@ -14,17 +14,20 @@ import (
 // a message (a SQL store's own sequence; a store without one numbers them
 // in order).
 type ReactionName struct {
-	MessageID string
-	Name      string
-	Seq       int64
+	// MessageID is the message; Name is the reaction's name, such as
+	// "tada".
+	MessageID, Name string
+	// Seq orders the names of the message.
+	Seq int64
 }
 
 // Reaction is one reactor of a reaction name of a message: Seq orders the
 // reactors of a name, as ReactionName.Seq orders names.
 type Reaction struct {
-	MessageID string
-	Name      string
-	Seq       int64
+	// MessageID and Name are the reaction name's (see ReactionName).
+	MessageID, Name string
+	// Seq orders the reactors of the name.
+	Seq int64
 	// ContactID is who reacted: the contact's id.
 	ContactID string
 	// ReactedAt is when.

@@ -52,13 +52,17 @@ func (k Kind) String() string {
 // Conversation is a conversation's row: its own fields and counters, the
 // same for every viewer.
 type Conversation struct {
-	ID        string
+	// ID is the conversation id.
+	ID string
+	// CreatedAt is when its first message or filed attachment was stored.
 	CreatedAt time.Time
 	// UpdatedAt is the time of the newest message, or CreatedAt while it
 	// has none.
-	UpdatedAt     time.Time
-	MessageCount  int64
-	LastMessageID string // "" while it has no message
+	UpdatedAt time.Time
+	// MessageCount is the number of its messages.
+	MessageCount int64
+	// LastMessageID is the id of the newest message; "" while it has none.
+	LastMessageID string
 }
 
 // Member is one contact's state in one conversation: its membership, its
@@ -67,10 +71,13 @@ type Conversation struct {
 // something to say: a membership, a read position or messages of their
 // own.
 type Member struct {
-	ConversationID string
-	ContactID      string
-	IsMember       bool
-	JoinedAt       time.Time // zero unless IsMember
+	// ConversationID is the conversation, ContactID the contact.
+	ConversationID, ContactID string
+	// IsMember is true when the contact is a member of the conversation
+	// (see messaging.MembersOnly); JoinedAt is when it was added, zero
+	// unless IsMember.
+	IsMember bool
+	JoinedAt time.Time
 	// ReadCreated and ReadMessageID are the read position: the
 	// (CreatedAt, ID) of the message read through; zero and "" for none.
 	ReadCreated   time.Time
@@ -83,21 +90,31 @@ type Member struct {
 // Message is a message's row, without its contact, reactions and
 // attachments, which are rows of their own.
 type Message struct {
-	ID              string
-	ConversationID  string
-	ContactID       string
-	Text            string
-	ReadAt          time.Time
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
-	ReactionCount   int // reaction names
-	AttachmentCount int // linked attachments
+	// ID is the message id; ConversationID its conversation's.
+	ID, ConversationID string
+	// ContactID is the sender's contact id.
+	ContactID string
+	// Text is the content.
+	Text string
+	// ReadAt is when the message was first marked read; zero while unread.
+	ReadAt time.Time
+	// CreatedAt is when the message was sent.
+	CreatedAt time.Time
+	// UpdatedAt is when the message was last updated (messaging.Message's
+	// UpdatedAt); zero while never updated.
+	UpdatedAt time.Time
+	// ReactionCount is the number of the message's reaction names, and
+	// AttachmentCount of its linked attachments: counters a store keeps
+	// on the row.
+	ReactionCount, AttachmentCount int
 }
 
 // Batch is a batch of rows of one Kind: the slice of that kind is set, the
 // others are nil.
 type Batch struct {
-	Kind            Kind
+	// Kind is the kind of the rows, and names the one slice that is set.
+	Kind Kind
+	// The rows, one slice per kind.
 	Contacts        []messaging.Contact
 	Conversations   []Conversation
 	Members         []Member
@@ -139,7 +156,9 @@ func (b *Batch) Len() int {
 // that the keys of its files, made of the id, stay its own, and a bucket
 // claimed by the source may serve the copy.
 type Installation struct {
-	ID    string
+	// ID is the installation id (attachments.Installation.InstallationID).
+	ID string
+	// Epoch is the reconcile epoch (attachments.Installation.Epoch).
 	Epoch int64
 }
 
