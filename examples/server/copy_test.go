@@ -30,15 +30,6 @@ import (
 	"github.com/parleychat/parley/storage/sqlstore"
 )
 
-// buildCopier builds the server binary, unless -short.
-func buildCopier(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds and runs the server binary; skipped with -short")
-	}
-	return buildServer(t)
-}
-
 // runBin runs the binary to its end and returns its stdout, stderr and
 // error.
 func runBin(t *testing.T, bin string, args ...string) (string, string, error) {
@@ -81,7 +72,7 @@ var lastActive = regexp.MustCompile(`"last_active_at":[0-9]+`)
 // on the copy answers every read as the first did, serves the files, and
 // takes writes; a second copy changes nothing, and -verify says so.
 func TestCopyCommand(t *testing.T) {
-	bin := buildCopier(t)
+	bin := buildServer(t)
 	tokens := "alice=tok-alice,bob=tok-bob"
 	data := t.TempDir()
 	addr := testnet.FreeAddr(t)
@@ -156,7 +147,7 @@ func TestCopyCommand(t *testing.T) {
 // A destination that holds another Parley is refused, and nothing of it
 // changes.
 func TestCopyCommandRefusesAnotherParley(t *testing.T) {
-	bin := buildCopier(t)
+	bin := buildServer(t)
 	data, other := t.TempDir(), t.TempDir()
 	for _, dir := range []string{data, other} {
 		addr := testnet.FreeAddr(t)
@@ -189,7 +180,7 @@ func TestCopyCommandRefusesAnotherParley(t *testing.T) {
 // A copy killed with SIGKILL at random moments, then run again, ends
 // complete and verified, with nothing twice.
 func TestCopyCommandKilledAndResumed(t *testing.T) {
-	bin := buildCopier(t)
+	bin := buildServer(t)
 	ctx := context.Background()
 	data := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(data, "files"), 0o755))

@@ -15,7 +15,6 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -47,13 +46,7 @@ var crashCycles = flag.Int("crash.cycles", 3, "SIGKILL cycles per engine of Test
 // and SHA-256), and once Reconcile has run past the grace period no object
 // is left without its row.
 func TestCrashUnderLoad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the server binary; skipped with -short")
-	}
-	bin := filepath.Join(t.TempDir(), "server")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run(), "go build")
+	bin := buildServer(t)
 
 	var totalAcked, totalLost, totalCycles atomic.Int64
 	for _, eng := range backendtest.SQL(t) {

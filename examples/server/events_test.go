@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -29,16 +28,6 @@ const envNATS = "PARLEY_TEST_NATS"
 
 // serverStderr receives the log of the servers that start runs.
 var serverStderr io.Writer = os.Stderr
-
-// buildServer builds this program once per test.
-func buildServer(t testing.TB) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "server")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run(), "go build")
-	return bin
-}
 
 // sseFrame is one event of a stream.
 type sseFrame struct{ ID, Type, Data string }
@@ -138,9 +127,6 @@ func post(t testing.TB, base, token, conv, text string) string {
 // a client that resumes with Last-Event-ID, once, and to the -event-log
 // handler.
 func TestKillAfterCommitDeliversAfterRestart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the server binary; skipped with -short")
-	}
 	bin := buildServer(t)
 	data := t.TempDir()
 	logPath := filepath.Join(t.TempDir(), "events.jsonl")

@@ -27,13 +27,7 @@ import (
 // HTTP, kills it with SIGKILL right after the writes were acknowledged,
 // restarts it on the same data and finds every write.
 func TestKillRestartKeepsAcknowledgedWrites(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the server binary; skipped with -short")
-	}
-	bin := filepath.Join(t.TempDir(), "server")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run(), "go build")
+	bin := buildServer(t)
 
 	data := t.TempDir()
 	addr := testnet.FreeAddr(t)
@@ -125,6 +119,20 @@ func TestFirstStartPrintsHowToCall(t *testing.T) {
 	assert.Equal(t, http.StatusCreated, call(t, "POST", "http://"+addr+"/v1/messages", "alice-secret",
 		url.Values{"conversation_id": {"general"}, "message": {"hello"}}, &m))
 	assert.Equal(t, "hello", m.Message)
+}
+
+// buildServer builds this program into a folder of t's, for a test that
+// runs it, and returns the binary's path. It skips t under -short.
+func buildServer(t testing.TB) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the server binary; skipped with -short")
+	}
+	bin := filepath.Join(t.TempDir(), "server")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	require.NoError(t, build.Run(), "go build")
+	return bin
 }
 
 // start runs the binary and waits until it answers.

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -50,13 +49,7 @@ func (k *keyed) send(t *testing.T, base string) (status int, location, answer st
 // acknowledged, restarts it on the same data, and retries them: every
 // retry replays the first answer, and nothing is stored twice.
 func TestKillRestartReplaysRetries(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the server binary; skipped with -short")
-	}
-	bin := filepath.Join(t.TempDir(), "server")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run(), "go build")
+	bin := buildServer(t)
 
 	data := t.TempDir()
 	addr := testnet.FreeAddr(t)
