@@ -10,6 +10,7 @@
 #   bash tools/benchfloor.sh                 # SQLite and PostgreSQL
 #   bash tools/benchfloor.sh sqlite          # one engine
 #   SIZE=1000000 DEPTH=100000 ROUNDS=3 DUR=10s bash tools/benchfloor.sh postgres
+#   SIZE=1000 OPS=create ALONE= bash tools/benchfloor.sh postgres   # creates only
 #
 # PostgreSQL comes from PARLEY_BENCH_POSTGRES (default: the local server
 # with trust auth, postgres://postgres@127.0.0.1:5432/postgres); two
@@ -23,6 +24,8 @@ DEPTH=${DEPTH:-9000}     # how deep the cursor page is
 ROUNDS=${ROUNDS:-3}      # alternating rounds of each operation
 DUR=${DUR:-5s}           # measured time of one run
 CONNS=${CONNS:-32}
+OPS=${OPS:-create,list,deep}              # loaded against the floor
+ALONE=${ALONE-create,list,deep,react}     # loaded on Parley alone ("" for none)
 FLOOR_SRC=${FLOOR_SRC:-../shared/bench/floor}
 PG=${PARLEY_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
 
@@ -90,13 +93,16 @@ for engine in $ENGINES; do
 
   echo "== $engine: Parley (A) against the floor (B), $ROUNDS alternating rounds of $DUR, $CONNS connections"
   "$tmp/loadtest" -url "http://127.0.0.1:$pport" -compare "http://127.0.0.1:$fport" \
-    -ops create,list,deep -depth "$DEPTH" -c "$CONNS" -d "$DUR" -rounds "$ROUNDS" | tee "$tmp/$engine-floor.txt"
+    -ops "$OPS" -depth "$DEPTH" -c "$CONNS" -d "$DUR" -rounds "$ROUNDS" | tee "$tmp/$engine-floor.txt"
 
   # react last: the message it reacts to is on the first page, which would
   # then carry a reaction that the floor's pages have not.
-  echo "== $engine: Parley alone: a reaction added and taken back, against a create"
-  "$tmp/loadtest" -url "http://127.0.0.1:$pport" -ops create,list,deep,react -depth "$DEPTH" \
-    -c "$CONNS" -d "$DUR" -rounds "$ROUNDS" | tee "$tmp/$engine-alone.txt"
+  : >"$tmp/$engine-alone.txt"
+  if [ -n "$ALONE" ]; then
+    echo "== $engine: Parley alone: a reaction added and taken back, against a create"
+    "$tmp/loadtest" -url "http://127.0.0.1:$pport" -ops "$ALONE" -depth "$DEPTH" \
+      -c "$CONNS" -d "$DUR" -rounds "$ROUNDS" | tee "$tmp/$engine-alone.txt"
+  fi
 
   # The targets of the performance issue, from the summary tables above:
   # the median req/s is the third column of an op's row.

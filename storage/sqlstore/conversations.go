@@ -20,11 +20,14 @@ import (
 //
 // read_count counts the messages at or before the read position,
 // own_count the contact's own messages, own_read_count those of them at or
-// before the position. Sends, deletes and reads keep them in the
-// transactions that change them, each first locking the conversation row,
-// so that they are exact under concurrent callers; a message stored with a
-// time before some reader's position (another instance's clock) counts as
-// read for that reader, as it sits before the position in the list.
+// before the position. Deletes and reads keep them in the transactions
+// that change them, each first locking the conversation row, so that they
+// are exact under concurrent callers; a message stored with a time before
+// some reader's position (another instance's clock) counts as read for
+// that reader, as it sits before the position in the list. A send counts
+// its message in its own transaction on SQLite (touchConversation); on
+// PostgreSQL and MySQL it leaves a tally that a fold counts later, so that
+// concurrent sends to one conversation wait for no lock (tallies.go).
 
 // conversationRow is a conversation joined with one contact's state in it.
 type conversationRow struct {
@@ -147,7 +150,10 @@ func completeConversations(ctx context.Context, query queryFn, rows []conversati
 // error matching ErrNotFound.
 func (s *Store) GetConversation(ctx context.Context, id, viewerID string) (messaging.Conversation, error) {
 	var rows []conversationRow
-	err := s.read(ctx, &rows, "SELECT "+conversationCols+" FROM "+conversationFrom+" WHERE c.id = ?", viewerID, id)
+	err := s.fold(ctx, id)
+	if err == nil {
+		err = s.read(ctx, &rows, "SELECT "+conversationCols+" FROM "+conversationFrom+" WHERE c.id = ?", viewerID, id)
+	}
 	if err == nil && len(rows) == 0 {
 		err = notFound("conversation")
 	}
@@ -171,6 +177,9 @@ func (s *Store) ListConversations(ctx context.Context, q messaging.ConversationQ
 func (s *Store) listConversations(ctx context.Context, q messaging.ConversationQuery) ([]messaging.Conversation, bool, error) {
 	if q.Limit < 1 {
 		return nil, false, invalid("limit must be at least 1")
+	}
+	if err := s.fold(ctx, ""); err != nil {
+		return nil, false, err
 	}
 	p := pageQuery{cols: conversationCols, from: conversationFrom, fromArgs: []any{q.ViewerID}, alias: "c", timeCol: "updated_at",
 		after: q.After, before: q.Before, limit: q.Limit}
@@ -279,6 +288,17 @@ func (s *Store) fileConversation(ctx context.Context, db bun.IConn, conv string,
 // uncountMessage takes m, about to be deleted in the same transaction,
 // out of the counters of its conversation.
 func (s *Store) uncountMessage(ctx context.Context, tx bun.Tx, m *messageRow) error {
+	if s.deferred() {
+		// Lock the conversation as folds do (tallies.go): then a message
+		// still tallied was never counted.
+		var locked []string
+		if err := tx.NewRaw("SELECT id FROM conversations WHERE id = ? FOR UPDATE", m.ConversationID).Scan(ctx, &locked); err != nil {
+			return err
+		}
+		if tallied, err := s.untally(ctx, tx, m.ID); err != nil || tallied {
+			return err
+		}
+	}
 	at := m.CreatedAt.UTC()
 	for _, q := range []struct {
 		sql  string
@@ -348,6 +368,24 @@ func (s *Store) MarkRead(ctx context.Context, conversationID, contactID, message
 		if err := tx.NewRaw("SELECT message_count FROM conversations WHERE id = ?"+s.forUpdate(), conversationID).Scan(ctx, &conv); err != nil {
 			return err
 		}
+		// Deferred counting (tallies.go): the counters count the folded
+		// messages, and the counts below count only those.
+		folded := ""
+		if s.deferred() && len(conv) > 0 {
+			for {
+				n, err := s.foldLocked(ctx, tx, []string{conversationID})
+				if err != nil {
+					return err
+				}
+				if n < foldBatch {
+					break
+				}
+			}
+			if err := tx.NewRaw("SELECT message_count FROM conversations WHERE id = ?", conversationID).Scan(ctx, &conv); err != nil {
+				return err
+			}
+			folded = " AND NOT EXISTS (SELECT 1 FROM message_tallies AS t WHERE t.message_id = messages.id)"
+		}
 		var at []placeRow
 		if len(conv) > 0 {
 			if err := tx.NewRaw("SELECT created_at, contact_id FROM messages WHERE id = ? AND conversation_id = ?", messageID, conversationID).Scan(ctx, &at); err != nil {
@@ -377,11 +415,11 @@ func (s *Store) MarkRead(ctx context.Context, conversationID, contactID, message
 		count := func(where string, args ...any) (rangeCount, error) {
 			var n []rangeCount
 			err := tx.NewRaw(`SELECT COUNT(*) AS n, COALESCE(SUM(CASE WHEN contact_id = ? THEN 1 ELSE 0 END), 0) AS own
-				FROM (SELECT contact_id FROM messages WHERE conversation_id = ? AND `+where+` LIMIT ?) AS r`,
+				FROM (SELECT contact_id FROM messages WHERE conversation_id = ? AND `+where+folded+` ORDER BY created_at, id LIMIT ?) AS r`,
 				append(append([]any{contactID, conversationID}, args...), tailCap+1)...).Scan(ctx, &n)
 			return n[0], err
 		}
-		tail, err := count("(created_at > ? OR (created_at = ? AND id > ?)) ORDER BY created_at, id", to, to, messageID)
+		tail, err := count("(created_at > ? OR (created_at = ? AND id > ?))", to, to, messageID)
 		if err != nil {
 			return err
 		}
@@ -395,7 +433,7 @@ func (s *Store) MarkRead(ctx context.Context, conversationID, contactID, message
 			}
 			var n []rangeCount
 			if err := tx.NewRaw(`SELECT COUNT(*) AS n, COALESCE(SUM(CASE WHEN contact_id = ? THEN 1 ELSE 0 END), 0) AS own
-				FROM messages WHERE conversation_id = ? AND `+passed, append([]any{contactID, conversationID}, pargs...)...).Scan(ctx, &n); err != nil {
+				FROM messages WHERE conversation_id = ? AND `+passed+folded, append([]any{contactID, conversationID}, pargs...)...).Scan(ctx, &n); err != nil {
 				return err
 			}
 			set, args = "read_count = read_count + ?, own_read_count = own_read_count + ?", []any{n[0].All, n[0].Own}

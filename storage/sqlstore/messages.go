@@ -58,57 +58,100 @@ func (s *Store) createMessage(ctx context.Context, m messaging.Message, attachme
 	// A link fails the transaction unless the attachment ends up linked
 	// here: the message has as many as there are distinct ids.
 	atts := dedupe(attachmentIDs)
-	return s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if done != nil {
-			if err := s.storeKey(ctx, tx, *done, nil); err != nil {
-				return err
-			}
-		}
-		if err := s.touchConversation(ctx, tx, m); err != nil {
-			return err
-		}
-		after := m
-		after.Reactions, after.Attachments = []messaging.Reaction{}, []messaging.Attachment{}
-		if s.flavor == flavorPostgres && len(atts) == 0 && rec != nil {
-			// The message is all of the change, known before it is made:
-			// its events go in with it, in one statement (a round trip is
-			// most of what an event costs a send).
-			q, args, err := eventsInsert(rec(messaging.Change{Message: &after}), false)
-			if err != nil {
-				return err
-			}
-			return insertMessage(ctx, tx, m, 0, q, args...)
-		}
-		if err := insertMessage(ctx, tx, m, len(atts), ""); err != nil {
-			return err
-		}
-		if len(atts) > 0 {
-			if err := s.link(ctx, tx, m.ID, m.ConversationID, atts); err != nil {
-				return err
-			}
-			if rec != nil {
-				as, err := loadAttachments(ctx, txQuery(tx), []string{m.ID})
-				if err != nil {
+	after := m
+	after.Reactions, after.Attachments = []messaging.Reaction{}, []messaging.Attachment{}
+	var err error
+	if s.flavor == flavorPostgres && len(atts) == 0 && done == nil {
+		// The message is all of the change, known before it is made: its
+		// rows, tally and events go in with it in one statement, atomic on
+		// its own, with no transaction to begin and commit (a round trip
+		// is most of what each costs a send).
+		err = s.retry(ctx, func(ctx context.Context) error { return s.insertSent(ctx, s.w, m, after, rec) })
+	} else {
+		err = s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+			if done != nil {
+				if err := s.storeKey(ctx, tx, *done, nil); err != nil {
 					return err
 				}
-				for _, a := range as {
-					after.Attachments = append(after.Attachments, a.attachment())
+			}
+			if s.flavor == flavorPostgres && len(atts) == 0 {
+				return s.insertSent(ctx, tx, m, after, rec)
+			}
+			switch {
+			case s.flavor == flavorMySQL:
+				if err := s.ensureRows(ctx, tx, m.ConversationID, m.Contact.ID, m.CreatedAt); err != nil {
+					return err
+				}
+			case !s.deferred():
+				if err := s.touchConversation(ctx, tx, m); err != nil {
+					return err
 				}
 			}
+			with, withArgs := "", []any(nil)
+			if s.flavor == flavorPostgres {
+				with, withArgs = ensureWith(m.ConversationID, m.Contact.ID, m.CreatedAt)
+			}
+			if err := insertMessage(ctx, tx, m, len(atts), with, withArgs...); err != nil {
+				return err
+			}
+			if s.deferred() {
+				q, args := tallyInsert(m.ConversationID, m.Contact.ID, m.ID, m.CreatedAt)
+				if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+					return err
+				}
+			}
+			if len(atts) > 0 {
+				if err := s.link(ctx, tx, m.ID, m.ConversationID, atts); err != nil {
+					return err
+				}
+				if rec != nil {
+					as, err := loadAttachments(ctx, txQuery(tx), []string{m.ID})
+					if err != nil {
+						return err
+					}
+					for _, a := range as {
+						after.Attachments = append(after.Attachments, a.attachment())
+					}
+				}
+			}
+			return s.record(ctx, tx, rec, messaging.Change{Message: &after})
+		})
+	}
+	if err == nil {
+		s.sent(ctx, m.ConversationID)
+	}
+	return err
+}
+
+// insertSent stores m, a message with no attachments, with its rows,
+// tally (tallies.go) and the events rec makes of it (after is m as they
+// show it), in one statement (PostgreSQL).
+func (s *Store) insertSent(ctx context.Context, db bun.IConn, m, after messaging.Message, rec messaging.Recorder) error {
+	ensure, args := ensureWith(m.ConversationID, m.Contact.ID, m.CreatedAt)
+	with := []string{ensure}
+	if rec != nil {
+		q, evArgs, err := eventsInsert(rec(messaging.Change{Message: &after}), false)
+		if err != nil {
+			return err
 		}
-		return s.record(ctx, tx, rec, messaging.Change{Message: &after})
-	})
+		if q != "" {
+			with, args = append(with, "ev AS ("+q+")"), append(args, evArgs...)
+		}
+	}
+	q, tallyArgs := tallyInsert(m.ConversationID, m.Contact.ID, m.ID, m.CreatedAt)
+	with, args = append(with, "t AS ("+q+")"), append(args, tallyArgs...)
+	return insertMessage(ctx, db, m, 0, strings.Join(with, ", "), args...)
 }
 
 // insertMessage inserts the row of m, with attachments linked attachments.
-// A with statement (PostgreSQL: an INSERT of events), when not "", runs in
-// the same statement as a data-modifying WITH query; its arguments come
-// first.
+// with, when not "", holds WITH queries (PostgreSQL: the inserts of events
+// and of the tally, data-modifying) that run in the same statement; their
+// arguments come first.
 func insertMessage(ctx context.Context, db bun.IConn, m messaging.Message, attachments int, with string, withArgs ...any) error {
 	q := `INSERT INTO messages (id, conversation_id, contact_id, text, read_at, created_at, updated_at, attachment_count)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 	if with != "" {
-		q = "WITH ev AS (" + with + ") " + q
+		q = "WITH " + with + " " + q
 	}
 	args := append(withArgs, m.ID, m.ConversationID, m.Contact.ID, m.Text, ts(m.ReadAt), m.CreatedAt.UTC(), ts(m.UpdatedAt), attachments)
 	_, err := db.ExecContext(ctx, q, args...)

@@ -394,7 +394,7 @@ var versions = []version{{
 			) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
 		},
 	},
-}, eventsVersion, installationVersion, eventIDsVersion, reactorsVersion}
+}, eventsVersion, installationVersion, eventIDsVersion, reactorsVersion, talliesVersion}
 
 // The backfill of version "conversations".
 const (
@@ -439,7 +439,8 @@ const backfillCounters = `UPDATE messages SET
 // The tables are contacts, messages, reaction_names, reactions (by contact
 // id),
 // attachments, pending_deletions (the blob keys whose rows are gone),
-// conversations and conversation_members, and bun/migrate's
+// conversations and conversation_members, message_tallies (PostgreSQL and
+// MySQL: the messages not counted in them yet), and bun/migrate's
 // parley_migrations and parley_migration_locks.
 func (s *Store) Migrate(ctx context.Context) error {
 	err := s.migrate(ctx)

@@ -183,10 +183,16 @@ func (s *Store) sequence(ctx context.Context) error {
 	if s.flavor == flavorSQLite {
 		return nil
 	}
+	// The unnumbered events, read through a plain scan of their partial
+	// index (PostgreSQL: events_unnumbered): it marks the entries of the
+	// rows that numbering left dead, so that the next pass skips them
+	// without a vacuum. A bitmap scan, which the planner would choose for
+	// many rows, marks nothing, and each pass would read every event
+	// numbered since the last vacuum.
 	const pendingSQL = "SELECT pos FROM events WHERE seq IS NULL ORDER BY pos LIMIT ?"
 	for {
 		var pending []int64
-		if err := s.w.NewRaw(pendingSQL, maxSequence).Scan(ctx, &pending); err != nil || len(pending) == 0 {
+		if err := s.w.NewRaw(pendingSQL, 1).Scan(ctx, &pending); err != nil || len(pending) == 0 {
 			return err
 		}
 		s.seqMu.Lock() // one sequencer of this process at a time; others wait, then find less to do
@@ -198,6 +204,11 @@ func (s *Store) sequence(ctx context.Context) error {
 			}
 			if len(last) == 0 {
 				return notFound("event sequence")
+			}
+			if s.flavor == flavorPostgres {
+				if _, err := tx.ExecContext(ctx, "SET LOCAL enable_bitmapscan = off"); err != nil {
+					return err
+				}
 			}
 			// Read again under the lock: another sequencer may have
 			// numbered them meanwhile; what committed since is taken too.

@@ -144,6 +144,9 @@ type Store struct {
 	wstmts *stmtCache // prepared writes of SQLite's writer (outbox.go, idempotency.go); nil otherwise
 	seqMu  sync.Mutex // held while this process numbers events (outbox.go)
 
+	sends   atomic.Int64 // sends of this process, for folds (tallies.go)
+	folding sync.Mutex   // held while a send folds tallies (tallies.go)
+
 	outboxPrepared atomic.Bool // wstmts holds the inserts of events
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ var conversationTests = []test{
 	{"late_messages_take_their_place", testLateMessages},
 	{"mark_read_other_conversation", testMarkReadOtherConversation},
 	{"concurrent_sends_reads_deletes", testConcurrentConversation},
+	{"concurrent_fresh_and_late_messages", testConcurrentFreshMessages},
 	{"members", testMembers},
 	{"member_scope", testMemberScope},
 }
@@ -315,6 +317,97 @@ func testConcurrentConversation(t *testing.T, h *harness) {
 	for _, p := range people[1:] {
 		assert.EqualValues(t, 1, h.conv("c", p).UnreadCount)
 	}
+}
+
+// testConcurrentFreshMessages runs senders, readers, deleters and
+// viewers at once on messages that were just sent: readers read through,
+// and deleters delete, a message sent a moment before by another
+// goroutine, and a third of the sends come with a time before the newest
+// (another instance's clock), so that they land before some readers'
+// positions. Afterwards every count is exact.
+func testConcurrentFreshMessages(t *testing.T, h *harness) {
+	const n = 120
+	people := make([]messaging.Contact, 6)
+	for i := range people {
+		people[i] = h.contact(fmt.Sprint("p", i))
+	}
+	first := h.message("c", people[0], at(0))
+	var mu sync.Mutex
+	sent := []messaging.Message{first} // every message sent, deleted or not
+	pick := func(i int) messaging.Message {
+		mu.Lock()
+		defer mu.Unlock()
+		return sent[len(sent)-1-i%min(len(sent), 4)] // one of the newest
+	}
+	errs := parallel(n, func(i int) error {
+		who := people[i%len(people)]
+		switch i % 4 {
+		case 0, 1: // send; every third a late one
+			created := at(1000 + i)
+			if i%3 == 0 {
+				created = at(500 + i)
+			}
+			m := newMessage("c", who, created)
+			err := h.s.CreateMessage(h.ctx, m, nil, nil)
+			if err == nil {
+				mu.Lock()
+				sent = append(sent, m)
+				mu.Unlock()
+			}
+			return err
+		case 2: // read through a fresh message, or delete one
+			m := pick(i)
+			var err error
+			if i%8 == 2 {
+				_, err = h.s.DeleteMessage(h.ctx, m.ID, nil)
+			} else {
+				err = h.s.MarkRead(h.ctx, "c", who.ID, m.ID, nil)
+			}
+			if errorsIsNotFound(err) {
+				return nil
+			}
+			return err
+		default: // view
+			_, err := h.s.GetConversation(h.ctx, "c", who.ID)
+			return err
+		}
+	})
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	msgs, _, err := h.s.ListMessages(h.ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 1000})
+	require.NoError(t, err)
+	created := map[string]time.Time{}
+	for _, m := range sent {
+		created[m.ID] = m.CreatedAt
+	}
+	c := h.conv("c", people[0])
+	assert.EqualValues(t, len(msgs), c.MessageCount)
+	require.NotNil(t, c.LastMessage)
+	assert.Equal(t, msgs[0].ID, c.LastMessage.ID, "the newest of the list")
+	for _, p := range people {
+		got := h.conv("c", p)
+		want := 0
+		for _, m := range msgs {
+			if m.Contact.ID != p.ID && (got.LastReadMessageID == "" ||
+				compareItems(item{m.ID, m.CreatedAt}, item{got.LastReadMessageID, created[got.LastReadMessageID]}) > 0) {
+				want++
+			}
+		}
+		assert.EqualValues(t, want, got.UnreadCount, "%s, read through %q", p.Username, got.LastReadMessageID)
+	}
+	// And the counters go on from there: a late message, and a new one
+	// deleted before anything reads the conversation.
+	h.markRead("c", people[1], c.LastMessage.ID)
+	h.message("c", people[0], at(1))
+	gone := h.message("c", people[2], at(5000))
+	_, err = h.s.DeleteMessage(h.ctx, gone.ID, nil)
+	require.NoError(t, err)
+	got := h.conv("c", people[1])
+	assert.EqualValues(t, len(msgs)+1, got.MessageCount)
+	require.NotNil(t, got.LastMessage)
+	assert.Equal(t, c.LastMessage.ID, got.LastMessage.ID, "the deleted message is not the last")
+	assert.Zero(t, got.UnreadCount, "a late message before the position is read")
 }
 
 // compareItems orders list items by (at, id).

@@ -1,0 +1,308 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Deferred counting (PostgreSQL, MySQL). A send that updated its
+// conversation's row and its sender's membership row would hold their
+// locks until its commit's WAL flush, so that concurrent sends to one
+// conversation would commit one flush at a time. There, a send takes no
+// lock that another send waits for: it inserts its message and a tally of
+// it (message_tallies: the message's id, conversation, sender and time),
+// and makes sure the conversation and the sender's membership rows exist
+// without writing them when they do. The tallies are folded into the
+// counters later, under the conversation's row lock, by fold: before a
+// conversation is read (GetConversation, ListConversations, MarkRead) and
+// every foldEvery sends of a process. A fold counts each message in
+// message_count, in its sender's own_count, in the read counts of the
+// readers whose position is at or after it, and makes the newest the last
+// message, then deletes the tallies it counted, in one transaction; so the
+// counters of a conversation are always those of its folded messages, and
+// the tallies the rest.
+//
+// Whatever reads or changes counters holds the conversation's row lock,
+// as a fold does (sends do not): a delete removes its message's tally if
+// there is one (its message was never counted) or uncounts it; MarkRead
+// folds, then counts the messages after the new position less the tallies
+// among them, in one statement (a send committing meanwhile adds both).
+// A snapshot (storecopy) never writes: it adds the tallies it sees to the
+// counters it reads.
+//
+// SQLite serializes every write on its one writer, so there a send counts
+// its message in its own transaction (touchConversation): deferring would
+// save no waiting.
+
+// foldEvery is how many sends of a process pass between two folds of the
+// conversations they sent to, so that unread tallies stay few.
+const foldEvery = 64
+
+// foldBatch is the most tallies one fold transaction counts.
+const foldBatch = 1000
+
+// talliesVersion adds the tallies of messages not counted yet.
+var talliesVersion = version{
+	Name:    "20261123000007",
+	Comment: "message_tallies",
+	SQL: map[flavor][]string{
+		flavorSQLite: {},
+		flavorPostgres: {
+			`CREATE TABLE IF NOT EXISTS message_tallies (
+				message_id text COLLATE "C" PRIMARY KEY,
+				conversation_id text COLLATE "C" NOT NULL,
+				contact_id text COLLATE "C" NOT NULL,
+				created_at timestamptz NOT NULL)`,
+			`CREATE INDEX IF NOT EXISTS message_tallies_conversation ON message_tallies (conversation_id, created_at, message_id)`,
+			// Every tally is deleted soon after its insert, and every
+			// event updated (numbered) soon after: their dead rows, and
+			// their entries in the indexes the sequencer and the folds
+			// read, would otherwise wait for a vacuum at a fifth of the
+			// table, each pass reading all of them. The sequencer reads a
+			// partial index of the unnumbered events, not the seq index's
+			// NULLs (which held every event ever inserted until a vacuum).
+			`ALTER TABLE message_tallies SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000)`,
+			`CREATE INDEX IF NOT EXISTS events_unnumbered ON events (pos) WHERE seq IS NULL`,
+			`ALTER TABLE events SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000)`,
+		},
+		flavorMySQL: {
+			`CREATE TABLE IF NOT EXISTS message_tallies (
+				message_id VARCHAR(64) NOT NULL PRIMARY KEY,
+				conversation_id VARCHAR(128) NOT NULL,
+				contact_id VARCHAR(64) NOT NULL,
+				created_at DATETIME(6) NOT NULL,
+				KEY message_tallies_conversation (conversation_id, created_at, message_id)
+			) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
+		},
+	},
+}
+
+// deferred reports whether sends leave their counting to fold.
+func (s *Store) deferred() bool { return s.flavor != flavorSQLite }
+
+// tallyRow is a message not counted yet.
+type tallyRow struct {
+	MessageID      string    `bun:"message_id"`
+	ConversationID string    `bun:"conversation_id"`
+	ContactID      string    `bun:"contact_id"`
+	CreatedAt      time.Time `bun:"created_at"`
+}
+
+// ensureWith returns WITH queries that make sure that conversation conv
+// (created at at) and contact's membership row in it exist (PostgreSQL).
+// Where they do, they write nothing, and so wait for no lock.
+func ensureWith(conv, contact string, at time.Time) (string, []any) {
+	at = at.UTC()
+	return `c AS (INSERT INTO conversations (id, created_at, updated_at) SELECT ?, ?, ?
+			WHERE NOT EXISTS (SELECT 1 FROM conversations WHERE id = ?) ON CONFLICT (id) DO NOTHING),
+		r AS (INSERT INTO conversation_members (conversation_id, contact_id) SELECT ?, ?
+			WHERE NOT EXISTS (SELECT 1 FROM conversation_members WHERE conversation_id = ? AND contact_id = ?)
+			ON CONFLICT (conversation_id, contact_id) DO NOTHING)`,
+		[]any{conv, at, at, conv, conv, contact, conv, contact}
+}
+
+// ensureRows is ensureWith on MySQL, in tx (READ COMMITTED: each NOT
+// EXISTS is a consistent read, which takes no lock).
+func (s *Store) ensureRows(ctx context.Context, tx bun.Tx, conv, contact string, at time.Time) error {
+	at = at.UTC()
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT IGNORE INTO conversations (id, created_at, updated_at) SELECT ?, ?, ? FROM DUAL
+			WHERE NOT EXISTS (SELECT 1 FROM conversations WHERE id = ?)`, []any{conv, at, at, conv}},
+		{`INSERT IGNORE INTO conversation_members (conversation_id, contact_id) SELECT ?, ? FROM DUAL
+			WHERE NOT EXISTS (SELECT 1 FROM conversation_members WHERE conversation_id = ? AND contact_id = ?)`, []any{conv, contact, conv, contact}},
+	} {
+		if _, err := tx.ExecContext(ctx, q.sql, q.args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tallyInsert is the statement that stores the tally of a new message,
+// and its arguments.
+func tallyInsert(conv, contact, id string, at time.Time) (string, []any) {
+	return "INSERT INTO message_tallies (message_id, conversation_id, contact_id, created_at) VALUES (?, ?, ?, ?)",
+		[]any{id, conv, contact, at.UTC()}
+}
+
+// sent notes a send to conv; every foldEvery sends, the process folds the
+// tallies of the conversation, unless it is folding already. The send has
+// committed: a failed fold is only logged.
+func (s *Store) sent(ctx context.Context, conv string) {
+	if !s.deferred() || s.sends.Add(1)%foldEvery != 0 || !s.folding.TryLock() {
+		return
+	}
+	defer s.folding.Unlock()
+	if err := s.fold(context.WithoutCancel(ctx), conv); err != nil {
+		s.opts.Logger.WarnContext(ctx, "sqlstore: folding message tallies", "conversation", conv, "err", err)
+	}
+}
+
+// fold counts the tallies of conversation conv, or of every conversation
+// when conv is "" (see the top of this file).
+func (s *Store) fold(ctx context.Context, conv string) error {
+	if !s.deferred() {
+		return nil
+	}
+	for {
+		var convs []string
+		q, args := "SELECT DISTINCT conversation_id FROM message_tallies ORDER BY conversation_id LIMIT 100", []any(nil)
+		if conv != "" {
+			q, args = "SELECT conversation_id FROM message_tallies WHERE conversation_id = ? LIMIT 1", []any{conv}
+		}
+		if err := s.w.NewRaw(q, args...).Scan(ctx, &convs); err != nil || len(convs) == 0 {
+			return err
+		}
+		n := 0
+		err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+			var err error
+			n, err = s.foldLocked(ctx, tx, convs)
+			return err
+		})
+		if err != nil || n < foldBatch {
+			return err
+		}
+	}
+}
+
+// foldLocked counts up to foldBatch tallies of the conversations convs in
+// tx, after locking their rows, and returns how many it counted.
+func (s *Store) foldLocked(ctx context.Context, tx bun.Tx, convs []string) (int, error) {
+	type convRow struct {
+		ID            string    `bun:"id"`
+		UpdatedAt     time.Time `bun:"updated_at"`
+		LastMessageID *string   `bun:"last_message_id"`
+	}
+	var bases []convRow
+	if err := tx.NewRaw("SELECT id, updated_at, last_message_id FROM conversations WHERE id IN (?) ORDER BY id"+s.forUpdate(),
+		bun.List(convs)).Scan(ctx, &bases); err != nil {
+		return 0, err
+	}
+	var tallies []tallyRow
+	if err := tx.NewRaw(`SELECT message_id, conversation_id, contact_id, created_at FROM message_tallies
+		WHERE conversation_id IN (?) ORDER BY conversation_id, created_at, message_id LIMIT ?`, bun.List(convs), foldBatch).Scan(ctx, &tallies); err != nil {
+		return 0, err
+	}
+	if len(tallies) == 0 {
+		return 0, nil
+	}
+	oldest := tallies[0].CreatedAt
+	for _, t := range tallies {
+		if t.CreatedAt.Before(oldest) {
+			oldest = t.CreatedAt
+		}
+	}
+	// The readers whose position is at or after a tallied message: none,
+	// unless a message came with a time before someone's position.
+	var readers []struct {
+		ConversationID string    `bun:"conversation_id"`
+		ContactID      string    `bun:"contact_id"`
+		ReadCreated    time.Time `bun:"read_created"`
+		ReadMessageID  string    `bun:"read_message_id"`
+	}
+	if err := tx.NewRaw(`SELECT conversation_id, contact_id, read_created, read_message_id FROM conversation_members
+		WHERE conversation_id IN (?) AND read_created >= ?`, bun.List(convs), oldest.UTC()).Scan(ctx, &readers); err != nil {
+		return 0, err
+	}
+
+	type key struct{ conv, contact string }
+	type delta struct{ own, read, ownRead int64 }
+	deltas := map[key]*delta{}
+	at := func(k key) *delta {
+		d := deltas[k]
+		if d == nil {
+			d = &delta{}
+			deltas[k] = d
+		}
+		return d
+	}
+	ids := make([]string, len(tallies))
+	for i, t := range tallies {
+		ids[i] = t.MessageID
+		at(key{t.ConversationID, t.ContactID}).own++
+		for _, r := range readers {
+			if r.ConversationID == t.ConversationID && placeCmp(t.CreatedAt, t.MessageID, r.ReadCreated, r.ReadMessageID) <= 0 {
+				d := at(key{r.ConversationID, r.ContactID})
+				d.read++
+				if r.ContactID == t.ContactID {
+					d.ownRead++
+				}
+			}
+		}
+	}
+
+	for _, b := range bases {
+		var n int64
+		last, lastAt := b.LastMessageID, b.UpdatedAt
+		for _, t := range tallies {
+			if t.ConversationID != b.ID {
+				continue
+			}
+			n++
+			if last == nil || placeCmp(t.CreatedAt, t.MessageID, lastAt, *last) > 0 {
+				last, lastAt = &t.MessageID, t.CreatedAt
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE conversations SET message_count = message_count + ?, updated_at = ?, last_message_id = ? WHERE id = ?",
+			n, lastAt.UTC(), *last, b.ID); err != nil {
+			return 0, err
+		}
+	}
+	keys := make([]key, 0, len(deltas))
+	for k := range deltas {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(strings.Compare(a.conv, b.conv), strings.Compare(a.contact, b.contact))
+	})
+	for _, k := range keys {
+		d := deltas[k]
+		q := `INSERT INTO conversation_members (conversation_id, contact_id, own_count, read_count, own_read_count) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (conversation_id, contact_id) DO UPDATE SET own_count = conversation_members.own_count + EXCLUDED.own_count,
+			read_count = conversation_members.read_count + EXCLUDED.read_count, own_read_count = conversation_members.own_read_count + EXCLUDED.own_read_count`
+		if s.flavor == flavorMySQL {
+			q = `INSERT INTO conversation_members (conversation_id, contact_id, own_count, read_count, own_read_count) VALUES (?, ?, ?, ?, ?)
+				ON DUPLICATE KEY UPDATE own_count = own_count + VALUES(own_count), read_count = read_count + VALUES(read_count),
+				own_read_count = own_read_count + VALUES(own_read_count)`
+		}
+		if _, err := tx.ExecContext(ctx, q, k.conv, k.contact, d.own, d.read, d.ownRead); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM message_tallies WHERE message_id IN (?)", bun.List(ids)); err != nil {
+		return 0, err
+	}
+	return len(tallies), nil
+}
+
+// untally removes the tally of message id, about to be deleted in tx
+// (which holds its conversation's row lock), and reports whether there
+// was one: its message was never counted.
+func (s *Store) untally(ctx context.Context, tx bun.Tx, id string) (bool, error) {
+	if !s.deferred() {
+		return false, nil
+	}
+	res, err := tx.ExecContext(ctx, "DELETE FROM message_tallies WHERE message_id = ?", id)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// placeCmp compares the places (created_at, then id) of two messages in
+// their conversation's order.
+func placeCmp(at time.Time, id string, bt time.Time, bid string) int {
+	return cmp.Or(at.Compare(bt), strings.Compare(id, bid))
+}

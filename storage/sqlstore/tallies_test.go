@@ -1,0 +1,94 @@
+package sqlstore_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/internal/ids"
+	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/storage/sqlstore"
+	"github.com/parleychat/parley/storage/storecopy"
+)
+
+// counterRows returns the conversations and members a snapshot of s
+// gives, and the number of tallies (messages not counted yet) in s.
+func counterRows(t *testing.T, s *sqlstore.Store) ([]storecopy.Conversation, []storecopy.Member, int) {
+	t.Helper()
+	ctx := t.Context()
+	snap, err := s.Snapshot(ctx)
+	require.NoError(t, err)
+	defer snap.Close()
+	var convs []storecopy.Conversation
+	var members []storecopy.Member
+	for _, k := range []storecopy.Kind{storecopy.Conversations, storecopy.Members} {
+		n, err := snap.Count(ctx, k)
+		require.NoError(t, err)
+		got := 0
+		for b, err := range snap.Rows(ctx, k, 2) {
+			require.NoError(t, err)
+			convs, members = append(convs, b.Conversations...), append(members, b.Members...)
+			got += len(b.Conversations) + len(b.Members)
+		}
+		assert.EqualValues(t, n, got, "Count(%v) is what Rows gives", k)
+	}
+	var tallies int
+	if err := s.DB().NewRaw("SELECT COUNT(*) FROM message_tallies").Scan(ctx, &tallies); err != nil {
+		tallies = -1 // SQLite counts in the send: no table
+	}
+	return convs, members, tallies
+}
+
+// TestSnapshotCountsTallies checks that a snapshot, which never writes,
+// gives the counters that a fold makes of the messages not counted yet: a
+// late message before a reader's position, one after it, the reader's own
+// and a new sender's first.
+func TestSnapshotCountsTallies(t *testing.T) {
+	for _, e := range backendtest.SQL(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			ctx := t.Context()
+			s := open(t, e.DSN(t))
+			require.NoError(t, s.Migrate(ctx))
+			base := time.Date(2025, 5, 1, 12, 0, 0, 0, time.UTC)
+			var people []messaging.Contact
+			for _, name := range []string{"alice", "bob", "carol"} {
+				c := messaging.Contact{ID: ids.New(ids.Contact), Username: name, CreatedAt: base}
+				require.NoError(t, s.PutContact(ctx, c))
+				people = append(people, c)
+			}
+			alice, bob, carol := people[0], people[1], people[2]
+			send := func(who messaging.Contact, sec int) messaging.Message {
+				at := base.Add(time.Duration(sec) * time.Second)
+				m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: who, Text: "hi", CreatedAt: at}
+				require.NoError(t, s.CreateMessage(ctx, m, nil, nil))
+				return m
+			}
+			send(alice, 1)
+			m3 := send(alice, 3)
+			require.NoError(t, s.MarkRead(ctx, "c", bob.ID, m3.ID, nil))
+
+			send(alice, 2) // before bob's position
+			send(alice, 4)
+			send(bob, 5)
+			send(carol, 6) // carol's first
+			convs, members, tallies := counterRows(t, s)
+			if e.Name != "sqlite" {
+				assert.Equal(t, 4, tallies, "the sends after the read are not counted yet")
+			}
+
+			got, err := s.GetConversation(ctx, "c", bob.ID) // folds
+			require.NoError(t, err)
+			assert.EqualValues(t, 6, got.MessageCount)
+			assert.EqualValues(t, 2, got.UnreadCount, "alice's message after the position, and carol's")
+			folded, foldedMembers, tallies := counterRows(t, s)
+			if e.Name != "sqlite" {
+				assert.Zero(t, tallies, "a read folds the tallies")
+			}
+			assert.Equal(t, folded, convs, "the snapshot counts the tallies as the fold does")
+			assert.Equal(t, foldedMembers, members)
+		})
+	}
+}
