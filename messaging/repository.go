@@ -36,6 +36,13 @@ type MessageQuery struct {
 	// Before, when set, selects the Limit items just newer than it; they are
 	// still returned newest first. After and Before are never both set.
 	Before *Cursor
+	// AfterID and BeforeID are After and Before given by the id of a
+	// message, which the repository finds itself (in the page's own query,
+	// where it can: a cursor costs no statement of its own). They are set
+	// only for a list of one conversation (one ConversationIDs, All false,
+	// MemberID empty), never together, nor with After or Before. A message
+	// that is not of that conversation is an error matching ErrNotFound.
+	AfterID, BeforeID string
 }
 
 // ConversationQuery selects a page of conversations, for backends.

@@ -642,20 +642,42 @@ func (s *Service) list(ctx context.Context, caller Contact, o ListOptions) (Page
 			return Page{Data: []Message{}}, nil
 		}
 	}
-	q.After, q.Before, err = check.Cursors(o.StartingAfter, o.EndingBefore, func(id string) (Cursor, bool, error) {
-		// A message the caller may see is in the list of every
-		// conversation it may see, or of its own.
-		m, err := s.lookup(ctx, caller, id)
-		if errors.Is(err, ErrNotFound) {
-			return Cursor{}, false, nil
+	if o.ConversationID != "" {
+		// In one conversation the caller may see, a cursor is any message
+		// of it: the repository finds it with the page.
+		after, before, err := check.Cursors(o.StartingAfter, o.EndingBefore, func(id string) (string, bool, error) {
+			return id, ids.Valid(ids.Message, id), nil
+		})
+		if err != nil {
+			return Page{}, err
 		}
-		inList := o.ConversationID == "" || m.ConversationID == o.ConversationID
-		return Cursor{Time: m.CreatedAt, ID: m.ID}, inList, err
-	})
-	if err != nil {
-		return Page{}, err
+		if after != nil {
+			q.AfterID = *after
+		}
+		if before != nil {
+			q.BeforeID = *before
+		}
+	} else {
+		q.After, q.Before, err = check.Cursors(o.StartingAfter, o.EndingBefore, func(id string) (Cursor, bool, error) {
+			// A message the caller may see is in the list of every
+			// conversation it may see.
+			m, err := s.lookup(ctx, caller, id)
+			if errors.Is(err, ErrNotFound) {
+				return Cursor{}, false, nil
+			}
+			return Cursor{Time: m.CreatedAt, ID: m.ID}, true, err
+		})
+		if err != nil {
+			return Page{}, err
+		}
 	}
 	items, more, err := s.repo.ListMessages(ctx, q)
+	if errors.Is(err, ErrNotFound) && (q.AfterID != "" || q.BeforeID != "") {
+		if q.AfterID != "" {
+			return Page{}, check.UnknownCursor("starting_after", q.AfterID)
+		}
+		return Page{}, check.UnknownCursor("ending_before", q.BeforeID)
+	}
 	if err != nil {
 		return Page{}, err
 	}

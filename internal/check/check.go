@@ -169,7 +169,7 @@ func Cursors[P any](after, before string, at func(id string) (P, bool, error)) (
 			return nil, err
 		}
 		if !ok {
-			return nil, BadParam(param, param+" names no item of this list: "+id)
+			return nil, UnknownCursor(param, id)
 		}
 		return &pos, nil
 	}
@@ -178,6 +178,12 @@ func Cursors[P any](after, before string, at func(id string) (P, bool, error)) (
 	}
 	beforePos, err = resolve("ending_before", before)
 	return afterPos, beforePos, err
+}
+
+// UnknownCursor is the error of a cursor parameter (starting_after,
+// ending_before) whose id names no item of the list being paged.
+func UnknownCursor(param, id string) error {
+	return BadParam(param, param+" names no item of this list: "+id)
 }
 
 // Filename cleans an uploaded file's name: its base name (after the last /

@@ -138,6 +138,20 @@ func (s *Store) ListMessages(ctx context.Context, q messaging.MessageQuery) ([]m
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, c := range []struct {
+		id  string
+		pos **messaging.Cursor
+	}{{q.AfterID, &q.After}, {q.BeforeID, &q.Before}} {
+		if c.id == "" {
+			continue
+		}
+		m, ok := s.messages[c.id]
+		if !ok || len(q.ConversationIDs) != 1 || m.ConversationID != q.ConversationIDs[0] {
+			return nil, false, notFound("message", c.id)
+		}
+		p := msgPos(m)
+		*c.pos = &p
+	}
 	var all []*messaging.Message
 	for _, m := range s.messages {
 		if q.All || slices.Contains(q.ConversationIDs, m.ConversationID) || s.isMember(m.ConversationID, q.MemberID) {

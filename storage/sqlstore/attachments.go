@@ -106,7 +106,7 @@ func insertAttachment(ctx context.Context, db bun.IConn, a messaging.Attachment)
 
 // GetAttachment returns the attachment, or an error matching ErrNotFound.
 func (s *Store) GetAttachment(ctx context.Context, id string) (messaging.Attachment, error) {
-	a, err := getAttachment(ctx, s.read, id)
+	a, err := getAttachment(ctx, s.readPrepared, id)
 	return a, wrapErr("sqlstore.GetAttachment", err)
 }
 

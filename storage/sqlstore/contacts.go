@@ -123,7 +123,7 @@ func (s *Store) ContactByUsername(ctx context.Context, username string) (messagi
 
 func (s *Store) contactWhere(ctx context.Context, where string, arg string) (messaging.Contact, error) {
 	var rows []contactRow
-	if err := s.read(ctx, &rows, "SELECT "+contactCols+" FROM contacts WHERE "+where, arg); err != nil {
+	if err := s.readPrepared(ctx, &rows, "SELECT "+contactCols+" FROM contacts WHERE "+where, arg); err != nil {
 		return messaging.Contact{}, wrapErr("sqlstore.GetContact", err)
 	}
 	if len(rows) == 0 {

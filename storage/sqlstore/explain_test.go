@@ -3,6 +3,8 @@ package sqlstore_test
 import (
 	"database/sql/driver"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +23,8 @@ import (
 func seed(t *testing.T, s *sqlstore.Store, engine string, n, convs int) {
 	t.Helper()
 	ctx := t.Context()
-	c := messaging.Contact{ID: ids.New(ids.Contact), Username: "seed", CreatedAt: time.Now().UTC()}
+	c := messaging.Contact{ID: ids.New(ids.Contact), CreatedAt: time.Now().UTC()}
+	c.Username = "seed_" + c.ID // a contact of each seed
 	require.NoError(t, s.PutContact(ctx, c))
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	const batch = 500
@@ -128,6 +131,56 @@ func TestExplainSQLite(t *testing.T) {
 	}
 }
 
+// TestExplainSQLiteCursorByID: a page after (or before) a cursor given by
+// id bounds its range of the conversation's index by the cursor's row,
+// which a subquery reads by key.
+func TestExplainSQLiteCursorByID(t *testing.T) {
+	e := engine(t, "sqlite")
+	s := e.Open(t)
+	seed(t, s, e.Name, 5000, 50)
+	items, _, err := s.ListMessages(t.Context(), messaging.MessageQuery{ConversationIDs: []string{"conv_7"}, Limit: 40})
+	require.NoError(t, err)
+	for name, q := range map[string]messaging.MessageQuery{
+		"after":  {ConversationIDs: []string{"conv_7"}, Limit: 10, AfterID: items[20].ID},
+		"before": {ConversationIDs: []string{"conv_7"}, Limit: 10, BeforeID: items[20].ID},
+	} {
+		t.Run(name, func(t *testing.T) {
+			query, args := sqlstore.MessagePageSQL(s, q)
+			var rows []struct {
+				ID      int    `bun:"id"`
+				Parent  int    `bun:"parent"`
+				NotUsed int    `bun:"notused"`
+				Detail  string `bun:"detail"`
+			}
+			require.NoError(t, s.DB().NewRaw("EXPLAIN QUERY PLAN "+query, args...).Scan(t.Context(), &rows))
+			var lines []string
+			for _, r := range rows {
+				lines = append(lines, r.Detail)
+			}
+			text := strings.Join(lines, "\n")
+			t.Logf("EXPLAIN QUERY PLAN (SQLite) %s:\n%s", name, text)
+			assert.Regexp(t, `SEARCH m USING INDEX messages_conversation_created \(conversation_id=\? AND created_at[<>]\?\)`, text, "a range bounded by the cursor")
+			assert.Regexp(t, `SEARCH x USING INDEX sqlite_autoindex_messages_1 \(id=\?\)`, text, "the cursor's row by key")
+			assert.NotContains(t, text, "TEMP B-TREE")
+			page, _, err := s.ListMessages(t.Context(), q)
+			require.NoError(t, err)
+			want := items[21:31]
+			if q.BeforeID != "" {
+				want = items[10:20]
+			}
+			assert.Equal(t, messageIDs(want), messageIDs(page))
+		})
+	}
+}
+
+func messageIDs(ms []messaging.Message) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.ID
+	}
+	return out
+}
+
 func TestExplainMySQL(t *testing.T) {
 	e := engine(t, "mysql")
 	s := e.Open(t)
@@ -219,6 +272,22 @@ func TestListReadsAPageInAtMostThreeQueries(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, items, 5)
 			assert.Equal(t, int64(1), reads.Load(), "queries for a page of plain messages")
+			// A cursor by id is found by the page's own query (a second
+			// one on MySQL), and an unknown one by one more after an empty page.
+			reads.Store(0)
+			items, _, err = s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"plain"}, Limit: 10, AfterID: plain[3]})
+			require.NoError(t, err)
+			require.Len(t, items, 3)
+			want := map[string]int64{"mysql": 2}[e.Name]
+			assert.Equal(t, max(want, 1), reads.Load(), "queries for a page after a cursor by id")
+			reads.Store(0)
+			_, _, err = s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10, BeforeID: plain[0]})
+			assert.ErrorIs(t, err, messaging.ErrNotFound, "a cursor of another conversation")
+			want = 2 // the empty page, then the cursor
+			if e.Name == "mysql" {
+				want = 1 // the cursor
+			}
+			assert.Equal(t, want, reads.Load(), "queries for a page after an unknown cursor")
 			reads.Store(0)
 			got, err := s.GetMessage(ctx, plain[0])
 			require.NoError(t, err)
@@ -278,4 +347,69 @@ func TestExplainPostgresDominantConversation(t *testing.T) {
 	assert.True(t, more)
 	require.Len(t, items, 3)
 	assert.Equal(t, time.Date(2025, 1, 1, 0, 0, 39, 999_000_000, time.UTC), items[0].CreatedAt)
+}
+
+// TestExplainPostgresGenericPlans: the reads of a page of one conversation,
+// prepared as the store prepares them, have generic plans that read the
+// conversation's index in order, cursor by id included.
+func TestExplainPostgresGenericPlans(t *testing.T) {
+	e := engine(t, "postgres")
+	s := e.Open(t)
+	ctx := t.Context()
+	// 6,000 messages in 2 conversations, interleaved: a generic plan of a
+	// page would read one conversation's whole range and sort it.
+	seed(t, s, e.Name, 6000, 2)
+	assert.False(t, sqlstore.GenericPlans(s, ctx), "a page of a small table is planned with its values")
+	// 60,000 in 100 conversations.
+	seed(t, s, e.Name, 54000, 100)
+	assert.True(t, sqlstore.GenericPlans(s, ctx), "a page of a large table is prepared")
+	items, _, err := s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"conv_7"}, Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, items, 10)
+	conn, err := s.DB().Conn(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	var mode string
+	require.NoError(t, conn.QueryRowContext(ctx, "SHOW plan_cache_mode").Scan(&mode))
+	assert.Equal(t, "force_generic_plan", mode, "the connections of a Store made by Open")
+	for name, q := range map[string]messaging.MessageQuery{
+		"first page":      {ConversationIDs: []string{"conv_7"}, Limit: 10},
+		"after a cursor":  {ConversationIDs: []string{"conv_7"}, Limit: 10, AfterID: items[9].ID},
+		"before a cursor": {ConversationIDs: []string{"conv_7"}, Limit: 10, BeforeID: items[9].ID},
+		"all, first page": {All: true, Limit: 10},
+		"all, after":      {All: true, Limit: 10, After: &messaging.Cursor{Time: items[9].CreatedAt, ID: items[9].ID}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			query, args := sqlstore.MessagePageSQL(s, q)
+			prepared, pargs, ok := sqlstore.PreparedSQL(s, query, args)
+			require.True(t, ok, "the page's query is prepared")
+			_, err := conn.ExecContext(ctx, "DEALLOCATE ALL")
+			require.NoError(t, err)
+			_, err = conn.ExecContext(ctx, "PREPARE page AS "+prepared)
+			require.NoError(t, err)
+			execute := "EXECUTE page"
+			if len(pargs) > 0 {
+				execute += "(" + strings.TrimSuffix(strings.Repeat("?, ", len(pargs)), ", ") + ")"
+			}
+			var plan []string
+			require.NoError(t, s.DB().NewRaw("EXPLAIN (ANALYZE, BUFFERS) "+execute, pargs...).Conn(conn).Scan(ctx, &plan))
+			text := strings.Join(plan, "\n")
+			t.Logf("EXPLAIN EXECUTE (PostgreSQL, generic plan) %s:\n%s", name, text)
+			index := "messages_conversation_created"
+			if q.All {
+				index = "messages_created"
+			}
+			scan := regexp.MustCompile(`Index Scan (?:Backward )?using ` + index + ` on messages m .*\(actual time=\S+ rows=(\d+) loops=1\)`).FindStringSubmatch(text)
+			if assert.NotNil(t, scan, "the index read in order") {
+				n, _ := strconv.Atoi(scan[1])
+				assert.LessOrEqual(t, n, 11, "rows read of messages: the page's and one more")
+			}
+			if len(pargs) > 0 {
+				assert.Contains(t, text, "$1", "a generic plan")
+			}
+			assert.NotContains(t, text, "Seq Scan on messages")
+			assert.NotContains(t, text, "Rows Removed by Filter")
+			assert.NotRegexp(t, `\bSort\b`, text)
+		})
+	}
 }

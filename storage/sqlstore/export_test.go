@@ -12,8 +12,20 @@ import (
 
 // MessagePageSQL exposes the query of a page of messages, for EXPLAIN.
 func MessagePageSQL(s *Store, q messaging.MessageQuery) (string, []any) {
-	query, args, _ := s.messagePageSQL(q)
+	query, args, _, _ := s.messagePageSQL(q)
 	return query, args
+}
+
+// PreparedSQL returns query and args as s prepares them, or false.
+func PreparedSQL(s *Store, query string, args []any) (string, []any, bool) {
+	return expandArgs(query, args, s.flavor == flavorPostgres)
+}
+
+// GenericPlans reports whether s prepares the page of a conversation,
+// reading the size of messages now.
+func GenericPlans(s *Store, ctx context.Context) bool {
+	s.planStats.checked.Store(0)
+	return s.genericPlans(ctx)
 }
 
 // ReaderDB returns the database the Store reads from outside transactions.
@@ -61,10 +73,10 @@ func (h readHook) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Co
 
 func (readHook) AfterQuery(context.Context, *bun.QueryEvent) {}
 
-// SetPreparedReads turns SQLite's prepared reads on or off; it does
-// nothing on other engines.
+// SetPreparedReads turns the prepared reads of SQLite and PostgreSQL on or
+// off; it does nothing on MySQL.
 func SetPreparedReads(s *Store, on bool) {
-	if s.flavor != flavorSQLite || s.r == s.w {
+	if s.flavor == flavorMySQL || (s.flavor == flavorSQLite && s.r == s.w) {
 		return
 	}
 	if !on {
@@ -73,7 +85,10 @@ func SetPreparedReads(s *Store, on bool) {
 		}
 		s.stmts = nil
 	} else if s.stmts == nil {
-		s.stmts = &stmtCache{db: s.r.DB, m: make(map[string]*sql.Stmt)}
+		s.stmts = &stmtCache{db: s.r.DB, dollar: s.flavor == flavorPostgres, m: make(map[string]*sql.Stmt)}
+		if s.flavor == flavorSQLite {
+			s.stmts.rewrite = sqliteReadCols
+		}
 	}
 }
 

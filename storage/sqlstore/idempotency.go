@@ -222,7 +222,7 @@ func (s *Store) prepareKeyed(ctx context.Context) {
 // would cost about as much as running it); as bun formats it otherwise.
 func (s *Store) execPrepared(ctx context.Context, tx bun.Tx, query string, args ...any) (sql.Result, error) {
 	if s.wstmts != nil {
-		if q, dargs, ok := expandArgs(query, args); ok {
+		if q, dargs, ok := expandArgs(query, args, false); ok {
 			if st := s.wstmts.lookup(q); st != nil {
 				return tx.Tx.StmtContext(ctx, st).ExecContext(ctx, dargs...)
 			}

@@ -36,13 +36,21 @@ type pageQuery struct {
 	branches []branch
 	after    *messaging.Cursor
 	before   *messaging.Cursor
-	limit    int
+	// cursorRow, when not "", gives the cursor (after if afterID, else
+	// before) by the id of its row instead: the FROM and WHERE of a query
+	// of at most one row, aliased x, with placeholders for cursorArgs,
+	// which the page's query runs as a subquery. An unknown cursor gives
+	// an empty page.
+	cursorRow  string
+	cursorArgs []any
+	afterID    bool
+	limit      int
 }
 
 // sql returns the query and its arguments.
 func (s *Store) pageSQL(p pageQuery) (string, []any) {
 	dir, cmp, cur := "DESC", "<", p.after
-	if p.before != nil {
+	if p.before != nil || (p.cursorRow != "" && !p.afterID) {
 		dir, cmp, cur = "ASC", ">", p.before
 	}
 	a, tc := p.alias, p.timeCol
@@ -51,7 +59,19 @@ func (s *Store) pageSQL(p pageQuery) (string, []any) {
 	}
 	var seek string
 	var seekArgs []any
-	if cur != nil {
+	switch {
+	case p.cursorRow != "" && s.flavor == flavorPostgres:
+		// One statement: the cursor's row is an InitPlan, run once, whose
+		// values bound the index range.
+		seek = fmt.Sprintf("(%[1]s.%[3]s, %[1]s.id) %[2]s (SELECT x.%[3]s, x.id FROM %[4]s)", a, cmp, tc, p.cursorRow)
+		seekArgs = p.cursorArgs
+	case p.cursorRow != "":
+		// SQLite runs an uncorrelated scalar subquery once; the id of a
+		// cursor that exists is the one asked for.
+		t := fmt.Sprintf("(SELECT x.%s FROM %s)", tc, p.cursorRow)
+		seek = fmt.Sprintf("%[1]s.%[3]s %[2]s= %[4]s AND (%[1]s.%[3]s %[2]s %[4]s OR %[1]s.id %[2]s (SELECT x.id FROM %[5]s))", a, cmp, tc, t, p.cursorRow)
+		seekArgs = slices.Concat(p.cursorArgs, p.cursorArgs, p.cursorArgs)
+	case cur != nil:
 		t := cur.Time.UTC()
 		if s.flavor == flavorPostgres {
 			// PostgreSQL compares rows by index order (an index condition).

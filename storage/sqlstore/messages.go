@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"time"
@@ -207,7 +208,7 @@ func (s *Store) GetMessage(ctx context.Context, id string) (messaging.Message, e
 
 func (s *Store) getMessage(ctx context.Context, id string) (messaging.Message, error) {
 	var rows []messageRow
-	if err := s.read(ctx, &rows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id); err != nil {
+	if err := s.readPrepared(ctx, &rows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id); err != nil {
 		return messaging.Message{}, err
 	}
 	if len(rows) == 0 {
@@ -322,7 +323,10 @@ func loadAttachments(ctx context.Context, query queryFn, ids []string) ([]attach
 // ListMessages returns up to q.Limit messages matching q, newest first, and
 // whether more exist beyond them in the direction of travel, in three
 // queries: the messages with their contacts, their reactions, their
-// attachments.
+// attachments. A cursor by id (q.AfterID, q.BeforeID) is read by the
+// page's query (by one before it on MySQL), and by one more after a page
+// that comes back empty, to tell an unknown cursor from the end of the
+// list.
 func (s *Store) ListMessages(ctx context.Context, q messaging.MessageQuery) ([]messaging.Message, bool, error) {
 	items, more, err := s.listMessages(ctx, q)
 	return items, more, wrapErr("sqlstore.ListMessages", err)
@@ -337,15 +341,39 @@ func (s *Store) listMessages(ctx context.Context, q messaging.MessageQuery) ([]m
 		return nil, false, err
 	}
 	q.ConversationIDs, q.MemberID = convs, member
-	query, args, ok := s.messagePageSQL(q)
+	cursorID := cmp.Or(q.AfterID, q.BeforeID)
+	if cursorID != "" {
+		if len(q.ConversationIDs) != 1 || q.All || q.MemberID != "" || q.After != nil || q.Before != nil || (q.AfterID != "" && q.BeforeID != "") {
+			return nil, false, invalid("AfterID and BeforeID are for a list of one conversation, alone")
+		}
+		if s.flavor == flavorMySQL {
+			// MySQL may not bound an index range by a subquery: the
+			// cursor's row is read first.
+			if q.After, q.Before, err = s.messageCursor(ctx, q); err != nil {
+				return nil, false, err
+			}
+			q.AfterID, q.BeforeID, cursorID = "", "", ""
+		}
+	}
+	query, args, fixed, ok := s.messagePageSQL(q)
 	if !ok {
 		return []messaging.Message{}, false, nil
 	}
+	read := s.read
+	if fixed && s.genericPlans(ctx) {
+		read = s.readPrepared
+	}
 	rows := make([]messageRow, 0, q.Limit+1)
-	if err := s.read(ctx, &rows, query, args...); err != nil {
+	if err := read(ctx, &rows, query, args...); err != nil {
 		return nil, false, err
 	}
-	rows, more := trimPage(rows, q.Limit, q.Before != nil)
+	if len(rows) == 0 && cursorID != "" {
+		// No row beyond the cursor, or no such cursor.
+		if _, _, err := s.messageCursor(ctx, q); err != nil {
+			return nil, false, err
+		}
+	}
+	rows, more := trimPage(rows, q.Limit, q.Before != nil || q.BeforeID != "")
 	items, err := complete(ctx, s.read, rows)
 	if err != nil {
 		return nil, false, err
@@ -353,27 +381,52 @@ func (s *Store) listMessages(ctx context.Context, q messaging.MessageQuery) ([]m
 	return items, more, nil
 }
 
+// messageCursor returns the cursor of q.AfterID (as after) or q.BeforeID
+// (as before), a message of q's one conversation, or an error matching
+// ErrNotFound.
+func (s *Store) messageCursor(ctx context.Context, q messaging.MessageQuery) (after, before *messaging.Cursor, err error) {
+	id := cmp.Or(q.AfterID, q.BeforeID)
+	var rows []messageRefRow
+	if err := s.readPrepared(ctx, &rows, "SELECT m.id, m.conversation_id, m.contact_id, m.created_at FROM messages AS m WHERE m.id = ? AND m.conversation_id = ?", id, q.ConversationIDs[0]); err != nil {
+		return nil, nil, err
+	}
+	if len(rows) == 0 {
+		return nil, nil, notFound("message")
+	}
+	c := &messaging.Cursor{Time: utc(rows[0].CreatedAt), ID: rows[0].ID}
+	if q.AfterID != "" {
+		return c, nil, nil
+	}
+	return nil, c, nil
+}
+
 // messagePageSQL returns the query of a page of messages (with contacts),
-// or false when q matches nothing.
-func (s *Store) messagePageSQL(q messaging.MessageQuery) (string, []any, bool) {
+// whether its plan suits every value of its arguments (one conversation,
+// or all: a range of one index), or false when q matches nothing.
+func (s *Store) messagePageSQL(q messaging.MessageQuery) (query string, args []any, fixed, ok bool) {
 	p := pageQuery{cols: messageCols, from: messageFrom, alias: "m", after: q.After, before: q.Before, limit: q.Limit}
 	switch convs := dedupe(q.ConversationIDs); {
 	case q.All:
 		p.branches = []branch{{}}
+		fixed = true
 	case q.MemberID != "":
 		b, _ := s.scopeBranch("m.conversation_id", false, q.MemberID, convs)
 		p.branches = []branch{b}
 	case len(convs) == 0:
-		return "", nil, false
+		return "", nil, false, false
 	case len(convs) <= maxBranches:
 		for _, c := range convs {
 			p.branches = append(p.branches, branch{conversation: c})
 		}
+		fixed = len(convs) == 1
 	default:
 		p.branches = []branch{{where: "m.conversation_id IN (?)", args: []any{idList(convs)}}}
 	}
-	query, args := s.pageSQL(p)
-	return query, args, true
+	if id := cmp.Or(q.AfterID, q.BeforeID); id != "" {
+		p.cursorRow, p.cursorArgs, p.afterID = "messages AS x WHERE x.id = ? AND x.conversation_id = ?", []any{id, q.ConversationIDs[0]}, q.AfterID != ""
+	}
+	query, args = s.pageSQL(p)
+	return query, args, fixed, true
 }
 
 // dedupe returns ss without repeats, in order.

@@ -117,7 +117,7 @@ func (s *Store) record(ctx context.Context, tx bun.Tx, rec messaging.Recorder, c
 		// cannot be prepared here: the transaction holds the writer's one
 		// connection. See prepareOutbox.)
 		if st := s.wstmts.lookup(insert); st != nil {
-			if _, dargs, ok := expandArgs(insert, args); ok {
+			if _, dargs, ok := expandArgs(insert, args, false); ok {
 				_, err := tx.Tx.StmtContext(ctx, st).ExecContext(ctx, dargs...)
 				return err
 			}

@@ -346,7 +346,7 @@ type messageRefRow struct {
 // message in one query on its row, or an error matching ErrNotFound.
 func (s *Store) LookupMessage(ctx context.Context, id string) (messaging.MessageRef, error) {
 	var rows []messageRefRow
-	if err := s.read(ctx, &rows, "SELECT m.id, m.conversation_id, m.contact_id, m.created_at FROM messages AS m WHERE m.id = ?", id); err != nil {
+	if err := s.readPrepared(ctx, &rows, "SELECT m.id, m.conversation_id, m.contact_id, m.created_at FROM messages AS m WHERE m.id = ?", id); err != nil {
 		return messaging.MessageRef{}, wrapErr("sqlstore.LookupMessage", err)
 	}
 	if len(rows) == 0 {

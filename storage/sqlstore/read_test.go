@@ -14,16 +14,23 @@ import (
 
 func TestExpandArgs(t *testing.T) {
 	at := time.Date(2025, 1, 2, 3, 4, 5, 600000000, time.FixedZone("X", 3600))
-	q, args, ok := expandArgs("SELECT 1 FROM t WHERE a = ? AND b IN (?) AND c <= ? AND d = ? LIMIT ?", []any{"x", idList{"p", "q"}, at, nil, 3})
+	q, args, ok := expandArgs("SELECT 1 FROM t WHERE a = ? AND b IN (?) AND c <= ? AND d = ? LIMIT ?", []any{"x", idList{"p", "q"}, at, nil, 3}, false)
 	assert.True(t, ok)
 	assert.Equal(t, "SELECT 1 FROM t WHERE a = ? AND b IN (?, ?) AND c <= ? AND d = ? LIMIT ?", q)
 	assert.Equal(t, []any{"x", "p", "q", "2025-01-02 02:04:05.6+00:00", nil, 3}, args, "times as bun writes them, in UTC")
 
-	_, _, ok = expandArgs("SELECT ?", []any{3.5})
+	q, args, ok = expandArgs("SELECT 1 FROM t WHERE a = ? AND b IN (?) AND c <= ? AND d = ? LIMIT ?", []any{"x", idList{"p", "q"}, at, nil, 3}, true)
+	assert.True(t, ok)
+	assert.Equal(t, "SELECT 1 FROM t WHERE a = $1 AND b IN ($2, $3) AND c <= $4 AND d = $5 LIMIT $6", q, "PostgreSQL's placeholders")
+	assert.Equal(t, []any{"x", "p", "q", at, nil, 3}, args, "times as they are: the driver writes them")
+	_, _, ok = expandArgs("SELECT ?", []any{time.Time{}}, true)
+	assert.False(t, ok, "a zero time, which PostgreSQL's driver would send as NULL")
+
+	_, _, ok = expandArgs("SELECT ?", []any{3.5}, false)
 	assert.False(t, ok, "an argument of another type")
-	_, _, ok = expandArgs("SELECT ?, ?", []any{"x"})
+	_, _, ok = expandArgs("SELECT ?, ?", []any{"x"}, false)
 	assert.False(t, ok, "a placeholder without argument")
-	_, _, ok = expandArgs("SELECT 1 WHERE a IN (?)", []any{idList{}})
+	_, _, ok = expandArgs("SELECT 1 WHERE a IN (?)", []any{idList{}}, false)
 	assert.False(t, ok, "an empty list")
 }
 

@@ -140,7 +140,7 @@ type Store struct {
 	opts   Options
 	owned  []*bun.DB // closed by Close
 
-	stmts  *stmtCache // prepared reads of SQLite's reader pool; nil otherwise
+	stmts  *stmtCache // prepared reads of SQLite's reader pool, or of PostgreSQL's pool (readPrepared); nil otherwise
 	wstmts *stmtCache // prepared writes of SQLite's writer (outbox.go, idempotency.go); nil otherwise
 	seqMu  sync.Mutex // held while this process numbers events (outbox.go)
 
@@ -148,6 +148,7 @@ type Store struct {
 	folding sync.Mutex   // held while a send folds tallies (tallies.go)
 
 	outboxPrepared atomic.Bool // wstmts holds the inserts of events
+	planStats      planStats   // the size of messages, for genericPlans (PostgreSQL)
 }
 
 var (
@@ -211,8 +212,11 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		s.r = bun.NewDB(r, d.Dialect())
 	}
 	s.owned = []*bun.DB{s.w}
-	if f == flavorSQLite {
+	switch f {
+	case flavorSQLite:
 		s.wstmts = &stmtCache{db: w, m: make(map[string]*sql.Stmt)}
+	case flavorPostgres:
+		s.stmts = &stmtCache{db: w, dollar: true, m: make(map[string]*sql.Stmt)}
 	}
 	if s.r != s.w {
 		s.owned = append(s.owned, s.r)

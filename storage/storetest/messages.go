@@ -117,6 +117,7 @@ var listTests = []test{
 	{"filters_by_conversation", testListFilters},
 	{"items_as_get_returns_them", testListItemsFull},
 	{"MessageCursors", testMessageCursors},
+	{"MessageCursorsByID", testMessageCursorsByID},
 	{"AttachmentCursors", testAttachmentCursors},
 }
 
@@ -225,6 +226,49 @@ func testMessageCursors(t *testing.T, h *harness) {
 		}
 		return messageIDs(got), more
 	})
+}
+
+// testMessageCursorsByID: the pages of testMessageCursors, with cursors
+// given by id (AfterID, BeforeID); a message of another conversation, or
+// none, is ErrNotFound, and a page beyond the oldest is empty, not an error.
+func testMessageCursorsByID(t *testing.T, h *harness) {
+	alice := h.contact("alice")
+	items := tiedItems(ids.Message, at(0), 25, 3)
+	var noise []string
+	for i, it := range shuffled(items, 4) {
+		m := newMessage("c", alice, it.at)
+		m.ID = it.id
+		require.NoError(t, h.s.CreateMessage(h.ctx, m, nil, nil))
+		if i%2 == 0 { // noise in another conversation, at the same times
+			noise = append(noise, h.message("noise", alice, it.at).ID)
+		}
+	}
+	byID := func(c *messaging.Cursor) string {
+		if c == nil {
+			return ""
+		}
+		return c.ID
+	}
+	testCursors(t, items, func(t *testing.T, limit int, after, before *messaging.Cursor) ([]string, bool) {
+		t.Helper()
+		got, more, err := h.s.ListMessages(h.ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: limit, AfterID: byID(after), BeforeID: byID(before)})
+		require.NoError(t, err)
+		for _, m := range got {
+			assert.Equal(t, "c", m.ConversationID)
+		}
+		return messageIDs(got), more
+	})
+	for name, id := range map[string]string{"another_conversation": noise[0], "missing": ids.New(ids.Message)} {
+		t.Run(name, func(t *testing.T) {
+			for _, q := range []messaging.MessageQuery{
+				{ConversationIDs: []string{"c"}, Limit: 5, AfterID: id},
+				{ConversationIDs: []string{"c"}, Limit: 5, BeforeID: id},
+			} {
+				_, _, err := h.s.ListMessages(h.ctx, q)
+				assert.ErrorIs(t, err, messaging.ErrNotFound, "AfterID %q, BeforeID %q", q.AfterID, q.BeforeID)
+			}
+		})
+	}
 }
 
 func testAttachmentCursors(t *testing.T, h *harness) {

@@ -11,6 +11,13 @@
 // connection parameters. sqlstore.Options.Schema, when set, replaces the
 // DSN's search_path. The pool holds Options.MaxOpenConns connections
 // (default 16).
+//
+// The connections have plan_cache_mode set to force_generic_plan unless
+// the DSN sets it: the store runs its reads by key and by the range of one
+// index as prepared statements, whose generic plan the server keeps,
+// rather than parsing and planning each anew (a page of messages took
+// longer to plan than to run). It applies to prepared statements only:
+// those of a host's own, on the store's connections (Store.DB), too.
 package postgres
 
 import (
@@ -51,12 +58,19 @@ func (driver) Open(dsn string, o sqlstore.Options) (w, r *sql.DB, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	q := u.Query()
 	if o.Schema != "" {
-		q := u.Query()
 		q.Set("search_path", o.Schema)
-		u.RawQuery = q.Encode()
-		dsn = u.String()
 	}
+	if !q.Has("plan_cache_mode") {
+		// The store prepares only the reads whose plan suits every value
+		// of their arguments (sqlstore's readPrepared); left to choose,
+		// the server plans some of them anew at every run, which costs
+		// more than running them.
+		q.Set("plan_cache_mode", "force_generic_plan")
+	}
+	u.RawQuery = q.Encode()
+	dsn = u.String()
 	var connector *pgdriver.Connector
 	if err := func() (err error) {
 		defer func() {
