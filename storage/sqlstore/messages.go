@@ -229,21 +229,28 @@ func complete(ctx context.Context, query queryFn, rows []messageRow) ([]messagin
 	if len(rows) == 0 {
 		return []messaging.Message{}, nil
 	}
-	withReactions := make([]string, 0, len(rows))
-	withAttachments := make([]string, 0, len(rows))
-	for _, r := range rows {
+	// The ids of the messages with reactions and of those with
+	// attachments, in one array, each id boxed once for both.
+	buf := make(boxedIDs, 2*len(rows))
+	withReactions, withAttachments := buf[:0:len(rows)], buf[len(rows):len(rows)]
+	for i := range rows {
+		r := &rows[i]
+		if r.ReactionCount == 0 && r.AttachmentCount == 0 {
+			continue
+		}
+		id := any(r.ID)
 		if r.ReactionCount > 0 {
-			withReactions = append(withReactions, r.ID)
+			withReactions = append(withReactions, id)
 		}
 		if r.AttachmentCount > 0 {
-			withAttachments = append(withAttachments, r.ID)
+			withAttachments = append(withAttachments, id)
 		}
 	}
 	rs, err := loadReactions(ctx, query, withReactions)
 	if err != nil {
 		return nil, err
 	}
-	as, err := loadAttachments(ctx, query, withAttachments)
+	as, err := loadAttachmentsOf(ctx, query, withAttachments)
 	if err != nil {
 		return nil, err
 	}
@@ -254,25 +261,30 @@ func complete(ctx context.Context, query queryFn, rows []messageRow) ([]messagin
 	if len(rs) == 0 && len(as) == 0 {
 		return out, nil
 	}
-	index := make(map[string]*messaging.Message, len(rows))
-	for i := range out {
-		index[out[i].ID] = &out[i]
+	// A page is at most a few hundred messages: a search, not a map.
+	index := func(id string) *messaging.Message {
+		for i := range out {
+			if out[i].ID == id {
+				return &out[i]
+			}
+		}
+		return nil
 	}
-	for _, r := range rs {
-		addReaction(index[r.MessageID], r)
-	}
+	addReactions(index, rs)
 	// The attachments of all the messages share one array, each message's
 	// a full slice of it (an append to one reallocates it).
 	all := make([]messaging.Attachment, len(as))
 	for i, a := range as {
 		all[i] = a.attachment()
+		// Linked: its conversation is its message's (not read).
+		all[i].ConversationID = index(a.MessageID).ConversationID
 	}
 	for i := 0; i < len(all); {
 		j := i + 1
 		for j < len(all) && all[j].MessageID == all[i].MessageID {
 			j++
 		}
-		if m := index[all[i].MessageID]; len(m.Attachments) == 0 {
+		if m := index(all[i].MessageID); len(m.Attachments) == 0 {
 			m.Attachments = all[i:j:j]
 		} else {
 			m.Attachments = append(m.Attachments, all[i:j]...)
@@ -302,6 +314,27 @@ func (r *messageRow) message() messaging.Message {
 		CreatedAt:   utc(r.CreatedAt),
 		UpdatedAt:   utc(r.UpdatedAt),
 	}
+}
+
+// linkedAttachmentCols are attachmentCols but the conversation, which a
+// linked attachment shares with its message.
+const linkedAttachmentCols = "a.id, a.message_id, a.uploader_id, a.filename, a.file_type, a.file_size, a.sha256, a.blob_key, a.created_at"
+
+// loadAttachmentsOf is loadAttachments without the attachments'
+// ConversationID, which the caller takes from their messages: a column
+// fewer on each row.
+func loadAttachmentsOf(ctx context.Context, query queryFn, ids boxedIDs) ([]attachmentRow, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	as := make([]attachmentRow, 0, len(ids))
+	var err error
+	if len(ids) == 1 {
+		err = query(ctx, &as, "SELECT "+linkedAttachmentCols+" FROM attachments AS a WHERE a.message_id = ? ORDER BY a.created_at, a.id", ids[0])
+	} else {
+		err = query(ctx, &as, "SELECT "+linkedAttachmentCols+" FROM attachments AS a WHERE a.message_id IN (?) ORDER BY a.created_at, a.id", ids)
+	}
+	return as, err
 }
 
 // loadAttachments returns the attachments of the messages ids, oldest
@@ -538,7 +571,7 @@ func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch mess
 	// The answer embeds a bounded number of reactors of each name.
 	var reactions messaging.Message
 	if names > 0 {
-		rs, err := loadReactions(ctx, txQuery(tx), []string{id})
+		rs, err := loadReactions(ctx, txQuery(tx), boxedIDs{id})
 		if err != nil {
 			return messaging.Message{}, err
 		}

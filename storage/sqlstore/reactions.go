@@ -152,7 +152,7 @@ const reactionsSQL = `SELECT ` + reactionsCols + `
 
 // loadReactions returns the embedded reactions of the messages ids: names
 // in their order, each name's first reactors in theirs. No ids, no query.
-func loadReactions(ctx context.Context, query queryFn, ids []string) ([]reactionRow, error) {
+func loadReactions(ctx context.Context, query queryFn, ids boxedIDs) ([]reactionRow, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -161,9 +161,45 @@ func loadReactions(ctx context.Context, query queryFn, ids []string) ([]reaction
 	if len(ids) == 1 {
 		err = query(ctx, &rs, reactionsSQL+"= ? ORDER BY n.message_id, n.seq, r.seq", ids[0])
 	} else {
-		err = query(ctx, &rs, reactionsSQL+"IN (?) ORDER BY n.message_id, n.seq, r.seq", idList(ids))
+		err = query(ctx, &rs, reactionsSQL+"IN (?) ORDER BY n.message_id, n.seq, r.seq", ids)
 	}
 	return rs, err
+}
+
+// addReactions sets the reactions of the messages (index finds one by
+// id) from rs, in loadReactions's order (by message, each message's names
+// in their order, each name's reactors in theirs). The reactions of all the messages share
+// one array and their reactors another, each message's and each name's a
+// full slice of it (an append to one reallocates it): two allocations
+// for a page rather than two for each message.
+func addReactions(index func(id string) *messaging.Message, rs []reactionRow) {
+	if len(rs) == 0 {
+		return
+	}
+	reactors := make([]string, len(rs))
+	names := 0
+	for i, r := range rs {
+		reactors[i] = r.Reactor
+		if i == 0 || r.MessageID != rs[i-1].MessageID || r.Name != rs[i-1].Name {
+			names++
+		}
+	}
+	reactions := make([]messaging.Reaction, 0, names)
+	first := 0 // the first reaction of the message under way
+	for i := 0; i < len(rs); {
+		j := i + 1
+		for j < len(rs) && rs[j].MessageID == rs[i].MessageID && rs[j].Name == rs[i].Name {
+			j++
+		}
+		reactions = append(reactions, messaging.Reaction{Name: rs[i].Name, Reactors: reactors[i:j:j], Count: rs[i].Count})
+		if j == len(rs) || rs[j].MessageID != rs[i].MessageID {
+			if m := index(rs[i].MessageID); m != nil {
+				m.Reactions = reactions[first:len(reactions):len(reactions)]
+			}
+			first = len(reactions)
+		}
+		i = j
+	}
 }
 
 // addReaction adds the reactor of r to m, whose reactions come in order

@@ -16,6 +16,11 @@ import (
 // one placeholder per element on the prepared path.
 type idList []string
 
+// boxedIDs is an idList whose ids are boxed already (each a string), so
+// that two queries of the same ids box them once (a page's reactions and
+// attachments).
+type boxedIDs []any
+
 // maxStmts bounds the prepared statements a Store keeps: list queries
 // differ by page size and by the number of conversations and ids.
 const maxStmts = 256
@@ -85,6 +90,7 @@ func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
 var sqliteReadCols = strings.NewReplacer(
 	messageCols, exprCols(messageCols),
 	attachmentCols, exprCols(attachmentCols),
+	linkedAttachmentCols, exprCols(linkedAttachmentCols),
 	reactionsCols, exprCols(reactionsCols),
 	"SELECT "+contactCols+" FROM contacts", "SELECT "+exprCols(contactCols)+" FROM contacts",
 )
@@ -186,22 +192,32 @@ func (s *Store) readPrepared(ctx context.Context, dst any, query string, args ..
 	return s.r.NewRaw(query, bunArgs(args)...).Scan(ctx, dst)
 }
 
-// bunArgs returns args with idLists as bun.List.
+// bunArgs returns args with idLists and boxedIDs as bun.List.
 func bunArgs(args []any) []any {
+	var out []any
 	for i, a := range args {
-		if l, ok := a.(idList); ok {
-			out := make([]any, len(args))
-			copy(out, args)
-			out[i] = bun.List([]string(l))
-			for j := i + 1; j < len(out); j++ {
-				if l, ok := out[j].(idList); ok {
-					out[j] = bun.List([]string(l))
-				}
+		var l []string
+		switch a := a.(type) {
+		case idList:
+			l = a
+		case boxedIDs:
+			l = make([]string, len(a))
+			for k, id := range a {
+				l[k], _ = id.(string)
 			}
-			return out
+		default:
+			continue
 		}
+		if out == nil {
+			out = make([]any, len(args))
+			copy(out, args)
+		}
+		out[i] = bun.List(l)
 	}
-	return args
+	if out == nil {
+		return args
+	}
+	return out
 }
 
 // expandArgs turns a query with bun placeholders into one with driver
@@ -249,6 +265,17 @@ func expandArgs(query string, args []any, dollar bool) (string, []any, bool) {
 			}
 			placeholder()
 		case idList:
+			if len(a) == 0 {
+				return "", nil, false
+			}
+			for k, id := range a {
+				if k > 0 {
+					b.WriteString(", ")
+				}
+				out = append(out, id)
+				placeholder()
+			}
+		case boxedIDs:
 			if len(a) == 0 {
 				return "", nil, false
 			}

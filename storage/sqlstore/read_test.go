@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/driver/sqliteshim"
 )
 
@@ -23,6 +24,11 @@ func TestExpandArgs(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, "SELECT 1 FROM t WHERE a = $1 AND b IN ($2, $3) AND c <= $4 AND d = $5 LIMIT $6", q, "PostgreSQL's placeholders")
 	assert.Equal(t, []any{"x", "p", "q", at, nil, 3}, args, "times as they are: the driver writes them")
+	q, args, ok = expandArgs("SELECT 1 FROM t WHERE a IN (?)", []any{boxedIDs{"p", "q"}}, true)
+	assert.True(t, ok)
+	assert.Equal(t, "SELECT 1 FROM t WHERE a IN ($1, $2)", q, "ids boxed already")
+	assert.Equal(t, []any{"p", "q"}, args)
+	assert.Equal(t, []any{"x", bun.List([]string{"p", "q"}), bun.List([]string{"r"})}, bunArgs([]any{"x", boxedIDs{"p", "q"}, idList{"r"}}), "lists for bun")
 	_, _, ok = expandArgs("SELECT ?", []any{time.Time{}}, true)
 	assert.False(t, ok, "a zero time, which PostgreSQL's driver would send as NULL")
 
