@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"strings"
 	"time"
 
@@ -92,7 +93,7 @@ func (s *Store) createMessage(ctx context.Context, m messaging.Message, attachme
 			if s.flavor == flavorPostgres {
 				with, withArgs = ensureWith(m.ConversationID, m.Contact.ID, m.CreatedAt)
 			}
-			if err := insertMessage(ctx, tx, m, len(atts), with, withArgs...); err != nil {
+			if err := s.insertMessage(ctx, tx, m, len(atts), with, withArgs...); err != nil {
 				return err
 			}
 			if s.deferred() {
@@ -141,21 +142,44 @@ func (s *Store) insertSent(ctx context.Context, db bun.IConn, m, after messaging
 	}
 	q, tallyArgs := tallyInsert(m.ConversationID, m.Contact.ID, m.ID, m.CreatedAt)
 	with, args = append(with, "t AS ("+q+")"), append(args, tallyArgs...)
-	return insertMessage(ctx, db, m, 0, strings.Join(with, ", "), args...)
+	return s.insertMessage(ctx, db, m, 0, strings.Join(with, ", "), args...)
+}
+
+// execWrite runs a write statement on db (the store's, or a transaction's):
+// on PostgreSQL as a statement prepared once, which the server neither
+// parses nor plans again (readPrepared), when its arguments allow; as bun
+// formats it otherwise. A send's statement took longer to plan than to
+// run.
+func (s *Store) execWrite(ctx context.Context, db bun.IConn, query string, args ...any) (sql.Result, error) {
+	if s.stmts != nil && s.stmts.dollar {
+		if q, dargs, ok := expandArgs(query, args, true); ok {
+			st, err := s.stmts.get(ctx, q)
+			if err != nil {
+				return nil, err
+			}
+			if st != nil {
+				if tx, ok := db.(bun.Tx); ok {
+					return tx.Tx.StmtContext(ctx, st).ExecContext(ctx, dargs...)
+				}
+				return st.ExecContext(ctx, dargs...)
+			}
+		}
+	}
+	return db.ExecContext(ctx, query, args...)
 }
 
 // insertMessage inserts the row of m, with attachments linked attachments.
 // with, when not "", holds WITH queries (PostgreSQL: the inserts of events
 // and of the tally, data-modifying) that run in the same statement; their
 // arguments come first.
-func insertMessage(ctx context.Context, db bun.IConn, m messaging.Message, attachments int, with string, withArgs ...any) error {
+func (s *Store) insertMessage(ctx context.Context, db bun.IConn, m messaging.Message, attachments int, with string, withArgs ...any) error {
 	q := `INSERT INTO messages (id, conversation_id, contact_id, text, read_at, created_at, updated_at, attachment_count)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 	if with != "" {
 		q = "WITH " + with + " " + q
 	}
 	args := append(withArgs, m.ID, m.ConversationID, m.Contact.ID, m.Text, ts(m.ReadAt), m.CreatedAt.UTC(), ts(m.UpdatedAt), attachments)
-	_, err := db.ExecContext(ctx, q, args...)
+	_, err := s.execWrite(ctx, db, q, args...)
 	if isUniqueViolation(err) {
 		return conflict("a message with this id exists")
 	}

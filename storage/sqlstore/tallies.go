@@ -98,9 +98,10 @@ type tallyRow struct {
 // Where they do, they write nothing, and so wait for no lock.
 func ensureWith(conv, contact string, at time.Time) (string, []any) {
 	at = at.UTC()
-	return `c AS (INSERT INTO conversations (id, created_at, updated_at) SELECT ?, ?, ?
+	// Typed: prepared (execWrite), a SELECT's parameters would be text.
+	return `c AS (INSERT INTO conversations (id, created_at, updated_at) SELECT CAST(? AS text), CAST(? AS timestamptz), CAST(? AS timestamptz)
 			WHERE NOT EXISTS (SELECT 1 FROM conversations WHERE id = ?) ON CONFLICT (id) DO NOTHING),
-		r AS (INSERT INTO conversation_members (conversation_id, contact_id) SELECT ?, ?
+		r AS (INSERT INTO conversation_members (conversation_id, contact_id) SELECT CAST(? AS text), CAST(? AS text)
 			WHERE NOT EXISTS (SELECT 1 FROM conversation_members WHERE conversation_id = ? AND contact_id = ?)
 			ON CONFLICT (conversation_id, contact_id) DO NOTHING)`,
 		[]any{conv, at, at, conv, conv, contact, conv, contact}

@@ -92,3 +92,36 @@ func TestSnapshotCountsTallies(t *testing.T) {
 		})
 	}
 }
+
+// TestSendIsPreparedOnPostgres checks that a send on PostgreSQL runs as
+// one statement prepared once: the first send prepares it, the next ones
+// reuse it.
+func TestSendIsPreparedOnPostgres(t *testing.T) {
+	for _, e := range backendtest.SQL(t) {
+		if e.Name != "postgres" {
+			continue
+		}
+		t.Run(e.Name, func(t *testing.T) {
+			ctx := t.Context()
+			s := open(t, e.DSN(t))
+			require.NoError(t, s.Migrate(ctx))
+			alice := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: time.Now().UTC()}
+			require.NoError(t, s.PutContact(ctx, alice))
+			send := func(conv string) {
+				at := time.Now().UTC()
+				m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: conv, Contact: alice, Text: "hi", CreatedAt: at}
+				require.NoError(t, s.CreateMessage(ctx, m, nil, nil))
+			}
+			before := sqlstore.Prepared(s)
+			send("a")
+			first := sqlstore.Prepared(s)
+			assert.Equal(t, before+1, first, "the first send prepares its statement")
+			send("a")
+			send("b")
+			assert.Equal(t, first, sqlstore.Prepared(s), "later sends reuse it")
+			got, err := s.GetConversation(ctx, "a", alice.ID)
+			require.NoError(t, err)
+			assert.EqualValues(t, 2, got.MessageCount)
+		})
+	}
+}
