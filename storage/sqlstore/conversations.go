@@ -227,10 +227,7 @@ func (s *Store) scopeBranch(col string, all bool, memberID string, ids []string)
 // transaction ends.
 func (s *Store) touchConversation(ctx context.Context, tx bun.Tx, m messaging.Message) error {
 	at := m.CreatedAt.UTC()
-	q := `INSERT INTO conversations (id, created_at, updated_at, message_count, last_message_id)
-		VALUES (?, ?, ?, 1, ?) ON CONFLICT (id) DO UPDATE SET message_count = conversations.message_count + 1,
-		last_message_id = CASE WHEN ` + newest + ` THEN EXCLUDED.last_message_id ELSE conversations.last_message_id END,
-		updated_at = CASE WHEN ` + newest + ` THEN EXCLUDED.updated_at ELSE conversations.updated_at END`
+	q := countSendSQL
 	if s.flavor == flavorMySQL {
 		// Assignments run in order, each seeing those before it.
 		q = `INSERT INTO conversations (id, created_at, updated_at, message_count, last_message_id)
@@ -239,16 +236,28 @@ func (s *Store) touchConversation(ctx context.Context, tx bun.Tx, m messaging.Me
 				OR (VALUES(updated_at) = updated_at AND VALUES(last_message_id) > last_message_id), VALUES(last_message_id), last_message_id),
 			updated_at = IF(last_message_id = VALUES(last_message_id), VALUES(updated_at), updated_at)`
 	}
-	if _, err := tx.ExecContext(ctx, q, m.ConversationID, at, at, m.ID); err != nil {
+	if _, err := s.execWrite(ctx, tx, q, m.ConversationID, at, at, m.ID); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE conversation_members SET read_count = read_count + 1,
-		own_read_count = own_read_count + CASE WHEN contact_id = ? THEN 1 ELSE 0 END
-		WHERE conversation_id = ? AND `+afterPosition, m.Contact.ID, m.ConversationID, at, at, m.ID); err != nil {
+	if _, err := s.execWrite(ctx, tx, countReadSendSQL, m.Contact.ID, m.ConversationID, at, at, m.ID); err != nil {
 		return err
 	}
 	return s.countOwn(ctx, tx, m.ConversationID, m.Contact.ID)
 }
+
+// The statements of a send on SQLite (touchConversation), prepared once on
+// its writer (prepareWrites).
+const (
+	countSendSQL = `INSERT INTO conversations (id, created_at, updated_at, message_count, last_message_id)
+		VALUES (?, ?, ?, 1, ?) ON CONFLICT (id) DO UPDATE SET message_count = conversations.message_count + 1,
+		last_message_id = CASE WHEN ` + newest + ` THEN EXCLUDED.last_message_id ELSE conversations.last_message_id END,
+		updated_at = CASE WHEN ` + newest + ` THEN EXCLUDED.updated_at ELSE conversations.updated_at END`
+	countReadSendSQL = `UPDATE conversation_members SET read_count = read_count + 1,
+		own_read_count = own_read_count + CASE WHEN contact_id = ? THEN 1 ELSE 0 END
+		WHERE conversation_id = ? AND ` + afterPosition
+	countOwnSQL = `INSERT INTO conversation_members (conversation_id, contact_id, own_count) VALUES (?, ?, 1)
+		ON CONFLICT (conversation_id, contact_id) DO UPDATE SET own_count = conversation_members.own_count + 1`
+)
 
 // newest is the condition that an upsert's new message comes after the
 // conversation's last one.
@@ -265,13 +274,12 @@ const (
 
 // countOwn counts a new message of contact in conv.
 func (s *Store) countOwn(ctx context.Context, tx bun.Tx, conv, contact string) error {
-	q := `INSERT INTO conversation_members (conversation_id, contact_id, own_count) VALUES (?, ?, 1)
-		ON CONFLICT (conversation_id, contact_id) DO UPDATE SET own_count = conversation_members.own_count + 1`
+	q := countOwnSQL
 	if s.flavor == flavorMySQL {
 		q = `INSERT INTO conversation_members (conversation_id, contact_id, own_count) VALUES (?, ?, 1)
 			ON DUPLICATE KEY UPDATE own_count = own_count + 1`
 	}
-	_, err := tx.ExecContext(ctx, q, conv, contact)
+	_, err := s.execWrite(ctx, tx, q, conv, contact)
 	return err
 }
 

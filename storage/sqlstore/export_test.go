@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"sync/atomic"
 
 	"github.com/uptrace/bun"
@@ -60,13 +61,28 @@ func CountReads(s *Store) *atomic.Int64 {
 		_ = s.stmts.close()
 		s.stmts = nil
 	}
-	s.r = s.r.WithQueryHook(readHook{n})
+	s.r = s.r.WithQueryHook(readHook{n: n})
 	return n
 }
 
-type readHook struct{ n *atomic.Int64 }
+// CountWrites makes s count the statements that bun formats on its
+// writer (not the prepared ones, nor BEGIN and COMMIT), and returns the
+// counter.
+func CountWrites(s *Store) *atomic.Int64 {
+	n := new(atomic.Int64)
+	s.w = s.w.WithQueryHook(readHook{n: n, statementsOnly: true})
+	return n
+}
 
-func (h readHook) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
+type readHook struct {
+	n              *atomic.Int64
+	statementsOnly bool // not BEGIN, COMMIT and ROLLBACK
+}
+
+func (h readHook) BeforeQuery(ctx context.Context, e *bun.QueryEvent) context.Context {
+	if h.statementsOnly && (strings.HasPrefix(e.Query, "BEGIN") || e.Query == "COMMIT" || e.Query == "ROLLBACK") {
+		return ctx
+	}
 	h.n.Add(1)
 	return ctx
 }

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -194,7 +193,7 @@ func (s *Store) storeKey(ctx context.Context, tx bun.Tx, done messaging.Idempote
 			WHERE scope = ? AND client_key = ?`, done.Fingerprint, done.Result, done.CreatedAt.UTC(), done.ExpiresAt.UTC(), done.Scope, done.Key)
 		return err
 	}
-	res, err := s.execPrepared(ctx, tx, upsertKey, s.upsertKeyArgs(done)...)
+	res, err := s.execWrite(ctx, tx, upsertKey, s.upsertKeyArgs(done)...)
 	if err != nil {
 		return err
 	}
@@ -214,21 +213,6 @@ func (s *Store) prepareKeyed(ctx context.Context) {
 	if s.wstmts != nil {
 		_, _ = s.wstmts.get(ctx, upsertKey) // its placeholders are the driver's too
 	}
-}
-
-// execPrepared runs a statement of a write transaction: on SQLite, as the
-// statement prepareKeyed prepared on the writer, when it did (a keyed
-// write's record is one more statement in its transaction, and parsing it
-// would cost about as much as running it); as bun formats it otherwise.
-func (s *Store) execPrepared(ctx context.Context, tx bun.Tx, query string, args ...any) (sql.Result, error) {
-	if s.wstmts != nil {
-		if q, dargs, ok := expandArgs(query, args, false); ok {
-			if st := s.wstmts.lookup(q); st != nil {
-				return tx.Tx.StmtContext(ctx, st).ExecContext(ctx, dargs...)
-			}
-		}
-	}
-	return tx.ExecContext(ctx, query, args...)
 }
 
 // upsertKey stores a keyed write's record, on PostgreSQL and SQLite: it

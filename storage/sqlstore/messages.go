@@ -60,6 +60,7 @@ func (s *Store) createMessage(ctx context.Context, m messaging.Message, attachme
 	// A link fails the transaction unless the attachment ends up linked
 	// here: the message has as many as there are distinct ids.
 	atts := dedupe(attachmentIDs)
+	s.prepareWrites(ctx)
 	after := m
 	after.Reactions, after.Attachments = []messaging.Reaction{}, []messaging.Attachment{}
 	var err error
@@ -145,12 +146,21 @@ func (s *Store) insertSent(ctx context.Context, db bun.IConn, m, after messaging
 	return s.insertMessage(ctx, db, m, 0, strings.Join(with, ", "), args...)
 }
 
-// execWrite runs a write statement on db (the store's, or a transaction's):
-// on PostgreSQL as a statement prepared once, which the server neither
-// parses nor plans again (readPrepared), when its arguments allow; as bun
-// formats it otherwise. A send's statement took longer to plan than to
-// run.
+// execWrite runs a write statement on db (the store's, or a transaction's)
+// as a statement prepared once, when its arguments allow: on PostgreSQL
+// from the cache of the reads, which the server neither parses nor plans
+// again (readPrepared); on SQLite, in a transaction, when prepareWrites
+// prepared it on the writer (it cannot be prepared in the transaction,
+// which holds the writer's one connection). As bun formats it otherwise.
+// A send's statements took about as long to parse and plan as to run.
 func (s *Store) execWrite(ctx context.Context, db bun.IConn, query string, args ...any) (sql.Result, error) {
+	if tx, ok := db.(bun.Tx); ok && s.wstmts != nil {
+		if q, dargs, ok := expandArgs(query, args, false); ok {
+			if st := s.wstmts.lookup(q); st != nil {
+				return tx.Tx.StmtContext(ctx, st).ExecContext(ctx, dargs...)
+			}
+		}
+	}
 	if s.stmts != nil && s.stmts.dollar {
 		if q, dargs, ok := expandArgs(query, args, true); ok {
 			st, err := s.stmts.get(ctx, q)
@@ -168,13 +178,16 @@ func (s *Store) execWrite(ctx context.Context, db bun.IConn, query string, args 
 	return db.ExecContext(ctx, query, args...)
 }
 
+// insertMessageSQL inserts a message.
+const insertMessageSQL = `INSERT INTO messages (id, conversation_id, contact_id, text, read_at, created_at, updated_at, attachment_count)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+
 // insertMessage inserts the row of m, with attachments linked attachments.
 // with, when not "", holds WITH queries (PostgreSQL: the inserts of events
 // and of the tally, data-modifying) that run in the same statement; their
 // arguments come first.
 func (s *Store) insertMessage(ctx context.Context, db bun.IConn, m messaging.Message, attachments int, with string, withArgs ...any) error {
-	q := `INSERT INTO messages (id, conversation_id, contact_id, text, read_at, created_at, updated_at, attachment_count)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	q := insertMessageSQL
 	if with != "" {
 		q = "WITH " + with + " " + q
 	}

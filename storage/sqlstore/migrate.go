@@ -445,7 +445,7 @@ const backfillCounters = `UPDATE messages SET
 func (s *Store) Migrate(ctx context.Context) error {
 	err := s.migrate(ctx)
 	if err == nil {
-		s.prepareOutbox(ctx)
+		s.prepareWrites(ctx)
 	}
 	return wrapErr("sqlstore.Migrate", err)
 }

@@ -112,18 +112,7 @@ func (s *Store) record(ctx context.Context, tx bun.Tx, rec messaging.Recorder, c
 	if err != nil || insert == "" {
 		return err
 	}
-	if s.wstmts != nil {
-		// SQLite parses and plans a statement on every run otherwise. (It
-		// cannot be prepared here: the transaction holds the writer's one
-		// connection. See prepareOutbox.)
-		if st := s.wstmts.lookup(insert); st != nil {
-			if _, dargs, ok := expandArgs(insert, args, false); ok {
-				_, err := tx.Tx.StmtContext(ctx, st).ExecContext(ctx, dargs...)
-				return err
-			}
-		}
-	}
-	_, err = tx.ExecContext(ctx, insert, args...)
+	_, err = s.execWrite(ctx, tx, insert, args...)
 	return err
 }
 
@@ -163,18 +152,24 @@ func insertEventsSQL(n int, numbered bool) string {
 // prepares; writes of more (rare) are formatted by bun.
 const maxPrepared = 4
 
-// prepareOutbox prepares SQLite's inserts of events on the writer, once
-// the table exists: after Migrate, or at the first read of events.
-func (s *Store) prepareOutbox(ctx context.Context) {
-	if s.wstmts == nil || s.outboxPrepared.Load() {
+// prepareWrites prepares the statements of SQLite's sends (the inserts of
+// the message and its events, its counting) on the writer, once the
+// tables exist: after Migrate, or at the first send or read of events.
+func (s *Store) prepareWrites(ctx context.Context) {
+	if s.wstmts == nil || s.writesPrepared.Load() {
 		return
 	}
-	for n := 1; n <= maxPrepared; n++ {
-		if _, err := s.wstmts.get(ctx, insertEventsSQL(n, true)); err != nil {
+	for _, q := range []string{insertMessageSQL, countSendSQL, countReadSendSQL, countOwnSQL} {
+		if _, err := s.wstmts.get(ctx, q); err != nil {
 			return // no table yet: later
 		}
 	}
-	s.outboxPrepared.Store(true)
+	for n := 1; n <= maxPrepared; n++ {
+		if _, err := s.wstmts.get(ctx, insertEventsSQL(n, true)); err != nil {
+			return
+		}
+	}
+	s.writesPrepared.Store(true)
 }
 
 // sequence numbers the committed events that have no seq yet (PostgreSQL
@@ -250,7 +245,7 @@ func (s *Store) readEvents(ctx context.Context, q events.Query) ([]messaging.Eve
 	if q.Limit < 1 {
 		return nil, invalid("limit must be at least 1")
 	}
-	s.prepareOutbox(ctx)
+	s.prepareWrites(ctx)
 	if err := s.sequence(ctx); err != nil {
 		return nil, err
 	}

@@ -147,7 +147,7 @@ type Store struct {
 	sends   atomic.Int64 // sends of this process, for folds (tallies.go)
 	folding sync.Mutex   // held while a send folds tallies (tallies.go)
 
-	outboxPrepared atomic.Bool // wstmts holds the inserts of events
+	writesPrepared atomic.Bool // wstmts holds the statements of sends (prepareWrites)
 	planStats      planStats   // the size of messages, for genericPlans (PostgreSQL)
 }
 
