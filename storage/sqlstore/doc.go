@@ -58,6 +58,19 @@
 // message without attachments is inserted in the same statement as the
 // message.
 //
+// # Counting sends
+//
+// On SQLite a send counts its message in its conversation's counters in
+// its own transaction. On PostgreSQL and MySQL that would make the sends
+// of one conversation wait for each other's lock on its row, each until
+// its commit is flushed; there a send inserts a tally of its message
+// (version 20261123000007, message_tallies) and writes no shared row, and
+// the tallies are folded into the counters under the conversation's lock
+// when it is read, by MarkRead and every 64 sends (see tallies.go). On
+// PostgreSQL a send without attachments or key is one statement, prepared
+// once, without a transaction; on SQLite the statements of a send are
+// prepared once on the writer.
+//
 // # Idempotency keys and revisions
 //
 // Version 20261123000002 adds idempotency_keys, one row per (scope,
