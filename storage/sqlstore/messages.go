@@ -64,13 +64,19 @@ func (s *Store) createMessage(ctx context.Context, m messaging.Message, attachme
 	after := m
 	after.Reactions, after.Attachments = []messaging.Reaction{}, []messaging.Attachment{}
 	var err error
-	if s.flavor == flavorPostgres && len(atts) == 0 && done == nil {
+	alone := s.flavor == flavorPostgres && len(atts) == 0
+	if alone {
 		// The message is all of the change, known before it is made: its
-		// rows, tally and events go in with it in one statement, atomic on
-		// its own, with no transaction to begin and commit (a round trip
-		// is most of what each costs a send).
-		err = s.retry(ctx, func(ctx context.Context) error { return s.insertSent(ctx, s.w, m, after, rec) })
-	} else {
+		// rows, tally, events and key record go in with it in one
+		// statement, atomic on its own, with no transaction to begin and
+		// commit (a round trip is most of what each costs a send). The
+		// key's record is inserted plainly: when a row is in its way (a
+		// retry, an expired record), the statement fails and the send is
+		// made again in a transaction, which upserts it (storeKey).
+		err = s.retry(ctx, func(ctx context.Context) error { return s.insertSent(ctx, s.w, m, after, rec, done) })
+		alone = err == nil || done == nil || messaging.KindOf(err) != messaging.ErrConflict
+	}
+	if !alone {
 		err = s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 			if done != nil {
 				if err := s.storeKey(ctx, tx, *done, nil); err != nil {
@@ -78,7 +84,7 @@ func (s *Store) createMessage(ctx context.Context, m messaging.Message, attachme
 				}
 			}
 			if s.flavor == flavorPostgres && len(atts) == 0 {
-				return s.insertSent(ctx, tx, m, after, rec)
+				return s.insertSent(ctx, tx, m, after, rec, nil)
 			}
 			switch {
 			case s.flavor == flavorMySQL:
@@ -127,11 +133,22 @@ func (s *Store) createMessage(ctx context.Context, m messaging.Message, attachme
 }
 
 // insertSent stores m, a message with no attachments, with its rows,
-// tally (tallies.go) and the events rec makes of it (after is m as they
-// show it), in one statement (PostgreSQL).
-func (s *Store) insertSent(ctx context.Context, db bun.IConn, m, after messaging.Message, rec messaging.Recorder) error {
+// tally (tallies.go), the events rec makes of it (after is m as they show
+// it) and done, the record of its key, unless nil (inserted: a row in its
+// way fails the statement, with ErrConflict), in one statement
+// (PostgreSQL).
+func (s *Store) insertSent(ctx context.Context, db bun.IConn, m, after messaging.Message, rec messaging.Recorder, done *messaging.IdempotencyRecord) error {
 	ensure, args := ensureWith(m.ConversationID, m.Contact.ID, m.CreatedAt)
 	with := []string{ensure}
+	if done != nil {
+		result := done.Result
+		if result == nil {
+			result = []byte("null") // storeKey's JSON of no result
+		}
+		with = append(with, `k AS (INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, result, created_at, expires_at)
+			VALUES (?, ?, ?, '', ?, ?, ?))`)
+		args = append(args, done.Scope, done.Key, done.Fingerprint, result, done.CreatedAt.UTC(), done.ExpiresAt.UTC())
+	}
 	if rec != nil {
 		q, evArgs, err := eventsInsert(rec(messaging.Change{Message: &after}), false)
 		if err != nil {
