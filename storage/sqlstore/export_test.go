@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"math"
 	"strings"
 	"sync/atomic"
 
@@ -126,4 +127,13 @@ var Unavailable = unavailable
 var ReactionsSQL = [2]string{
 	reactionsSQL + "= ? ORDER BY n.message_id, n.seq, r.seq",
 	reactionsSQL + "IN (?, ?) ORDER BY n.message_id, n.seq, r.seq",
+}
+
+// SetFoldEvery sets how many sends of s pass between two folds of
+// tallies (0: never).
+func SetFoldEvery(s *Store, n int64) {
+	if n == 0 {
+		n = math.MaxInt64
+	}
+	s.foldEvery = n
 }

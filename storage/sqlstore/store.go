@@ -144,8 +144,9 @@ type Store struct {
 	wstmts *stmtCache // prepared writes of SQLite's writer (outbox.go, idempotency.go); nil otherwise
 	seqMu  sync.Mutex // held while this process numbers events (outbox.go)
 
-	sends   atomic.Int64 // sends of this process, for folds (tallies.go)
-	folding sync.Mutex   // held while a send folds tallies (tallies.go)
+	sends     atomic.Int64 // sends of this Store, for folds (tallies.go)
+	foldEvery int64        // sends between two folds (tallies.go)
+	folding   sync.Mutex   // held while a send folds tallies (tallies.go)
 
 	writesPrepared atomic.Bool // wstmts holds the statements of sends (prepareWrites)
 	planStats      planStats   // the size of messages, for genericPlans (PostgreSQL)
@@ -205,7 +206,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 			return nil, wrapErr("sqlstore.Open", err)
 		}
 	}
-	s := &Store{flavor: f, opts: o}
+	s := &Store{flavor: f, opts: o, foldEvery: foldEvery}
 	s.w = bun.NewDB(w, d.Dialect())
 	s.r = s.w
 	if r != w {
@@ -238,7 +239,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 // takes no Options.Schema: set the search_path of db's connections
 // instead, and create the schema.
 func New(db *bun.DB, opts *Options) (*Store, error) {
-	s := &Store{w: db, r: db, opts: opts.withDefaults()}
+	s := &Store{w: db, r: db, opts: opts.withDefaults(), foldEvery: foldEvery}
 	name := db.Dialect().Name()
 	f, ok := flavorOf(name)
 	if !ok {

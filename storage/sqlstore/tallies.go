@@ -39,8 +39,8 @@ import (
 // its message in its own transaction (touchConversation): deferring would
 // save no waiting.
 
-// foldEvery is how many sends of a process pass between two folds of the
-// conversations they sent to, so that unread tallies stay few.
+// foldEvery is how many sends of a Store pass between two folds
+// (Store.foldEvery, which tests change), so that tallies stay few.
 const foldEvery = 64
 
 // foldBatch is the most tallies one fold transaction counts.
@@ -135,17 +135,26 @@ func tallyInsert(conv, contact, id string, at time.Time) (string, []any) {
 }
 
 // sent notes a send to conv; every foldEvery sends, the process folds the
-// tallies of the conversation, unless it is folding already. The send has
+// tallies of every conversation, unless it is folding already, so that
+// they stay few however many conversations the sends go to. The send has
 // committed: a failed fold is only logged.
 func (s *Store) sent(ctx context.Context, conv string) {
-	if !s.deferred() || s.sends.Add(1)%foldEvery != 0 || !s.folding.TryLock() {
+	if !s.deferred() || s.sends.Add(1)%s.foldEvery != 0 || !s.folding.TryLock() {
 		return
 	}
 	defer s.folding.Unlock()
-	if err := s.fold(context.WithoutCancel(ctx), conv); err != nil {
+	if err := s.fold(context.WithoutCancel(ctx), ""); err != nil {
 		s.opts.Logger.WarnContext(ctx, "sqlstore: folding message tallies", "conversation", conv, "err", err)
 	}
 }
+
+// Bounds of a fold: the conversations of one transaction, and the
+// transactions of one fold (which then has folded at least what was there
+// when it began, unless sends outran it; the next fold goes on).
+const (
+	foldConversations = 100
+	foldRounds        = 64
+)
 
 // fold counts the tallies of conversation conv, or of every conversation
 // when conv is "" (see the top of this file).
@@ -153,9 +162,9 @@ func (s *Store) fold(ctx context.Context, conv string) error {
 	if !s.deferred() {
 		return nil
 	}
-	for {
+	for range foldRounds {
 		var convs []string
-		q, args := "SELECT DISTINCT conversation_id FROM message_tallies ORDER BY conversation_id LIMIT 100", []any(nil)
+		q, args := "SELECT DISTINCT conversation_id FROM message_tallies ORDER BY conversation_id LIMIT ?", []any{foldConversations}
 		if conv != "" {
 			q, args = "SELECT conversation_id FROM message_tallies WHERE conversation_id = ? LIMIT 1", []any{conv}
 		}
@@ -168,10 +177,11 @@ func (s *Store) fold(ctx context.Context, conv string) error {
 			n, err = s.foldLocked(ctx, tx, convs)
 			return err
 		})
-		if err != nil || n < foldBatch {
+		if err != nil || n < foldBatch && len(convs) < foldConversations {
 			return err
 		}
 	}
+	return nil
 }
 
 // foldLocked counts up to foldBatch tallies of the conversations convs in

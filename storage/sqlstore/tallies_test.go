@@ -1,6 +1,7 @@
 package sqlstore_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -127,6 +128,36 @@ func TestSendIsPrepared(t *testing.T) {
 			got, err := s.GetConversation(ctx, "a", alice.ID)
 			require.NoError(t, err)
 			assert.EqualValues(t, 2, got.MessageCount)
+		})
+	}
+}
+
+// TestFoldReachesEveryConversation sends to more conversations than one
+// fold transaction takes, with no fold between the sends, then lists them:
+// every one is counted.
+func TestFoldReachesEveryConversation(t *testing.T) {
+	for _, e := range backendtest.SQL(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			ctx := t.Context()
+			s := open(t, e.DSN(t))
+			require.NoError(t, s.Migrate(ctx))
+			alice := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: time.Now().UTC()}
+			require.NoError(t, s.PutContact(ctx, alice))
+			sqlstore.SetFoldEvery(s, 0)
+			const convs = 130 // more than a fold's transaction takes
+			for i := range convs {
+				at := time.Now().UTC()
+				m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: fmt.Sprintf("c%03d", i), Contact: alice, Text: "hi", CreatedAt: at}
+				require.NoError(t, s.CreateMessage(ctx, m, nil, nil))
+			}
+			got, more, err := s.ListConversations(ctx, messaging.ConversationQuery{All: true, ViewerID: alice.ID, Limit: convs})
+			require.NoError(t, err)
+			assert.False(t, more)
+			require.Len(t, got, convs)
+			for _, c := range got {
+				assert.EqualValues(t, 1, c.MessageCount, c.ID)
+				require.NotNil(t, c.LastMessage, c.ID)
+			}
 		})
 	}
 }
