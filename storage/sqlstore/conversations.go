@@ -367,9 +367,10 @@ const tailCap = 1000
 // neither the conversation nor a long way back.
 func (s *Store) MarkRead(ctx context.Context, conversationID, contactID, messageID string, rec messaging.Recorder) error {
 	return wrapErr("sqlstore.MarkRead", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		// Lock the conversation first, as sends and deletes do; on MySQL
-		// this also makes the reads below see every change committed
-		// before the lock (their snapshot starts after it).
+		// Lock the conversation first, as deletes, imports and folds do
+		// (and sends on SQLite); on MySQL this also makes the reads below
+		// see every change committed before the lock (their snapshot
+		// starts after it).
 		var conv []struct {
 			Count int64 `bun:"message_count"`
 		}

@@ -205,6 +205,22 @@ func (s *Store) foldLocked(ctx context.Context, tx bun.Tx, convs []string) (int,
 	if len(tallies) == 0 {
 		return 0, nil
 	}
+	// A send makes its conversation's row (ensureWith), and none is ever
+	// deleted; should one be missing, the fold makes it rather than drop
+	// its count. (The tallies come by conversation, oldest first.)
+	have := make(map[string]bool, len(bases))
+	for _, b := range bases {
+		have[b.ID] = true
+	}
+	for _, t := range tallies {
+		if !have[t.ConversationID] {
+			have[t.ConversationID] = true
+			if err := s.fileConversation(ctx, tx, t.ConversationID, t.CreatedAt); err != nil {
+				return 0, err
+			}
+			bases = append(bases, convRow{ID: t.ConversationID, UpdatedAt: t.CreatedAt})
+		}
+	}
 	oldest := tallies[0].CreatedAt
 	for _, t := range tallies {
 		if t.CreatedAt.Before(oldest) {

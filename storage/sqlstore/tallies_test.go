@@ -161,3 +161,64 @@ func TestFoldReachesEveryConversation(t *testing.T) {
 		})
 	}
 }
+
+// TestImportBeforeAPosition imports a message before a reader's position
+// into a conversation whose message before it is not folded yet: the
+// reader has read both, and the import counts neither twice. (Found by
+// review: the import's recount of readers changed no row, and once it
+// did, counted the tallied message that the fold then counted again.)
+func TestImportBeforeAPosition(t *testing.T) {
+	for _, e := range backendtest.SQL(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			ctx := t.Context()
+			s := open(t, e.DSN(t))
+			require.NoError(t, s.Migrate(ctx))
+			base := time.Date(2025, 5, 1, 12, 0, 0, 0, time.UTC)
+			alice := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: base}
+			bob := messaging.Contact{ID: ids.New(ids.Contact), Username: "bob", CreatedAt: base}
+			require.NoError(t, s.PutContact(ctx, alice))
+			require.NoError(t, s.PutContact(ctx, bob))
+			mk := func(sec int) messaging.Message {
+				at := base.Add(time.Duration(sec) * time.Second)
+				return messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: alice, Text: "hi", CreatedAt: at}
+			}
+			m3 := mk(3)
+			require.NoError(t, s.CreateMessage(ctx, m3, nil, nil))
+			require.NoError(t, s.MarkRead(ctx, "c", bob.ID, m3.ID, nil))
+			require.NoError(t, s.CreateMessage(ctx, mk(2), nil, nil)) // tallied, before bob's position
+			require.NoError(t, s.ImportMessages(ctx, []messaging.Message{mk(1)}))
+			got, err := s.GetConversation(ctx, "c", bob.ID)
+			require.NoError(t, err)
+			assert.EqualValues(t, 3, got.MessageCount)
+			assert.EqualValues(t, 0, got.UnreadCount)
+		})
+	}
+}
+
+// TestFoldMakesAMissingConversation deletes the row of a conversation
+// whose message is tallied (nothing does that; a damaged database might):
+// the fold makes the row again rather than drop the count.
+func TestFoldMakesAMissingConversation(t *testing.T) {
+	for _, e := range backendtest.SQL(t) {
+		if e.Name == "sqlite" {
+			continue // counts in the send: no tallies
+		}
+		t.Run(e.Name, func(t *testing.T) {
+			ctx := t.Context()
+			s := open(t, e.DSN(t))
+			require.NoError(t, s.Migrate(ctx))
+			alice := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: time.Now().UTC()}
+			require.NoError(t, s.PutContact(ctx, alice))
+			at := time.Now().UTC().Truncate(time.Microsecond)
+			m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: alice, Text: "hi", CreatedAt: at}
+			require.NoError(t, s.CreateMessage(ctx, m, nil, nil))
+			_, err := s.DB().ExecContext(ctx, "DELETE FROM conversations WHERE id = 'c'")
+			require.NoError(t, err)
+			got, err := s.GetConversation(ctx, "c", alice.ID)
+			require.NoError(t, err)
+			assert.EqualValues(t, 1, got.MessageCount)
+			require.NotNil(t, got.LastMessage)
+			assert.Equal(t, m.ID, got.LastMessage.ID)
+		})
+	}
+}
