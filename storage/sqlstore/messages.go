@@ -164,9 +164,10 @@ func (s *Store) insertSent(ctx context.Context, db bun.IConn, m, after messaging
 }
 
 // execWrite runs a write statement on db (the store's, or a transaction's)
-// as a statement prepared once, when its arguments allow: on PostgreSQL
-// from the cache of the reads, which the server neither parses nor plans
-// again (readPrepared); on SQLite, in a transaction, when prepareWrites
+// as a statement prepared once, when its arguments allow: on PostgreSQL,
+// outside a transaction (a send alone), from the cache of the reads, which
+// the server neither parses nor plans again (readPrepared); on SQLite, in
+// a transaction, when prepareWrites
 // prepared it on the writer (it cannot be prepared in the transaction,
 // which holds the writer's one connection). As bun formats it otherwise.
 // A send's statements took about as long to parse and plan as to run.
@@ -178,16 +179,16 @@ func (s *Store) execWrite(ctx context.Context, db bun.IConn, query string, args 
 			}
 		}
 	}
-	if s.stmts != nil && s.stmts.dollar {
+	if _, inTx := db.(bun.Tx); !inTx && s.stmts != nil && s.stmts.dollar {
+		// Not in a transaction: preparing takes a connection of the pool,
+		// which the transactions could all hold, waiting for rows that
+		// this caller's own transaction would hold.
 		if q, dargs, ok := expandArgs(query, args, true); ok {
 			st, err := s.stmts.get(ctx, q)
 			if err != nil {
 				return nil, err
 			}
 			if st != nil {
-				if tx, ok := db.(bun.Tx); ok {
-					return tx.Tx.StmtContext(ctx, st).ExecContext(ctx, dargs...)
-				}
 				return st.ExecContext(ctx, dargs...)
 			}
 		}

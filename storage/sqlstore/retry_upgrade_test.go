@@ -31,8 +31,18 @@ func TestMigrateKeysAndRevisionsUpgrade(t *testing.T) {
 		alice := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: at}
 		require.NoError(t, s.PutContact(ctx, alice))
 		old := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: alice, Text: "before the upgrade", CreatedAt: at}
-		// (An import: today's sends write tables of later versions.)
-		require.NoError(t, s.ImportMessages(ctx, []messaging.Message{old}))
+		// (By SQL: today's sends and imports use tables of later versions.)
+		for _, q := range []struct {
+			sql  string
+			args []any
+		}{
+			{"INSERT INTO messages (id, conversation_id, contact_id, text, created_at) VALUES (?, ?, ?, ?, ?)", []any{old.ID, "c", alice.ID, old.Text, at}},
+			{"INSERT INTO conversations (id, created_at, updated_at, message_count, last_message_id) VALUES (?, ?, ?, 1, ?)", []any{"c", at, at, old.ID}},
+			{"INSERT INTO conversation_members (conversation_id, contact_id, own_count) VALUES (?, ?, 1)", []any{"c", alice.ID}},
+		} {
+			_, err := s.DB().ExecContext(ctx, q.sql, q.args...)
+			require.NoError(t, err)
+		}
 
 		require.NoError(t, s.Migrate(ctx))
 		require.NoError(t, s.Migrate(ctx), "again: nothing to do")
