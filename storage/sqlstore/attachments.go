@@ -265,7 +265,7 @@ func (s *Store) DeleteAttachment(ctx context.Context, id string, rec messaging.R
 			if err := tx.NewRaw("SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", out.MessageID).Scan(ctx, &rows); err != nil {
 				return err
 			}
-			ms, err := complete(ctx, txQuery(tx), rows)
+			ms, err := complete(ctx, s.flavor, txQuery(tx), rows)
 			if err != nil {
 				return err
 			}

@@ -114,7 +114,7 @@ func (r *conversationRow) conversation() messaging.Conversation {
 
 // completeConversations turns rows into conversations with their last
 // messages, in at most three more queries whatever the number of rows.
-func completeConversations(ctx context.Context, query queryFn, rows []conversationRow) ([]messaging.Conversation, error) {
+func completeConversations(ctx context.Context, f flavor, query queryFn, rows []conversationRow) ([]messaging.Conversation, error) {
 	out := make([]messaging.Conversation, len(rows))
 	var last []string
 	for i := range rows {
@@ -130,7 +130,7 @@ func completeConversations(ctx context.Context, query queryFn, rows []conversati
 	if err := query(ctx, &mrows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id IN (?)", idList(last)); err != nil {
 		return nil, err
 	}
-	ms, err := complete(ctx, query, mrows)
+	ms, err := complete(ctx, f, query, mrows)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func (s *Store) GetConversation(ctx context.Context, id, viewerID string) (messa
 	}
 	var cs []messaging.Conversation
 	if err == nil {
-		cs, err = completeConversations(ctx, s.read, rows)
+		cs, err = completeConversations(ctx, s.flavor, s.read, rows)
 	}
 	if err != nil {
 		return messaging.Conversation{}, wrapErr("sqlstore.GetConversation", err)
@@ -198,7 +198,7 @@ func (s *Store) listConversations(ctx context.Context, q messaging.ConversationQ
 		return nil, false, err
 	}
 	rows, more := trimPage(rows, q.Limit, q.Before != nil)
-	cs, err := completeConversations(ctx, s.read, rows)
+	cs, err := completeConversations(ctx, s.flavor, s.read, rows)
 	return cs, more, err
 }
 
@@ -459,7 +459,7 @@ func (s *Store) MarkRead(ctx context.Context, conversationID, contactID, message
 		if err := tx.NewRaw("SELECT "+conversationCols+" FROM "+conversationFrom+" WHERE c.id = ?", contactID, conversationID).Scan(ctx, &rows); err != nil {
 			return err
 		}
-		cs, err := completeConversations(ctx, txQuery(tx), rows)
+		cs, err := completeConversations(ctx, s.flavor, txQuery(tx), rows)
 		if err != nil {
 			return err
 		}

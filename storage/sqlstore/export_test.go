@@ -122,11 +122,11 @@ func Prepared(s *Store) int {
 // Unavailable exposes whether the Store reports err as ErrUnavailable.
 var Unavailable = unavailable
 
-// ReactionsSQL is the query of the embedded reactors of a message (one
-// id) and of a page (two ids), for EXPLAIN.
+// ReactionsSQL is SQLite's query of the embedded reactors of a message
+// (one id) and of a page (two ids), for EXPLAIN.
 var ReactionsSQL = [2]string{
-	reactionsSQL + "= ? ORDER BY n.message_id, n.seq, r.seq",
-	reactionsSQL + "IN (?, ?) ORDER BY n.message_id, n.seq, r.seq",
+	reactionsSQL(flavorSQLite) + "= ?" + reactionsOrder(flavorSQLite),
+	reactionsSQL(flavorSQLite) + "IN (?, ?)" + reactionsOrder(flavorSQLite),
 }
 
 // SetFoldEvery sets how many sends of s pass between two folds of

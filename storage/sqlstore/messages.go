@@ -269,7 +269,7 @@ func (s *Store) getMessage(ctx context.Context, id string) (messaging.Message, e
 	if len(rows) == 0 {
 		return messaging.Message{}, notFound("message")
 	}
-	ms, err := complete(ctx, s.read, rows)
+	ms, err := complete(ctx, s.flavor, s.read, rows)
 	if err != nil {
 		return messaging.Message{}, err
 	}
@@ -280,7 +280,7 @@ func (s *Store) getMessage(ctx context.Context, id string) (messaging.Message, e
 // in at most two queries whatever the number of rows: one for the
 // reactions of the rows that have some (by their reaction_count), one for
 // the attachments of those that have some.
-func complete(ctx context.Context, query queryFn, rows []messageRow) ([]messaging.Message, error) {
+func complete(ctx context.Context, f flavor, query queryFn, rows []messageRow) ([]messaging.Message, error) {
 	if len(rows) == 0 {
 		return []messaging.Message{}, nil
 	}
@@ -301,7 +301,7 @@ func complete(ctx context.Context, query queryFn, rows []messageRow) ([]messagin
 			withAttachments = append(withAttachments, id)
 		}
 	}
-	rs, err := loadReactions(ctx, query, withReactions)
+	rs, err := loadReactions(ctx, f, query, withReactions)
 	if err != nil {
 		return nil, err
 	}
@@ -462,7 +462,7 @@ func (s *Store) listMessages(ctx context.Context, q messaging.MessageQuery) ([]m
 		}
 	}
 	rows, more := trimPage(rows, q.Limit, q.Before != nil || q.BeforeID != "")
-	items, err := complete(ctx, s.read, rows)
+	items, err := complete(ctx, s.flavor, s.read, rows)
 	if err != nil {
 		return nil, false, err
 	}
@@ -626,7 +626,7 @@ func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch mess
 	// The answer embeds a bounded number of reactors of each name.
 	var reactions messaging.Message
 	if names > 0 {
-		rs, err := loadReactions(ctx, txQuery(tx), boxedIDs{id})
+		rs, err := loadReactions(ctx, s.flavor, txQuery(tx), boxedIDs{id})
 		if err != nil {
 			return messaging.Message{}, err
 		}

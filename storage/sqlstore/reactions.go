@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"slices"
 	"strings"
 	"time"
@@ -125,73 +126,129 @@ const (
 		WHERE reaction_count > 0`
 )
 
-// reactionRow is an embedded reactor of a reaction, with the reaction's
-// count of reactors.
+// reactionRow is a reaction of a message with its embedded reactors, or
+// some of them: their usernames joined by reactorSep, in their order.
 type reactionRow struct {
-	MessageID string `bun:"message_id"`
-	Name      string `bun:"name"`
-	Reactor   string `bun:"reactor"`
-	Count     int    `bun:"reactor_count"`
+	MessageID string         `bun:"message_id"`
+	Name      string         `bun:"name"`
+	Count     int            `bun:"reactor_count"`
+	Reactors  sql.NullString `bun:"reactors"`
 }
 
-// reactionsCols are the columns of reactionsSQL.
-const reactionsCols = `n.message_id, n.name, COALESCE(c.username, '') AS reactor, n.reactors AS reactor_count`
+// reactorSep separates the usernames of reactionRow.Reactors: a control
+// character, which no username has (messaging.Service.SaveContact).
+const reactorSep = "\x1f"
+
+// reactionsCols are the columns of reactionsSQL (reactionsRowsSQL's
+// reactors is a column, not an expression).
+const reactionsCols = `n.message_id, n.name, n.reactors AS reactor_count`
 
 // reactionsSQL reads the embedded reactors of the messages that the
-// condition on n.message_id selects: names by their seq, each name's
-// reactors by theirs, up to its head_seq. The names come first (CROSS
-// JOIN: SQLite keeps the order of the tables), so that each name's
-// reactors are a range of the index (message_id, name, seq) that stops at
-// head_seq; the other way round SQLite may read every reactor of the
-// messages.
-const reactionsSQL = `SELECT ` + reactionsCols + `
+// condition on n.message_id selects, one row per name in the names'
+// order: each name's reactors up to its head_seq, a range of the index
+// (message_id, name, seq), aggregated in their order into one string. One
+// row per name instead of one per reactor spares the driver and the scan
+// about seven allocations a reactor, and the repeated columns: the answer
+// of a reaction on a message with 100 reactors then costs about what it
+// does with one (BENCHMARKS.md, section 8). SQLite and PostgreSQL; MySQL,
+// whose GROUP_CONCAT is cut at group_concat_max_len (1,024 bytes by
+// default), reads reactionsRowsSQL. Both end with "n.message_id ", for "=
+// ?" or "IN (?)", and are followed by reactionsOrder.
+//
+// PostgreSQL orders string_agg's input itself. SQLite's group_concat(x
+// ORDER BY …) sorts its input in a temporary B-tree (about twice the cost
+// of the read): instead it concatenates the rows of a subquery in the
+// index's order. SQLite keeps a subquery's ORDER BY when the query around
+// it uses an aggregate other than count, min and max, has no ORDER BY of
+// its own and no join (sqlite3Select's omit-ORDER-BY rules); and with the
+// index serving the order it sorts nothing. TestEmbeddedReactorsOrder
+// checks the order against the contact ids' (which the index does not
+// follow).
+func reactionsSQL(f flavor) string {
+	const reactors = `FROM reactions AS r LEFT JOIN contacts AS c ON c.id = r.contact_id
+		WHERE r.message_id = n.message_id AND r.name = n.name AND r.seq <= n.head_seq`
+	var agg string
+	switch f {
+	case flavorMySQL:
+		return reactionsRowsSQL
+	case flavorPostgres:
+		agg = `SELECT string_agg(COALESCE(c.username, ''), chr(31) ORDER BY r.seq) ` + reactors
+	default:
+		agg = `SELECT group_concat(u.username, char(31)) FROM (SELECT COALESCE(c.username, '') AS username ` + reactors + ` ORDER BY r.seq) AS u`
+	}
+	return `SELECT ` + reactionsCols + `, (` + agg + `) AS reactors
+	FROM reaction_names AS n WHERE n.message_id `
+}
+
+// reactionsRowsSQL reads the embedded reactors of the messages that the
+// condition on n.message_id selects, one row per reactor: names by their
+// seq, each name's reactors by theirs, up to its head_seq. The names come
+// first (CROSS JOIN: SQLite keeps the order of the tables), so that each
+// name's reactors are a range of the index (message_id, name, seq) that
+// stops at head_seq.
+const reactionsRowsSQL = `SELECT ` + reactionsCols + `, COALESCE(c.username, '') AS reactors
 	FROM reaction_names AS n
 	CROSS JOIN reactions AS r
 	LEFT JOIN contacts AS c ON c.id = r.contact_id
 	WHERE r.message_id = n.message_id AND r.name = n.name AND r.seq <= n.head_seq AND n.message_id `
 
+// reactionsOrder follows the condition of reactionsSQL: the names in
+// their order (and with reactionsRowsSQL each name's reactors in theirs).
+func reactionsOrder(f flavor) string {
+	if f == flavorMySQL {
+		return " ORDER BY n.message_id, n.seq, r.seq"
+	}
+	return " ORDER BY n.message_id, n.seq"
+}
+
 // loadReactions returns the embedded reactions of the messages ids: names
 // in their order, each name's first reactors in theirs. No ids, no query.
-func loadReactions(ctx context.Context, query queryFn, ids boxedIDs) ([]reactionRow, error) {
+func loadReactions(ctx context.Context, f flavor, query queryFn, ids boxedIDs) ([]reactionRow, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	var rs []reactionRow
 	var err error
 	if len(ids) == 1 {
-		err = query(ctx, &rs, reactionsSQL+"= ? ORDER BY n.message_id, n.seq, r.seq", ids[0])
+		err = query(ctx, &rs, reactionsSQL(f)+"= ?"+reactionsOrder(f), ids[0])
 	} else {
-		err = query(ctx, &rs, reactionsSQL+"IN (?) ORDER BY n.message_id, n.seq, r.seq", ids)
+		err = query(ctx, &rs, reactionsSQL(f)+"IN (?)"+reactionsOrder(f), ids)
 	}
 	return rs, err
 }
 
 // addReactions sets the reactions of the messages (index finds one by
 // id) from rs, in loadReactions's order (by message, each message's names
-// in their order, each name's reactors in theirs). The reactions of all the messages share
-// one array and their reactors another, each message's and each name's a
-// full slice of it (an append to one reallocates it): two allocations
-// for a page rather than two for each message.
+// in their order, each name's reactors in theirs; one row a name, or on
+// MySQL one a reactor). The reactions of all the messages share one array
+// and their reactors another, each message's and each name's a full slice
+// of it (an append to one reallocates it): two allocations for a page
+// rather than two for each message. The usernames share the rows' memory.
+// A name without reactors read (a NULL aggregate) is left out, as a name
+// with none disappears.
 func addReactions(index func(id string) *messaging.Message, rs []reactionRow) {
+	rs = slices.DeleteFunc(rs, func(r reactionRow) bool { return !r.Reactors.Valid })
 	if len(rs) == 0 {
 		return
 	}
-	reactors := make([]string, len(rs))
-	names := 0
+	total, names := 0, 0
 	for i, r := range rs {
-		reactors[i] = r.Reactor
+		total += strings.Count(r.Reactors.String, reactorSep) + 1
 		if i == 0 || r.MessageID != rs[i-1].MessageID || r.Name != rs[i-1].Name {
 			names++
 		}
 	}
+	reactors := make([]string, 0, total)
 	reactions := make([]messaging.Reaction, 0, names)
 	first := 0 // the first reaction of the message under way
 	for i := 0; i < len(rs); {
-		j := i + 1
-		for j < len(rs) && rs[j].MessageID == rs[i].MessageID && rs[j].Name == rs[i].Name {
-			j++
+		start, j := len(reactors), i
+		for ; j < len(rs) && rs[j].MessageID == rs[i].MessageID && rs[j].Name == rs[i].Name; j++ {
+			for who := range strings.SplitSeq(rs[j].Reactors.String, reactorSep) {
+				reactors = append(reactors, who)
+			}
 		}
-		reactions = append(reactions, messaging.Reaction{Name: rs[i].Name, Reactors: reactors[i:j:j], Count: rs[i].Count})
+		reactions = append(reactions, messaging.Reaction{Name: rs[i].Name, Reactors: reactors[start:len(reactors):len(reactors)], Count: rs[i].Count})
 		if j == len(rs) || rs[j].MessageID != rs[i].MessageID {
 			if m := index(rs[i].MessageID); m != nil {
 				m.Reactions = reactions[first:len(reactions):len(reactions)]
@@ -202,17 +259,26 @@ func addReactions(index func(id string) *messaging.Message, rs []reactionRow) {
 	}
 }
 
-// addReaction adds the reactor of r to m, whose reactions come in order
-// (names by their seq, each name's reactors by theirs).
+// addReaction adds the reactors of r to m, whose reactions come in order
+// (names by their seq, each name's reactors by theirs). A name without
+// reactors read (a NULL aggregate) is left out, as a name with none
+// disappears.
 func addReaction(m *messaging.Message, r reactionRow) {
+	if !r.Reactors.Valid {
+		return
+	}
 	i := len(m.Reactions) - 1
 	for ; i >= 0 && m.Reactions[i].Name != r.Name; i-- {
 	}
 	if i < 0 {
-		m.Reactions = append(m.Reactions, messaging.Reaction{Name: r.Name, Count: r.Count})
+		m.Reactions = append(m.Reactions, messaging.Reaction{Name: r.Name, Count: r.Count,
+			Reactors: make([]string, 0, min(r.Count, messaging.MaxEmbeddedReactors))})
 		i = len(m.Reactions) - 1
 	}
-	m.Reactions[i].Reactors = append(m.Reactions[i].Reactors, r.Reactor)
+	// The usernames share r.Reactors' memory.
+	for who := range strings.SplitSeq(r.Reactors.String, reactorSep) {
+		m.Reactions[i].Reactors = append(m.Reactions[i].Reactors, who)
+	}
 }
 
 // reacted is what react changed.

@@ -1,12 +1,18 @@
 package sqlstore_test
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/internal/ids"
+	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/sqlstore"
 )
 
@@ -34,5 +40,71 @@ func TestExplainReactionsSQLite(t *testing.T) {
 		assert.Contains(t, lines[0], "SEARCH n USING INDEX reaction_names_order", "names first")
 		assert.Contains(t, plan, "SEARCH r USING INDEX reactions_order (message_id=? AND name=? AND seq<?)", "each name's reactors up to its head")
 		assert.NotContains(t, plan, "TEMP B-TREE")
+	}
+}
+
+// TestEmbeddedReactorsOrder: the embedded reactors come in the order they
+// reacted, not in their contact ids' (SQLite and PostgreSQL aggregate them
+// into one string per name; see reactionsSQL), in GetMessage, a page of
+// two messages and UpdateMessage's answer; a reactor whose contact is gone
+// is embedded as "".
+func TestEmbeddedReactorsOrder(t *testing.T) {
+	for _, e := range backendtest.SQL(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			ctx := t.Context()
+			s := e.Open(t)
+			at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+			const n = messaging.MaxEmbeddedReactors + 20
+			// Reactor i has a contact id that sorts before reactor i-1's.
+			var cids, names []string
+			for i := range n {
+				c := messaging.Contact{ID: fmt.Sprintf("ctc_%05d", n-i), Username: fmt.Sprintf("u%03d", i), CreatedAt: at}
+				require.NoError(t, s.PutContact(ctx, c))
+				cids, names = append(cids, c.ID), append(names, c.Username)
+			}
+			var ms []messaging.Message
+			for i := range 2 {
+				m := messaging.Message{ID: ids.NewAt(ids.Message, at.Add(time.Duration(i)*time.Second)), ConversationID: "c",
+					Contact: messaging.Contact{ID: cids[0], Username: names[0]}, Text: "m", CreatedAt: at}
+				require.NoError(t, s.CreateMessage(ctx, m, nil, nil))
+				ms = append(ms, m)
+			}
+			var last messaging.Message
+			for i, id := range cids {
+				var err error
+				last, err = s.UpdateMessage(ctx, ms[0].ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "a", Reactors: []string{id}}}})
+				require.NoError(t, err)
+				if i < 3 {
+					_, err = s.UpdateMessage(ctx, ms[1].ID, messaging.MessageChange{AddReactions: []messaging.Reaction{
+						{Name: "z", Reactors: []string{cids[2-i]}}, {Name: "b", Reactors: []string{id}}}})
+					require.NoError(t, err)
+				}
+			}
+			want := []messaging.Reaction{{Name: "a", Reactors: names[:messaging.MaxEmbeddedReactors], Count: n}}
+			assert.Equal(t, want, last.Reactions, "UpdateMessage's answer")
+			got, err := s.GetMessage(ctx, ms[0].ID)
+			require.NoError(t, err)
+			assert.Equal(t, want, got.Reactions, "GetMessage")
+			page, _, err := s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
+			require.NoError(t, err)
+			require.Len(t, page, 2)
+			for _, m := range page {
+				if m.ID == ms[0].ID {
+					assert.Equal(t, want, m.Reactions, "a page")
+				} else {
+					assert.Equal(t, []messaging.Reaction{
+						{Name: "z", Reactors: []string{names[2], names[1], names[0]}, Count: 3},
+						{Name: "b", Reactors: names[:3], Count: 3},
+					}, m.Reactions, "a page, the other message")
+				}
+			}
+			_, err = s.DB().ExecContext(ctx, "DELETE FROM contacts WHERE id = ?", cids[1])
+			require.NoError(t, err)
+			got, err = s.GetMessage(ctx, ms[0].ID)
+			require.NoError(t, err)
+			want[0].Reactors = slices.Clone(want[0].Reactors)
+			want[0].Reactors[1] = ""
+			assert.Equal(t, want, got.Reactions, "a reactor without a contact")
+		})
 	}
 }
