@@ -108,6 +108,34 @@ var reactorsVersion = version{
 	MySQLDone: []uint16{1054, 1061, 1091},
 }
 
+// reactorsEmbedVersion replaces the index (message_id, name, seq) of
+// reactions with (message_id, name, seq, contact_id), which holds the
+// contact of each reactor: the embedded reactors of a message (and a page
+// of ListReactors) are read from the index alone, without a seek into the
+// table for each reactor (on SQLite about a fifth of the read of 100).
+// The new index serves everything the old one did, the foreign key of
+// (message_id, name) included, so it comes first and the old one goes.
+var reactorsEmbedVersion = version{
+	Name:    "20261123000008",
+	Comment: "reactions_embed_index",
+	SQL: map[flavor][]string{
+		flavorSQLite: {
+			`CREATE INDEX reactions_embed ON reactions (message_id, name, seq, contact_id)`,
+			`DROP INDEX reactions_order`,
+		},
+		flavorPostgres: {
+			`CREATE INDEX reactions_embed ON reactions (message_id, name, seq, contact_id)`,
+			`DROP INDEX reactions_order`,
+		},
+		flavorMySQL: {
+			`ALTER TABLE reactions ADD KEY reactions_embed (message_id, name, seq, contact_id)`,
+			`ALTER TABLE reactions DROP INDEX reactions_order`,
+		},
+	},
+	// 1061: the key exists; 1091: the old one is gone.
+	MySQLDone: []uint16{1061, 1091},
+}
+
 // backfillHeads sets the head_seq of the names that have enough reactors.
 var backfillHeads = `UPDATE reaction_names SET head_seq = ` + headSQL("reaction_names.message_id", "reaction_names.name") +
 	` WHERE reactors >= ` + embeddedCount
@@ -146,7 +174,7 @@ const reactionsCols = `n.message_id, n.name, n.reactors AS reactor_count`
 // reactionsSQL reads the embedded reactors of the messages that the
 // condition on n.message_id selects, one row per name in the names'
 // order: each name's reactors up to its head_seq, a range of the index
-// (message_id, name, seq), aggregated in their order into one string. One
+// (message_id, name, seq, contact_id), aggregated in their order into one string. One
 // row per name instead of one per reactor spares the driver and the scan
 // about seven allocations a reactor, and the repeated columns: the answer
 // of a reaction on a message with 100 reactors then costs about what it
@@ -184,7 +212,7 @@ func reactionsSQL(f flavor) string {
 // condition on n.message_id selects, one row per reactor: names by their
 // seq, each name's reactors by theirs, up to its head_seq. The names come
 // first (CROSS JOIN: SQLite keeps the order of the tables), so that each
-// name's reactors are a range of the index (message_id, name, seq) that
+// name's reactors are a range of the index (message_id, name, seq, contact_id) that
 // stops at head_seq.
 const reactionsRowsSQL = `SELECT ` + reactionsCols + `, COALESCE(c.username, '') AS reactors
 	FROM reaction_names AS n
@@ -466,7 +494,7 @@ type reactorRow struct {
 }
 
 // ListReactors returns a page of the reactors of a reaction in the order
-// they came, by a range of the index (message_id, name, seq): its cost
+// they came, by a range of the index (message_id, name, seq, contact_id): its cost
 // does not depend on the number of reactors. A cursor that is not a
 // reactor is an error matching ErrNotFound.
 func (s *Store) ListReactors(ctx context.Context, q messaging.ReactorQuery) ([]messaging.Reactor, bool, error) {
