@@ -101,28 +101,18 @@ func (p *snapshot) readTallies(ctx context.Context) error {
 
 // count adds the tallies of c's conversation to its counters.
 func (p *snapshot) count(c *storecopy.Conversation) {
-	for _, t := range p.tallies[c.ID] {
-		c.MessageCount++
-		if c.LastMessageID == "" || placeCmp(t.CreatedAt, t.MessageID, c.UpdatedAt, c.LastMessageID) > 0 {
-			c.LastMessageID, c.UpdatedAt = t.MessageID, utc(t.CreatedAt)
-		}
-	}
+	ts := p.tallies[c.ID]
+	c.MessageCount += int64(len(ts))
+	at, id := newestTallied(ts, c.UpdatedAt, c.LastMessageID)
+	c.UpdatedAt, c.LastMessageID = utc(at), id
 }
 
 // countMember adds the tallies of m's conversation to its counters.
 func (p *snapshot) countMember(m *storecopy.Member) {
-	for _, t := range p.tallies[m.ConversationID] {
-		own := t.ContactID == m.ContactID
-		if own {
-			m.OwnCount++
-		}
-		if !m.ReadCreated.IsZero() && placeCmp(t.CreatedAt, t.MessageID, m.ReadCreated, m.ReadMessageID) <= 0 {
-			m.ReadCount++
-			if own {
-				m.OwnReadCount++
-			}
-		}
-	}
+	d := talliedFor(p.tallies[m.ConversationID], m.ContactID, m.ReadCreated, m.ReadMessageID)
+	m.OwnCount += d.own
+	m.ReadCount += d.read
+	m.OwnReadCount += d.ownRead
 }
 
 func (p *snapshot) installation(ctx context.Context) (storecopy.Installation, error) {

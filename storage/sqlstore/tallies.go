@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -239,62 +240,56 @@ func (s *Store) foldLocked(ctx context.Context, tx bun.Tx, convs []string) (int,
 		WHERE conversation_id IN (?) AND read_created >= ?`, bun.List(convs), oldest.UTC()).Scan(ctx, &readers); err != nil {
 		return 0, err
 	}
-
 	type key struct{ conv, contact string }
-	type delta struct{ own, read, ownRead int64 }
-	deltas := map[key]*delta{}
-	at := func(k key) *delta {
-		d := deltas[k]
-		if d == nil {
-			d = &delta{}
-			deltas[k] = d
-		}
-		return d
+	type position struct {
+		at time.Time
+		id string
 	}
+	positions := make(map[key]position, len(readers))
+	for _, r := range readers {
+		positions[key{r.ConversationID, r.ContactID}] = position{r.ReadCreated, r.ReadMessageID}
+	}
+
+	byConv := make(map[string][]tallyRow, len(bases))
 	ids := make([]string, len(tallies))
 	for i, t := range tallies {
 		ids[i] = t.MessageID
-		at(key{t.ConversationID, t.ContactID}).own++
-		for _, r := range readers {
-			if r.ConversationID == t.ConversationID && placeCmp(t.CreatedAt, t.MessageID, r.ReadCreated, r.ReadMessageID) <= 0 {
-				d := at(key{r.ConversationID, r.ContactID})
-				d.read++
-				if r.ContactID == t.ContactID {
-					d.ownRead++
-				}
-			}
-		}
+		byConv[t.ConversationID] = append(byConv[t.ConversationID], t)
 	}
-
 	for _, b := range bases {
-		var n int64
-		last, lastAt := b.LastMessageID, b.UpdatedAt
-		for _, t := range tallies {
-			if t.ConversationID != b.ID {
-				continue
-			}
-			n++
-			if last == nil || placeCmp(t.CreatedAt, t.MessageID, lastAt, *last) > 0 {
-				last, lastAt = &t.MessageID, t.CreatedAt
-			}
-		}
-		if n == 0 {
+		ts := byConv[b.ID]
+		if len(ts) == 0 {
 			continue
 		}
+		last := ""
+		if b.LastMessageID != nil {
+			last = *b.LastMessageID
+		}
+		lastAt, last := newestTallied(ts, b.UpdatedAt, last)
 		if _, err := tx.ExecContext(ctx, "UPDATE conversations SET message_count = message_count + ?, updated_at = ?, last_message_id = ? WHERE id = ?",
-			n, lastAt.UTC(), *last, b.ID); err != nil {
+			len(ts), lastAt.UTC(), last, b.ID); err != nil {
 			return 0, err
 		}
 	}
-	keys := make([]key, 0, len(deltas))
-	for k := range deltas {
-		keys = append(keys, k)
+	// The members whose counters may change: the senders and those
+	// readers, in the order of their rows.
+	members := make(map[key]bool, len(positions))
+	for _, t := range tallies {
+		members[key{t.ConversationID, t.ContactID}] = true
 	}
+	for k := range positions {
+		members[k] = true
+	}
+	keys := slices.Collect(maps.Keys(members))
 	slices.SortFunc(keys, func(a, b key) int {
 		return cmp.Or(strings.Compare(a.conv, b.conv), strings.Compare(a.contact, b.contact))
 	})
 	for _, k := range keys {
-		d := deltas[k]
+		pos := positions[k]
+		d := talliedFor(byConv[k.conv], k.contact, pos.at, pos.id)
+		if d == (memberTally{}) {
+			continue // a reader before every tallied message
+		}
 		q := `INSERT INTO conversation_members (conversation_id, contact_id, own_count, read_count, own_read_count) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (conversation_id, contact_id) DO UPDATE SET own_count = conversation_members.own_count + EXCLUDED.own_count,
 			read_count = conversation_members.read_count + EXCLUDED.read_count, own_read_count = conversation_members.own_read_count + EXCLUDED.own_read_count`
@@ -326,6 +321,42 @@ func (s *Store) untally(ctx context.Context, tx bun.Tx, id string) (bool, error)
 	}
 	n, err := res.RowsAffected()
 	return n > 0, err
+}
+
+// memberTally is what tallies add to a member's counters.
+type memberTally struct{ own, read, ownRead int64 }
+
+// talliedFor returns what the tallies ts of a conversation add to the
+// counters of contact, whose read position is (readAt, readID) (readID ""
+// for none): its own messages, and those at or before its position (see
+// the top of conversations.go). A fold writes it; a snapshot adds it.
+func talliedFor(ts []tallyRow, contact string, readAt time.Time, readID string) memberTally {
+	var d memberTally
+	for _, t := range ts {
+		own := t.ContactID == contact
+		if own {
+			d.own++
+		}
+		if readID != "" && placeCmp(t.CreatedAt, t.MessageID, readAt, readID) <= 0 {
+			d.read++
+			if own {
+				d.ownRead++
+			}
+		}
+	}
+	return d
+}
+
+// newestTallied returns the newer of the message (at, id) (id "" for none)
+// and the newest of the tallies ts of its conversation: the conversation's
+// last message and time once they are counted.
+func newestTallied(ts []tallyRow, at time.Time, id string) (time.Time, string) {
+	for _, t := range ts {
+		if id == "" || placeCmp(t.CreatedAt, t.MessageID, at, id) > 0 {
+			at, id = t.CreatedAt, t.MessageID
+		}
+	}
+	return at, id
 }
 
 // placeCmp compares the places (created_at, then id) of two messages in
