@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
+	"github.com/parleychat/parley/internal/cputime"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/storetest"
@@ -153,10 +154,10 @@ func BenchmarkScale(b *testing.B) {
 // PostgreSQL processes per request (pg-cpu-ns/op, Linux only), which
 // counts other clients of the server too.
 func runCPU(b *testing.B, e *benchEnv, br *benchRequest, pg bool) {
-	before := processCPU(b)
+	before := cputime.Process(b)
 	pgBefore, pgOK := postgresCPU()
 	br.run(b, e.h)
-	b.ReportMetric(float64(processCPU(b)-before)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(cputime.Process(b)-before)/float64(b.N), "cpu-ns/op")
 	if pgAfter, ok := postgresCPU(); pg && pgOK && ok {
 		b.ReportMetric(float64(pgAfter-pgBefore)/float64(b.N), "pg-cpu-ns/op")
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/internal/cputime"
 	"github.com/parleychat/parley/messaging"
 )
 
@@ -78,18 +79,18 @@ func BenchmarkReactionReactors(b *testing.B) {
 
 					b.Run("create", func(b *testing.B) {
 						b.ReportAllocs()
-						cpu := processCPU(b)
+						cpu := cputime.Process(b)
 						for b.Loop() {
 							if _, err := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "d", Text: "yardstick"}); err != nil {
 								b.Fatal(err)
 							}
 						}
-						b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N), "cpu-ns/op")
+						b.ReportMetric(float64(cputime.Process(b)-cpu)/float64(b.N), "cpu-ns/op")
 					})
 					react := messaging.Update{Reactions: []messaging.Reaction{{Name: "tada", Reactors: []string{"caller"}}}}
 					b.Run("react_and_take_back", func(b *testing.B) {
 						b.ReportAllocs()
-						cpu := processCPU(b)
+						cpu := cputime.Process(b)
 						for b.Loop() {
 							if _, err := msgs.Update(ctx, caller, m.ID, react); err != nil {
 								b.Fatal(err)
@@ -98,17 +99,17 @@ func BenchmarkReactionReactors(b *testing.B) {
 								b.Fatal(err)
 							}
 						}
-						b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N), "cpu-ns/op")
+						b.ReportMetric(float64(cputime.Process(b)-cpu)/float64(b.N), "cpu-ns/op")
 					})
 					b.Run("get", func(b *testing.B) {
 						b.ReportAllocs()
-						cpu := processCPU(b)
+						cpu := cputime.Process(b)
 						for b.Loop() {
 							if _, err := msgs.Get(ctx, alice, m.ID); err != nil {
 								b.Fatal(err)
 							}
 						}
-						b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N), "cpu-ns/op")
+						b.ReportMetric(float64(cputime.Process(b)-cpu)/float64(b.N), "cpu-ns/op")
 					})
 				})
 			}

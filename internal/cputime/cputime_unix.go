@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package sqlstore_test
+package cputime
 
 import (
 	"syscall"
@@ -8,11 +8,11 @@ import (
 	"time"
 )
 
-// processCPU is the user and system CPU time of the process.
-func processCPU(b *testing.B) time.Duration {
+// Process returns the user and system CPU time of the process.
+func Process(tb testing.TB) time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
