@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"math"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/uptrace/bun"
@@ -137,3 +139,29 @@ func SetFoldEvery(s *Store, n int64) {
 	}
 	s.foldEvery = n
 }
+
+// RecordWrites makes s record the statements that bun formats on its
+// writer, in order, and returns a function that gives them.
+func RecordWrites(s *Store) func() []string {
+	var mu sync.Mutex
+	var qs []string
+	s.w = s.w.WithQueryHook(recordHook(func(q string) {
+		mu.Lock()
+		defer mu.Unlock()
+		qs = append(qs, q)
+	}))
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(qs)
+	}
+}
+
+type recordHook func(query string)
+
+func (h recordHook) BeforeQuery(ctx context.Context, e *bun.QueryEvent) context.Context {
+	h(e.Query)
+	return ctx
+}
+
+func (recordHook) AfterQuery(context.Context, *bun.QueryEvent) {}

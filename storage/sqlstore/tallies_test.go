@@ -2,12 +2,14 @@ package sqlstore_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
@@ -199,4 +201,67 @@ func TestFoldMakesAMissingConversation(t *testing.T) {
 		require.NotNil(t, got.LastMessage)
 		assert.Equal(t, m.ID, got.LastMessage.ID)
 	})
+}
+
+// TestSequencerReadsUnnumberedIndex checks, on PostgreSQL, that the
+// sequencer reads the events to number with a plain index scan, which
+// marks the entries that numbering left dead, not a bitmap scan of the seq
+// index's NULLs, which reads every event numbered since the last vacuum
+// again on each pass.
+func TestSequencerReadsUnnumberedIndex(t *testing.T) {
+	e := engine(t, "postgres")
+	s := open(t, e.DSN(t))
+	ctx := t.Context()
+	require.NoError(t, s.Migrate(ctx))
+	alice := putContact(t, s, "alice")
+	rec := func(c messaging.Change) []messaging.Event {
+		return []messaging.Event{{ID: ids.New(ids.Event), Type: messaging.EventMessageCreated, ConversationID: c.Message.ConversationID, Created: c.Message.CreatedAt, Message: c.Message}}
+	}
+	sendEvents := func(n int) {
+		for i := range n {
+			at := time.Now().UTC()
+			m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: alice, Text: fmt.Sprint(i), CreatedAt: at}
+			require.NoError(t, s.CreateMessage(ctx, m, nil, rec))
+		}
+	}
+	sendEvents(300)
+	_, err := s.ReadEvents(ctx, events.Query{All: true, Limit: 1}) // numbers them: 300 dead entries
+	require.NoError(t, err)
+	sendEvents(5)
+	_, err = s.DB().ExecContext(ctx, "ANALYZE events")
+	require.NoError(t, err)
+
+	statements := sqlstore.RecordWrites(s)
+	_, err = s.ReadEvents(ctx, events.Query{All: true, Limit: 1})
+	require.NoError(t, err)
+	var numbering []string // the statements of the numbering transaction
+	for _, q := range statements() {
+		if q == "BEGIN" || len(numbering) > 0 {
+			numbering = append(numbering, q)
+		}
+		if q == "COMMIT" && len(numbering) > 0 {
+			break
+		}
+	}
+	require.NotEmpty(t, numbering, "a transaction numbered the events")
+	var pending string
+	for i, q := range numbering {
+		if strings.HasPrefix(q, "SELECT pos FROM events WHERE seq IS NULL") {
+			pending = q
+			assert.Contains(t, numbering[:i], "SET LOCAL enable_bitmapscan = off", "the setting comes before the read")
+		}
+	}
+	require.NotEmpty(t, pending, "the transaction reads the unnumbered events")
+
+	tx, err := s.DB().BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer tx.Rollback()
+	_, err = tx.ExecContext(ctx, "SET LOCAL enable_bitmapscan = off")
+	require.NoError(t, err)
+	var plan []string
+	require.NoError(t, tx.NewRaw("EXPLAIN "+pending).Scan(ctx, &plan))
+	text := strings.Join(plan, "\n")
+	// A plain scan of either index marks the dead entries it meets.
+	assert.Regexp(t, `Index (Only )?Scan using events_(unnumbered|seq_key)`, text)
+	assert.NotContains(t, text, "Bitmap")
 }
