@@ -71,6 +71,20 @@
 // once, without a transaction; on SQLite the statements of a send are
 // prepared once on the writer.
 //
+// # Reactions and prepared statements in transactions
+//
+// A change of one message locks its row first, so that its counters and
+// limits are decided one change at a time. On PostgreSQL a change of
+// reactions alone, added in one reactor's name or one reactor's taken
+// back (every change the messaging.Service makes), is then one statement
+// (reactOne in reactions.go), which also updates the message's row: the
+// row stays locked for the answer's read of the reactions, the events'
+// insert and the commit, not for a statement per step. The statements of
+// PostgreSQL's transactions are prepared, from the cache of the reads,
+// once a first transaction ran them: preparing takes a connection of the
+// pool, so a transaction never prepares; the statements it ran unprepared
+// are prepared after it ends.
+//
 // # Idempotency keys and revisions
 //
 // Version 20261123000002 adds idempotency_keys, one row per (scope,

@@ -111,7 +111,8 @@ func SetPreparedReads(s *Store, on bool) {
 	}
 }
 
-// Prepared returns the number of statements SQLite's prepared reads hold.
+// Prepared returns the number of statements the cache of prepared reads
+// holds (SQLite's reader pool, or PostgreSQL's pool).
 func Prepared(s *Store) int {
 	if s.stmts == nil {
 		return 0

@@ -165,16 +165,24 @@ func (s *Store) insertSent(ctx context.Context, db bun.IConn, m, after messaging
 
 // execWrite runs a write statement on db (the store's, or a transaction's)
 // as a statement prepared once, when its arguments allow: on PostgreSQL,
-// outside a transaction (a send alone), from the cache of the reads, which
-// the server neither parses nor plans again (readPrepared); on SQLite, in
-// a transaction, when prepareWrites
-// prepared it on the writer (it cannot be prepared in the transaction,
-// which holds the writer's one connection). As bun formats it otherwise.
-// A send's statements took about as long to parse and plan as to run.
+// from the cache of the reads, which the server neither parses nor plans
+// again (readPrepared), prepared at once outside a transaction (a send
+// alone) and after the first one inside them (stmtCache.inTx); on SQLite,
+// in a transaction, when prepareWrites prepared it on the writer (it
+// cannot be prepared in the transaction, which holds the writer's one
+// connection). As bun formats it otherwise. A send's statements took about
+// as long to parse and plan as to run.
 func (s *Store) execWrite(ctx context.Context, db bun.IConn, query string, args ...any) (sql.Result, error) {
 	if tx, ok := db.(bun.Tx); ok && s.wstmts != nil {
 		if q, dargs, ok := expandArgs(query, args, false); ok {
 			if st := s.wstmts.lookup(q); st != nil {
+				return tx.Tx.StmtContext(ctx, st).ExecContext(ctx, dargs...)
+			}
+		}
+	}
+	if tx, ok := db.(bun.Tx); ok && s.stmts != nil && s.stmts.dollar {
+		if q, dargs, ok := expandArgs(query, args, true); ok {
+			if st := s.stmts.inTx(q); st != nil {
 				return tx.Tx.StmtContext(ctx, st).ExecContext(ctx, dargs...)
 			}
 		}
@@ -193,7 +201,7 @@ func (s *Store) execWrite(ctx context.Context, db bun.IConn, query string, args 
 			}
 		}
 	}
-	return db.ExecContext(ctx, query, args...)
+	return db.ExecContext(ctx, query, bunArgs(args)...)
 }
 
 // insertMessageSQL inserts a message.
@@ -542,7 +550,8 @@ func dedupe(ss []string) []string {
 // "after", and the new counters. Reactions are merged by INSERT … ON
 // CONFLICT DO NOTHING statements (MySQL: ON DUPLICATE KEY UPDATE), one
 // for new names and one per new reactor, and counted in place, never by
-// reading and rewriting them (see react).
+// reading and rewriting them (see react); on PostgreSQL, one reactor's
+// change is one statement (reactOne).
 func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.MessageChange) (messaging.Message, error) {
 	if ch.Done != nil {
 		s.prepareKeyed(ctx)
@@ -576,7 +585,7 @@ func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch mess
 	var err error
 	switch s.flavor {
 	case flavorPostgres:
-		err = tx.NewRaw("SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ? FOR UPDATE OF m", id).Scan(ctx, &rows)
+		err = s.txRead(ctx, tx, &rows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ? FOR UPDATE OF m", id)
 	case flavorMySQL:
 		err = tx.NewRaw("SELECT "+messageOwnCols+" FROM messages AS m WHERE m.id = ? FOR UPDATE", id).Scan(ctx, &rows)
 	default:
@@ -590,7 +599,13 @@ func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch mess
 	}
 	row := &rows[0]
 
-	rc, err := s.react(ctx, tx, id, ch, row.ReactionCount > 0, ch.Check != nil)
+	var rc reacted
+	var stored *updatedRow // the message's row as reactOne updated it
+	if reactor, added, ok := s.quickReaction(ch); ok {
+		rc, stored, err = s.reactOne(ctx, tx, id, reactor, added, ch)
+	} else {
+		rc, err = s.react(ctx, tx, id, ch, row.ReactionCount > 0, ch.Check != nil)
+	}
 	if err != nil {
 		return messaging.Message{}, err
 	}
@@ -612,7 +627,7 @@ func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch mess
 	}
 	var as []attachmentRow
 	if len(ch.LinkAttachments) > 0 || row.AttachmentCount > 0 || ch.NewAttachment != nil {
-		if as, err = loadAttachments(ctx, txQuery(tx), []string{id}); err != nil {
+		if as, err = loadAttachments(ctx, s.txReads(tx), []string{id}); err != nil {
 			return messaging.Message{}, err
 		}
 	}
@@ -626,7 +641,7 @@ func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch mess
 	// The answer embeds a bounded number of reactors of each name.
 	var reactions messaging.Message
 	if names > 0 {
-		rs, err := loadReactions(ctx, s.flavor, txQuery(tx), boxedIDs{id})
+		rs, err := loadReactions(ctx, s.flavor, s.txReads(tx), boxedIDs{id})
 		if err != nil {
 			return messaging.Message{}, err
 		}
@@ -635,7 +650,7 @@ func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch mess
 		}
 	}
 
-	// One UPDATE for the fields and the counters.
+	// One UPDATE for the fields and the counters, unless reactOne made it.
 	var sets []string
 	var args []any
 	if ch.Text != nil {
@@ -658,20 +673,22 @@ func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch mess
 	if len(as) != row.AttachmentCount {
 		sets, args = append(sets, "attachment_count = ?"), append(args, len(as))
 	}
-	if len(sets) > 0 {
+	if stored != nil {
+		row.Text, row.ReadAt, row.UpdatedAt = stored.Text, stored.ReadAt, stored.UpdatedAt
+	} else if len(sets) > 0 {
 		update := "UPDATE messages SET " + strings.Join(sets, ", ") + " WHERE id = ?"
 		args = append(args, id)
 		if fields && s.flavor != flavorMySQL {
 			// The stored values, as a read would return them.
 			var got []updatedRow
-			if err := tx.NewRaw(update+" RETURNING text, read_at, updated_at", args...).Scan(ctx, &got); err != nil {
+			if err := s.txRead(ctx, tx, &got, update+" RETURNING text, read_at, updated_at", args...); err != nil {
 				return messaging.Message{}, err
 			}
 			if len(got) == 0 {
 				return messaging.Message{}, notFound("message")
 			}
 			row.Text, row.ReadAt, row.UpdatedAt = got[0].Text, got[0].ReadAt, got[0].UpdatedAt
-		} else if _, err := tx.ExecContext(ctx, update, args...); err != nil {
+		} else if _, err := s.execWrite(ctx, tx, update, args...); err != nil {
 			return messaging.Message{}, err
 		}
 	}

@@ -108,3 +108,48 @@ func TestEmbeddedReactorsOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestReactionsPreparedOnPostgres: on PostgreSQL a reaction's transaction
+// runs prepared statements, which the server neither parses nor plans
+// again, once a first transaction ran them (they are prepared after it,
+// outside any transaction): adding a reaction and taking it back again
+// formats nothing with bun but BEGIN and COMMIT, and both answers are as
+// a read gives them.
+func TestReactionsPreparedOnPostgres(t *testing.T) {
+	ctx := t.Context()
+	s := engine(t, "postgres").Open(t)
+	alice := putContact(t, s, "alice")
+	bob := putContact(t, s, "bob")
+	m := send(t, s, "c", alice, sec(1))
+	react := func(who messaging.Contact) messaging.Message {
+		t.Helper()
+		got, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{who.ID}}}, UpdatedAt: sec(2)})
+		require.NoError(t, err)
+		return got
+	}
+	takeBack := func(who messaging.Contact) messaging.Message {
+		t.Helper()
+		got, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{who.ID}}})
+		require.NoError(t, err)
+		return got
+	}
+	react(alice)
+	takeBack(alice)
+	_, err := s.GetMessage(ctx, m.ID)
+	require.NoError(t, err)
+	before := sqlstore.Prepared(s)
+
+	statements := sqlstore.RecordWrites(s)
+	react(alice)
+	added := react(bob)
+	assert.Equal(t, []messaging.Reaction{{Name: "x", Reactors: []string{"alice", "bob"}, Count: 2}}, added.Reactions)
+	got, err := s.GetMessage(ctx, m.ID)
+	require.NoError(t, err)
+	assert.Equal(t, got, added, "the answer is the message as stored")
+	takeBack(bob)
+	left := takeBack(alice)
+	assert.Empty(t, left.Reactions)
+	assert.Equal(t, []string{"BEGIN", "COMMIT", "BEGIN", "COMMIT", "BEGIN", "COMMIT", "BEGIN", "COMMIT"}, statements(),
+		"every other statement of the transactions is prepared")
+	assert.Equal(t, before, sqlstore.Prepared(s), "and prepared once")
+}

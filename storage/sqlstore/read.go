@@ -43,23 +43,26 @@ type stmtCache struct {
 	rewrite *strings.Replacer
 	mu      sync.RWMutex
 	m       map[string]*sql.Stmt
+	// want holds the queries that transactions ran unprepared, for
+	// prepareWanted; wanted reports whether it holds any.
+	want   map[string]struct{}
+	wanted atomic.Bool
 }
 
 // get returns the prepared statement of query, or nil when the cache is
-// full.
+// full. It prepares outside the cache's lock: preparing takes a connection
+// of the pool, which transactions that look statements up (inTx) may all
+// hold. Of two callers that prepare one query at once, the second closes
+// its statement (outside the lock too) and returns the first's.
 func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
 	c.mu.RLock()
 	st, ok := c.m[query]
+	full := len(c.m) >= maxStmts
 	c.mu.RUnlock()
 	if ok {
 		return st, nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if st, ok := c.m[query]; ok {
-		return st, nil
-	}
-	if len(c.m) >= maxStmts {
+	if full {
 		return nil, nil
 	}
 	text := query
@@ -70,8 +73,65 @@ func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.m[query] = st
-	return st, nil
+	c.mu.Lock()
+	old, ok := c.m[query]
+	if !ok && len(c.m) < maxStmts {
+		c.m[query] = st
+		c.mu.Unlock()
+		return st, nil
+	}
+	c.mu.Unlock()
+	// Closed outside the lock: closing waits for each connection the
+	// statement is prepared on, which a transaction may be using.
+	_ = st.Close()
+	return old, nil
+}
+
+// inTx returns the prepared statement of query, for a transaction to run
+// on its own connection (sql.Tx.StmtContext prepares it there the first
+// time). When the cache has none yet it returns nil, and notes query for
+// prepareWanted, which prepares it once no transaction of the caller holds
+// a connection: preparing in the transaction would wait for a connection
+// of the pool, which other transactions could all hold, waiting for rows
+// this one holds.
+func (c *stmtCache) inTx(query string) *sql.Stmt {
+	c.mu.RLock()
+	st, ok := c.m[query]
+	_, wanted := c.want[query]
+	room := len(c.m)+len(c.want) < maxStmts
+	c.mu.RUnlock()
+	if ok || wanted || !room {
+		return st
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.want == nil {
+		c.want = make(map[string]struct{})
+	}
+	c.want[query] = struct{}{}
+	c.wanted.Store(true)
+	return nil
+}
+
+// prepareWanted prepares the queries that transactions ran unprepared
+// (inTx). The caller holds no connection of the pool.
+func (c *stmtCache) prepareWanted(ctx context.Context) {
+	if !c.wanted.Load() {
+		return
+	}
+	c.mu.Lock()
+	qs := make([]string, 0, len(c.want))
+	for q := range c.want {
+		qs = append(qs, q)
+	}
+	clear(c.want)
+	c.wanted.Store(false)
+	c.mu.Unlock()
+	for _, q := range qs {
+		if _, err := c.get(ctx, q); err != nil {
+			return // canceled, or no such table yet: a later transaction asks again
+		}
+	}
 }
 
 // sqliteReadCols rewrites the column lists of the reads of messages,
@@ -307,6 +367,32 @@ type queryFn func(ctx context.Context, dst any, query string, args ...any) error
 func txQuery(tx bun.IDB) queryFn {
 	return func(ctx context.Context, dst any, query string, args ...any) error {
 		return tx.NewRaw(query, bunArgs(args)...).Scan(ctx, dst)
+	}
+}
+
+// txRead runs query in tx and scans its rows into dst, as execWrite runs
+// a write: on PostgreSQL as a prepared statement once a transaction ran it
+// (stmtCache.inTx), for a query whose plan suits every value of its
+// arguments (as readPrepared's); as bun formats it otherwise.
+func (s *Store) txRead(ctx context.Context, tx bun.Tx, dst any, query string, args ...any) error {
+	if s.stmts != nil && s.stmts.dollar {
+		if q, dargs, ok := expandArgs(query, args, true); ok {
+			if st := s.stmts.inTx(q); st != nil {
+				rows, err := tx.Tx.StmtContext(ctx, st).QueryContext(ctx, dargs...)
+				if err != nil {
+					return err
+				}
+				return s.w.ScanRows(ctx, rows, dst)
+			}
+		}
+	}
+	return tx.NewRaw(query, bunArgs(args)...).Scan(ctx, dst)
+}
+
+// txReads returns the queryFn of txRead in tx.
+func (s *Store) txReads(tx bun.Tx) queryFn {
+	return func(ctx context.Context, dst any, query string, args ...any) error {
+		return s.txRead(ctx, tx, dst, query, args...)
 	}
 }
 

@@ -286,7 +286,13 @@ func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx bun.T
 		// snapshot after a locking read; the store wants neither.
 		txo = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 	}
-	return s.retry(ctx, func(ctx context.Context) error { return s.w.RunInTx(ctx, txo, fn) })
+	err := s.retry(ctx, func(ctx context.Context) error { return s.w.RunInTx(ctx, txo, fn) })
+	if s.stmts != nil && s.stmts.dollar {
+		// The statements the transaction ran unprepared, now that it holds
+		// no connection (stmtCache.inTx).
+		s.stmts.prepareWanted(ctx)
+	}
+	return err
 }
 
 // retry runs fn, again (up to MaxRetries times) when it fails with a
