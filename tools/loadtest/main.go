@@ -16,7 +16,9 @@
 //	deep    GET  /v1/messages?conversation_id=CONV&limit=10&starting_after=ID
 //	        a page -depth messages deep (ID found by paging, or -cursor)
 //	get     GET  /v1/messages/ID          a message of CONV's latest 100
-//	react   PUT  /v1/messages/ID          reactions[NAME][]=USER (form)
+//	react   PUT  /v1/messages/ID          reactions[NAME][]=USER (form), and next
+//	        DELETE /v1/messages/ID/reactions/NAME: every connection adds a
+//	        reaction to CONV's newest message and takes it back, in turn
 //	create  POST /v1/messages             conversation_id=CREATECONV&message=… (form)
 //	upload  POST /v1/attachments          multipart, a file of -size bytes, streamed
 //	mix     each request one of -mix, by weight (default list=60,create=20,get=10,react=10)

@@ -253,18 +253,24 @@ func TestEveryOpAgainstParley(t *testing.T) {
 
 	// deep reads after the message 20 deep (ids are oldest first).
 	assert.Equal(t, ids[len(ids)-20], lookupCursor(t, cfg))
-	// react added reactions in alice's name.
-	reactors := 0
-	for _, id := range ids {
-		m, err := p.msgs.Get(context.Background(), p.alice, id)
-		require.NoError(t, err)
-		for _, r := range m.Reactions {
-			assert.Equal(t, []string{"alice"}, r.Reactors)
-			assert.Contains(t, reactionNames, r.Name)
-			reactors++
-		}
+	// react added reactions in alice's name to the newest message, and took
+	// them back.
+	newest := ids[len(ids)-1]
+	assert.Positive(t, p.count("PUT /v1/messages/"+newest))
+	deletes := 0
+	for _, name := range reactionNames {
+		deletes += p.count("DELETE /v1/messages/" + newest + "/reactions/" + name)
 	}
-	assert.Positive(t, reactors)
+	assert.Positive(t, deletes)
+	for _, id := range ids[:len(ids)-1] {
+		assert.Zero(t, p.count("PUT /v1/messages/"+id), "only the newest message gets reactions")
+	}
+	m, err := p.msgs.Get(context.Background(), p.alice, newest)
+	require.NoError(t, err)
+	for _, r := range m.Reactions {
+		assert.Equal(t, []string{"alice"}, r.Reactors)
+		assert.Contains(t, reactionNames, r.Name)
+	}
 }
 
 // lookupCursor returns the cursor a fresh target finds with cfg's depth.

@@ -45,10 +45,23 @@ var opTable = map[string]opSpec{
 		status, _, err := w.t.do(ctx, http.MethodGet, "/v1/messages?conversation_id="+url.QueryEscape(w.t.Conv)+"&limit=10&starting_after="+url.QueryEscape(w.t.Cursor), nil, 0, "", false)
 		return status, err
 	}},
-	"react": {"PUT /v1/messages/{id}", func(ctx context.Context, w *worker) (int, error) {
+	"react": {"PUT /v1/messages/{id}, DELETE /v1/messages/{id}/reactions/{name}", func(ctx context.Context, w *worker) (int, error) {
+		// Every worker reacts to the same message: each request adds a
+		// reaction or takes back the one it added.
+		id := url.PathEscape(w.t.ids[0])
+		if name := w.reacted; name != "" {
+			status, _, err := w.t.do(ctx, http.MethodDelete, "/v1/messages/"+id+"/reactions/"+name, nil, 0, "", false)
+			if status/100 == 2 {
+				w.reacted = ""
+			}
+			return status, err
+		}
 		name := reactionNames[w.rng.IntN(len(reactionNames))]
 		body := "reactions%5B" + name + "%5D%5B%5D=" + url.QueryEscape(w.t.User)
-		status, _, err := w.t.do(ctx, http.MethodPut, "/v1/messages/"+url.PathEscape(w.message()), strings.NewReader(body), int64(len(body)), formType, false)
+		status, _, err := w.t.do(ctx, http.MethodPut, "/v1/messages/"+id, strings.NewReader(body), int64(len(body)), formType, false)
+		if status/100 == 2 {
+			w.reacted = name
+		}
 		return status, err
 	}},
 	"upload": {"POST /v1/attachments", func(ctx context.Context, w *worker) (int, error) {
@@ -75,14 +88,15 @@ type worker struct {
 	ok, errs int64
 	errsBy   map[string]int64
 	firstErr error
-	bytes    int64 // uploaded
+	bytes    int64  // uploaded
+	reacted  string // the reaction react added and takes back next
 }
 
 func (t *target) newWorker(i int) *worker {
 	return &worker{t: t, rng: rand.New(rand.NewPCG(uint64(i)+1, 0x9e3779b97f4a7c15)), errsBy: map[string]int64{}}
 }
 
-// message picks a message to get or react to.
+// message picks a message to get.
 func (w *worker) message() string {
 	return w.t.ids[w.rng.IntN(len(w.t.ids))]
 }
