@@ -184,17 +184,20 @@ func (s *Store) sequence(ctx context.Context) error {
 	// without a vacuum. A bitmap scan, which the planner would choose for
 	// many rows, marks nothing, and each pass would read every event
 	// numbered since the last vacuum.
+	// The first read, a probe outside the lock, is prepared: its plan
+	// cannot be other than the partial index's first entry.
+	const probeSQL = "SELECT pos FROM events WHERE seq IS NULL ORDER BY pos LIMIT 1"
 	const pendingSQL = "SELECT pos FROM events WHERE seq IS NULL ORDER BY pos LIMIT ?"
 	for {
 		var pending []int64
-		if err := s.w.NewRaw(pendingSQL, 1).Scan(ctx, &pending); err != nil || len(pending) == 0 {
+		if err := s.readPrepared(ctx, &pending, probeSQL); err != nil || len(pending) == 0 {
 			return err
 		}
 		s.seqMu.Lock() // one sequencer of this process at a time; others wait, then find less to do
 		n := 0
 		err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 			var last []int64
-			if err := tx.NewRaw("SELECT last_seq FROM event_sequence WHERE id = 1 FOR UPDATE").Scan(ctx, &last); err != nil {
+			if err := s.txRead(ctx, tx, &last, "SELECT last_seq FROM event_sequence WHERE id = 1 FOR UPDATE"); err != nil {
 				return err
 			}
 			if len(last) == 0 {
@@ -224,7 +227,7 @@ func (s *Store) sequence(ctx context.Context) error {
 				return err
 			}
 			n = len(pending)
-			_, err := tx.ExecContext(ctx, "UPDATE event_sequence SET last_seq = ? WHERE id = 1", last[0]+int64(n))
+			_, err := s.execWrite(ctx, tx, "UPDATE event_sequence SET last_seq = ? WHERE id = 1", last[0]+int64(n))
 			return err
 		})
 		s.seqMu.Unlock()
