@@ -198,6 +198,17 @@ func (s *Store) foldLocked(ctx context.Context, tx bun.Tx, convs []string) (int,
 		bun.List(convs)).Scan(ctx, &bases); err != nil {
 		return 0, err
 	}
+	if s.flavor == flavorPostgres {
+		// The tallies are read by a plain scan of their index, which marks
+		// the entries of the tallies that earlier folds deleted, so that
+		// this one and the next skip them; a bitmap scan, which the planner
+		// prefers for the few live rows it expects, marks nothing and reads
+		// every tally deleted since the last vacuum (measured: 21,536
+		// entries, 5 ms, for 73 tallies after 4 s of sends).
+		if _, err := tx.ExecContext(ctx, "SET LOCAL enable_bitmapscan = off"); err != nil {
+			return 0, err
+		}
+	}
 	var tallies []tallyRow
 	if err := tx.NewRaw(`SELECT message_id, conversation_id, contact_id, created_at FROM message_tallies
 		WHERE conversation_id IN (?) ORDER BY conversation_id, created_at, message_id LIMIT ?`, bun.List(convs), foldBatch).Scan(ctx, &tallies); err != nil {

@@ -265,3 +265,55 @@ func TestSequencerReadsUnnumberedIndex(t *testing.T) {
 	assert.Regexp(t, `Index (Only )?Scan using events_(unnumbered|seq_key)`, text)
 	assert.NotContains(t, text, "Bitmap")
 }
+
+// TestFoldReadsTalliesByIndexScan checks, on PostgreSQL, that a fold reads
+// the tallies it counts with a plain scan of their index, which marks the
+// entries of the tallies that earlier folds deleted, not a bitmap scan,
+// which reads every tally deleted since the last vacuum on each fold.
+func TestFoldReadsTalliesByIndexScan(t *testing.T) {
+	e := engine(t, "postgres")
+	s := open(t, e.DSN(t))
+	ctx := t.Context()
+	require.NoError(t, s.Migrate(ctx))
+	sqlstore.SetFoldEvery(s, 1<<30)
+	alice := putContact(t, s, "alice")
+	for i := range 300 {
+		send(t, s, "c", alice, sec(i))
+	}
+	_, err := s.GetConversation(ctx, "c", alice.ID) // folds them: 300 dead entries
+	require.NoError(t, err)
+	for i := range 5 {
+		send(t, s, "c", alice, sec(300+i))
+	}
+	// Tallies of other conversations, not folded here, make the table as
+	// large as it is under sends, where a seq scan would cost more.
+	_, err = s.DB().ExecContext(ctx, `INSERT INTO message_tallies (message_id, conversation_id, contact_id, created_at)
+		SELECT 'msg_other_' || i, 'other_' || (i % 50), 'ctc_x', now() FROM generate_series(1, 20000) AS i`)
+	require.NoError(t, err)
+	_, err = s.DB().ExecContext(ctx, "ANALYZE message_tallies")
+	require.NoError(t, err)
+
+	statements := sqlstore.RecordWrites(s)
+	got, err := s.GetConversation(ctx, "c", alice.ID)
+	require.NoError(t, err)
+	assert.EqualValues(t, 305, got.MessageCount)
+	var read string
+	for i, q := range statements() {
+		if strings.HasPrefix(q, "SELECT message_id, conversation_id, contact_id, created_at FROM message_tallies") {
+			read = q
+			assert.Contains(t, statements()[:i], "SET LOCAL enable_bitmapscan = off", "the setting comes before the read")
+		}
+	}
+	require.NotEmpty(t, read, "the fold reads the tallies")
+
+	tx, err := s.DB().BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer tx.Rollback()
+	_, err = tx.ExecContext(ctx, "SET LOCAL enable_bitmapscan = off")
+	require.NoError(t, err)
+	var plan []string
+	require.NoError(t, tx.NewRaw("EXPLAIN "+read).Scan(ctx, &plan))
+	text := strings.Join(plan, "\n")
+	assert.Contains(t, text, "Index Scan using message_tallies_conversation")
+	assert.NotContains(t, text, "Bitmap")
+}
