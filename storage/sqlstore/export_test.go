@@ -93,7 +93,8 @@ func (h readHook) BeforeQuery(ctx context.Context, e *bun.QueryEvent) context.Co
 func (readHook) AfterQuery(context.Context, *bun.QueryEvent) {}
 
 // SetPreparedReads turns the prepared reads of SQLite and PostgreSQL on or
-// off; it does nothing on MySQL.
+// off (on PostgreSQL, the prepared statements of transactions too); it
+// does nothing on MySQL.
 func SetPreparedReads(s *Store, on bool) {
 	if s.flavor == flavorMySQL || (s.flavor == flavorSQLite && s.r == s.w) {
 		return

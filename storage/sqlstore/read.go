@@ -47,44 +47,63 @@ type stmtCache struct {
 	// prepareWanted; wanted reports whether it holds any.
 	want   map[string]struct{}
 	wanted atomic.Bool
+	// preparing holds the queries that get is preparing, each with a
+	// channel closed when it is done.
+	preparing map[string]chan struct{}
+	closed    bool // by close: nothing more is prepared
 }
 
 // get returns the prepared statement of query, or nil when the cache is
-// full. It prepares outside the cache's lock: preparing takes a connection
-// of the pool, which transactions that look statements up (inTx) may all
-// hold. Of two callers that prepare one query at once, the second closes
-// its statement (outside the lock too) and returns the first's.
+// full or closed. It prepares outside the cache's lock: preparing takes a
+// connection of the pool, which transactions that look statements up
+// (inTx) may all hold. A query is prepared by one caller at a time; the
+// others wait for it, holding nothing, rather than prepare it again.
 func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
-	c.mu.RLock()
-	st, ok := c.m[query]
-	full := len(c.m) >= maxStmts
-	c.mu.RUnlock()
-	if ok {
-		return st, nil
+	for {
+		c.mu.Lock()
+		if st, ok := c.m[query]; ok || c.closed || len(c.m) >= maxStmts {
+			c.mu.Unlock()
+			return st, nil
+		}
+		done, busy := c.preparing[query]
+		if !busy {
+			if c.preparing == nil {
+				c.preparing = make(map[string]chan struct{})
+			}
+			done = make(chan struct{})
+			c.preparing[query] = done
+			c.mu.Unlock()
+			return c.prepare(ctx, query, done)
+		}
+		c.mu.Unlock()
+		select {
+		case <-done: // prepared, or failed: look again
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
-	if full {
-		return nil, nil
-	}
+}
+
+// prepare prepares query for get, which marked it with done.
+func (c *stmtCache) prepare(ctx context.Context, query string, done chan struct{}) (*sql.Stmt, error) {
 	text := query
 	if c.rewrite != nil {
 		text = c.rewrite.Replace(query)
 	}
 	st, err := c.db.PrepareContext(ctx, text)
-	if err != nil {
-		return nil, err
-	}
 	c.mu.Lock()
-	old, ok := c.m[query]
-	if !ok && len(c.m) < maxStmts {
-		c.m[query] = st
+	delete(c.preparing, query)
+	close(done)
+	if err == nil && c.closed {
 		c.mu.Unlock()
-		return st, nil
+		_ = st.Close()
+		return nil, nil
+	}
+	if err == nil {
+		c.m[query] = st
 	}
 	c.mu.Unlock()
-	// Closed outside the lock: closing waits for each connection the
-	// statement is prepared on, which a transaction may be using.
-	_ = st.Close()
-	return old, nil
+	return st, err
 }
 
 // inTx returns the prepared statement of query, for a transaction to run
@@ -98,7 +117,7 @@ func (c *stmtCache) inTx(query string) *sql.Stmt {
 	c.mu.RLock()
 	st, ok := c.m[query]
 	_, wanted := c.want[query]
-	room := len(c.m)+len(c.want) < maxStmts
+	room := len(c.m)+len(c.want) < maxStmts && !c.closed
 	c.mu.RUnlock()
 	if ok || wanted || !room {
 		return st
@@ -202,14 +221,19 @@ func (c *stmtCache) lookup(query string) *sql.Stmt {
 }
 
 func (c *stmtCache) close() error {
+	// The statements are closed outside the lock: closing one waits for
+	// the callers running it, which may wait for a connection that a
+	// transaction holds, itself waiting for the lock (inTx).
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.closed = true
+	m := c.m
+	c.m = map[string]*sql.Stmt{}
+	c.mu.Unlock()
 	var first error
-	for q, st := range c.m {
+	for _, st := range m {
 		if err := st.Close(); err != nil && first == nil {
 			first = err
 		}
-		delete(c.m, q)
 	}
 	return first
 }

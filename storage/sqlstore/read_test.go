@@ -92,3 +92,52 @@ func TestExprCols(t *testing.T) {
 	assert.Equal(t, "SELECT +id AS id, +username AS username, +phone_number AS phone_number, +avatar_url AS avatar_url, +last_active_at AS last_active_at, +created_at AS created_at FROM contacts WHERE id = ?",
 		sqliteReadCols.Replace("SELECT "+contactCols+" FROM contacts WHERE id = ?"))
 }
+
+// TestStmtCacheInTx: a transaction's lookup never prepares (it notes the
+// query, which prepareWanted prepares after), and never waits for the
+// cache's lock while the cache closes statements that callers are
+// waiting to run on the pool's one connection, which a transaction holds.
+func TestStmtCacheInTx(t *testing.T) {
+	db, err := sql.Open(sqliteshim.ShimName, "file:stmtstx?mode=memory&cache=shared")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	db.SetMaxOpenConns(1)
+	c := &stmtCache{db: db, m: make(map[string]*sql.Stmt)}
+	ctx := t.Context()
+
+	assert.Nil(t, c.inTx("SELECT 2"), "not prepared yet")
+	assert.Empty(t, c.m, "and not prepared by the lookup")
+	c.prepareWanted(ctx)
+	st := c.inTx("SELECT 2")
+	require.NotNil(t, st, "prepared after the transaction")
+	assert.Nil(t, c.inTx("SELECT 3"))
+
+	tx, err := db.BeginTx(ctx, nil) // holds the one connection
+	require.NoError(t, err)
+	waiting := make(chan error, 1)
+	go func() { // waits for the connection, holding the statement open
+		rows, err := st.QueryContext(ctx)
+		if err == nil {
+			err = rows.Close()
+		}
+		waiting <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	closed := make(chan error, 1)
+	go func() { closed <- c.close() }() // waits for that caller
+	time.Sleep(100 * time.Millisecond)
+	looked := make(chan *sql.Stmt, 1)
+	go func() { looked <- c.inTx("SELECT 2") }()
+	select {
+	case got := <-looked:
+		assert.Nil(t, got, "a closed cache holds nothing")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the transaction's lookup waits for the cache's close")
+	}
+	require.NoError(t, tx.Rollback())
+	require.NoError(t, <-waiting)
+	require.NoError(t, <-closed)
+	st, err = c.get(ctx, "SELECT 4")
+	assert.NoError(t, err)
+	assert.Nil(t, st, "a closed cache prepares nothing")
+}

@@ -287,9 +287,10 @@ func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx bun.T
 		txo = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 	}
 	err := s.retry(ctx, func(ctx context.Context) error { return s.w.RunInTx(ctx, txo, fn) })
-	if s.stmts != nil && s.stmts.dollar {
+	if err == nil && s.stmts != nil && s.stmts.dollar {
 		// The statements the transaction ran unprepared, now that it holds
-		// no connection (stmtCache.inTx).
+		// no connection (stmtCache.inTx); after a failure, at the next
+		// write that succeeds.
 		s.stmts.prepareWanted(ctx)
 	}
 	return err
