@@ -562,8 +562,8 @@ func (s *Store) quickReaction(ch messaging.MessageChange) (reactor string, names
 	if len(ch.AddReactions) == 0 || len(ch.AddReactions) > maxQuickNames {
 		return "", nil, false
 	}
-	for _, r := range ch.AddReactions {
-		if len(r.Reactors) != 1 || (reactor != "" && r.Reactors[0] != reactor) {
+	for i, r := range ch.AddReactions {
+		if len(r.Reactors) != 1 || (i > 0 && r.Reactors[0] != reactor) {
 			return "", nil, false
 		}
 		reactor = r.Reactors[0]
@@ -586,6 +586,9 @@ type reactOneRow struct {
 	// number of reactor rows.
 	Names    int `bun:"names"`
 	Reactors int `bun:"reactors"`
+	// Updated is 1 when the statement updated the message's row, whose
+	// stored values follow; 0 when the change left it as it was.
+	Updated int `bun:"updated"`
 	updatedRow
 }
 
@@ -598,14 +601,18 @@ type reactOneRow struct {
 //   - an added name is inserted with its one reactor counted, and an
 //     existing one gains a reactor only when the reactor's row is
 //     inserted (the name's row inserted by the same statement is not
-//     seen by that update); head_seq becomes the new reactor's seq when
-//     it is the name's 100th, as its seq is the name's largest: reactors
-//     are inserted under the message's lock, in the order of the seq's
-//     sequence;
+//     seen by that update), and gets its head_seq when it reaches 100
+//     (below);
 //   - a taken back reactor is deleted, and its name's row counts one
 //     reactor fewer and moves head_seq past it, or goes when it was the
 //     last (the foreign key's cascade then finds nothing to delete);
-//   - the message's row gets UpdatedAt and its number of names.
+//   - the message's row gets UpdatedAt and its number of names, unless
+//     the change sets no UpdatedAt and changes no name (a reactor taken
+//     back who was not there, or not the name's last).
+//
+// head_seq of a name reaching 100 reactors is the greatest seq of the
+// 100, as react's headSQL finds it: the new reactor's, or (should the
+// sequence of seqs ever have gone back, after a copy) an older one's.
 //
 // The change's Check, when set, runs after, with the counts the statement
 // returns, and rolls everything back by its error.
@@ -616,11 +623,19 @@ func (s *Store) reactOne(ctx context.Context, tx bun.Tx, id, reactor string, nam
 		args = append(args, a)
 		return "?"
 	}
+	// The message's row is updated when the change sets UpdatedAt or the
+	// number of names changes (cte: the names added or gone).
 	setAt := func() string {
 		if ch.UpdatedAt.IsZero() {
 			return ""
 		}
 		return "updated_at = " + arg(ch.UpdatedAt.UTC()) + ", "
+	}
+	changed := func(cte string) string {
+		if ch.UpdatedAt.IsZero() {
+			return " AND EXISTS (SELECT 1 FROM " + cte + ")"
+		}
+		return ""
 	}
 	var q string
 	if r := ch.RemoveReaction; r != nil {
@@ -632,8 +647,9 @@ func (s *Store) reactOne(ctx context.Context, tx bun.Tx, id, reactor string, nam
 				FROM d WHERE n.message_id = ` + arg(id) + ` AND n.name = ` + arg(r.Name) + ` AND n.reactors > 1 RETURNING n.name),
 			gone AS (DELETE FROM reaction_names AS n USING d WHERE n.message_id = ` + arg(id) + ` AND n.name = ` + arg(r.Name) + ` AND n.reactors <= 1 RETURNING n.name),
 			m AS (UPDATE messages SET ` + setAt() + `reaction_count = reaction_count - (SELECT COUNT(*) FROM gone)
-				WHERE id = ` + arg(id) + ` RETURNING text, read_at, updated_at)
-			SELECT 0 AS own, -(SELECT COUNT(*) FROM gone) AS names, -(SELECT COUNT(*) FROM d) AS reactors, m.* FROM m`
+				WHERE id = ` + arg(id) + changed("gone") + ` RETURNING text, read_at, updated_at)
+			SELECT 0 AS own, -(SELECT COUNT(*) FROM gone) AS names, -(SELECT COUNT(*) FROM d) AS reactors,
+				(SELECT COUNT(*) FROM m) AS updated, m.* FROM (SELECT 1) AS one LEFT JOIN m ON true`
 	} else {
 		at := ch.ReactedAt
 		if at.IsZero() {
@@ -657,11 +673,13 @@ func (s *Store) reactOne(ctx context.Context, tx bun.Tx, id, reactor string, nam
 		}
 		q += ` ON CONFLICT DO NOTHING RETURNING name, seq),
 			up AS (UPDATE reaction_names AS n SET reactors = n.reactors + 1,
-				head_seq = CASE WHEN n.reactors + 1 = ` + embeddedCount + ` THEN r.seq ELSE n.head_seq END
+				head_seq = CASE WHEN n.reactors + 1 = ` + embeddedCount + ` THEN GREATEST(r.seq,
+					(SELECT max(h.seq) FROM reactions AS h WHERE h.message_id = n.message_id AND h.name = n.name)) ELSE n.head_seq END
 				FROM r WHERE n.message_id = ` + arg(id) + ` AND n.name = r.name RETURNING n.name),
 			m AS (UPDATE messages SET ` + setAt() + `reaction_count = reaction_count + (SELECT COUNT(*) FROM nm)
-				WHERE id = ` + arg(id) + ` RETURNING text, read_at, updated_at)
-			SELECT (SELECT n FROM own) AS own, (SELECT COUNT(*) FROM nm) AS names, (SELECT COUNT(*) FROM r) AS reactors, m.* FROM m`
+				WHERE id = ` + arg(id) + changed("nm") + ` RETURNING text, read_at, updated_at)
+			SELECT (SELECT n FROM own) AS own, (SELECT COUNT(*) FROM nm) AS names, (SELECT COUNT(*) FROM r) AS reactors,
+				(SELECT COUNT(*) FROM m) AS updated, m.* FROM (SELECT 1) AS one LEFT JOIN m ON true`
 	}
 	var rows []reactOneRow
 	if err := s.txRead(ctx, tx, &rows, q, args...); err != nil {
@@ -674,6 +692,9 @@ func (s *Store) reactOne(ctx context.Context, tx bun.Tx, id, reactor string, nam
 	out := reacted{names: r.Names, changed: r.Reactors != 0}
 	if ch.RemoveReaction == nil { // as react counts them
 		out.reactorBefore, out.reactorAfter = r.Own, r.Own+r.Reactors
+	}
+	if r.Updated == 0 {
+		return out, nil, nil // nothing to write to the message's row
 	}
 	return out, &r.updatedRow, nil
 }

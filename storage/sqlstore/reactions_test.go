@@ -1,6 +1,7 @@
 package sqlstore_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -111,13 +112,19 @@ func TestEmbeddedReactorsOrder(t *testing.T) {
 
 // TestReactionsPreparedOnPostgres: on PostgreSQL a reaction's transaction
 // runs prepared statements, which the server neither parses nor plans
-// again, once a first transaction ran them (they are prepared after it,
-// outside any transaction): adding a reaction and taking it back again
-// formats nothing with bun but BEGIN and COMMIT, and both answers are as
-// a read gives them.
+// again, once a first transaction ran them; they are prepared after it,
+// never inside one (with a pool of one connection, which the transaction
+// holds, preparing there would wait forever). A reaction in one reactor's
+// name is one statement (reactOne): on the store's one connection the
+// server holds it prepared, and bun formats nothing but BEGIN and COMMIT.
+// The answers are as a read gives them.
 func TestReactionsPreparedOnPostgres(t *testing.T) {
-	ctx := t.Context()
-	s := engine(t, "postgres").Open(t)
+	e := engine(t, "postgres")
+	dsn := e.DSN(t)
+	require.NoError(t, open(t, dsn).Migrate(t.Context()))
+	s := open(t, dsn, &sqlstore.Options{Logger: discard, MaxOpenConns: 1})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
 	alice := putContact(t, s, "alice")
 	bob := putContact(t, s, "bob")
 	m := send(t, s, "c", alice, sec(1))
@@ -149,7 +156,25 @@ func TestReactionsPreparedOnPostgres(t *testing.T) {
 	takeBack(bob)
 	left := takeBack(alice)
 	assert.Empty(t, left.Reactions)
+	got, err = s.GetMessage(ctx, m.ID)
+	require.NoError(t, err)
+	assert.Equal(t, got, left)
 	assert.Equal(t, []string{"BEGIN", "COMMIT", "BEGIN", "COMMIT", "BEGIN", "COMMIT", "BEGIN", "COMMIT"}, statements(),
 		"every other statement of the transactions is prepared")
 	assert.Equal(t, before, sqlstore.Prepared(s), "and prepared once")
+
+	var prepared []string
+	require.NoError(t, s.DB().NewRaw("SELECT statement FROM pg_prepared_statements").Scan(ctx, &prepared))
+	var adds, takes int
+	for _, q := range prepared {
+		switch {
+		case strings.HasPrefix(q, "WITH own AS"):
+			adds++
+		case strings.HasPrefix(q, "WITH d AS (DELETE FROM reactions"):
+			takes++
+		}
+		assert.NotContains(t, q, "INSERT INTO reactions (message_id, name, contact_id, created_at) VALUES ($1", "react's own statements are not run")
+	}
+	assert.Equal(t, 1, adds, "an add is one statement: %q", prepared)
+	assert.Equal(t, 1, takes, "a take back is one statement")
 }
