@@ -142,14 +142,19 @@ func (s *Store) PruneIdempotencyKeys(ctx context.Context, before time.Time, limi
 	if limit < 1 {
 		return 0, wrapErr("sqlstore.PruneIdempotencyKeys", invalid("limit must be at least 1"))
 	}
-	q := fmt.Sprintf(`DELETE FROM idempotency_keys WHERE (scope, client_key) IN
+	// The outer condition is checked again on a row that a keyed write
+	// renewed while the DELETE waited for it (PostgreSQL rechecks only
+	// the DELETE's own conditions, not its subquery's): a renewed record
+	// stays.
+	q := fmt.Sprintf(`DELETE FROM idempotency_keys WHERE expires_at <= ? AND (scope, client_key) IN
 		(SELECT scope, client_key FROM idempotency_keys WHERE expires_at <= ? ORDER BY expires_at LIMIT %d)`, limit)
+	args := []any{before.UTC(), before.UTC()}
 	if s.flavor == flavorMySQL {
-		q = fmt.Sprintf("DELETE FROM idempotency_keys WHERE expires_at <= ? ORDER BY expires_at LIMIT %d", limit)
+		q, args = fmt.Sprintf("DELETE FROM idempotency_keys WHERE expires_at <= ? ORDER BY expires_at LIMIT %d", limit), args[:1]
 	}
 	var n int64
 	err := s.retry(ctx, func(ctx context.Context) error {
-		res, err := s.w.ExecContext(ctx, q, before.UTC())
+		res, err := s.w.ExecContext(ctx, q, args...)
 		if err != nil {
 			return err
 		}

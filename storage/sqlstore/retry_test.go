@@ -68,3 +68,59 @@ func TestDeadlockIsRetried(t *testing.T) {
 		t.Skipf("%s and %s are not set: no server to deadlock", backendtest.EnvPostgres, backendtest.EnvMySQL)
 	}
 }
+
+// TestPruneKeepsARenewedKey: a keyed write renews an expired record while
+// a prune runs; once the write commits, the prune leaves the renewed
+// record. On PostgreSQL the prune found it expired and waits for its row:
+// its DELETE checks the expiry again on the row as renewed, not only in
+// the subquery that found it.
+func TestPruneKeepsARenewedKey(t *testing.T) {
+	for _, e := range backendtest.SQL(t) {
+		if e.Name == "sqlite" {
+			continue // one writer: the prune cannot wait inside a write
+		}
+		t.Run(e.Name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			s := e.Open(t)
+			now := time.Now().UTC().Truncate(time.Second)
+			_, err := s.DB().NewRaw(`INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, created_at, expires_at)
+				VALUES ('ctc_a', 'k', 'f', '', ?, ?)`, now.Add(-48*time.Hour), now.Add(-24*time.Hour)).Exec(ctx)
+			require.NoError(t, err)
+
+			tx, err := s.DB().BeginTx(ctx, nil)
+			require.NoError(t, err)
+			defer tx.Rollback()
+			_, err = tx.NewRaw("UPDATE idempotency_keys SET created_at = ?, expires_at = ? WHERE scope = 'ctc_a' AND client_key = 'k'",
+				now, now.Add(24*time.Hour)).Exec(ctx)
+			require.NoError(t, err)
+			type result struct {
+				n   int
+				err error
+			}
+			pruned := make(chan result, 1)
+			go func() {
+				n, err := s.PruneIdempotencyKeys(ctx, now, 10)
+				pruned <- result{n, err}
+			}()
+			if e.Name == "postgres" {
+				require.Eventually(t, func() bool {
+					var n int
+					err := s.DB().NewRaw("SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'DELETE FROM idempotency_keys%'").Scan(ctx, &n)
+					return err == nil && n > 0
+				}, 10*time.Second, 10*time.Millisecond, "the prune waits for the renewed row")
+			} else {
+				// MariaDB's DELETE may wait for the row, or read it as
+				// renewed without waiting: either way it must keep it.
+				time.Sleep(200 * time.Millisecond)
+			}
+			require.NoError(t, tx.Commit())
+			got := <-pruned
+			require.NoError(t, got.err)
+			assert.Zero(t, got.n, "the renewed record is not pruned")
+			rec, err := s.GetIdempotencyKey(ctx, "ctc_a", "k")
+			require.NoError(t, err)
+			assert.Equal(t, now.Add(24*time.Hour), rec.ExpiresAt)
+		})
+	}
+}
