@@ -543,3 +543,18 @@ func TestSeed(t *testing.T) {
 		}
 	}
 }
+
+// TestPrepareTakesBackItsReaction: preparing react tries it once, and
+// takes the reaction back, so that the first page list reads carries none.
+func TestPrepareTakesBackItsReaction(t *testing.T) {
+	p := newParley(t)
+	ids := p.post(t, "conv_read", 5)
+	tg, err := newTarget(context.Background(), alice(p.url), 1, time.Second, false, 0)
+	require.NoError(t, err)
+	require.NoError(t, tg.prepare(context.Background(), []string{"list", "react"}, nil, 10, io.Discard))
+	newest := ids[len(ids)-1]
+	assert.Equal(t, 1, p.count("PUT /v1/messages/"+newest), "react was tried")
+	m, err := p.msgs.Get(context.Background(), p.alice, newest)
+	require.NoError(t, err)
+	assert.Empty(t, m.Reactions, "and its reaction taken back")
+}

@@ -261,6 +261,11 @@ func (t *target) prepare(ctx context.Context, ops []string, m mix, depth int, lo
 			continue
 		}
 		status, err := opTable[o].do(ctx, w)
+		if err == nil && o == "react" && w.reacted != "" {
+			// Take the reaction back: it would be on the first page that
+			// list reads, which then costs more than the floor's.
+			_, err = opTable[o].do(ctx, w)
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %s: %w", t.Name, o, err)
 		}
