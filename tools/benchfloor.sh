@@ -98,12 +98,6 @@ for engine in $ENGINES; do
   # react last: the message it reacts to is on the first page, which would
   # then carry a reaction that the floor's pages have not.
   : >"$tmp/$engine-alone.txt"
-  if [ -n "$ALONE" ] && [ "$engine" = postgres ]; then
-    # Autovacuum would otherwise clean up after the creates above (the
-    # events numbered, the tallies folded) a minute later, in the middle
-    # of the next load: measured, it halved the first page's rate.
-    psql "${pdsn}" -qc 'VACUUM ANALYZE' && psql "${fdsn}" -qc 'VACUUM ANALYZE'
-  fi
   if [ -n "$ALONE" ]; then
     echo "== $engine: Parley alone: a reaction added and taken back, against a create"
     "$tmp/loadtest" -url "http://127.0.0.1:$pport" -ops "$ALONE" -depth "$DEPTH" \
