@@ -277,7 +277,7 @@ func (s *Store) getMessage(ctx context.Context, id string) (messaging.Message, e
 	if len(rows) == 0 {
 		return messaging.Message{}, notFound("message")
 	}
-	ms, err := complete(ctx, s.flavor, s.read, rows)
+	ms, err := complete(ctx, s.flavor, s.readByIDs, rows)
 	if err != nil {
 		return messaging.Message{}, err
 	}
@@ -470,7 +470,7 @@ func (s *Store) listMessages(ctx context.Context, q messaging.MessageQuery) ([]m
 		}
 	}
 	rows, more := trimPage(rows, q.Limit, q.Before != nil || q.BeforeID != "")
-	items, err := complete(ctx, s.flavor, s.read, rows)
+	items, err := complete(ctx, s.flavor, s.readByIDs, rows)
 	if err != nil {
 		return nil, false, err
 	}

@@ -3,6 +3,7 @@ package sqlstore_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"path/filepath"
 	"testing"
 	"time"
@@ -180,5 +181,57 @@ func BenchmarkSQLiteReads(b *testing.B) {
 				})
 			})
 		}
+	}
+}
+
+// TestPostgresPagePartsPrepared: on PostgreSQL the reactions and
+// attachments of a page are read by prepared statements for up to 16
+// messages (on the store's one connection, the server holds them), and
+// planned with their values beyond; the page is the same either way.
+func TestPostgresPagePartsPrepared(t *testing.T) {
+	e := engine(t, "postgres")
+	dsn := e.DSN(t)
+	require.NoError(t, open(t, dsn).Migrate(t.Context()))
+	s := open(t, dsn, &sqlstore.Options{Logger: discard, MaxOpenConns: 1})
+	ctx := t.Context()
+	c := putContact(t, s, "alice")
+	for i := range 20 {
+		at := sec(i)
+		a := messaging.Attachment{ID: ids.NewAt(ids.Attachment, at), UploaderID: c.ID, Filename: "f.txt", FileType: "text/plain", Key: fmt.Sprint("k/", i), CreatedAt: at}
+		require.NoError(t, s.CreateAttachment(ctx, a, nil))
+		m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: c, Text: "m", CreatedAt: at}
+		require.NoError(t, s.CreateMessage(ctx, m, []string{a.ID}, nil))
+		_, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{c.ID}}}})
+		require.NoError(t, err)
+	}
+	// The statements of reactions and of attachments by a list of ids
+	// that the server holds prepared.
+	prepared := func() (reactions, attachments []string) {
+		var qs []string
+		require.NoError(t, s.DB().NewRaw("SELECT statement FROM pg_prepared_statements").Scan(ctx, &qs))
+		for _, q := range qs {
+			switch {
+			case strings.HasPrefix(q, "SELECT n.message_id, n.name, n.reactors AS reactor_count") && strings.Contains(q, "IN ("):
+				reactions = append(reactions, q)
+			case strings.Contains(q, "FROM attachments AS a WHERE a.message_id IN ("):
+				attachments = append(attachments, q)
+			}
+		}
+		return reactions, attachments
+	}
+	for _, limit := range []int{10, 20} {
+		page, _, err := s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: limit})
+		require.NoError(t, err)
+		require.Len(t, page, limit)
+		for _, m := range page {
+			assert.Equal(t, []messaging.Reaction{{Name: "x", Reactors: []string{"alice"}, Count: 1}}, m.Reactions)
+			require.Len(t, m.Attachments, 1)
+		}
+	}
+	reactions, attachments := prepared()
+	for what, qs := range map[string][]string{"reactions": reactions, "attachments": attachments} {
+		require.Len(t, qs, 1, "%s: those of 10 messages prepared, of 20 not", what)
+		assert.Contains(t, qs[0], "$10)", what)
+		assert.NotContains(t, qs[0], "$11", what)
 	}
 }

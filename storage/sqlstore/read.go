@@ -249,6 +249,27 @@ func (s *Store) read(ctx context.Context, dst any, query string, args ...any) er
 	return s.readPrepared(ctx, dst, query, args...)
 }
 
+// maxPreparedIDs is the most ids in the lists of a query that readByIDs
+// prepares: each length is a statement of its own.
+const maxPreparedIDs = 16
+
+// readByIDs is read for the queries of the reactions and attachments of
+// messages by their ids (complete), whose plan is a lookup of each id
+// whatever the ids: on PostgreSQL too they are prepared (readPrepared),
+// for lists of up to maxPreparedIDs ids. Planning them took about as long
+// as a page without them.
+func (s *Store) readByIDs(ctx context.Context, dst any, query string, args ...any) error {
+	if s.flavor != flavorPostgres {
+		return s.read(ctx, dst, query, args...)
+	}
+	for _, a := range args {
+		if l, ok := a.(boxedIDs); ok && len(l) > maxPreparedIDs {
+			return s.read(ctx, dst, query, args...)
+		}
+	}
+	return s.readPrepared(ctx, dst, query, args...)
+}
+
 // readPrepared is read for a query whose best plan is the same for every
 // value of its arguments: a lookup by key, or a range of one index read in
 // its order. On PostgreSQL too it is prepared once (per connection of a
