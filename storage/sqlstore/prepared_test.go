@@ -3,8 +3,8 @@ package sqlstore_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
