@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# cpuper.sh: requests per second and CPU time per request, of the example
+# server and of every PostgreSQL process, for each operation of
+# tools/loadtest given, against a fresh PostgreSQL database seeded with
+# SIZE messages in conv_big. CPU time is utime+stime of /proc/PID/stat
+# (fields 14 and 15, in ticks of 10 ms) before and after each load,
+# divided by its requests: steadier than req/s on a shared machine.
+# Everything it starts or creates it stops and removes.
+#
+#   bash tools/cpuper.sh react create              # 32 connections, 8 s each
+#   CONNS=1 bash tools/cpuper.sh react             # one caller at a time
+#   SIZE=100000 REACTED=3 bash tools/cpuper.sh list  # a first page of which 3 messages have a reaction
+#
+# PostgreSQL comes from PARLEY_BENCH_POSTGRES (default: the local server
+# with trust auth); the postgres processes are found with pgrep -u postgres,
+# so the server must run on this machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -gt 0 ] || { echo "usage: cpuper.sh OP..." >&2; exit 2; }
+SIZE=${SIZE:-1000}
+CONNS=${CONNS:-32}
+DUR=${DUR:-8s}
+REACTED=${REACTED:-0}
+PG=${PARLEY_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
+
+tmp=$(mktemp -d)
+db=parley_cpuper_$$_$RANDOM
+pid=
+cleanup() {
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
+  psql "$PG" -qc "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap "exit 130" INT TERM
+
+go build -o "$tmp/parley" ./examples/server
+go build -o "$tmp/loadtest" ./tools/loadtest
+psql "$PG" -qc "CREATE DATABASE $db" >/dev/null
+dsn=${PG/\/postgres\?/\/$db?}
+"$tmp/loadtest" -seed "$SIZE" -conv conv_big -user alice -db "$dsn" | tail -1
+psql "$dsn" -qc 'VACUUM ANALYZE'
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+url=http://127.0.0.1:$port
+"$tmp/parley" -addr "127.0.0.1:$port" -data "$tmp/data" -db "$dsn" >/dev/null 2>"$tmp/parley.log" &
+pid=$!
+for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+
+if [ "$REACTED" -gt 0 ]; then
+  auth='Authorization: Bearer alice-secret'
+  for id in $(curl -s -H "$auth" "$url/v1/messages?conversation_id=conv_big&limit=$REACTED" |
+    python3 -c 'import json, sys; [print(m["id"]) for m in json.load(sys.stdin)["data"]]'); do
+    curl -s -o /dev/null -X PUT -H "$auth" -d 'reactions[heart][]=alice' "$url/v1/messages/$id"
+  done
+fi
+
+ticks() { # the CPU ticks of the processes given
+  local sum=0 u s
+  for p in "$@"; do
+    read -r u s < <(awk '{print $14, $15}' "/proc/$p/stat" 2>/dev/null || echo "0 0")
+    sum=$((sum + u + s))
+  done
+  echo "$sum"
+}
+"$tmp/loadtest" -url "$url" -ops "$1" -c "$CONNS" -d 2s -rounds 1 >/dev/null 2>&1 # warm-up
+for op in "$@"; do
+  s0=$(ticks "$pid"); p0=$(ticks $(pgrep -u postgres))
+  out=$("$tmp/loadtest" -url "$url" -ops "$op" -c "$CONNS" -d "$DUR" -rounds 1 2>&1)
+  s1=$(ticks "$pid"); p1=$(ticks $(pgrep -u postgres))
+  read -r rps n < <(echo "$out" | awk -v op="$op" '$1 == op && $2 == "A" && $3 ~ /^[0-9.]+$/ { print $3, $9; exit }')
+  printf '%-7s %9s req/s   server %5d µs/request   postgres %5d µs/request   (%s requests, %d connections)\n' \
+    "$op" "$rps" $(((s1 - s0) * 10000 / n)) $(((p1 - p0) * 10000 / n)) "$n" "$CONNS"
+done
