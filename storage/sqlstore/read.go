@@ -59,6 +59,12 @@ type stmtCache struct {
 // (inTx) may all hold. A query is prepared by one caller at a time; the
 // others wait for it, holding nothing, rather than prepare it again.
 func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
+	c.mu.RLock()
+	st, ok := c.m[query]
+	c.mu.RUnlock()
+	if ok {
+		return st, nil
+	}
 	for {
 		c.mu.Lock()
 		if st, ok := c.m[query]; ok || c.closed || len(c.m) >= maxStmts {
@@ -94,7 +100,7 @@ func (c *stmtCache) prepare(ctx context.Context, query string, done chan struct{
 	c.mu.Lock()
 	delete(c.preparing, query)
 	close(done)
-	if err == nil && c.closed {
+	if err == nil && (c.closed || len(c.m) >= maxStmts) {
 		c.mu.Unlock()
 		_ = st.Close()
 		return nil, nil
@@ -254,12 +260,15 @@ func (s *Store) read(ctx context.Context, dst any, query string, args ...any) er
 const maxPreparedIDs = 16
 
 // readByIDs is read for the queries of the reactions and attachments of
-// messages by their ids (complete), whose plan is a lookup of each id
-// whatever the ids: on PostgreSQL too they are prepared (readPrepared),
-// for lists of up to maxPreparedIDs ids. Planning them took about as long
-// as a page without them.
+// messages by their ids (complete), whose plan, once the tables have
+// statistics, is a lookup of each id whatever the ids: on PostgreSQL too
+// they are prepared (readPrepared), for lists of up to maxPreparedIDs ids,
+// once the pages are (genericPlans): a generic plan made while the tables
+// were empty and never analyzed may read every reactor of a message, until
+// the next ANALYZE. Planning them took about as long as a page without
+// them.
 func (s *Store) readByIDs(ctx context.Context, dst any, query string, args ...any) error {
-	if s.flavor != flavorPostgres {
+	if s.flavor != flavorPostgres || !s.genericPlans(ctx) {
 		return s.read(ctx, dst, query, args...)
 	}
 	for _, a := range args {
