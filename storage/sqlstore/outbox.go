@@ -227,7 +227,9 @@ func (s *Store) sequence(ctx context.Context) error {
 				return err
 			}
 			n = len(pending)
-			_, err := s.execWrite(ctx, tx, "UPDATE event_sequence SET last_seq = ? WHERE id = 1", last[0]+int64(n))
+			// Not prepared: a plan made under the SET LOCAL above would be
+			// kept for the connection after the transaction.
+			_, err := tx.ExecContext(ctx, "UPDATE event_sequence SET last_seq = ? WHERE id = 1", last[0]+int64(n))
 			return err
 		})
 		s.seqMu.Unlock()
