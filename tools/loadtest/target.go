@@ -264,7 +264,10 @@ func (t *target) prepare(ctx context.Context, ops []string, m mix, depth int, lo
 		if err == nil && o == "react" && w.reacted != "" {
 			// Take the reaction back: it would be on the first page that
 			// list reads, which then costs more than the floor's.
-			_, err = opTable[o].do(ctx, w)
+			var back int
+			if back, err = opTable[o].do(ctx, w); err == nil && back/100 != 2 {
+				err = fmt.Errorf("taking the trial reaction back answers %d", back)
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %s: %w", t.Name, o, err)
