@@ -178,3 +178,43 @@ func TestReactionsPreparedOnPostgres(t *testing.T) {
 	assert.Equal(t, 1, adds, "an add is one statement: %q", prepared)
 	assert.Equal(t, 1, takes, "a take back is one statement")
 }
+
+// TestReactOneWritesTheMessageOnlyWhenItChanges: on PostgreSQL a reaction
+// without UpdatedAt writes the message's row (a new version of it, seen
+// by its xmin) only when the names change: a new name, or a name's last
+// reactor taken back; not a reactor more or less on a name that stays, nor
+// a take back of a reactor who is not there.
+func TestReactOneWritesTheMessageOnlyWhenItChanges(t *testing.T) {
+	ctx := t.Context()
+	s := engine(t, "postgres").Open(t)
+	alice, bob, carol := putContact(t, s, "alice"), putContact(t, s, "bob"), putContact(t, s, "carol")
+	m := send(t, s, "c", alice, sec(1))
+	version := func() string {
+		var v string
+		require.NoError(t, s.DB().NewRaw("SELECT xmin::text FROM messages WHERE id = ?", m.ID).Scan(ctx, &v))
+		return v
+	}
+	steps := []struct {
+		what   string
+		ch     messaging.MessageChange
+		writes bool
+		names  int
+	}{
+		{"a new name", messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{alice.ID}}}}, true, 1},
+		{"a reactor more", messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{bob.ID}}}}, false, 1},
+		{"a reactor who is there", messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{bob.ID}}}}, false, 1},
+		{"a reactor less", messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{alice.ID}}}, false, 1},
+		{"a reactor who is not there", messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{carol.ID}}}, false, 1},
+		{"the name's last reactor", messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{bob.ID}}}, true, 0},
+	}
+	for _, step := range steps {
+		before := version()
+		got, err := s.UpdateMessage(ctx, m.ID, step.ch)
+		require.NoError(t, err, step.what)
+		assert.Equal(t, step.writes, version() != before, "%s: the message's row written", step.what)
+		assert.Len(t, got.Reactions, step.names, step.what)
+		stored, err := s.GetMessage(ctx, m.ID)
+		require.NoError(t, err)
+		assert.Equal(t, stored, got, "%s: the answer is the message as stored", step.what)
+	}
+}
