@@ -253,14 +253,7 @@ func TestSequencerReadsUnnumberedIndex(t *testing.T) {
 	}
 	require.NotEmpty(t, pending, "the transaction reads the unnumbered events")
 
-	tx, err := s.DB().BeginTx(ctx, nil)
-	require.NoError(t, err)
-	defer tx.Rollback()
-	_, err = tx.ExecContext(ctx, "SET LOCAL enable_bitmapscan = off")
-	require.NoError(t, err)
-	var plan []string
-	require.NoError(t, tx.NewRaw("EXPLAIN "+pending).Scan(ctx, &plan))
-	text := strings.Join(plan, "\n")
+	text := planWithoutBitmaps(t, s, pending)
 	// A plain scan of either index marks the dead entries it meets.
 	assert.Regexp(t, `Index (Only )?Scan using events_(unnumbered|seq_key)`, text)
 	assert.NotContains(t, text, "Bitmap")
@@ -306,14 +299,22 @@ func TestFoldReadsTalliesByIndexScan(t *testing.T) {
 	}
 	require.NotEmpty(t, read, "the fold reads the tallies")
 
-	tx, err := s.DB().BeginTx(ctx, nil)
-	require.NoError(t, err)
-	defer tx.Rollback()
-	_, err = tx.ExecContext(ctx, "SET LOCAL enable_bitmapscan = off")
-	require.NoError(t, err)
-	var plan []string
-	require.NoError(t, tx.NewRaw("EXPLAIN "+read).Scan(ctx, &plan))
-	text := strings.Join(plan, "\n")
+	text := planWithoutBitmaps(t, s, read)
 	assert.Contains(t, text, "Index Scan using message_tallies_conversation")
 	assert.NotContains(t, text, "Bitmap")
+}
+
+// planWithoutBitmaps is PostgreSQL's plan of query (a statement as bun
+// formatted it) under SET LOCAL enable_bitmapscan = off, as the store's
+// transactions that set it plan it.
+func planWithoutBitmaps(t *testing.T, s *sqlstore.Store, query string) string {
+	t.Helper()
+	tx, err := s.DB().BeginTx(t.Context(), nil)
+	require.NoError(t, err)
+	defer tx.Rollback()
+	_, err = tx.ExecContext(t.Context(), "SET LOCAL enable_bitmapscan = off")
+	require.NoError(t, err)
+	var plan []string
+	require.NoError(t, tx.NewRaw("EXPLAIN "+query).Scan(t.Context(), &plan))
+	return strings.Join(plan, "\n")
 }
