@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"sync"
@@ -140,4 +141,52 @@ func TestStmtCacheInTx(t *testing.T) {
 	st, err = c.get(ctx, "SELECT 4")
 	assert.NoError(t, err)
 	assert.Nil(t, st, "a closed cache prepares nothing")
+}
+
+// TestStmtCachePreparesOnceAtATime: a caller that waits for another's
+// prepare of the same query gives up when its context ends, without
+// preparing; a failed prepare leaves nothing behind, and its waiters find
+// the error themselves.
+func TestStmtCachePreparesOnceAtATime(t *testing.T) {
+	db, err := sql.Open(sqliteshim.ShimName, "file:stmtsonce?mode=memory&cache=shared")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	db.SetMaxOpenConns(1)
+	c := &stmtCache{db: db, m: make(map[string]*sql.Stmt)}
+	ctx := t.Context()
+
+	tx, err := db.BeginTx(ctx, nil) // the preparer will wait for the one connection
+	require.NoError(t, err)
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.get(ctx, "SELECT 5")
+		first <- err
+	}()
+	require.Eventually(t, func() bool {
+		c.mu.RLock()
+		defer c.mu.RUnlock()
+		return c.preparing["SELECT 5"] != nil
+	}, 5*time.Second, time.Millisecond, "the first caller prepares")
+	waitCtx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	st, err := c.get(waitCtx, "SELECT 5")
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "the second waits, then gives up")
+	assert.Nil(t, st)
+	require.NoError(t, tx.Rollback())
+	require.NoError(t, <-first)
+	assert.NotNil(t, c.lookup("SELECT 5"), "prepared once, by the first")
+
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() { _, errs[i] = c.get(ctx, "SELECT FROM nowhere") })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		assert.Error(t, err)
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	assert.NotContains(t, c.m, "SELECT FROM nowhere")
+	assert.Empty(t, c.preparing)
 }
