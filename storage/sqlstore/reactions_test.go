@@ -218,3 +218,44 @@ func TestReactOneWritesTheMessageOnlyWhenItChanges(t *testing.T) {
 		assert.Equal(t, stored, got, "%s: the answer is the message as stored", step.what)
 	}
 }
+
+// TestReactOneHeadAfterASequenceReset: on PostgreSQL the reactor that
+// takes a name to 100 moves head_seq to the greatest seq of the 100 even
+// when its own seq is lower (the reactions' sequence set back, as a copy
+// may leave it): the message still embeds all 100.
+func TestReactOneHeadAfterASequenceReset(t *testing.T) {
+	ctx := t.Context()
+	s := engine(t, "postgres").Open(t)
+	const max = messaging.MaxEmbeddedReactors
+	alice := putContact(t, s, "alice")
+	m := send(t, s, "c", alice, sec(1))
+	other := send(t, s, "c", alice, sec(2))
+	var cids []string
+	for i := range max {
+		cids = append(cids, putContact(t, s, fmt.Sprint("u", i)).ID)
+	}
+	// Seqs 1 to 200 taken and freed, so that the sequence can go back.
+	for _, id := range cids {
+		for _, name := range []string{"a", "b"} {
+			_, err := s.UpdateMessage(ctx, other.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: name, Reactors: []string{id}}}})
+			require.NoError(t, err)
+		}
+	}
+	_, err := s.DB().ExecContext(ctx, "DELETE FROM reaction_names WHERE message_id = ?", other.ID)
+	require.NoError(t, err)
+	for _, id := range cids[:max-1] {
+		_, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{id}}}})
+		require.NoError(t, err)
+	}
+	_, err = s.DB().ExecContext(ctx, "SELECT setval(pg_get_serial_sequence('reactions', 'seq'), 1)")
+	require.NoError(t, err)
+	got, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{cids[max-1]}}}})
+	require.NoError(t, err)
+	require.Len(t, got.Reactions, 1)
+	assert.Equal(t, max, got.Reactions[0].Count)
+	assert.Len(t, got.Reactions[0].Reactors, max, "the 100 are embedded")
+	assert.Equal(t, "u99", got.Reactions[0].Reactors[0], "the last, with the lowest seq, first")
+	stored, err := s.GetMessage(ctx, m.ID)
+	require.NoError(t, err)
+	assert.Equal(t, got, stored)
+}
