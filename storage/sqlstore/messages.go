@@ -173,21 +173,11 @@ func (s *Store) insertSent(ctx context.Context, db bun.IConn, m, after messaging
 // connection). As bun formats it otherwise. A send's statements took about
 // as long to parse and plan as to run.
 func (s *Store) execWrite(ctx context.Context, db bun.IConn, query string, args ...any) (sql.Result, error) {
-	if tx, ok := db.(bun.Tx); ok && s.wstmts != nil {
-		if q, dargs, ok := expandArgs(query, args, false); ok {
-			if st := s.wstmts.lookup(q); st != nil {
-				return tx.Tx.StmtContext(ctx, st).ExecContext(ctx, dargs...)
-			}
+	if tx, inTx := db.(bun.Tx); inTx {
+		if st, dargs := s.txStmt(ctx, tx, query, args); st != nil {
+			return st.ExecContext(ctx, dargs...)
 		}
-	}
-	if tx, ok := db.(bun.Tx); ok && s.stmts != nil && s.stmts.dollar {
-		if q, dargs, ok := expandArgs(query, args, true); ok {
-			if st := s.stmts.inTx(q); st != nil {
-				return tx.Tx.StmtContext(ctx, st).ExecContext(ctx, dargs...)
-			}
-		}
-	}
-	if _, inTx := db.(bun.Tx); !inTx && s.stmts != nil && s.stmts.dollar {
+	} else if s.stmts != nil && s.stmts.dollar {
 		// Not in a transaction: preparing takes a connection of the pool,
 		// which the transactions could all hold, waiting for rows that
 		// this caller's own transaction would hold.
@@ -202,6 +192,33 @@ func (s *Store) execWrite(ctx context.Context, db bun.IConn, query string, args 
 		}
 	}
 	return db.ExecContext(ctx, query, bunArgs(args)...)
+}
+
+// txStmt returns query as a statement prepared for tx, with its driver
+// arguments, when one is: on SQLite, a write that prepareWrites prepared
+// on the writer; on PostgreSQL, once a transaction ran it
+// (stmtCache.inTx). It returns nil otherwise; it never prepares.
+func (s *Store) txStmt(ctx context.Context, tx bun.Tx, query string, args []any) (*sql.Stmt, []any) {
+	c := s.wstmts
+	if c == nil {
+		if c = s.stmts; c == nil || !c.dollar {
+			return nil, nil
+		}
+	}
+	q, dargs, ok := expandArgs(query, args, c.dollar)
+	if !ok {
+		return nil, nil
+	}
+	var st *sql.Stmt
+	if c.dollar {
+		st = c.inTx(q)
+	} else {
+		st = c.lookup(q)
+	}
+	if st == nil {
+		return nil, nil
+	}
+	return tx.Tx.StmtContext(ctx, st), dargs
 }
 
 // insertMessageSQL inserts a message.

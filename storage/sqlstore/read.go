@@ -425,20 +425,16 @@ func txQuery(tx bun.IDB) queryFn {
 }
 
 // txRead runs query in tx and scans its rows into dst, as execWrite runs
-// a write: on PostgreSQL as a prepared statement once a transaction ran it
-// (stmtCache.inTx), for a query whose plan suits every value of its
+// a write: as the statement txStmt gives (on PostgreSQL, prepared once a
+// transaction ran it), for a query whose plan suits every value of its
 // arguments (as readPrepared's); as bun formats it otherwise.
 func (s *Store) txRead(ctx context.Context, tx bun.Tx, dst any, query string, args ...any) error {
-	if s.stmts != nil && s.stmts.dollar {
-		if q, dargs, ok := expandArgs(query, args, true); ok {
-			if st := s.stmts.inTx(q); st != nil {
-				rows, err := tx.Tx.StmtContext(ctx, st).QueryContext(ctx, dargs...)
-				if err != nil {
-					return err
-				}
-				return s.w.ScanRows(ctx, rows, dst)
-			}
+	if st, dargs := s.txStmt(ctx, tx, query, args); st != nil {
+		rows, err := st.QueryContext(ctx, dargs...)
+		if err != nil {
+			return err
 		}
+		return s.w.ScanRows(ctx, rows, dst)
 	}
 	return tx.NewRaw(query, bunArgs(args)...).Scan(ctx, dst)
 }
