@@ -379,26 +379,12 @@ func expandArgs(query string, args []any, dollar bool) (string, []any, bool) {
 			}
 			placeholder()
 		case idList:
-			if len(a) == 0 {
+			if !expandList(&b, &out, a, placeholder) {
 				return "", nil, false
-			}
-			for k, id := range a {
-				if k > 0 {
-					b.WriteString(", ")
-				}
-				out = append(out, id)
-				placeholder()
 			}
 		case boxedIDs:
-			if len(a) == 0 {
+			if !expandList(&b, &out, a, placeholder) {
 				return "", nil, false
-			}
-			for k, id := range a {
-				if k > 0 {
-					b.WriteString(", ")
-				}
-				out = append(out, id)
-				placeholder()
 			}
 		default:
 			return "", nil, false
@@ -406,6 +392,24 @@ func expandArgs(query string, args []any, dollar bool) (string, []any, bool) {
 		i++
 	}
 	return b.String(), out, true
+}
+
+// expandList writes a placeholder for each element of list, separated by
+// commas, and appends the element to out (placeholder numbers it by out's
+// length); false for an empty list. Generic, so that the elements of
+// boxedIDs, already interfaces, are not boxed again.
+func expandList[E any](b *strings.Builder, out *[]any, list []E, placeholder func()) bool {
+	if len(list) == 0 {
+		return false
+	}
+	for k, id := range list {
+		if k > 0 {
+			b.WriteString(", ")
+		}
+		*out = append(*out, id)
+		placeholder()
+	}
+	return true
 }
 
 // sqliteTime is t as bun writes it for SQLite (and as the store stores it).
