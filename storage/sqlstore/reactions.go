@@ -322,8 +322,6 @@ type reacted struct {
 	// change had before it and has after it (MessageCounts.ReactorNames),
 	// counted only when count is set.
 	reactorBefore, reactorAfter int
-	// changed reports whether a reactor was added or removed.
-	changed bool
 }
 
 // react applies ch's reaction changes to the locked message id, which has
@@ -412,7 +410,6 @@ func (s *Store) react(ctx context.Context, tx bun.Tx, id string, ch messaging.Me
 			if k == 0 {
 				continue
 			}
-			out.changed = true
 			// head_seq moves only when the name reaches the embedded count.
 			// (head_seq is set before reactors: MySQL assigns in order, with
 			// the values already assigned.)
@@ -436,7 +433,6 @@ func (s *Store) react(ctx context.Context, tx bun.Tx, id string, ch messaging.Me
 		if len(seqs) == 0 {
 			return out, nil
 		}
-		out.changed = true
 		if count {
 			for _, who := range r.Reactors {
 				if slices.Contains(reactors, who) {
@@ -694,7 +690,7 @@ func (s *Store) reactOne(ctx context.Context, tx bun.Tx, id, reactor string, nam
 		return reacted{}, nil, notFound("message")
 	}
 	r := rows[0]
-	out := reacted{names: r.Names, changed: r.Reactors != 0}
+	out := reacted{names: r.Names}
 	if ch.RemoveReaction == nil { // as react counts them
 		out.reactorBefore, out.reactorAfter = r.Own, r.Own+r.Reactors
 	}
