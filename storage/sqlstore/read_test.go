@@ -42,10 +42,7 @@ func TestExpandArgs(t *testing.T) {
 }
 
 func TestStmtCache(t *testing.T) {
-	db, err := sql.Open(sqliteshim.ShimName, "file:stmts?mode=memory&cache=shared")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	c := &stmtCache{db: db, m: make(map[string]*sql.Stmt)}
+	_, c := memCache(t, "stmts", 0)
 	ctx := t.Context()
 
 	// Concurrent first uses of a query prepare it once.
@@ -60,7 +57,7 @@ func TestStmtCache(t *testing.T) {
 	}
 	assert.NotNil(t, got[0])
 
-	_, err = c.get(ctx, "SELECT FROM nowhere")
+	_, err := c.get(ctx, "SELECT FROM nowhere")
 	assert.Error(t, err, "a query that does not prepare")
 
 	// A full cache prepares no more: the caller takes bun's path.
@@ -99,11 +96,7 @@ func TestExprCols(t *testing.T) {
 // cache's lock while the cache closes statements that callers are
 // waiting to run on the pool's one connection, which a transaction holds.
 func TestStmtCacheInTx(t *testing.T) {
-	db, err := sql.Open(sqliteshim.ShimName, "file:stmtstx?mode=memory&cache=shared")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	db.SetMaxOpenConns(1)
-	c := &stmtCache{db: db, m: make(map[string]*sql.Stmt)}
+	db, c := memCache(t, "stmtstx", 1)
 	ctx := t.Context()
 
 	assert.Nil(t, c.inTx("SELECT 2"), "not prepared yet")
@@ -148,11 +141,7 @@ func TestStmtCacheInTx(t *testing.T) {
 // preparing; a failed prepare leaves nothing behind, and its waiters find
 // the error themselves.
 func TestStmtCachePreparesOnceAtATime(t *testing.T) {
-	db, err := sql.Open(sqliteshim.ShimName, "file:stmtsonce?mode=memory&cache=shared")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	db.SetMaxOpenConns(1)
-	c := &stmtCache{db: db, m: make(map[string]*sql.Stmt)}
+	db, c := memCache(t, "stmtsonce", 1)
 	ctx := t.Context()
 
 	tx, err := db.BeginTx(ctx, nil) // the preparer will wait for the one connection
@@ -189,4 +178,15 @@ func TestStmtCachePreparesOnceAtATime(t *testing.T) {
 	defer c.mu.RUnlock()
 	assert.NotContains(t, c.m, "SELECT FROM nowhere")
 	assert.Empty(t, c.preparing)
+}
+
+// memCache returns an in-memory SQLite database of that name, with a pool
+// of conns connections (0: no bound), and a stmtCache over it.
+func memCache(t *testing.T, name string, conns int) (*sql.DB, *stmtCache) {
+	t.Helper()
+	db, err := sql.Open(sqliteshim.ShimName, "file:"+name+"?mode=memory&cache=shared")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	db.SetMaxOpenConns(conns)
+	return db, &stmtCache{db: db, m: make(map[string]*sql.Stmt)}
 }
