@@ -150,7 +150,7 @@ func (s *Store) insertSent(ctx context.Context, db bun.IConn, m, after messaging
 		args = append(args, done.Scope, done.Key, done.Fingerprint, result, done.CreatedAt.UTC(), done.ExpiresAt.UTC())
 	}
 	if rec != nil {
-		q, evArgs, err := eventsInsert(rec(messaging.Change{Message: &after}), false)
+		q, evArgs, err := eventsInsert(rec(messaging.Change{Message: &after}), s.numberedEvents())
 		if err != nil {
 			return err
 		}

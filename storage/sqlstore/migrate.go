@@ -394,7 +394,7 @@ var versions = []version{{
 			) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
 		},
 	},
-}, eventsVersion, installationVersion, eventIDsVersion, reactorsVersion, talliesVersion, reactorsEmbedVersion}
+}, eventsVersion, installationVersion, eventIDsVersion, reactorsVersion, talliesVersion, reactorsEmbedVersion, postgresEventIDsVersion}
 
 // The backfill of version "conversations".
 const (

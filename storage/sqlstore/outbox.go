@@ -25,10 +25,7 @@ var _ events.Repository = (*Store)(nil)
 //     database lock), so the order of inserts is the order of commits.
 //     PruneEvents keeps the newest event, so that no seq is given twice
 //     (AUTOINCREMENT would too, at the cost of a write of its counter in
-//     every transaction). The insert is a statement prepared once. No id
-//     is stored: readers are given one made of the created time and the
-//     seq (numberedID), which GetEvent reads back, so that a send writes
-//     no page of an index of ids.
+//     every transaction). The insert is a statement prepared once.
 //   - PostgreSQL and MySQL: an identity / AUTO_INCREMENT column (pos) is
 //     given at insert, but concurrent transactions commit in another order
 //     than they insert, so a reader following pos could pass over a row
@@ -42,7 +39,16 @@ var _ events.Repository = (*Store)(nil)
 //     began after the other committed (or waited for its locks) insert in
 //     that order, and the first is visible whenever the second is: their
 //     seqs are in commit order. The writes take no lock for this and wait
-//     for nothing.
+//     for nothing. On PostgreSQL the indexes that readers use (seq, and
+//     conversation and seq) hold only numbered rows, so that a send
+//     writes none of them; the sequencer's UPDATE does.
+//
+// No id is stored (SQLite and PostgreSQL; numberedEvents): readers are
+// given one made of the created time and the seq (numberedID), which
+// GetEvent reads back, so that a send writes no entry of an index of
+// random ids. Readers see only numbered events, so every event they see
+// has one. MySQL stores the Recorder's ids. An event stored before
+// (eventIDsVersion, postgresEventIDsVersion) keeps its id.
 //
 // The payload is the JSON of the event's object (its Go value, as package
 // encoding/json writes it): an internal format of the store, read back by
@@ -62,9 +68,13 @@ type eventRow struct {
 	Payload        string    `bun:"payload"`
 }
 
-// numberedID is the id of a numbered event (SQLite), which stores none:
-// one that carries its seq, so that GetEvent finds it by its primary key.
-// The id of an event stored before events were numbered is kept with it.
+// numberedEvents reports whether events are stored without their ids
+// (SQLite, PostgreSQL), which readers make of their seqs (numberedID).
+func (s *Store) numberedEvents() bool { return s.flavor != flavorMySQL }
+
+// numberedID is the id of a numbered event, which stores none: one that
+// carries its seq, so that GetEvent finds it by seq. The id of an event
+// stored before events were numbered is kept with it.
 func numberedID(created time.Time, seq int64) string {
 	return ids.Sequenced(ids.Event, created, seq)
 }
@@ -108,7 +118,7 @@ func (s *Store) record(ctx context.Context, tx bun.Tx, rec messaging.Recorder, c
 	if rec == nil {
 		return nil
 	}
-	insert, args, err := eventsInsert(rec(c), s.flavor == flavorSQLite)
+	insert, args, err := eventsInsert(rec(c), s.numberedEvents())
 	if err != nil || insert == "" {
 		return err
 	}
@@ -117,8 +127,8 @@ func (s *Store) record(ctx context.Context, tx bun.Tx, rec messaging.Recorder, c
 }
 
 // eventsInsert returns the statement that inserts evs and its arguments;
-// "" when there are none. Numbered events (SQLite) are stored without
-// their ids: readers are given ids made of their seqs (see numberedID).
+// "" when there are none. Numbered events are stored without their ids:
+// readers are given ids made of their seqs (see numberedID).
 func eventsInsert(evs []messaging.Event, numbered bool) (string, []any, error) {
 	if len(evs) == 0 {
 		return "", nil, nil
@@ -309,7 +319,7 @@ func eventsOf(rows []eventRow) ([]messaging.Event, error) {
 func (s *Store) GetEvent(ctx context.Context, id string) (messaging.Event, error) {
 	var rows []eventRow
 	var err error
-	if seq, ok := ids.SeqOf(ids.Event, id); ok && s.flavor == flavorSQLite {
+	if seq, ok := ids.SeqOf(ids.Event, id); ok && s.numberedEvents() {
 		err = s.read(ctx, &rows, "SELECT "+eventCols+" FROM events AS e WHERE e.seq = ? AND e.id IS NULL", seq)
 	} else {
 		err = s.read(ctx, &rows, "SELECT "+eventCols+" FROM events AS e WHERE e.id = ? AND e.seq > 0", id)
@@ -528,11 +538,12 @@ var eventsVersion = version{
 	},
 }
 
-// eventIDsVersion stops SQLite storing event ids: the events table is
+// eventIDsVersion stops SQLite storing event ids (postgresEventIDsVersion
+// stops PostgreSQL's): the events table is
 // rebuilt with its id nullable and indexed only where it is set (the events
 // stored before this version), and new events are stored without one (see
 // numberedID). The UNIQUE index on a random id was a page more in every
-// send's commit. PostgreSQL and MySQL keep their ids: nothing to do.
+// send's commit. Nothing to do on the others here.
 var eventIDsVersion = version{
 	Name:    "20261123000005",
 	Comment: "event_ids",
@@ -554,5 +565,37 @@ var eventIDsVersion = version{
 		},
 		flavorPostgres: {},
 		flavorMySQL:    {},
+	},
+}
+
+// postgresEventIDsVersion does on PostgreSQL what eventIDsVersion did on
+// SQLite: new events are stored without their ids (see numberedID), and
+// the id is indexed only where it is set (the events stored before). It
+// also makes the indexes of seq hold only the numbered rows: a send
+// inserts its events with no seq, and every index entry it wrote for
+// them was a NULL that no reader looks up. Readers ask for seq > n, which
+// implies the indexes' predicate. Together a send writes three index
+// entries fewer, and the sequencer's UPDATE one fewer (13 WAL records
+// to 10 per send, in pg_stat_statements). MySQL, which has no partial
+// indexes, keeps its ids.
+//
+// An instance of an earlier version, running beside one of this version
+// while a deployment rolls, still stores ids, which this version reads;
+// it cannot find by id (GetEvent) an event stored without one.
+var postgresEventIDsVersion = version{
+	Name:    "20261124000001",
+	Comment: "event_ids_postgres",
+	SQL: map[flavor][]string{
+		flavorSQLite: {},
+		flavorPostgres: {
+			`ALTER TABLE events ALTER COLUMN id DROP NOT NULL`,
+			`CREATE UNIQUE INDEX IF NOT EXISTS events_stored_id ON events (id) WHERE id IS NOT NULL`,
+			`ALTER TABLE events DROP CONSTRAINT IF EXISTS events_id_key`,
+			`CREATE UNIQUE INDEX IF NOT EXISTS events_numbered ON events (seq) WHERE seq IS NOT NULL`,
+			`ALTER TABLE events DROP CONSTRAINT IF EXISTS events_seq_key`,
+			`CREATE INDEX IF NOT EXISTS events_conversation_numbered ON events (conversation_id, seq) WHERE seq IS NOT NULL`,
+			`DROP INDEX IF EXISTS events_conversation`,
+		},
+		flavorMySQL: {},
 	},
 }

@@ -1,11 +1,13 @@
 package sqlstore_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
 
 	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/internal/ids"
@@ -14,13 +16,14 @@ import (
 )
 
 // eventIDsVersion is the schema version from which SQLite stores no event
-// ids.
+// ids; PostgreSQL stores none from a later one.
 const eventIDsVersion = "20261123000005"
 
 // TestEventIDsUpgrade migrates a database holding an event stored with its
 // id: that event keeps its id and is still found by it; events stored
-// after are found by theirs, which on SQLite the store makes of the seq
-// (no id is stored, so no index on it is written by a send).
+// after are found by theirs, which on SQLite and PostgreSQL the store
+// makes of the seq (no id is stored, so no index on it is written by a
+// send). MySQL keeps the Recorder's.
 func TestEventIDsUpgrade(t *testing.T) {
 	eachEngineBefore(t, eventIDsVersion, func(t *testing.T, engine string, s *sqlstore.Store) {
 		ctx := t.Context()
@@ -49,9 +52,9 @@ func TestEventIDsUpgrade(t *testing.T) {
 		assert.Equal(t, old, got[0].ID, "an event from before keeps its id")
 		assert.Equal(t, "msg_gone", got[0].DeletedID)
 		newID := got[1].ID
-		if engine == "sqlite" {
+		if engine != "mysql" {
 			seq, ok := ids.SeqOf(ids.Event, newID)
-			require.True(t, ok, "SQLite gives an id that carries the seq: %q", newID)
+			require.True(t, ok, "%s gives an id that carries the seq: %q", engine, newID)
 			assert.Equal(t, got[1].Seq, seq)
 			var stored []bool
 			require.NoError(t, s.DB().NewRaw("SELECT id IS NULL FROM events ORDER BY seq").Scan(ctx, &stored))
@@ -67,6 +70,47 @@ func TestEventIDsUpgrade(t *testing.T) {
 			g, err := s.GetEvent(ctx, want.ID)
 			require.NoError(t, err, want.ID)
 			assert.Equal(t, want, g)
+		}
+	})
+}
+
+// TestPostgresEventIndexes: after an upgrade, as in a new database, the
+// events' indexes of seq hold only numbered rows and the id is indexed only
+// where it is stored; the readers' queries still use them.
+func TestPostgresEventIndexes(t *testing.T) {
+	eachEngineBefore(t, eventIDsVersion, func(t *testing.T, engine string, s *sqlstore.Store) {
+		if engine != "postgres" {
+			return
+		}
+		ctx := t.Context()
+		require.NoError(t, s.Migrate(ctx))
+		var defs []string
+		require.NoError(t, s.DB().NewRaw(`SELECT regexp_replace(indexdef, ' ON \S+', ' ON') FROM pg_indexes
+			WHERE tablename = 'events' AND schemaname = current_schema() ORDER BY indexname`).Scan(ctx, &defs))
+		assert.Equal(t, []string{
+			"CREATE INDEX events_conversation_numbered ON USING btree (conversation_id, seq) WHERE (seq IS NOT NULL)",
+			"CREATE UNIQUE INDEX events_numbered ON USING btree (seq) WHERE (seq IS NOT NULL)",
+			"CREATE UNIQUE INDEX events_pkey ON USING btree (pos)",
+			"CREATE UNIQUE INDEX events_stored_id ON USING btree (id) WHERE (id IS NOT NULL)",
+			"CREATE INDEX events_unnumbered ON USING btree (pos) WHERE (seq IS NULL)",
+		}, defs)
+
+		conn, err := s.DB().Conn(ctx)
+		require.NoError(t, err)
+		defer conn.Close()
+		_, err = conn.ExecContext(ctx, "SET enable_seqscan = off")
+		require.NoError(t, err)
+		for _, q := range []struct {
+			query, index string
+			args         []any
+		}{
+			{"SELECT * FROM events AS e WHERE e.seq > ? ORDER BY e.seq LIMIT 10", "events_numbered", []any{0}},
+			{"SELECT * FROM events AS e WHERE e.seq > ? AND e.conversation_id IN (?) ORDER BY e.seq LIMIT 10", "events_conversation_numbered", []any{0, bun.List([]string{"c1", "c2"})}},
+			{"SELECT * FROM events AS e WHERE e.id = ? AND e.seq > 0", "events_stored_id", []any{"evt_x"}},
+		} {
+			var plan []string
+			require.NoError(t, conn.NewRaw("EXPLAIN "+q.query, q.args...).Scan(ctx, &plan))
+			assert.Contains(t, strings.Join(plan, "\n"), q.index, q.query)
 		}
 	})
 }
