@@ -268,8 +268,11 @@ func (f *Feed) dispatch() {
 func (f *Feed) deliver() {
 	for {
 		f.mu.Lock()
-		after := f.cursor
+		after, idle := f.cursor, f.idle()
 		f.mu.Unlock()
+		if idle && f.skip() {
+			return
+		}
 		evs, err := f.store.ReadEvents(f.ctx, Query{All: true, Unfiled: true, After: after, Limit: readBatch})
 		if err != nil {
 			if f.ctx.Err() == nil {
@@ -296,6 +299,35 @@ func (f *Feed) deliver() {
 			return
 		}
 	}
+}
+
+// idle reports whether nothing takes events from the Feed: no
+// subscription and no handler. The caller holds f.mu.
+func (f *Feed) idle() bool { return len(f.subs) == 0 && len(f.handlers) == 0 }
+
+// skip moves the cursor of an idle Feed to the newest event, reading that
+// one event rather than every event since, and reports whether it did: a
+// subscription that starts later starts from there, as it would have had
+// the events been read. Those that resume read what they missed from the
+// outbox themselves (Subscription.catchUp). If a subscription or a handler
+// came meanwhile, it reports false, and deliver reads the events as usual.
+func (f *Feed) skip() bool {
+	last, err := f.store.LastEvent(f.ctx)
+	if err != nil && !errors.Is(err, messaging.ErrNotFound) {
+		if f.ctx.Err() == nil {
+			f.logOnce("read", "events: cannot read the outbox; will retry", err)
+		}
+		return true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.idle() {
+		return false
+	}
+	if err == nil {
+		f.cursor = max(f.cursor, last.Seq)
+	}
+	return true
 }
 
 // prune removes the events older than the retention, now and every

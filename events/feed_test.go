@@ -3,6 +3,7 @@ package events_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -420,5 +421,54 @@ func TestFeedCloseEndsSubscriptions(t *testing.T) {
 		assert.ErrorIs(t, err, events.ErrClosed)
 		// Writes go on.
 		e.send(e.alice, "general", "after close")
+	})
+}
+
+// countingStore counts the outbox reads of a Feed, and remembers the Seq
+// of the last event LastEvent returned.
+type countingStore struct {
+	storetest.Store
+	reads atomic.Int64
+	last  atomic.Int64
+}
+
+func (s *countingStore) ReadEvents(ctx context.Context, q events.Query) ([]messaging.Event, error) {
+	s.reads.Add(1)
+	return s.Store.ReadEvents(ctx, q)
+}
+
+func (s *countingStore) LastEvent(ctx context.Context) (messaging.Event, error) {
+	e, err := s.Store.LastEvent(ctx)
+	if err == nil {
+		s.last.Store(e.Seq)
+	}
+	return e, err
+}
+
+// TestIdleFeedReadsNoEvents: a Feed that nothing takes events from (no
+// subscription, no handler) reads no events, only the newest's position;
+// a subscription that starts then gets the events from then on, none
+// from before; and once one is open the Feed reads and offers every event.
+func TestIdleFeedReadsNoEvents(t *testing.T) {
+	eachBackend(t, func(t *testing.T, store storetest.Store) {
+		counted := &countingStore{Store: store}
+		e := newEnv(t, counted, nil)
+		for i := range 5 {
+			e.send(e.alice, "general", fmt.Sprint("before ", i))
+		}
+		newest, err := store.LastEvent(e.ctx)
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { return counted.last.Load() == newest.Seq },
+			10*time.Second, 5*time.Millisecond, "the idle Feed moves to the newest event")
+		assert.Zero(t, counted.reads.Load(), "an idle Feed reads no events")
+
+		sub := e.subscribe(e.bob, events.SubscribeOptions{})
+		for i := range 3 {
+			sent := e.send(e.alice, "general", fmt.Sprint("after ", i))
+			got := next(t, sub)
+			assert.Equal(t, sent.ID, got.Message.ID, "live from the subscription on, in order")
+		}
+		none(t, sub, 100*time.Millisecond)
+		assert.NotZero(t, counted.reads.Load(), "with a subscription the Feed reads the events")
 	})
 }
