@@ -168,10 +168,12 @@ func (s *Store) insertSent(ctx context.Context, db bun.IConn, m, after messaging
 // from the cache of the reads, which the server neither parses nor plans
 // again (readPrepared), prepared at once outside a transaction (a send
 // alone) and after the first one inside them (stmtCache.inTx); on SQLite,
-// in a transaction, when prepareWrites prepared it on the writer (it
-// cannot be prepared in the transaction, which holds the writer's one
-// connection). As bun formats it otherwise. A send's statements took about
-// as long to parse and plan as to run.
+// in a transaction, from the writer's cache, which prepareWrites fills
+// with the sends' statements and each write transaction with those it ran
+// unprepared (stmtCache.inTx; they cannot be prepared in the transaction,
+// which holds the writer's one connection). As bun formats it otherwise.
+// A send's statements took about as long to parse and plan as to run, and
+// parsing took a third of a SQLite reaction's CPU.
 func (s *Store) execWrite(ctx context.Context, db bun.IConn, query string, args ...any) (sql.Result, error) {
 	if tx, inTx := db.(bun.Tx); inTx {
 		if st, dargs := s.txStmt(ctx, tx, query, args); st != nil {
@@ -194,27 +196,33 @@ func (s *Store) execWrite(ctx context.Context, db bun.IConn, query string, args 
 	return db.ExecContext(ctx, query, bunArgs(args)...)
 }
 
+// txCache is the cache of the statements that write transactions run:
+// the writer's (SQLite), or the one of every statement (PostgreSQL); nil
+// when there is none (MySQL, a Store made by New).
+func (s *Store) txCache() *stmtCache {
+	if s.wstmts != nil {
+		return s.wstmts
+	}
+	if s.stmts != nil && s.stmts.dollar {
+		return s.stmts
+	}
+	return nil
+}
+
 // txStmt returns query as a statement prepared for tx, with its driver
-// arguments, when one is: on SQLite, a write that prepareWrites prepared
-// on the writer; on PostgreSQL, once a transaction ran it
-// (stmtCache.inTx). It returns nil otherwise; it never prepares.
+// arguments, when one is: once a transaction ran it (stmtCache.inTx), or,
+// on SQLite, a send's, which prepareWrites prepared on the writer. It
+// returns nil otherwise; it never prepares.
 func (s *Store) txStmt(ctx context.Context, tx bun.Tx, query string, args []any) (*sql.Stmt, []any) {
-	c := s.wstmts
+	c := s.txCache()
 	if c == nil {
-		if c = s.stmts; c == nil || !c.dollar {
-			return nil, nil
-		}
+		return nil, nil
 	}
 	q, dargs, ok := expandArgs(query, args, c.dollar)
 	if !ok {
 		return nil, nil
 	}
-	var st *sql.Stmt
-	if c.dollar {
-		st = c.inTx(q)
-	} else {
-		st = c.lookup(q)
-	}
+	st := c.inTx(q)
 	if st == nil {
 		return nil, nil
 	}
@@ -261,7 +269,7 @@ func (s *Store) link(ctx context.Context, tx bun.Tx, messageID, conversationID s
 			continue
 		}
 		var cur []attachmentRow
-		if err := tx.NewRaw("SELECT "+attachmentCols+" FROM attachments AS a WHERE a.id = ?", id).Scan(ctx, &cur); err != nil {
+		if err := s.txRead(ctx, tx, &cur, "SELECT "+attachmentCols+" FROM attachments AS a WHERE a.id = ?", id); err != nil {
 			return err
 		}
 		switch {
@@ -604,9 +612,9 @@ func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch mess
 	case flavorPostgres:
 		err = s.txRead(ctx, tx, &rows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ? FOR UPDATE OF m", id)
 	case flavorMySQL:
-		err = tx.NewRaw("SELECT "+messageOwnCols+" FROM messages AS m WHERE m.id = ? FOR UPDATE", id).Scan(ctx, &rows)
+		err = s.txRead(ctx, tx, &rows, "SELECT "+messageOwnCols+" FROM messages AS m WHERE m.id = ? FOR UPDATE", id)
 	default:
-		err = tx.NewRaw("SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id).Scan(ctx, &rows)
+		err = s.txRead(ctx, tx, &rows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id)
 	}
 	if err != nil {
 		return messaging.Message{}, err
@@ -712,7 +720,7 @@ func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch mess
 	if s.flavor == flavorMySQL {
 		// The updated row with its contact, read without locking the contact.
 		rows = rows[:0]
-		if err := tx.NewRaw("SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id).Scan(ctx, &rows); err != nil {
+		if err := s.txRead(ctx, tx, &rows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id); err != nil {
 			return messaging.Message{}, err
 		}
 		if len(rows) == 0 {
@@ -739,7 +747,7 @@ func (s *Store) DeleteMessage(ctx context.Context, id string, rec messaging.Reco
 	var out []messaging.Attachment
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var rows []messageRow
-		if err := tx.NewRaw("SELECT "+messageOwnCols+" FROM messages AS m WHERE m.id = ?"+s.forUpdate(), id).Scan(ctx, &rows); err != nil {
+		if err := s.txRead(ctx, tx, &rows, "SELECT "+messageOwnCols+" FROM messages AS m WHERE m.id = ?"+s.forUpdate(), id); err != nil {
 			return err
 		}
 		if len(rows) == 0 {
@@ -748,7 +756,7 @@ func (s *Store) DeleteMessage(ctx context.Context, id string, rec messaging.Reco
 		out = []messaging.Attachment{}
 		if rows[0].AttachmentCount > 0 {
 			var as []attachmentRow
-			if err := tx.NewRaw("SELECT "+attachmentCols+" FROM attachments AS a WHERE a.message_id = ? ORDER BY a.created_at, a.id"+s.forUpdate(), id).Scan(ctx, &as); err != nil {
+			if err := s.txRead(ctx, tx, &as, "SELECT "+attachmentCols+" FROM attachments AS a WHERE a.message_id = ? ORDER BY a.created_at, a.id"+s.forUpdate(), id); err != nil {
 				return err
 			}
 			out = make([]messaging.Attachment, len(as))

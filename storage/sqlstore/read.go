@@ -218,14 +218,6 @@ func exprCols(cols string) string {
 	return strings.Join(parts, ", ")
 }
 
-// lookup returns the prepared statement of query, or nil; it never
-// prepares one.
-func (c *stmtCache) lookup(query string) *sql.Stmt {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.m[query]
-}
-
 func (c *stmtCache) close() error {
 	// The statements are closed outside the lock: closing one waits for
 	// the callers running it, which may wait for a connection that a

@@ -163,7 +163,9 @@ func TestStmtCachePreparesOnceAtATime(t *testing.T) {
 	assert.Nil(t, st)
 	require.NoError(t, tx.Rollback())
 	require.NoError(t, <-first)
-	assert.NotNil(t, c.lookup("SELECT 5"), "prepared once, by the first")
+	c.mu.RLock()
+	assert.NotNil(t, c.m["SELECT 5"], "prepared once, by the first")
+	c.mu.RUnlock()
 
 	var wg sync.WaitGroup
 	errs := make([]error, 4)

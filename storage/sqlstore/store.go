@@ -141,7 +141,7 @@ type Store struct {
 	owned  []*bun.DB // closed by Close
 
 	stmts  *stmtCache // prepared reads of SQLite's reader pool, or of PostgreSQL's pool (readPrepared); nil otherwise
-	wstmts *stmtCache // prepared writes of SQLite's writer (outbox.go, idempotency.go); nil otherwise
+	wstmts *stmtCache // SQLite: the statements of the writer (sends, outbox.go; keys, idempotency.go; and those write transactions ran, txStmt); nil otherwise
 	seqMu  sync.Mutex // held while this process numbers events (outbox.go)
 
 	sends     atomic.Int64 // sends of this Store, for folds (tallies.go)
@@ -287,11 +287,13 @@ func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx bun.T
 		txo = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 	}
 	err := s.retry(ctx, func(ctx context.Context) error { return s.w.RunInTx(ctx, txo, fn) })
-	if err == nil && s.stmts != nil && s.stmts.dollar {
+	if err == nil {
 		// The statements the transaction ran unprepared, now that it holds
 		// no connection (stmtCache.inTx); after a failure, at the next
 		// write that succeeds.
-		s.stmts.prepareWanted(ctx)
+		if c := s.txCache(); c != nil {
+			c.prepareWanted(ctx)
+		}
 	}
 	return err
 }
