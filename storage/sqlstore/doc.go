@@ -85,6 +85,18 @@
 // pool, so a transaction never prepares; the statements it ran unprepared
 // are prepared after it ends.
 //
+// # Stale prepared statements
+//
+// PostgreSQL refuses to run a prepared statement whose result columns a
+// schema change has changed the type of (ALTER TABLE … ALTER COLUMN …
+// TYPE, by a newer instance's migration during a rolling deployment or by
+// the host): SQLSTATE 0A000, "cached plan must not change result type".
+// The store then drops the statement from its cache, to prepare it anew
+// at its next use, and runs the operation again: a read or a write
+// outside a transaction at once, unprepared; a transaction, which the
+// error aborted, whole, as a serialization failure (Options.MaxRetries).
+// The caller does not see the error.
+//
 // # Idempotency keys and revisions
 //
 // Version 20261123000002 adds idempotency_keys, one row per (scope,
@@ -122,5 +134,6 @@
 // database that cannot be reached gives an error matching
 // messaging.ErrUnavailable, with the driver's error as its cause. Other
 // errors are the driver's, after the store has retried serialization
-// failures, deadlocks and a busy SQLite database (Options.MaxRetries).
+// failures, deadlocks, stale prepared statements and a busy SQLite
+// database (Options.MaxRetries).
 package sqlstore

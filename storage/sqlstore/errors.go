@@ -42,9 +42,29 @@ func mysqlCode(err error) uint16 {
 	return uint16(n)
 }
 
+// stalePlan reports whether err is PostgreSQL's refusal to run a
+// prepared statement whose result columns a schema change changed the
+// type of (SQLSTATE 0A000, "cached plan must not change result type"),
+// which it refuses until the statement is prepared again. The code is
+// that of every unsupported feature: the callers ask only of the errors
+// of prepared statements (stmtCache.stale).
+func stalePlan(err error) bool { return pgCode(err) == "0A000" }
+
+// staleError is the error of a transaction's statement that the cache
+// dropped for being stale (Store.staleInTx): run again, the transaction
+// may succeed.
+type staleError struct{ err error }
+
+func (e *staleError) Error() string { return e.err.Error() }
+func (e *staleError) Unwrap() error { return e.err }
+
 // retryable reports whether a transaction that failed with err may succeed
 // if run again.
 func (s *Store) retryable(err error) bool {
+	var stale *staleError
+	if errors.As(err, &stale) {
+		return true
+	}
 	switch s.flavor {
 	case flavorPostgres:
 		switch pgCode(err) {

@@ -176,8 +176,12 @@ func (s *Store) insertSent(ctx context.Context, db bun.IConn, m, after messaging
 // parsing took a third of a SQLite reaction's CPU.
 func (s *Store) execWrite(ctx context.Context, db bun.IConn, query string, args ...any) (sql.Result, error) {
 	if tx, inTx := db.(bun.Tx); inTx {
-		if st, dargs := s.txStmt(ctx, tx, query, args); st != nil {
-			return st.ExecContext(ctx, dargs...)
+		if st, dargs, q, from := s.txStmt(ctx, tx, query, args); st != nil {
+			res, err := st.ExecContext(ctx, dargs...)
+			if err != nil {
+				return nil, s.staleInTx(q, from, err)
+			}
+			return res, nil
 		}
 	} else if s.stmts != nil && s.stmts.dollar {
 		// Not in a transaction: preparing takes a connection of the pool,
@@ -189,7 +193,12 @@ func (s *Store) execWrite(ctx context.Context, db bun.IConn, query string, args 
 				return nil, err
 			}
 			if st != nil {
-				return st.ExecContext(ctx, dargs...)
+				res, err := st.ExecContext(ctx, dargs...)
+				if err == nil || !s.stmts.stale(q, st, err) {
+					return res, err
+				}
+				// Dropped, and not run: run unprepared; the next write
+				// prepares it.
 			}
 		}
 	}
@@ -212,21 +221,34 @@ func (s *Store) txCache() *stmtCache {
 // txStmt returns query as a statement prepared for tx, with its driver
 // arguments, when one is: once a transaction ran it (stmtCache.inTx), or,
 // on SQLite, a send's, which prepareWrites prepared on the writer. It
-// returns nil otherwise; it never prepares.
-func (s *Store) txStmt(ctx context.Context, tx bun.Tx, query string, args []any) (*sql.Stmt, []any) {
+// returns nil otherwise; it never prepares. q is the query as prepared
+// and from the cache's statement, for staleInTx.
+func (s *Store) txStmt(ctx context.Context, tx bun.Tx, query string, args []any) (st *sql.Stmt, dargs []any, q string, from *sql.Stmt) {
 	c := s.txCache()
 	if c == nil {
-		return nil, nil
+		return nil, nil, "", nil
 	}
 	q, dargs, ok := expandArgs(query, args, c.dollar)
 	if !ok {
-		return nil, nil
+		return nil, nil, "", nil
 	}
-	st := c.inTx(q)
-	if st == nil {
-		return nil, nil
+	from = c.inTx(q)
+	if from == nil {
+		return nil, nil, "", nil
 	}
-	return tx.Tx.StmtContext(ctx, st), dargs
+	return tx.Tx.StmtContext(ctx, from), dargs, q, from
+}
+
+// staleInTx returns err, the error of a statement of a transaction
+// prepared from from, the cache's statement of q (txStmt): as a
+// staleError when from was stale (stmtCache.stale), which the error
+// aborted the transaction for; run again (retryable), it finds the
+// statement dropped and runs it unprepared.
+func (s *Store) staleInTx(q string, from *sql.Stmt, err error) error {
+	if s.txCache().stale(q, from, err) {
+		return &staleError{err: err}
+	}
+	return err
 }
 
 // insertMessageSQL inserts a message.

@@ -218,6 +218,60 @@ func exprCols(cols string) string {
 	return strings.Join(parts, ", ")
 }
 
+// Stale statements (PostgreSQL; package doc, "Stale prepared
+// statements"). The server refuses to run a statement whose result types
+// a schema change changed (stalePlan), on every connection it was
+// prepared on, until it is prepared again. The caller that meets the
+// error drops it (stale) and runs its operation again: outside a
+// transaction unprepared, at once; a transaction whole (staleInTx,
+// retryable). A caller that took the statement before it was dropped
+// meets the same error, or finds it closed, and does the same. Nothing
+// changes on a successful run. A statement without result columns is
+// planned again silently; SQLite prepares again by itself.
+
+// stale reports whether st, the statement of query in the cache, failed
+// with err for being stale, not for what it does: the server refused to
+// run it (stalePlan), and stale dropped it; or another caller dropped it,
+// and it was closed before it ran. It ran in neither case: the caller may
+// run query again. The error path only.
+func (c *stmtCache) stale(query string, st *sql.Stmt, err error) bool {
+	if c == nil || !c.dollar {
+		return false
+	}
+	if stalePlan(err) {
+		c.drop(query, st)
+		return true
+	}
+	if err.Error() != errStmtClosed {
+		return false
+	}
+	c.mu.RLock()
+	cur := c.m[query]
+	c.mu.RUnlock()
+	return cur != st
+}
+
+// errStmtClosed is the text of database/sql's (unexported) error for a
+// closed *sql.Stmt, which it returns without running it.
+const errStmtClosed = "sql: statement is closed"
+
+// drop removes st, the statement of query, from the cache, unless it is
+// gone already, and closes it. It closes it in a goroutine of its own:
+// closing waits for the callers running it, which may wait for a
+// connection of the pool that the caller, a transaction, holds.
+func (c *stmtCache) drop(query string, st *sql.Stmt) {
+	c.mu.Lock()
+	cur, ok := c.m[query]
+	ok = ok && cur == st
+	if ok {
+		delete(c.m, query)
+	}
+	c.mu.Unlock()
+	if ok {
+		go func() { _ = st.Close() }()
+	}
+}
+
 func (c *stmtCache) close() error {
 	// The statements are closed outside the lock: closing one waits for
 	// the callers running it, which may wait for a connection that a
@@ -288,10 +342,13 @@ func (s *Store) readPrepared(ctx context.Context, dst any, query string, args ..
 			}
 			if st != nil {
 				rows, err := st.QueryContext(ctx, dargs...)
-				if err != nil {
+				if err == nil {
+					return s.r.ScanRows(ctx, rows, dst)
+				}
+				if !s.stmts.stale(q, st, err) {
 					return err
 				}
-				return s.r.ScanRows(ctx, rows, dst)
+				// Dropped: run unprepared; the next read prepares it.
 			}
 		}
 	}
@@ -425,10 +482,10 @@ func txQuery(tx bun.IDB) queryFn {
 // transaction ran it), for a query whose plan suits every value of its
 // arguments (as readPrepared's); as bun formats it otherwise.
 func (s *Store) txRead(ctx context.Context, tx bun.Tx, dst any, query string, args ...any) error {
-	if st, dargs := s.txStmt(ctx, tx, query, args); st != nil {
+	if st, dargs, q, from := s.txStmt(ctx, tx, query, args); st != nil {
 		rows, err := st.QueryContext(ctx, dargs...)
 		if err != nil {
-			return err
+			return s.staleInTx(q, from, err)
 		}
 		return s.w.ScanRows(ctx, rows, dst)
 	}

@@ -28,8 +28,11 @@ type Options struct {
 	MaxOpenConns int
 	// MaxRetries is how many times a write transaction is run again after a
 	// serialization failure, deadlock or lock wait timeout (PostgreSQL
-	// SQLSTATE 40001/40P01, MySQL errors 1213/1205) or a busy SQLite
-	// database, before the error is returned. Default: 10.
+	// SQLSTATE 40001/40P01, MySQL errors 1213/1205), a busy SQLite
+	// database, or a prepared statement that a schema change made stale
+	// (PostgreSQL SQLSTATE 0A000, "cached plan must not change result
+	// type"; see "Stale prepared statements" in the package doc), before
+	// the error is returned. Default: 10.
 	MaxRetries int
 	// BusyTimeout is how long a SQLite connection waits for a lock held by
 	// another connection (another process, or another Store on the same
@@ -278,7 +281,8 @@ func (s *Store) Close() error {
 }
 
 // write runs fn in a write transaction, again (up to MaxRetries times) when
-// it fails with a serialization failure, deadlock or busy database.
+// it fails with a serialization failure, deadlock, busy database or stale
+// prepared statement (retryable).
 func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
 	var txo *sql.TxOptions
 	if s.flavor == flavorMySQL {
