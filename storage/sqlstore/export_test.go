@@ -167,3 +167,32 @@ func (h recordHook) BeforeQuery(ctx context.Context, e *bun.QueryEvent) context.
 }
 
 func (recordHook) AfterQuery(context.Context, *bun.QueryEvent) {}
+
+// RunStale prepares query (with the driver's placeholders, and no
+// arguments) in the cache of PostgreSQL's statements of s and runs it; if
+// drop, it first drops it from the cache as a stale statement is dropped,
+// and runs it as a caller that took it before. It returns the error of
+// the run (nil for one that gave rows), and whether the cache tells the
+// caller to run query again (stmtCache.stale).
+func RunStale(s *Store, ctx context.Context, query string, drop bool) (again bool, err error) {
+	st, err := s.stmts.get(ctx, query)
+	if err != nil || st == nil {
+		return false, err
+	}
+	if drop {
+		s.stmts.drop(query, st)
+		_ = st.Close() // done: drop closes it in a goroutine of its own
+	}
+	rows, err := st.QueryContext(ctx)
+	if err != nil {
+		return s.stmts.stale(query, st, err), err
+	}
+	_ = rows.Close()
+	return false, nil
+}
+
+// ExecWrite exposes the Store's prepared writes (execWrite), on the
+// Store's database or in a transaction of Write.
+func ExecWrite(s *Store, ctx context.Context, db bun.IConn, query string, args ...any) (sql.Result, error) {
+	return s.execWrite(ctx, db, query, args...)
+}
