@@ -80,10 +80,13 @@
 // (reactOne in reactions.go), which also updates the message's row: the
 // row stays locked for the answer's read of the reactions, the events'
 // insert and the commit, not for a statement per step. The statements of
-// PostgreSQL's transactions are prepared, from the cache of the reads,
-// once a first transaction ran them: preparing takes a connection of the
-// pool, so a transaction never prepares; the statements it ran unprepared
-// are prepared after it ends.
+// write transactions are prepared once a first transaction ran them
+// (PostgreSQL from the cache of the reads, SQLite on its one writer
+// connection): preparing takes a connection of the pool, so a transaction
+// never prepares; the statements it ran unprepared are prepared after it
+// commits. Prepared statements run through database/sql, not through
+// bun's query hooks: a host's hooks (logging, tracing) see the statements
+// that are not prepared only.
 //
 // # Stale prepared statements
 //
