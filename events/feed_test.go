@@ -472,3 +472,57 @@ func TestIdleFeedReadsNoEvents(t *testing.T) {
 		assert.NotZero(t, counted.reads.Load(), "with a subscription the Feed reads the events")
 	})
 }
+
+// blockingStore holds LastEvent, once armed, after it read an event newer
+// than floor: the idle Feed's skip is then between its read and its lock.
+type blockingStore struct {
+	storetest.Store
+	floor   atomic.Int64
+	armed   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *blockingStore) LastEvent(ctx context.Context) (messaging.Event, error) {
+	e, err := s.Store.LastEvent(ctx)
+	if err == nil && e.Seq > s.floor.Load() && s.armed.CompareAndSwap(true, false) {
+		s.entered <- struct{}{}
+		<-s.release
+	}
+	return e, err
+}
+
+// TestResumeDuringIdleSkip: a subscription resuming after an event
+// registers while the idle Feed's skip is reading LastEvent, which has
+// seen a newer event; that event still reaches it (skip looks again
+// whether the Feed is idle before it moves the cursor).
+func TestResumeDuringIdleSkip(t *testing.T) {
+	eachBackend(t, func(t *testing.T, store storetest.Store) {
+		bs := &blockingStore{Store: store, entered: make(chan struct{}), release: make(chan struct{})}
+		e := newEnv(t, bs, nil)
+		e.send(e.alice, "general", "m0")
+		ev0, err := store.LastEvent(e.ctx)
+		require.NoError(t, err)
+		bs.floor.Store(ev0.Seq)
+		bs.armed.Store(true)
+		m1 := e.send(e.alice, "general", "m1")
+		select {
+		case <-bs.entered:
+		case <-time.After(10 * time.Second):
+			t.Fatal("skip never read LastEvent")
+		}
+		sub := e.subscribe(e.bob, events.SubscribeOptions{After: ev0.ID})
+		got := make(chan messaging.Event, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			ev, _ := sub.Next(ctx)
+			got <- ev
+		}()
+		time.Sleep(200 * time.Millisecond) // the subscription registers (catchUp); if it has not yet, the test passes either way
+		close(bs.release)
+		ev := <-got
+		require.NotNil(t, ev.Message, "the event after the resume point was lost")
+		require.Equal(t, m1.ID, ev.Message.ID)
+	})
+}

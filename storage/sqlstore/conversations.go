@@ -300,7 +300,7 @@ func (s *Store) uncountMessage(ctx context.Context, tx bun.Tx, m *messageRow) er
 		// Lock the conversation as folds do (tallies.go): then a message
 		// still tallied was never counted.
 		var locked []string
-		if err := tx.NewRaw("SELECT id FROM conversations WHERE id = ? FOR UPDATE", m.ConversationID).Scan(ctx, &locked); err != nil {
+		if err := s.txRead(ctx, tx, &locked, "SELECT id FROM conversations WHERE id = ? FOR UPDATE", m.ConversationID); err != nil {
 			return err
 		}
 		if tallied, err := s.untally(ctx, tx, m.ID); err != nil || tallied {
@@ -318,7 +318,7 @@ func (s *Store) uncountMessage(ctx context.Context, tx bun.Tx, m *messageRow) er
 			WHERE conversation_id = ? AND ` + atOrAfterPosition, []any{m.ContactID, m.ConversationID, at, at, m.ID}},
 		{"UPDATE conversation_members SET own_count = own_count - 1 WHERE conversation_id = ? AND contact_id = ?", []any{m.ConversationID, m.ContactID}},
 	} {
-		if _, err := tx.ExecContext(ctx, q.sql, q.args...); err != nil {
+		if _, err := s.execWrite(ctx, tx, q.sql, q.args...); err != nil {
 			return err
 		}
 	}
@@ -328,7 +328,7 @@ func (s *Store) uncountMessage(ctx context.Context, tx bun.Tx, m *messageRow) er
 // lastMessageGone makes the newest remaining message of conv its last
 // message, if the last one was id (deleted in this transaction).
 func (s *Store) lastMessageGone(ctx context.Context, tx bun.Tx, conv, id string) error {
-	_, err := tx.ExecContext(ctx, `UPDATE conversations SET
+	_, err := s.execWrite(ctx, tx, `UPDATE conversations SET
 		last_message_id = (SELECT m.id FROM messages AS m WHERE m.conversation_id = ? ORDER BY m.created_at DESC, m.id DESC LIMIT 1),
 		updated_at = COALESCE((SELECT m.created_at FROM messages AS m WHERE m.conversation_id = ? ORDER BY m.created_at DESC, m.id DESC LIMIT 1), created_at)
 		WHERE id = ? AND last_message_id = ?`, conv, conv, conv, id)

@@ -221,11 +221,12 @@ func (s *Store) txCache() *stmtCache {
 // txStmt returns query as a statement prepared for tx, with its driver
 // arguments, when one is: once a transaction ran it (stmtCache.inTx), or,
 // on SQLite, a send's, which prepareWrites prepared on the writer. It
-// returns nil otherwise; it never prepares. q is the query as prepared
-// and from the cache's statement, for staleInTx.
+// returns nil otherwise (also for a list of more than maxPreparedIDs ids);
+// it never prepares. q is the query as prepared and from the cache's
+// statement, for staleInTx.
 func (s *Store) txStmt(ctx context.Context, tx bun.Tx, query string, args []any) (st *sql.Stmt, dargs []any, q string, from *sql.Stmt) {
 	c := s.txCache()
-	if c == nil {
+	if c == nil || longList(args) {
 		return nil, nil, "", nil
 	}
 	q, dargs, ok := expandArgs(query, args, c.dollar)
@@ -789,12 +790,12 @@ func (s *Store) DeleteMessage(ctx context.Context, id string, rec messaging.Reco
 			if err := s.addPending(ctx, tx, keys...); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, "DELETE FROM attachments WHERE message_id = ?", id); err != nil {
+			if _, err := s.execWrite(ctx, tx, "DELETE FROM attachments WHERE message_id = ?", id); err != nil {
 				return err
 			}
 		}
 		if !rows[0].UpdatedAt.IsZero() { // an edited message may have revisions
-			if _, err := tx.ExecContext(ctx, "DELETE FROM message_revisions WHERE message_id = ?", id); err != nil {
+			if _, err := s.execWrite(ctx, tx, "DELETE FROM message_revisions WHERE message_id = ?", id); err != nil {
 				return err
 			}
 		}
@@ -803,7 +804,7 @@ func (s *Store) DeleteMessage(ctx context.Context, id string, rec messaging.Reco
 				"DELETE FROM reactions WHERE message_id = ?",
 				"DELETE FROM reaction_names WHERE message_id = ?",
 			} {
-				if _, err := tx.ExecContext(ctx, q, id); err != nil {
+				if _, err := s.execWrite(ctx, tx, q, id); err != nil {
 					return err
 				}
 			}
@@ -812,7 +813,7 @@ func (s *Store) DeleteMessage(ctx context.Context, id string, rec messaging.Reco
 		if err := s.uncountMessage(ctx, tx, r); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, "DELETE FROM messages WHERE id = ?", id); err != nil {
+		if _, err := s.execWrite(ctx, tx, "DELETE FROM messages WHERE id = ?", id); err != nil {
 			return err
 		}
 		if err := s.lastMessageGone(ctx, tx, r.ConversationID, id); err != nil {

@@ -158,8 +158,9 @@ func insertEventsSQL(n int, numbered bool) string {
 	return "INSERT INTO events (id, type, conversation_id, audience_id, created_at, payload) VALUES " + values[:len(values)-2]
 }
 
-// maxPrepared is the most events of one write whose insert SQLite
-// prepares; writes of more (rare) are formatted by bun.
+// maxPrepared is the most events of one send whose insert prepareWrites
+// prepares on SQLite's writer ahead of the first send; a transaction
+// that inserts more prepares theirs once it ran it (txStmt).
 const maxPrepared = 4
 
 // prepareWrites prepares the statements of SQLite's sends (the inserts of

@@ -302,7 +302,8 @@ func (s *Store) read(ctx context.Context, dst any, query string, args ...any) er
 }
 
 // maxPreparedIDs is the most ids in the lists of a query that readByIDs
-// prepares: each length is a statement of its own.
+// and transactions (txStmt) prepare: each length is a statement of its
+// own.
 const maxPreparedIDs = 16
 
 // readByIDs is read for the queries of the reactions and attachments of
@@ -317,12 +318,28 @@ func (s *Store) readByIDs(ctx context.Context, dst any, query string, args ...an
 	if s.flavor != flavorPostgres || !s.genericPlans(ctx) {
 		return s.read(ctx, dst, query, args...)
 	}
-	for _, a := range args {
-		if l, ok := a.(boxedIDs); ok && len(l) > maxPreparedIDs {
-			return s.read(ctx, dst, query, args...)
-		}
+	if longList(args) {
+		return s.read(ctx, dst, query, args...)
 	}
 	return s.readPrepared(ctx, dst, query, args...)
+}
+
+// longList reports whether args hold a list of more than maxPreparedIDs
+// ids, whose statement is not worth one of the cache's maxStmts.
+func longList(args []any) bool {
+	for _, a := range args {
+		switch l := a.(type) {
+		case idList:
+			if len(l) > maxPreparedIDs {
+				return true
+			}
+		case boxedIDs:
+			if len(l) > maxPreparedIDs {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // readPrepared is read for a query whose best plan is the same for every

@@ -326,7 +326,7 @@ func (s *Store) untally(ctx context.Context, tx bun.Tx, id string) (bool, error)
 	if !s.deferred() {
 		return false, nil
 	}
-	res, err := tx.ExecContext(ctx, "DELETE FROM message_tallies WHERE message_id = ?", id)
+	res, err := s.execWrite(ctx, tx, "DELETE FROM message_tallies WHERE message_id = ?", id)
 	if err != nil {
 		return false, err
 	}

@@ -1,55 +1,163 @@
 package sqlstore
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
 
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
 )
 
-// TestSQLiteWriteTransactionsPrepared: the statements that a SQLite write
-// transaction runs (a reaction added and taken back, a message deleted)
-// are prepared on the writer once it has run them, and the next such
-// transaction finds every one of them prepared.
-func TestSQLiteWriteTransactionsPrepared(t *testing.T) {
+// unpreparedHook records the statements that ran through bun, that is
+// unprepared (prepared statements run through database/sql), but BEGIN,
+// COMMIT and ROLLBACK.
+type unpreparedHook struct {
+	mu sync.Mutex
+	qs []string
+}
+
+func (h *unpreparedHook) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
+	return ctx
+}
+
+func (h *unpreparedHook) AfterQuery(_ context.Context, e *bun.QueryEvent) {
+	switch e.Query {
+	case "BEGIN", "COMMIT", "ROLLBACK":
+		return
+	}
+	h.mu.Lock()
+	h.qs = append(h.qs, e.Query)
+	h.mu.Unlock()
+}
+
+// take returns the statements recorded since the last call.
+func (h *unpreparedHook) take() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	qs := h.qs
+	h.qs = nil
+	return qs
+}
+
+// sqliteStore is a migrated SQLite store in a temporary file, with alice.
+func sqliteStore(t *testing.T) (*Store, messaging.Contact) {
+	t.Helper()
 	ctx := t.Context()
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "parley.db"), &Options{Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
-	defer s.Close()
+	t.Cleanup(func() { _ = s.Close() })
 	require.NoError(t, s.Migrate(ctx))
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	alice := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: at}
+	alice := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	require.NoError(t, s.PutContact(ctx, alice))
-	send := func() string {
+	return s, alice
+}
+
+// TestSQLiteWriteTransactionsPrepared: the statements that a SQLite write
+// transaction runs (a reaction added and taken back, a message deleted)
+// run through bun the first time, are prepared on the writer after it,
+// and the second time run prepared, every one; the answers are what a
+// read gives.
+func TestSQLiteWriteTransactionsPrepared(t *testing.T) {
+	ctx := t.Context()
+	s, alice := sqliteStore(t)
+	hook := &unpreparedHook{}
+	s.DB().AddQueryHook(hook)
+	at := alice.CreatedAt
+	round := func() []string {
 		m := messaging.Message{ID: ids.New(ids.Message), ConversationID: "c", Contact: alice, Text: "hi", CreatedAt: at}
 		require.NoError(t, s.CreateMessage(ctx, m, nil, nil))
-		return m.ID
-	}
-	cached := func() int {
-		s.wstmts.mu.RLock()
-		defer s.wstmts.mu.RUnlock()
-		return len(s.wstmts.m)
-	}
-	writes := func() {
-		id := send()
-		_, err := s.UpdateMessage(ctx, id, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{alice.ID}}}})
+		hook.take()
+		got, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{UpdatedAt: at.Add(time.Minute), AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{alice.ID}}}})
 		require.NoError(t, err)
-		_, err = s.UpdateMessage(ctx, id, messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{alice.ID}}})
+		read, err := s.GetMessage(ctx, m.ID)
 		require.NoError(t, err)
-		_, err = s.DeleteMessage(ctx, id, nil)
+		assert.Equal(t, read, got, "the answer, read on the writer, is what a read gives")
+		_, err = s.UpdateMessage(ctx, m.ID, messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{alice.ID}}})
 		require.NoError(t, err)
+		_, err = s.DeleteMessage(ctx, m.ID, nil)
+		require.NoError(t, err)
+		return hook.take()
 	}
+	assert.NotEmpty(t, round(), "the first time, through bun")
+	assert.Empty(t, round(), "the second time, every statement prepared")
+}
 
-	sends := cached()
-	writes()
-	first := cached()
-	assert.Greater(t, first, sends, "the transactions' statements are prepared after they ran")
-	writes()
-	assert.Equal(t, first, cached(), "and found prepared the next time: none is run unprepared again")
+// TestSQLiteConcurrentWritesPrepare: writers sharing SQLite's one writer
+// connection, each preparing after its commit what the transactions
+// noted, never wait for each other for good.
+func TestSQLiteConcurrentWritesPrepare(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	s, alice := sqliteStore(t)
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Go(func() {
+			for i := range 40 {
+				m := messaging.Message{ID: ids.New(ids.Message), ConversationID: "c", Contact: alice, Text: "hi", CreatedAt: alice.CreatedAt}
+				if !assert.NoError(t, s.CreateMessage(ctx, m, nil, nil)) {
+					return
+				}
+				names := []messaging.Reaction{{Name: "x", Reactors: []string{alice.ID}}}
+				if i%3 == g%3 {
+					names = append(names, messaging.Reaction{Name: "y", Reactors: []string{alice.ID}})
+				}
+				_, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: names})
+				if !assert.NoError(t, err) {
+					return
+				}
+				_, err = s.UpdateMessage(ctx, m.ID, messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{alice.ID}}})
+				if !assert.NoError(t, err) {
+					return
+				}
+				if i%2 == 0 {
+					if _, err := s.DeleteMessage(ctx, m.ID, nil); !assert.NoError(t, err) {
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, ctx.Err(), "the writes did not finish: a deadlock")
+}
+
+// TestLongListsNotPrepared: a transaction's statement with a list of more
+// than maxPreparedIDs ids is not noted for preparing (each length would
+// be a statement of its own in the cache for good); a shorter one is.
+func TestLongListsNotPrepared(t *testing.T) {
+	ctx := t.Context()
+	s, _ := sqliteStore(t)
+	ids := func(n int) idList {
+		l := make(idList, n)
+		for i := range l {
+			l[i] = fmt.Sprint("msg_", i)
+		}
+		return l
+	}
+	for _, n := range []int{maxPreparedIDs + 1, maxPreparedIDs} {
+		err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+			var got []string
+			return s.txRead(ctx, tx, &got, "SELECT id FROM messages WHERE id IN (?)", ids(n))
+		})
+		require.NoError(t, err)
+	}
+	s.wstmts.mu.RLock()
+	defer s.wstmts.mu.RUnlock()
+	var lists []int
+	for q := range s.wstmts.m {
+		if strings.HasPrefix(q, "SELECT id FROM messages WHERE id IN (") {
+			lists = append(lists, strings.Count(q, "?"))
+		}
+	}
+	assert.Equal(t, []int{maxPreparedIDs}, lists)
 }
