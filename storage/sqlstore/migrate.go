@@ -446,6 +446,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	err := s.migrate(ctx)
 	if err == nil {
 		s.prepareWrites(ctx)
+		s.eventIDs.Store(eventsNumbered)
 	}
 	return wrapErr("sqlstore.Migrate", err)
 }

@@ -68,9 +68,49 @@ type eventRow struct {
 	Payload        string    `bun:"payload"`
 }
 
-// numberedEvents reports whether events are stored without their ids
-// (SQLite, PostgreSQL), which readers make of their seqs (numberedID).
-func (s *Store) numberedEvents() bool { return s.flavor != flavorMySQL }
+// Store.eventIDs on PostgreSQL: whether postgresEventIDsVersion, from
+// which events are stored without their ids, is applied.
+const (
+	eventIDsUnknown int32 = iota // not asked yet: ids are stored
+	eventIDsStored               // not applied when asked
+	eventsNumbered               // applied
+)
+
+// numberedEvents reports whether events are stored without their ids,
+// which readers make of their seqs (numberedID): on SQLite; on PostgreSQL
+// once postgresEventIDsVersion is applied, as Migrate or the first
+// sequencing (knowEventIDs) found. Until then (a newer instance beside a
+// database that is not migrated yet) ids are stored, which every version
+// of the schema accepts. MySQL stores them always. It never queries: it
+// may run in a transaction.
+func (s *Store) numberedEvents() bool {
+	switch s.flavor {
+	case flavorSQLite:
+		return true
+	case flavorPostgres:
+		return s.eventIDs.Load() == eventsNumbered
+	}
+	return false
+}
+
+// knowEventIDs asks, once, whether postgresEventIDsVersion is applied
+// (PostgreSQL), for numberedEvents. An instance that found it not applied
+// goes on storing ids until it restarts or runs Migrate; an instance with
+// a Feed asks when the Feed starts (LastEvent).
+func (s *Store) knowEventIDs(ctx context.Context) {
+	if s.flavor != flavorPostgres || s.eventIDs.Load() != eventIDsUnknown {
+		return
+	}
+	var n []int
+	if err := s.w.NewRaw("SELECT COUNT(*) FROM "+migrationsTable+" WHERE name = ?", postgresEventIDsVersion.Name).Scan(ctx, &n); err != nil || len(n) == 0 {
+		return // no migrations table yet: ask again later
+	}
+	if n[0] > 0 {
+		s.eventIDs.CompareAndSwap(eventIDsUnknown, eventsNumbered)
+	} else {
+		s.eventIDs.CompareAndSwap(eventIDsUnknown, eventIDsStored)
+	}
+}
 
 // numberedID is the id of a numbered event, which stores none: one that
 // carries its seq, so that GetEvent finds it by seq. The id of an event
@@ -189,6 +229,7 @@ func (s *Store) sequence(ctx context.Context) error {
 	if s.flavor == flavorSQLite {
 		return nil
 	}
+	s.knowEventIDs(ctx)
 	// The unnumbered events, read through a plain scan of their partial
 	// index (PostgreSQL: events_unnumbered): it marks the entries of the
 	// rows that numbering left dead, so that the next pass skips them
@@ -320,7 +361,9 @@ func eventsOf(rows []eventRow) ([]messaging.Event, error) {
 func (s *Store) GetEvent(ctx context.Context, id string) (messaging.Event, error) {
 	var rows []eventRow
 	var err error
-	if seq, ok := ids.SeqOf(ids.Event, id); ok && s.numberedEvents() {
+	// A numbered id is never a stored one (ids.SeqOf): looked up by seq
+	// whatever this instance stores.
+	if seq, ok := ids.SeqOf(ids.Event, id); ok && s.flavor != flavorMySQL {
 		err = s.read(ctx, &rows, "SELECT "+eventCols+" FROM events AS e WHERE e.seq = ? AND e.id IS NULL", seq)
 	} else {
 		err = s.read(ctx, &rows, "SELECT "+eventCols+" FROM events AS e WHERE e.id = ? AND e.seq > 0", id)
@@ -582,7 +625,17 @@ var eventIDsVersion = version{
 //
 // An instance of an earlier version, running beside one of this version
 // while a deployment rolls, still stores ids, which this version reads;
-// it cannot find by id (GetEvent) an event stored without one.
+// it cannot find by id (GetEvent) an event stored without one: a stream
+// resuming there from such an event starts with events.lost, and a list
+// with such a cursor is refused (400). A newer instance beside a database
+// that is not migrated yet stores ids, as the schema requires, until it
+// has seen this version applied (numberedEvents).
+//
+// The migration holds the lock of the table events while it builds the
+// three indexes over the events kept (a day's, by default): sends wait
+// for it. Not CONCURRENTLY: PostgreSQL's concurrent build waits for every
+// older snapshot of the database, among them those of the other
+// processes' Migrate waiting for the migration lock, which waits for it.
 var postgresEventIDsVersion = version{
 	Name:    "20261124000001",
 	Comment: "event_ids_postgres",

@@ -114,3 +114,49 @@ func TestPostgresEventIndexes(t *testing.T) {
 		}
 	})
 }
+
+// TestPostgresSendsBeforeEventIDsMigration: a store (of a newer instance)
+// on a database that is not migrated to the version without event ids yet
+// stores its events with their ids, as that schema requires, so its sends
+// succeed; once Migrate has run, without. Events of both kinds are found
+// by their ids.
+func TestPostgresSendsBeforeEventIDsMigration(t *testing.T) {
+	eachEngineBefore(t, "20261124000001", func(t *testing.T, engine string, s *sqlstore.Store) {
+		if engine != "postgres" {
+			return
+		}
+		ctx := t.Context()
+		// As when a Feed starts: it reads the newest event first.
+		_, err := s.LastEvent(ctx)
+		require.ErrorIs(t, err, messaging.ErrNotFound)
+
+		at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+		alice := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: at}
+		require.NoError(t, s.PutContact(ctx, alice))
+		send := func(given string) {
+			t.Helper()
+			m := messaging.Message{ID: ids.New(ids.Message), ConversationID: "c", Contact: alice, Text: "hi", CreatedAt: at}
+			rec := func(c messaging.Change) []messaging.Event {
+				return []messaging.Event{{ID: given, Type: messaging.EventMessageCreated, ConversationID: "c", Created: at, Message: c.Message}}
+			}
+			require.NoError(t, s.CreateMessage(ctx, m, nil, rec))
+		}
+		before := ids.NewAt(ids.Event, at)
+		send(before)
+		require.NoError(t, s.Migrate(ctx))
+		send(ids.NewAt(ids.Event, at))
+
+		got, err := s.ReadEvents(ctx, events.Query{All: true, Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, got, 2)
+		assert.Equal(t, before, got[0].ID, "stored with its id before the migration")
+		seq, ok := ids.SeqOf(ids.Event, got[1].ID)
+		require.True(t, ok, "made of its seq after it: %q", got[1].ID)
+		assert.Equal(t, got[1].Seq, seq)
+		for _, want := range got {
+			g, err := s.GetEvent(ctx, want.ID)
+			require.NoError(t, err, want.ID)
+			assert.Equal(t, want, g)
+		}
+	})
+}

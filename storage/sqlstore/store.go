@@ -151,8 +151,9 @@ type Store struct {
 	foldEvery int64        // sends between two folds (tallies.go)
 	folding   sync.Mutex   // held while a send folds tallies (tallies.go)
 
-	writesPrepared atomic.Bool // wstmts holds the statements of sends (prepareWrites)
-	planStats      planStats   // the size of messages, for genericPlans (PostgreSQL)
+	writesPrepared atomic.Bool  // wstmts holds the statements of sends (prepareWrites)
+	eventIDs       atomic.Int32 // PostgreSQL: whether events are stored with their ids (outbox.go, numberedEvents)
+	planStats      planStats    // the size of messages, for genericPlans (PostgreSQL)
 }
 
 var (
