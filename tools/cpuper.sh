@@ -10,6 +10,12 @@
 #   bash tools/cpuper.sh react create              # 32 connections, 8 s each
 #   CONNS=1 bash tools/cpuper.sh react             # one caller at a time
 #   SIZE=100000 REACTED=3 bash tools/cpuper.sh list  # a first page of which 3 messages have a reaction
+#   PGSS=1 bash tools/cpuper.sh create             # and the statements of each load, from pg_stat_statements
+#
+# PGSS=1 needs a server that loads pg_stat_statements (shared_preload_libraries,
+# then a restart): per statement it prints calls, total and mean execution time,
+# rows, shared buffers hit and WAL records, the query grouped by its first 40
+# characters (the numbering UPDATEs differ only in their length).
 #
 # PostgreSQL comes from PARLEY_BENCH_POSTGRES (default: the local server
 # with trust auth); the postgres processes are found with pgrep -u postgres,
@@ -63,11 +69,23 @@ ticks() { # the CPU ticks of the processes given
   echo "$sum"
 }
 "$tmp/loadtest" -url "$url" -ops "$1" -c "$CONNS" -d 2s -rounds 1 >/dev/null 2>&1 # warm-up
+PGSS=${PGSS:-}
+[ -n "$PGSS" ] && psql "$dsn" -qc 'CREATE EXTENSION IF NOT EXISTS pg_stat_statements' >/dev/null
 for op in "$@"; do
+  [ -n "$PGSS" ] && psql "$dsn" -qAtc 'SELECT pg_stat_statements_reset()' >/dev/null
   s0=$(ticks "$pid"); p0=$(ticks $(pgrep -u postgres))
   out=$("$tmp/loadtest" -url "$url" -ops "$op" -c "$CONNS" -d "$DUR" -rounds 1 2>&1)
   s1=$(ticks "$pid"); p1=$(ticks $(pgrep -u postgres))
   read -r rps n < <(echo "$out" | awk -v op="$op" '$1 == op && $2 == "A" && $3 ~ /^[0-9.]+$/ { print $3, $9; exit }')
   printf '%-7s %9s req/s   server %5d µs/request   postgres %5d µs/request   (%s requests, %d connections)\n' \
     "$op" "$rps" $(((s1 - s0) * 10000 / n)) $(((p1 - p0) * 10000 / n)) "$n" "$CONNS"
+  if [ -n "$PGSS" ]; then
+    psql "$dsn" -c "SELECT sum(calls) AS calls, round(sum(total_exec_time)::numeric, 1) AS total_ms,
+        round((sum(total_exec_time) / sum(calls) * 1000)::numeric) AS mean_us, sum(rows) AS rows,
+        sum(shared_blks_hit) AS blks_hit, sum(wal_records) AS wal_records,
+        left(regexp_replace(query, '\s+', ' ', 'g'), 40) AS query
+      FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+        AND query NOT LIKE '%pg_stat_statements%'
+      GROUP BY 7 ORDER BY 2 DESC LIMIT 12"
+  fi
 done
