@@ -71,7 +71,7 @@ func TestSQLiteWriteTransactionsPrepared(t *testing.T) {
 	ctx := t.Context()
 	s, alice := sqliteStore(t)
 	hook := &unpreparedHook{}
-	s.DB().AddQueryHook(hook)
+	s.w = s.w.WithQueryHook(hook) // the writer, whose transactions run every write
 	at := alice.CreatedAt
 	round := func() []string {
 		m := messaging.Message{ID: ids.New(ids.Message), ConversationID: "c", Contact: alice, Text: "hi", CreatedAt: at}
