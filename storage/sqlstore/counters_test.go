@@ -212,3 +212,71 @@ func TestCountersFollowChanges(t *testing.T) {
 		})
 	}
 }
+
+type memberCounts struct {
+	ConversationID string `bun:"conversation_id"`
+	ContactID      string `bun:"contact_id"`
+	ReadCount      int64  `bun:"read_count"`
+	OwnReadCount   int64  `bun:"own_read_count"`
+	OwnCount       int64  `bun:"own_count"`
+}
+
+// TestDeleteKeepsCountersExact: deletes at, before and after readers'
+// positions (the first delete's statements run unprepared, the others
+// prepared), and of messages still tallied (PostgreSQL), keep every
+// counter equal to a recount.
+func TestDeleteKeepsCountersExact(t *testing.T) {
+	eachMigrated(t, "mysql", func(t *testing.T, _ string, s *sqlstore.Store) {
+		ctx := t.Context()
+		alice, bob, carol := putContact(t, s, "alice"), putContact(t, s, "bob"), putContact(t, s, "carol")
+		who := []messaging.Contact{alice, bob, carol}
+		var ms []messaging.Message
+		for i := range 30 {
+			// sub-second times, some sharing a time
+			at := base.Add(time.Duration(i/2)*time.Second + time.Duration(i%3)*250*time.Millisecond + time.Microsecond*time.Duration(i%2))
+			ms = append(ms, send(t, s, "c", who[i%3], at))
+		}
+		require.NoError(t, s.MarkRead(ctx, "c", bob.ID, ms[20].ID, nil))
+		require.NoError(t, s.MarkRead(ctx, "c", carol.ID, ms[9].ID, nil))
+		require.NoError(t, s.MarkRead(ctx, "c", alice.ID, ms[29].ID, nil))
+		check := func(step string) {
+			t.Helper()
+			_, err := s.GetConversation(ctx, "c", bob.ID) // folds
+			require.NoError(t, err)
+			var got []memberCounts
+			require.NoError(t, s.DB().NewRaw(`SELECT conversation_id, contact_id, read_count, own_read_count, own_count FROM conversation_members WHERE conversation_id = 'c' ORDER BY contact_id`).Scan(ctx, &got))
+			var want []memberCounts
+			require.NoError(t, s.DB().NewRaw(`SELECT cm.conversation_id, cm.contact_id,
+				(SELECT COUNT(*) FROM messages AS m WHERE m.conversation_id = cm.conversation_id AND (m.created_at < cm.read_created OR (m.created_at = cm.read_created AND m.id <= cm.read_message_id))) AS read_count,
+				(SELECT COUNT(*) FROM messages AS m WHERE m.conversation_id = cm.conversation_id AND m.contact_id = cm.contact_id AND (m.created_at < cm.read_created OR (m.created_at = cm.read_created AND m.id <= cm.read_message_id))) AS own_read_count,
+				(SELECT COUNT(*) FROM messages AS m WHERE m.conversation_id = cm.conversation_id AND m.contact_id = cm.contact_id) AS own_count
+				FROM conversation_members AS cm WHERE cm.conversation_id = 'c' ORDER BY cm.contact_id`).Scan(ctx, &want))
+			assert.Equal(t, want, got, step)
+			var mc, n []int64
+			require.NoError(t, s.DB().NewRaw(`SELECT message_count FROM conversations WHERE id = 'c'`).Scan(ctx, &mc))
+			require.NoError(t, s.DB().NewRaw(`SELECT COUNT(*) FROM messages WHERE conversation_id = 'c'`).Scan(ctx, &n))
+			assert.Equal(t, n, mc, step)
+		}
+		check("before")
+		// delete at, before and after positions, including the positions themselves
+		for _, i := range []int{20, 9, 5, 21, 19, 29, 0, 10, 8, 28, 15, 14, 1, 2, 3} {
+			_, err := s.DeleteMessage(ctx, ms[i].ID, nil)
+			require.NoError(t, err)
+			check("after delete " + ms[i].ID)
+		}
+		// still tallied (PostgreSQL) when deleted: sent after the last fold
+		for round := range 3 {
+			var fresh []messaging.Message
+			for i := range 6 {
+				at := base.Add(time.Duration(40+round*10+i/2)*time.Second + time.Duration(i%3)*250*time.Millisecond)
+				fresh = append(fresh, send(t, s, "c", who[i%3], at))
+			}
+			require.NoError(t, s.MarkRead(ctx, "c", carol.ID, fresh[2].ID, nil))
+			for _, i := range []int{2, 0, 5} {
+				_, err := s.DeleteMessage(ctx, fresh[i].ID, nil)
+				require.NoError(t, err)
+			}
+			check("after tallied deletes")
+		}
+	})
+}

@@ -196,3 +196,7 @@ func RunStale(s *Store, ctx context.Context, query string, drop bool) (again boo
 func ExecWrite(s *Store, ctx context.Context, db bun.IConn, query string, args ...any) (sql.Result, error) {
 	return s.execWrite(ctx, db, query, args...)
 }
+
+// ForgetEventIDs makes s forget whether events are stored with their ids,
+// as a newly started instance (PostgreSQL).
+func ForgetEventIDs(s *Store) { s.eventIDs.Store(eventIDsUnknown) }

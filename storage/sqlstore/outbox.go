@@ -72,7 +72,7 @@ type eventRow struct {
 // which events are stored without their ids, is applied.
 const (
 	eventIDsUnknown int32 = iota // not asked yet: ids are stored
-	eventIDsStored               // not applied when asked
+	eventIDsStored               // not applied when last asked (Store.eventIDsAsked)
 	eventsNumbered               // applied
 )
 
@@ -93,20 +93,31 @@ func (s *Store) numberedEvents() bool {
 	return false
 }
 
-// knowEventIDs asks, once, whether postgresEventIDsVersion is applied
-// (PostgreSQL), for numberedEvents. An instance that found it not applied
-// goes on storing ids until it restarts or runs Migrate; an instance with
-// a Feed asks when the Feed starts (LastEvent).
+// knowEventIDs asks whether postgresEventIDsVersion is applied
+// (PostgreSQL), for numberedEvents: once, and again at most once a minute
+// while it is not, as another process may migrate meanwhile. It runs
+// before every sequencing, outside transactions: an instance with a Feed
+// asks when the Feed starts (LastEvent); an instance without one records
+// no events.
 func (s *Store) knowEventIDs(ctx context.Context) {
-	if s.flavor != flavorPostgres || s.eventIDs.Load() != eventIDsUnknown {
+	if s.flavor != flavorPostgres {
 		return
 	}
+	switch s.eventIDs.Load() {
+	case eventsNumbered:
+		return
+	case eventIDsStored:
+		if time.Since(time.Unix(0, s.eventIDsAsked.Load())) < time.Minute {
+			return
+		}
+	}
+	s.eventIDsAsked.Store(time.Now().UnixNano())
 	var n []int
 	if err := s.w.NewRaw("SELECT COUNT(*) FROM "+migrationsTable+" WHERE name = ?", postgresEventIDsVersion.Name).Scan(ctx, &n); err != nil || len(n) == 0 {
 		return // no migrations table yet: ask again later
 	}
 	if n[0] > 0 {
-		s.eventIDs.CompareAndSwap(eventIDsUnknown, eventsNumbered)
+		s.eventIDs.Store(eventsNumbered)
 	} else {
 		s.eventIDs.CompareAndSwap(eventIDsUnknown, eventIDsStored)
 	}

@@ -118,8 +118,8 @@ func TestPostgresEventIndexes(t *testing.T) {
 // TestPostgresSendsBeforeEventIDsMigration: a store (of a newer instance)
 // on a database that is not migrated to the version without event ids yet
 // stores its events with their ids, as that schema requires, so its sends
-// succeed; once Migrate has run, without. Events of both kinds are found
-// by their ids.
+// succeed; once it finds the version applied, without. Events of both
+// kinds are found by their ids.
 func TestPostgresSendsBeforeEventIDsMigration(t *testing.T) {
 	eachEngineBefore(t, "20261124000001", func(t *testing.T, engine string, s *sqlstore.Store) {
 		if engine != "postgres" {
@@ -141,18 +141,27 @@ func TestPostgresSendsBeforeEventIDsMigration(t *testing.T) {
 			}
 			require.NoError(t, s.CreateMessage(ctx, m, nil, rec))
 		}
-		before := ids.NewAt(ids.Event, at)
+		before, meanwhile := ids.NewAt(ids.Event, at), ids.NewAt(ids.Event, at)
 		send(before)
-		require.NoError(t, s.Migrate(ctx))
+		// Another process migrates: this one goes on storing ids (it asks
+		// again within a minute).
+		require.NoError(t, sqlstore.MigrateTo(s, ctx, sqlstore.Versions()[len(sqlstore.Versions())-1]))
+		send(meanwhile)
+		// An instance that starts now finds the version applied when its
+		// Feed starts.
+		sqlstore.ForgetEventIDs(s)
+		_, err = s.LastEvent(ctx)
+		require.NoError(t, err)
 		send(ids.NewAt(ids.Event, at))
 
 		got, err := s.ReadEvents(ctx, events.Query{All: true, Limit: 10})
 		require.NoError(t, err)
-		require.Len(t, got, 2)
+		require.Len(t, got, 3)
 		assert.Equal(t, before, got[0].ID, "stored with its id before the migration")
-		seq, ok := ids.SeqOf(ids.Event, got[1].ID)
-		require.True(t, ok, "made of its seq after it: %q", got[1].ID)
-		assert.Equal(t, got[1].Seq, seq)
+		assert.Equal(t, meanwhile, got[1].ID, "and by an instance that has not seen it yet")
+		seq, ok := ids.SeqOf(ids.Event, got[2].ID)
+		require.True(t, ok, "made of its seq by one that has: %q", got[2].ID)
+		assert.Equal(t, got[2].Seq, seq)
 		for _, want := range got {
 			g, err := s.GetEvent(ctx, want.ID)
 			require.NoError(t, err, want.ID)

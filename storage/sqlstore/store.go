@@ -153,6 +153,7 @@ type Store struct {
 
 	writesPrepared atomic.Bool  // wstmts holds the statements of sends (prepareWrites)
 	eventIDs       atomic.Int32 // PostgreSQL: whether events are stored with their ids (outbox.go, numberedEvents)
+	eventIDsAsked  atomic.Int64 // when knowEventIDs last asked (UnixNano)
 	planStats      planStats    // the size of messages, for genericPlans (PostgreSQL)
 }
 
