@@ -446,7 +446,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	err := s.migrate(ctx)
 	if err == nil {
 		s.prepareWrites(ctx)
-		s.eventIDs.Store(eventsNumbered)
+		s.eventIDs.Store(eventIDsNumbered)
 	}
 	return wrapErr("sqlstore.Migrate", err)
 }

@@ -71,9 +71,9 @@ type eventRow struct {
 // Store.eventIDs on PostgreSQL: whether postgresEventIDsVersion, from
 // which events are stored without their ids, is applied.
 const (
-	eventIDsUnknown int32 = iota // not asked yet: ids are stored
-	eventIDsStored               // not applied when last asked (Store.eventIDsAsked)
-	eventsNumbered               // applied
+	eventIDsUnknown  int32 = iota // not asked yet: ids are stored
+	eventIDsStored                // not applied when last asked (Store.eventIDsAsked)
+	eventIDsNumbered              // applied
 )
 
 // numberedEvents reports whether events are stored without their ids,
@@ -88,7 +88,7 @@ func (s *Store) numberedEvents() bool {
 	case flavorSQLite:
 		return true
 	case flavorPostgres:
-		return s.eventIDs.Load() == eventsNumbered
+		return s.eventIDs.Load() == eventIDsNumbered
 	}
 	return false
 }
@@ -104,7 +104,7 @@ func (s *Store) knowEventIDs(ctx context.Context) {
 		return
 	}
 	switch s.eventIDs.Load() {
-	case eventsNumbered:
+	case eventIDsNumbered:
 		return
 	case eventIDsStored:
 		if time.Since(time.Unix(0, s.eventIDsAsked.Load())) < time.Minute {
@@ -117,7 +117,7 @@ func (s *Store) knowEventIDs(ctx context.Context) {
 		return // no migrations table yet: ask again later
 	}
 	if n[0] > 0 {
-		s.eventIDs.Store(eventsNumbered)
+		s.eventIDs.Store(eventIDsNumbered)
 	} else {
 		s.eventIDs.CompareAndSwap(eventIDsUnknown, eventIDsStored)
 	}
@@ -266,10 +266,8 @@ func (s *Store) sequence(ctx context.Context) error {
 			if len(last) == 0 {
 				return notFound("event sequence")
 			}
-			if s.flavor == flavorPostgres {
-				if _, err := tx.ExecContext(ctx, "SET LOCAL enable_bitmapscan = off"); err != nil {
-					return err
-				}
+			if err := s.noBitmapScans(ctx, tx); err != nil {
+				return err
 			}
 			// Read again under the lock: another sequencer may have
 			// numbered them meanwhile; what committed since is taken too.

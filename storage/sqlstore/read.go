@@ -315,10 +315,7 @@ const maxPreparedIDs = 16
 // the next ANALYZE. Planning them took about as long as a page without
 // them.
 func (s *Store) readByIDs(ctx context.Context, dst any, query string, args ...any) error {
-	if s.flavor != flavorPostgres || !s.genericPlans(ctx) {
-		return s.read(ctx, dst, query, args...)
-	}
-	if longList(args) {
+	if s.flavor != flavorPostgres || longList(args) || !s.genericPlans(ctx) {
 		return s.read(ctx, dst, query, args...)
 	}
 	return s.readPrepared(ctx, dst, query, args...)
