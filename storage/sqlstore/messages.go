@@ -604,19 +604,28 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.Messa
 	if ch.Done != nil {
 		s.prepareKeyed(ctx)
 	}
-	var out messaging.Message
-	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		var err error
-		if out, err = s.updateMessage(ctx, tx, id, ch); err != nil {
-			return err
-		}
-		after := out
-		if err := s.record(ctx, tx, ch.Record, messaging.Change{Message: &after}); err != nil || ch.Done == nil {
-			return err
-		}
-		return s.storeKey(ctx, tx, *ch.Done, out)
-	})
+	out, err := s.update(ctx, id, ch)
 	return out, wrapErr("sqlstore.UpdateMessage", err)
+}
+
+// updateRecorded makes ch on the message id in tx, with its idempotency
+// record, and returns the message as it leaves it; its events are added
+// to evs, which the caller stores. row is as updateMessage's.
+func (s *Store) updateRecorded(ctx context.Context, tx bun.Tx, id string, ch messaging.MessageChange, row *messageRow, evs *[]messaging.Event) (messaging.Message, error) {
+	out, err := s.updateMessage(ctx, tx, id, ch, row)
+	if err != nil {
+		return messaging.Message{}, err
+	}
+	if ch.Record != nil {
+		after := out
+		*evs = append(*evs, ch.Record(messaging.Change{Message: &after})...)
+	}
+	if ch.Done != nil {
+		if err := s.storeKey(ctx, tx, *ch.Done, out); err != nil {
+			return messaging.Message{}, err
+		}
+	}
+	return out, nil
 }
 
 // updatedRow is what UPDATE … RETURNING gives back of a changed message.
@@ -626,26 +635,32 @@ type updatedRow struct {
 	UpdatedAt time.Time `bun:"updated_at"`
 }
 
-func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch messaging.MessageChange) (messaging.Message, error) {
-	// Lock the message row and read it; with its contact, except on MySQL,
-	// whose locking reads would lock the contact row too.
-	var rows []messageRow
+// updateMessage makes ch on the message id in tx. row is the message's
+// row as an earlier change of tx left it, which holds its lock, or a zero
+// row, which updateMessage locks and reads; either way updateMessage
+// leaves it as it leaves the message.
+func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch messaging.MessageChange, row *messageRow) (messaging.Message, error) {
 	var err error
-	switch s.flavor {
-	case flavorPostgres:
-		err = s.txRead(ctx, tx, &rows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ? FOR UPDATE OF m", id)
-	case flavorMySQL:
-		err = s.txRead(ctx, tx, &rows, "SELECT "+messageOwnCols+" FROM messages AS m WHERE m.id = ? FOR UPDATE", id)
-	default:
-		err = s.txRead(ctx, tx, &rows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id)
+	if row.ID == "" {
+		// Lock the message row and read it; with its contact, except on
+		// MySQL, whose locking reads would lock the contact row too.
+		var rows []messageRow
+		switch s.flavor {
+		case flavorPostgres:
+			err = s.txRead(ctx, tx, &rows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ? FOR UPDATE OF m", id)
+		case flavorMySQL:
+			err = s.txRead(ctx, tx, &rows, "SELECT "+messageOwnCols+" FROM messages AS m WHERE m.id = ? FOR UPDATE", id)
+		default:
+			err = s.txRead(ctx, tx, &rows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id)
+		}
+		if err != nil {
+			return messaging.Message{}, err
+		}
+		if len(rows) == 0 {
+			return messaging.Message{}, notFound("message")
+		}
+		*row = rows[0]
 	}
-	if err != nil {
-		return messaging.Message{}, err
-	}
-	if len(rows) == 0 {
-		return messaging.Message{}, notFound("message")
-	}
-	row := &rows[0]
 
 	var rc reacted
 	var stored *updatedRow // the message's row as reactOne updated it
@@ -740,16 +755,17 @@ func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch mess
 			return messaging.Message{}, err
 		}
 	}
+	row.ReactionCount, row.AttachmentCount = names, len(as)
 	if s.flavor == flavorMySQL {
 		// The updated row with its contact, read without locking the contact.
-		rows = rows[:0]
+		var rows []messageRow
 		if err := s.txRead(ctx, tx, &rows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id); err != nil {
 			return messaging.Message{}, err
 		}
 		if len(rows) == 0 {
 			return messaging.Message{}, notFound("message")
 		}
-		row = &rows[0]
+		*row = rows[0]
 	}
 	m := row.message()
 	if len(reactions.Reactions) > 0 {

@@ -169,7 +169,12 @@ func (s *Store) record(ctx context.Context, tx bun.Tx, rec messaging.Recorder, c
 	if rec == nil {
 		return nil
 	}
-	insert, args, err := eventsInsert(rec(c), s.numberedEvents())
+	return s.insertEvents(ctx, tx, rec(c))
+}
+
+// insertEvents stores evs in tx, in their order, in one statement.
+func (s *Store) insertEvents(ctx context.Context, tx bun.Tx, evs []messaging.Event) error {
+	insert, args, err := eventsInsert(evs, s.numberedEvents())
 	if err != nil || insert == "" {
 		return err
 	}

@@ -155,6 +155,7 @@ type Store struct {
 	eventIDs       atomic.Int32 // PostgreSQL: whether events are stored with their ids (outbox.go, numberedEvents)
 	eventIDsAsked  atomic.Int64 // when knowEventIDs last asked (UnixNano)
 	planStats      planStats    // the size of messages, for genericPlans (PostgreSQL)
+	combine        combiner     // changes to one message, made together (combine.go)
 }
 
 var (

@@ -1,0 +1,215 @@
+package sqlstore
+
+import (
+	"context"
+	"math/bits"
+	"slices"
+	"sync"
+
+	"github.com/uptrace/bun"
+
+	"github.com/parleychat/parley/messaging"
+)
+
+// Changes to one message wait for each other: each locks the message's
+// row (PostgreSQL, MySQL) or the database (SQLite) from its first
+// statement to its commit. When many callers change one message at once
+// (a popular message's reactions), each would wait for the commit of the
+// one before it, and the message would take one change per commit.
+//
+// UpdateMessage therefore combines the changes to one message that arrive
+// while a transaction on it runs: they wait in a queue, and the next
+// transaction makes all of them (up to maxCombined), in the order they
+// arrived, each as it would be made alone (its own checks, events and
+// idempotency record, the message as it left it), and commits them
+// together. A change that fails makes the others run again without it,
+// so that it commits nothing and they commit all they would have alone.
+// A caller whose context ends while its change waits leaves the queue; a
+// transaction already running goes on as long as one of its callers
+// waits for it.
+//
+// A transaction holds one of the pool's connections; combining makes
+// changes to one message take one connection, not one each.
+type combiner struct {
+	mu sync.Mutex
+	// queues holds, for each message a transaction is changing, the
+	// changes that arrived since, in order. A message is there (with an
+	// empty queue) from the moment a transaction starts on it until the
+	// last has found its queue empty.
+	queues map[string][]*combined
+}
+
+// maxCombined bounds the changes one transaction makes.
+const maxCombined = 64
+
+// combined is a change waiting to be made, and its outcome.
+type combined struct {
+	ctx  context.Context
+	ch   messaging.MessageChange
+	lead chan []*combined // receives the changes this caller's goroutine makes next, itself first
+	done chan struct{}    // closed once out and err are set
+	out  messaging.Message
+	err  error
+}
+
+// update makes ch on the message id, combined with the changes to it of
+// other callers (see combiner).
+func (s *Store) update(ctx context.Context, id string, ch messaging.MessageChange) (messaging.Message, error) {
+	c := &combined{ctx: ctx, ch: ch, lead: make(chan []*combined, 1), done: make(chan struct{})}
+	cb := &s.combine
+	cb.mu.Lock()
+	if cb.queues == nil {
+		cb.queues = make(map[string][]*combined)
+	}
+	q, busy := cb.queues[id]
+	if !busy {
+		cb.queues[id] = nil
+		cb.mu.Unlock()
+		s.makeCombined(id, []*combined{c})
+		return c.out, c.err
+	}
+	cb.queues[id] = append(q, c)
+	cb.mu.Unlock()
+
+	select {
+	case batch := <-c.lead:
+		s.makeCombined(id, batch)
+	case <-c.done:
+	case <-ctx.Done():
+		cb.mu.Lock()
+		if q := cb.queues[id]; slices.Contains(q, c) {
+			cb.queues[id] = slices.DeleteFunc(q, func(o *combined) bool { return o == c })
+			cb.mu.Unlock()
+			return messaging.Message{}, ctx.Err()
+		}
+		cb.mu.Unlock()
+		// Taken by a transaction, or handed the next one to run: the
+		// others wait for it.
+		select {
+		case batch := <-c.lead:
+			s.makeCombined(id, batch)
+		case <-c.done:
+		}
+	}
+	<-c.done
+	return c.out, c.err
+}
+
+// makeCombined makes batch's changes, then hands the changes that arrived
+// meanwhile to the first of them, or ends the message's queue.
+func (s *Store) makeCombined(id string, batch []*combined) {
+	s.makeAll(id, batch)
+	cb := &s.combine
+	cb.mu.Lock()
+	q := cb.queues[id]
+	if len(q) == 0 {
+		delete(cb.queues, id)
+		cb.mu.Unlock()
+		return
+	}
+	next := slices.Clone(q[:min(len(q), maxCombined)])
+	cb.queues[id] = slices.Clone(q[len(next):])
+	cb.mu.Unlock()
+	next[0].lead <- next
+}
+
+// makeAll makes the changes of batch whose callers still wait, in order,
+// in as few transactions as their failures allow, and gives each caller
+// its outcome.
+func (s *Store) makeAll(id string, batch []*combined) {
+	todo := batch
+	for {
+		// Changes whose callers have left are not made.
+		waiting := make([]*combined, 0, len(todo))
+		for _, c := range todo {
+			if err := c.ctx.Err(); err != nil {
+				c.finish(messaging.Message{}, err)
+			} else {
+				waiting = append(waiting, c)
+			}
+		}
+		todo = waiting
+		if len(todo) == 0 {
+			return
+		}
+		failed, err := s.makeTogether(id, todo)
+		switch {
+		case err == nil:
+			return
+		case failed < 0: // the transaction's own failure: none was made
+			for _, c := range todo {
+				c.finish(messaging.Message{}, err)
+			}
+			return
+		case failed == 0: // made first, it fails as it would alone
+			todo[0].finish(messaging.Message{}, err)
+			todo = todo[1:]
+		default: // those before it again, then it first
+			s.makeAll(id, todo[:failed])
+			todo = todo[failed:]
+		}
+	}
+}
+
+// makeTogether makes the changes of todo in one transaction, and gives
+// each caller its outcome when it commits. Otherwise it returns the error
+// and the index of the change that failed, or -1 when the transaction
+// itself failed, and gives no outcome.
+func (s *Store) makeTogether(id string, todo []*combined) (failed int, err error) {
+	// The transaction runs while one of its callers waits for it.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(todo[0].ctx))
+	defer cancel()
+	var waiting sync.WaitGroup
+	waiting.Add(len(todo))
+	for _, c := range todo {
+		stop := context.AfterFunc(c.ctx, waiting.Done)
+		defer func() {
+			if stop() {
+				waiting.Done()
+			}
+		}()
+	}
+	go func() {
+		waiting.Wait()
+		cancel()
+	}()
+
+	outs := make([]messaging.Message, len(todo))
+	err = s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+		failed = -1
+		var row messageRow // locked by the first change, and left by each as the next finds it
+		var evs []messaging.Event
+		for i, c := range todo {
+			out, err := s.updateRecorded(ctx, tx, id, c.ch, &row, &evs)
+			if err != nil {
+				failed = i
+				return err
+			}
+			outs[i] = out
+		}
+		failed = -1
+		// The events of all, in the order of the changes, in as few
+		// statements of as few shapes (prepared) as powers of two allow.
+		for len(evs) > 0 {
+			n := 1 << (bits.Len(uint(len(evs))) - 1)
+			if err := s.insertEvents(ctx, tx, evs[:n]); err != nil {
+				return err
+			}
+			evs = evs[n:]
+		}
+		return nil
+	})
+	if err != nil {
+		return failed, err
+	}
+	for i, c := range todo {
+		c.finish(outs[i], nil)
+	}
+	return -1, nil
+}
+
+// finish gives c's caller its outcome.
+func (c *combined) finish(out messaging.Message, err error) {
+	c.out, c.err = out, err
+	close(c.done)
+}
