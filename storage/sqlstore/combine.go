@@ -197,7 +197,14 @@ func (s *Store) makeTogether(id string, todo []*combined) (failed int, err error
 			}
 			evs = evs[n:]
 		}
-		return nil
+		// Not committed when every caller has left (ctx ends soon after,
+		// but may not have yet).
+		for _, c := range todo {
+			if c.ctx.Err() == nil {
+				return nil
+			}
+		}
+		return todo[0].ctx.Err()
 	})
 	if err != nil {
 		return failed, err

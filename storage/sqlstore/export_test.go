@@ -200,3 +200,12 @@ func ExecWrite(s *Store, ctx context.Context, db bun.IConn, query string, args .
 // ForgetEventIDs makes s forget whether events are stored with their ids,
 // as a newly started instance (PostgreSQL).
 func ForgetEventIDs(s *Store) { s.eventIDs.Store(eventIDsUnknown) }
+
+// Queued returns the number of changes to the message id that wait for a
+// transaction on it, and whether one runs (combine.go).
+func Queued(s *Store, id string) (waiting int, running bool) {
+	s.combine.mu.Lock()
+	defer s.combine.mu.Unlock()
+	q, running := s.combine.queues[id]
+	return len(q), running
+}
