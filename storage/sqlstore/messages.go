@@ -664,8 +664,11 @@ func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch mess
 
 	var rc reacted
 	var stored *updatedRow // the message's row as reactOne updated it
+	var rs []reactionRow   // the reactions as reactOne left them
+	quick := false
 	if reactor, added, ok := s.quickReaction(ch); ok {
-		rc, stored, err = s.reactOne(ctx, tx, id, reactor, added, ch)
+		quick = true
+		rc, stored, rs, err = s.reactOne(ctx, tx, id, reactor, added, ch)
 	} else {
 		rc, err = s.react(ctx, tx, id, ch, row.ReactionCount > 0, ch.Check != nil)
 	}
@@ -703,14 +706,13 @@ func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch mess
 	}
 	// The answer embeds a bounded number of reactors of each name.
 	var reactions messaging.Message
-	if names > 0 {
-		rs, err := loadReactions(ctx, s.flavor, s.txReads(tx), boxedIDs{id})
-		if err != nil {
+	if names > 0 && !quick {
+		if rs, err = loadReactions(ctx, s.flavor, s.txReads(tx), boxedIDs{id}); err != nil {
 			return messaging.Message{}, err
 		}
-		for _, r := range rs {
-			addReaction(&reactions, r)
-		}
+	}
+	for _, r := range rs {
+		addReaction(&reactions, r)
 	}
 
 	// One UPDATE for the fields and the counters, unless reactOne made it.

@@ -579,7 +579,9 @@ func (s *Store) quickReaction(ch messaging.MessageChange) (reactor string, names
 // number of prepared statements its shapes make.
 const maxQuickNames = 4
 
-// reactOneRow is what reactOne's statement returns.
+// reactOneRow is a row of what reactOne's statement returns: one for each
+// name of the message after the change, in the names' order, or one with
+// no name when it has none.
 type reactOneRow struct {
 	// Own is the number of names the reactor had on the message before.
 	Own int `bun:"own"`
@@ -591,13 +593,20 @@ type reactOneRow struct {
 	// stored values follow; 0 when the change left it as it was.
 	Updated int `bun:"updated"`
 	updatedRow
+	// Name, Count and Embedded are a name after the change, its number of
+	// reactors and its embedded ones, as reactionRow's.
+	Name     sql.NullString `bun:"name"`
+	Count    sql.NullInt64  `bun:"reactor_count"`
+	Embedded sql.NullString `bun:"embedded"`
 }
 
 // reactOne makes a quickReaction change on the locked message id in one
-// statement (PostgreSQL), where react sends one for each step: the
-// message's row lock is held for three round trips fewer. Each
-// data-modifying part of the statement sees the rows as they were before
-// it, so each counts what the others change from what they return:
+// statement (PostgreSQL), where react sends one for each step, and returns
+// the message's reactions after it, as loadReactions would read them
+// after the statement: the message's row lock is held for four round
+// trips fewer. Each data-modifying part of the statement sees the rows as
+// they were before it, so each counts what the others change from what
+// they return:
 //
 //   - an added name is inserted with its one reactor counted, and an
 //     existing one gains a reactor only when the reactor's row is
@@ -609,7 +618,11 @@ type reactOneRow struct {
 //     last (the foreign key's cascade then finds nothing to delete);
 //   - the message's row gets UpdatedAt and its number of names, unless
 //     the change sets no UpdatedAt and changes no name (a reactor taken
-//     back who was not there, or not the name's last).
+//     back who was not there, or not the name's last);
+//   - the reactions after the change are the names and reactors before
+//     it, with those inserted and without those deleted: each name's
+//     first 100 reactors by seq, which are those up to its head_seq
+//     (reactionsSQL), and its count of them.
 //
 // head_seq of a name reaching 100 reactors is the greatest seq of the
 // 100, as react's headSQL finds it: the new reactor's, or (should the
@@ -617,7 +630,7 @@ type reactOneRow struct {
 //
 // The change's Check, when set, runs after, with the counts the statement
 // returns, and rolls everything back by its error.
-func (s *Store) reactOne(ctx context.Context, tx bun.Tx, id, reactor string, names []string, ch messaging.MessageChange) (reacted, *updatedRow, error) {
+func (s *Store) reactOne(ctx context.Context, tx bun.Tx, id, reactor string, names []string, ch messaging.MessageChange) (reacted, *updatedRow, []reactionRow, error) {
 	// Each placeholder takes an argument of its own, in order.
 	var args []any
 	arg := func(a any) string {
@@ -638,6 +651,13 @@ func (s *Store) reactOne(ctx context.Context, tx bun.Tx, id, reactor string, nam
 		}
 		return ""
 	}
+	// embedded aggregates the usernames of a name's first reactors (the
+	// rows of before, with seq and contact_id, by seq, at most 100 of
+	// them), as reactionsSQL does.
+	embedded := func(before string) string {
+		return `(SELECT string_agg(COALESCE((SELECT c.username FROM contacts AS c WHERE c.id = x.contact_id), ''), chr(31) ORDER BY x.seq)
+			FROM (` + before + `) AS x) AS embedded`
+	}
 	var q string
 	if r := ch.RemoveReaction; r != nil {
 		q = `WITH d AS (DELETE FROM reactions WHERE message_id = ` + arg(id) + ` AND name = ` + arg(r.Name) + ` AND contact_id = ` + arg(reactor) + ` RETURNING seq),
@@ -648,9 +668,14 @@ func (s *Store) reactOne(ctx context.Context, tx bun.Tx, id, reactor string, nam
 				FROM d WHERE n.message_id = ` + arg(id) + ` AND n.name = ` + arg(r.Name) + ` AND n.reactors > 1 RETURNING n.name),
 			gone AS (DELETE FROM reaction_names AS n USING d WHERE n.message_id = ` + arg(id) + ` AND n.name = ` + arg(r.Name) + ` AND n.reactors <= 1 RETURNING n.name),
 			m AS (UPDATE messages SET ` + setAt() + `reaction_count = reaction_count - (SELECT COUNT(*) FROM gone)
-				WHERE id = ` + arg(id) + changed("gone") + ` RETURNING text, read_at, updated_at)
+				WHERE id = ` + arg(id) + changed("gone") + ` RETURNING text, read_at, updated_at),
+			a AS (SELECT n.name, n.seq, n.reactors - CASE WHEN n.name = ` + arg(r.Name) + ` THEN (SELECT COUNT(*) FROM d) ELSE 0 END AS cnt
+				FROM reaction_names AS n WHERE n.message_id = ` + arg(id) + `)
 			SELECT 0 AS own, -(SELECT COUNT(*) FROM gone) AS names, -(SELECT COUNT(*) FROM d) AS reactors,
-				(SELECT COUNT(*) FROM m) AS updated, m.* FROM (SELECT 1) AS one LEFT JOIN m ON true`
+				(SELECT COUNT(*) FROM m) AS updated, m.*, a.name, a.cnt AS reactor_count, ` +
+			embedded(`SELECT h.seq, h.contact_id FROM reactions AS h WHERE h.message_id = `+arg(id)+` AND h.name = a.name
+				AND NOT (h.name = `+arg(r.Name)+` AND h.contact_id = `+arg(reactor)+`) ORDER BY h.seq LIMIT `+embeddedCount) + `
+			FROM (SELECT 1) AS one LEFT JOIN m ON true LEFT JOIN a ON a.cnt > 0 ORDER BY a.seq`
 	} else {
 		at := ch.ReactedAt
 		if at.IsZero() {
@@ -664,7 +689,7 @@ func (s *Store) reactOne(ctx context.Context, tx bun.Tx, id, reactor string, nam
 			}
 			q += "(" + arg(id) + ", " + arg(n) + ", 1)"
 		}
-		q += ` ON CONFLICT DO NOTHING RETURNING name),
+		q += ` ON CONFLICT DO NOTHING RETURNING name, seq),
 			r AS (INSERT INTO reactions (message_id, name, contact_id, created_at) VALUES `
 		for i, n := range names {
 			if i > 0 {
@@ -672,30 +697,43 @@ func (s *Store) reactOne(ctx context.Context, tx bun.Tx, id, reactor string, nam
 			}
 			q += "(" + arg(id) + ", " + arg(n) + ", " + arg(reactor) + ", " + arg(at.UTC()) + ")"
 		}
-		q += ` ON CONFLICT DO NOTHING RETURNING name, seq),
+		q += ` ON CONFLICT DO NOTHING RETURNING name, seq, contact_id),
 			up AS (UPDATE reaction_names AS n SET reactors = n.reactors + 1,
 				head_seq = CASE WHEN n.reactors + 1 = ` + embeddedCount + ` THEN GREATEST(r.seq,
 					(SELECT max(h.seq) FROM reactions AS h WHERE h.message_id = n.message_id AND h.name = n.name)) ELSE n.head_seq END
 				FROM r WHERE n.message_id = ` + arg(id) + ` AND n.name = r.name RETURNING n.name),
 			m AS (UPDATE messages SET ` + setAt() + `reaction_count = reaction_count + (SELECT COUNT(*) FROM nm)
-				WHERE id = ` + arg(id) + changed("nm") + ` RETURNING text, read_at, updated_at)
+				WHERE id = ` + arg(id) + changed("nm") + ` RETURNING text, read_at, updated_at),
+			a AS (SELECT n.name, n.seq, n.reactors + (SELECT COUNT(*) FROM r WHERE r.name = n.name) AS cnt
+				FROM reaction_names AS n WHERE n.message_id = ` + arg(id) + `
+				UNION ALL SELECT nm.name, nm.seq, 1 FROM nm)
 			SELECT (SELECT n FROM own) AS own, (SELECT COUNT(*) FROM nm) AS names, (SELECT COUNT(*) FROM r) AS reactors,
-				(SELECT COUNT(*) FROM m) AS updated, m.* FROM (SELECT 1) AS one LEFT JOIN m ON true`
+				(SELECT COUNT(*) FROM m) AS updated, m.*, a.name, a.cnt AS reactor_count, ` +
+			embedded(`SELECT y.seq, y.contact_id FROM ((SELECT h.seq, h.contact_id FROM reactions AS h
+				WHERE h.message_id = `+arg(id)+` AND h.name = a.name ORDER BY h.seq LIMIT `+embeddedCount+`)
+				UNION ALL SELECT r.seq, r.contact_id FROM r WHERE r.name = a.name) AS y ORDER BY y.seq LIMIT `+embeddedCount) + `
+			FROM (SELECT 1) AS one LEFT JOIN m ON true LEFT JOIN a ON true ORDER BY a.seq`
 	}
 	var rows []reactOneRow
 	if err := s.txRead(ctx, tx, &rows, q, args...); err != nil {
-		return reacted{}, nil, err
+		return reacted{}, nil, nil, err
 	}
 	if len(rows) == 0 {
-		return reacted{}, nil, notFound("message")
+		return reacted{}, nil, nil, notFound("message")
 	}
 	r := rows[0]
 	out := reacted{names: r.Names}
 	if ch.RemoveReaction == nil { // as react counts them
 		out.reactorBefore, out.reactorAfter = r.Own, r.Own+r.Reactors
 	}
-	if r.Updated == 0 {
-		return out, nil, nil // nothing to write to the message's row
+	rs := make([]reactionRow, 0, len(rows))
+	for _, row := range rows {
+		if row.Name.Valid {
+			rs = append(rs, reactionRow{MessageID: id, Name: row.Name.String, Count: int(row.Count.Int64), Reactors: row.Embedded})
+		}
 	}
-	return out, &r.updatedRow, nil
+	if r.Updated == 0 {
+		return out, nil, rs, nil // nothing to write to the message's row
+	}
+	return out, &r.updatedRow, rs, nil
 }

@@ -172,8 +172,8 @@ func TestStaleTransactionOnPostgres(t *testing.T) {
 	}
 	for range 2 { // the second runs prepared statements
 		react(alice)
+		edit("edited", 2) // with a reaction to read
 		takeBack(alice)
-		edit("edited", 2)
 	}
 	_, err := s.GetMessage(ctx, m.ID)
 	require.NoError(t, err)
