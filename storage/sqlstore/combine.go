@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/bits"
 	"slices"
 	"sync"
@@ -66,6 +68,10 @@ func (s *Store) update(ctx context.Context, id string, ch messaging.MessageChang
 		cb.queues[id] = nil
 		cb.mu.Unlock()
 		s.makeCombined(id, []*combined{c})
+		<-c.done
+		if p, ok := c.err.(*panicked); ok {
+			panic(p.value)
+		}
 		return c.out, c.err
 	}
 	cb.queues[id] = append(q, c)
@@ -92,13 +98,42 @@ func (s *Store) update(ctx context.Context, id string, ch messaging.MessageChang
 		}
 	}
 	<-c.done
+	if p, ok := c.err.(*panicked); ok {
+		panic(p.value)
+	}
 	return c.out, c.err
 }
 
 // makeCombined makes batch's changes, then hands the changes that arrived
-// meanwhile to the first of them, or ends the message's queue.
+// meanwhile to the first of them, or ends the message's queue. A change
+// that panics (its Check or its Record) fails, and its caller panics with
+// the same value (makeTogether, update); should the transaction panic
+// elsewhere, the callers of batch not yet answered get errCombinedPanic,
+// the queue goes on, and the panic goes on in this goroutine.
 func (s *Store) makeCombined(id string, batch []*combined) {
+	defer s.handOff(id)
+	defer func() {
+		if p := recover(); p != nil {
+			for _, c := range batch {
+				select {
+				case <-c.done:
+				default:
+					c.finish(messaging.Message{}, errCombinedPanic)
+				}
+			}
+			panic(p)
+		}
+	}()
 	s.makeAll(id, batch)
+}
+
+// errCombinedPanic is the error of a change whose transaction panicked
+// on another change (makeCombined).
+var errCombinedPanic = errors.New("sqlstore: a change made in the same transaction panicked")
+
+// handOff hands the changes to the message id that wait to the first of
+// them, or ends the message's queue.
+func (s *Store) handOff(id string) {
 	cb := &s.combine
 	cb.mu.Lock()
 	q := cb.queues[id]
@@ -180,7 +215,7 @@ func (s *Store) makeTogether(id string, todo []*combined) (failed int, err error
 		var row messageRow // locked by the first change, and left by each as the next finds it
 		var evs []messaging.Event
 		for i, c := range todo {
-			out, err := s.updateRecorded(ctx, tx, id, c.ch, &row, &evs)
+			out, err := s.updateCaught(ctx, tx, id, c.ch, &row, &evs)
 			if err != nil {
 				failed = i
 				return err
@@ -213,6 +248,24 @@ func (s *Store) makeTogether(id string, todo []*combined) (failed int, err error
 		c.finish(outs[i], nil)
 	}
 	return -1, nil
+}
+
+// panicked is the error of a change that panicked: its caller panics with
+// value.
+type panicked struct{ value any }
+
+func (p *panicked) Error() string { return fmt.Sprintf("sqlstore: the change panicked: %v", p.value) }
+
+// updateCaught is updateRecorded, with a panic of the change returned as a
+// *panicked error: the transaction, which may hold the changes of other
+// callers, rolls back, and they are made again without it.
+func (s *Store) updateCaught(ctx context.Context, tx bun.Tx, id string, ch messaging.MessageChange, row *messageRow, evs *[]messaging.Event) (out messaging.Message, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &panicked{value: p}
+		}
+	}()
+	return s.updateRecorded(ctx, tx, id, ch, row, evs)
 }
 
 // finish gives c's caller its outcome.

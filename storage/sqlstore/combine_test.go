@@ -243,3 +243,42 @@ func TestCombinedLeaderLeaves(t *testing.T) {
 		})
 	}
 }
+
+// TestCombinedPanic: a change that panics (its Check, here) panics in
+// its caller's goroutine and changes nothing; the change made in the same
+// transaction is made again without it, and later changes are made.
+func TestCombinedPanic(t *testing.T) {
+	for _, e := range backendtest.SQL(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			ctx := t.Context()
+			f := newCombineFixture(t, e.Open(t), 4)
+			r := f.reactors
+			rec0, release, entered := blocking()
+			c0 := f.start(ctx, add("a", r[0], rec0))
+			<-entered
+			c1 := f.start(ctx, add("a", r[1], record)) // runs the next transaction, with c2
+			bad := add("a", r[2], record)
+			bad.Check = func(before, after messaging.MessageCounts) error { panic("check") }
+			panicked := make(chan any, 1)
+			go func() {
+				defer func() { panicked <- recover() }()
+				_, _ = f.s.UpdateMessage(ctx, f.msg.ID, bad)
+			}()
+			require.Eventually(t, func() bool { n, _ := sqlstore.Queued(f.s, f.msg.ID); return n == 2 }, 10*time.Second, time.Millisecond)
+			close(release)
+			require.NoError(t, wait(t, c0).err)
+			o := wait(t, c1)
+			require.NoError(t, o.err)
+			assert.Equal(t, map[string][]string{"a": {"r0", "r1"}}, reactors(o.m))
+			select {
+			case p := <-panicked:
+				assert.Equal(t, "check", p, "the caller of the change that panicked panics")
+			case <-time.After(20 * time.Second):
+				t.Fatal("no panic")
+			}
+			o = wait(t, f.start(ctx, add("b", r[3], record)))
+			require.NoError(t, o.err, "later changes are made")
+			assert.Equal(t, map[string][]string{"a": {"r0", "r1"}, "b": {"r3"}}, reactors(o.m), "c2 changed nothing")
+		})
+	}
+}

@@ -74,12 +74,17 @@
 // # Reactions and prepared statements in transactions
 //
 // A change of one message locks its row first, so that its counters and
-// limits are decided one change at a time. On PostgreSQL a change of
-// reactions alone, added in one reactor's name or one reactor's taken
-// back (every change the messaging.Service makes), is then one statement
-// (reactOne in reactions.go), which also updates the message's row: the
-// row stays locked for the answer's read of the reactions, the events'
-// insert and the commit, not for a statement per step. The statements of
+// limits are decided one change at a time. The changes of one message
+// that arrive while a transaction changes it wait, and the next
+// transaction makes them all, in order, each as alone, and commits them
+// together (combine.go): a popular message takes many changes per commit
+// rather than one. On PostgreSQL a change of reactions alone, added in
+// one reactor's name or one reactor's taken back (every change the
+// messaging.Service makes), is then one statement (reactOne in
+// reactions.go), which also updates the message's row and returns its
+// reactions after the change: the row stays locked for that statement
+// per change, and once per transaction for the events' insert and the
+// commit. The statements of
 // write transactions are prepared once a first transaction ran them
 // (PostgreSQL from the cache of the reads, SQLite on its one writer
 // connection): preparing takes a connection of the pool, so a transaction
