@@ -611,8 +611,8 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.Messa
 // updateRecorded makes ch on the message id in tx, with its idempotency
 // record, and returns the message as it leaves it; its events are added
 // to evs, which the caller stores. row is as updateMessage's.
-func (s *Store) updateRecorded(ctx context.Context, tx bun.Tx, id string, ch messaging.MessageChange, row *messageRow, evs *[]messaging.Event) (messaging.Message, error) {
-	out, err := s.updateMessage(ctx, tx, id, ch, row)
+func (s *Store) updateRecorded(ctx context.Context, tx bun.Tx, id string, ch messaging.MessageChange, row *messageRow, made *reactedOne, evs *[]messaging.Event) (messaging.Message, error) {
+	out, err := s.updateMessage(ctx, tx, id, ch, row, made)
 	if err != nil {
 		return messaging.Message{}, err
 	}
@@ -639,7 +639,10 @@ type updatedRow struct {
 // row as an earlier change of tx left it, which holds its lock, or a zero
 // row, which updateMessage locks and reads; either way updateMessage
 // leaves it as it leaves the message.
-func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch messaging.MessageChange, row *messageRow) (messaging.Message, error) {
+//
+// made, when not nil, is what reactMany made of ch, a quickReaction change,
+// after the changes before it: updateMessage then sends no statement.
+func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch messaging.MessageChange, row *messageRow, made *reactedOne) (messaging.Message, error) {
 	var err error
 	if row.ID == "" {
 		// Lock the message row and read it; with its contact, except on
@@ -665,10 +668,14 @@ func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch mess
 	var rc reacted
 	var stored *updatedRow // the message's row as reactOne updated it
 	var rs []reactionRow   // the reactions as reactOne left them
-	quick := false
-	if reactor, added, ok := s.quickReaction(ch); ok {
+	quick := made != nil
+	if quick {
+		rc, stored, rs = made.rc, made.stored, made.reactions
+	} else if reactor, added, ok := s.quickReaction(ch); ok {
 		quick = true
-		rc, stored, rs, err = s.reactOne(ctx, tx, id, reactor, added, ch)
+		var one reactedOne
+		one, err = s.reactOne(ctx, tx, id, reactor, added, ch)
+		rc, stored, rs = one.rc, one.stored, one.reactions
 	} else {
 		rc, err = s.react(ctx, tx, id, ch, row.ReactionCount > 0, ch.Check != nil)
 	}

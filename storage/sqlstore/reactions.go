@@ -630,7 +630,28 @@ type reactOneRow struct {
 //
 // The change's Check, when set, runs after, with the counts the statement
 // returns, and rolls everything back by its error.
-func (s *Store) reactOne(ctx context.Context, tx bun.Tx, id, reactor string, names []string, ch messaging.MessageChange) (reacted, *updatedRow, []reactionRow, error) {
+func (s *Store) reactOne(ctx context.Context, tx bun.Tx, id, reactor string, names []string, ch messaging.MessageChange) (reactedOne, error) {
+	q, args := reactOneSQL(id, reactor, names, ch, -1)
+	var rows []reactOneRow
+	if err := s.txRead(ctx, tx, &rows, q, args...); err != nil {
+		return reactedOne{}, err
+	}
+	return reactedOf(id, ch, rows)
+}
+
+// reactedOne is what reactOne made: the counts, the message's row as it
+// left it (nil when it did not write it) and the message's reactions.
+type reactedOne struct {
+	rc        reacted
+	stored    *updatedRow
+	reactions []reactionRow
+}
+
+// reactOneSQL returns reactOne's statement for its arguments. With into
+// >= 0, the statement inserts its rows, with the column i = into first and
+// the column seq (the name's) last, into the table parley_reacted
+// (reactMany) instead of returning them.
+func reactOneSQL(id, reactor string, names []string, ch messaging.MessageChange, into int) (string, []any) {
 	// Each placeholder takes an argument of its own, in order.
 	var args []any
 	arg := func(a any) string {
@@ -658,6 +679,14 @@ func (s *Store) reactOne(ctx context.Context, tx bun.Tx, id, reactor string, nam
 		return `(SELECT string_agg(COALESCE((SELECT c.username FROM contacts AS c WHERE c.id = x.contact_id), ''), chr(31) ORDER BY x.seq)
 			FROM (` + before + `) AS x) AS embedded`
 	}
+	// The rows returned, or inserted into parley_reacted (its column i
+	// first, the name's seq last, for reactMany's order).
+	sel := func() string { return "SELECT " }
+	end, order := "", " ORDER BY a.seq"
+	if into >= 0 {
+		sel = func() string { return "INSERT INTO pg_temp.parley_reacted SELECT " + arg(into) + "::int, " }
+		end, order = ", a.seq", ""
+	}
 	var q string
 	if r := ch.RemoveReaction; r != nil {
 		q = `WITH d AS (DELETE FROM reactions WHERE message_id = ` + arg(id) + ` AND name = ` + arg(r.Name) + ` AND contact_id = ` + arg(reactor) + ` RETURNING seq),
@@ -671,11 +700,11 @@ func (s *Store) reactOne(ctx context.Context, tx bun.Tx, id, reactor string, nam
 				WHERE id = ` + arg(id) + changed("gone") + ` RETURNING text, read_at, updated_at),
 			a AS (SELECT n.name, n.seq, n.reactors - CASE WHEN n.name = ` + arg(r.Name) + ` THEN (SELECT COUNT(*) FROM d) ELSE 0 END AS cnt
 				FROM reaction_names AS n WHERE n.message_id = ` + arg(id) + `)
-			SELECT 0 AS own, -(SELECT COUNT(*) FROM gone) AS names, -(SELECT COUNT(*) FROM d) AS reactors,
+			` + sel() + `0 AS own, -(SELECT COUNT(*) FROM gone) AS names, -(SELECT COUNT(*) FROM d) AS reactors,
 				(SELECT COUNT(*) FROM m) AS updated, m.*, a.name, a.cnt AS reactor_count, ` +
 			embedded(`SELECT h.seq, h.contact_id FROM reactions AS h WHERE h.message_id = `+arg(id)+` AND h.name = a.name
-				AND NOT (h.name = `+arg(r.Name)+` AND h.contact_id = `+arg(reactor)+`) ORDER BY h.seq LIMIT `+embeddedCount) + `
-			FROM (SELECT 1) AS one LEFT JOIN m ON true LEFT JOIN a ON a.cnt > 0 ORDER BY a.seq`
+				AND NOT (h.name = `+arg(r.Name)+` AND h.contact_id = `+arg(reactor)+`) ORDER BY h.seq LIMIT `+embeddedCount) + end + `
+			FROM (SELECT 1) AS one LEFT JOIN m ON true LEFT JOIN a ON a.cnt > 0` + order
 	} else {
 		at := ch.ReactedAt
 		if at.IsZero() {
@@ -707,33 +736,35 @@ func (s *Store) reactOne(ctx context.Context, tx bun.Tx, id, reactor string, nam
 			a AS (SELECT n.name, n.seq, n.reactors + (SELECT COUNT(*) FROM r WHERE r.name = n.name) AS cnt
 				FROM reaction_names AS n WHERE n.message_id = ` + arg(id) + `
 				UNION ALL SELECT nm.name, nm.seq, 1 FROM nm)
-			SELECT (SELECT n FROM own) AS own, (SELECT COUNT(*) FROM nm) AS names, (SELECT COUNT(*) FROM r) AS reactors,
+			` + sel() + `(SELECT n FROM own) AS own, (SELECT COUNT(*) FROM nm) AS names, (SELECT COUNT(*) FROM r) AS reactors,
 				(SELECT COUNT(*) FROM m) AS updated, m.*, a.name, a.cnt AS reactor_count, ` +
 			embedded(`SELECT y.seq, y.contact_id FROM ((SELECT h.seq, h.contact_id FROM reactions AS h
 				WHERE h.message_id = `+arg(id)+` AND h.name = a.name ORDER BY h.seq LIMIT `+embeddedCount+`)
-				UNION ALL SELECT r.seq, r.contact_id FROM r WHERE r.name = a.name) AS y ORDER BY y.seq LIMIT `+embeddedCount) + `
-			FROM (SELECT 1) AS one LEFT JOIN m ON true LEFT JOIN a ON true ORDER BY a.seq`
+				UNION ALL SELECT r.seq, r.contact_id FROM r WHERE r.name = a.name) AS y ORDER BY y.seq LIMIT `+embeddedCount) + end + `
+			FROM (SELECT 1) AS one LEFT JOIN m ON true LEFT JOIN a ON true` + order
 	}
-	var rows []reactOneRow
-	if err := s.txRead(ctx, tx, &rows, q, args...); err != nil {
-		return reacted{}, nil, nil, err
-	}
+	return q, args
+}
+
+// reactedOf reads the rows of reactOne's statement for the change ch on
+// the message id.
+func reactedOf(id string, ch messaging.MessageChange, rows []reactOneRow) (reactedOne, error) {
 	if len(rows) == 0 {
-		return reacted{}, nil, nil, notFound("message")
+		return reactedOne{}, notFound("message")
 	}
 	r := rows[0]
-	out := reacted{names: r.Names}
+	out := reactedOne{rc: reacted{names: r.Names}}
 	if ch.RemoveReaction == nil { // as react counts them
-		out.reactorBefore, out.reactorAfter = r.Own, r.Own+r.Reactors
+		out.rc.reactorBefore, out.rc.reactorAfter = r.Own, r.Own+r.Reactors
 	}
-	rs := make([]reactionRow, 0, len(rows))
+	out.reactions = make([]reactionRow, 0, len(rows))
 	for _, row := range rows {
 		if row.Name.Valid {
-			rs = append(rs, reactionRow{MessageID: id, Name: row.Name.String, Count: int(row.Count.Int64), Reactors: row.Embedded})
+			out.reactions = append(out.reactions, reactionRow{MessageID: id, Name: row.Name.String, Count: int(row.Count.Int64), Reactors: row.Embedded})
 		}
 	}
-	if r.Updated == 0 {
-		return out, nil, rs, nil // nothing to write to the message's row
+	if r.Updated != 0 { // else the statement left the message's row as it was
+		out.stored = &r.updatedRow
 	}
-	return out, &r.updatedRow, rs, nil
+	return out, nil
 }
