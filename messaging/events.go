@@ -103,9 +103,11 @@ type Change struct {
 // (memstore: under its lock), and stores the events it returns, in order,
 // in the same transaction: an event is stored if and only if its change
 // commits. A repository that runs a transaction again (after a
-// serialization failure) calls it again, and stores only the events of the
-// attempt that commits. A Recorder does no I/O and never calls the
-// repository. A nil Recorder records nothing.
+// serialization failure, or, when it makes several callers' changes in
+// one transaction, after another change of it failed) calls it again, and
+// stores only the events of the attempt that commits; it may call it on
+// another goroutine than the write's caller. A Recorder does no I/O and
+// never calls the repository. A nil Recorder records nothing.
 type Recorder func(Change) []Event
 
 // newEvent returns an event of type t in conversation conv, made at at.

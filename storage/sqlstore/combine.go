@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"math/bits"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -27,12 +28,25 @@ import (
 // while a transaction on it runs: they wait in a queue, and the next
 // transaction makes all of them (up to maxCombined), in the order they
 // arrived, each as it would be made alone (its own checks, events and
-// idempotency record, the message as it left it), and commits them
-// together. A change that fails makes the others run again without it,
-// so that it commits nothing and they commit all they would have alone.
-// A caller whose context ends while its change waits leaves the queue; a
-// transaction already running goes on as long as one of its callers
-// waits for it.
+// idempotency record, the message as the one before left it), and
+// commits them together. The transactions of a message run on a goroutine
+// of their own, one after the other, while the callers wait for their
+// outcomes.
+//
+// Failures are the failing change's own: a change that fails (its Check,
+// a row it does not find, a conflict, a panic of its Check or Record)
+// makes the others run again without it, so that it commits nothing and
+// they commit all they would have alone; a failure that no one change can
+// be blamed for (the events' insert, a round trip of several changes)
+// makes each run alone; a failure of the transaction itself (the database
+// unreachable or too busy, a lock or statement timeout, a commit that
+// failed) is every caller's.
+//
+// A caller whose context ends returns the context's error at once. A
+// change still waiting is then not made; one that a transaction has taken
+// may be, as a change whose context ends during its commit may be. A
+// transaction goes on while one of its callers waits, and is rolled back
+// (or not committed) once none does.
 //
 // A transaction holds one of the pool's connections; combining makes
 // changes to one message take one connection, not one each.
@@ -52,8 +66,7 @@ const maxCombined = 64
 type combined struct {
 	ctx  context.Context
 	ch   messaging.MessageChange
-	lead chan []*combined // receives the changes this caller's goroutine makes next, itself first
-	done chan struct{}    // closed once out and err are set
+	done chan struct{} // closed once out and err are set
 	out  messaging.Message
 	err  error
 }
@@ -61,102 +74,96 @@ type combined struct {
 // update makes ch on the message id, combined with the changes to it of
 // other callers (see combiner).
 func (s *Store) update(ctx context.Context, id string, ch messaging.MessageChange) (messaging.Message, error) {
-	c := &combined{ctx: ctx, ch: ch, lead: make(chan []*combined, 1), done: make(chan struct{})}
+	c := &combined{ctx: ctx, ch: ch, done: make(chan struct{})}
 	cb := &s.combine
 	cb.mu.Lock()
 	if cb.queues == nil {
 		cb.queues = make(map[string][]*combined)
 	}
 	q, busy := cb.queues[id]
-	if !busy {
+	if busy {
+		cb.queues[id] = append(q, c)
+	} else {
 		cb.queues[id] = nil
-		cb.mu.Unlock()
-		s.makeCombined(id, []*combined{c})
-		<-c.done
-		if p, ok := c.err.(*panicked); ok {
-			panic(p.value)
-		}
-		return c.out, c.err
 	}
-	cb.queues[id] = append(q, c)
 	cb.mu.Unlock()
+	if !busy {
+		go s.run(id, []*combined{c})
+	}
 
 	select {
-	case batch := <-c.lead:
-		s.makeCombined(id, batch)
 	case <-c.done:
 	case <-ctx.Done():
-		cb.mu.Lock()
-		if q := cb.queues[id]; slices.Contains(q, c) {
-			cb.queues[id] = slices.DeleteFunc(q, func(o *combined) bool { return o == c })
+		select {
+		case <-c.done: // made meanwhile: its outcome
+		default:
+			cb.mu.Lock()
+			if q, ok := cb.queues[id]; ok {
+				cb.queues[id] = slices.DeleteFunc(q, func(o *combined) bool { return o == c })
+			}
 			cb.mu.Unlock()
 			return messaging.Message{}, ctx.Err()
 		}
-		cb.mu.Unlock()
-		// Taken by a transaction, or handed the next one to run: the
-		// others wait for it.
-		select {
-		case batch := <-c.lead:
-			s.makeCombined(id, batch)
-		case <-c.done:
-		}
 	}
-	<-c.done
 	if p, ok := c.err.(*panicked); ok {
 		panic(p.value)
 	}
 	return c.out, c.err
 }
 
-// makeCombined makes batch's changes, then hands the changes that arrived
-// meanwhile to the first of them, or ends the message's queue. A change
-// that panics (its Check or its Record) fails, and its caller panics with
-// the same value (makeTogether, update); should the transaction panic
-// elsewhere, the callers of batch not yet answered get errCombinedPanic,
-// the queue goes on, and the panic goes on in this goroutine.
-func (s *Store) makeCombined(id string, batch []*combined) {
-	defer s.handOff(id)
+// run makes the changes of batch, then those that arrived meanwhile, until
+// the message's queue is empty.
+func (s *Store) run(id string, batch []*combined) {
+	for len(batch) > 0 {
+		s.makeCaught(id, batch)
+		batch = s.next(id)
+	}
+}
+
+// next takes the changes to the message id that wait (up to
+// maxCombined), or ends the message's queue and returns none.
+func (s *Store) next(id string) []*combined {
+	cb := &s.combine
+	cb.mu.Lock()
+	defer cb.mu.Unlock()
+	q := cb.queues[id]
+	if len(q) == 0 {
+		delete(cb.queues, id)
+		return nil
+	}
+	next := slices.Clone(q[:min(len(q), maxCombined)])
+	cb.queues[id] = slices.Clone(q[len(next):])
+	return next
+}
+
+// makeCaught is makeAll, on run's goroutine, where a panic would end the
+// program: a panic outside the changes (a change's own is its failure,
+// updateCaught) gives the callers not yet answered errCombinedPanic.
+func (s *Store) makeCaught(id string, batch []*combined) {
 	defer func() {
 		if p := recover(); p != nil {
+			s.opts.Logger.Error("sqlstore: a transaction of combined changes panicked", "message_id", id, "panic", p, "stack", string(debug.Stack()))
 			for _, c := range batch {
 				select {
 				case <-c.done:
 				default:
-					c.finish(messaging.Message{}, errCombinedPanic)
+					c.finish(messaging.Message{}, fmt.Errorf("%w: %v", errCombinedPanic, p))
 				}
 			}
-			panic(p)
 		}
 	}()
 	s.makeAll(id, batch)
 }
 
 // errCombinedPanic is the error of a change whose transaction panicked
-// on another change (makeCombined).
-var errCombinedPanic = errors.New("sqlstore: a change made in the same transaction panicked")
-
-// handOff hands the changes to the message id that wait to the first of
-// them, or ends the message's queue.
-func (s *Store) handOff(id string) {
-	cb := &s.combine
-	cb.mu.Lock()
-	q := cb.queues[id]
-	if len(q) == 0 {
-		delete(cb.queues, id)
-		cb.mu.Unlock()
-		return
-	}
-	next := slices.Clone(q[:min(len(q), maxCombined)])
-	cb.queues[id] = slices.Clone(q[len(next):])
-	cb.mu.Unlock()
-	next[0].lead <- next
-}
+// outside any change (makeCaught).
+var errCombinedPanic = errors.New("sqlstore: the transaction of combined changes panicked")
 
 // makeAll makes the changes of batch whose callers still wait, in order,
 // in as few transactions as their failures allow, and gives each caller
 // its outcome.
 func (s *Store) makeAll(id string, batch []*combined) {
-	todo, together := batch, true
+	todo := batch
 	for {
 		// Changes whose callers have left are not made.
 		waiting := make([]*combined, 0, len(todo))
@@ -171,13 +178,16 @@ func (s *Store) makeAll(id string, batch []*combined) {
 		if len(todo) == 0 {
 			return
 		}
-		failed, err := s.makeTogether(id, todo, together)
+		failed, err := s.makeTogether(id, todo)
 		switch {
 		case err == nil:
 			return
-		case failed == failedTogether: // again, one statement a change
-			together = false
-		case failed < 0: // the transaction's own failure: none was made
+		case failed == failedTogether && len(todo) > 1: // each alone
+			for _, c := range todo {
+				s.makeAll(id, []*combined{c})
+			}
+			return
+		case failed < 0: // every caller's
 			for _, c := range todo {
 				c.finish(messaging.Message{}, err)
 			}
@@ -192,16 +202,18 @@ func (s *Store) makeAll(id string, batch []*combined) {
 	}
 }
 
+// Values of makeTogether's failed, besides a change's index.
+const (
+	failedAll      = -1 // the transaction's own failure: every caller's
+	failedTogether = -2 // no one change's: each is made again alone
+)
+
 // makeTogether makes the changes of todo in one transaction, and gives
 // each caller its outcome when it commits. Otherwise it returns the error
-// and the index of the change that failed, or -1 when the transaction
-// itself failed, and gives no outcome.
-//
-// With together, it sends consecutive quick reactions in one round trip
-// (reactMany); when that fails, it returns failedTogether, and the caller
-// makes them again one statement each, so that the error is the one
-// change's that made it.
-func (s *Store) makeTogether(id string, todo []*combined, together bool) (failed int, err error) {
+// and what failed: the index of the change that failed, failedAll or
+// failedTogether; and gives no outcome. Consecutive quick reactions go in
+// one round trip (reactMany).
+func (s *Store) makeTogether(id string, todo []*combined) (failed int, err error) {
 	// The transaction runs while one of its callers waits for it.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(todo[0].ctx))
 	defer cancel()
@@ -221,21 +233,25 @@ func (s *Store) makeTogether(id string, todo []*combined, together bool) (failed
 	}()
 
 	outs := make([]messaging.Message, len(todo))
+	failed = failedTogether // should the transaction not begin
 	err = s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		failed = -1
+		failed = failedTogether
 		var row messageRow // locked by the first change, and left by each as the next finds it
 		var evs []messaging.Event
 		for i := 0; i < len(todo); {
 			// After the first, the quick reactions that follow each other
 			// are sent together (reactMany).
 			j := i
-			for row.ID != "" && together && j < len(todo) && j-i < maxReactMany && s.quickMany(todo[j].ch) {
+			for row.ID != "" && j < len(todo) && j-i < maxReactMany && s.quickMany(todo[j].ch) {
 				j++
 			}
 			var made []reactedOne
 			if j-i >= 2 {
+				var err error
 				if made, err = s.reactMany(ctx, tx, id, todo[i:j]); err != nil {
-					failed = failedTogether
+					if s.txFailure(err) {
+						failed = failedAll
+					}
 					return err
 				}
 			} else {
@@ -249,22 +265,29 @@ func (s *Store) makeTogether(id string, todo []*combined, together bool) (failed
 				out, err := s.updateCaught(ctx, tx, id, todo[k].ch, &row, m, &evs)
 				if err != nil {
 					failed = k
+					if s.txFailure(err) {
+						failed = failedAll
+					}
 					return err
 				}
 				outs[k] = out
 			}
 			i = j
 		}
-		failed = -1
 		// The events of all, in the order of the changes, in as few
 		// statements of as few shapes (prepared) as powers of two allow.
 		for len(evs) > 0 {
 			n := 1 << (bits.Len(uint(len(evs))) - 1)
 			if err := s.insertEvents(ctx, tx, evs[:n]); err != nil {
+				if s.txFailure(err) {
+					failed = failedAll
+				}
 				return err
 			}
 			evs = evs[n:]
 		}
+		// What fails from here (the commit) is the transaction's.
+		failed = failedAll
 		// Not committed when every caller has left (ctx ends soon after,
 		// but may not have yet).
 		for _, c := range todo {
@@ -280,7 +303,22 @@ func (s *Store) makeTogether(id string, todo []*combined, together bool) (failed
 	for i, c := range todo {
 		c.finish(outs[i], nil)
 	}
-	return -1, nil
+	return failedAll, nil
+}
+
+// txFailure reports whether err, met by a transaction of combined
+// changes, is the transaction's rather than one change's: the database
+// unreachable or too busy, a lock or statement timeout, the transaction's
+// context ended.
+func (s *Store) txFailure(err error) bool {
+	if unavailable(err) || s.retryable(err) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	switch pgCode(err) {
+	case "55P03", "57014": // lock_not_available (lock_timeout), query_canceled (statement_timeout)
+		return true
+	}
+	return mysqlCode(err) == 3024 // ER_QUERY_TIMEOUT (max_execution_time)
 }
 
 // panicked is the error of a change that panicked: its caller panics with
@@ -300,9 +338,6 @@ func (s *Store) updateCaught(ctx context.Context, tx bun.Tx, id string, ch messa
 	}()
 	return s.updateRecorded(ctx, tx, id, ch, row, made, evs)
 }
-
-// failedTogether is makeTogether's failed when reactMany failed.
-const failedTogether = -2
 
 // maxReactMany bounds the changes of one reactMany.
 const maxReactMany = 32

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,18 +50,53 @@ type outcome struct {
 }
 
 // start makes ch in a goroutine and returns where its outcome arrives.
-// Unless it is the first, it waits until the change waits for the
-// transaction that runs: the changes started queue in the order started.
+// When a transaction on the message runs, it waits until the change waits
+// for it (or has returned, should that transaction have been ending): the
+// changes started while one is held queue in the order started.
 func (f *combineFixture) start(ctx context.Context, ch messaging.MessageChange) <-chan outcome {
+	f.t.Helper()
+	return f.launch(ctx, ch, false)
+}
+
+// startRecovering is start, with a panic of UpdateMessage turned into the
+// outcome's error (as net/http's per-request recover would contain it).
+func (f *combineFixture) startRecovering(ctx context.Context, ch messaging.MessageChange) <-chan outcome {
+	f.t.Helper()
+	return f.launch(ctx, ch, true)
+}
+
+// settle waits until no transaction runs on the message: a change
+// started then runs first.
+func (f *combineFixture) settle() {
+	f.t.Helper()
+	require.Eventually(f.t, func() bool { n, running := sqlstore.Queued(f.s, f.msg.ID); return n == 0 && !running },
+		10*time.Second, time.Millisecond, "the message's transactions end")
+}
+
+func (f *combineFixture) launch(ctx context.Context, ch messaging.MessageChange, recovering bool) <-chan outcome {
 	f.t.Helper()
 	before, running := sqlstore.Queued(f.s, f.msg.ID)
 	out := make(chan outcome, 1)
+	returned := make(chan struct{})
 	go func() {
+		defer close(returned)
+		if recovering {
+			defer func() {
+				if p := recover(); p != nil {
+					out <- outcome{err: fmt.Errorf("panicked: %v", p)}
+				}
+			}()
+		}
 		m, err := f.s.UpdateMessage(ctx, f.msg.ID, ch)
 		out <- outcome{m, err}
 	}()
 	if running {
 		require.Eventually(f.t, func() bool {
+			select {
+			case <-returned:
+				return true
+			default:
+			}
 			n, _ := sqlstore.Queued(f.s, f.msg.ID)
 			return n == before+1
 		}, 10*time.Second, time.Millisecond, "the change waits for the transaction that runs")
@@ -196,17 +232,17 @@ func TestCombinedCallerLeaves(t *testing.T) {
 			got, err := f.s.GetMessage(ctx, f.msg.ID)
 			require.NoError(t, err)
 			assert.Equal(t, map[string][]string{"a": {"r0"}}, reactors(got))
-			n, running := sqlstore.Queued(f.s, f.msg.ID)
-			assert.Zero(t, n)
-			assert.False(t, running, "nothing left waiting")
+			assert.Eventually(t, func() bool { n, running := sqlstore.Queued(f.s, f.msg.ID); return n == 0 && !running },
+				10*time.Second, time.Millisecond, "nothing left waiting")
 		})
 	}
 }
 
-// TestCombinedLeaderLeaves: the transaction of several changes goes on
-// when the caller whose goroutine runs it leaves, since another waits for
-// it; when every caller of a transaction has left, it is rolled back.
-func TestCombinedLeaderLeaves(t *testing.T) {
+// TestCombinedCallerLeavesDuringTransaction: a caller whose context ends
+// while a transaction makes its change returns at once; the transaction
+// goes on while another of its callers waits, and makes the change; when
+// every caller of a transaction has left, it is rolled back.
+func TestCombinedCallerLeavesDuringTransaction(t *testing.T) {
 	for _, e := range backendtest.SQL(t) {
 		t.Run(e.Name, func(t *testing.T) {
 			ctx := t.Context()
@@ -217,26 +253,28 @@ func TestCombinedLeaderLeaves(t *testing.T) {
 			<-entered0
 			rec1, release1, entered1 := blocking()
 			leaving, leave := context.WithCancel(ctx)
-			c1 := f.start(leaving, add("a", r[1], rec1)) // runs the next transaction
+			c1 := f.start(leaving, add("a", r[1], rec1))
 			c2 := f.start(ctx, add("a", r[2], record))
 			close(release0)
 			require.NoError(t, wait(t, c0).err)
 			<-entered1 // c1 and c2's transaction runs
 			leave()
+			assert.ErrorIs(t, wait(t, c1).err, context.Canceled, "c1 returns while its transaction runs")
 			close(release1)
-			o1, o2 := wait(t, c1), wait(t, c2)
+			o2 := wait(t, c2)
 			require.NoError(t, o2.err)
 			assert.Equal(t, map[string][]string{"a": {"r0", "r1", "r2"}}, reactors(o2.m), "c1 was made, then c2")
-			require.NoError(t, o1.err, "c1 was made: its caller hears so")
 
 			// Alone, and left: nothing is made.
+			f.settle()
 			rec3, release3, entered3 := blocking()
 			alone, leave3 := context.WithCancel(ctx)
 			c3 := f.start(alone, add("b", r[3], rec3))
 			<-entered3
 			leave3()
-			close(release3)
 			assert.ErrorIs(t, wait(t, c3).err, context.Canceled)
+			close(release3)
+			require.Eventually(t, func() bool { _, running := sqlstore.Queued(f.s, f.msg.ID); return !running }, 10*time.Second, time.Millisecond)
 			got, err := f.s.GetMessage(ctx, f.msg.ID)
 			require.NoError(t, err)
 			assert.Equal(t, map[string][]string{"a": {"r0", "r1", "r2"}}, reactors(got), "b was rolled back")
@@ -256,7 +294,7 @@ func TestCombinedPanic(t *testing.T) {
 			rec0, release, entered := blocking()
 			c0 := f.start(ctx, add("a", r[0], rec0))
 			<-entered
-			c1 := f.start(ctx, add("a", r[1], record)) // runs the next transaction, with c2
+			c1 := f.start(ctx, add("a", r[1], record)) // the first of the next transaction, with c2
 			bad := add("a", r[2], record)
 			bad.Check = func(before, after messaging.MessageCounts) error { panic("check") }
 			panicked := make(chan any, 1)
@@ -276,9 +314,283 @@ func TestCombinedPanic(t *testing.T) {
 			case <-time.After(20 * time.Second):
 				t.Fatal("no panic")
 			}
+			f.settle()
 			o = wait(t, f.start(ctx, add("b", r[3], record)))
 			require.NoError(t, o.err, "later changes are made")
 			assert.Equal(t, map[string][]string{"a": {"r0", "r1"}, "b": {"r3"}}, reactors(o.m), "c2 changed nothing")
+		})
+	}
+}
+
+func within(c <-chan outcome, d time.Duration) (outcome, bool) {
+	select {
+	case o := <-c:
+		return o, true
+	case <-time.After(d):
+		return outcome{}, false
+	}
+}
+
+// TestCombinedPanicFreesTheQueue: after a change whose Recorder panicked
+// (its caller panics), a later change of the message is made, and nothing
+// is left running.
+func TestCombinedPanicFreesTheQueue(t *testing.T) {
+	for _, e := range backendtest.SQL(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			f := newCombineFixture(t, e.Open(t), 2)
+			boom := add("a", f.reactors[0], func(messaging.Change) []messaging.Event { panic("recorder bug") })
+			o, ok := within(f.startRecovering(t.Context(), boom), 10*time.Second)
+			require.True(t, ok)
+			require.ErrorContains(t, o.err, "panicked")
+
+			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+			defer cancel()
+			_, err := f.s.UpdateMessage(ctx, f.msg.ID, add("a", f.reactors[1], record))
+			assert.NoError(t, err, "a later change of the message is made")
+			assert.Eventually(t, func() bool { _, running := sqlstore.Queued(f.s, f.msg.ID); return !running },
+				10*time.Second, time.Millisecond, "the message's queue ends")
+		})
+	}
+}
+
+// TestCombinedPanicInWaiter: the panic of a waiting change's Recorder
+// reaches its own caller only: the change made in the same transaction is
+// answered without it.
+func TestCombinedPanicInWaiter(t *testing.T) {
+	for _, e := range backendtest.SQL(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			f := newCombineFixture(t, e.Open(t), 3)
+			r := f.reactors
+			rec0, release, entered := blocking()
+			c0 := f.startRecovering(t.Context(), add("a", r[0], rec0))
+			<-entered
+			c1 := f.startRecovering(t.Context(), add("a", r[1], record))
+			ctx2, cancel2 := context.WithTimeout(t.Context(), 2*time.Second)
+			defer cancel2()
+			c2 := f.startRecovering(ctx2, add("a", r[2], func(messaging.Change) []messaging.Event { panic("recorder bug") }))
+			close(release)
+			require.NoError(t, wait(t, c0).err)
+
+			o1, ok := within(c1, 5*time.Second)
+			require.True(t, ok)
+			assert.NotContains(t, fmt.Sprint(o1.err), "panicked", "c1's caller is not hit by c2's panic")
+			_, ok = within(c2, 5*time.Second)
+			assert.True(t, ok, "c2 returns (its context ended 2s in)")
+		})
+	}
+}
+
+// TestCombinedNoHostage: a caller whose change is committed, or whose
+// context ends, returns without waiting for the changes of others (here,
+// one whose Recorder blocks, made again after a refused one).
+func TestCombinedNoHostage(t *testing.T) {
+	for _, e := range backendtest.SQL(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			f := newCombineFixture(t, e.Open(t), 4)
+			r := f.reactors
+			rec0, release0, entered0 := blocking()
+			c0 := f.start(t.Context(), add("a", r[0], rec0))
+			<-entered0
+			wctx, leave := context.WithCancel(t.Context())
+			w := f.start(wctx, add("a", r[1], record)) // the first of the next transaction
+			bad := add("a", r[2], record)
+			bad.Check = func(before, after messaging.MessageCounts) error { return errors.New("refused") }
+			x := f.start(t.Context(), bad)
+			recY, releaseY, enteredY := blocking()
+			y := f.start(t.Context(), add("b", r[3], recY))
+			close(release0)
+			require.NoError(t, wait(t, c0).err)
+			<-enteredY // w was committed alone, x refused; y's transaction runs
+			require.Error(t, wait(t, x).err)
+			leave()
+			_, ok := within(w, 3*time.Second)
+			close(releaseY)
+			require.NoError(t, wait(t, y).err)
+			assert.True(t, ok, "w's change was committed and its context ended: it returns without waiting for y")
+		})
+	}
+}
+
+// TestCombinedEventsFailAlone: when the events' insert of a transaction
+// fails, each change is made again alone: here c2's event reuses an id
+// (MySQL stores events' ids, unique); c1, which alone commits, does.
+func TestCombinedEventsFailAlone(t *testing.T) {
+	for _, e := range backendtest.SQL(t) {
+		if e.Name != "mysql" {
+			continue
+		}
+		t.Run(e.Name, func(t *testing.T) {
+			f := newCombineFixture(t, e.Open(t), 3)
+			r := f.reactors
+			rec0, release, entered := blocking()
+			var first string
+			c0 := f.start(t.Context(), add("a", r[0], func(c messaging.Change) []messaging.Event {
+				evs := rec0(c)
+				first = evs[0].ID
+				return evs
+			}))
+			<-entered
+			c1 := f.start(t.Context(), add("a", r[1], record))
+			c2 := f.start(t.Context(), add("a", r[2], func(c messaging.Change) []messaging.Event {
+				evs := record(c)
+				evs[0].ID = first // taken by c0's event
+				return evs
+			}))
+			close(release)
+			require.NoError(t, wait(t, c0).err)
+			assert.Error(t, wait(t, c2).err, "c2's event cannot be stored")
+			assert.NoError(t, wait(t, c1).err, "c1 is made, as it would be alone")
+		})
+	}
+}
+
+// TestCombinedCarriedRow: the message's row carried across the changes of
+// one transaction is as each left it, for edits, read state, attachments
+// and reactions, and an edit keeps the text the one before it left.
+func TestCombinedCarriedRow(t *testing.T) {
+	for _, e := range backendtest.SQL(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			ctx := t.Context()
+			f := newCombineFixture(t, e.Open(t), 2)
+			r := f.reactors
+			at := func(s int) time.Time { return time.Date(2025, 3, 2, 0, 0, s, 0, time.UTC) }
+			text := func(s string) *string { return &s }
+			yes := true
+			rec0, release, entered := blocking()
+			c0 := f.start(ctx, add("a", r[0], rec0))
+			<-entered
+			c1 := f.start(ctx, messaging.MessageChange{Text: text("t1"), RevisionID: "rev_1", UpdatedAt: at(1), Record: record})
+			c2 := f.start(ctx, messaging.MessageChange{Text: text("t2"), RevisionID: "rev_2", UpdatedAt: at(2), Record: record})
+			c3 := f.start(ctx, messaging.MessageChange{Read: &yes, ReadAt: at(3), Record: record})
+			att := messaging.Attachment{ID: "att_1", UploaderID: r[0], Filename: "f", FileType: "text/plain", FileSize: 1, SHA256: "x", Key: "k", CreatedAt: at(4)}
+			c4 := f.start(ctx, messaging.MessageChange{NewAttachment: &att, UpdatedAt: at(4), Record: record})
+			c5 := f.start(ctx, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "b", Reactors: []string{r[1]}}}, UpdatedAt: at(5), Record: record})
+			c6 := f.start(ctx, messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "a", Reactors: []string{r[0]}}, Record: record})
+			close(release)
+			require.NoError(t, wait(t, c0).err)
+			o1, o2, o3, o4, o5, o6 := wait(t, c1), wait(t, c2), wait(t, c3), wait(t, c4), wait(t, c5), wait(t, c6)
+			for i, o := range []outcome{o1, o2, o3, o4, o5, o6} {
+				require.NoError(t, o.err, "change %d", i+1)
+			}
+			assert.Equal(t, "t1", o1.m.Text)
+			assert.Equal(t, "t2", o2.m.Text)
+			assert.Equal(t, at(2), o2.m.UpdatedAt)
+			assert.Equal(t, "t2", o3.m.Text)
+			assert.False(t, o3.m.ReadAt.IsZero(), "c3 read")
+			assert.Len(t, o4.m.Attachments, 1)
+			assert.False(t, o4.m.ReadAt.IsZero())
+			assert.Len(t, o5.m.Attachments, 1)
+			assert.Equal(t, map[string][]string{"a": {"r0"}, "b": {"r1"}}, reactors(o5.m))
+			assert.Equal(t, at(5), o5.m.UpdatedAt)
+			assert.Equal(t, map[string][]string{"b": {"r1"}}, reactors(o6.m))
+			got, err := f.s.GetMessage(ctx, f.msg.ID)
+			require.NoError(t, err)
+			assert.Equal(t, got, o6.m, "the last answer is the message as stored")
+			rev, err := f.s.GetRevision(ctx, "rev_2")
+			require.NoError(t, err)
+			assert.Equal(t, "t1", rev.Text, "c2 kept the text c1 left")
+			rev, err = f.s.GetRevision(ctx, "rev_1")
+			require.NoError(t, err)
+			assert.Equal(t, "m", rev.Text)
+		})
+	}
+}
+
+// TestReactOneAnswerIsStored: on PostgreSQL, reactOne's answer (its one
+// statement's reactions after the change) is GetMessage's, over random
+// adds (1 to 4 names, new and existing) and take-backs around the 100
+// embedded reactors, names that disappear, and a reactor with no contact.
+func TestReactOneAnswerIsStored(t *testing.T) {
+	for _, e := range backendtest.SQL(t) {
+		if e.Name != "postgres" {
+			continue
+		}
+		t.Run(e.Name, func(t *testing.T) {
+			ctx := t.Context()
+			f := newCombineFixture(t, e.Open(t), 115)
+			rs := append(f.reactors, "ctc_nocontact")
+			rnd := rand.New(rand.NewPCG(1, 2))
+			names := []string{"a", "b", "c", "d", "e"}
+			// Fill "a" past 100 first, so that the boundary is crossed often.
+			for i := range 103 {
+				_, err := f.s.UpdateMessage(ctx, f.msg.ID, add("a", rs[i], nil))
+				require.NoError(t, err)
+			}
+			for step := range 600 {
+				var ch messaging.MessageChange
+				who := rs[rnd.IntN(len(rs))]
+				if rnd.IntN(5) == 0 {
+					ch.RemoveReaction = &messaging.Reaction{Name: names[rnd.IntN(len(names))], Reactors: []string{who}}
+					if rnd.IntN(2) == 0 {
+						ch.RemoveReaction.Name = "a"
+					}
+				} else {
+					for range 1 + rnd.IntN(4) {
+						ch.AddReactions = append(ch.AddReactions, messaging.Reaction{Name: names[max(0, rnd.IntN(len(names)+2)-2)], Reactors: []string{who}})
+					}
+				}
+				if rnd.IntN(2) == 0 {
+					ch.UpdatedAt = time.Date(2025, 4, 1, 0, 0, step, 0, time.UTC)
+				}
+				got, err := f.s.UpdateMessage(ctx, f.msg.ID, ch)
+				require.NoError(t, err)
+				stored, err := f.s.GetMessage(ctx, f.msg.ID)
+				require.NoError(t, err)
+				require.Equal(t, stored, got, "step %d: %+v", step, ch)
+			}
+		})
+	}
+}
+
+// TestCombinedLeavesRaceTheNextTransaction: callers that leave while the
+// transaction before theirs ends all return, and nothing is left queued
+// or running.
+func TestCombinedLeavesRaceTheNextTransaction(t *testing.T) {
+	for _, e := range backendtest.SQL(t) {
+		if e.Name == "mysql" {
+			continue
+		}
+		t.Run(e.Name, func(t *testing.T) {
+			f := newCombineFixture(t, e.Open(t), 4)
+			r := f.reactors
+			for i := range 40 {
+				rec0, release, entered := blocking()
+				c0 := f.start(t.Context(), add("a", r[i%2], rec0))
+				<-entered
+				var outs []<-chan outcome
+				var leaves []context.CancelFunc
+				for k := range 3 {
+					ctx, leave := context.WithCancel(t.Context())
+					leaves = append(leaves, leave)
+					var ch messaging.MessageChange
+					if (i+k)%2 == 0 {
+						ch = add("b", r[1+k], record)
+					} else {
+						ch = messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "b", Reactors: []string{r[1+k]}}, Record: record}
+					}
+					outs = append(outs, f.start(ctx, ch))
+				}
+				go close(release)
+				for k, leave := range leaves {
+					if (i+k)%3 != 0 {
+						go leave()
+					}
+				}
+				wait(t, c0)
+				for _, c := range outs {
+					o := wait(t, c)
+					if o.err != nil {
+						require.ErrorIs(t, o.err, context.Canceled)
+					}
+				}
+				for _, leave := range leaves {
+					leave()
+				}
+				require.Eventually(t, func() bool {
+					n, running := sqlstore.Queued(f.s, f.msg.ID)
+					return n == 0 && !running
+				}, 5*time.Second, time.Millisecond)
+			}
 		})
 	}
 }

@@ -111,7 +111,7 @@
 // client_key) with the request's fingerprint, the kept result and
 // expires_at (indexed, for pruning), and message_revisions, the earlier
 // texts of edited messages, indexed by (message_id, created_at DESC, id
-// DESC). A keyed write stores its key's row in its own transaction with one
+// DESC). A keyed write stores its key's row in the write's transaction with one
 // conditional upsert, which replaces only an expired row or the write's own
 // claim, and rolls back with messaging.ErrKeyTaken when another row is in
 // the way (MySQL reads the row FOR UPDATE first); on SQLite the upsert is

@@ -588,7 +588,12 @@ func dedupe(ss []string) []string {
 
 // UpdateMessage applies ch in one transaction and returns the message as
 // GetMessage would after it. The message row is locked first, so changes
-// of one message, and their limits, are serialized. Errors: ErrNotFound for
+// of one message, and their limits, are serialized; the changes of one
+// message that arrive while a transaction changes it are made together by
+// the next, each as alone (combine.go: ch.Check and ch.Record may then run
+// on another goroutine, and again when another change of the transaction
+// fails). A caller whose ctx ends returns at once: a change that a
+// transaction had taken may still be made. Errors: ErrNotFound for
 // a missing message or attachment, ErrConflict for an attachment linked
 // elsewhere, and ch.Check's error when it refuses the change (it is called
 // with the counts before and after, the row locked).
