@@ -238,9 +238,17 @@ func (s *Store) makeTogether(id string, todo []*combined) (failed int, err error
 		failed = failedTogether
 		var row messageRow // locked by the first change, and left by each as the next finds it
 		var evs []messaging.Event
+		if len(todo) > 1 && s.quickMany(todo[0].ch) && s.quickMany(todo[1].ch) {
+			// Locked first, so that the first changes go in one round trip;
+			// a message not found is every change's.
+			if err := s.lockMessage(ctx, tx, id, &row); err != nil {
+				failed = failedAll
+				return err
+			}
+		}
 		for i := 0; i < len(todo); {
-			// After the first, the quick reactions that follow each other
-			// are sent together (reactMany).
+			// Once the row is locked, the quick reactions that follow each
+			// other are sent together (reactMany).
 			j := i
 			for row.ID != "" && j < len(todo) && j-i < maxReactMany && s.quickMany(todo[j].ch) {
 				j++
@@ -274,8 +282,22 @@ func (s *Store) makeTogether(id string, todo []*combined) (failed int, err error
 			}
 			i = j
 		}
-		// The events of all, in the order of the changes, in as few
-		// statements of as few shapes (prepared) as powers of two allow.
+		// The events of all, in the order of the changes: on PostgreSQL in
+		// one statement, elsewhere in as few statements of as few shapes
+		// (prepared) as powers of two allow.
+		if len(evs) > 1 && s.flavor == flavorPostgres && s.numberedEvents() {
+			arg, err := eventsJSON(evs)
+			if err == nil {
+				_, err = s.execWrite(ctx, tx, insertEventsJSONSQL, arg)
+			}
+			if err != nil {
+				if s.txFailure(err) {
+					failed = failedAll
+				}
+				return err
+			}
+			evs = nil
+		}
 		for len(evs) > 0 {
 			n := 1 << (bits.Len(uint(len(evs))) - 1)
 			if err := s.insertEvents(ctx, tx, evs[:n]); err != nil {

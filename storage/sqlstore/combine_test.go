@@ -2,9 +2,11 @@ package sqlstore_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -590,6 +592,60 @@ func TestCombinedLeavesRaceTheNextTransaction(t *testing.T) {
 					n, running := sqlstore.Queued(f.s, f.msg.ID)
 					return n == 0 && !running
 				}, 5*time.Second, time.Millisecond)
+			}
+		})
+	}
+}
+
+// TestCombinedEventsAsRecorded: the events of a combined transaction
+// (inserted together, on PostgreSQL in one statement) are stored as their
+// Recorders made them, in order: type, conversation, audience, time (to
+// the microsecond) and payload.
+func TestCombinedEventsAsRecorded(t *testing.T) {
+	for _, e := range backendtest.SQL(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			ctx := t.Context()
+			f := newCombineFixture(t, e.Open(t), 4)
+			r := f.reactors
+			var mu sync.Mutex
+			var recorded []messaging.Event
+			twice := func(c messaging.Change) []messaging.Event {
+				at := time.Date(2025, 5, 1, 12, 0, 0, 123456789, time.UTC).Add(time.Duration(len(recorded)) * time.Millisecond)
+				a := messaging.NewEvent(messaging.EventMessageUpdated, c.Message.ConversationID, "", at)
+				a.Message = c.Message
+				b := messaging.NewEvent(messaging.EventMessageUpdated, c.Message.ConversationID, "", at.Add(time.Nanosecond))
+				b.Message, b.AudienceID = c.Message, r[3] // one reader's, as conversation.read's
+				mu.Lock()
+				defer mu.Unlock()
+				recorded = append(recorded, a, b)
+				return []messaging.Event{a, b}
+			}
+			rec0, release, entered := blocking()
+			c0 := f.start(ctx, add("a", r[0], rec0))
+			<-entered
+			var cs []<-chan outcome
+			for i := 1; i < 4; i++ {
+				cs = append(cs, f.start(ctx, add(fmt.Sprintf("n%d", i), r[i], twice)))
+			}
+			close(release)
+			require.NoError(t, wait(t, c0).err)
+			for _, c := range cs {
+				require.NoError(t, wait(t, c).err)
+			}
+			got, err := f.s.ReadEvents(ctx, events.Query{All: true, Limit: 100})
+			require.NoError(t, err)
+			require.Len(t, got, 1+len(recorded))
+			for i, want := range recorded {
+				g := got[1+i]
+				assert.Equal(t, want.Type, g.Type, "event %d", i)
+				assert.Equal(t, want.ConversationID, g.ConversationID, "event %d", i)
+				assert.Equal(t, want.AudienceID, g.AudienceID, "event %d", i)
+				assert.Equal(t, want.Created.Truncate(time.Microsecond), g.Created, "event %d", i)
+				wj, err := json.Marshal(want.Message)
+				require.NoError(t, err)
+				gj, err := json.Marshal(g.Message)
+				require.NoError(t, err)
+				assert.JSONEq(t, string(wj), string(gj), "event %d", i)
 			}
 		})
 	}

@@ -640,6 +640,30 @@ type updatedRow struct {
 	UpdatedAt time.Time `bun:"updated_at"`
 }
 
+// lockMessage locks the row of the message id in tx and reads it into
+// row: with its contact, except on MySQL, whose locking reads would lock
+// the contact row too. SQLite's transaction holds the database already.
+func (s *Store) lockMessage(ctx context.Context, tx bun.Tx, id string, row *messageRow) error {
+	var rows []messageRow
+	var err error
+	switch s.flavor {
+	case flavorPostgres:
+		err = s.txRead(ctx, tx, &rows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ? FOR UPDATE OF m", id)
+	case flavorMySQL:
+		err = s.txRead(ctx, tx, &rows, "SELECT "+messageOwnCols+" FROM messages AS m WHERE m.id = ? FOR UPDATE", id)
+	default:
+		err = s.txRead(ctx, tx, &rows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id)
+	}
+	if err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		return notFound("message")
+	}
+	*row = rows[0]
+	return nil
+}
+
 // updateMessage makes ch on the message id in tx. row is the message's
 // row as an earlier change of tx left it, which holds its lock, or a zero
 // row, which updateMessage locks and reads; either way updateMessage
@@ -650,24 +674,9 @@ type updatedRow struct {
 func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch messaging.MessageChange, row *messageRow, made *reactedOne) (messaging.Message, error) {
 	var err error
 	if row.ID == "" {
-		// Lock the message row and read it; with its contact, except on
-		// MySQL, whose locking reads would lock the contact row too.
-		var rows []messageRow
-		switch s.flavor {
-		case flavorPostgres:
-			err = s.txRead(ctx, tx, &rows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ? FOR UPDATE OF m", id)
-		case flavorMySQL:
-			err = s.txRead(ctx, tx, &rows, "SELECT "+messageOwnCols+" FROM messages AS m WHERE m.id = ? FOR UPDATE", id)
-		default:
-			err = s.txRead(ctx, tx, &rows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id)
-		}
-		if err != nil {
+		if err := s.lockMessage(ctx, tx, id, row); err != nil {
 			return messaging.Message{}, err
 		}
-		if len(rows) == 0 {
-			return messaging.Message{}, notFound("message")
-		}
-		*row = rows[0]
 	}
 
 	var rc reacted

@@ -203,6 +203,44 @@ func eventsInsert(evs []messaging.Event, numbered bool) (string, []any, error) {
 	return insertEventsSQL(len(evs), numbered), args, nil
 }
 
+// insertEventsJSONSQL inserts numbered events (PostgreSQL) given as one
+// JSON array (eventsJSON), in its order: one statement of one shape, which
+// is prepared, for any number of events.
+const insertEventsJSONSQL = `INSERT INTO events (type, conversation_id, audience_id, created_at, payload)
+	SELECT x.v->>'t', x.v->>'c', x.v->>'a', (x.v->>'at')::timestamptz, (x.v->'p')::text
+	FROM json_array_elements(?::json) WITH ORDINALITY AS x(v, ord) ORDER BY x.ord`
+
+// eventJSON is an event of eventsJSON: P is the payload's JSON, which the
+// json type keeps as it is given.
+type eventJSON struct {
+	T  string          `json:"t"`
+	C  *string         `json:"c"`
+	A  *string         `json:"a"`
+	At string          `json:"at"`
+	P  json.RawMessage `json:"p"`
+}
+
+// eventsJSON returns evs as the argument of insertEventsJSONSQL, their
+// times written as the driver writes a time.Time argument.
+func eventsJSON(evs []messaging.Event) (string, error) {
+	rows := make([]eventJSON, len(evs))
+	for i, e := range evs {
+		p, err := json.Marshal(eventPayload{Message: e.Message, Attachment: e.Attachment, Conversation: e.Conversation, DeletedID: e.DeletedID})
+		if err != nil {
+			return "", err
+		}
+		rows[i] = eventJSON{T: string(e.Type), At: e.Created.UTC().Format("2006-01-02 15:04:05.999999-07:00"), P: p}
+		if e.ConversationID != "" {
+			rows[i].C = &e.ConversationID
+		}
+		if e.AudienceID != "" {
+			rows[i].A = &e.AudienceID
+		}
+	}
+	b, err := json.Marshal(rows)
+	return string(b), err
+}
+
 // insertEventsSQL is the statement that inserts n events, without their
 // ids when they are numbered.
 func insertEventsSQL(n int, numbered bool) string {
