@@ -57,7 +57,18 @@ type combiner struct {
 	// empty queue) from the moment a transaction starts on it until the
 	// last has found its queue empty.
 	queues map[string][]*combined
+	// conns holds, for each connection by its server process's pid, the
+	// names of the statements of reactMany it has prepared, and
+	// reactedTable when it has the table parley_reacted (reactMany).
+	conns map[int]map[string]bool
 }
+
+// reactedTable stands for the table parley_reacted in combiner.conns.
+const reactedTable = "parley_reacted"
+
+// maxConns bounds combiner.conns: past it, it starts again empty (the
+// next reactMany of each connection asks the server).
+const maxConns = 1024
 
 // maxCombined bounds the changes one transaction makes.
 const maxCombined = 64
@@ -238,10 +249,12 @@ func (s *Store) makeTogether(id string, todo []*combined) (failed int, err error
 		failed = failedTogether
 		var row messageRow // locked by the first change, and left by each as the next finds it
 		var evs []messaging.Event
+		backend := 0 // the connection's server process, when the lock read it
 		if len(todo) > 1 && s.quickMany(todo[0].ch) && s.quickMany(todo[1].ch) {
 			// Locked first, so that the first changes go in one round trip;
 			// a message not found is every change's.
-			if err := s.lockMessage(ctx, tx, id, &row); err != nil {
+			var err error
+			if backend, err = s.lockMessageBackend(ctx, tx, id, &row); err != nil {
 				failed = failedAll
 				return err
 			}
@@ -256,7 +269,7 @@ func (s *Store) makeTogether(id string, todo []*combined) (failed int, err error
 			var made []reactedOne
 			if j-i >= 2 {
 				var err error
-				if made, err = s.reactMany(ctx, tx, id, todo[i:j]); err != nil {
+				if made, err = s.reactMany(ctx, tx, id, todo[i:j], backend); err != nil {
 					if s.txFailure(err) {
 						failed = failedAll
 					}
@@ -391,8 +404,14 @@ type reactManyRow struct {
 // The statements are SQL prepared statements of the connection (EXECUTE),
 // which a first statement, a DO block, prepares when the connection has
 // not (prepareReactMany): parsing and planning each change's statement
-// anew cost more than its round trip.
-func (s *Store) reactMany(ctx context.Context, tx bun.Tx, id string, cs []*combined) ([]reactedOne, error) {
+// anew cost more than its round trip. backend, when not 0, is the pid of
+// the connection's server process (lockMessageBackend): the block is left
+// out when combiner.conns says that the connection has what it needs (it
+// would cost the server about as much as two changes), and prepares only
+// what it lacks otherwise. Should the connection have lost them (a reset,
+// a pid reused), the query fails, the connection is forgotten, and the
+// changes are made again alone.
+func (s *Store) reactMany(ctx context.Context, tx bun.Tx, id string, cs []*combined, backend int) ([]reactedOne, error) {
 	var b strings.Builder
 	var args []any
 	shapes := map[string]string{} // prepared statement's name -> its statement
@@ -416,9 +435,41 @@ func (s *Store) reactMany(ctx context.Context, tx bun.Tx, id string, cs []*combi
 		b.WriteString(");\n")
 	}
 	b.WriteString("WITH x AS (DELETE FROM pg_temp.parley_reacted RETURNING *) SELECT * FROM x ORDER BY i, seq")
-	query := prepareReactMany(shapes) + ";\n" + b.String()
+	query := b.String()
+	cb := &s.combine
+	cb.mu.Lock()
+	known := cb.conns[backend]
+	table := backend != 0 && known[reactedTable]
+	for name := range shapes {
+		if backend != 0 && known[name] {
+			delete(shapes, name)
+		}
+	}
+	cb.mu.Unlock()
+	if !table || len(shapes) > 0 {
+		query = prepareReactMany(shapes) + ";\n" + query
+	}
 	var rows []reactManyRow
-	if err := tx.NewRaw(query, bunArgs(args)...).Scan(ctx, &rows); err != nil {
+	err := tx.NewRaw(query, bunArgs(args)...).Scan(ctx, &rows)
+	if backend != 0 {
+		cb.mu.Lock()
+		if err != nil {
+			delete(cb.conns, backend)
+		} else {
+			if cb.conns == nil || len(cb.conns) >= maxConns {
+				cb.conns = make(map[int]map[string]bool)
+			}
+			if cb.conns[backend] == nil {
+				cb.conns[backend] = map[string]bool{}
+			}
+			cb.conns[backend][reactedTable] = true
+			for name := range shapes {
+				cb.conns[backend][name] = true
+			}
+		}
+		cb.mu.Unlock()
+	}
+	if err != nil {
 		return nil, err
 	}
 	out := make([]reactedOne, len(cs))

@@ -664,6 +664,23 @@ func (s *Store) lockMessage(ctx context.Context, tx bun.Tx, id string, row *mess
 	return nil
 }
 
+// lockMessageBackend is lockMessage on PostgreSQL, which also returns the
+// pid of the server process of tx's connection (reactMany).
+func (s *Store) lockMessageBackend(ctx context.Context, tx bun.Tx, id string, row *messageRow) (int, error) {
+	var rows []struct {
+		Backend int `bun:"backend"`
+		messageRow
+	}
+	if err := s.txRead(ctx, tx, &rows, "SELECT pg_backend_pid() AS backend, "+messageCols+" FROM "+messageFrom+" WHERE m.id = ? FOR UPDATE OF m", id); err != nil {
+		return 0, err
+	}
+	if len(rows) == 0 {
+		return 0, notFound("message")
+	}
+	*row = rows[0].messageRow
+	return rows[0].Backend, nil
+}
+
 // updateMessage makes ch on the message id in tx. row is the message's
 // row as an earlier change of tx left it, which holds its lock, or a zero
 // row, which updateMessage locks and reads; either way updateMessage
