@@ -299,9 +299,9 @@ func (s *Store) makeTogether(id string, todo []*combined) (failed int, err error
 		// one statement, elsewhere in as few statements of as few shapes
 		// (prepared) as powers of two allow.
 		if len(evs) > 1 && s.flavor == flavorPostgres && s.numberedEvents() {
-			arg, err := eventsJSON(evs)
+			args, err := eventsArrays(evs)
 			if err == nil {
-				_, err = s.execWrite(ctx, tx, insertEventsJSONSQL, arg)
+				_, err = s.execWrite(ctx, tx, insertEventsArraysSQL, args...)
 			}
 			if err != nil {
 				if s.txFailure(err) {

@@ -612,7 +612,9 @@ func TestCombinedEventsAsRecorded(t *testing.T) {
 			twice := func(c messaging.Change) []messaging.Event {
 				at := time.Date(2025, 5, 1, 12, 0, 0, 123456789, time.UTC).Add(time.Duration(len(recorded)) * time.Millisecond)
 				a := messaging.NewEvent(messaging.EventMessageUpdated, c.Message.ConversationID, "", at)
-				a.Message = c.Message
+				odd := *c.Message // a payload with what array and JSON literals escape
+				odd.Text = `say "hi" \ {a,b} NULL ' $q$ ?`
+				a.Message = &odd
 				b := messaging.NewEvent(messaging.EventMessageUpdated, c.Message.ConversationID, "", at.Add(time.Nanosecond))
 				b.Message, b.AudienceID = c.Message, r[3] // one reader's, as conversation.read's
 				mu.Lock()

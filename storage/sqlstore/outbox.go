@@ -203,42 +203,53 @@ func eventsInsert(evs []messaging.Event, numbered bool) (string, []any, error) {
 	return insertEventsSQL(len(evs), numbered), args, nil
 }
 
-// insertEventsJSONSQL inserts numbered events (PostgreSQL) given as one
-// JSON array (eventsJSON), in its order: one statement of one shape, which
-// is prepared, for any number of events.
-const insertEventsJSONSQL = `INSERT INTO events (type, conversation_id, audience_id, created_at, payload)
-	SELECT x.v->>'t', x.v->>'c', x.v->>'a', (x.v->>'at')::timestamptz, (x.v->'p')::text
-	FROM json_array_elements(?::json) WITH ORDINALITY AS x(v, ord) ORDER BY x.ord`
+// insertEventsArraysSQL inserts numbered events (PostgreSQL) given as
+// five arrays, a column each (eventsArrays), in their order: one
+// statement of one shape, which is prepared, for any number of events.
+// (Arrays cost the server about a third of what a JSON array of the same
+// events did.)
+const insertEventsArraysSQL = `INSERT INTO events (type, conversation_id, audience_id, created_at, payload)
+	SELECT u.t, NULLIF(u.c, ''), NULLIF(u.a, ''), u.at, u.p
+	FROM unnest(?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[]) WITH ORDINALITY AS u(t, c, a, at, p, ord)
+	ORDER BY u.ord`
 
-// eventJSON is an event of eventsJSON: P is the payload's JSON, which the
-// json type keeps as it is given.
-type eventJSON struct {
-	T  string          `json:"t"`
-	C  *string         `json:"c"`
-	A  *string         `json:"a"`
-	At string          `json:"at"`
-	P  json.RawMessage `json:"p"`
-}
-
-// eventsJSON returns evs as the argument of insertEventsJSONSQL, their
-// times written as the driver writes a time.Time argument.
-func eventsJSON(evs []messaging.Event) (string, error) {
-	rows := make([]eventJSON, len(evs))
+// eventsArrays returns evs as the arguments of insertEventsArraysSQL:
+// PostgreSQL array literals of their types, conversations, audiences,
+// times (as the driver writes a time.Time argument) and payloads.
+func eventsArrays(evs []messaging.Event) ([]any, error) {
+	var cols [5][]byte
 	for i, e := range evs {
 		p, err := json.Marshal(eventPayload{Message: e.Message, Attachment: e.Attachment, Conversation: e.Conversation, DeletedID: e.DeletedID})
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		rows[i] = eventJSON{T: string(e.Type), At: e.Created.UTC().Format("2006-01-02 15:04:05.999999-07:00"), P: p}
-		if e.ConversationID != "" {
-			rows[i].C = &e.ConversationID
-		}
-		if e.AudienceID != "" {
-			rows[i].A = &e.AudienceID
+		for c, v := range [5]string{string(e.Type), e.ConversationID, e.AudienceID, e.Created.UTC().Format("2006-01-02 15:04:05.999999-07:00"), string(p)} {
+			if i == 0 {
+				cols[c] = append(cols[c], '{')
+			} else {
+				cols[c] = append(cols[c], ',')
+			}
+			cols[c] = appendArrayElem(cols[c], v)
 		}
 	}
-	b, err := json.Marshal(rows)
-	return string(b), err
+	args := make([]any, len(cols))
+	for c := range cols {
+		args[c] = string(append(cols[c], '}'))
+	}
+	return args, nil
+}
+
+// appendArrayElem appends v to b as an element of a PostgreSQL array
+// literal: double-quoted, with its double quotes and backslashes escaped.
+func appendArrayElem(b []byte, v string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(v); i++ {
+		if v[i] == '"' || v[i] == '\\' {
+			b = append(b, '\\')
+		}
+		b = append(b, v[i])
+	}
+	return append(b, '"')
 }
 
 // insertEventsSQL is the statement that inserts n events, without their
