@@ -10,8 +10,10 @@ import (
 	"math/bits"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -36,8 +38,10 @@ import (
 // Failures are the failing change's own: a change that fails (its Check,
 // a row it does not find, a conflict, a panic of its Check or Record)
 // makes the others run again without it, so that it commits nothing and
-// they commit all they would have alone; a failure that no one change can
-// be blamed for (the events' insert, a round trip of several changes)
+// they commit all they would have alone; a failure of the round trip of
+// several changes (reactMany) makes the transaction run again with one
+// statement a change; a failure that no one change can be blamed for (the
+// events' insert, a transaction that did not begin for another reason)
 // makes each run alone; a failure of the transaction itself (the database
 // unreachable or too busy, a lock or statement timeout, a commit that
 // failed) is every caller's.
@@ -57,14 +61,21 @@ type combiner struct {
 	// empty queue) from the moment a transaction starts on it until the
 	// last has found its queue empty.
 	queues map[string][]*combined
-	// conns holds, for each connection by its server process's pid, the
-	// names of the statements of reactMany it has prepared, and
-	// reactedTable when it has the table parley_reacted (reactMany).
-	conns map[int]map[string]bool
+	// conns holds what reactMany knows of each connection, by the pid of
+	// its server process.
+	conns map[int]*connState
 }
 
-// reactedTable stands for the table parley_reacted in combiner.conns.
-const reactedTable = "parley_reacted"
+// connState is what reactMany knows of a connection.
+type connState struct {
+	statements map[string]bool // the names of reactMany's statements it has prepared
+	table      bool            // it has the table parley_reacted (created by a transaction that committed)
+	offUntil   time.Time       // reactMany failed there: not tried again before then
+}
+
+// reactManyOff is how long reactMany is not tried again on a connection
+// where it failed otherwise than by a lost statement or table.
+const reactManyOff = time.Minute
 
 // maxConns bounds combiner.conns: past it, it starts again empty (the
 // next reactMany of each connection asks the server).
@@ -174,7 +185,7 @@ var errCombinedPanic = errors.New("sqlstore: the transaction of combined changes
 // in as few transactions as their failures allow, and gives each caller
 // its outcome.
 func (s *Store) makeAll(id string, batch []*combined) {
-	todo := batch
+	todo, many := batch, true
 	for {
 		// Changes whose callers have left are not made.
 		waiting := make([]*combined, 0, len(todo))
@@ -189,10 +200,12 @@ func (s *Store) makeAll(id string, batch []*combined) {
 		if len(todo) == 0 {
 			return
 		}
-		failed, err := s.makeTogether(id, todo)
+		failed, err := s.makeTogether(id, todo, many)
 		switch {
 		case err == nil:
 			return
+		case failed == failedMany: // again, one statement a change
+			many = false
 		case failed == failedTogether && len(todo) > 1: // each alone
 			for _, c := range todo {
 				s.makeAll(id, []*combined{c})
@@ -217,14 +230,15 @@ func (s *Store) makeAll(id string, batch []*combined) {
 const (
 	failedAll      = -1 // the transaction's own failure: every caller's
 	failedTogether = -2 // no one change's: each is made again alone
+	failedMany     = -3 // reactMany's round trip: made again, one statement a change
 )
 
 // makeTogether makes the changes of todo in one transaction, and gives
 // each caller its outcome when it commits. Otherwise it returns the error
-// and what failed: the index of the change that failed, failedAll or
-// failedTogether; and gives no outcome. Consecutive quick reactions go in
-// one round trip (reactMany).
-func (s *Store) makeTogether(id string, todo []*combined) (failed int, err error) {
+// and what failed: the index of the change that failed, failedAll,
+// failedTogether or failedMany; and gives no outcome. With many,
+// consecutive quick reactions go in one round trip (reactMany).
+func (s *Store) makeTogether(id string, todo []*combined, many bool) (failed int, err error) {
 	// The transaction runs while one of its callers waits for it.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(todo[0].ctx))
 	defer cancel()
@@ -244,12 +258,14 @@ func (s *Store) makeTogether(id string, todo []*combined) (failed int, err error
 	}()
 
 	outs := make([]messaging.Message, len(todo))
-	failed = failedTogether // should the transaction not begin
+	ran := false       // the transaction began
+	backend := 0       // the connection's server process, when the lock read it
+	tableMade := false // reactMany created the table parley_reacted
 	err = s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+		ran, backend, tableMade = true, 0, false
 		failed = failedTogether
 		var row messageRow // locked by the first change, and left by each as the next finds it
 		var evs []messaging.Event
-		backend := 0 // the connection's server process, when the lock read it
 		if len(todo) > 1 && s.quickMany(todo[0].ch) && s.quickMany(todo[1].ch) {
 			// Locked first, so that the first changes go in one round trip;
 			// a message not found is every change's.
@@ -263,18 +279,21 @@ func (s *Store) makeTogether(id string, todo []*combined) (failed int, err error
 			// Once the row is locked, the quick reactions that follow each
 			// other are sent together (reactMany).
 			j := i
-			for row.ID != "" && j < len(todo) && j-i < maxReactMany && s.quickMany(todo[j].ch) {
+			for many && row.ID != "" && s.reactManyOn(backend) && j < len(todo) && j-i < maxReactMany && s.quickMany(todo[j].ch) {
 				j++
 			}
 			var made []reactedOne
 			if j-i >= 2 {
 				var err error
-				if made, err = s.reactMany(ctx, tx, id, todo[i:j], backend); err != nil {
+				var created bool
+				if made, created, err = s.reactMany(ctx, tx, id, todo[i:j], i, backend); err != nil {
+					failed = failedMany
 					if s.txFailure(err) {
 						failed = failedAll
 					}
 					return err
 				}
+				tableMade = tableMade || created
 			} else {
 				j = i + 1
 			}
@@ -333,7 +352,13 @@ func (s *Store) makeTogether(id string, todo []*combined) (failed int, err error
 		return todo[0].ctx.Err()
 	})
 	if err != nil {
+		if !ran && s.txFailure(err) {
+			failed = failedAll // it did not begin, for want of the database
+		}
 		return failed, err
+	}
+	if tableMade {
+		s.reactManyCommitted(backend)
 	}
 	for i, c := range todo {
 		c.finish(outs[i], nil)
@@ -392,35 +417,43 @@ type reactManyRow struct {
 	Seq sql.NullInt64 `bun:"seq"`
 }
 
-// reactMany makes the quick reactions (quickMany) of cs on the message id,
-// which tx has locked, in order, each by reactOne's statement, all in one
-// round trip: one query of several statements, each of which sees what
-// those before it did. The round trips, not the statements, set the pace
-// of a popular message's changes: each waits for the server's process and
-// then the caller's to be scheduled, 0.3 to 7 ms under load on two cores
+// reactMany makes the quick reactions (quickMany) of cs, the changes
+// base, base+1, … of a transaction, on the message id, which tx has
+// locked, in order, each by reactOne's statement, all in one round trip:
+// one query of several statements, each of which sees what those before
+// it did. The round trips, not the statements, set the pace of a popular
+// message's changes: each waits for the server's process and then the
+// caller's to be scheduled, 0.3 to 7 ms under load on two cores
 // (BENCHMARKS.md). Such a query returns the rows of one statement: each
 // change's statement leaves its rows in a temporary table of the
-// connection, parley_reacted, and the last statement takes them all back.
+// connection, parley_reacted (emptied by each commit), and the last
+// statement reads them.
+//
 // The statements are SQL prepared statements of the connection (EXECUTE),
 // which a first statement, a DO block, prepares when the connection has
 // not (prepareReactMany): parsing and planning each change's statement
 // anew cost more than its round trip. backend, when not 0, is the pid of
 // the connection's server process (lockMessageBackend): the block is left
 // out when combiner.conns says that the connection has what it needs (it
-// would cost the server about as much as two changes), and prepares only
-// what it lacks otherwise. Should the connection have lost them (a reset,
-// a pid reused), the query fails, the connection is forgotten, and the
-// changes are made again alone.
-func (s *Store) reactMany(ctx context.Context, tx bun.Tx, id string, cs []*combined, backend int) ([]reactedOne, error) {
+// costs the server about as much as two changes), and prepares only what
+// it lacks otherwise. It reports whether the block created the table,
+// which the connection keeps once the transaction commits
+// (reactManyCommitted). Should the connection have lost them (a reset, a
+// pid reused), the query fails and the connection is forgotten; should it
+// fail otherwise (no right to create temporary tables, a table of that
+// name already there), reactMany is not tried there for reactManyOff, and
+// the failure is logged. Either way the transaction is made again, one
+// statement a change (failedMany).
+func (s *Store) reactMany(ctx context.Context, tx bun.Tx, id string, cs []*combined, base, backend int) (made []reactedOne, createdTable bool, err error) {
 	var b strings.Builder
 	var args []any
 	shapes := map[string]string{} // prepared statement's name -> its statement
 	for i, c := range cs {
 		reactor, names, _ := s.quickReaction(c.ch)
-		q, a := reactOneSQL(id, reactor, names, c.ch, i)
+		q, a := reactOneSQL(id, reactor, names, c.ch, base+i)
 		q, _, ok := expandArgs(q, a, true)
 		if !ok {
-			return nil, errors.New("sqlstore: reactMany: a statement's placeholders do not match its arguments")
+			return nil, false, errors.New("sqlstore: reactMany: a statement's placeholders do not match its arguments")
 		}
 		name := reactManyName(q)
 		shapes[name] = q
@@ -434,15 +467,18 @@ func (s *Store) reactMany(ctx context.Context, tx bun.Tx, id string, cs []*combi
 		}
 		b.WriteString(");\n")
 	}
-	b.WriteString("WITH x AS (DELETE FROM pg_temp.parley_reacted RETURNING *) SELECT * FROM x ORDER BY i, seq")
+	// Rows of the transaction's earlier reactMany are there too: i tells.
+	b.WriteString("SELECT * FROM pg_temp.parley_reacted WHERE i >= " + strconv.Itoa(base) + " ORDER BY i, seq")
 	query := b.String()
 	cb := &s.combine
 	cb.mu.Lock()
-	known := cb.conns[backend]
-	table := backend != 0 && known[reactedTable]
-	for name := range shapes {
-		if backend != 0 && known[name] {
-			delete(shapes, name)
+	table := false
+	if st := cb.conns[backend]; backend != 0 && st != nil {
+		table = st.table
+		for name := range shapes {
+			if st.statements[name] {
+				delete(shapes, name)
+			}
 		}
 	}
 	cb.mu.Unlock()
@@ -450,40 +486,80 @@ func (s *Store) reactMany(ctx context.Context, tx bun.Tx, id string, cs []*combi
 		query = prepareReactMany(shapes) + ";\n" + query
 	}
 	var rows []reactManyRow
-	err := tx.NewRaw(query, bunArgs(args)...).Scan(ctx, &rows)
+	err = tx.NewRaw(query, bunArgs(args)...).Scan(ctx, &rows)
 	if backend != 0 {
-		cb.mu.Lock()
-		if err != nil {
-			delete(cb.conns, backend)
-		} else {
-			if cb.conns == nil || len(cb.conns) >= maxConns {
-				cb.conns = make(map[int]map[string]bool)
-			}
-			if cb.conns[backend] == nil {
-				cb.conns[backend] = map[string]bool{}
-			}
-			cb.conns[backend][reactedTable] = true
-			for name := range shapes {
-				cb.conns[backend][name] = true
-			}
-		}
-		cb.mu.Unlock()
+		s.reactManyDone(ctx, backend, shapes, err)
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	out := make([]reactedOne, len(cs))
 	for i, c := range cs {
 		var own []reactOneRow
-		for len(rows) > 0 && rows[0].I == i {
+		for len(rows) > 0 && rows[0].I == base+i {
 			own, rows = append(own, rows[0].reactOneRow), rows[1:]
 		}
-		var err error
 		if out[i], err = reactedOf(id, c.ch, own); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	return out, nil
+	return out, !table, nil
+}
+
+// reactManyOn reports whether reactMany may be tried on the connection of
+// the server process backend (0: not known).
+func (s *Store) reactManyOn(backend int) bool {
+	cb := &s.combine
+	cb.mu.Lock()
+	defer cb.mu.Unlock()
+	st := cb.conns[backend]
+	return st == nil || time.Now().After(st.offUntil)
+}
+
+// reactManyDone records what reactMany's query, which ended with err, left
+// on the connection of backend: the statements of shapes, prepared; or,
+// when it failed, that the connection lost what it had (forgotten) or
+// cannot run it (off for reactManyOff).
+func (s *Store) reactManyDone(ctx context.Context, backend int, shapes map[string]string, err error) {
+	cb := &s.combine
+	cb.mu.Lock()
+	defer cb.mu.Unlock()
+	switch {
+	case err == nil:
+		if cb.conns == nil || len(cb.conns) >= maxConns {
+			cb.conns = make(map[int]*connState)
+		}
+		st := cb.conns[backend]
+		if st == nil {
+			st = &connState{statements: map[string]bool{}}
+			cb.conns[backend] = st
+		}
+		for name := range shapes {
+			st.statements[name] = true
+		}
+	case pgCode(err) == "26000" || pgCode(err) == "42P01" || s.txFailure(err):
+		// A statement or the table gone (invalid_sql_statement_name,
+		// undefined_table), or not the connection's failure.
+		delete(cb.conns, backend)
+	default:
+		if cb.conns == nil || len(cb.conns) >= maxConns {
+			cb.conns = make(map[int]*connState)
+		}
+		cb.conns[backend] = &connState{statements: map[string]bool{}, offUntil: time.Now().Add(reactManyOff)}
+		s.opts.Logger.WarnContext(ctx, "sqlstore: combined reactions cannot be sent in one round trip on this connection; sent one statement each for a while",
+			"backend_pid", backend, "for", reactManyOff, "err", err)
+	}
+}
+
+// reactManyCommitted records that the connection of backend keeps the
+// table parley_reacted that its committed transaction created.
+func (s *Store) reactManyCommitted(backend int) {
+	cb := &s.combine
+	cb.mu.Lock()
+	defer cb.mu.Unlock()
+	if st := cb.conns[backend]; backend != 0 && st != nil {
+		st.table = true
+	}
 }
 
 // reactManyName names the prepared statement of q, a statement of
@@ -504,7 +580,8 @@ func prepareReactMany(shapes map[string]string) string {
 	b.WriteString(`DO $parley$ BEGIN
 	IF to_regclass('pg_temp.parley_reacted') IS NULL THEN
 		CREATE TEMP TABLE parley_reacted (i int, own bigint, names bigint, reactors bigint, updated bigint,
-			text text, read_at timestamptz, updated_at timestamptz, name text, reactor_count bigint, embedded text, seq bigint);
+			text text, read_at timestamptz, updated_at timestamptz, name text, reactor_count bigint, embedded text, seq bigint)
+			ON COMMIT DELETE ROWS;
 	END IF;
 `)
 	for _, name := range slices.Sorted(maps.Keys(shapes)) {
