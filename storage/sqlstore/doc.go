@@ -82,9 +82,10 @@
 // one reactor's name or one reactor's taken back (every change the
 // messaging.Service makes), is then one statement (reactOne in
 // reactions.go), which also updates the message's row and returns its
-// reactions after the change: the row stays locked for that statement
-// per change, and once per transaction for the events' insert and the
-// commit. The statements of
+// reactions after the change; the reactions of a combined transaction go
+// in one round trip (reactMany, which keeps SQL prepared statements and a
+// temporary table, parley_reacted, on each connection), and their events
+// in one statement. The statements of
 // write transactions are prepared once a first transaction ran them
 // (PostgreSQL from the cache of the reads, SQLite on its one writer
 // connection): preparing takes a connection of the pool, so a transaction
