@@ -184,9 +184,7 @@ func TestCombinedUnreachableIsEveryCallers(t *testing.T) {
 	f := newCombineFixture(t, s, 9)
 	r := f.reactors
 
-	rec0, release, entered := blocking()
-	c0 := f.start(ctx, add("a", r[0], rec0))
-	<-entered
+	c0, release := f.hold(ctx, add("a", r[0], nil))
 	var chans []<-chan outcome
 	for k := 1; k <= 8; k++ {
 		chans = append(chans, f.start(ctx, add("a", r[k], record)))

@@ -114,6 +114,18 @@ func record(c messaging.Change) []messaging.Event {
 	return []messaging.Event{e}
 }
 
+// hold starts ch with a Recorder that records as record does once
+// release is closed, and returns when ch's transaction runs: the changes
+// started before release is closed wait for it, in the order started.
+func (f *combineFixture) hold(ctx context.Context, ch messaging.MessageChange) (out <-chan outcome, release chan struct{}) {
+	f.t.Helper()
+	rec, release, entered := blocking()
+	ch.Record = rec
+	out = f.start(ctx, ch)
+	<-entered
+	return out, release
+}
+
 // blocking returns a Recorder that records as record does, once the
 // channel it returns with is closed, and a channel closed when the
 // recorder is first called: the transaction is then running.
@@ -221,9 +233,7 @@ func TestCombinedCallerLeaves(t *testing.T) {
 		t.Run(e.Name, func(t *testing.T) {
 			ctx := t.Context()
 			f := newCombineFixture(t, e.Open(t), 2)
-			rec0, release, entered := blocking()
-			c0 := f.start(ctx, add("a", f.reactors[0], rec0))
-			<-entered
+			c0, release := f.hold(ctx, add("a", f.reactors[0], nil))
 			leaving, leave := context.WithCancel(ctx)
 			c1 := f.start(leaving, add("a", f.reactors[1], record))
 			leave()
@@ -250,9 +260,7 @@ func TestCombinedCallerLeavesDuringTransaction(t *testing.T) {
 			ctx := t.Context()
 			f := newCombineFixture(t, e.Open(t), 4)
 			r := f.reactors
-			rec0, release0, entered0 := blocking()
-			c0 := f.start(ctx, add("a", r[0], rec0))
-			<-entered0
+			c0, release0 := f.hold(ctx, add("a", r[0], nil))
 			rec1, release1, entered1 := blocking()
 			leaving, leave := context.WithCancel(ctx)
 			c1 := f.start(leaving, add("a", r[1], rec1))
@@ -293,9 +301,7 @@ func TestCombinedPanic(t *testing.T) {
 			ctx := t.Context()
 			f := newCombineFixture(t, e.Open(t), 4)
 			r := f.reactors
-			rec0, release, entered := blocking()
-			c0 := f.start(ctx, add("a", r[0], rec0))
-			<-entered
+			c0, release := f.hold(ctx, add("a", r[0], nil))
 			c1 := f.start(ctx, add("a", r[1], record)) // the first of the next transaction, with c2
 			bad := add("a", r[2], record)
 			bad.Check = func(before, after messaging.MessageCounts) error { panic("check") }
@@ -390,9 +396,7 @@ func TestCombinedNoHostage(t *testing.T) {
 		t.Run(e.Name, func(t *testing.T) {
 			f := newCombineFixture(t, e.Open(t), 4)
 			r := f.reactors
-			rec0, release0, entered0 := blocking()
-			c0 := f.start(t.Context(), add("a", r[0], rec0))
-			<-entered0
+			c0, release0 := f.hold(t.Context(), add("a", r[0], nil))
 			wctx, leave := context.WithCancel(t.Context())
 			w := f.start(wctx, add("a", r[1], record)) // the first of the next transaction
 			bad := add("a", r[2], record)
@@ -458,9 +462,7 @@ func TestCombinedCarriedRow(t *testing.T) {
 			at := func(s int) time.Time { return time.Date(2025, 3, 2, 0, 0, s, 0, time.UTC) }
 			text := func(s string) *string { return &s }
 			yes := true
-			rec0, release, entered := blocking()
-			c0 := f.start(ctx, add("a", r[0], rec0))
-			<-entered
+			c0, release := f.hold(ctx, add("a", r[0], nil))
 			c1 := f.start(ctx, messaging.MessageChange{Text: text("t1"), RevisionID: "rev_1", UpdatedAt: at(1), Record: record})
 			c2 := f.start(ctx, messaging.MessageChange{Text: text("t2"), RevisionID: "rev_2", UpdatedAt: at(2), Record: record})
 			c3 := f.start(ctx, messaging.MessageChange{Read: &yes, ReadAt: at(3), Record: record})
@@ -556,9 +558,7 @@ func TestCombinedLeavesRaceTheNextTransaction(t *testing.T) {
 			f := newCombineFixture(t, e.Open(t), 4)
 			r := f.reactors
 			for i := range 40 {
-				rec0, release, entered := blocking()
-				c0 := f.start(t.Context(), add("a", r[i%2], rec0))
-				<-entered
+				c0, release := f.hold(t.Context(), add("a", r[i%2], nil))
 				var outs []<-chan outcome
 				var leaves []context.CancelFunc
 				for k := range 3 {
@@ -622,9 +622,7 @@ func TestCombinedEventsAsRecorded(t *testing.T) {
 				recorded = append(recorded, a, b)
 				return []messaging.Event{a, b}
 			}
-			rec0, release, entered := blocking()
-			c0 := f.start(ctx, add("a", r[0], rec0))
-			<-entered
+			c0, release := f.hold(ctx, add("a", r[0], nil))
 			var cs []<-chan outcome
 			for i := 1; i < 4; i++ {
 				cs = append(cs, f.start(ctx, add(fmt.Sprintf("n%d", i), r[i], twice)))
@@ -674,9 +672,7 @@ func TestReactManyAfterAReset(t *testing.T) {
 	round := func(name string) map[string][]string {
 		t.Helper()
 		f.settle()
-		rec0, release, entered := blocking()
-		c0 := f.start(ctx, add("held", r[0], rec0))
-		<-entered
+		c0, release := f.hold(ctx, add("held", r[0], nil))
 		var cs []<-chan outcome
 		for i := 1; i < 4; i++ {
 			cs = append(cs, f.start(ctx, add(name, r[i], record)))
