@@ -43,6 +43,7 @@ func postgresOnly(t *testing.T) backendtest.SQLEngine {
 // their outcomes in order.
 func combinedRound(t *testing.T, f *combineFixture, first messaging.MessageChange, rest []messaging.MessageChange) []outcome {
 	t.Helper()
+	f.settle() // first runs first
 	rec0, release, entered := blocking()
 	first.Record = rec0
 	chans := []<-chan outcome{f.start(t.Context(), first)}

@@ -114,11 +114,13 @@ func record(c messaging.Change) []messaging.Event {
 	return []messaging.Event{e}
 }
 
-// hold starts ch with a Recorder that records as record does once
-// release is closed, and returns when ch's transaction runs: the changes
-// started before release is closed wait for it, in the order started.
+// hold waits until no transaction runs on the message, starts ch with a
+// Recorder that records as record does once release is closed, and
+// returns when ch's transaction runs: the changes started before release
+// is closed wait for it, in the order started.
 func (f *combineFixture) hold(ctx context.Context, ch messaging.MessageChange) (out <-chan outcome, release chan struct{}) {
 	f.t.Helper()
+	f.settle() // ch runs first
 	rec, release, entered := blocking()
 	ch.Record = rec
 	out = f.start(ctx, ch)
