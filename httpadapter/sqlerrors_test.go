@@ -36,7 +36,9 @@ func TestFailingDatabaseShowsNoSQL(t *testing.T) {
 				{"GET", "/v1/attachments/" + fx.attA},
 				{"GET", "/v1/attachments?conversation_id=" + fx.conv},
 				{"POST", "/v1/messages"},
-				{"PUT", "/v1/messages/" + fx.msgB},
+				// alice's own: the Service knows the sender of bob's, which
+				// it reacted to, and refuses alice's edit without the database.
+				{"PUT", "/v1/messages/" + fx.msgA},
 			} {
 				var body *reqBody
 				if req.method != "GET" {

@@ -122,8 +122,11 @@ type Service struct {
 	// contacts caches contacts as read from the repository, for the
 	// responses of Create: contact id -> cachedContact.
 	contacts sync.Map
-	// cached counts the entries stored in touched and contacts; past
-	// maxCached both are emptied, so they never grow without bound.
+	// refs caches what never changes of the messages written to: message
+	// id -> MessageRef (lookupToWrite).
+	refs sync.Map
+	// cached counts the entries stored in touched, contacts and refs; past
+	// maxCached all are emptied, so they never grow without bound.
 	cached atomic.Int64
 	// lastPrune is when expired idempotency keys were last pruned (Unix
 	// nanoseconds; the Service's start at first).
@@ -280,7 +283,8 @@ func (s *Service) Contact(ctx context.Context, id string) (Contact, error) {
 	return c, wrapErr("messaging.Contact "+strconv.Quote(id), err)
 }
 
-// maxCached bounds the per-contact entries the Service keeps in memory.
+// maxCached bounds the per-contact and per-message entries the Service
+// keeps in memory.
 const maxCached = 100_000
 
 // remember stores v under key in m, first emptying the caches when they
@@ -291,6 +295,7 @@ func (s *Service) remember(m *sync.Map, key string, v any) {
 		s.cached.Store(0)
 		s.touched.Clear()
 		s.contacts.Clear()
+		s.refs.Clear()
 	}
 	m.Store(key, v)
 }
@@ -574,6 +579,33 @@ func (s *Service) lookup(ctx context.Context, caller Contact, id string) (Messag
 	return m, nil
 }
 
+// lookupToWrite is lookup for a write that finds out itself whether the
+// message is still there (UpdateMessage and DeleteMessage fail with
+// ErrNotFound when it is not): it remembers the conversation, sender and
+// time of a message, which never change, and reads them only once per
+// message and process. Who may see the conversation is asked each time.
+// A reaction on a popular message is then one round trip to the database,
+// where it was two.
+func (s *Service) lookupToWrite(ctx context.Context, caller Contact, id string) (MessageRef, error) {
+	v, ok := s.refs.Load(id)
+	if !ok {
+		m, err := s.lookup(ctx, caller, id)
+		if err == nil {
+			s.remember(&s.refs, id, m)
+		}
+		return m, err
+	}
+	m := v.(MessageRef)
+	ok, err := s.policy.CanView(ctx, caller.ID, m.ConversationID)
+	if err != nil {
+		return MessageRef{}, err
+	}
+	if !ok {
+		return MessageRef{}, notFound(id)
+	}
+	return m, nil
+}
+
 func notFound(id string) error {
 	return &Error{Kind: ErrNotFound, Message: "no such message: " + id}
 }
@@ -790,7 +822,7 @@ func updateFingerprint(id string, u Update) string {
 // apply makes the change of update, whose fields are checked, with done
 // (when not nil), the record of its idempotency key, in one transaction.
 func (s *Service) apply(ctx context.Context, caller Contact, id string, u Update, done *IdempotencyRecord) (Message, error) {
-	m, err := s.lookup(ctx, caller, id)
+	m, err := s.lookupToWrite(ctx, caller, id)
 	if err != nil {
 		return Message{}, err
 	}
@@ -910,7 +942,7 @@ func (s *Service) removeReaction(ctx context.Context, caller Contact, id, name s
 	if err := check.ReactionName("name", name); err != nil {
 		return Message{}, err
 	}
-	if _, err := s.lookup(ctx, caller, id); err != nil {
+	if _, err := s.lookupToWrite(ctx, caller, id); err != nil {
 		return Message{}, err
 	}
 	now := s.now()
@@ -937,10 +969,11 @@ func (s *Service) Delete(ctx context.Context, caller Contact, id string) error {
 }
 
 func (s *Service) delete(ctx context.Context, caller Contact, id string) error {
-	m, err := s.lookup(ctx, caller, id)
+	m, err := s.lookupToWrite(ctx, caller, id)
 	if err != nil {
 		return err
 	}
+	defer s.refs.Delete(id)
 	if m.SenderID != caller.ID {
 		return &Error{Kind: ErrPermission, Message: "only the sender may delete a message"}
 	}

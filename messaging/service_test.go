@@ -230,3 +230,58 @@ type signingBlobs struct{ *memstore.BlobStore }
 func (signingBlobs) SignedURL(_ context.Context, key, _, _ string, _ time.Duration) (string, error) {
 	return "https://bucket.example/" + key + "?sig=x", nil
 }
+
+// lookupCounter counts the LookupMessage calls of a repository.
+type lookupCounter struct {
+	messaging.Repository
+	n int
+}
+
+func (c *lookupCounter) LookupMessage(ctx context.Context, id string) (messaging.MessageRef, error) {
+	c.n++
+	return c.Repository.LookupMessage(ctx, id)
+}
+
+// TestWritesLookUpAMessageOnce: the conversation and sender of a message
+// never change, so its writes read them once; whether the message is still
+// there, and who may see it, is decided at every write.
+func TestWritesLookUpAMessageOnce(t *testing.T) {
+	ctx := t.Context()
+	store := memstore.New()
+	repo := &lookupCounter{Repository: store}
+	policy := onlyConversations{}
+	msgs := messaging.New(repo, &messaging.Options{Policy: policy})
+	other := messaging.New(store, &messaging.Options{Policy: policy}) // another process
+	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
+	require.NoError(t, err)
+	bob, err := msgs.SaveContact(ctx, messaging.Contact{Username: "bob"})
+	require.NoError(t, err)
+	policy[alice.ID] = []string{"team"}
+	policy[bob.ID] = []string{"team"}
+	m, err := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "team", Text: "hi"})
+	require.NoError(t, err)
+
+	react := func(who messaging.Contact) error {
+		_, err := msgs.Update(ctx, who, m.ID, messaging.Update{Reactions: []messaging.Reaction{{Name: "heart", Reactors: []string{who.Username}}}})
+		return err
+	}
+	require.NoError(t, react(bob))
+	_, err = msgs.RemoveReaction(ctx, bob, m.ID, "heart")
+	require.NoError(t, err)
+	require.NoError(t, react(alice))
+	text := "edited"
+	_, err = msgs.Update(ctx, bob, m.ID, messaging.Update{Text: &text})
+	assert.ErrorIs(t, err, messaging.ErrPermission, "the remembered sender is the message's")
+	assert.Equal(t, 1, repo.n, "read once for all the writes")
+
+	policy[bob.ID] = nil
+	assert.ErrorIs(t, react(bob), messaging.ErrNotFound, "who may see it is asked each time")
+
+	require.NoError(t, other.Delete(ctx, alice, m.ID))
+	assert.ErrorIs(t, react(alice), messaging.ErrNotFound, "deleted by another process")
+	_, err = msgs.RemoveReaction(ctx, alice, m.ID, "heart")
+	assert.ErrorIs(t, err, messaging.ErrNotFound)
+	assert.ErrorIs(t, msgs.Delete(ctx, alice, m.ID), messaging.ErrNotFound)
+	got, err := store.GetMessage(ctx, m.ID)
+	assert.ErrorIs(t, err, messaging.ErrNotFound, "nothing made again: %+v", got)
+}
