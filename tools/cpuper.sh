@@ -86,6 +86,6 @@ for op in "$@"; do
         left(regexp_replace(query, '\s+', ' ', 'g'), 40) AS query
       FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
         AND query NOT LIKE '%pg_stat_statements%'
-      GROUP BY 7 ORDER BY 2 DESC LIMIT 12"
+      GROUP BY 7 ORDER BY 2 DESC LIMIT ${PGSS_LIMIT:-12}"
   fi
 done

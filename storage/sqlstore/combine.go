@@ -17,6 +17,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/parleychat/parley/internal/pgtx"
 	"github.com/parleychat/parley/messaging"
 )
 
@@ -314,12 +315,25 @@ func (s *Store) makeTogether(id string, todo []*combined, many bool) (failed int
 			}
 			i = j
 		}
+		// Not committed when every caller has left (ctx ends soon after,
+		// but may not have yet).
+		if !slices.ContainsFunc(todo, func(c *combined) bool { return c.ctx.Err() == nil }) {
+			failed = failedAll
+			return todo[0].ctx.Err()
+		}
 		// The events of all, in the order of the changes: on PostgreSQL in
-		// one statement, elsewhere in as few statements of as few shapes
-		// (prepared) as powers of two allow.
-		if len(evs) > 1 && s.flavor == flavorPostgres && s.numberedEvents() {
+		// one statement, which commits the transaction too where the
+		// connections allow (internal/pgtx: a round trip saved), elsewhere
+		// in as few statements of as few shapes (prepared) as powers of
+		// two allow.
+		if s.flavor == flavorPostgres && s.numberedEvents() && (len(evs) > 1 || len(evs) == 1 && s.foldsTx) {
 			args, err := eventsArrays(evs)
-			if err == nil {
+			if err == nil && s.foldsTx {
+				// An error that the server answered committed nothing (a
+				// failed statement aborts the transaction; a failed COMMIT
+				// rolls it back): the changes can be made again.
+				_, err = tx.ExecContext(ctx, insertEventsArraysSQL+pgtx.CommitSuffix, args...)
+			} else if err == nil {
 				_, err = s.execWrite(ctx, tx, insertEventsArraysSQL, args...)
 			}
 			if err != nil {
@@ -342,14 +356,7 @@ func (s *Store) makeTogether(id string, todo []*combined, many bool) (failed int
 		}
 		// What fails from here (the commit) is the transaction's.
 		failed = failedAll
-		// Not committed when every caller has left (ctx ends soon after,
-		// but may not have yet).
-		for _, c := range todo {
-			if c.ctx.Err() == nil {
-				return nil
-			}
-		}
-		return todo[0].ctx.Err()
+		return nil
 	})
 	if err != nil {
 		if !ran && s.txFailure(err) {

@@ -644,34 +644,33 @@ type updatedRow struct {
 // row: with its contact, except on MySQL, whose locking reads would lock
 // the contact row too. SQLite's transaction holds the database already.
 func (s *Store) lockMessage(ctx context.Context, tx bun.Tx, id string, row *messageRow) error {
-	var rows []messageRow
-	var err error
-	switch s.flavor {
-	case flavorPostgres:
-		err = s.txRead(ctx, tx, &rows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ? FOR UPDATE OF m", id)
-	case flavorMySQL:
-		err = s.txRead(ctx, tx, &rows, "SELECT "+messageOwnCols+" FROM messages AS m WHERE m.id = ? FOR UPDATE", id)
-	default:
-		err = s.txRead(ctx, tx, &rows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id)
-	}
-	if err != nil {
-		return err
-	}
-	if len(rows) == 0 {
-		return notFound("message")
-	}
-	*row = rows[0]
-	return nil
+	_, err := s.lockMessageBackend(ctx, tx, id, row)
+	return err
 }
 
-// lockMessageBackend is lockMessage on PostgreSQL, which also returns the
-// pid of the server process of tx's connection (reactMany).
+// lockMessageBackend is lockMessage, which also returns the pid of the
+// server process of tx's connection on PostgreSQL (reactMany), 0
+// elsewhere.
 func (s *Store) lockMessageBackend(ctx context.Context, tx bun.Tx, id string, row *messageRow) (int, error) {
 	var rows []struct {
 		Backend int `bun:"backend"`
 		messageRow
 	}
-	if err := s.txRead(ctx, tx, &rows, "SELECT pg_backend_pid() AS backend, "+messageCols+" FROM "+messageFrom+" WHERE m.id = ? FOR UPDATE OF m", id); err != nil {
+	var err error
+	switch {
+	case s.flavor == flavorPostgres && s.foldsTx:
+		// Not prepared, so that the transaction's BEGIN goes with it
+		// (internal/pgtx): a round trip saved for a plan of a few
+		// microseconds.
+		err = tx.NewRaw(lockMessageSQL, id).Scan(ctx, &rows)
+	case s.flavor == flavorPostgres:
+		err = s.txRead(ctx, tx, &rows, lockMessageSQL, id)
+	case s.flavor == flavorMySQL:
+		err = s.txRead(ctx, tx, &rows, "SELECT "+messageOwnCols+" FROM messages AS m WHERE m.id = ? FOR UPDATE", id)
+	default:
+		err = s.txRead(ctx, tx, &rows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id)
+	}
+	if err != nil {
 		return 0, err
 	}
 	if len(rows) == 0 {
@@ -680,6 +679,9 @@ func (s *Store) lockMessageBackend(ctx context.Context, tx bun.Tx, id string, ro
 	*row = rows[0].messageRow
 	return rows[0].Backend, nil
 }
+
+// lockMessageSQL is lockMessageBackend's query on PostgreSQL.
+const lockMessageSQL = "SELECT pg_backend_pid() AS backend, " + messageCols + " FROM " + messageFrom + " WHERE m.id = ? FOR UPDATE OF m"
 
 // updateMessage makes ch on the message id in tx. row is the message's
 // row as an earlier change of tx left it, which holds its lock, or a zero

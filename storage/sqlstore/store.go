@@ -15,6 +15,7 @@ import (
 	"github.com/uptrace/bun/dialect"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/pgtx"
 	"github.com/parleychat/parley/messaging"
 )
 
@@ -156,6 +157,7 @@ type Store struct {
 	eventIDsAsked  atomic.Int64 // when knowEventIDs last asked (UnixNano)
 	planStats      planStats    // the size of messages, for genericPlans (PostgreSQL)
 	combine        combiner     // changes to one message, made together (combine.go)
+	foldsTx        bool         // the connections of w fold BEGIN and COMMIT into statements (internal/pgtx)
 }
 
 var (
@@ -215,6 +217,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	s := &Store{flavor: f, opts: o, foldEvery: foldEvery}
 	s.w = bun.NewDB(w, d.Dialect())
 	s.r = s.w
+	s.foldsTx = foldsTx(w)
 	if r != w {
 		s.r = bun.NewDB(r, d.Dialect())
 	}
@@ -252,6 +255,7 @@ func New(db *bun.DB, opts *Options) (*Store, error) {
 		return nil, &messaging.Error{Kind: messaging.ErrUnimplemented, Op: "sqlstore.New", Message: "unsupported SQL dialect " + name.String()}
 	}
 	s.flavor = f
+	s.foldsTx = foldsTx(db.DB)
 	if len(dialectDrivers(name)) == 0 {
 		pkg := map[flavor]string{flavorSQLite: "sqlite", flavorPostgres: "postgres", flavorMySQL: "mysql"}[f]
 		return nil, &messaging.Error{Kind: messaging.ErrUnimplemented, Op: "sqlstore.New",
@@ -303,6 +307,16 @@ func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx bun.T
 		}
 	}
 	return err
+}
+
+// foldsTx reports whether the connections of db fold a transaction's
+// BEGIN and COMMIT into its statements (internal/pgtx).
+func foldsTx(db *sql.DB) bool {
+	if db == nil {
+		return false
+	}
+	d, ok := db.Driver().(pgtx.Driver)
+	return ok && d.FoldsTransactions()
 }
 
 // retry runs fn, again (up to MaxRetries times) when it fails with a

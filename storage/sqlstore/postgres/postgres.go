@@ -18,6 +18,13 @@
 // rather than parsing and planning each anew (a page of messages took
 // longer to plan than to run). It applies to prepared statements only:
 // those of a host's own, on the store's connections (Store.DB), too.
+//
+// A transaction of the default options sends no BEGIN of its own: its
+// first statement carries it, when that statement is not a prepared one
+// (which sends it first, alone), and a transaction that runs nothing
+// sends nothing. The store also commits some transactions with their last
+// statement. Each saves a round trip; a host's transactions on Store.DB
+// behave as any PostgreSQL transaction does.
 package postgres
 
 import (
@@ -83,7 +90,7 @@ func (driver) Open(dsn string, o sqlstore.Options) (w, r *sql.DB, err error) {
 	}(); err != nil {
 		return nil, nil, err
 	}
-	db := sql.OpenDB(connector)
+	db := sql.OpenDB(foldingConnector{connector})
 	n := o.MaxOpenConns
 	if n <= 0 {
 		n = 16

@@ -1,0 +1,183 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	sqldriver "database/sql/driver"
+	"strings"
+
+	"github.com/uptrace/bun/driver/pgdriver"
+
+	"github.com/parleychat/parley/internal/pgtx"
+)
+
+// The store's connections fold a transaction's BEGIN into its first
+// statement and its COMMIT into a last statement that asks for it
+// (internal/pgtx): each is a round trip saved, and the transactions that
+// change one popular message follow each other, so their round trips set
+// its pace.
+
+// foldingConnector makes the connections of c fold BEGIN and COMMIT.
+type foldingConnector struct{ c *pgdriver.Connector }
+
+func (f foldingConnector) Connect(ctx context.Context) (sqldriver.Conn, error) {
+	cn, err := f.c.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &foldingConn{Conn: cn.(*pgdriver.Conn)}, nil
+}
+
+func (f foldingConnector) Driver() sqldriver.Driver { return foldingDriver{f} }
+
+// foldingDriver is the driver of foldingConnector; it implements pgtx.Driver.
+type foldingDriver struct{ f foldingConnector }
+
+func (d foldingDriver) Open(string) (sqldriver.Conn, error) { return d.f.Connect(context.Background()) }
+
+// FoldsTransactions reports true.
+func (foldingDriver) FoldsTransactions() bool { return true }
+
+var _ pgtx.Driver = foldingDriver{}
+
+// foldState is where a foldingConn is in a transaction.
+type foldState int
+
+const (
+	noTx        foldState = iota
+	beginUnsent           // begun, BEGIN not sent yet
+	inTx                  // BEGIN sent
+	committed             // a statement committed it (pgtx.CommitSuffix)
+)
+
+// foldingConn is a pgdriver connection that folds BEGIN and COMMIT.
+// database/sql uses a connection from one goroutine at a time.
+type foldingConn struct {
+	*pgdriver.Conn
+	state foldState
+}
+
+var (
+	_ sqldriver.ConnBeginTx        = (*foldingConn)(nil)
+	_ sqldriver.ExecerContext      = (*foldingConn)(nil)
+	_ sqldriver.QueryerContext     = (*foldingConn)(nil)
+	_ sqldriver.ConnPrepareContext = (*foldingConn)(nil)
+	_ sqldriver.SessionResetter    = (*foldingConn)(nil)
+)
+
+// BeginTx sends nothing for a transaction of the default options; others
+// begin as pgdriver begins them.
+func (c *foldingConn) BeginTx(ctx context.Context, opts sqldriver.TxOptions) (sqldriver.Tx, error) {
+	if opts.Isolation != sqldriver.IsolationLevel(sql.LevelDefault) || opts.ReadOnly {
+		if _, err := c.Conn.BeginTx(ctx, opts); err != nil {
+			return nil, err
+		}
+		c.state = inTx
+		return foldingTx{c}, nil
+	}
+	c.state = beginUnsent
+	return foldingTx{c}, nil
+}
+
+// Begin is BeginTx with the default options.
+func (c *foldingConn) Begin() (sqldriver.Tx, error) {
+	return c.BeginTx(context.Background(), sqldriver.TxOptions{})
+}
+
+// fold returns query with the BEGIN in front that it must carry, if any.
+// From here on the transaction counts as begun: if the query fails, the
+// server may have run its BEGIN, and the rollback must be sent.
+func (c *foldingConn) fold(query string) string {
+	if c.state != beginUnsent {
+		return query
+	}
+	c.state = inTx
+	return "BEGIN; " + query
+}
+
+func (c *foldingConn) ExecContext(ctx context.Context, query string, args []sqldriver.NamedValue) (sqldriver.Result, error) {
+	query = c.fold(query)
+	res, err := c.Conn.ExecContext(ctx, query, args)
+	if err == nil && c.state == inTx && strings.HasSuffix(query, pgtx.CommitSuffix) {
+		c.state = committed
+	}
+	return res, err
+}
+
+func (c *foldingConn) QueryContext(ctx context.Context, query string, args []sqldriver.NamedValue) (sqldriver.Rows, error) {
+	return c.Conn.QueryContext(ctx, c.fold(query), args)
+}
+
+// PrepareContext prepares query; the statement sends the transaction's
+// BEGIN, alone, before it runs first in one.
+func (c *foldingConn) PrepareContext(ctx context.Context, query string) (sqldriver.Stmt, error) {
+	st, err := c.Conn.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return &foldingStmt{Stmt: st, c: c}, nil
+}
+
+func (c *foldingConn) Prepare(query string) (sqldriver.Stmt, error) {
+	return c.PrepareContext(context.Background(), query)
+}
+
+// begin sends the BEGIN not sent yet, alone.
+func (c *foldingConn) begin(ctx context.Context) error {
+	if c.state != beginUnsent {
+		return nil
+	}
+	c.state = inTx
+	_, err := c.Conn.ExecContext(ctx, "BEGIN", nil)
+	return err
+}
+
+// end ends the transaction with cmd (COMMIT or ROLLBACK), unless it ran
+// nothing or a statement committed it.
+func (c *foldingConn) end(cmd string) error {
+	st := c.state
+	c.state = noTx
+	if st == beginUnsent || st == committed {
+		return nil
+	}
+	_, err := c.Conn.ExecContext(context.Background(), cmd, nil)
+	return err
+}
+
+func (c *foldingConn) ResetSession(ctx context.Context) error {
+	c.state = noTx
+	return c.Conn.ResetSession(ctx)
+}
+
+// foldingTx is a transaction of a foldingConn.
+type foldingTx struct{ c *foldingConn }
+
+func (t foldingTx) Commit() error   { return t.c.end("COMMIT") }
+func (t foldingTx) Rollback() error { return t.c.end("ROLLBACK") }
+
+// foldingStmt is a statement prepared on a foldingConn. pgdriver's
+// statements run in the extended protocol, one statement a round trip, so
+// a BEGIN not sent yet goes first, alone.
+type foldingStmt struct {
+	sqldriver.Stmt // pgdriver's, a StmtExecContext and StmtQueryContext
+	c              *foldingConn
+}
+
+var (
+	_ sqldriver.StmtExecContext  = (*foldingStmt)(nil)
+	_ sqldriver.StmtQueryContext = (*foldingStmt)(nil)
+)
+
+func (s *foldingStmt) ExecContext(ctx context.Context, args []sqldriver.NamedValue) (sqldriver.Result, error) {
+	if err := s.c.begin(ctx); err != nil {
+		return nil, err
+	}
+	return s.Stmt.(sqldriver.StmtExecContext).ExecContext(ctx, args)
+}
+
+func (s *foldingStmt) QueryContext(ctx context.Context, args []sqldriver.NamedValue) (sqldriver.Rows, error) {
+	if err := s.c.begin(ctx); err != nil {
+		return nil, err
+	}
+	return s.Stmt.(sqldriver.StmtQueryContext).QueryContext(ctx, args)
+}
