@@ -153,6 +153,8 @@ type Feed struct {
 	subs     map[*Subscription]struct{}
 	handlers map[string]*handler
 	closed   bool
+	skipped  time.Time // when an idle Feed last moved its cursor (skip)
+	behind   bool      // an idle Feed let writes pass without moving its cursor
 
 	logMu   sync.Mutex
 	lastLog map[string]time.Time // what failed, and when it was last logged
@@ -269,7 +271,16 @@ func (f *Feed) deliver() {
 	for {
 		f.mu.Lock()
 		after, idle := f.cursor, f.idle()
+		// An idle Feed moves its cursor at most every idleSkipEvery: each
+		// move numbers the events committed since (on PostgreSQL and
+		// MySQL), which costs less in one batch than a write at a time. A
+		// subscription that starts meanwhile moves it first (current).
+		later := idle && time.Since(f.skipped) < min(f.opts.PollInterval, idleSkipEvery)
+		f.behind = f.behind || later
 		f.mu.Unlock()
+		if later {
+			return
+		}
 		if idle && f.skip() {
 			return
 		}
@@ -327,7 +338,35 @@ func (f *Feed) skip() bool {
 	if err == nil {
 		f.cursor = max(f.cursor, last.Seq)
 	}
+	f.skipped, f.behind = time.Now(), false
 	return true
+}
+
+// idleSkipEvery is the least time between two moves of an idle Feed's
+// cursor (or PollInterval, when shorter).
+const idleSkipEvery = 250 * time.Millisecond
+
+// current moves the cursor of an idle Feed that let writes pass to the
+// newest event, so that a subscription that starts now starts there. If
+// the outbox cannot be read, the subscription starts where the cursor is,
+// and gets the events since.
+func (f *Feed) current(ctx context.Context) {
+	f.mu.Lock()
+	behind := f.behind && f.idle()
+	f.mu.Unlock()
+	if !behind {
+		return
+	}
+	last, err := f.store.LastEvent(ctx)
+	if err != nil {
+		if !errors.Is(err, messaging.ErrNotFound) && ctx.Err() == nil {
+			f.logOnce("read", "events: cannot read the outbox; will retry", err)
+		}
+		return
+	}
+	f.mu.Lock()
+	f.cursor = max(f.cursor, last.Seq)
+	f.mu.Unlock()
 }
 
 // prune removes the events older than the retention, now and every

@@ -430,6 +430,7 @@ type countingStore struct {
 	storetest.Store
 	reads atomic.Int64
 	last  atomic.Int64
+	lasts atomic.Int64 // calls of LastEvent
 }
 
 func (s *countingStore) ReadEvents(ctx context.Context, q events.Query) ([]messaging.Event, error) {
@@ -438,6 +439,7 @@ func (s *countingStore) ReadEvents(ctx context.Context, q events.Query) ([]messa
 }
 
 func (s *countingStore) LastEvent(ctx context.Context) (messaging.Event, error) {
+	s.lasts.Add(1)
 	e, err := s.Store.LastEvent(ctx)
 	if err == nil {
 		s.last.Store(e.Seq)
@@ -470,6 +472,37 @@ func TestIdleFeedReadsNoEvents(t *testing.T) {
 		}
 		none(t, sub, 100*time.Millisecond)
 		assert.NotZero(t, counted.reads.Load(), "with a subscription the Feed reads the events")
+	})
+}
+
+// TestIdleFeedMovesLessOftenThanWrites: an idle Feed moves its cursor (and
+// on PostgreSQL and MySQL numbers the events) at most every 250 ms, not at
+// every write; a subscription that starts in between still starts at the
+// newest event.
+func TestIdleFeedMovesLessOftenThanWrites(t *testing.T) {
+	eachBackend(t, func(t *testing.T, store storetest.Store) {
+		counted := &countingStore{Store: store}
+		e := newEnv(t, counted, nil)
+		e.send(e.alice, "general", "first")
+		newest, err := store.LastEvent(e.ctx)
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { return counted.last.Load() == newest.Seq },
+			10*time.Second, time.Millisecond, "the idle Feed moves to the newest event")
+		before := counted.lasts.Load()
+		start := time.Now()
+		const writes = 30
+		for i := range writes {
+			e.send(e.alice, "general", fmt.Sprint("burst ", i))
+			time.Sleep(5 * time.Millisecond) // each write wakes the Feed
+		}
+		took := time.Since(start)
+		moves := counted.lasts.Load() - before
+		assert.LessOrEqual(t, moves, int64(took/(250*time.Millisecond))+2,
+			"%d writes in %v: the idle Feed moved %d times", writes, took, moves)
+
+		sub := e.subscribe(e.bob, events.SubscribeOptions{})
+		sent := e.send(e.alice, "general", "after")
+		assert.Equal(t, sent.ID, next(t, sub).Message.ID, "nothing from before the subscription")
 	})
 }
 

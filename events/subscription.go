@@ -96,6 +96,7 @@ func (f *Feed) subscribe(ctx context.Context, caller messaging.Contact, o Subscr
 		seen:   make(map[string]visibility),
 	}
 	if o.After == "" {
+		f.current(ctx)
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if f.closed {
