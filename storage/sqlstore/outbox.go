@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 
@@ -329,16 +330,7 @@ func (s *Store) sequence(ctx context.Context) error {
 			if err := tx.NewRaw(pendingSQL, maxSequence).Scan(ctx, &pending); err != nil || len(pending) == 0 {
 				return err
 			}
-			var b strings.Builder
-			args := make([]any, 0, 2*len(pending)+1)
-			b.WriteString("UPDATE events SET seq = CASE pos")
-			for i, pos := range pending {
-				b.WriteString(" WHEN ? THEN ?")
-				args = append(args, pos, last[0]+int64(i)+1)
-			}
-			b.WriteString(" END WHERE pos IN (?)")
-			args = append(args, bun.List(pending))
-			if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
+			if _, err := tx.ExecContext(ctx, numberSQL(s.flavor, pending, last[0])); err != nil {
 				return err
 			}
 			n = len(pending)
@@ -352,6 +344,37 @@ func (s *Store) sequence(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// numberSQL returns the UPDATE that gives the events at the positions
+// pending, in their order, the seqs after last. On PostgreSQL the pairs
+// come as two arrays joined to the rows by pos: a CASE of a WHEN per row
+// costs each row a walk of the list, which took 23 ms for 900 rows. Every
+// value is an int64, written in the query.
+func numberSQL(f flavor, pending []int64, last int64) string {
+	list := func(b *strings.Builder) {
+		for i, pos := range pending {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(strconv.FormatInt(pos, 10))
+		}
+	}
+	var b strings.Builder
+	if f == flavorPostgres {
+		b.WriteString("UPDATE events AS e SET seq = " + strconv.FormatInt(last, 10) + " + u.n FROM unnest('{")
+		list(&b)
+		b.WriteString("}'::bigint[]) WITH ORDINALITY AS u(pos, n) WHERE e.pos = u.pos")
+		return b.String()
+	}
+	b.WriteString("UPDATE events SET seq = CASE pos")
+	for i, pos := range pending {
+		b.WriteString(" WHEN " + strconv.FormatInt(pos, 10) + " THEN " + strconv.FormatInt(last+int64(i)+1, 10))
+	}
+	b.WriteString(" END WHERE pos IN (")
+	list(&b)
+	b.WriteString(")")
+	return b.String()
 }
 
 // ReadEvents returns up to q.Limit events matching q in seq order, after
