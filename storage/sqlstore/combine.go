@@ -54,9 +54,11 @@ import (
 // (or not committed) once none does.
 //
 // A transaction holds one of the pool's connections; combining makes
-// changes to one message take one connection, not one each.
+// changes to one message take one connection, not one each. Store.Close
+// waits for the transactions under way (running).
 type combiner struct {
-	mu sync.Mutex
+	running sync.WaitGroup // the goroutines of run
+	mu      sync.Mutex
 	// queues holds, for each message a transaction is changing, the
 	// changes that arrived since, in order. A message is there (with an
 	// empty queue) from the moment a transaction starts on it until the
@@ -111,7 +113,7 @@ func (s *Store) update(ctx context.Context, id string, ch messaging.MessageChang
 	}
 	cb.mu.Unlock()
 	if !busy {
-		go s.run(id, []*combined{c})
+		cb.running.Go(func() { s.run(id, []*combined{c}) })
 	}
 
 	select {

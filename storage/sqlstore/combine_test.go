@@ -704,3 +704,33 @@ func TestReactManyAfterAReset(t *testing.T) {
 	assert.Equal(t, []string{"r1", "r2", "r3"}, round("z")["z"])
 	assert.Equal(t, before, prepared(), "prepared again")
 }
+
+// TestCloseAwaitsCombined: Close waits for the transactions of changes
+// under way, and those waiting behind them, which are made.
+func TestCloseAwaitsCombined(t *testing.T) {
+	for _, e := range backendtest.SQL(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			ctx := t.Context()
+			s := e.Open(t)
+			f := newCombineFixture(t, s, 2)
+			held, release := f.hold(ctx, add("a", f.reactors[0], nil))
+			queued := f.start(ctx, add("b", f.reactors[1], record))
+			closed := make(chan error, 1)
+			go func() { closed <- s.Close() }()
+			select {
+			case err := <-closed:
+				t.Fatalf("Close returned (%v) while a transaction ran", err)
+			case <-time.After(100 * time.Millisecond):
+			}
+			close(release)
+			require.NoError(t, wait(t, held).err)
+			require.NoError(t, wait(t, queued).err, "made after the one under way")
+			select {
+			case err := <-closed:
+				require.NoError(t, err)
+			case <-time.After(20 * time.Second):
+				t.Fatal("Close did not return")
+			}
+		})
+	}
+}

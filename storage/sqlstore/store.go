@@ -271,9 +271,11 @@ func New(db *bun.DB, opts *Options) (*Store, error) {
 // Open, the single writer connection's pool).
 func (s *Store) DB() *bun.DB { return s.w }
 
-// Close closes the databases that Open opened; it does nothing for a Store
-// made by New.
+// Close waits for the transactions of changes to messages under way (each
+// ends once its callers have their answers or have left), then closes the
+// databases that Open opened; it leaves those of a Store made by New open.
 func (s *Store) Close() error {
+	s.combine.running.Wait()
 	var errs []error
 	for _, c := range []*stmtCache{s.stmts, s.wstmts} {
 		if c != nil {
