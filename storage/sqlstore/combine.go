@@ -264,6 +264,15 @@ func (s *Store) makeTogether(id string, todo []*combined, many bool) (failed int
 	ran := false       // the transaction began
 	backend := 0       // the connection's server process, when the lock read it
 	tableMade := false // reactMany created the table parley_reacted
+	// blame returns err, having set failed to who: failedAll instead when
+	// err is the transaction's (txFailure).
+	blame := func(who int, err error) error {
+		failed = who
+		if s.txFailure(err) {
+			failed = failedAll
+		}
+		return err
+	}
 	err = s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		ran, backend, tableMade = true, 0, false
 		failed = failedTogether
@@ -290,11 +299,7 @@ func (s *Store) makeTogether(id string, todo []*combined, many bool) (failed int
 				var err error
 				var created bool
 				if made, created, err = s.reactMany(ctx, tx, id, todo[i:j], i, backend); err != nil {
-					failed = failedMany
-					if s.txFailure(err) {
-						failed = failedAll
-					}
-					return err
+					return blame(failedMany, err)
 				}
 				tableMade = tableMade || created
 			} else {
@@ -307,11 +312,7 @@ func (s *Store) makeTogether(id string, todo []*combined, many bool) (failed int
 				}
 				out, err := s.updateCaught(ctx, tx, id, todo[k].ch, &row, m, &evs)
 				if err != nil {
-					failed = k
-					if s.txFailure(err) {
-						failed = failedAll
-					}
-					return err
+					return blame(k, err)
 				}
 				outs[k] = out
 			}
@@ -339,20 +340,14 @@ func (s *Store) makeTogether(id string, todo []*combined, many bool) (failed int
 				_, err = s.execWrite(ctx, tx, insertEventsArraysSQL, args...)
 			}
 			if err != nil {
-				if s.txFailure(err) {
-					failed = failedAll
-				}
-				return err
+				return blame(failedTogether, err)
 			}
 			evs = nil
 		}
 		for len(evs) > 0 {
 			n := 1 << (bits.Len(uint(len(evs))) - 1)
 			if err := s.insertEvents(ctx, tx, evs[:n]); err != nil {
-				if s.txFailure(err) {
-					failed = failedAll
-				}
-				return err
+				return blame(failedTogether, err)
 			}
 			evs = evs[n:]
 		}

@@ -141,6 +141,11 @@ type eventPayload struct {
 	DeletedID    string                  `json:",omitempty"`
 }
 
+// payloadOf returns the stored payload of e: the JSON of its eventPayload.
+func payloadOf(e messaging.Event) ([]byte, error) {
+	return json.Marshal(eventPayload{Message: e.Message, Attachment: e.Attachment, Conversation: e.Conversation, DeletedID: e.DeletedID})
+}
+
 func (r *eventRow) event() (messaging.Event, error) {
 	var p eventPayload
 	if err := json.Unmarshal([]byte(r.Payload), &p); err != nil {
@@ -192,7 +197,7 @@ func eventsInsert(evs []messaging.Event, numbered bool) (string, []any, error) {
 	}
 	args := make([]any, 0, 6*len(evs))
 	for _, e := range evs {
-		p, err := json.Marshal(eventPayload{Message: e.Message, Attachment: e.Attachment, Conversation: e.Conversation, DeletedID: e.DeletedID})
+		p, err := payloadOf(e)
 		if err != nil {
 			return "", nil, err
 		}
@@ -220,7 +225,7 @@ const insertEventsArraysSQL = `INSERT INTO events (type, conversation_id, audien
 func eventsArrays(evs []messaging.Event) ([]any, error) {
 	var cols [5][]byte
 	for i, e := range evs {
-		p, err := json.Marshal(eventPayload{Message: e.Message, Attachment: e.Attachment, Conversation: e.Conversation, DeletedID: e.DeletedID})
+		p, err := payloadOf(e)
 		if err != nil {
 			return nil, err
 		}
