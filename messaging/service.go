@@ -586,24 +586,42 @@ func (s *Service) lookup(ctx context.Context, caller Contact, id string) (Messag
 // message and process. Who may see the conversation is asked each time.
 // A reaction on a popular message is then one round trip to the database,
 // where it was two.
-func (s *Service) lookupToWrite(ctx context.Context, caller Contact, id string) (MessageRef, error) {
+//
+// A message id names one message for good: should a message be imported
+// (sqlstore.ImportMessages) under the id of one deleted before, it must be
+// that message, in the same conversation, from the same sender, as a
+// restored backup is.
+//
+// remembered reports whether the ref came from memory: a check that then
+// fails before the write is made again of the message as stored (gone).
+func (s *Service) lookupToWrite(ctx context.Context, caller Contact, id string) (m MessageRef, remembered bool, err error) {
 	v, ok := s.refs.Load(id)
 	if !ok {
 		m, err := s.lookup(ctx, caller, id)
 		if err == nil {
 			s.remember(&s.refs, id, m)
 		}
-		return m, err
+		return m, false, err
 	}
-	m := v.(MessageRef)
-	ok, err := s.policy.CanView(ctx, caller.ID, m.ConversationID)
+	m = v.(MessageRef)
+	ok, err = s.policy.CanView(ctx, caller.ID, m.ConversationID)
 	if err != nil {
-		return MessageRef{}, err
+		return MessageRef{}, true, err
 	}
 	if !ok {
-		return MessageRef{}, notFound(id)
+		return MessageRef{}, true, notFound(id)
 	}
-	return m, nil
+	return m, true, nil
+}
+
+// unlessGone returns err, a check's refusal of a write to the message id,
+// or ErrNotFound when the message's ref was remembered and the message is
+// gone: what the caller would have been told had its ref been read.
+func (s *Service) unlessGone(ctx context.Context, remembered bool, id string, err error) error {
+	if remembered && s.gone(ctx, id) {
+		return notFound(id)
+	}
+	return err
 }
 
 func notFound(id string) error {
@@ -822,16 +840,16 @@ func updateFingerprint(id string, u Update) string {
 // apply makes the change of update, whose fields are checked, with done
 // (when not nil), the record of its idempotency key, in one transaction.
 func (s *Service) apply(ctx context.Context, caller Contact, id string, u Update, done *IdempotencyRecord) (Message, error) {
-	m, err := s.lookupToWrite(ctx, caller, id)
+	m, remembered, err := s.lookupToWrite(ctx, caller, id)
 	if err != nil {
 		return Message{}, err
 	}
 	if (u.Text != nil || len(u.Attachments) > 0) && m.SenderID != caller.ID {
-		return Message{}, &Error{Kind: ErrPermission, Message: "only the sender may edit a message or add attachments"}
+		return Message{}, s.unlessGone(ctx, remembered, id, &Error{Kind: ErrPermission, Message: "only the sender may edit a message or add attachments"})
 	}
 	atts, err := s.linkable(ctx, caller, m.ID, m.ConversationID, u.Attachments)
 	if err != nil {
-		return Message{}, err
+		return Message{}, s.unlessGone(ctx, remembered, id, err)
 	}
 	linked := make(map[string]bool, len(atts))
 	for _, a := range atts {
@@ -942,7 +960,7 @@ func (s *Service) removeReaction(ctx context.Context, caller Contact, id, name s
 	if err := check.ReactionName("name", name); err != nil {
 		return Message{}, err
 	}
-	if _, err := s.lookupToWrite(ctx, caller, id); err != nil {
+	if _, _, err := s.lookupToWrite(ctx, caller, id); err != nil {
 		return Message{}, err
 	}
 	now := s.now()
@@ -969,13 +987,13 @@ func (s *Service) Delete(ctx context.Context, caller Contact, id string) error {
 }
 
 func (s *Service) delete(ctx context.Context, caller Contact, id string) error {
-	m, err := s.lookupToWrite(ctx, caller, id)
+	m, remembered, err := s.lookupToWrite(ctx, caller, id)
 	if err != nil {
 		return err
 	}
 	defer s.refs.Delete(id)
 	if m.SenderID != caller.ID {
-		return &Error{Kind: ErrPermission, Message: "only the sender may delete a message"}
+		return s.unlessGone(ctx, remembered, id, &Error{Kind: ErrPermission, Message: "only the sender may delete a message"})
 	}
 	now := s.now()
 	atts, err := s.repo.DeleteMessage(ctx, id, s.recorder(func(c Change) []Event {

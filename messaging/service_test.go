@@ -269,10 +269,11 @@ func TestWritesLookUpAMessageOnce(t *testing.T) {
 	_, err = msgs.RemoveReaction(ctx, bob, m.ID, "heart")
 	require.NoError(t, err)
 	require.NoError(t, react(alice))
+	assert.Equal(t, 1, repo.n, "read once for all the writes")
 	text := "edited"
 	_, err = msgs.Update(ctx, bob, m.ID, messaging.Update{Text: &text})
 	assert.ErrorIs(t, err, messaging.ErrPermission, "the remembered sender is the message's")
-	assert.Equal(t, 1, repo.n, "read once for all the writes")
+	assert.Equal(t, 2, repo.n, "a refusal makes sure the message is still there")
 
 	policy[bob.ID] = nil
 	assert.ErrorIs(t, react(bob), messaging.ErrNotFound, "who may see it is asked each time")
@@ -284,4 +285,40 @@ func TestWritesLookUpAMessageOnce(t *testing.T) {
 	assert.ErrorIs(t, msgs.Delete(ctx, alice, m.ID), messaging.ErrNotFound)
 	got, err := store.GetMessage(ctx, m.ID)
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "nothing made again: %+v", got)
+}
+
+// TestRememberedRefOfADeletedMessage: a message deleted by another process
+// is ErrNotFound to every write, as it is to a Service that never wrote to
+// it, also where a check made before the write refuses it (a non-sender's
+// edit or delete, an attachment that cannot be linked). (From a review of
+// the remembered refs, as its test.)
+func TestRememberedRefOfADeletedMessage(t *testing.T) {
+	ctx := t.Context()
+	store := memstore.New()
+	policy := onlyConversations{}
+	msgs := messaging.New(store, &messaging.Options{Policy: policy})
+	other := messaging.New(store, &messaging.Options{Policy: policy}) // another process
+	files := attachments.New(store, memstore.NewBlobStore(), msgs, nil)
+	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
+	require.NoError(t, err)
+	bob, err := msgs.SaveContact(ctx, messaging.Contact{Username: "bob"})
+	require.NoError(t, err)
+	policy[alice.ID] = []string{"team", "elsewhere"}
+	policy[bob.ID] = []string{"team"}
+	m, err := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "team", Text: "hi"})
+	require.NoError(t, err)
+	f, err := files.Upload(ctx, alice, attachments.Upload{Filename: "f.txt", ConversationID: "elsewhere", Body: strings.NewReader("x")})
+	require.NoError(t, err)
+	// Both write to it once: the ref is remembered.
+	_, err = msgs.Update(ctx, bob, m.ID, messaging.Update{Reactions: []messaging.Reaction{{Name: "heart", Reactors: []string{"bob"}}}})
+	require.NoError(t, err)
+
+	require.NoError(t, other.Delete(ctx, alice, m.ID))
+
+	text := "edited"
+	_, err = msgs.Update(ctx, bob, m.ID, messaging.Update{Text: &text})
+	assert.ErrorIs(t, err, messaging.ErrNotFound, "bob's edit of a deleted message")
+	_, err = msgs.Update(ctx, alice, m.ID, messaging.Update{Attachments: []string{f.ID}})
+	assert.ErrorIs(t, err, messaging.ErrNotFound, "alice's link to a deleted message: %v", err)
+	assert.ErrorIs(t, msgs.Delete(ctx, bob, m.ID), messaging.ErrNotFound, "bob's delete of a deleted message") // (forgets the ref)
 }

@@ -334,7 +334,9 @@ func (s *Store) makeTogether(id string, todo []*combined, many bool) (failed int
 			if err == nil && s.foldsTx {
 				// An error that the server answered committed nothing (a
 				// failed statement aborts the transaction; a failed COMMIT
-				// rolls it back): the changes can be made again.
+				// rolls it back): the changes can be made again. Any other
+				// matches pgtx.ErrCommitUnknown, the transaction's failure
+				// (txFailure): they may have been made.
 				_, err = tx.ExecContext(ctx, insertEventsArraysSQL+pgtx.CommitSuffix, args...)
 			} else if err == nil {
 				_, err = s.execWrite(ctx, tx, insertEventsArraysSQL, args...)
@@ -373,9 +375,9 @@ func (s *Store) makeTogether(id string, todo []*combined, many bool) (failed int
 // txFailure reports whether err, met by a transaction of combined
 // changes, is the transaction's rather than one change's: the database
 // unreachable or too busy, a lock or statement timeout, the transaction's
-// context ended.
+// context ended, a COMMIT whose outcome is unknown.
 func (s *Store) txFailure(err error) bool {
-	if unavailable(err) || s.retryable(err) || errors.Is(err, context.Canceled) {
+	if unavailable(err) || s.retryable(err) || errors.Is(err, context.Canceled) || errors.Is(err, pgtx.ErrCommitUnknown) {
 		return true
 	}
 	switch pgCode(err) {

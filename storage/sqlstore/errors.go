@@ -58,11 +58,29 @@ type staleError struct{ err error }
 func (e *staleError) Error() string { return e.err.Error() }
 func (e *staleError) Unwrap() error { return e.err }
 
+// firstFailed is the error of a transaction's first statement that its
+// connection failed (connLost), before the server did anything of it: the
+// transaction can run again, on another connection (retryable).
+type firstFailed struct{ err error }
+
+func (e *firstFailed) Error() string { return e.err.Error() }
+func (e *firstFailed) Unwrap() error { return e.err }
+
+// connLost reports whether err, of a PostgreSQL statement, is its
+// connection's rather than the statement's: no answer of the server, or
+// one that ends the session (08: connection exception; 57P0x: shutdown,
+// idle_session_timeout).
+func connLost(err error) bool {
+	c := pgCode(err)
+	return c == "" || strings.HasPrefix(c, "08") || strings.HasPrefix(c, "57P")
+}
+
 // retryable reports whether a transaction that failed with err may succeed
 // if run again.
 func (s *Store) retryable(err error) bool {
 	var stale *staleError
-	if errors.As(err, &stale) {
+	var first *firstFailed
+	if errors.As(err, &stale) || errors.As(err, &first) {
 		return true
 	}
 	switch s.flavor {

@@ -43,8 +43,11 @@ type importRow struct {
 // be empty (an import of messages with either fails with an error matching
 // messaging.ErrInvalid, storing nothing). A message id that exists already
 // fails the call with an error matching messaging.ErrConflict, storing
-// nothing of it. The messages are counted in their conversations'
-// counters as sends are.
+// nothing of it; the id of a message deleted before may be given only to
+// that message (its conversation and sender, as a restored backup has
+// them): a messaging.Service remembers what never changes of the messages
+// it wrote to. The messages are counted in their conversations' counters
+// as sends are.
 func (s *Store) ImportMessages(ctx context.Context, msgs []messaging.Message) error {
 	if len(msgs) == 0 {
 		return nil

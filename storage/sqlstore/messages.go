@@ -663,6 +663,12 @@ func (s *Store) lockMessageBackend(ctx context.Context, tx bun.Tx, id string, ro
 		// (internal/pgtx): a round trip saved for a plan of a few
 		// microseconds.
 		err = tx.NewRaw(lockMessageSQL, id).Scan(ctx, &rows)
+		if err != nil && connLost(err) && ctx.Err() == nil {
+			// A connection that the server or a proxy closed while it
+			// was idle in the pool fails here, with the BEGIN: nothing
+			// began, and the transaction runs again on another.
+			err = &firstFailed{err: err}
+		}
 	case s.flavor == flavorPostgres:
 		err = s.txRead(ctx, tx, &rows, lockMessageSQL, id)
 	case s.flavor == flavorMySQL:

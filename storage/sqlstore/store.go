@@ -268,7 +268,9 @@ func New(db *bun.DB, opts *Options) (*Store, error) {
 }
 
 // DB returns the database the Store writes to (for SQLite files opened by
-// Open, the single writer connection's pool).
+// Open, the single writer connection's pool). On PostgreSQL, its
+// connections send a transaction's BEGIN with its first statement (see
+// package postgres).
 func (s *Store) DB() *bun.DB { return s.w }
 
 // Close waits for the transactions of changes to messages under way (each

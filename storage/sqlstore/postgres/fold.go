@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	sqldriver "database/sql/driver"
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/uptrace/bun/driver/pgdriver"
@@ -47,6 +49,7 @@ const (
 	noTx        foldState = iota
 	beginUnsent           // begun, BEGIN not sent yet
 	inTx                  // BEGIN sent
+	aborted               // its first statement, which carried BEGIN, failed
 	committed             // a statement committed it (pgtx.CommitSuffix)
 )
 
@@ -96,16 +99,45 @@ func (c *foldingConn) fold(query string) string {
 }
 
 func (c *foldingConn) ExecContext(ctx context.Context, query string, args []sqldriver.NamedValue) (sqldriver.Result, error) {
+	if c.state == aborted {
+		return nil, pgtx.ErrAborted
+	}
+	first := c.state == beginUnsent
 	query = c.fold(query)
 	res, err := c.Conn.ExecContext(ctx, query, args)
-	if err == nil && c.state == inTx && strings.HasSuffix(query, pgtx.CommitSuffix) {
-		c.state = committed
+	if c.state == inTx && strings.HasSuffix(query, pgtx.CommitSuffix) {
+		switch {
+		case err == nil:
+			c.state = committed
+		case !answered(err):
+			err = fmt.Errorf("%w: %w", pgtx.ErrCommitUnknown, err)
+		}
+	}
+	if err != nil && first {
+		c.state = aborted
 	}
 	return res, err
 }
 
 func (c *foldingConn) QueryContext(ctx context.Context, query string, args []sqldriver.NamedValue) (sqldriver.Rows, error) {
-	return c.Conn.QueryContext(ctx, c.fold(query), args)
+	if c.state == aborted {
+		return nil, pgtx.ErrAborted
+	}
+	first := c.state == beginUnsent
+	rows, err := c.Conn.QueryContext(ctx, c.fold(query), args)
+	if err != nil && first {
+		c.state = aborted
+	}
+	return rows, err
+}
+
+// answered reports whether err is the server's answer that a statement
+// failed (severity ERROR): the transaction is then aborted, or rolled
+// back, and nothing of it committed. A FATAL error ends the session, and
+// an error of the connection says nothing of what the server did.
+func answered(err error) bool {
+	var pe pgdriver.Error
+	return errors.As(err, &pe) && pe.Field('V') == "ERROR"
 }
 
 // PrepareContext prepares query; the statement sends the transaction's
@@ -124,6 +156,9 @@ func (c *foldingConn) Prepare(query string) (sqldriver.Stmt, error) {
 
 // begin sends the BEGIN not sent yet, alone.
 func (c *foldingConn) begin(ctx context.Context) error {
+	if c.state == aborted {
+		return pgtx.ErrAborted
+	}
 	if c.state != beginUnsent {
 		return nil
 	}
@@ -133,12 +168,19 @@ func (c *foldingConn) begin(ctx context.Context) error {
 }
 
 // end ends the transaction with cmd (COMMIT or ROLLBACK), unless it ran
-// nothing or a statement committed it.
+// nothing or a statement committed it. An aborted transaction is rolled
+// back (the server may have run its BEGIN), and a COMMIT of it fails.
 func (c *foldingConn) end(cmd string) error {
 	st := c.state
 	c.state = noTx
-	if st == beginUnsent || st == committed {
+	switch st {
+	case beginUnsent, committed:
 		return nil
+	case aborted:
+		if _, err := c.Conn.ExecContext(context.Background(), "ROLLBACK", nil); err != nil || cmd == "ROLLBACK" {
+			return err
+		}
+		return pgtx.ErrAborted
 	}
 	_, err := c.Conn.ExecContext(context.Background(), cmd, nil)
 	return err

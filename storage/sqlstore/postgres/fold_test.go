@@ -157,6 +157,7 @@ func TestFoldCommitIntoLastStatement(t *testing.T) {
 	require.NoError(t, err)
 	_, err = tx.ExecContext(ctx, "INSERT INTO fold_test VALUES (1)"+pgtx.CommitSuffix)
 	require.Error(t, err, "a duplicate key")
+	assert.NotErrorIs(t, err, pgtx.ErrCommitUnknown, "the server said so: nothing committed")
 	require.NoError(t, tx.Rollback())
 	assert.Equal(t, []int{1, 2}, keys(t, db))
 	assert.False(t, inServerTx(t, db))
@@ -217,4 +218,31 @@ func TestFoldKeepsTheOptions(t *testing.T) {
 	assert.Equal(t, "on", readOnly)
 	require.NoError(t, tx.Commit())
 	assert.False(t, inServerTx(t, db))
+}
+
+// TestFoldFirstStatementFailsTheTransaction: a syntax error in the first
+// statement makes the server reject the whole query, its BEGIN with it;
+// the transaction is still aborted, as PostgreSQL has it after any error:
+// the statements after fail, nothing of them is stored, and a COMMIT fails.
+// (From a review of the folded BEGIN, as its test.)
+func TestFoldFirstStatementFailsTheTransaction(t *testing.T) {
+	db, _ := foldingDB(t)
+	ctx := t.Context()
+	for _, end := range []string{"ROLLBACK", "COMMIT"} {
+		tx, err := db.BeginTx(ctx, nil)
+		require.NoError(t, err)
+		_, err = tx.ExecContext(ctx, "SELEC 1")
+		require.Error(t, err)
+		_, err = tx.ExecContext(ctx, "INSERT INTO fold_test VALUES (5)")
+		assert.ErrorIs(t, err, pgtx.ErrAborted)
+		var one int
+		assert.ErrorIs(t, tx.QueryRowContext(ctx, "SELECT 1").Scan(&one), pgtx.ErrAborted)
+		if end == "COMMIT" {
+			assert.ErrorIs(t, tx.Commit(), pgtx.ErrAborted, "an aborted transaction does not commit")
+		} else {
+			require.NoError(t, tx.Rollback())
+		}
+		assert.Empty(t, keys(t, db), end)
+		assert.False(t, inServerTx(t, db), end)
+	}
 }

@@ -24,7 +24,11 @@
 // (which sends it first, alone), and a transaction that runs nothing
 // sends nothing. The store also commits some transactions with their last
 // statement. Each saves a round trip; a host's transactions on Store.DB
-// behave as any PostgreSQL transaction does.
+// behave as any PostgreSQL transaction does (after an error in the first
+// statement, the others fail until the rollback, as the server would have
+// it). The pool's driver and connections wrap pgdriver's own types, so
+// pgdriver.NewListener, CopyFrom and CopyTo, which need those, take a pool
+// of their own: sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(dsn))).
 package postgres
 
 import (
