@@ -109,21 +109,30 @@ func (p *commitCutter) serve(client net.Conn) {
 	}
 }
 
+// cutStore opens a migrated PostgreSQL store through a commitCutter of
+// pattern, which forwards the message it cuts when forward is set.
+func cutStore(t *testing.T, pattern string, forward bool) (*sqlstore.Store, *commitCutter) {
+	t.Helper()
+	e := postgresOnly(t)
+	u, err := url.Parse(e.DSN(t))
+	require.NoError(t, err)
+	p := newCommitCutter(t, u.Host)
+	p.pattern, p.noForward = pattern, !forward
+	u.Host = p.ln.Addr().String()
+	s, err := sqlstore.Open(t.Context(), u.String(), &sqlstore.Options{Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, s.Migrate(t.Context()))
+	return s, p
+}
+
 // TestCombinedCommitAnswerLost: the combined transaction's events insert
 // carries its COMMIT; when the server commits but its answer is lost
 // (io.EOF), the outcome is unknown: every caller gets the error, and no
 // change is made again (each was, once).
 func TestCombinedCommitAnswerLost(t *testing.T) {
-	e := postgresOnly(t)
 	ctx := t.Context()
-	u, err := url.Parse(e.DSN(t))
-	require.NoError(t, err)
-	p := newCommitCutter(t, u.Host)
-	u.Host = p.ln.Addr().String()
-	s, err := sqlstore.Open(ctx, u.String(), &sqlstore.Options{Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	require.NoError(t, s.Migrate(ctx))
+	s, p := cutStore(t, "; COMMIT", true)
 
 	f := newCombineFixture(t, s, 3)
 	r := f.reactors
@@ -154,17 +163,8 @@ func TestCombinedCommitAnswerLost(t *testing.T) {
 // the first statement of a transaction, the lock that carries its BEGIN:
 // nothing began, and the transaction runs again on another connection.
 func TestCombinedDeadConnection(t *testing.T) {
-	e := postgresOnly(t)
 	ctx := t.Context()
-	u, err := url.Parse(e.DSN(t))
-	require.NoError(t, err)
-	p := newCommitCutter(t, u.Host)
-	p.pattern, p.noForward = "BEGIN; SELECT pg_backend_pid()", true
-	u.Host = p.ln.Addr().String()
-	s, err := sqlstore.Open(ctx, u.String(), &sqlstore.Options{Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	require.NoError(t, s.Migrate(ctx))
+	s, p := cutStore(t, "BEGIN; SELECT pg_backend_pid()", false)
 
 	f := newCombineFixture(t, s, 4)
 	r := f.reactors

@@ -90,14 +90,27 @@ func inServerTx(t *testing.T, q interface {
 	return in
 }
 
+// begin begins a transaction of the default options on db.
+func begin(t *testing.T, db *sql.DB) *sql.Tx {
+	t.Helper()
+	tx, err := db.BeginTx(t.Context(), nil)
+	require.NoError(t, err)
+	return tx
+}
+
+// exec runs query in tx, which must succeed.
+func exec(t *testing.T, tx *sql.Tx, query string) {
+	t.Helper()
+	_, err := tx.ExecContext(t.Context(), query)
+	require.NoError(t, err)
+}
+
 func TestFoldBeginIntoFirstStatement(t *testing.T) {
 	db, writes := foldingDB(t)
 	ctx := t.Context()
 	n := roundTrips(t, writes, func() {
-		tx, err := db.BeginTx(ctx, nil)
-		require.NoError(t, err)
-		_, err = tx.ExecContext(ctx, "INSERT INTO fold_test VALUES (1)")
-		require.NoError(t, err)
+		tx := begin(t, db)
+		exec(t, tx, "INSERT INTO fold_test VALUES (1)")
 		var k int
 		require.NoError(t, tx.QueryRowContext(ctx, "SELECT max(k) FROM fold_test").Scan(&k))
 		assert.Equal(t, 1, k)
@@ -107,8 +120,7 @@ func TestFoldBeginIntoFirstStatement(t *testing.T) {
 	assert.Empty(t, keys(t, db), "rolled back: the insert was in the transaction")
 
 	n = roundTrips(t, writes, func() {
-		tx, err := db.BeginTx(ctx, nil)
-		require.NoError(t, err)
+		tx := begin(t, db)
 		var k int
 		require.NoError(t, tx.QueryRowContext(ctx, "INSERT INTO fold_test VALUES (2) RETURNING k").Scan(&k))
 		assert.Equal(t, 2, k, "a query's rows come after its BEGIN's answer")
@@ -120,13 +132,10 @@ func TestFoldBeginIntoFirstStatement(t *testing.T) {
 
 func TestFoldNothingForAnEmptyTransaction(t *testing.T) {
 	db, writes := foldingDB(t)
-	ctx := t.Context()
 	n := roundTrips(t, writes, func() {
-		tx, err := db.BeginTx(ctx, nil)
-		require.NoError(t, err)
+		tx := begin(t, db)
 		require.NoError(t, tx.Commit())
-		tx, err = db.BeginTx(ctx, nil)
-		require.NoError(t, err)
+		tx = begin(t, db)
 		require.NoError(t, tx.Rollback())
 	})
 	assert.Zero(t, n)
@@ -137,12 +146,9 @@ func TestFoldCommitIntoLastStatement(t *testing.T) {
 	db, writes := foldingDB(t)
 	ctx := t.Context()
 	n := roundTrips(t, writes, func() {
-		tx, err := db.BeginTx(ctx, nil)
-		require.NoError(t, err)
-		_, err = tx.ExecContext(ctx, "INSERT INTO fold_test VALUES (1)")
-		require.NoError(t, err)
-		_, err = tx.ExecContext(ctx, "INSERT INTO fold_test VALUES (2)"+pgtx.CommitSuffix)
-		require.NoError(t, err)
+		tx := begin(t, db)
+		exec(t, tx, "INSERT INTO fold_test VALUES (1)")
+		exec(t, tx, "INSERT INTO fold_test VALUES (2)"+pgtx.CommitSuffix)
 		require.NoError(t, tx.Commit())
 	})
 	assert.EqualValues(t, 2, n, "BEGIN with the first insert, the second with COMMIT")
@@ -151,11 +157,9 @@ func TestFoldCommitIntoLastStatement(t *testing.T) {
 
 	// A failed last statement commits nothing, and the connection is
 	// out of the transaction after the rollback.
-	tx, err := db.BeginTx(ctx, nil)
-	require.NoError(t, err)
-	_, err = tx.ExecContext(ctx, "INSERT INTO fold_test VALUES (3)")
-	require.NoError(t, err)
-	_, err = tx.ExecContext(ctx, "INSERT INTO fold_test VALUES (1)"+pgtx.CommitSuffix)
+	tx := begin(t, db)
+	exec(t, tx, "INSERT INTO fold_test VALUES (3)")
+	_, err := tx.ExecContext(ctx, "INSERT INTO fold_test VALUES (1)"+pgtx.CommitSuffix)
 	require.Error(t, err, "a duplicate key")
 	assert.NotErrorIs(t, err, pgtx.ErrCommitUnknown, "the server said so: nothing committed")
 	require.NoError(t, tx.Rollback())
@@ -166,10 +170,8 @@ func TestFoldCommitIntoLastStatement(t *testing.T) {
 	// after it is harmless.
 	_, err = db.ExecContext(ctx, "CREATE TEMP TABLE fold_deferred (k int UNIQUE DEFERRABLE INITIALLY DEFERRED)")
 	require.NoError(t, err)
-	tx, err = db.BeginTx(ctx, nil)
-	require.NoError(t, err)
-	_, err = tx.ExecContext(ctx, "INSERT INTO fold_test VALUES (4)")
-	require.NoError(t, err)
+	tx = begin(t, db)
+	exec(t, tx, "INSERT INTO fold_test VALUES (4)")
 	_, err = tx.ExecContext(ctx, "INSERT INTO fold_deferred VALUES (1), (1)"+pgtx.CommitSuffix)
 	require.Error(t, err, "the COMMIT checks the constraint")
 	require.NoError(t, tx.Rollback())
@@ -180,9 +182,8 @@ func TestFoldCommitIntoLastStatement(t *testing.T) {
 func TestFoldAfterAFailedFirstStatement(t *testing.T) {
 	db, _ := foldingDB(t)
 	ctx := t.Context()
-	tx, err := db.BeginTx(ctx, nil)
-	require.NoError(t, err)
-	_, err = tx.ExecContext(ctx, "SELECT 1/0")
+	tx := begin(t, db)
+	_, err := tx.ExecContext(ctx, "SELECT 1/0")
 	require.Error(t, err)
 	require.NoError(t, tx.Rollback(), "the transaction began, and is aborted: ROLLBACK ends it")
 	assert.False(t, inServerTx(t, db))
@@ -196,9 +197,8 @@ func TestFoldPreparedFirstStatement(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	n := roundTrips(t, writes, func() {
-		tx, err := db.BeginTx(ctx, nil)
-		require.NoError(t, err)
-		_, err = tx.StmtContext(ctx, st).ExecContext(ctx, 7)
+		tx := begin(t, db)
+		_, err := tx.StmtContext(ctx, st).ExecContext(ctx, 7)
 		require.NoError(t, err)
 		assert.True(t, inServerTx(t, tx), "the BEGIN went before the prepared statement")
 		require.NoError(t, tx.Rollback())
@@ -229,9 +229,8 @@ func TestFoldFirstStatementFailsTheTransaction(t *testing.T) {
 	db, _ := foldingDB(t)
 	ctx := t.Context()
 	for _, end := range []string{"ROLLBACK", "COMMIT"} {
-		tx, err := db.BeginTx(ctx, nil)
-		require.NoError(t, err)
-		_, err = tx.ExecContext(ctx, "SELEC 1")
+		tx := begin(t, db)
+		_, err := tx.ExecContext(ctx, "SELEC 1")
 		require.Error(t, err)
 		_, err = tx.ExecContext(ctx, "INSERT INTO fold_test VALUES (5)")
 		assert.ErrorIs(t, err, pgtx.ErrAborted)
