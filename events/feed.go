@@ -365,7 +365,9 @@ func (f *Feed) current(ctx context.Context) {
 		return
 	}
 	f.mu.Lock()
-	f.cursor = max(f.cursor, last.Seq)
+	if f.idle() { // else a subscription registered meanwhile reads from the cursor as it was
+		f.cursor = max(f.cursor, last.Seq)
+	}
 	f.mu.Unlock()
 }
 

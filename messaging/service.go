@@ -619,6 +619,7 @@ func (s *Service) lookupToWrite(ctx context.Context, caller Contact, id string) 
 // gone: what the caller would have been told had its ref been read.
 func (s *Service) unlessGone(ctx context.Context, remembered bool, id string, err error) error {
 	if remembered && s.gone(ctx, id) {
+		s.refs.Delete(id)
 		return notFound(id)
 	}
 	return err

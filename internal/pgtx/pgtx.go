@@ -12,7 +12,10 @@
 // When the first statement fails, the transaction is aborted, as the
 // server would have it whether or not its BEGIN ran (a syntax error
 // rejects the whole query, BEGIN included): every later statement fails
-// without reaching the server until the transaction is rolled back.
+// without reaching the server until the transaction is rolled back. (An
+// error that comes with a query's rows, after the call that sent it
+// returned, is the server's: BEGIN ran, and the server refuses what
+// follows.)
 //
 // A statement of a transaction whose text ends in CommitSuffix commits the
 // transaction with it: when it succeeds, Commit is answered at once, and

@@ -66,13 +66,22 @@ type firstFailed struct{ err error }
 func (e *firstFailed) Error() string { return e.err.Error() }
 func (e *firstFailed) Unwrap() error { return e.err }
 
-// connLost reports whether err, of a PostgreSQL statement, is its
-// connection's rather than the statement's: no answer of the server, or
-// one that ends the session (08: connection exception; 57P0x: shutdown,
-// idle_session_timeout).
+// connLost reports whether err, of a PostgreSQL statement, says that its
+// connection was closed: by the server, with an answer that ends the
+// session (08: connection exception; 57P0x: shutdown,
+// idle_session_timeout), or without one (end of file, reset, broken
+// pipe). A timeout is not: the server may still be running the statement
+// (waiting for a lock, say).
 func connLost(err error) bool {
-	c := pgCode(err)
-	return c == "" || strings.HasPrefix(c, "08") || strings.HasPrefix(c, "57P")
+	if c := pgCode(err); c != "" {
+		return strings.HasPrefix(c, "08") || strings.HasPrefix(c, "57P")
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return false
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, driver.ErrBadConn) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // retryable reports whether a transaction that failed with err may succeed
