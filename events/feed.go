@@ -281,7 +281,7 @@ func (f *Feed) deliver() {
 		if later {
 			return
 		}
-		if idle && f.skip() {
+		if idle && f.skip(f.ctx) {
 			return
 		}
 		evs, err := f.store.ReadEvents(f.ctx, Query{All: true, Unfiled: true, After: after, Limit: readBatch})
@@ -322,10 +322,12 @@ func (f *Feed) idle() bool { return len(f.subs) == 0 && len(f.handlers) == 0 }
 // the events been read. Those that resume read what they missed from the
 // outbox themselves (Subscription.catchUp). If a subscription or a handler
 // came meanwhile, it reports false, and deliver reads the events as usual.
-func (f *Feed) skip() bool {
-	last, err := f.store.LastEvent(f.ctx)
+// If the outbox cannot be read, the cursor stays where it is (and a
+// subscription that starts gets the events since).
+func (f *Feed) skip(ctx context.Context) bool {
+	last, err := f.store.LastEvent(ctx)
 	if err != nil && !errors.Is(err, messaging.ErrNotFound) {
-		if f.ctx.Err() == nil {
+		if ctx.Err() == nil {
 			f.logOnce("read", "events: cannot read the outbox; will retry", err)
 		}
 		return true
@@ -347,28 +349,15 @@ func (f *Feed) skip() bool {
 const idleSkipEvery = 250 * time.Millisecond
 
 // current moves the cursor of an idle Feed that let writes pass to the
-// newest event, so that a subscription that starts now starts there. If
-// the outbox cannot be read, the subscription starts where the cursor is,
-// and gets the events since.
+// newest event (skip), so that a subscription that starts now starts
+// there.
 func (f *Feed) current(ctx context.Context) {
 	f.mu.Lock()
 	behind := f.behind && f.idle()
 	f.mu.Unlock()
-	if !behind {
-		return
+	if behind {
+		f.skip(ctx)
 	}
-	last, err := f.store.LastEvent(ctx)
-	if err != nil {
-		if !errors.Is(err, messaging.ErrNotFound) && ctx.Err() == nil {
-			f.logOnce("read", "events: cannot read the outbox; will retry", err)
-		}
-		return
-	}
-	f.mu.Lock()
-	if f.idle() { // else a subscription registered meanwhile reads from the cursor as it was
-		f.cursor = max(f.cursor, last.Seq)
-	}
-	f.mu.Unlock()
 }
 
 // prune removes the events older than the retention, now and every
