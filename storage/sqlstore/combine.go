@@ -530,11 +530,15 @@ func (s *Store) reactManyDone(ctx context.Context, backend int, shapes map[strin
 	cb := &s.combine
 	cb.mu.Lock()
 	defer cb.mu.Unlock()
-	switch {
-	case err == nil:
+	// room empties conns when it is full (maxConns).
+	room := func() {
 		if cb.conns == nil || len(cb.conns) >= maxConns {
 			cb.conns = make(map[int]*connState)
 		}
+	}
+	switch {
+	case err == nil:
+		room()
 		st := cb.conns[backend]
 		if st == nil {
 			st = &connState{statements: map[string]bool{}}
@@ -548,9 +552,7 @@ func (s *Store) reactManyDone(ctx context.Context, backend int, shapes map[strin
 		// undefined_table), or not the connection's failure.
 		delete(cb.conns, backend)
 	default:
-		if cb.conns == nil || len(cb.conns) >= maxConns {
-			cb.conns = make(map[int]*connState)
-		}
+		room()
 		cb.conns[backend] = &connState{statements: map[string]bool{}, offUntil: time.Now().Add(reactManyOff)}
 		s.opts.Logger.WarnContext(ctx, "sqlstore: combined reactions cannot be sent in one round trip on this connection; sent one statement each for a while",
 			"backend_pid", backend, "for", reactManyOff, "err", err)

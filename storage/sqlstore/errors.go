@@ -80,8 +80,15 @@ func connLost(err error) bool {
 	if errors.As(err, &ne) && ne.Timeout() {
 		return false
 	}
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, driver.ErrBadConn) ||
-		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+	return broken(err) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)
+}
+
+// broken reports whether err says that a connection broke under a
+// statement: the driver found it bad, or it was reset, or its other end
+// closed.
+func broken(err error) bool {
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // retryable reports whether a transaction that failed with err may succeed
@@ -130,12 +137,7 @@ func isUniqueViolation(err error) bool {
 // unavailable reports whether err means that the database cannot be
 // reached or cannot serve now, rather than that the request is wrong.
 func unavailable(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, driver.ErrBadConn) ||
-		errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, io.ErrUnexpectedEOF) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.ECONNREFUSED) || broken(err) {
 		return true
 	}
 	if networkError(err) {
