@@ -181,7 +181,8 @@ func (s *Store) makeCaught(id string, batch []*combined) {
 }
 
 // errCombinedPanic is the error of a change whose transaction panicked
-// outside any change (makeCaught).
+// outside any change (makeCaught), or of a send whose statement panicked
+// (sendAllCaught).
 var errCombinedPanic = errors.New("sqlstore: the transaction of combined changes panicked")
 
 // makeAll makes the changes of batch whose callers still wait, in order,
@@ -243,22 +244,12 @@ const (
 // consecutive quick reactions go in one round trip (reactMany).
 func (s *Store) makeTogether(id string, todo []*combined, many bool) (failed int, err error) {
 	// The transaction runs while one of its callers waits for it.
-	ctx, cancel := context.WithCancel(context.WithoutCancel(todo[0].ctx))
-	defer cancel()
-	var waiting sync.WaitGroup
-	waiting.Add(len(todo))
-	for _, c := range todo {
-		stop := context.AfterFunc(c.ctx, waiting.Done)
-		defer func() {
-			if stop() {
-				waiting.Done()
-			}
-		}()
+	ctxs := make([]context.Context, len(todo))
+	for i, c := range todo {
+		ctxs[i] = c.ctx
 	}
-	go func() {
-		waiting.Wait()
-		cancel()
-	}()
+	ctx, stop := whileWaited(ctxs)
+	defer stop()
 
 	outs := make([]messaging.Message, len(todo))
 	ran := false       // the transaction began

@@ -67,9 +67,19 @@
 // (version 20261123000007, message_tallies) and writes no shared row, and
 // the tallies are folded into the counters under the conversation's lock
 // when it is read, by MarkRead and every 64 sends (see tallies.go). On
-// PostgreSQL a send without attachments or key is one statement, prepared
-// once, without a transaction; on SQLite the statements of a send are
-// prepared once on the writer.
+// PostgreSQL a send without attachments is one statement, prepared once,
+// without a transaction (its key's record, when keyed, in it too); on
+// SQLite the statements of a send are prepared once on the writer.
+//
+// On PostgreSQL, sends without attachments that arrive while two such
+// statements run wait, and the next statement stores all of them (up to
+// 64), from arrays, each as alone (sends.go): many callers sending at once
+// take one commit per statement rather than one per send. A statement
+// that fails on one send's row (a message id, a key's record in its way)
+// makes each of its sends again alone, so that a send fails only of its
+// own error; an error of the database (unreachable, a statement whose
+// outcome is unknown) is each caller's, as alone. A send that waits is not
+// made once its caller's context ends.
 //
 // # Reactions and prepared statements in transactions
 //

@@ -209,3 +209,24 @@ func Queued(s *Store, id string) (waiting int, running bool) {
 	q, running := s.combine.queues[id]
 	return len(q), running
 }
+
+// HoldSends takes every statement slot of sends alone (sends.go), so that
+// the sends that follow wait in the queue. queued returns how many wait;
+// release hands the slots back, the first to the sends that wait, which
+// one statement then stores.
+func HoldSends(s *Store) (queued func() int, release func()) {
+	sc := &s.sending
+	sc.mu.Lock()
+	sc.busy += maxSending
+	sc.mu.Unlock()
+	queued = func() int {
+		sc.mu.Lock()
+		defer sc.mu.Unlock()
+		return len(sc.queue)
+	}
+	return queued, func() {
+		for range maxSending {
+			s.sendNext()
+		}
+	}
+}

@@ -65,15 +65,20 @@ func (s *Store) createMessage(ctx context.Context, m messaging.Message, attachme
 	after.Reactions, after.Attachments = []messaging.Reaction{}, []messaging.Attachment{}
 	var err error
 	alone := s.flavor == flavorPostgres && len(atts) == 0
+	var evs []messaging.Event // the events of a send alone
+	if alone && rec != nil {
+		evs = rec(messaging.Change{Message: &after})
+	}
 	if alone {
 		// The message is all of the change, known before it is made: its
 		// rows, tally, events and key record go in with it in one
 		// statement, atomic on its own, with no transaction to begin and
-		// commit (a round trip is most of what each costs a send). The
-		// key's record is inserted plainly: when a row is in its way (a
-		// retry, an expired record), the statement fails and the send is
-		// made again in a transaction, which upserts it (storeKey).
-		err = s.retry(ctx, func(ctx context.Context) error { return s.insertSent(ctx, s.w, m, after, rec, done) })
+		// commit (a round trip is most of what each costs a send), and
+		// with other callers' sends when they send at once (sends.go).
+		// The key's record is inserted plainly: when a row is in its way
+		// (a retry, an expired record), the statement fails and the send
+		// is made again in a transaction, which upserts it (storeKey).
+		err = s.send(ctx, &pendingSend{m: m, evs: evs, done: done})
 		alone = err == nil || done == nil || messaging.KindOf(err) != messaging.ErrConflict
 	}
 	if !alone {
@@ -84,7 +89,7 @@ func (s *Store) createMessage(ctx context.Context, m messaging.Message, attachme
 				}
 			}
 			if s.flavor == flavorPostgres && len(atts) == 0 {
-				return s.insertSent(ctx, tx, m, after, rec, nil)
+				return s.insertSent(ctx, tx, m, evs, nil)
 			}
 			switch {
 			case s.flavor == flavorMySQL:
@@ -133,11 +138,10 @@ func (s *Store) createMessage(ctx context.Context, m messaging.Message, attachme
 }
 
 // insertSent stores m, a message with no attachments, with its rows,
-// tally (tallies.go), the events rec makes of it (after is m as they show
-// it) and done, the record of its key, unless nil (inserted: a row in its
-// way fails the statement, with ErrConflict), in one statement
-// (PostgreSQL).
-func (s *Store) insertSent(ctx context.Context, db bun.IConn, m, after messaging.Message, rec messaging.Recorder, done *messaging.IdempotencyRecord) error {
+// tally (tallies.go), its events evs and done, the record of its key,
+// unless nil (inserted: a row in its way fails the statement, with
+// ErrConflict), in one statement (PostgreSQL).
+func (s *Store) insertSent(ctx context.Context, db bun.IConn, m messaging.Message, evs []messaging.Event, done *messaging.IdempotencyRecord) error {
 	ensure, args := ensureWith(m.ConversationID, m.Contact.ID, m.CreatedAt)
 	with := []string{ensure}
 	if done != nil {
@@ -149,14 +153,12 @@ func (s *Store) insertSent(ctx context.Context, db bun.IConn, m, after messaging
 			VALUES (?, ?, ?, '', ?, ?, ?))`)
 		args = append(args, done.Scope, done.Key, done.Fingerprint, result, done.CreatedAt.UTC(), done.ExpiresAt.UTC())
 	}
-	if rec != nil {
-		q, evArgs, err := eventsInsert(rec(messaging.Change{Message: &after}), s.numberedEvents())
-		if err != nil {
-			return err
-		}
-		if q != "" {
-			with, args = append(with, "ev AS ("+q+")"), append(args, evArgs...)
-		}
+	q, evArgs, err := eventsInsert(evs, s.numberedEvents())
+	if err != nil {
+		return err
+	}
+	if q != "" {
+		with, args = append(with, "ev AS ("+q+")"), append(args, evArgs...)
 	}
 	q, tallyArgs := tallyInsert(m.ConversationID, m.Contact.ID, m.ID, m.CreatedAt)
 	with, args = append(with, "t AS ("+q+")"), append(args, tallyArgs...)

@@ -157,6 +157,7 @@ type Store struct {
 	eventIDsAsked  atomic.Int64 // when knowEventIDs last asked (UnixNano)
 	planStats      planStats    // the size of messages, for genericPlans (PostgreSQL)
 	combine        combiner     // changes to one message, made together (combine.go)
+	sending        sendCombiner // sends alone, stored together (sends.go)
 	foldsTx        bool         // the connections of w fold BEGIN and COMMIT into statements (internal/pgtx)
 }
 
@@ -280,6 +281,7 @@ func (s *Store) DB() *bun.DB { return s.w }
 // call that starts during Close may fail).
 func (s *Store) Close() error {
 	s.combine.running.Wait()
+	s.sending.running.Wait()
 	var errs []error
 	for _, c := range []*stmtCache{s.stmts, s.wstmts} {
 		if c != nil {
