@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -211,13 +212,18 @@ func Queued(s *Store, id string) (waiting int, running bool) {
 }
 
 // HoldSends takes every statement slot of sends alone (sends.go), so that
-// the sends that follow wait in the queue. queued returns how many wait;
-// release hands the slots back, the first to the sends that wait, which
-// one statement then stores.
+// the sends that follow wait in the queue (until stallAfter: the slots'
+// statements are new as long as the test holds them). queued returns how
+// many wait; release hands the slots back, the first to the sends that
+// wait, which one statement then stores.
 func HoldSends(s *Store) (queued func() int, release func()) {
 	sc := &s.sending
+	held := make([]*sendSlot, maxSending)
 	sc.mu.Lock()
-	sc.busy += maxSending
+	for i := range held {
+		held[i] = &sendSlot{since: time.Now().Add(time.Hour)}
+	}
+	sc.slots = append(sc.slots, held...)
 	sc.mu.Unlock()
 	queued = func() int {
 		sc.mu.Lock()
@@ -225,8 +231,19 @@ func HoldSends(s *Store) (queued func() int, release func()) {
 		return len(sc.queue)
 	}
 	return queued, func() {
-		for range maxSending {
-			s.sendNext()
+		for _, slot := range held {
+			s.sendNext(slot)
 		}
+	}
+}
+
+// AgeSends makes the statements of sends under way look as if they had
+// run for an hour (stalled: sends.go's stallAfter).
+func AgeSends(s *Store) {
+	sc := &s.sending
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	for _, slot := range sc.slots {
+		slot.since = time.Now().Add(-time.Hour)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/parleychat/parley/messaging"
 )
@@ -21,12 +22,22 @@ import (
 // messages, tallies, events and key records from arrays, a column each
 // (insertSentManySQL).
 //
-// The statement is atomic: it stores every send of it or none. When it
-// fails with an error that the server answered (a message id or a key's
-// record in the way, a deadlock), each of its sends is made again alone,
-// so that each fails or succeeds as it would have alone; when its outcome
-// is unknown or the database cannot be reached, the error is each
+// The statement is atomic: it stores every send of it or none. When the
+// server answers it with an error (a message id or a key's record in the
+// way, a deadlock, a lock or statement timeout), it stored nothing, and
+// its sends are made again: those without a key together, those with one
+// alone (a retried key is the likely cause), and all alone when the
+// statement fails again; so each send fails or succeeds as it would have
+// alone. When the outcome is unknown (the connection lost under the
+// statement) or the database cannot be reached, the error is each
 // caller's, as it would have been alone.
+//
+// A statement waits for the slowest of its sends: one that waits for a
+// lock (a new conversation that another transaction inserted and has not
+// committed) holds the others. So that such waits do not hold every send
+// of the process, a send does not wait behind statements that have all
+// run for stallAfter or longer: it is made alone at once, beside them,
+// and then stores those that wait.
 //
 // A caller whose context ends while its send waits returns the context's
 // error at once, and the send is not made; one that a statement has
@@ -35,8 +46,15 @@ import (
 type sendCombiner struct {
 	running sync.WaitGroup // the goroutines that send queued sends (Store.Close waits)
 	mu      sync.Mutex
-	busy    int            // statements of sends under way
+	slots   []*sendSlot    // statements of sends under way
 	queue   []*pendingSend // sends waiting for a statement, in order
+}
+
+// sendSlot is a statement of sends under way: a send alone, or the
+// statements of a goroutine that stores the sends that wait, one after
+// the other.
+type sendSlot struct {
+	since time.Time // when its statement began
 }
 
 // Bounds of combined sends: the statements of sends under way at once, and
@@ -44,9 +62,12 @@ type sendCombiner struct {
 // committed while the other runs), 32 callers creating messages reached
 // 0.93–0.96× the rate of the floor of the stack on two cores, as with
 // one; with four or eight, 0.82×, more sends going alone (BENCHMARKS.md).
+// A statement of 64 sends runs for a few milliseconds; stallAfter is far
+// beyond.
 const (
 	maxSending = 2
 	maxSent    = 64
+	stallAfter = 100 * time.Millisecond
 )
 
 // pendingSend is a send alone, and its outcome.
@@ -60,45 +81,88 @@ type pendingSend struct {
 
 // send stores p, alone or combined with other sends (see sendCombiner).
 func (s *Store) send(ctx context.Context, p *pendingSend) error {
-	alone := func(ctx context.Context) error {
-		return s.retry(ctx, func(ctx context.Context) error { return s.insertSent(ctx, s.w, p.m, p.evs, p.done) })
-	}
 	if !s.numberedEvents() {
-		return alone(ctx)
+		return s.sendAlone(ctx, p)
 	}
 	sc := &s.sending
 	sc.mu.Lock()
-	if sc.busy < maxSending {
-		sc.busy++
+	if slot := sc.slot(); slot != nil {
 		sc.mu.Unlock()
-		defer s.sendNext()
-		return alone(ctx)
+		defer s.sendNext(slot)
+		return s.sendAlone(ctx, p)
 	}
 	p.ctx, p.out = ctx, make(chan error, 1)
 	sc.queue = append(sc.queue, p)
 	sc.mu.Unlock()
-	select {
-	case err := <-p.out:
-		return err
-	case <-ctx.Done():
-		sc.mu.Lock()
-		sc.queue = slices.DeleteFunc(sc.queue, func(o *pendingSend) bool { return o == p })
-		sc.mu.Unlock()
-		return ctx.Err()
+	stalled := time.NewTimer(stallAfter)
+	defer stalled.Stop()
+	for {
+		select {
+		case err := <-p.out:
+			if pn, ok := err.(*panicked); ok {
+				panic(pn.value)
+			}
+			return err
+		case <-stalled.C:
+			// The statements under way may wait for a lock: made alone
+			// beside them, unless they moved on.
+			sc.mu.Lock()
+			if i := slices.Index(sc.queue, p); i >= 0 {
+				if slot := sc.slot(); slot != nil {
+					sc.queue = slices.Delete(sc.queue, i, i+1)
+					sc.mu.Unlock()
+					defer s.sendNext(slot)
+					return s.sendAlone(ctx, p)
+				}
+			}
+			sc.mu.Unlock()
+			stalled.Reset(stallAfter)
+		case <-ctx.Done():
+			sc.mu.Lock()
+			sc.queue = slices.DeleteFunc(sc.queue, func(o *pendingSend) bool { return o == p })
+			sc.mu.Unlock()
+			select {
+			case err := <-p.out: // made (or failed) meanwhile
+				return err
+			default:
+				return ctx.Err()
+			}
+		}
 	}
 }
 
-// sendNext hands the statement slot of a send that ended to the sends
-// that wait, on a goroutine of their own, or frees it.
-func (s *Store) sendNext() {
-	batch := s.takeSends()
+// slot takes a statement slot and returns it, when fewer than maxSending
+// are taken or every statement under way has run for stallAfter; it
+// returns nil otherwise. The caller holds sc.mu. (Sends wait only while
+// maxSending slots are taken: a statement that ends takes those that
+// wait.)
+func (sc *sendCombiner) slot() *sendSlot {
+	now := time.Now()
+	stalled := !slices.ContainsFunc(sc.slots, func(o *sendSlot) bool { return now.Sub(o.since) < stallAfter })
+	if len(sc.slots) >= maxSending && !stalled {
+		return nil
+	}
+	slot := &sendSlot{since: now}
+	sc.slots = append(sc.slots, slot)
+	return slot
+}
+
+// sendAlone stores p in a statement of its own.
+func (s *Store) sendAlone(ctx context.Context, p *pendingSend) error {
+	return s.retry(ctx, func(ctx context.Context) error { return s.insertSent(ctx, s.w, p.m, p.evs, p.done) })
+}
+
+// sendNext hands slot, whose statement ended, to the sends that wait, on
+// a goroutine of its own, or frees it.
+func (s *Store) sendNext(slot *sendSlot) {
+	batch := s.takeSends(slot)
 	if batch == nil {
 		return
 	}
 	s.sending.running.Go(func() {
 		for batch != nil {
 			s.sendAllCaught(batch)
-			batch = s.takeSends()
+			batch = s.takeSends(slot)
 		}
 	})
 }
@@ -120,48 +184,39 @@ func (s *Store) sendAllCaught(batch []*pendingSend) {
 	s.sendAll(batch)
 }
 
-// takeSends takes the sends that wait (up to maxSent), or frees a
-// statement slot and returns none.
-func (s *Store) takeSends() []*pendingSend {
+// takeSends takes the sends that wait (up to maxSent) for slot's next
+// statement, or frees slot and returns none.
+func (s *Store) takeSends(slot *sendSlot) []*pendingSend {
 	sc := &s.sending
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if len(sc.queue) == 0 {
-		sc.busy--
+		sc.slots = slices.DeleteFunc(sc.slots, func(o *sendSlot) bool { return o == slot })
 		return nil
 	}
+	slot.since = time.Now()
 	n := min(len(sc.queue), maxSent)
 	batch := slices.Clone(sc.queue[:n])
 	sc.queue = slices.Delete(sc.queue, 0, n)
 	return batch
 }
 
-// sendAll stores the sends of batch whose callers still wait, in one
-// statement, or each alone when that fails with an error that no send of
-// them can be blamed for (see sendCombiner), and gives each caller its
-// outcome.
+// sendAll stores the sends of batch whose callers still wait in one
+// statement, or, when the server answers it with an error, again as
+// sendCombiner says; and gives each caller its outcome.
 func (s *Store) sendAll(batch []*pendingSend) {
-	batch = slices.DeleteFunc(batch, func(p *pendingSend) bool {
+	batch = slices.DeleteFunc(slices.Clone(batch), func(p *pendingSend) bool {
 		if err := p.ctx.Err(); err != nil {
 			p.out <- err
 			return true
 		}
 		return false
 	})
-	if len(batch) == 0 {
+	switch len(batch) {
+	case 0:
 		return
-	}
-	eachAlone := func() {
-		var wg sync.WaitGroup
-		for _, p := range batch {
-			wg.Go(func() {
-				p.out <- s.retry(p.ctx, func(ctx context.Context) error { return s.insertSent(ctx, s.w, p.m, p.evs, p.done) })
-			})
-		}
-		wg.Wait()
-	}
-	if len(batch) == 1 {
-		eachAlone()
+	case 1:
+		s.eachAlone(batch)
 		return
 	}
 	ctxs := make([]context.Context, len(batch))
@@ -171,21 +226,62 @@ func (s *Store) sendAll(batch []*pendingSend) {
 	ctx, stop := whileWaited(ctxs)
 	defer stop()
 	args, err := sentArrays(batch)
-	if err == nil {
-		_, err = s.execWrite(ctx, s.w, insertSentManySQL, args...)
+	if err != nil { // an event's payload: its send's own failure
+		s.eachAlone(batch)
+		return
 	}
+	_, err = s.execWrite(ctx, s.w, insertSentManySQL, args...)
 	switch {
 	case err == nil:
 		for _, p := range batch {
 			p.out <- nil
 		}
-	case s.retryable(err) || !s.txFailure(err):
-		eachAlone()
-	default:
+	case !serverAnswered(ctx, err): // stored or not, no one send's
 		for _, p := range batch {
 			p.out <- err
 		}
+	default:
+		keyed := slices.DeleteFunc(slices.Clone(batch), func(p *pendingSend) bool { return p.done == nil })
+		if len(keyed) == 0 || len(keyed) == len(batch) {
+			s.eachAlone(batch)
+			return
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() { s.eachAlone(keyed) })
+		s.sendAll(slices.DeleteFunc(batch, func(p *pendingSend) bool { return p.done != nil }))
+		wg.Wait()
 	}
+}
+
+// eachAlone stores each send of batch in a statement of its own, at once,
+// and gives each caller its outcome. A panic is its caller's, as alone
+// (send panics with it).
+func (s *Store) eachAlone(batch []*pendingSend) {
+	var wg sync.WaitGroup
+	for _, p := range batch {
+		wg.Go(func() {
+			defer func() {
+				if v := recover(); v != nil {
+					p.out <- &panicked{value: v}
+				}
+			}()
+			p.out <- s.sendAlone(p.ctx, p)
+		})
+	}
+	wg.Wait()
+}
+
+// serverAnswered reports whether err, the error of a statement of sends
+// run with ctx, is the server's answer to the statement, which then
+// stored nothing: not a connection lost under it or the database
+// unavailable (its outcome unknown), and not the cancellation of a
+// statement whose callers have all left.
+func serverAnswered(ctx context.Context, err error) bool {
+	c := pgCode(err)
+	if c == "" || connLost(err) || unavailable(err) {
+		return false
+	}
+	return c != "57014" || ctx.Err() == nil // query_canceled: by a statement_timeout, or for ctx
 }
 
 // whileWaited returns a context with the values of ctxs[0] that ends once

@@ -242,3 +242,53 @@ func TestSendsConcurrent(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, evs, callers*each)
 }
+
+// TestSendsRetriedKey: a statement that fails on a key's record in its
+// way (a retried keyed send) stores the sends without a key together
+// again, and the keyed one fails alone.
+func TestSendsRetriedKey(t *testing.T) {
+	f := newSendFixture(t, 2)
+	ctx := t.Context()
+	f.release()
+	require.NoError(t, f.s.CreateMessageKeyed(ctx, f.message("c", 0), nil, record, *f.key("taken")))
+	f.queued, f.release = sqlstore.HoldSends(f.s)
+
+	unkeyed := []messaging.Message{f.message("c", 0), f.message("c", 1), f.message("d", 1)}
+	var outs []<-chan error
+	for _, m := range unkeyed {
+		outs = append(outs, f.send(ctx, m, nil))
+	}
+	retried := f.send(ctx, f.message("c", 0), f.key("taken"))
+	f.release()
+	for i, out := range outs {
+		require.NoError(t, <-out, "send %d", i)
+	}
+	assert.ErrorIs(t, <-retried, messaging.ErrKeyTaken)
+	assert.Equal(t, 1, f.transactions(unkeyed...), "the sends without a key, together again")
+}
+
+// TestSendsWaitingBehindStalledStatements: a send that waits while every
+// statement under way has run for long (stallAfter) is made alone beside
+// them.
+func TestSendsWaitingBehindStalledStatements(t *testing.T) {
+	f := newSendFixture(t, 1)
+	ctx := t.Context()
+	m := f.message("c", 0)
+	out := f.send(ctx, m, nil)
+	select {
+	case err := <-out:
+		t.Fatalf("the send did not wait: %v", err)
+	case <-time.After(300 * time.Millisecond): // beyond stallAfter: the statements are new
+	}
+	sqlstore.AgeSends(f.s)
+	select {
+	case err := <-out:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the send still waits behind stalled statements")
+	}
+	assert.Zero(t, f.queued())
+	_, err := f.s.GetMessage(ctx, m.ID)
+	assert.NoError(t, err)
+	f.release()
+}
