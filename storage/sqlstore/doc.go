@@ -75,11 +75,14 @@
 // statements run wait, and the next statement stores all of them (up to
 // 64), from arrays, each as alone (sends.go): many callers sending at once
 // take one commit per statement rather than one per send. A statement
-// that fails on one send's row (a message id, a key's record in its way)
-// makes each of its sends again alone, so that a send fails only of its
-// own error; an error of the database (unreachable, a statement whose
-// outcome is unknown) is each caller's, as alone. A send that waits is not
-// made once its caller's context ends.
+// that the server refuses (a message id or a key's record in its way, a
+// lock or statement timeout) stored nothing, and its sends are made again
+// (those without a key together, those with one alone), so that a send
+// fails only of its own error; an error of the database (unreachable, a
+// statement whose outcome is unknown) is each caller's, as alone. A send
+// does not wait behind statements that have all run for 100 ms (waiting
+// for a lock): it is made alone beside them. A send that waits is not made
+// once its caller's context ends.
 //
 // # Reactions and prepared statements in transactions
 //

@@ -247,3 +247,15 @@ func AgeSends(s *Store) {
 		slot.since = time.Now().Add(-time.Hour)
 	}
 }
+
+// HookWrites adds h to the query hooks of s's writer (the statements that
+// are not prepared: turn prepared statements off with SetPreparedReads to
+// see them all). Call it before s is used concurrently.
+func HookWrites(s *Store, h bun.QueryHook) { s.w = s.w.WithQueryHook(h) }
+
+// SendSlots returns the number of statement slots of sends taken.
+func SendSlots(s *Store) int {
+	s.sending.mu.Lock()
+	defer s.sending.mu.Unlock()
+	return len(s.sending.slots)
+}

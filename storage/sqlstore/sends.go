@@ -28,9 +28,11 @@ import (
 // its sends are made again: those without a key together, those with one
 // alone (a retried key is the likely cause), and all alone when the
 // statement fails again; so each send fails or succeeds as it would have
-// alone. When the outcome is unknown (the connection lost under the
-// statement) or the database cannot be reached, the error is each
-// caller's, as it would have been alone.
+// alone. When the connection is lost under the statement, a read of its
+// messages tells whether it committed (all of them are there); when it
+// cannot tell, or the database cannot be reached, the error is each
+// caller's, as it would have been alone. A panic of the statement is
+// each caller's errCombinedPanic.
 //
 // A statement waits for the slowest of its sends: one that waits for a
 // lock (a new conversation that another transaction inserted and has not
@@ -77,6 +79,8 @@ type pendingSend struct {
 	evs  []messaging.Event            // the events of the send
 	done *messaging.IdempotencyRecord // the record of its key, or nil
 	out  chan error                   // its outcome; buffered
+
+	queued bool // it waits in sendCombiner.queue; guarded by its mu
 }
 
 // send stores p, alone or combined with other sends (see sendCombiner).
@@ -91,7 +95,7 @@ func (s *Store) send(ctx context.Context, p *pendingSend) error {
 		defer s.sendNext(slot)
 		return s.sendAlone(ctx, p)
 	}
-	p.ctx, p.out = ctx, make(chan error, 1)
+	p.ctx, p.out, p.queued = ctx, make(chan error, 1), true
 	sc.queue = append(sc.queue, p)
 	sc.mu.Unlock()
 	stalled := time.NewTimer(stallAfter)
@@ -99,17 +103,14 @@ func (s *Store) send(ctx context.Context, p *pendingSend) error {
 	for {
 		select {
 		case err := <-p.out:
-			if pn, ok := err.(*panicked); ok {
-				panic(pn.value)
-			}
-			return err
+			return outcome(err)
 		case <-stalled.C:
 			// The statements under way may wait for a lock: made alone
 			// beside them, unless they moved on.
 			sc.mu.Lock()
-			if i := slices.Index(sc.queue, p); i >= 0 {
+			if p.queued {
 				if slot := sc.slot(); slot != nil {
-					sc.queue = slices.Delete(sc.queue, i, i+1)
+					sc.unqueue(p)
 					sc.mu.Unlock()
 					defer s.sendNext(slot)
 					return s.sendAlone(ctx, p)
@@ -119,16 +120,33 @@ func (s *Store) send(ctx context.Context, p *pendingSend) error {
 			stalled.Reset(stallAfter)
 		case <-ctx.Done():
 			sc.mu.Lock()
-			sc.queue = slices.DeleteFunc(sc.queue, func(o *pendingSend) bool { return o == p })
+			if p.queued {
+				sc.unqueue(p)
+			}
 			sc.mu.Unlock()
 			select {
 			case err := <-p.out: // made (or failed) meanwhile
-				return err
+				return outcome(err)
 			default:
 				return ctx.Err()
 			}
 		}
 	}
+}
+
+// outcome is err, the outcome of a send of the queue, for its caller: a
+// panic of its statement alone is the caller's (eachAlone), as alone.
+func outcome(err error) error {
+	if pn, ok := err.(*panicked); ok {
+		panic(pn.value)
+	}
+	return err
+}
+
+// unqueue takes p, which waits, out of the queue. The caller holds sc.mu.
+func (sc *sendCombiner) unqueue(p *pendingSend) {
+	sc.queue = slices.DeleteFunc(sc.queue, func(o *pendingSend) bool { return o == p })
+	p.queued = false
 }
 
 // slot takes a statement slot and returns it, when fewer than maxSending
@@ -198,6 +216,9 @@ func (s *Store) takeSends(slot *sendSlot) []*pendingSend {
 	n := min(len(sc.queue), maxSent)
 	batch := slices.Clone(sc.queue[:n])
 	sc.queue = slices.Delete(sc.queue, 0, n)
+	for _, p := range batch {
+		p.queued = false
+	}
 	return batch
 }
 
@@ -237,6 +258,9 @@ func (s *Store) sendAll(batch []*pendingSend) {
 			p.out <- nil
 		}
 	case !serverAnswered(ctx, err): // stored or not, no one send's
+		if connLost(err) && s.allStored(ctx, batch) {
+			err = nil // the answer was lost, not the statement
+		}
 		for _, p := range batch {
 			p.out <- err
 		}
@@ -247,10 +271,28 @@ func (s *Store) sendAll(batch []*pendingSend) {
 			return
 		}
 		var wg sync.WaitGroup
+		defer wg.Wait() // also when the others panic: the keyed are made, and answered, all the same
 		wg.Go(func() { s.eachAlone(keyed) })
 		s.sendAll(slices.DeleteFunc(batch, func(p *pendingSend) bool { return p.done != nil }))
-		wg.Wait()
 	}
+}
+
+// allStored reports whether the messages of batch are stored: the
+// statement that stored them all or none of them committed. No when it
+// cannot tell.
+func (s *Store) allStored(ctx context.Context, batch []*pendingSend) bool {
+	ids := make([]string, len(batch))
+	for i, p := range batch {
+		ids[i] = p.m.ID
+	}
+	for range 3 { // the pool may hold other connections lost with it
+		var n int
+		err := s.w.NewRaw("SELECT count(*) FROM messages WHERE id = ANY(?::text[])", pgArray(ids)).Scan(ctx, &n)
+		if err == nil || !connLost(err) {
+			return err == nil && n == len(batch)
+		}
+	}
+	return false
 }
 
 // eachAlone stores each send of batch in a statement of its own, at once,
@@ -281,7 +323,9 @@ func serverAnswered(ctx context.Context, err error) bool {
 	if c == "" || connLost(err) || unavailable(err) {
 		return false
 	}
-	return c != "57014" || ctx.Err() == nil // query_canceled: by a statement_timeout, or for ctx
+	// query_canceled: by a statement_timeout, or for ctx (the driver may
+	// cancel a statement whose context ends).
+	return c != "57014" || ctx.Err() == nil
 }
 
 // whileWaited returns a context with the values of ctxs[0] that ends once
@@ -323,6 +367,7 @@ const insertSentManySQL = `WITH sent AS MATERIALIZED (
 	r AS (INSERT INTO conversation_members (conversation_id, contact_id)
 		SELECT DISTINCT sent.conv, sent.contact FROM sent
 		WHERE NOT EXISTS (SELECT 1 FROM conversation_members WHERE conversation_id = sent.conv AND contact_id = sent.contact)
+		ORDER BY sent.conv, sent.contact
 		ON CONFLICT (conversation_id, contact_id) DO NOTHING),
 	k AS (INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, result, created_at, expires_at)
 		SELECT k.scope, k.key, k.fp, '', k.result, k.at, k.exp

@@ -75,3 +75,57 @@ func TestSendAloneInBatchPanic(t *testing.T) {
 		t.Fatalf("the caller was not handed the panic:\n%s", out)
 	}
 }
+
+// TestSendPanicAfterContextEnds: a send of the queue, made alone
+// (a batch of one), panics; its caller's context ends meanwhile. The
+// panic is the caller's either way (send re-panics a *panicked it
+// receives on p.out); the ctx.Done branch of send reads p.out too, and
+// must not return the *panicked as an error. The Store has no database:
+// its statement panics (as in TestSendAllCaughtPanicAfterLeft).
+func TestSendPanicAfterContextEnds(t *testing.T) {
+	for i := range 20 {
+		s := &Store{opts: Options{Logger: slog.New(slog.DiscardHandler)}}
+		s.eventIDs.Store(eventIDsNumbered)
+		sc := &s.sending
+		sc.slots = []*sendSlot{{since: time.Now().Add(time.Hour)}, {since: time.Now().Add(time.Hour)}} // held, never stalled
+		ctx, cancel := context.WithCancel(context.Background())
+		p := &pendingSend{m: pendingFor(ctx, i).m}
+		res := make(chan any, 1)
+		go func() {
+			defer func() {
+				if v := recover(); v != nil {
+					res <- v
+				}
+			}()
+			res <- s.send(ctx, p)
+		}()
+		for {
+			sc.mu.Lock()
+			n := len(sc.queue)
+			sc.mu.Unlock()
+			if n == 1 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		// The caller's stall timer fires (stallAfter) while the queue is
+		// held: it waits for sc.mu, out of its select.
+		sc.mu.Lock()
+		batch := sc.queue
+		sc.queue = nil // taken, as takeSends takes it
+		time.Sleep(stallAfter + 50*time.Millisecond)
+		s.sendAllCaught(batch) // a batch of one: made alone, panics, p.out <- *panicked
+		cancel()
+		sc.mu.Unlock()
+		select {
+		case v := <-res:
+			if err, ok := v.(error); ok {
+				if _, pn := err.(*panicked); pn {
+					t.Fatalf("round %d: the caller got the panic as an error, %T %q: it would have panicked alone", i, err, err)
+				}
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: the caller got no answer", i)
+		}
+	}
+}

@@ -274,8 +274,9 @@ func New(db *bun.DB, opts *Options) (*Store, error) {
 // package postgres).
 func (s *Store) DB() *bun.DB { return s.w }
 
-// Close waits for the transactions of changes to messages under way (each
-// ends once its callers have their answers or have left), then closes the
+// Close waits for the transactions of changes to messages, and the
+// statements of sends that waited for one another (sends.go), under way
+// (each ends once its callers have their answers or have left), then closes the
 // databases that Open opened; it leaves those of a Store made by New open.
 // Call it once the Store's other calls have returned (as for sql.DB, a
 // call that starts during Close may fail).
