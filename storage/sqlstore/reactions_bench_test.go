@@ -19,9 +19,13 @@ import (
 // the message is read; and, as the yardstick measured under the same load,
 // a create of a message. Neither may grow with the number of reactors
 // (issue 15: react_and_take_back within 1.2x, as a rate relative to a
-// create, from 1 to 10,000). cpu-ns/op is the process's CPU time (the Go
-// code and SQLite's) per operation, steadier than ns/op on a shared
-// machine.
+// create, from 1 to 10,000). Also: a page of the message's conversation
+// whose cursor is that message (page_after), and creates in another
+// conversation while a caller reacts to the message and takes it back
+// every 2 ms (create_beside_reactions, by wall time: the reactions'
+// CPU is the process's too); neither may grow with its reactors either.
+// cpu-ns/op is the process's CPU time (the Go code and SQLite's) per
+// operation, steadier than ns/op on a shared machine.
 //
 //	go test ./storage/sqlstore -run '^$' -bench ReactionReactors -benchtime 2000x
 //
@@ -42,6 +46,10 @@ func BenchmarkReactionReactors(b *testing.B) {
 					require.NoError(b, err)
 					caller, err := msgs.SaveContact(ctx, messaging.Contact{Username: "caller"})
 					require.NoError(b, err)
+					for i := range 10 { // older than the popular message: page_after's page
+						_, err := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "c", Text: fmt.Sprintf("before %d", i)})
+						require.NoError(b, err)
+					}
 					m, err := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "c", Text: "popular"})
 					require.NoError(b, err)
 					// n reactors of "tada", stored in bulk; the counters as
@@ -100,6 +108,53 @@ func BenchmarkReactionReactors(b *testing.B) {
 							}
 						}
 						b.ReportMetric(float64(cputime.Process(b)-cpu)/float64(b.N), "cpu-ns/op")
+					})
+					after := messaging.ListOptions{ConversationID: "c", StartingAfter: m.ID, Limit: 10}
+					page, err := msgs.List(ctx, alice, after)
+					require.NoError(b, err)
+					require.Len(b, page.Data, 10)
+					b.Run("page_after", func(b *testing.B) {
+						b.ReportAllocs()
+						cpu := cputime.Process(b)
+						for b.Loop() {
+							if _, err := msgs.List(ctx, alice, after); err != nil {
+								b.Fatal(err)
+							}
+						}
+						b.ReportMetric(float64(cputime.Process(b)-cpu)/float64(b.N), "cpu-ns/op")
+					})
+					b.Run("create_beside_reactions", func(b *testing.B) {
+						stop, stopped := make(chan struct{}), make(chan int)
+						go func() {
+							tick := time.NewTicker(2 * time.Millisecond)
+							defer tick.Stop()
+							n := 0
+							for {
+								select {
+								case <-stop:
+									stopped <- n
+									return
+								case <-tick.C:
+								}
+								_, err := msgs.Update(ctx, caller, m.ID, react)
+								if err == nil {
+									_, err = msgs.RemoveReaction(ctx, caller, m.ID, "tada")
+								}
+								if err != nil {
+									b.Error(err)
+								}
+								n++
+							}
+						}()
+						start := time.Now()
+						for b.Loop() {
+							if _, err := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "d", Text: "beside"}); err != nil {
+								b.Fatal(err)
+							}
+						}
+						took := time.Since(start)
+						close(stop)
+						b.ReportMetric(float64(<-stopped)/took.Seconds(), "reactions/s")
 					})
 					b.Run("get", func(b *testing.B) {
 						b.ReportAllocs()
