@@ -11,10 +11,14 @@
 #   bash tools/benchfloor.sh sqlite          # one engine
 #   SIZE=1000000 DEPTH=100000 ROUNDS=3 DUR=10s bash tools/benchfloor.sh postgres
 #   SIZE=1000 OPS=create ALONE= bash tools/benchfloor.sh postgres   # creates only
+#   bash tools/benchfloor.sh mysql           # MySQL/MariaDB: Parley alone (the floor has no MySQL)
 #
 # PostgreSQL comes from PARLEY_BENCH_POSTGRES (default: the local server
 # with trust auth, postgres://postgres@127.0.0.1:5432/postgres); two
-# databases are created in it and dropped at the end.
+# databases are created in it and dropped at the end. MySQL/MariaDB comes
+# from PARLEY_BENCH_MYSQL (default: root with no password on
+# 127.0.0.1:3306), through the mysql client; one database is created in it
+# and dropped at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,15 +32,25 @@ OPS=${OPS:-create,list,deep}              # loaded against the floor
 ALONE=${ALONE-list,deep,create,react}     # loaded on Parley alone ("" for none)
 FLOOR_SRC=${FLOOR_SRC:-../shared/bench/floor}
 PG=${PARLEY_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
+MY=${PARLEY_BENCH_MYSQL:-mysql://root@127.0.0.1:3306}
+# mysqlcli runs the mysql client on MY's server (user, password, host, port).
+mysqlcli() {
+  local rest=${MY#mysql://} cred host user pass
+  cred=${rest%@*}; host=${rest#*@}; host=${host%%/*}
+  user=${cred%%:*}; pass=; [ "$cred" != "$user" ] && pass=${cred#*:}
+  MYSQL_PWD=$pass mysql -u "$user" -h "${host%:*}" -P "${host##*:}" "$@"
+}
 
 [ -d "$FLOOR_SRC" ] || { echo "benchfloor: no floor at $FLOOR_SRC (set FLOOR_SRC)" >&2; exit 1; }
 tmp=$(mktemp -d)
 pids=()
 dbs=()
+mydbs=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   for d in "${dbs[@]}"; do psql "$PG" -qc "DROP DATABASE IF EXISTS $d" >/dev/null 2>&1 || true; done
+  for d in "${mydbs[@]}"; do mysqlcli -e "DROP DATABASE IF EXISTS $d" >/dev/null 2>&1 || true; done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -75,10 +89,16 @@ for engine in $ENGINES; do
     done
     pdsn=${PG/\/postgres\?/\/parley_bench_$suffix?}; fkind=pg; fdsn=${PG/\/postgres\?/\/floor_bench_$suffix?}
     ;;
-  *) echo "benchfloor: unknown engine $engine (sqlite or postgres)" >&2; exit 2 ;;
+  mysql)
+    d=parley_bench_$$_$RANDOM
+    mysqlcli -e "CREATE DATABASE $d"
+    mydbs+=("$d")
+    pdsn=$MY/$d; fkind= # no floor
+    ;;
+  *) echo "benchfloor: unknown engine $engine (sqlite, postgres or mysql)" >&2; exit 2 ;;
   esac
   "$tmp/loadtest" -seed "$SIZE" -conv conv_big -user alice -db "$pdsn" | tail -1
-  "$tmp/floor" -db "$fkind" -dsn "$fdsn" -seed "$SIZE" -seed-conv conv_big | tail -1
+  [ -z "$fkind" ] || "$tmp/floor" -db "$fkind" -dsn "$fdsn" -seed "$SIZE" -seed-conv conv_big | tail -1
   if [ "$engine" = postgres ]; then
     psql "${pdsn}" -qc 'VACUUM ANALYZE' && psql "${fdsn}" -qc 'VACUUM ANALYZE'
   fi
@@ -86,14 +106,18 @@ for engine in $ENGINES; do
   pport=$(port); fport=$(port)
   "$tmp/parley" -addr "127.0.0.1:$pport" -data "$tmp/$engine/parley-data" -db "$pdsn" >/dev/null 2>"$tmp/$engine-parley.log" &
   pids+=($!)
-  mkdir -p "$tmp/$engine/floor-files"
-  "$tmp/floor" -db "$fkind" -dsn "$fdsn" -files "$tmp/$engine/floor-files" -addr "127.0.0.1:$fport" >/dev/null 2>"$tmp/$engine-floor.log" &
-  pids+=($!)
-  wait_up "$pport"; wait_up "$fport"
+  wait_up "$pport"
+  : >"$tmp/$engine-floor.txt"
+  if [ -n "$fkind" ]; then
+    mkdir -p "$tmp/$engine/floor-files"
+    "$tmp/floor" -db "$fkind" -dsn "$fdsn" -files "$tmp/$engine/floor-files" -addr "127.0.0.1:$fport" >/dev/null 2>"$tmp/$engine-floor.log" &
+    pids+=($!)
+    wait_up "$fport"
 
-  echo "== $engine: Parley (A) against the floor (B), $ROUNDS alternating rounds of $DUR, $CONNS connections"
-  "$tmp/loadtest" -url "http://127.0.0.1:$pport" -compare "http://127.0.0.1:$fport" \
-    -ops "$OPS" -depth "$DEPTH" -c "$CONNS" -d "$DUR" -rounds "$ROUNDS" | tee "$tmp/$engine-floor.txt"
+    echo "== $engine: Parley (A) against the floor (B), $ROUNDS alternating rounds of $DUR, $CONNS connections"
+    "$tmp/loadtest" -url "http://127.0.0.1:$pport" -compare "http://127.0.0.1:$fport" \
+      -ops "$OPS" -depth "$DEPTH" -c "$CONNS" -d "$DUR" -rounds "$ROUNDS" | tee "$tmp/$engine-floor.txt"
+  fi
 
   # react last: the message it reacts to is on the first page, which would
   # then carry a reaction that the floor's pages have not.

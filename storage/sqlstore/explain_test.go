@@ -196,11 +196,52 @@ func TestExplainMySQL(t *testing.T) {
 					found = true
 					assert.Equal(t, q.index, str(r["key"]))
 					assert.NotContains(t, str(r["Extra"]), "filesort")
+					if strings.Contains(name, "second page") {
+						// A range that starts at the cursor, not the
+						// conversation read from its newest row and
+						// filtered up to it (ref): that read as many
+						// rows as the page was deep.
+						assert.Equal(t, "range", str(r["type"]))
+					}
 				}
 			}
 			assert.True(t, found, "a plan row for messages")
 		})
 	}
+}
+
+// TestExplainMySQLDeepCursor: a page deep in a large conversation reads a
+// range from its cursor. Given the conversation by equality, MariaDB read
+// the conversation's index from its newest row (ref) and filtered every
+// row up to the cursor: 131 pages a second 9,000 deep.
+func TestExplainMySQLDeepCursor(t *testing.T) {
+	e := engine(t, "mysql")
+	s := e.Open(t)
+	seed(t, s, e.Name, 20000, 1)
+	var deep []messaging.Message
+	q := messaging.MessageQuery{ConversationIDs: []string{"conv_0"}, Limit: 100}
+	for range 90 { // 9,000 deep
+		page, _, err := s.ListMessages(t.Context(), q)
+		require.NoError(t, err)
+		require.Len(t, page, 100)
+		deep = page
+		last := page[len(page)-1]
+		q.After = &messaging.Cursor{Time: last.CreatedAt, ID: last.ID}
+	}
+	last := deep[len(deep)-1]
+	query, args := sqlstore.MessagePageSQL(s, messaging.MessageQuery{ConversationIDs: []string{"conv_0"}, Limit: 10,
+		After: &messaging.Cursor{Time: last.CreatedAt, ID: last.ID}})
+	var rows []map[string]any
+	require.NoError(t, s.DB().NewRaw("EXPLAIN "+query, args...).Scan(t.Context(), &rows))
+	for _, r := range rows {
+		if str(r["table"]) == "m" {
+			t.Logf("EXPLAIN (MySQL): type=%s key=%s rows=%v Extra=%s", str(r["type"]), str(r["key"]), str(r["rows"]), str(r["Extra"]))
+			assert.Equal(t, "range", str(r["type"]))
+			assert.Equal(t, "messages_conversation_created", str(r["key"]))
+			return
+		}
+	}
+	t.Fatal("no plan row for messages")
 }
 
 func str(v any) string {

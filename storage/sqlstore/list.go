@@ -103,7 +103,7 @@ func (s *Store) pageSQL(p pageQuery) (string, []any) {
 		}
 		order := ""
 		if b.conversation != "" {
-			if s.flavor == flavorPostgres {
+			if s.flavor == flavorPostgres || s.flavor == flavorMySQL && seek != "" {
 				// A range rather than "=", and the conversation first in
 				// ORDER BY: with "=", PostgreSQL drops the constant column
 				// from the order, and may then walk messages_created newest
@@ -111,12 +111,24 @@ func (s *Store) pageSQL(p pageQuery) (string, []any) {
 				// conversations wrote since (measured: 4.2 ms rather than
 				// 0.13 ms for a conversation of a million under 30,000
 				// newer rows elsewhere). Only the conversation's index gives
-				// this order.
+				// this order. MariaDB, given "=" and a cursor, reads the
+				// conversation's index from its newest row (ref access) and
+				// filters up to the cursor (9,012 rows read for a page 9,000
+				// deep, against 12 with the range: ANALYZE SELECT); without
+				// a cursor "=" reads what it needs, and spares the range's
+				// estimates (a first page at 8,700 req/s with the range,
+				// 10,200 without).
 				cond(a + ".conversation_id >= ? AND " + a + ".conversation_id <= ?")
 				args = append(args, b.conversation, b.conversation)
-				order = "ASC"
-				if dir == "ASC" {
+				switch {
+				case s.flavor == flavorMySQL:
+					// Its index is ascending throughout: read backwards, or
+					// forwards, whole.
+					order = dir
+				case dir == "ASC":
 					order = "DESC"
+				default:
+					order = "ASC"
 				}
 			} else {
 				cond(a + ".conversation_id = ?")
