@@ -66,10 +66,10 @@ func (s *Store) createMessage(ctx context.Context, m messaging.Message, attachme
 	var err error
 	alone := s.flavor == flavorPostgres && len(atts) == 0
 	var evs []messaging.Event // the events of a send alone
-	if alone && rec != nil {
-		evs = rec(messaging.Change{Message: &after})
-	}
 	if alone {
+		if rec != nil {
+			evs = rec(messaging.Change{Message: &after})
+		}
 		// The message is all of the change, known before it is made: its
 		// rows, tally, events and key record go in with it in one
 		// statement, atomic on its own, with no transaction to begin and

@@ -223,26 +223,44 @@ const insertEventsArraysSQL = `INSERT INTO events (type, conversation_id, audien
 // PostgreSQL array literals of their types, conversations, audiences,
 // times (as the driver writes a time.Time argument) and payloads.
 func eventsArrays(evs []messaging.Event) ([]any, error) {
-	var cols [5][]byte
-	for i, e := range evs {
+	cols := make(pgArrays, 5)
+	for _, e := range evs {
 		p, err := payloadOf(e)
 		if err != nil {
 			return nil, err
 		}
-		for c, v := range [5]string{string(e.Type), e.ConversationID, e.AudienceID, e.Created.UTC().Format("2006-01-02 15:04:05.999999-07:00"), string(p)} {
-			if i == 0 {
-				cols[c] = append(cols[c], '{')
-			} else {
-				cols[c] = append(cols[c], ',')
-			}
-			cols[c] = appendArrayElem(cols[c], v)
+		for c, v := range [5]string{string(e.Type), e.ConversationID, e.AudienceID, driverTime(e.Created), string(p)} {
+			cols.add(c, v)
 		}
 	}
-	args := make([]any, len(cols))
-	for c := range cols {
-		args[c] = string(append(cols[c], '}'))
+	return cols.args(make([]any, 0, len(cols))), nil
+}
+
+// pgArrays builds PostgreSQL array literals of text, a column each, an
+// element at a time.
+type pgArrays [][]byte
+
+// add appends v to the column c.
+func (a pgArrays) add(c int, v string) {
+	if len(a[c]) == 0 {
+		a[c] = append(a[c], '{')
+	} else {
+		a[c] = append(a[c], ',')
 	}
-	return args, nil
+	a[c] = appendArrayElem(a[c], v)
+}
+
+// args appends the literals to dst, in the order of the columns ("{}" for
+// a column without elements), and returns it.
+func (a pgArrays) args(dst []any) []any {
+	for _, col := range a {
+		if len(col) == 0 {
+			dst = append(dst, "{}")
+		} else {
+			dst = append(dst, string(append(col, '}')))
+		}
+	}
+	return dst
 }
 
 // appendArrayElem appends v to b as an element of a PostgreSQL array

@@ -438,7 +438,7 @@ func expandArgs(query string, args []any, dollar bool) (string, []any, bool) {
 				}
 				out = append(out, a)
 			} else {
-				out = append(out, sqliteTime(a))
+				out = append(out, driverTime(a))
 			}
 			placeholder()
 		case idList:
@@ -475,8 +475,9 @@ func expandList[E any](b *strings.Builder, out *[]any, list []E, placeholder fun
 	return true
 }
 
-// sqliteTime is t as bun writes it for SQLite (and as the store stores it).
-func sqliteTime(t time.Time) string {
+// driverTime is t as the drivers write a time.Time argument, SQLite's (as
+// the store stores it) and PostgreSQL's: in UTC, to the microsecond.
+func driverTime(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04:05.999999-07:00")
 }
 

@@ -281,13 +281,14 @@ func (s *Store) sendAll(batch []*pendingSend) {
 // statement that stored them all or none of them committed. No when it
 // cannot tell.
 func (s *Store) allStored(ctx context.Context, batch []*pendingSend) bool {
-	ids := make([]string, len(batch))
-	for i, p := range batch {
-		ids[i] = p.m.ID
+	col := make(pgArrays, 1)
+	for _, p := range batch {
+		col.add(0, p.m.ID)
 	}
+	ids := col.args(nil)
 	for range 3 { // the pool may hold other connections lost with it
 		var n int
-		err := s.w.NewRaw("SELECT count(*) FROM messages WHERE id = ANY(?::text[])", pgArray(ids)).Scan(ctx, &n)
+		err := s.w.NewRaw("SELECT count(*) FROM messages WHERE id = ANY(?::text[])", ids...).Scan(ctx, &n)
 		if err == nil || !connLost(err) {
 			return err == nil && n == len(batch)
 		}
@@ -382,58 +383,34 @@ const insertSentManySQL = `WITH sent AS MATERIALIZED (
 
 // sentArrays returns the arguments of insertSentManySQL for batch.
 func sentArrays(batch []*pendingSend) ([]any, error) {
-	const layout = "2006-01-02 15:04:05.999999-07:00"
-	var msgs [7][]string
-	var keys [6][]string
+	msgs, keys := make(pgArrays, 7), make(pgArrays, 6)
 	var evs []messaging.Event
 	for _, p := range batch {
 		m := p.m
 		readAt, updatedAt := "", ""
 		if !m.ReadAt.IsZero() {
-			readAt = m.ReadAt.UTC().Format(layout)
+			readAt = driverTime(m.ReadAt)
 		}
 		if !m.UpdatedAt.IsZero() {
-			updatedAt = m.UpdatedAt.UTC().Format(layout)
+			updatedAt = driverTime(m.UpdatedAt)
 		}
-		for c, v := range [7]string{m.ID, m.ConversationID, m.Contact.ID, m.Text, readAt, m.CreatedAt.UTC().Format(layout), updatedAt} {
-			msgs[c] = append(msgs[c], v)
+		for c, v := range [7]string{m.ID, m.ConversationID, m.Contact.ID, m.Text, readAt, driverTime(m.CreatedAt), updatedAt} {
+			msgs.add(c, v)
 		}
 		if d := p.done; d != nil {
 			result := d.Result
 			if result == nil {
 				result = []byte("null") // storeKey's JSON of no result
 			}
-			for c, v := range [6]string{d.Scope, d.Key, d.Fingerprint, `\x` + hex.EncodeToString(result), d.CreatedAt.UTC().Format(layout), d.ExpiresAt.UTC().Format(layout)} {
-				keys[c] = append(keys[c], v)
+			for c, v := range [6]string{d.Scope, d.Key, d.Fingerprint, `\x` + hex.EncodeToString(result), driverTime(d.CreatedAt), driverTime(d.ExpiresAt)} {
+				keys.add(c, v)
 			}
 		}
 		evs = append(evs, p.evs...)
-	}
-	args := make([]any, 0, 18)
-	for _, col := range msgs {
-		args = append(args, pgArray(col))
-	}
-	for _, col := range keys {
-		args = append(args, pgArray(col))
-	}
-	if len(evs) == 0 {
-		return append(args, "{}", "{}", "{}", "{}", "{}"), nil
 	}
 	evArgs, err := eventsArrays(evs)
 	if err != nil {
 		return nil, err
 	}
-	return append(args, evArgs...), nil
-}
-
-// pgArray is vs as a PostgreSQL array literal.
-func pgArray(vs []string) string {
-	b := []byte{'{'}
-	for i, v := range vs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendArrayElem(b, v)
-	}
-	return string(append(b, '}'))
+	return append(keys.args(msgs.args(make([]any, 0, 18))), evArgs...), nil
 }
