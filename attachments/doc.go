@@ -89,9 +89,14 @@
 // # File names
 //
 // A file name is the base name of the uploaded name (no path), with invalid
-// UTF-8 and control characters removed, trimmed, at most 255 bytes; a name
-// that is empty after cleaning, "." or ".." is invalid. Renames follow the
-// same rules, change the row only, and never copy the bytes.
+// UTF-8 removed, and the characters that are not shown or that break a
+// line (control and format characters such as bidirectional controls, soft
+// hyphens, zero-width spaces and tag characters; U+2028 and U+2029; the
+// zero-width joiner and non-joiner stay), trimmed, and cut to at most 255
+// bytes on a character boundary, keeping its extension (a name of 300 "A"
+// and ".txt" keeps ".txt"). A name that is empty after cleaning, "." or
+// ".." is invalid. Renames follow the same rules, change the row only, and
+// never copy the bytes.
 //
 // # Errors
 //

@@ -187,30 +187,78 @@ func UnknownCursor(param, id string) error {
 }
 
 // Filename cleans an uploaded file's name: its base name (after the last /
-// or \), invalid UTF-8, control and invisible characters removed, surrounding white
-// space trimmed, cut to at most 255 bytes on a character boundary. A name
-// that is empty after cleaning, "." or ".." is an error.
+// or \), invalid UTF-8 and the characters unseenInName reports removed,
+// surrounding white space trimmed, and cut to at most 255 bytes on a
+// character boundary, keeping its extension (see cutName). A name that is
+// empty after cleaning, "." or ".." is an error. Cleaning a cleaned name
+// changes nothing.
 func Filename(param, name string) (string, error) {
 	name = strings.ToValidUTF8(name, "")
 	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
 		name = name[i+1:]
 	}
 	name = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || invisible(r) {
+		if unseenInName(r) {
 			return -1
 		}
 		return r
 	}, name)
-	name = strings.TrimSpace(name)
-	for len(name) > 255 {
-		_, size := utf8.DecodeLastRuneInString(name)
-		name = name[:len(name)-size]
-	}
-	name = strings.TrimSpace(name)
+	name = strings.TrimSpace(cutName(strings.TrimSpace(name), maxNameBytes))
 	if name == "" || name == "." || name == ".." || path.Base(name) != name {
 		return "", BadParam(param, param+" is empty or not a valid file name")
 	}
 	return name, nil
+}
+
+// maxNameBytes is the longest file name, in bytes of UTF-8.
+const maxNameBytes = 255
+
+// maxExtBytes is the longest extension (with its dot) that cutName keeps:
+// longer than any in use, short enough that the name keeps most of its
+// stem.
+const maxExtBytes = 32
+
+// cutName cuts name to at most max bytes on a character boundary. The cut
+// is made in the stem so that the extension (path.Ext: from the last dot)
+// stays, unless that "extension" is longer than maxExtBytes or holds white
+// space, which is no extension but a name with a dot in it: then the end
+// is cut. (300 × "A" + ".txt" gives 251 × "A" + ".txt".) Only the last
+// extension is kept: "….tar.gz" keeps ".gz".
+func cutName(name string, max int) string {
+	if len(name) <= max {
+		return name
+	}
+	ext := path.Ext(name)
+	if len(ext) < 2 || len(ext) > maxExtBytes || len(ext) == len(name) || strings.ContainsFunc(ext, unicode.IsSpace) {
+		ext = ""
+	}
+	stem := name[:len(name)-len(ext)]
+	for len(stem) > max-len(ext) {
+		_, size := utf8.DecodeLastRuneInString(stem)
+		stem = stem[:len(stem)-size]
+	}
+	return strings.TrimRightFunc(stem, unicode.IsSpace) + ext
+}
+
+// unseenInName reports the characters removed from file names: those that
+// are not shown, or that break the line a name is shown on, so that a name
+// reads as what it is. They are the control characters; the format
+// characters (category Cf: the bidirectional controls, which can make
+// "gnp.exe" look like "exe.png", the soft hyphen, zero-width spaces, the
+// word joiner and invisible operators, the byte order mark, the tag
+// characters U+E0000 to U+E007F, the interlinear annotation marks, …);
+// the line and paragraph separators U+2028 and U+2029; and the other
+// code points Unicode says to ignore when they cannot be shown (Hangul
+// fillers, the combining grapheme joiner, unassigned tag and format
+// code points). The zero-width joiner and non-joiner (U+200D, U+200C)
+// stay: emoji sequences and Persian and Indic words need them, and they
+// hide nothing. So do variation selectors, which choose how an emoji is
+// drawn.
+func unseenInName(r rune) bool {
+	if r == '\u200c' || r == '\u200d' {
+		return false
+	}
+	return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Other_Default_Ignorable_Code_Point)
 }
 
 // IdempotencyKey checks an idempotency key: 1 to 255 characters of valid

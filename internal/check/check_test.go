@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,12 +28,61 @@ func TestFilename(t *testing.T) {
 		assert.Equal(t, tc.want, got, "%q", tc.in)
 		assert.LessOrEqual(t, len(got), 255)
 	}
-	for _, bad := range []string{"", "   ", ".", "..", "dir/", "a/..", "\x01\x02"} {
+	for _, bad := range []string{"", "   ", ".", "..", "dir/", "a/..", "\x01\x02", "\u00ad\u2028\U000E0041"} {
 		_, err := Filename("filename", bad)
 		var e *Error
 		require.True(t, errors.As(err, &e), "%q: %v", bad, err)
 		assert.Equal(t, "filename", e.Param)
 		assertInvalid(t, err)
+	}
+}
+
+// TestFilenameCutKeepsExtension: a name cut to 255 bytes keeps its
+// extension (issue 30: 300 × A + ".txt" became 255 A), on a character
+// boundary, unless the "extension" is too long to be one.
+func TestFilenameCutKeepsExtension(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{strings.Repeat("A", 300) + ".txt", strings.Repeat("A", 251) + ".txt"},
+		{strings.Repeat("é", 200) + ".pdf", strings.Repeat("é", 125) + ".pdf"}, // 250 + 4 bytes: no half character
+		{"é" + strings.Repeat("x", 300) + ".tar.gz", "é" + strings.Repeat("x", 250) + ".gz"},
+		{"a" + strings.Repeat(" ", 300) + ".txt", "a.txt"},                                                                    // no white space before the extension
+		{strings.Repeat("A", 300) + ".a b", strings.Repeat("A", 255)},                                                         // white space: no extension
+		{strings.Repeat("A", 200) + "." + strings.Repeat("x", 100), strings.Repeat("A", 200) + "." + strings.Repeat("x", 54)}, // too long to be an extension
+		{strings.Repeat("A", 251) + ".txt", strings.Repeat("A", 251) + ".txt"},                                                // 255 bytes: not cut
+	} {
+		got, err := Filename("filename", tc.in)
+		require.NoError(t, err, "%q", tc.in)
+		assert.Equal(t, tc.want, got, "%q", tc.in)
+		assert.LessOrEqual(t, len(got), 255)
+		assert.True(t, utf8.ValidString(got))
+	}
+}
+
+// TestFilenameInvisible: characters that are not seen, or that break a
+// line, are removed from file names (issue 30: U+2028, soft hyphens and
+// tag characters survived); the joiners that scripts and emoji need stay.
+func TestFilenameInvisible(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"line\u2028sep\u2029.txt", "linesep.txt"},
+		{"soft\u00adhyphen.txt", "softhyphen.txt"},
+		{"tag\U000E0001\U000E0065\U000E007Fs.txt", "tags.txt"},
+		{"\u202aa\u202bb\u202cc\u202dd\u202ee.txt", "abcde.txt"},         // embeddings and overrides
+		{"\u2066a\u2067b\u2068c\u2069d\u200ee\u200ff.txt", "abcdef.txt"}, // isolates and marks
+		{"z\u200bw\u2060j\ufeffn.txt", "zwjn.txt"},                       // zero-width space, word joiner, BOM
+		{"invisible\u2061\u2062\u2063\u2064ops.txt", "invisibleops.txt"},
+		{"mongolian\u180evs.txt", "mongolianvs.txt"},
+		{"hangul\u3164\u115f\u1160\uffa0filler.txt", "hangulfiller.txt"},
+		{"cgj\u034f.txt", "cgj.txt"},
+		{"annot\ufff9a\ufffab\ufffb.txt", "annotab.txt"},
+		{"shorthand\U0001BCA0\U0001BCA3.txt", "shorthand.txt"},
+		{"\U0001F468\u200d\U0001F469\u200d\U0001F467.png", "\U0001F468\u200d\U0001F469\u200d\U0001F467.png"},             // emoji joined by ZWJ
+		{"\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645.txt", "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645.txt"}, // Persian needs ZWNJ
+		{"\u2764\ufe0f.png", "\u2764\ufe0f.png"},                                                                         // variation selector
+		{"caf\u0065\u0301.txt", "caf\u0065\u0301.txt"},                                                                   // combining accent
+	} {
+		got, err := Filename("filename", tc.in)
+		require.NoError(t, err, "%q", tc.in)
+		assert.Equal(t, tc.want, got, "%q", tc.in)
 	}
 }
 

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"path"
 	"strings"
 	"testing"
 	"unicode"
@@ -8,11 +9,13 @@ import (
 )
 
 // FuzzFilename: a cleaned name is valid UTF-8 of at most 255 bytes, with no
-// separator, control or invisible character, not "." or "..", and cleaning
-// it again changes nothing.
+// separator or unseen character (unseenInName), not "." or "..", and
+// cleaning it again changes nothing; a name that was cut keeps its short
+// extension.
 func FuzzFilename(f *testing.F) {
 	for _, s := range []string{"notes.txt", "../../etc/passwd", `C:\Users\a\résumé.pdf`, "a\x00b", " . ", "\u202egnp.exe",
-		strings.Repeat("é", 200), "\xff\xfe.txt", "a/", "..", "x\u200by"} {
+		strings.Repeat("é", 200), "\xff\xfe.txt", "a/", "..", "x\u200by",
+		strings.Repeat("A", 300) + ".txt", strings.Repeat("é", 200) + ".pdf", "soft\u00adhyphen\u2028\U000E0041.txt"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
@@ -24,12 +27,15 @@ func FuzzFilename(f *testing.F) {
 			t.Fatalf("%q cleaned to %q", name, got)
 		}
 		for _, r := range got {
-			if r == '/' || r == '\\' || unicode.IsControl(r) || invisible(r) {
+			if r == '/' || r == '\\' || unicode.IsControl(r) || invisible(r) || unseenInName(r) {
 				t.Fatalf("%q cleaned to %q, which holds %U", name, got, r)
 			}
 		}
 		if again, err := Filename("filename", got); err != nil || again != got {
 			t.Fatalf("cleaning %q again gives %q, %v", got, again, err)
+		}
+		if ext := path.Ext(name); len(name) > 300 && len(ext) >= 2 && len(ext) <= 8 && strings.Trim(ext[1:], "abcdefghijklmnopqrstuvwxyz") == "" && !strings.HasSuffix(got, ext) {
+			t.Fatalf("%q cleaned to %q, without its extension %q", name, got, ext)
 		}
 	})
 }
