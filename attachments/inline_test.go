@@ -21,6 +21,21 @@ func TestInline(t *testing.T) {
 		{"text/plain", true},
 		{"text/plain; charset=utf-8", true},
 		{"Text/Plain; charset=UTF-8", true},
+		{"text/plain; charset=us-ascii", true},
+		{"text/plain; charset=\"utf-8\"", true},
+		{"text/plain; charset=utf8", true},
+		{"text/plain; charset=ASCII", true},
+		{"image/png; charset=binary", false}, // a charset that is not UTF-8 or ASCII, on any type
+
+		// Issue 30: a charset a browser may decode into markup (UTF-7
+		// hides "<script>" as "+ADw-script+AD4-"), or any other that is not
+		// UTF-8 or ASCII, is a download.
+		{"text/plain; charset=utf-7", false},
+		{"text/plain; charset=UTF-7", false},
+		{"text/plain; charset=utf-16be", false}, // what http.DetectContentType gives for a UTF-16 BOM
+		{"text/plain; charset=iso-2022-jp", false},
+		{"text/plain; charset=windows-1252", false},
+		{"text/plain; charset=", false},
 		{"audio/mpeg", true},
 		{"audio/ogg", true},
 		{"video/mp4", true},

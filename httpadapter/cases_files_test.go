@@ -110,6 +110,10 @@ func testInlineTypes(t *testing.T, newStore newStoreFunc) {
 		{"song.mp3", "audio/mpeg", "inline"},
 		{"clip.webm", "video/webm", "inline"},
 		{"clip.mp4", "video/mp4", "inline"},
+		{"plain.txt", "text/plain; charset=utf-8", "inline"},
+		// Issue 30: UTF-7 (and any charset but UTF-8 and ASCII) is a download.
+		{"seven.txt", "text/plain; charset=utf-7", "attachment"},
+		{"sixteen.txt", "text/plain; charset=utf-16le", "attachment"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id := e.upload(t, "alice", "types", tc.name, tc.ctype, "bytes of "+tc.name)
