@@ -75,7 +75,7 @@ func (a *api) createAttachment(w http.ResponseWriter, r *http.Request, caller me
 	// 4 KiB into uploadReadSize (the copies between the two are cheap next
 	// to a system call each).
 	body := bufio.NewReaderSize(http.MaxBytesReader(w, r.Body, limit), uploadReadSize)
-	mr := multipart.NewReader(body, boundary)
+	mr := newFormParts(body, boundary)
 	var fields uploadFields
 	for parts := 0; ; parts++ {
 		if parts == maxPairs {
@@ -160,7 +160,8 @@ func (a *api) uploadBodyError(err error) error {
 		return a.uploadTooLarge()
 	}
 	var ke *messaging.Error
-	if errors.As(err, &ke) {
+	var he *httpError
+	if errors.As(err, &ke) || errors.As(err, &he) {
 		return err
 	}
 	return bodyInvalid("the upload body cannot be read or parsed")
@@ -172,7 +173,7 @@ func (a *api) uploadBodyError(err error) error {
 // the read, and with it the upload, before anything is committed.
 type fileBody struct {
 	part   *multipart.Part
-	mr     *multipart.Reader
+	mr     *formParts
 	fields *uploadFields
 	done   bool
 	err    error
@@ -216,7 +217,7 @@ func (b *fileBody) finish() error {
 	}
 }
 
-func (a *api) upload(w http.ResponseWriter, r *http.Request, caller messaging.Contact, mr *multipart.Reader, part *multipart.Part, fields uploadFields, idem messaging.Idempotency) {
+func (a *api) upload(w http.ResponseWriter, r *http.Request, caller messaging.Contact, mr *formParts, part *multipart.Part, fields uploadFields, idem messaging.Idempotency) {
 	ctx := r.Context()
 	name := part.FileName()
 	if name == "" {

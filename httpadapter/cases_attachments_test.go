@@ -34,6 +34,10 @@ func fileURLServes(data string) func(t *testing.T, e *env, fx *fixture, res *res
 	}
 }
 
+// unclosedUpload is a multipart body (boundary xyz) of the file notes.txt,
+// cut after its bytes: no delimiter follows.
+const unclosedUpload = "--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"notes.txt\"\r\nContent-Type: text/plain\r\n\r\nsome notes"
+
 var uploadCases = []apiCase{
 	{name: "file", method: "POST", path: "/v1/attachments", body: multipartBody(file("notes.txt", "text/plain", "some notes")),
 		wantStatus: 201, want: newAttachment, check: fileURLServes("some notes")},
@@ -101,6 +105,20 @@ var uploadCases = []apiCase{
 		wantStatus: 415, wantErr: errMediaType},
 	{name: "malformed multipart", method: "POST", path: "/v1/attachments", body: raw("multipart/form-data; boundary=xyz", "--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\r\ntruncated"),
 		wantStatus: 400, wantErr: errBody},
+	// Issue 30: a body cut after a delimiter line, before the closing
+	// "--xyz--", was stored as complete.
+	{name: "no closing boundary", method: "POST", path: "/v1/attachments", body: raw("multipart/form-data; boundary=xyz", unclosedUpload+"\r\n--xyz\r\n"),
+		wantStatus: 400, wantErr: errBody},
+	{name: "no closing boundary after a field", method: "POST", path: "/v1/attachments", body: raw("multipart/form-data; boundary=xyz", unclosedUpload+"\r\n--xyz\r\nContent-Disposition: form-data; name=\"x\"\r\n\r\ny\r\n--xyz\r\n"),
+		wantStatus: 400, wantErr: errBody},
+	{name: "no closing boundary into a message", method: "POST", path: "/v1/attachments", body: raw("multipart/form-data; boundary=xyz", "--xyz\r\nContent-Disposition: form-data; name=\"message_id\"\r\n\r\n{msgA}\r\n"+unclosedUpload[len("--xyz\r\n"):]+"\r\n--xyz\r\n"),
+		wantStatus: 400, wantErr: errBody},
+	{name: "delimiter without its dashes", method: "POST", path: "/v1/attachments", body: raw("multipart/form-data; boundary=xyz", unclosedUpload+"\r\n--xyz"),
+		wantStatus: 400, wantErr: errBody},
+	{name: "closing boundary without CRLF", method: "POST", path: "/v1/attachments", body: raw("multipart/form-data; boundary=xyz", unclosedUpload+"\r\n--xyz--"),
+		wantStatus: 201, want: map[string]any{"file_size": len("some notes")}},
+	{name: "closing boundary and an epilogue", method: "POST", path: "/v1/attachments", body: raw("multipart/form-data; boundary=xyz", unclosedUpload+"\r\n--xyz--\r\nepilogue"),
+		wantStatus: 201, want: map[string]any{"file_size": len("some notes")}},
 }
 
 var getAttachmentCases = []apiCase{

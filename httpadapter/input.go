@@ -103,13 +103,17 @@ func (a *api) bodyTooLarge() error {
 		"the request body is larger than the limit of "+strconv.FormatInt(a.maxBody, 10)+" bytes")
 }
 
-// bodyError turns a failure to read a body into a 413 (over a limit) or a
-// 400 body_invalid.
+// bodyError turns a failure to read a body into a 413 (over a limit), the
+// adapter's own 400 when it is one, or a 400 body_invalid.
 func (a *api) bodyError(err error) error {
 	var mb *http.MaxBytesError
 	if errors.As(err, &mb) {
 		return newHTTPError(http.StatusRequestEntityTooLarge, typeInvalidRequest, codeTooLarge,
 			"the request body is larger than the limit of "+strconv.FormatInt(mb.Limit, 10)+" bytes")
+	}
+	var he *httpError
+	if errors.As(err, &he) {
+		return err
 	}
 	return bodyInvalid("the request body cannot be read or parsed")
 }
@@ -120,11 +124,12 @@ func (a *api) readMultipartInput(w http.ResponseWriter, r *http.Request) (input,
 	if r.ContentLength > a.maxBody {
 		return nil, a.bodyTooLarge()
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, a.maxBody)
-	mr, err := r.MultipartReader()
-	if err != nil {
-		return nil, bodyInvalid("malformed multipart/form-data body")
+	_, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type")) // parsed by readInput
+	boundary := params["boundary"]
+	if boundary == "" {
+		return nil, bodyInvalid("malformed multipart/form-data body: no boundary")
 	}
+	mr := newFormParts(http.MaxBytesReader(w, r.Body, a.maxBody), boundary)
 	var f formInput
 	var buf bytes.Buffer
 	for {
