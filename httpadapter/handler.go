@@ -218,8 +218,11 @@ func New(msgs *messaging.Service, files *attachments.Service, opts *Options) (ht
 
 // ServeHTTP answers a path that is not in canonical form (// . ..) with a
 // 404, as it answers unknown paths, rather than the ServeMux's plain-text
-// redirect; everything else goes to the routes.
+// redirect; everything else goes to the routes. Every answer carries
+// X-Content-Type-Options: nosniff, so that no browser reads a JSON answer
+// (which may quote a client's text) as another type.
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header()["X-Content-Type-Options"] = noSniff
 	if p := r.URL.Path; p != "" && p[0] != '/' {
 		// Mounted with http.StripPrefix("/prefix/", …): put the slash back.
 		r2 := *r
@@ -237,6 +240,10 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	a.mux.ServeHTTP(w, r)
 }
+
+// noSniff is the value of X-Content-Type-Options on every answer; net/http
+// never changes a header's value slice in place.
+var noSniff = []string{"nosniff"}
 
 func isClean(p string) bool {
 	if p == "" || p[0] != '/' {

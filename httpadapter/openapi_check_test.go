@@ -227,6 +227,10 @@ func (c *apiChecker) check(r *http.Request, body []byte, complete bool, rec *rec
 	}
 	what := r.Method + " " + r.URL.RequestURI()
 	head := r.Method == http.MethodHead
+	if got := rec.header.Get("X-Content-Type-Options"); got != "nosniff" {
+		// Issue 30: JSON answers came without it.
+		c.errorf("%s: %d with X-Content-Type-Options %q, not nosniff", what, status, got)
+	}
 	vr := r.Clone(r.Context())
 	if head {
 		vr.Method = http.MethodGet

@@ -118,8 +118,9 @@ func (t *errorsT) reported() []string {
 // and a request that the document rejects but the server accepts.
 func TestOpenAPICheckerCatchesDrift(t *testing.T) {
 	const (
-		emptyList = `{"object":"list","data":[],"has_more":false}`
-		event     = `{"id":"evt_1","object":"event","type":"message.deleted","conversation_id":"c","created":1,"data":{"object":{"id":"msg_1","object":"message","deleted":true}}}`
+		noSniffCase = "without nosniff" // the one answer without X-Content-Type-Options: nosniff
+		emptyList   = `{"object":"list","data":[],"has_more":false}`
+		event       = `{"id":"evt_1","object":"event","type":"message.deleted","conversation_id":"c","created":1,"data":{"object":{"id":"msg_1","object":"message","deleted":true}}}`
 	)
 	for _, tc := range []struct {
 		name, method, path, ctype, body string
@@ -138,12 +139,16 @@ func TestOpenAPICheckerCatchesDrift(t *testing.T) {
 		{"unknown path refused", "GET", "/v1/nothing", "", "", 404, "application/json", `{"error":{"type":"not_found_error","code":"resource_missing","message":"no"}}`, ""},
 		{"stream", "GET", "/v1/events", "", "", 200, "text/event-stream", "id: evt_1\nevent: message.deleted\ndata: " + event + "\n\n", ""},
 		{"stream bad event", "GET", "/v1/events", "", "", 200, "text/event-stream", "event: message.gone\ndata: {\"object\":\"event\"}\n\n", "does not match Event"},
+		{noSniffCase, "GET", "/v1/messages?limit=5", "", "", 200, "application/json", emptyList, "not nosniff"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &errorsT{TB: t}
 			c := checkAPI(rec, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				_, _ = io.Copy(io.Discard, r.Body)
 				w.Header().Set("Content-Type", tc.resType)
+				if tc.name != noSniffCase {
+					w.Header().Set("X-Content-Type-Options", "nosniff")
+				}
 				if tc.status == 201 {
 					w.Header().Set("Location", "/v1/messages/msg_1")
 				}
