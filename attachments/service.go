@@ -131,8 +131,10 @@ type Upload struct {
 // Upload streams u.Body into the blob store and records the attachment,
 // linked to u.MessageID when given. It fails with ErrInvalid for a bad name
 // or conversation, ErrNotFound for a conversation or message the caller may
-// not see, ErrPermission for a message of another sender, ErrInvalid when
-// that message has its most attachments already, and ErrTooLarge beyond
+// not see, ErrPermission for a message of another sender, ErrInvalid
+// (param message_id) when that message has its most attachments already
+// (checked before u.Body is read, and again when the link is written), and
+// ErrTooLarge beyond
 // MaxUploadBytes; on any failure no row and no object are left. With an
 // idempotency key: ErrInvalid (messaging.CodeKeyReused) for a key first
 // used with other fields or bytes, ErrConflict (messaging.CodeKeyInUse)
@@ -173,6 +175,11 @@ func (s *Service) store(ctx context.Context, caller messaging.Contact, u Upload,
 		}
 		if u.ConversationID != "" && u.ConversationID != m.ConversationID {
 			return messaging.Attachment{}, check.BadParam("conversation_id", "conversation_id differs from the message's conversation")
+		}
+		if len(m.Attachments) >= s.msgsAPI.MaxAttachments() {
+			// Refused before the file is read; Attach checks again, in the
+			// transaction that links it.
+			return messaging.Attachment{}, s.messageFull()
 		}
 		u.ConversationID = m.ConversationID
 	}
@@ -270,6 +277,9 @@ func (s *Service) store(ctx context.Context, caller messaging.Contact, u Upload,
 		if messaging.KindOf(err) == messaging.ErrNotFound {
 			return messaging.Attachment{}, noMessage(u.MessageID)
 		}
+		if ce := (*check.Error)(nil); errors.As(err, &ce) && ce.Param == "attachments" {
+			return messaging.Attachment{}, s.messageFull() // filled meanwhile
+		}
 		return messaging.Attachment{}, err
 	}
 	if done == nil {
@@ -351,6 +361,7 @@ type messagingAPI interface {
 	Release(ctx context.Context, rec messaging.IdempotencyRecord, err error) error
 	Replay(rec messaging.IdempotencyRecord, fp string, v any) error
 	Fingerprint(parts ...string) string
+	MaxAttachments() int
 	Attach(ctx context.Context, caller messaging.Contact, messageID string, a messaging.Attachment, done *messaging.IdempotencyRecord) (messaging.Message, error)
 }
 
@@ -388,6 +399,12 @@ func (s *Service) settleRow(ctx context.Context, a messaging.Attachment, err err
 // hold them forever.
 func (s *Service) finishing(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), s.opts.FinishTimeout)
+}
+
+// messageFull is the error of an upload to a message that has its most
+// attachments.
+func (s *Service) messageFull() error {
+	return check.BadParam("message_id", "the message has its most attachments already ("+strconv.Itoa(s.msgsAPI.MaxAttachments())+")")
 }
 
 func noMessage(id string) error {

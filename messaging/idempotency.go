@@ -425,6 +425,10 @@ func (f files) Replay(rec IdempotencyRecord, fp string, v any) error { return re
 // Fingerprint returns the fingerprint of a write's arguments.
 func (f files) Fingerprint(parts ...string) string { return fingerprint(parts...) }
 
+// MaxAttachments is Options.MaxAttachments, so that an upload to a full
+// message is refused before its file is read.
+func (f files) MaxAttachments() int { return f.s.opts.MaxAttachments }
+
 // Attach stores a, a new attachment, linked to the message of caller (its
 // sender) in one transaction, with done when not nil, and returns the
 // message. Errors: those of Update adding an attachment.
