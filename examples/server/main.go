@@ -34,6 +34,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -244,7 +245,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
 	mountChat(mux, auth) // the chat page at /, for people
-	srv := newHTTPServer(mux, log, defaultLimits)
+	// A path with . or .. segments or // goes to the API, which answers
+	// 404 as for any unknown path, rather than to the mux, which would
+	// redirect to the cleaned path before anyone is authenticated.
+	srv := newHTTPServer(uncleanToAPI(mux, api), log, defaultLimits)
 
 	// 7. Reconcile files left behind by failures, now and every five minutes.
 	// However run returns, the loop is stopped and waited for first, so it
@@ -276,6 +280,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// uncleanToAPI serves with api the requests whose path is not in
+// canonical form (. or .. segments, //), and the others with mux.
+func uncleanToAPI(mux *http.ServeMux, api http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; p != "" && !isClean(p) {
+			api.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// isClean reports whether p is in canonical form, as path.Clean makes it
+// (keeping a trailing slash).
+func isClean(p string) bool {
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c == p
 }
 
 // contacts makes (or finds) a contact for each "user=token" pair and returns
