@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"io/fs"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/parleychat/parley/httpadapter"
+	"github.com/parleychat/parley/messaging"
 )
 
 // chatFiles is the chat page: plain HTML, CSS and JavaScript over the /v1
@@ -22,8 +25,11 @@ const chatPageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; im
 // mountChat serves the chat page at / and its files under /chat/, next to
 // the API that mux already serves at /. GET /chat/me tells the page who its
 // token belongs to (auth is the API's own Authenticator), so that it can
-// react in its caller's name and tell its caller's messages apart.
-func mountChat(mux *http.ServeMux, auth httpadapter.Authenticator) {
+// react in its caller's name and tell its caller's messages apart. It asks
+// limit, when not nil, as the API asks its Options.Limit: about refused
+// credentials (with no caller) and about each caller, so that it is no way
+// around the rate limit.
+func mountChat(mux *http.ServeMux, auth httpadapter.Authenticator, limit func(*http.Request, messaging.Contact) (time.Duration, bool)) {
 	files, _ := fs.Sub(chatFiles, "chat") // the embedded folder exists: cannot fail
 	static := http.StripPrefix("/chat/", http.FileServerFS(files))
 	page := func(w http.ResponseWriter, r *http.Request) {
@@ -41,16 +47,44 @@ func mountChat(mux *http.ServeMux, auth httpadapter.Authenticator) {
 	mux.HandleFunc("GET /{$}", page)
 	mux.HandleFunc("GET /chat/", page)
 	mux.HandleFunc("GET /chat/me", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
+		h := w.Header()
+		h.Set("Content-Type", "application/json; charset=utf-8")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Cache-Control", "no-store")
 		c, err := auth.Authenticate(r)
 		if err != nil {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			w.WriteHeader(http.StatusUnauthorized)
-			_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{
-				"type": "authentication_error", "code": "unauthenticated", "message": "a valid bearer token is required"}})
+			if limited(w, r, limit, messaging.Contact{}) {
+				return
+			}
+			h.Set("WWW-Authenticate", "Bearer")
+			writeChatError(w, http.StatusUnauthorized, "authentication_error", "unauthenticated", "a valid bearer token is required")
+			return
+		}
+		if limited(w, r, limit, c) {
 			return
 		}
 		_ = json.NewEncoder(w).Encode(map[string]string{"id": c.ID, "object": "contact", "username": c.Username})
 	})
+}
+
+// limited asks limit about the request of caller and, when it refuses,
+// answers 429 with Retry-After, as the API does, and reports true.
+func limited(w http.ResponseWriter, r *http.Request, limit func(*http.Request, messaging.Contact) (time.Duration, bool), caller messaging.Contact) bool {
+	if limit == nil {
+		return false
+	}
+	after, ok := limit(r, caller)
+	if ok {
+		return false
+	}
+	secs := strconv.FormatInt(max(1, int64((after+time.Second-1)/time.Second)), 10)
+	w.Header().Set("Retry-After", secs)
+	writeChatError(w, http.StatusTooManyRequests, "rate_limit_error", "rate_limited", "too many requests; retry after "+secs+" s")
+	return true
+}
+
+// writeChatError answers the API's error object.
+func writeChatError(w http.ResponseWriter, status int, typ, code, msg string) {
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"type": typ, "code": code, "message": msg}})
 }

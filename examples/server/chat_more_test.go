@@ -68,7 +68,7 @@ func newChatServer(t *testing.T, blobs attachments.BlobStore, opts *httpadapter.
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
-	mountChat(mux, o.Authenticator)
+	mountChat(mux, o.Authenticator, o.Limit)
 	page := httptest.NewServer(mux)
 	t.Cleanup(func() { _ = feed.Close(); page.Close() })
 	s.url = page.URL

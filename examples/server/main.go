@@ -7,9 +7,10 @@
 //
 // Flags choose the database (-db: a SQLite path, postgres://… or mysql://…),
 // the bucket (-bucket: any gocloud.dev bucket URL, such as s3://…), the
-// tokens, the upload limit, the public base URL, and how events reach the
-// other instances (-pubsub: a gocloud.dev topic URL, such as nats://subject
-// with NATS_SERVER_URL set). Run with -h for all.
+// tokens, the upload limit, the public base URL or the host names it
+// answers to (-hosts), a rate limit per caller (-rate), and how events
+// reach the other instances (-pubsub: a gocloud.dev topic URL, such as
+// nats://subject with NATS_SERVER_URL set). Run with -h for all.
 //
 // The subcommand copy moves the Parley that the same -data, -db and
 // -bucket name to another database and bucket, resumably, and verifies
@@ -101,6 +102,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		tokens    = flags.String("tokens", os.Getenv("PARLEY_TOKENS"), `bearer tokens as "user=token,user2=token2" (also PARLEY_TOKENS; default `+defaultTokens+`)`)
 		maxUpload = flags.Int64("max-upload-bytes", 25<<20, "largest accepted upload, in bytes")
 		baseURL   = flags.String("base-url", "", "public URL of this server, used in file_url and Location (default: from each request)")
+		hosts     = flags.String("hosts", "", `without -base-url, the host names this server answers to, as "chat.example.com,alt.example.com" (with the port if not the scheme's): a request for another Host gets file_url and Location of the first (default: every Host as it comes)`)
+		perSecond = flags.Float64("rate", 0, "requests a second each caller may make, and each client address with refused credentials (0: no limit)")
+		burst     = flags.Int("burst", 20, "with -rate, the requests a caller may make at once beyond the rate")
 		signed    = flags.Duration("signed-urls", 0, "when > 0 and the bucket can sign URLs (S3, GCS, Azure), file_url is a signed bucket URL valid this long")
 		pubsubURL = flags.String("pubsub", "", "gocloud.dev pub/sub topic URL that wakes the other instances on the same database after each write, such as nats://parley-events (with NATS_SERVER_URL); default: none, one instance delivers its events in process")
 		retention = flags.Duration("event-retention", 24*time.Hour, "how long events are kept for clients that resume")
@@ -230,21 +234,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	// 6. The HTTP adapter, mounted at the root of this server's mux.
+	// 6. The HTTP adapter, mounted at the root of this server's mux. URLs in
+	// answers (file_url, Location) are built from -base-url, or from the
+	// request's Host when it is one of -hosts. -rate throttles callers, and
+	// token guessing by client address.
 	auth := httpadapter.StaticTokens(table)
-	api, err := httpadapter.New(msgs, files, &httpadapter.Options{
+	opts := &httpadapter.Options{
 		Authenticator:   auth,
 		BaseURL:         *baseURL,
+		Hosts:           splitList(*hosts),
 		SignedURLExpiry: *signed,
 		Events:          feed,
 		Logger:          log,
-	})
+	}
+	var limit func(*http.Request, messaging.Contact) (time.Duration, bool)
+	if lim := newLimiter(*perSecond, *burst); lim != nil {
+		limit = lim.Limit
+		opts.Limit = limit
+	}
+	api, err := httpadapter.New(msgs, files, opts)
 	if err != nil {
-		return err // a malformed -base-url
+		return fmt.Errorf("-base-url or -hosts: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
-	mountChat(mux, auth) // the chat page at /, for people
+	mountChat(mux, auth, limit) // the chat page at /, for people
 	// A path with . or .. segments or // goes to the API, which answers
 	// 404 as for any unknown path, rather than to the mux, which would
 	// redirect to the cleaned path before anyone is authenticated.
@@ -280,6 +294,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// splitList splits a comma-separated flag value, dropping empty entries.
+func splitList(s string) []string {
+	var out []string
+	for v := range strings.SplitSeq(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // uncleanToAPI serves with api the requests whose path is not in

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -67,4 +69,84 @@ func TestDotSegmentsAre404NotRedirect(t *testing.T) {
 	assert.Equal(t, http.StatusOK, res.StatusCode)
 	res, _ = rawGet(t, srv.base, "/chat/app.js", "")
 	assert.Equal(t, http.StatusOK, res.StatusCode)
+}
+
+// TestHostsFlagBindsFileURL: issue 30 found file_url following a forged
+// Host in the example server. With -hosts, a request for another Host
+// gets URLs of the first listed host.
+func TestHostsFlagBindsFileURL(t *testing.T) {
+	srv, err := launch(t, "-data", t.TempDir(), "-hosts", "chat.example.com,alt.example.com")
+	require.NoError(t, err)
+	id := upload(t, srv.base, "tok-alice", "notes.txt", "notes")
+	for host, want := range map[string]string{
+		"evil.example":    "http://chat.example.com/v1/attachments/" + id + "/notes.txt",
+		"alt.example.com": "http://alt.example.com/v1/attachments/" + id + "/notes.txt",
+	} {
+		res, body := rawGet(t, srv.base, "/v1/attachments/"+id, "tok-alice", "Host", host)
+		require.Equal(t, http.StatusOK, res.StatusCode, "%s", body)
+		var a struct {
+			FileURL string `json:"file_url"`
+		}
+		require.NoError(t, json.Unmarshal(body, &a))
+		assert.Equal(t, want, a.FileURL, "Host %s", host)
+	}
+}
+
+// TestHostsFlagRejectsBadHost: a -hosts entry that is not a host name
+// stops the server at start, naming the flag.
+func TestHostsFlagRejectsBadHost(t *testing.T) {
+	_, err := launch(t, "-data", t.TempDir(), "-hosts", "https://chat.example.com/")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "-hosts")
+}
+
+// TestJSONAnswersNoSniff: issue 30 found JSON answers without
+// X-Content-Type-Options: nosniff; the API's and the server's own
+// (/chat/me) carry it.
+func TestJSONAnswersNoSniff(t *testing.T) {
+	srv, err := launch(t, "-data", t.TempDir())
+	require.NoError(t, err)
+	for _, tc := range []struct{ path, token string }{
+		{"/v1/messages", "tok-alice"}, {"/v1/messages", ""}, {"/v1/nothing", "tok-alice"},
+		{"/chat/me", "tok-alice"}, {"/chat/me", "wrong"},
+	} {
+		res, _ := rawGet(t, srv.base, tc.path, tc.token)
+		assert.True(t, strings.HasPrefix(res.Header.Get("Content-Type"), "application/json"), "%s %q", tc.path, tc.token)
+		assert.Equal(t, "nosniff", res.Header.Get("X-Content-Type-Options"), "%s %q", tc.path, tc.token)
+	}
+}
+
+// TestChatMeIsRateLimited: issue 30 found GET /chat/me authenticating
+// outside the rate limiter, so that it could be used to guess tokens at
+// any rate. It is limited as /v1 is: refused tokens by client address, a
+// caller's requests by caller, in the same buckets as the API's.
+func TestChatMeIsRateLimited(t *testing.T) {
+	srv, err := launch(t, "-data", t.TempDir(), "-rate", "0.01", "-burst", "3")
+	require.NoError(t, err)
+
+	// Guessing: three refusals, then 429, on /chat/me and on /v1 alike.
+	for i := range 3 {
+		res, body := rawGet(t, srv.base, "/chat/me", "guess-"+string(rune('a'+i)))
+		require.Equal(t, http.StatusUnauthorized, res.StatusCode, "guess %d: %s", i, body)
+	}
+	for _, path := range []string{"/chat/me", "/v1/messages"} {
+		res, body := rawGet(t, srv.base, path, "guess-z")
+		assert.Equal(t, http.StatusTooManyRequests, res.StatusCode, "%s: %s", path, body)
+		assert.NotEmpty(t, res.Header.Get("Retry-After"), path)
+		assert.Contains(t, string(body), `"rate_limit_error"`, path)
+	}
+
+	// A caller: /chat/me and /v1 draw on one bucket of its own.
+	res, _ := rawGet(t, srv.base, "/chat/me", "tok-bob")
+	assert.Equal(t, http.StatusOK, res.StatusCode)
+	res, _ = rawGet(t, srv.base, "/v1/messages", "tok-bob")
+	assert.Equal(t, http.StatusOK, res.StatusCode)
+	res, _ = rawGet(t, srv.base, "/chat/me", "tok-bob")
+	assert.Equal(t, http.StatusOK, res.StatusCode)
+	res, body := rawGet(t, srv.base, "/chat/me", "tok-bob")
+	assert.Equal(t, http.StatusTooManyRequests, res.StatusCode, "%s", body)
+	res, _ = rawGet(t, srv.base, "/v1/messages", "tok-bob")
+	assert.Equal(t, http.StatusTooManyRequests, res.StatusCode)
+	res, _ = rawGet(t, srv.base, "/chat/me", "tok-alice")
+	assert.Equal(t, http.StatusOK, res.StatusCode, "another caller has a bucket of its own")
 }
