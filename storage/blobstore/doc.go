@@ -36,15 +36,28 @@
 //   - mem:// (gocloud.dev/blob/memblob): memory, for tests.
 //   - other gocloud drivers, imported the same way.
 //
+// # Uploads straight to the bucket
+//
+// SignPut returns a URL of the bucket to which a client sends an object's
+// bytes itself (a PUT, with the headers it lists), so that they never pass
+// through the server; Stat (a HEAD), ReadHead (the first bytes, to sniff
+// the type) and SHA256 (the digest of the stored bytes, read once) then
+// check what was stored. S3 and S3-compatible servers check the SHA-256
+// themselves (it is signed into the URL, and they refuse other bytes);
+// Google Cloud Storage and Azure do not, so there SHA256 is the check. A
+// directory or memory bucket cannot sign: SignPut says so with
+// ErrCannotSign, and the server takes the bytes itself (Put).
+//
 // Every object is stored with a Content-Disposition of its type alone
 // (attachments.ContentDisposition with no name): a bucket that serves it
 // by itself never shows inline a type a browser could run.
 //
 // # Errors
 //
-// Open returns an error matching messaging.ErrNotFound for a missing
-// object, and SignedURL one matching messaging.ErrUnimplemented when the
-// bucket cannot sign. A bucket that cannot be reached (a refused or reset
+// Open, Stat, ReadHead and SHA256 return an error matching
+// messaging.ErrNotFound for a missing object; SignedURL one matching
+// messaging.ErrUnimplemented, and SignPut one matching ErrCannotSign (and
+// messaging.ErrUnimplemented), when the bucket cannot sign. A bucket that cannot be reached (a refused or reset
 // connection, a DNS failure, a timeout or passed deadline, the server
 // answering 502, 503 or 504) gives errors matching
 // messaging.ErrUnavailable, which the HTTP adapter answers with 503 and
