@@ -22,6 +22,8 @@ require (
 	github.com/uptrace/bun/driver/sqliteshim v1.3.0
 	gocloud.dev v0.47.0
 	gocloud.dev/pubsub/natspubsub v0.46.0
+	golang.org/x/image v0.45.0
+	golang.org/x/sync v0.24.0
 	golang.org/x/sys v0.49.0
 	golang.org/x/text v0.41.0
 	golang.org/x/time v0.15.0
@@ -109,7 +111,6 @@ require (
 	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/net v0.58.0 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
-	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/xerrors v0.0.0-20240903120638-7835f813f4da // indirect
 	google.golang.org/api v0.297.0 // indirect
 	google.golang.org/genproto v0.0.0-20260904194346-d0f1323225a4 // indirect
