@@ -24,7 +24,7 @@ import (
 // -to-bucket, then verifies the copy; with -verify it only verifies. The
 // report goes to stdout, progress and errors to stderr.
 //
-//	go run ./examples/server copy -to-db 'postgres://…' -to-bucket 's3://…'
+//	go run -tags cloud ./examples/server copy -to-db 'postgres://…' -to-bucket 's3://…'
 func runCopy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	flags := flag.NewFlagSet("server copy", flag.ExitOnError)
 	flags.SetOutput(stderr)
@@ -55,6 +55,12 @@ func runCopy(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if err := checkDSN(*toDSN); err != nil {
 		return errors.New(strings.Replace(err.Error(), "-db", "-to-db", 1)) // same words, right flag
+	}
+	if err := checkBucket("-bucket", *bucket); err != nil {
+		return err
+	}
+	if err := checkBucket("-to-bucket", *toBucket); err != nil {
+		return err
 	}
 	if *dsn == "" {
 		*dsn = filepath.Join(*dataDir, "parley.db")

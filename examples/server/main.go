@@ -6,7 +6,8 @@
 //	go run ./examples/server
 //
 // Flags choose the database (-db: a SQLite path, postgres://… or mysql://…),
-// the bucket (-bucket: any gocloud.dev bucket URL, such as s3://…), the
+// the bucket (-bucket: a gocloud.dev bucket URL; s3://, gs:// and azblob://
+// need the build tag cloud: go run -tags cloud ./examples/server), the
 // tokens, the upload limit, the public base URL or the host names it
 // answers to (-hosts), a rate limit per caller (-rate), and how events
 // reach the other instances (-pubsub: a gocloud.dev topic URL, such as
@@ -16,7 +17,7 @@
 // -bucket name to another database and bucket, resumably, and verifies
 // the copy (see storage/storecopy):
 //
-//	go run ./examples/server copy -to-db 'postgres://…' -to-bucket 's3://…'
+//	go run -tags cloud ./examples/server copy -to-db 'postgres://…' -to-bucket 's3://…'
 //
 // The program is written to be read: each step is one of the few lines a
 // host application needs to embed Parley.
@@ -48,7 +49,8 @@ import (
 	// The drivers this server can use, each registering its DSN, bucket or
 	// topic URL scheme: a host imports only those it needs (SQLite and a
 	// folder need neither the PostgreSQL and MySQL drivers nor the AWS SDK;
-	// Parley's packages link none).
+	// Parley's packages link none). The cloud buckets' (s3://, gs://,
+	// azblob://) come with the build tag cloud: see cloud.go.
 	_ "gocloud.dev/blob/fileblob"     // file:// buckets
 	_ "gocloud.dev/blob/memblob"      // mem:// buckets
 	_ "gocloud.dev/pubsub/mempubsub"  // mem:// topics (-pubsub, one process)
@@ -59,9 +61,6 @@ import (
 	"github.com/parleychat/parley/httpadapter"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/blobstore"
-	_ "github.com/parleychat/parley/storage/blobstore/azure" // azblob:// buckets
-	_ "github.com/parleychat/parley/storage/blobstore/gcs"   // gs:// buckets
-	_ "github.com/parleychat/parley/storage/blobstore/s3"    // s3:// buckets
 	"github.com/parleychat/parley/storage/sqlstore"
 	_ "github.com/parleychat/parley/storage/sqlstore/mysql"    // mysql://… databases
 	_ "github.com/parleychat/parley/storage/sqlstore/postgres" // postgres://… databases
@@ -98,7 +97,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		addr      = flags.String("addr", "127.0.0.1:8080", "address to listen on")
 		dataDir   = flags.String("data", "data", "folder for the default SQLite file and files folder")
 		dsn       = flags.String("db", "", "database: a SQLite file path, postgres://… or mysql://… (default: DATA/parley.db)")
-		bucketURL = flags.String("bucket", "", "gocloud.dev bucket URL for files, such as s3://bucket?region=… (default: DATA/files)")
+		bucketURL = flags.String("bucket", "", "gocloud.dev bucket URL for files, such as file:///srv/files or s3://bucket?region=… (s3://, gs://, azblob:// need a build with -tags cloud; default: DATA/files)")
 		tokens    = flags.String("tokens", os.Getenv("PARLEY_TOKENS"), `bearer tokens as "user=token,user2=token2" (also PARLEY_TOKENS; default `+defaultTokens+`)`)
 		maxUpload = flags.Int64("max-upload-bytes", 25<<20, "largest accepted upload, in bytes")
 		baseURL   = flags.String("base-url", "", "public URL of this server, used in file_url and Location (default: from each request)")
@@ -125,6 +124,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// 2. Storage: rows in SQL, bytes in a bucket. The defaults live in -data.
 	if err := checkDSN(*dsn); err != nil {
 		return err
+	}
+	if err := checkBucket("-bucket", *bucketURL); err != nil {
+		return err // s3://, gs://, azblob:// without -tags cloud
 	}
 	defaultFiles := *bucketURL == ""
 	if *dsn == "" || defaultFiles {
