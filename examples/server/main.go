@@ -93,6 +93,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	flags := flag.NewFlagSet("server", flag.ExitOnError)
 	flags.SetOutput(stderr)
+	flags.Usage = func() { usage(stderr, flags) } // lists the subcommands too
 	var (
 		addr      = flags.String("addr", "127.0.0.1:8080", "address to listen on")
 		dataDir   = flags.String("data", "data", "folder for the default SQLite file and files folder")
