@@ -22,13 +22,21 @@ var chatFiles embed.FS
 // origin's API; blob: is the source of downloaded files.
 const chatPageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
+// chatMaxMessageChars is the longest message the server takes, which the
+// page counts against (as the server counts: in Unicode code points). This
+// server runs messaging with its default limit, which this is;
+// TestChatMeTellsTheLimit holds the two together.
+const chatMaxMessageChars = 4000
+
 // mountChat serves the chat page at / and its files under /chat/, next to
 // the API that mux already serves at /. GET /chat/me tells the page who its
 // token belongs to (auth is the API's own Authenticator), so that it can
-// react in its caller's name and tell its caller's messages apart. It asks
-// limit, when not nil, as the API asks its Options.Limit: about refused
-// credentials (with no caller) and about each caller, so that it is no way
-// around the rate limit.
+// react in its caller's name and tell its caller's messages apart, and the
+// longest message the server takes. It asks limit, when not nil, as the API
+// asks its Options.Limit: about refused credentials (with no caller) and
+// about each caller, so that it is no way around the rate limit. GET
+// /favicon.ico, which browsers ask for on their own, is the page's icon,
+// served without a token (the API under / would answer it 401).
 func mountChat(mux *http.ServeMux, auth httpadapter.Authenticator, limit func(*http.Request, messaging.Contact) (time.Duration, bool)) {
 	files, _ := fs.Sub(chatFiles, "chat") // the embedded folder exists: cannot fail
 	static := http.StripPrefix("/chat/", http.FileServerFS(files))
@@ -46,6 +54,11 @@ func mountChat(mux *http.ServeMux, auth httpadapter.Authenticator, limit func(*h
 	}
 	mux.HandleFunc("GET /{$}", page)
 	mux.HandleFunc("GET /chat/", page)
+	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/x-icon")
+		w.Header().Set("Cache-Control", "public, max-age=86400")
+		http.ServeFileFS(w, r, files, "favicon.ico")
+	})
 	mux.HandleFunc("GET /chat/me", func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Type", "application/json; charset=utf-8")
@@ -63,7 +76,8 @@ func mountChat(mux *http.ServeMux, auth httpadapter.Authenticator, limit func(*h
 		if limited(w, r, limit, c) {
 			return
 		}
-		_ = json.NewEncoder(w).Encode(map[string]string{"id": c.ID, "object": "contact", "username": c.Username})
+		_ = json.NewEncoder(w).Encode(map[string]any{"id": c.ID, "object": "contact", "username": c.Username,
+			"max_message_chars": chatMaxMessageChars})
 	})
 }
 
