@@ -35,10 +35,6 @@ func (b signingBlobs) SignedURL(_ context.Context, key, filename, _ string, _ ti
 	return b.base + "/" + key + "?signature=abc&filename=" + url.QueryEscape(filename), nil
 }
 
-// TestChatPageSignedDownload: with -signed-urls a file_url is the bucket's,
-// on another origin; the chat page downloads it without the token (the
-// bucket refuses two kinds of authentication) and its Content Security
-// Policy does not stop it.
 // chatServer is the chat page and the API over in-memory storage whose
 // bucket is blobs, with the callers alice (token alice-secret) and bob
 // (bob-secret).
@@ -51,9 +47,22 @@ type chatServer struct {
 
 func newChatServer(t *testing.T, blobs attachments.BlobStore, opts *httpadapter.Options) *chatServer {
 	t.Helper()
+	return newChatServerWith(t, blobs, opts, chatServerConfig{})
+}
+
+// chatServerConfig is what some tests of the page change in its server.
+type chatServerConfig struct {
+	// now is the services' clock; nil means time.Now.
+	now func() time.Time
+	// wrap, when set, stands between the server and its handler.
+	wrap func(http.Handler) http.Handler
+}
+
+func newChatServerWith(t *testing.T, blobs attachments.BlobStore, opts *httpadapter.Options, cfg chatServerConfig) *chatServer {
+	t.Helper()
 	ctx := t.Context()
 	store := memstore.New()
-	s := &chatServer{msgs: messaging.New(store, nil)}
+	s := &chatServer{msgs: messaging.New(store, &messaging.Options{Now: cfg.now})}
 	s.files = attachments.New(store, blobs, s.msgs, nil)
 	feed, err := events.New(ctx, store, s.msgs, nil)
 	require.NoError(t, err)
@@ -69,7 +78,11 @@ func newChatServer(t *testing.T, blobs attachments.BlobStore, opts *httpadapter.
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
 	mountChat(mux, o.Authenticator, o.Limit)
-	page := httptest.NewServer(mux)
+	var h http.Handler = mux
+	if cfg.wrap != nil {
+		h = cfg.wrap(mux)
+	}
+	page := httptest.NewServer(h)
 	t.Cleanup(func() { _ = feed.Close(); page.Close() })
 	s.url = page.URL
 	return s

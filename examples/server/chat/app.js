@@ -1,27 +1,47 @@
 // The chat page of Parley's example server: plain JavaScript over the /v1
 // API, with no build step. It keeps the caller's token in sessionStorage
-// (one per tab, so two tabs can be two callers), lists the conversations
-// with their unread counts, pages through messages (newest at the bottom,
-// older ones on scrolling up), sends, edits, reacts, uploads and downloads,
-// and follows GET /v1/events to show what others do as it happens.
+// (one per tab, so two tabs can be two callers) and the open conversation
+// in the URL's fragment (#general), so that a reload keeps both. It lists
+// the conversations with their unread counts, pages through messages
+// (newest at the bottom, older ones on scrolling up, grouped by sender and
+// divided by day), sends (Enter; Shift+Enter adds a line), edits (with the
+// earlier versions behind "(edited)"), deletes, reacts, uploads and
+// downloads, and follows GET /v1/events to show what others do as it
+// happens.
+//
+// A file sent without text: the API needs a non-empty message, so the page
+// sends the file's name (as the server cleaned it) as the text, and shows a
+// message whose text is the name of one of its files as that file alone.
+// Other clients (and the conversation list) show the name as the text.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
 const pageSize = 30;
+// groupGap is how close in time two messages of one sender must be to be
+// shown as one group (the second without its own name and time).
+const groupGap = 5 * 60;
+const pickerEmoji = ["👍", "❤️", "😂", "🎉", "😮", "😢", "🙏", "👀", "🔥", "✅", "👎", "🚀"];
 
 const state = {
   token: sessionStorage.getItem("parley-token") || "",
   me: null,            // the caller's contact
+  maxChars: 4000,      // the server's MaxMessageChars, from /chat/me
   current: null,       // the open conversation's id
   messages: new Map(), // id -> Message of the open conversation
+  edited: new Map(),   // id -> true when the message has earlier versions
   hasMore: false,      // older messages exist beyond the oldest shown
   loadingOlder: false,
+  sending: false,
+  uploaded: null,      // { file, attachment } of the file attached, once uploaded
   lastEventID: "",
   stream: null,        // AbortController of the events stream
 };
 
+// ---- errors, in words for people ----
+
 // api calls the /v1 API with the caller's token and returns the decoded
-// body; a failure throws an Error carrying the API's error message.
+// body; a failure throws an Error carrying the API's status, code, param
+// and message (written for people by the server).
 async function api(method, path, body) {
   const headers = { Authorization: "Bearer " + state.token };
   let payload = body;
@@ -32,40 +52,99 @@ async function api(method, path, body) {
   const res = await fetch(path, { method, headers, body: payload });
   const data = await res.json().catch(() => ({}));
   if (!res.ok) {
-    const err = new Error((data.error && data.error.message) || res.status + " " + res.statusText);
+    const e = data.error || {};
+    const err = new Error(e.message || res.status + " " + res.statusText);
     err.status = res.status;
+    err.code = e.code;
+    err.param = e.param;
+    if (res.status === 401) setTimeout(signOut, 0);
     throw err;
   }
   return data;
 }
 
+// offline reports whether err is the browser's word for a request that
+// never reached the server ("Failed to fetch", "NetworkError when…").
+function offline(err) {
+  return err instanceof TypeError;
+}
+
+// human says what went wrong so that a person knows what to do.
+function human(err) {
+  if (offline(err)) return "Cannot reach the server. Check the connection; this message goes away when it is back.";
+  if (err.code === "parameter_missing" && err.param === "message") return "A message cannot be empty.";
+  switch (err.status) {
+    case 401: return "Your session has ended: sign in again.";
+    case 404: return "That is no longer there: it may have been deleted.";
+    case 413: return "That is too large for this server. " + sentence(err.message);
+    case 429: return "Too many requests: wait a moment and try again.";
+    case 503: return "The server cannot reach its storage just now: try again in a moment.";
+  }
+  if (err.status >= 500) return "The server could not do that (error " + err.status + "): try again in a moment.";
+  return sentence(err.message || String(err));
+}
+
+// sentence capitalizes s and ends it with a full stop.
+function sentence(s) {
+  s = String(s || "").trim();
+  if (!s) return "";
+  s = s[0].toUpperCase() + s.slice(1);
+  return /[.!?]$/.test(s) ? s : s + ".";
+}
+
+// showError shows err in words for people, or hides the error with null.
+// An error of the connection goes away by itself when the connection is
+// back (see clearOffline).
 function showError(err) {
-  $("error").textContent = err ? err.message || String(err) : "";
+  const box = $("error-box");
+  if (!err) {
+    box.hidden = true;
+    $("error").textContent = "";
+    delete box.dataset.kind;
+    return;
+  }
+  $("error").textContent = human(err);
+  box.dataset.kind = offline(err) ? "offline" : "request";
+  box.hidden = false;
+}
+
+// clearOffline hides an error that said the server cannot be reached.
+function clearOffline() {
+  if ($("error-box").dataset.kind === "offline") showError(null);
 }
 
 // ---- signing in ----
 
 async function signIn(token) {
   state.token = token;
-  const res = await fetch("/chat/me", { headers: { Authorization: "Bearer " + token } });
+  let res;
+  try {
+    res = await fetch("/chat/me", { headers: { Authorization: "Bearer " + token } });
+  } catch (err) {
+    throw new Error(human(err));
+  }
   if (!res.ok) {
     state.token = "";
     sessionStorage.removeItem("parley-token");
     throw new Error(res.status === 401 ? "That token is not known to this server." : "Sign-in failed: " + res.status);
   }
   state.me = await res.json();
+  if (state.me.max_message_chars > 0) state.maxChars = state.me.max_message_chars;
   sessionStorage.setItem("parley-token", token);
   $("me").textContent = state.me.username;
   $("signin").hidden = true;
   $("app").hidden = false;
-  await loadConversations();
+  updateCount();
   follow();
+  await loadConversations();
+  const id = hashID();
+  if (id) await open(id, { fromURL: true });
 }
 
 function signOut() {
   sessionStorage.removeItem("parley-token");
   if (state.stream) state.stream.abort();
-  location.reload();
+  location.replace(location.pathname); // forget the conversation too
 }
 
 // ---- conversations ----
@@ -78,23 +157,34 @@ async function loadConversations() {
     const li = document.createElement("li");
     li.dataset.id = c.id;
     li.classList.toggle("current", c.id === state.current);
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = "open-conversation";
+    if (c.id === state.current) b.setAttribute("aria-current", "page");
     const name = document.createElement("span");
     name.className = "name";
     name.textContent = c.id;
     const preview = document.createElement("span");
     preview.className = "preview";
-    if (c.last_message) preview.textContent = c.last_message.contact.username + ": " + c.last_message.message;
+    if (c.last_message) preview.textContent = c.last_message.contact.username + ": " + summary(c.last_message);
     name.append(preview);
-    li.append(name);
+    b.append(name);
     if (c.unread_count > 0 && c.id !== state.current) {
       const badge = document.createElement("span");
       badge.className = "unread";
       badge.textContent = String(c.unread_count);
-      li.append(badge);
+      badge.title = c.unread_count + " unread";
+      b.append(badge);
     }
-    li.addEventListener("click", () => open(c.id).catch(showError));
+    b.addEventListener("click", () => open(c.id).catch(showError));
+    li.append(b);
     ul.append(li);
   }
+}
+
+// summary is a message in one line, for the conversation list.
+function summary(m) {
+  return fileOnly(m) ? "📎 " + m.message : m.message;
 }
 
 let refreshTimer = 0;
@@ -103,13 +193,35 @@ function refreshConversations() {
   refreshTimer = setTimeout(() => loadConversations().catch(showError), 100);
 }
 
-async function open(id) {
+// hashID is the conversation the URL names (#general), or "".
+function hashID() {
+  try {
+    return decodeURIComponent(location.hash.slice(1));
+  } catch {
+    return "";
+  }
+}
+
+// open shows the conversation id and puts it in the URL, so that a reload
+// (or a link) opens it again; the browser's Back goes to the one before.
+async function open(id, { fromURL = false } = {}) {
   showError(null);
+  closePicker();
   state.current = id;
   state.messages.clear();
+  if (!fromURL && hashID() !== id) history.pushState(null, "", "#" + encodeURIComponent(id));
+  $("app").classList.add("has-conversation");
   $("list").replaceChildren();
   $("title").textContent = id;
+  document.title = id + " · Parley";
   $("send-form").hidden = false;
+  for (const li of $("conversations").children) {
+    const here = li.dataset.id === id;
+    li.classList.toggle("current", here);
+    if (here) li.firstElementChild.setAttribute("aria-current", "page");
+    else li.firstElementChild.removeAttribute("aria-current");
+    if (here) li.querySelector(".unread")?.remove(); // read as it opens
+  }
   const page = await api("GET", "/v1/messages?conversation_id=" + encodeURIComponent(id) + "&limit=" + pageSize);
   if (state.current !== id) return;
   state.hasMore = page.has_more;
@@ -118,6 +230,20 @@ async function open(id) {
   await markRead();
   refreshConversations();
   $("text").focus();
+}
+
+// close leaves the open conversation: on a narrow screen the list shows.
+function close() {
+  closePicker();
+  state.current = null;
+  state.messages.clear();
+  $("list").replaceChildren();
+  $("app").classList.remove("has-conversation");
+  $("title").textContent = "Choose or open a conversation";
+  document.title = "Parley";
+  $("send-form").hidden = true;
+  if (location.hash) history.pushState(null, "", location.pathname);
+  refreshConversations();
 }
 
 // markRead moves the caller's read position to the newest message shown.
@@ -156,71 +282,211 @@ function byAge(a, b) {
   return a.created_at - b.created_at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 
-// upsert shows m in its place, replacing the element of an earlier version.
+function itemOf(id) {
+  return $("list").querySelector(`li[data-id="${CSS.escape(id)}"]`);
+}
+
+// upsert shows m in its place, replacing the element of an earlier version
+// (unless it is being edited: then only what is around the text changes).
 function upsert(m) {
   if (m.conversation_id !== state.current) return;
+  const before = state.messages.get(m.id);
+  if (before && before.message !== m.message) state.edited.set(m.id, true);
   state.messages.set(m.id, m);
   const el = render(m);
-  const old = $("list").querySelector(`li[data-id="${CSS.escape(m.id)}"]`);
+  const old = itemOf(m.id);
   if (old) {
+    // What the reader is doing in the message stays: an edit under way,
+    // the earlier versions shown, a question asked, the focus.
+    const editing = old.querySelector(".edit-form");
+    if (editing) el.querySelector(".body").replaceWith(editing);
+    const revisions = old.querySelector(".revisions");
+    if (!revisions.hidden) {
+      el.querySelector(".revisions").replaceWith(revisions);
+      el.querySelector(".edited").setAttribute("aria-expanded", "true");
+    }
+    const confirm = old.querySelector(".confirm");
+    if (!confirm.hidden) {
+      el.querySelector(".confirm").replaceWith(confirm);
+      el.classList.add("confirming");
+    }
+    const focused = old.contains(document.activeElement) ? focusKey(document.activeElement) : "";
     old.replaceWith(el);
-    return;
+    if (focused) el.querySelector(focused)?.focus();
+  } else {
+    const after = [...state.messages.values()].filter((o) => byAge(o, m) > 0).sort(byAge)[0];
+    const next = after && itemOf(after.id);
+    $("list").insertBefore(el, next || null);
   }
-  const after = [...state.messages.values()].filter((o) => byAge(o, m) > 0).sort(byAge)[0];
-  const next = after && $("list").querySelector(`li[data-id="${CSS.escape(after.id)}"]`);
-  $("list").insertBefore(el, next || null);
+  checkEdited(m);
+  layout();
+}
+
+// focusKey is a selector that finds el's counterpart in a new rendering
+// of its message.
+function focusKey(el) {
+  if (el.dataset.name) return "." + el.classList[0] + `[data-name="${CSS.escape(el.dataset.name)}"]`;
+  if (el.dataset.id) return "." + el.classList[0] + `[data-id="${CSS.escape(el.dataset.id)}"]`;
+  return el.classList[0] ? "." + el.classList[0] : "";
 }
 
 function remove(id) {
   state.messages.delete(id);
-  const el = $("list").querySelector(`li[data-id="${CSS.escape(id)}"]`);
+  const el = itemOf(id);
   if (el) el.remove();
+  layout();
+}
+
+// layout marks the first message of each day with the day, and the
+// messages that continue their sender's group (same sender, same day,
+// within groupGap of the one before) as such.
+function layout() {
+  let prev = null;
+  for (const li of $("list").children) {
+    const m = state.messages.get(li.dataset.id);
+    if (!m) continue;
+    const day = dayKey(m.created_at);
+    const newDay = !prev || dayKey(prev.created_at) !== day;
+    const dayEl = li.querySelector(".day");
+    dayEl.hidden = !newDay;
+    dayEl.textContent = newDay ? dayLabel(m.created_at) : "";
+    li.classList.toggle("cont", !newDay && prev.contact.id === m.contact.id && m.created_at - prev.created_at < groupGap);
+    prev = m;
+  }
+}
+
+function dayKey(unix) {
+  const d = new Date(unix * 1000);
+  return d.getFullYear() + "-" + d.getMonth() + "-" + d.getDate();
+}
+
+// dayLabel names the day of a time: Today, Yesterday, or its date.
+function dayLabel(unix) {
+  const d = new Date(unix * 1000);
+  const today = new Date();
+  const yesterday = new Date(today.getFullYear(), today.getMonth(), today.getDate() - 1);
+  if (dayKey(unix) === dayKey(today.getTime() / 1000)) return "Today";
+  if (dayKey(unix) === dayKey(yesterday.getTime() / 1000)) return "Yesterday";
+  const opts = { weekday: "long", day: "numeric", month: "long" };
+  if (d.getFullYear() !== today.getFullYear()) opts.year = "numeric";
+  return d.toLocaleDateString(undefined, opts);
+}
+
+// fileOnly reports whether m was sent as a file without text: its text is
+// the name of one of its files (see the top of this file).
+function fileOnly(m) {
+  return (m.attachments || []).some((a) => a.filename === m.message);
+}
+
+function mine(m) {
+  return m.contact.id === state.me.id;
 }
 
 function render(m) {
   const li = $("message-template").content.firstElementChild.cloneNode(true);
-  const mine = m.contact.id === state.me.id;
   li.dataset.id = m.id;
-  li.classList.toggle("mine", mine);
+  li.classList.toggle("mine", mine(m));
   li.querySelector(".author").textContent = m.contact.username;
+  const when = new Date(m.created_at * 1000);
   const time = li.querySelector("time");
-  time.dateTime = new Date(m.created_at * 1000).toISOString();
-  time.textContent = new Date(m.created_at * 1000).toLocaleTimeString();
-  li.querySelector(".text").textContent = m.message;
+  time.dateTime = when.toISOString();
+  time.textContent = when.toLocaleTimeString(undefined, { hour: "numeric", minute: "2-digit" });
+  time.title = when.toLocaleString(undefined, { dateStyle: "full", timeStyle: "short" });
+  const text = li.querySelector(".text");
+  const onlyFile = fileOnly(m);
+  li.classList.toggle("file-only", onlyFile);
+  if (!onlyFile) text.textContent = m.message;
 
-  for (const a of m.attachments || []) {
-    const item = document.createElement("li");
-    const b = document.createElement("button");
-    b.type = "button";
-    b.className = "download";
-    b.dataset.id = a.id;
-    b.textContent = "⬇ " + a.filename + " (" + size(a.file_size) + ")";
-    b.addEventListener("click", () => download(a).catch(showError));
-    item.append(b);
-    li.querySelector(".attachments").append(item);
+  const edited = li.querySelector(".edited");
+  edited.hidden = !state.edited.get(m.id);
+  edited.addEventListener("click", () => toggleRevisions(li, m).catch(showError));
+
+  for (const a of m.attachments || []) li.querySelector(".attachments").append(renderAttachment(li, m, a));
+  renderReactions(li, m);
+
+  const open = li.querySelector(".react-open");
+  open.addEventListener("click", () => openPicker(open, m.id));
+  const edit = li.querySelector(".edit");
+  edit.hidden = !mine(m) || onlyFile;
+  edit.addEventListener("click", () => startEdit(li, m));
+  const del = li.querySelector(".delete");
+  del.hidden = !mine(m);
+  del.addEventListener("click", () =>
+    confirmDelete(li, onlyFile ? "Delete this file?" : "Delete this message" + (m.attachments?.length ? " and its files?" : "?"),
+      () => api("DELETE", "/v1/messages/" + encodeURIComponent(m.id)).then(() => remove(m.id))));
+  return li;
+}
+
+function renderAttachment(li, m, a) {
+  const item = document.createElement("li");
+  const b = document.createElement("button");
+  b.type = "button";
+  b.className = "download";
+  b.dataset.id = a.id;
+  b.title = "Download " + a.filename;
+  const icon = document.createElement("span");
+  icon.setAttribute("aria-hidden", "true");
+  icon.textContent = "⬇ ";
+  b.append(icon, a.filename + " (" + size(a.file_size) + ")");
+  b.addEventListener("click", () => download(a).catch(showError));
+  item.append(b);
+  if (mine(m)) {
+    const del = document.createElement("button");
+    del.type = "button";
+    del.className = "delete-file link";
+    del.textContent = "×";
+    del.setAttribute("aria-label", "Delete " + a.filename);
+    del.title = "Delete " + a.filename;
+    // The last file of a message sent without text takes the message
+    // with it: nothing else would be left of it.
+    const last = fileOnly(m) && m.attachments.length === 1;
+    del.addEventListener("click", () =>
+      confirmDelete(li, "Delete " + a.filename + "?", () => last
+        ? api("DELETE", "/v1/messages/" + encodeURIComponent(m.id)).then(() => remove(m.id))
+        : api("DELETE", "/v1/attachments/" + encodeURIComponent(a.id))));
+    item.append(del);
   }
+  return item;
+}
 
+// renderReactions shows each reaction with its count and who reacted, in
+// words, without hovering: "👍 2 alice, bob". A click adds the caller's or
+// takes it back.
+function renderReactions(li, m) {
   const counts = m.reaction_counts || {};
+  const box = li.querySelector(".reactions");
   for (const r of m.reactions || []) {
     const [name, reactors] = Object.entries(r)[0];
+    const total = counts[name] ?? reactors.length;
+    const reacted = reactors.includes(state.me.username);
     const b = document.createElement("button");
     b.type = "button";
     b.className = "reaction";
     b.dataset.name = name;
-    const reacted = reactors.includes(state.me.username);
     b.classList.toggle("mine", reacted);
-    b.title = reactors.join(", ");
-    b.textContent = name + " " + (counts[name] ?? reactors.length);
+    b.setAttribute("aria-pressed", String(reacted));
+    const emoji = document.createElement("span");
+    emoji.className = "emoji";
+    emoji.textContent = name;
+    const count = document.createElement("span");
+    count.className = "count";
+    count.textContent = String(total);
+    const who = document.createElement("span");
+    who.className = "who";
+    who.textContent = names(reactors, total);
+    b.append(emoji, " ", count, " ", who);
+    b.title = (reacted ? "Take your " : "Add your ") + name + " (" + names(reactors, total) + ")";
     b.addEventListener("click", () => react(m.id, name, !reacted).catch(showError));
-    li.querySelector(".reactions").append(b);
+    box.append(b);
   }
-  for (const b of li.querySelectorAll(".actions .react")) {
-    b.addEventListener("click", () => react(m.id, b.dataset.name, true).catch(showError));
-  }
-  const edit = li.querySelector(".edit");
-  edit.hidden = !mine;
-  edit.addEventListener("click", () => startEdit(li, m));
-  return li;
+}
+
+// names lists the reactors shown: "alice, bob", "you, alice and 3 more".
+function names(reactors, total) {
+  const shown = reactors.map((u) => (u === state.me.username ? "you" : u));
+  const head = shown.slice(0, 3).join(", ");
+  const more = total - Math.min(3, shown.length);
+  return more > 0 ? head + " and " + more + " more" : head;
 }
 
 function size(n) {
@@ -231,58 +497,322 @@ function size(n) {
 
 async function react(id, name, on) {
   const m = on
-    ? await api("PUT", "/v1/messages/" + id, { reactions: { [name]: [state.me.username] } })
-    : await api("DELETE", "/v1/messages/" + id + "/reactions/" + encodeURIComponent(name));
+    ? await api("PUT", "/v1/messages/" + encodeURIComponent(id), { reactions: { [name]: [state.me.username] } })
+    : await api("DELETE", "/v1/messages/" + encodeURIComponent(id) + "/reactions/" + encodeURIComponent(name));
   upsert(m);
 }
 
+// ---- the reaction picker ----
+
+let pickerFor = null; // { button, id } while the picker is open
+
+function openPicker(button, id) {
+  if (pickerFor && pickerFor.button === button) return closePicker(true);
+  closePicker();
+  const picker = $("picker");
+  picker.replaceChildren();
+  for (const e of pickerEmoji) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.setAttribute("role", "menuitem");
+    b.dataset.name = e;
+    b.textContent = e;
+    b.title = "React with " + e;
+    b.addEventListener("click", () => {
+      closePicker(true);
+      react(id, e, true).catch(showError);
+    });
+    picker.append(b);
+  }
+  picker.hidden = false;
+  const r = button.getBoundingClientRect();
+  const w = picker.offsetWidth, h = picker.offsetHeight;
+  const left = Math.max(8, Math.min(r.right - w, innerWidth - w - 8));
+  const top = r.top - h - 6 >= 8 ? r.top - h - 6 : r.bottom + 6;
+  picker.style.left = left + "px";
+  picker.style.top = top + "px";
+  button.setAttribute("aria-expanded", "true");
+  pickerFor = { button, id };
+  picker.firstElementChild.focus();
+}
+
+function closePicker(refocus) {
+  if (!pickerFor) return;
+  $("picker").hidden = true;
+  pickerFor.button.setAttribute("aria-expanded", "false");
+  if (refocus && pickerFor.button.isConnected) pickerFor.button.focus();
+  pickerFor = null;
+}
+
+// ---- editing, revisions, deleting ----
+
+// startEdit turns the text into a form: Enter or Save keeps the new text,
+// Escape or Cancel leaves it as it was; an empty text is refused here.
 function startEdit(li, m) {
-  const text = li.querySelector(".text");
+  if (li.querySelector(".edit-form")) return;
+  const body = li.querySelector(".body");
   const form = document.createElement("form");
   form.className = "edit-form";
-  const input = document.createElement("input");
+  const label = document.createElement("label");
+  label.className = "visually-hidden";
+  label.textContent = "Edit the message";
+  const input = document.createElement("textarea");
+  input.className = "edit-text";
   input.value = m.message;
-  input.maxLength = 4000;
+  input.id = "edit-" + m.id;
+  label.htmlFor = input.id;
+  const count = document.createElement("span");
+  count.className = "count";
+  const problem = document.createElement("p");
+  problem.className = "error edit-error";
+  problem.setAttribute("role", "alert");
   const save = document.createElement("button");
   save.type = "submit";
-  save.textContent = "save";
-  form.append(input, save);
-  form.addEventListener("submit", async (e) => {
-    e.preventDefault();
-    try {
-      upsert(await api("PUT", "/v1/messages/" + m.id, { message: input.value }));
-    } catch (err) {
-      showError(err);
+  save.className = "save primary";
+  save.textContent = "Save";
+  const cancel = document.createElement("button");
+  cancel.type = "button";
+  cancel.className = "cancel";
+  cancel.textContent = "Cancel";
+  const hint = document.createElement("span");
+  hint.className = "hint";
+  hint.textContent = "Enter saves · Escape cancels";
+  const foot = document.createElement("div");
+  foot.className = "edit-foot";
+  foot.append(save, cancel, hint, count);
+  form.append(label, input, foot, problem);
+  const original = body;
+  // stop shows the message as it is now (it may have changed meanwhile).
+  const stop = () => {
+    form.replaceWith(original);
+    const now = state.messages.get(m.id);
+    if (now) upsert(now);
+    itemOf(m.id)?.querySelector(".edit")?.focus();
+  };
+  const counted = () => countInto(count, input.value);
+  input.addEventListener("input", () => {
+    counted();
+    grow(input);
+  });
+  input.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") {
+      e.preventDefault();
+      e.stopPropagation();
+      stop();
+    } else if (enterSends(e)) {
+      e.preventDefault();
+      form.requestSubmit();
     }
   });
-  text.replaceChildren(form);
+  cancel.addEventListener("click", stop);
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const text = input.value.trim();
+    if (!text) {
+      problem.textContent = "A message cannot be empty: write something, or cancel and delete the message.";
+      input.focus();
+      return;
+    }
+    if (text === state.messages.get(m.id)?.message) return stop();
+    save.disabled = true;
+    try {
+      const updated = await api("PUT", "/v1/messages/" + encodeURIComponent(m.id), { message: text });
+      state.edited.set(m.id, true);
+      form.replaceWith(original);
+      upsert(updated);
+      itemOf(m.id)?.querySelector(".edit")?.focus();
+    } catch (err) {
+      problem.textContent = human(err);
+      save.disabled = false;
+    }
+  });
+  body.replaceWith(form);
+  counted();
+  grow(input);
   input.focus();
+  input.setSelectionRange(input.value.length, input.value.length);
+}
+
+// checkEdited asks the server, once per message, whether a message that
+// changed after it was sent has earlier versions (a reaction changes
+// updated_at too), and shows "(edited)" if so.
+const editedAsked = new Set();
+const editedQueue = [];
+let editedRunning = 0;
+function checkEdited(m) {
+  if (state.edited.has(m.id) || editedAsked.has(m.id) || !m.updated_at) return;
+  editedAsked.add(m.id);
+  editedQueue.push(m.id);
+  pumpEdited();
+}
+
+function pumpEdited() {
+  while (editedRunning < 3 && editedQueue.length) {
+    const id = editedQueue.shift();
+    editedRunning++;
+    api("GET", "/v1/messages/" + encodeURIComponent(id) + "/revisions?limit=1")
+      .then((page) => {
+        state.edited.set(id, page.data.length > 0);
+        const el = itemOf(id);
+        if (el) el.querySelector(".edited").hidden = !page.data.length;
+      })
+      .catch(() => editedAsked.delete(id))
+      .finally(() => {
+        editedRunning--;
+        pumpEdited();
+      });
+  }
+}
+
+// toggleRevisions shows (or hides) the earlier versions of a message,
+// newest first, each with the time it was replaced.
+async function toggleRevisions(li, m) {
+  const list = li.querySelector(".revisions");
+  const button = li.querySelector(".edited");
+  if (!list.hidden) {
+    list.hidden = true;
+    button.setAttribute("aria-expanded", "false");
+    return;
+  }
+  const page = await api("GET", "/v1/messages/" + encodeURIComponent(m.id) + "/revisions?limit=100");
+  list.replaceChildren();
+  for (const r of page.data) {
+    const item = document.createElement("li");
+    const when = document.createElement("time");
+    const d = new Date(r.created_at * 1000);
+    when.dateTime = d.toISOString();
+    when.textContent = "replaced " + d.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+    const text = document.createElement("span");
+    text.className = "revision-text";
+    text.textContent = r.message;
+    item.append(text, " ", when);
+    list.append(item);
+  }
+  list.hidden = false;
+  button.setAttribute("aria-expanded", "true");
+}
+
+// confirmDelete asks in the message itself before deleting (Escape or
+// Cancel keeps it), then runs del.
+function confirmDelete(li, question, del) {
+  const box = li.querySelector(".confirm");
+  box.querySelector(".confirm-text").textContent = question;
+  box.hidden = false;
+  li.classList.add("confirming");
+  const yes = box.querySelector(".confirm-yes");
+  const no = box.querySelector(".confirm-no");
+  // The message may be drawn anew meanwhile, with this box moved into it.
+  const done = () => {
+    box.hidden = true;
+    box.closest("li.message")?.classList.remove("confirming");
+    yes.onclick = no.onclick = box.onkeydown = null;
+  };
+  yes.onclick = async () => {
+    yes.disabled = true;
+    try {
+      await del();
+      done();
+    } catch (err) {
+      done();
+      showError(err);
+    } finally {
+      yes.disabled = false;
+    }
+  };
+  no.onclick = () => {
+    const item = box.closest("li.message");
+    done();
+    item?.querySelector(".delete")?.focus();
+  };
+  box.onkeydown = (e) => {
+    if (e.key === "Escape") {
+      e.preventDefault();
+      no.onclick();
+    }
+  };
+  no.focus();
+}
+
+// ---- the composer ----
+
+// enterSends reports a key press that sends: Enter without Shift (which
+// adds a line), outside of an input method's composition.
+function enterSends(e) {
+  return e.key === "Enter" && !e.shiftKey && !e.altKey && !e.ctrlKey && !e.metaKey && !e.isComposing;
+}
+
+// chars counts characters as the server does (Unicode code points: an
+// emoji such as 😀 is one, a flag is two).
+function chars(s) {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+}
+
+// countInto shows how many characters text holds against the server's
+// limit, and how many too many.
+function countInto(el, text) {
+  const n = chars(text.trim());
+  const over = n - state.maxChars;
+  el.textContent = n === 0 ? "" : over > 0 ? n + " / " + state.maxChars + " (" + over + " too many)" : n + " / " + state.maxChars;
+  el.classList.toggle("over", over > 0);
+  el.classList.toggle("near", over <= 0 && n > state.maxChars * 0.9);
+}
+
+function updateCount() {
+  countInto($("count"), $("text").value);
+}
+
+// grow makes a textarea as tall as its text, up to its CSS max-height.
+function grow(ta) {
+  ta.style.height = "auto";
+  ta.style.height = ta.scrollHeight + 2 + "px";
 }
 
 async function send(e) {
   e.preventDefault();
-  showError(null);
+  if (state.sending) return;
   const conv = state.current;
   const file = $("file").files[0];
-  let text = $("text").value.trim();
+  const text = $("text").value.trim();
   if (!text && !file) return;
+  state.sending = true;
+  $("send").disabled = true;
   try {
-    const body = { conversation_id: conv, message: text || (file && file.name) };
+    const body = { conversation_id: conv, message: text };
     if (file) {
-      const form = new FormData();
-      form.append("conversation_id", conv);
-      form.append("file", file);
-      const a = await api("POST", "/v1/attachments", form);
+      // A file uploaded by a send that failed after (its text too long)
+      // is not uploaded again.
+      if (state.uploaded?.file !== file) {
+        const form = new FormData();
+        form.append("conversation_id", conv);
+        form.append("file", file);
+        state.uploaded = { file, attachment: await api("POST", "/v1/attachments", form) };
+      }
+      const a = state.uploaded.attachment;
       body.attachments = [a.id];
+      if (!text) body.message = a.filename; // a file alone: see the top of this file
     }
     upsert(await api("POST", "/v1/messages", body));
+    showError(null);
     $("text").value = "";
-    $("file").value = "";
-    $("file-name").textContent = "";
+    clearFile();
+    updateCount();
+    grow($("text"));
     scrollToBottom();
   } catch (err) {
-    showError(err);
+    showError(err); // the text and the file stay, to be fixed and sent again
+  } finally {
+    state.sending = false;
+    $("send").disabled = false;
   }
+}
+
+function clearFile() {
+  $("file").value = "";
+  $("file-name").textContent = "";
+  $("attached").hidden = true;
+  state.uploaded = null;
 }
 
 // download saves an attachment's bytes under its name. A file_url on this
@@ -297,7 +827,11 @@ async function download(a) {
   const link = document.createElement("a");
   if (url.origin === location.origin) {
     const res = await fetch(url, { headers: { Authorization: "Bearer " + state.token } });
-    if (!res.ok) throw new Error("download failed: " + res.status);
+    if (!res.ok) {
+      const err = new Error("the download failed (" + res.status + ")");
+      err.status = res.status;
+      throw err;
+    }
     link.href = URL.createObjectURL(await res.blob());
     setTimeout(() => URL.revokeObjectURL(link.href), 10000);
   } else {
@@ -331,18 +865,22 @@ async function follow() {
       const res = await fetch("/v1/events", { headers, signal: state.stream.signal });
       if (res.status === 401) return signOut();
       if (!res.ok) throw new Error("events: " + res.status);
-      $("live").dataset.state = "open";
-      $("live").textContent = "live";
+      live("open", "live");
+      clearOffline();
       delay = 500;
       await readStream(res.body);
     } catch (err) {
       if (state.stream.signal.aborted) return;
     }
-    $("live").dataset.state = "reconnecting";
-    $("live").textContent = "reconnecting…";
+    live("reconnecting", "reconnecting…");
     await new Promise((r) => setTimeout(r, delay));
-    delay = Math.min(delay * 2, 10000);
+    delay = Math.min(delay * 2, 5000);
   }
+}
+
+function live(s, text) {
+  $("live").dataset.state = s;
+  $("live").textContent = text;
 }
 
 async function readStream(body) {
@@ -372,7 +910,7 @@ function onEvent(e) {
   const obj = e.data && e.data.object;
   switch (e.type) {
     case "events.lost":
-      if (state.current) open(state.current).catch(showError);
+      if (state.current) open(state.current, { fromURL: true }).catch(showError);
       break;
     case "message.created":
     case "message.updated":
@@ -381,7 +919,7 @@ function onEvent(e) {
         upsert(obj);
         if (atBottom) scrollToBottom();
         // Read only when seen: a hidden page marks it when shown again.
-        if (e.type === "message.created" && obj.contact.id !== state.me.id && !document.hidden) markRead().catch(showError);
+        if (e.type === "message.created" && !mine(obj) && !document.hidden) markRead().catch(showError);
       }
       break;
     case "message.deleted":
@@ -405,16 +943,53 @@ document.addEventListener("DOMContentLoaded", () => {
     signIn($("token").value.trim()).catch((err) => ($("signin-error").textContent = err.message));
   });
   $("signout").addEventListener("click", signOut);
+  $("back").addEventListener("click", close);
+  $("error-close").addEventListener("click", () => showError(null));
   $("open-form").addEventListener("submit", (e) => {
     e.preventDefault();
     open($("open-id").value.trim()).catch(showError);
     $("open-id").value = "";
   });
   $("send-form").addEventListener("submit", send);
-  $("file").addEventListener("change", () => ($("file-name").textContent = $("file").files[0]?.name || ""));
+  $("text").addEventListener("keydown", (e) => {
+    if (enterSends(e)) {
+      e.preventDefault();
+      $("send-form").requestSubmit();
+    }
+  });
+  $("text").addEventListener("input", () => {
+    updateCount();
+    grow($("text"));
+  });
+  $("file").addEventListener("change", () => {
+    const f = $("file").files[0];
+    state.uploaded = null;
+    $("file-name").textContent = f ? f.name : "";
+    $("attached").hidden = !f;
+  });
+  $("file-clear").addEventListener("click", clearFile);
   $("messages").addEventListener("scroll", () => {
     if ($("messages").scrollTop < 40) loadOlder().catch(showError);
   });
+  // The picker closes on Escape, and on a click anywhere else.
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && pickerFor) {
+      e.preventDefault();
+      closePicker(true);
+    }
+  });
+  document.addEventListener("click", (e) => {
+    if (pickerFor && !$("picker").contains(e.target) && !pickerFor.button.contains(e.target)) closePicker();
+  });
+  addEventListener("resize", () => closePicker());
+  // Back and Forward move between the conversations opened.
+  addEventListener("popstate", () => {
+    if (!state.me) return;
+    const id = hashID();
+    if (!id) close();
+    else if (id !== state.current) open(id, { fromURL: true }).catch(showError);
+  });
+  addEventListener("online", clearOffline);
   document.addEventListener("visibilitychange", () => {
     if (!document.hidden && state.current) markRead().then(refreshConversations).catch(showError);
   });
