@@ -129,6 +129,9 @@ func TestChatPageEndToEnd(t *testing.T) {
 			chromedp.Click(chromedp.CSS("#send-form button[type=submit]")),
 		)
 		until(tab, "the sender sees "+text, shows(text))
+		// The event stream may show it before the send's answer empties
+		// the composer: wait for that, lest the next text be typed into it.
+		until(tab, "the composer is empty again", `document.getElementById("text").value === ""`)
 	}
 	unread := func(conv string) string {
 		return fmt.Sprintf(`(document.querySelector('#conversations li[data-id=%q] .unread') || {}).textContent`, conv)
