@@ -82,6 +82,14 @@ type Repository interface {
 	// pending deletion, for reconciliation against the blob store.
 	KeysInUse(ctx context.Context, keys []string) (map[string]bool, error)
 
+	// UploadedBytes returns the sum of FileSize over the attachment rows
+	// whose UploaderID is uploaderID, 0 when there are none: the bytes an
+	// Options.UploadQuota counts. It sees every row committed before it
+	// was called. Its cost may grow with that contact's rows, not with
+	// anyone else's (an index on the uploader with the size in it serves
+	// it).
+	UploadedBytes(ctx context.Context, uploaderID string) (int64, error)
+
 	// CreateAttachmentKeyed is CreateAttachment that also stores done, the
 	// record of an idempotency key, in its transaction (see
 	// messaging.IdempotencyRepository, Keyed writes): on any error, neither

@@ -182,6 +182,23 @@ func (s *Store) ForgetDeletion(ctx context.Context, key string) error {
 	return nil
 }
 
+// UploadedBytes returns the sum of the sizes of the attachments that
+// uploaderID uploaded (a walk of every attachment: memstore is for tests).
+func (s *Store) UploadedBytes(ctx context.Context, uploaderID string) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for _, a := range s.atts {
+		if a.UploaderID == uploaderID {
+			n += a.FileSize
+		}
+	}
+	return n, nil
+}
+
 // KeysInUse reports, for each of keys, whether it belongs to an attachment
 // row or a pending deletion.
 func (s *Store) KeysInUse(ctx context.Context, keys []string) (map[string]bool, error) {

@@ -259,3 +259,6 @@ func SendSlots(s *Store) int {
 	defer s.sending.mu.Unlock()
 	return len(s.sending.slots)
 }
+
+// UploadedBytesSQL is the query of UploadedBytes, for EXPLAIN.
+const UploadedBytesSQL = uploadedBytesSQL

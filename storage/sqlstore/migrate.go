@@ -394,7 +394,8 @@ var versions = []version{{
 			) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
 		},
 	},
-}, eventsVersion, installationVersion, eventIDsVersion, reactorsVersion, talliesVersion, reactorsEmbedVersion, postgresEventIDsVersion}
+}, eventsVersion, installationVersion, eventIDsVersion, reactorsVersion, talliesVersion, reactorsEmbedVersion, postgresEventIDsVersion,
+	uploaderSizeVersion}
 
 // The backfill of version "conversations".
 const (

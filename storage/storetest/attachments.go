@@ -19,6 +19,52 @@ var attachmentTests = []test{
 	{"rename", testRename},
 	{"list_filters", testAttachmentListFilters},
 	{"list_follows_links_into_conversations", testAttachmentListLinked},
+	{"uploaded_bytes", testUploadedBytes},
+}
+
+// testUploadedBytes: UploadedBytes sums the sizes of one uploader's
+// attachments that exist, filed, unfiled, linked at upload or afterwards,
+// and follows deletes, of an attachment and of the message it is linked
+// to.
+func testUploadedBytes(t *testing.T, h *harness) {
+	alice, bob := h.contact("alice"), h.contact("bob")
+	uploaded := func(c messaging.Contact) int64 {
+		t.Helper()
+		n, err := h.s.UploadedBytes(h.ctx, c.ID)
+		require.NoError(t, err, "UploadedBytes")
+		return n
+	}
+	assert.Zero(t, uploaded(alice), "no attachments")
+	n, err := h.s.UploadedBytes(h.ctx, ids.New(ids.Contact))
+	require.NoError(t, err)
+	assert.Zero(t, n, "an unknown uploader")
+
+	sized := func(conv string, c messaging.Contact, tm time.Time, size int64) messaging.Attachment {
+		a := newAttachment(conv, c.ID, tm)
+		a.FileSize = size
+		require.NoError(t, h.s.CreateAttachment(h.ctx, a, nil))
+		return a
+	}
+	filed := sized("c", alice, at(1), 1000)
+	sized("", alice, at(2), 5<<40) // beyond 32 bits
+	linkedFirst := sized("c", alice, at(3), 20)
+	sized("c", bob, at(4), 7)
+	assert.Equal(t, int64(1000+5<<40+20), uploaded(alice))
+	assert.Equal(t, int64(7), uploaded(bob))
+
+	m := h.message("c", bob, at(5), linkedFirst.ID) // alice's file in bob's message
+	withFile := newAttachment("", alice.ID, at(6))
+	withFile.FileSize = 300
+	h.update(m.ID, messaging.MessageChange{NewAttachment: &withFile, UpdatedAt: at(6)})
+	assert.Equal(t, int64(1000+5<<40+20+300), uploaded(alice), "linked ones count for their uploader")
+	assert.Equal(t, int64(7), uploaded(bob), "not for the message's sender")
+
+	_, err = h.s.DeleteAttachment(h.ctx, filed.ID, nil)
+	require.NoError(t, err)
+	assert.Equal(t, int64(5<<40+20+300), uploaded(alice), "a deleted attachment frees its bytes")
+	_, err = h.s.DeleteMessage(h.ctx, m.ID, nil)
+	require.NoError(t, err)
+	assert.Equal(t, int64(5<<40), uploaded(alice), "and so do the attachments of a deleted message")
 }
 
 func testAttachmentRoundTrip(t *testing.T, h *harness) {
