@@ -103,7 +103,8 @@
 // Every error the Service returns is a *messaging.Error, whose Kind
 // (messaging.KindOf, or errors.Is with messaging.ErrNotFound,
 // messaging.ErrTooLarge, …) classifies it and whose Message is written for
-// people; see package messaging.
+// people; see package messaging. An upload beyond Options.UploadQuota is ErrTooLarge
+// with Code CodeQuotaExceeded, told apart from one beyond MaxUploadBytes.
 //
 // # Backends
 //

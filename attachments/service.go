@@ -41,6 +41,18 @@ type Options struct {
 	// gives requests a deadline sets it no longer than that. Default: 30
 	// seconds.
 	FinishTimeout time.Duration
+	// UploadQuota, when > 0, is the most bytes the files a caller uploaded
+	// may hold at once (Repository.UploadedBytes: the sizes of its
+	// attachments that exist, wherever they are linked; a deleted file
+	// frees its bytes). An upload that would pass it fails with
+	// ErrTooLarge, Code CodeQuotaExceeded, and stores nothing: at once,
+	// before its file is read, when the caller has no room left, else as
+	// soon as its bytes pass what is left. Concurrent uploads of a caller
+	// on one instance never pass the quota together; over several
+	// instances, they may pass it by at most (instances - 1) times what was
+	// left when they began (see uploads in quota.go). Each upload costs
+	// one more read of the repository. Default: 0, no quota.
+	UploadQuota int64
 	// OrphanRetention is how long Reconcile keeps an object it moved aside
 	// (under OrphanPrefix) before it deletes it. Default: 30 days.
 	OrphanRetention time.Duration
@@ -87,7 +99,8 @@ type Service struct {
 	domain  wiring.Domain // msgs' Policy and page size limit
 	msgsAPI messagingAPI  // msgs' idempotency keys and linked uploads
 	opts    Options
-	own     owner // the database's installation id, once known
+	own     owner   // the database's installation id, once known
+	uploads uploads // the uploads under way, per caller, for the quota
 }
 
 // New returns a Service over the given repository and blob store, built on
@@ -194,6 +207,15 @@ func (s *Service) store(ctx context.Context, caller messaging.Contact, u Upload,
 	if u.Body == nil {
 		return messaging.Attachment{}, check.Missing("file")
 	}
+	// The quota, too, is checked before the file is read.
+	quota, err := s.beginQuota(ctx, caller)
+	if err != nil {
+		return messaging.Attachment{}, err
+	}
+	stored := false
+	if quota != nil {
+		defer func() { quota.end(stored) }()
+	}
 	body := bufio.NewReaderSize(u.Body, 512)
 	head, err := body.Peek(512)
 	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
@@ -219,14 +241,22 @@ func (s *Service) store(ctx context.Context, caller messaging.Contact, u Upload,
 		Key:            prefix + id,
 	}
 	cr := newCountingReader(body, s.opts.MaxUploadBytes)
+	cr.quota = quota
 	defer cr.Close()
 	if err := s.blobs.Put(ctx, a.Key, ctype, cr); err != nil {
 		s.removeBlob(ctx, a.Key) // the store should have left nothing; make sure
 		if cr.tooLarge {
 			return messaging.Attachment{}, s.tooLarge()
 		}
+		if cr.overQuota {
+			return messaging.Attachment{}, s.quotaExceeded(quota.used)
+		}
 		return messaging.Attachment{}, err
 	}
+	// From here the upload's bytes count as stored for the uploads of the
+	// caller under way: its row is written, or may be, or it fails and
+	// they count its bytes until they end (never too few).
+	stored = true
 	a.FileSize = cr.n
 	a.SHA256 = cr.Sum()
 	a.CreatedAt = s.now()
@@ -435,14 +465,17 @@ func declaredType(ct string) string {
 	return t
 }
 
-// countingReader counts what passes and fails past max bytes. It hashes
-// the bytes on a goroutine of its own, so that hashing overlaps reading the
-// request and writing the object; Sum waits for it. Close must be called
-// (Sum does) so the goroutine ends.
+// countingReader counts what passes and fails past max bytes, or past the
+// caller's quota when quota is not nil (each chunk is counted there before
+// it is passed on). It hashes the bytes on a goroutine of its own, so that
+// hashing overlaps reading the request and writing the object; Sum waits
+// for it. Close must be called (Sum does) so the goroutine ends.
 type countingReader struct {
-	r        io.Reader
-	n, max   int64
-	tooLarge bool
+	r         io.Reader
+	n, max    int64
+	tooLarge  bool
+	quota     *upload
+	overQuota bool
 
 	h      hash.Hash
 	chunks chan []byte // filled chunks, to hash
@@ -474,7 +507,10 @@ func newCountingReader(r io.Reader, max int64) *countingReader {
 	return c
 }
 
-var errTooLarge = errors.New("upload exceeds the size limit")
+var (
+	errTooLarge  = errors.New("upload exceeds the size limit")
+	errOverQuota = errors.New("upload exceeds the caller's quota")
+)
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	// Fill p as far as the source allows: a multipart part yields a few
@@ -490,6 +526,10 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	if c.n > c.max {
 		c.tooLarge = true
 		return 0, errTooLarge
+	}
+	if c.quota != nil && n > 0 && !c.quota.add(int64(n)) {
+		c.overQuota = true
+		return 0, errOverQuota
 	}
 	if n > 0 {
 		b := <-c.free

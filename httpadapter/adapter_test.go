@@ -117,6 +117,7 @@ func runAdapterTests(t *testing.T, newStore func(t *testing.T) storetest.Store) 
 		{"UploadFlow", testUploadFlow},
 		{"InlineTypes", testInlineTypes},
 		{"UploadLimits", testUploadLimits},
+		{"UploadQuota", testUploadQuota},
 		{"BackendFailures", testBackendFailures},
 		{"ConcurrentReactions", testConcurrentReactions},
 		{"RateLimit", testRateLimit},

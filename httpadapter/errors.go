@@ -129,7 +129,11 @@ func classify(err error) *apiError {
 		}
 		return &apiError{status: http.StatusConflict, Type: typeConflict, Code: code, Message: msg("conflict"), Param: param}
 	case messaging.ErrTooLarge:
-		return &apiError{status: http.StatusRequestEntityTooLarge, Type: typeInvalidRequest, Code: codeTooLarge, Message: msg("too large"), Param: param}
+		code := codeTooLarge
+		if hasKE && ke.Code != "" {
+			code = ke.Code // attachments.CodeQuotaExceeded
+		}
+		return &apiError{status: http.StatusRequestEntityTooLarge, Type: typeInvalidRequest, Code: code, Message: msg("too large"), Param: param}
 	case messaging.ErrUnimplemented:
 		return &apiError{status: http.StatusNotImplemented, Type: typeAPI, Code: codeUnimplemented, Message: msg("not implemented")}
 	case messaging.ErrUnavailable:

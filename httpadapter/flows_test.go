@@ -390,6 +390,31 @@ func testUploadLimits(t *testing.T, newStore newStoreFunc) {
 	e.assertUnchanged(t, before)
 }
 
+// testUploadQuota: with attachments.Options.UploadQuota, an upload that
+// would take its caller's files beyond the quota is a 413
+// upload_quota_exceeded naming the file, stores nothing, and a delete makes
+// room; on every backend, since the repository sums the sizes.
+func testUploadQuota(t *testing.T, newStore newStoreFunc) {
+	e := newEnv(t, newStore(t), envConfig{files: attachments.Options{UploadQuota: 5000}})
+	overQuota := wantErr{"invalid_request_error", "upload_quota_exceeded", "file"}
+	first := e.upload(t, "alice", "quota", "a.bin", "application/x-a", strings.Repeat("a", 3000))
+	e.upload(t, "bob", "quota", "b.bin", "application/x-b", strings.Repeat("b", 4000))
+	before := e.snapshot(t)
+	res := e.as(t, "alice", "POST", "/v1/attachments", multipartBody(file("c.bin", "application/x-c", strings.Repeat("c", 2001))))
+	assertError(t, res, http.StatusRequestEntityTooLarge, overQuota)
+	assert.Contains(t, res.json(t)["error"].(map[string]any)["message"], "quota of 5000 bytes")
+	e.assertUnchanged(t, before)
+
+	e.upload(t, "alice", "quota", "c.bin", "application/x-c", strings.Repeat("c", 2000)) // exactly the quota
+	before = e.snapshot(t)
+	res = e.as(t, "alice", "POST", "/v1/attachments", multipartBody(file("empty.txt", "text/plain", "")))
+	assertError(t, res, http.StatusRequestEntityTooLarge, overQuota)
+	e.assertUnchanged(t, before)
+
+	require.Equal(t, http.StatusOK, e.as(t, "alice", "DELETE", "/v1/attachments/"+first, nil).StatusCode)
+	e.upload(t, "alice", "quota", "d.bin", "application/x-d", strings.Repeat("d", 3000))
+}
+
 // failingBlobs fails every Put with err after reading some of the body.
 type failingBlobs struct {
 	listingBlobs

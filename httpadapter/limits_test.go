@@ -106,3 +106,15 @@ func TestUploadToFullMessageReadsLittle(t *testing.T) {
 	assert.Less(t, read, int64(256<<10), "bytes of the 20 MiB upload read before its refusal")
 	t.Logf("read %d bytes of %d", read, 20<<20)
 }
+
+// TestUploadQuotaFullReadsLittle: a caller whose files fill its quota is
+// refused (413 upload_quota_exceeded) before its upload's file is read.
+func TestUploadQuotaFullReadsLittle(t *testing.T) {
+	h, _, _ := bigUploadEnv(t, &attachments.Options{UploadQuota: 2}) // its two files of one byte fill it
+	rec, read := bigUpload(t, h, 20<<20)
+	require.Equal(t, http.StatusRequestEntityTooLarge, rec.Code, "%s", rec.Body.Bytes())
+	e := errorOf(t, rec)
+	assert.Equal(t, "upload_quota_exceeded", e["code"])
+	assert.Equal(t, "file", e["param"])
+	assert.Less(t, read, int64(256<<10), "bytes of the 20 MiB upload read before its refusal")
+}

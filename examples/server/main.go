@@ -101,6 +101,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		bucketURL = flags.String("bucket", "", "gocloud.dev bucket URL for files, such as file:///srv/files or s3://bucket?region=… (s3://, gs://, azblob:// need a build with -tags cloud; default: DATA/files)")
 		tokens    = flags.String("tokens", os.Getenv("PARLEY_TOKENS"), `bearer tokens as "user=token,user2=token2" (also PARLEY_TOKENS; default `+defaultTokens+`)`)
 		maxUpload = flags.Int64("max-upload-bytes", 25<<20, "largest accepted upload, in bytes")
+		quota     = flags.Int64("upload-quota", 0, "most bytes the files each caller uploaded may hold at once (0: no quota)")
 		baseURL   = flags.String("base-url", "", "public URL of this server, used in file_url and Location (default: from each request)")
 		hosts     = flags.String("hosts", "", `without -base-url, the host names this server answers to, as "chat.example.com,alt.example.com" (with the port if not the scheme's): a request for another Host gets file_url and Location of the first (default: every Host as it comes)`)
 		perSecond = flags.Float64("rate", 0, "requests a second each caller may make, and each client address with refused credentials (0: no limit)")
@@ -176,7 +177,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// same database as the data (so a retry after a restart replays), and
 	// prune them after 24 hours on their own.
 	msgs := messaging.New(store, &messaging.Options{Logger: log})
-	files := attachments.New(store, blobs, msgs, &attachments.Options{MaxUploadBytes: *maxUpload, Logger: log})
+	files := attachments.New(store, blobs, msgs, &attachments.Options{MaxUploadBytes: *maxUpload, UploadQuota: *quota, Logger: log})
 	// The bucket must be this database's: a new database, or another one,
 	// over the same files refuses to start rather than touch them.
 	if err := files.Claim(ctx); err != nil {

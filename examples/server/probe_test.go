@@ -150,3 +150,24 @@ func TestChatMeIsRateLimited(t *testing.T) {
 	res, _ = rawGet(t, srv.base, "/chat/me", "tok-alice")
 	assert.Equal(t, http.StatusOK, res.StatusCode, "another caller has a bucket of its own")
 }
+
+// TestUploadQuotaFlag: -upload-quota caps the bytes of each caller's
+// files; an upload beyond is a 413 upload_quota_exceeded.
+func TestUploadQuotaFlag(t *testing.T) {
+	srv, err := launch(t, "-data", t.TempDir(), "-upload-quota", "10")
+	require.NoError(t, err)
+	upload(t, srv.base, "tok-alice", "a.txt", "0123456789")
+	var buf strings.Builder
+	buf.WriteString("--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"b.txt\"\r\n\r\nx\r\n--b--\r\n")
+	req, err := http.NewRequest("POST", srv.base+"/v1/attachments", strings.NewReader(buf.String()))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer tok-alice")
+	req.Header.Set("Content-Type", "multipart/form-data; boundary=b")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, res.StatusCode, "%s", body)
+	assert.Contains(t, string(body), `"upload_quota_exceeded"`)
+	upload(t, srv.base, "tok-bob", "b.txt", "0123456789") // bob's own quota
+}
