@@ -16,6 +16,7 @@ import (
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/memstore"
 )
 
@@ -159,7 +160,7 @@ func TestUploadsCanceledWhileRowIsWritten(t *testing.T) {
 			keys, err := store.AttachmentKeys(context.Background(), "", n+1)
 			require.NoError(t, err)
 			var objects []string
-			require.NoError(t, blobs.List(context.Background(), attachments.KeyPrefix, func(o attachments.Object) error {
+			require.NoError(t, blobs.List(context.Background(), attachments.KeyPrefix, func(o driver.Object) error {
 				objects = append(objects, o.Key)
 				return nil
 			}))

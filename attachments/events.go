@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // The events of the files service: attachment.created on upload,
@@ -17,7 +18,7 @@ func (s *Service) now() time.Time { return s.opts.Now().UTC().Truncate(time.Micr
 
 // recorder returns mk, or nil while no events Feed is built on the
 // messaging Service (see package events): writes then record no events.
-func (s *Service) recorder(mk messaging.Recorder) messaging.Recorder {
+func (s *Service) recorder(mk driver.Recorder) driver.Recorder {
 	if s.domain.Committed() == nil {
 		return nil
 	}
@@ -36,7 +37,7 @@ func attachmentEvents(t messaging.EventType, atts []messaging.Attachment, at tim
 	out := make([]messaging.Event, 0, len(atts))
 	for i := range atts {
 		a := atts[i]
-		e := messaging.NewEvent(t, a.ConversationID, a.UploaderID, at)
+		e := driver.NewEvent(t, a.ConversationID, a.UploaderID, at)
 		e.Attachment = &a
 		out = append(out, e)
 	}
@@ -45,15 +46,15 @@ func attachmentEvents(t messaging.EventType, atts []messaging.Attachment, at tim
 
 // deleteEvents returns the events of a deleted attachment: attachment.deleted,
 // and message.updated for the message it was linked to.
-func deleteEvents(c messaging.Change, at time.Time) []messaging.Event {
+func deleteEvents(c driver.Change, at time.Time) []messaging.Event {
 	var out []messaging.Event
 	for _, a := range c.Removed {
-		e := messaging.NewEvent(messaging.EventAttachmentDeleted, a.ConversationID, a.UploaderID, at)
+		e := driver.NewEvent(messaging.EventAttachmentDeleted, a.ConversationID, a.UploaderID, at)
 		e.DeletedID = a.ID
 		out = append(out, e)
 	}
 	if m := c.Message; m != nil {
-		e := messaging.NewEvent(messaging.EventMessageUpdated, m.ConversationID, "", at)
+		e := driver.NewEvent(messaging.EventMessageUpdated, m.ConversationID, "", at)
 		e.Message = m
 		out = append(out, e)
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/blobstore"
 	"github.com/parleychat/parley/storage/memstore"
 )
@@ -35,7 +36,7 @@ import (
 // listingBlobs is a BlobStore that can list, as Reconcile needs.
 type listingBlobs interface {
 	attachments.BlobStore
-	attachments.Lister
+	driver.Lister
 }
 
 // faultBlobs wraps a BlobStore. A non-nil function field replaces the call
@@ -84,7 +85,7 @@ func (f *faultBlobs) Delete(ctx context.Context, key string) error {
 	return f.next.Delete(ctx, key)
 }
 
-func (f *faultBlobs) List(ctx context.Context, prefix string, fn func(attachments.Object) error) error {
+func (f *faultBlobs) List(ctx context.Context, prefix string, fn func(driver.Object) error) error {
 	return f.next.List(ctx, prefix, fn)
 }
 
@@ -98,7 +99,7 @@ type faultRepo struct {
 	forgetDeletion   func(ctx context.Context, key string) error
 }
 
-func (r *faultRepo) CreateAttachment(ctx context.Context, a messaging.Attachment, rec messaging.Recorder) error {
+func (r *faultRepo) CreateAttachment(ctx context.Context, a messaging.Attachment, rec driver.Recorder) error {
 	r.mu.Lock()
 	fn := r.createAttachment
 	r.mu.Unlock()
@@ -250,7 +251,7 @@ func (h *harness) upload(tb testing.TB, name, body string) messaging.Attachment 
 func (h *harness) objects(tb testing.TB) []string {
 	tb.Helper()
 	keys := []string{}
-	require.NoError(tb, h.blobs.next.List(context.Background(), attachments.KeyPrefix, func(o attachments.Object) error {
+	require.NoError(tb, h.blobs.next.List(context.Background(), attachments.KeyPrefix, func(o driver.Object) error {
 		keys = append(keys, o.Key)
 		return nil
 	}))
@@ -260,7 +261,7 @@ func (h *harness) objects(tb testing.TB) []string {
 // rows returns the keys of every attachment row.
 func (h *harness) rows(tb testing.TB) []string {
 	tb.Helper()
-	items, more, err := h.repo.ListAttachments(context.Background(), attachments.AttachmentQuery{All: true, UploaderID: h.alice.ID, Limit: 1000})
+	items, more, err := h.repo.ListAttachments(context.Background(), driver.AttachmentQuery{All: true, UploaderID: h.alice.ID, Limit: 1000})
 	require.NoError(tb, err)
 	require.False(tb, more)
 	keys := []string{}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/memstore"
 )
 
@@ -114,6 +115,6 @@ func TestUploadToMessageFilledMeanwhile(t *testing.T) {
 func objectCount(t *testing.T, blobs *memstore.BlobStore) int {
 	t.Helper()
 	n := 0
-	require.NoError(t, blobs.List(context.Background(), "", func(attachments.Object) error { n++; return nil }))
+	require.NoError(t, blobs.List(context.Background(), "", func(driver.Object) error { n++; return nil }))
 	return n
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/parleychat/parley/internal/claim"
 	"github.com/parleychat/parley/internal/wiring"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // This file holds how a Service proves which objects of a bucket are its
@@ -28,38 +29,6 @@ const ClaimKey = claim.Key
 // deleted once it has been there for Options.OrphanRetention.
 const OrphanPrefix = "orphans/"
 
-// Installation is an optional interface of a Repository: the identity of
-// its database. A Service whose Repository has it keys its objects by the
-// installation id (KeyPrefix + id + "/" + attachment id), claims the blob
-// store for the database (Service.Claim), and lets Reconcile move aside the
-// objects under its own prefix that no row names. Without it, Claim fails
-// with ErrUnimplemented and Reconcile never touches an object that no row
-// names: it only counts it.
-type Installation interface {
-	// InstallationID returns the database's id: made once, when the
-	// schema is created, kept in the database, and the same for every
-	// process that uses it. It is 1 to 64 letters, digits, '_' or '-'.
-	InstallationID(ctx context.Context) (string, error)
-
-	// Epoch returns the database's reconcile epoch: 0 at first, then the
-	// value of the last AdvanceEpoch. A database restored from a backup
-	// returns the epoch it had when the backup was made.
-	Epoch(ctx context.Context) (int64, error)
-
-	// AdvanceEpoch adds one to the epoch, atomically, and returns the new
-	// value.
-	AdvanceEpoch(ctx context.Context) (int64, error)
-}
-
-// KeyLister is an optional interface of a Repository that lists the blob
-// keys of its attachment rows, so that Reconcile can report rows whose
-// object is missing.
-type KeyLister interface {
-	// AttachmentKeys returns up to limit keys of attachment rows that sort
-	// after after (byte order; "" for the first), in ascending order.
-	AttachmentKeys(ctx context.Context, after string, limit int) ([]string, error)
-}
-
 // owner is what a Service knows of its database's identity, found once.
 type owner struct {
 	mu     sync.Mutex
@@ -70,7 +39,7 @@ type owner struct {
 // installationID returns the database's installation id, or "" when the
 // Repository has none.
 func (s *Service) installationID(ctx context.Context) (string, error) {
-	inst, ok := s.repo.(Installation)
+	inst, ok := s.repo.(driver.Installation)
 	if !ok {
 		return "", nil
 	}
@@ -152,9 +121,9 @@ func (s *Service) claim(ctx context.Context, sweep bool) (ownPrefix string, err 
 	}
 	if id == "" {
 		return "", &messaging.Error{Kind: messaging.ErrUnimplemented,
-			Message: "the repository does not name its database (attachments.Installation): the blob store cannot be claimed"}
+			Message: "the repository does not name its database (driver.Installation): the blob store cannot be claimed"}
 	}
-	inst := s.repo.(Installation)
+	inst := s.repo.(driver.Installation)
 	own := KeyPrefix + id + "/"
 	c, found, err := s.readClaim(ctx)
 	if err != nil {
@@ -247,12 +216,12 @@ var errEnough = errors.New("enough")
 // its rows (a bucket it used before claims existed); no when every object
 // it holds is unknown to the database.
 func (s *Service) mayAdopt(ctx context.Context, own string) error {
-	lister, ok := s.blobs.(Lister)
+	lister, ok := s.blobs.(driver.Lister)
 	if !ok {
 		return nil // nothing to look at; Reconcile cannot sweep either
 	}
 	var keys []string
-	err := lister.List(ctx, KeyPrefix, func(o Object) error {
+	err := lister.List(ctx, KeyPrefix, func(o driver.Object) error {
 		keys = append(keys, o.Key)
 		if len(keys) == adoptSample {
 			return errEnough

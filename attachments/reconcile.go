@@ -9,6 +9,7 @@ import (
 
 	"github.com/parleychat/parley/internal/wiring"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // ReconcileReport says what Reconcile did and found.
@@ -60,7 +61,7 @@ func (s *Service) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	if err := s.finishDeletions(ctx, &rep); err != nil {
 		return rep, wiring.Wrap("attachments.Reconcile", err)
 	}
-	lister, ok := s.blobs.(Lister)
+	lister, ok := s.blobs.(driver.Lister)
 	if !ok {
 		return rep, nil
 	}
@@ -130,7 +131,7 @@ func (k *keySet) has(key string) bool {
 // (this database's prefix; "" for none) that no row names and that are
 // older than the grace period, and counts the others without a row. It
 // returns the set of the keys it saw.
-func (s *Service) sweep(ctx context.Context, lister Lister, own string, rep *ReconcileReport) (*keySet, error) {
+func (s *Service) sweep(ctx context.Context, lister driver.Lister, own string, rep *ReconcileReport) (*keySet, error) {
 	seen := newKeySet()
 	cutoff := s.opts.Now().Add(-s.opts.OrphanGrace)
 	var batch []string
@@ -156,7 +157,7 @@ func (s *Service) sweep(ctx context.Context, lister Lister, own string, rep *Rec
 		batch = batch[:0]
 		return nil
 	}
-	err := lister.List(ctx, KeyPrefix, func(o Object) error {
+	err := lister.List(ctx, KeyPrefix, func(o driver.Object) error {
 		seen.add(o.Key)
 		if o.ModTime.After(cutoff) {
 			return nil
@@ -201,9 +202,9 @@ func (s *Service) moveAside(ctx context.Context, key string) error {
 
 // purge deletes the objects moved aside from under own longer than
 // Options.OrphanRetention ago.
-func (s *Service) purge(ctx context.Context, lister Lister, own string, rep *ReconcileReport) error {
+func (s *Service) purge(ctx context.Context, lister driver.Lister, own string, rep *ReconcileReport) error {
 	cutoff := s.opts.Now().Add(-s.opts.OrphanRetention)
-	return lister.List(ctx, OrphanPrefix+own, func(o Object) error {
+	return lister.List(ctx, OrphanPrefix+own, func(o driver.Object) error {
 		if o.ModTime.After(cutoff) {
 			return nil
 		}
@@ -219,7 +220,7 @@ func (s *Service) purge(ctx context.Context, lister Lister, own string, rep *Rec
 // findMissing counts (and logs) the rows whose object is neither in seen
 // nor in the store now.
 func (s *Service) findMissing(ctx context.Context, seen *keySet, rep *ReconcileReport) error {
-	kl, ok := s.repo.(KeyLister)
+	kl, ok := s.repo.(driver.KeyLister)
 	if !ok {
 		return nil
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/parleychat/parley/internal/paging"
 	"github.com/parleychat/parley/internal/wiring"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // KeyPrefix is the prefix of every blob key the Service makes.
@@ -93,7 +94,7 @@ func (o *Options) withDefaults() Options {
 // delete files, with validation, limits and ownership rules.
 // It is safe for concurrent use.
 type Service struct {
-	repo    Repository
+	repo    driver.AttachmentStore
 	blobs   BlobStore
 	msgs    *messaging.Service
 	domain  wiring.Domain // msgs' Policy and page size limit
@@ -108,7 +109,7 @@ type Service struct {
 // conversation Policy and page size limit, an upload can be linked to a
 // message of msgs at once, and msgs removes the files of the messages it
 // deletes through this Service.
-func New(repo Repository, blobs BlobStore, msgs *messaging.Service, opts *Options) *Service {
+func New(repo driver.AttachmentStore, blobs BlobStore, msgs *messaging.Service, opts *Options) *Service {
 	s := &Service{repo: repo, blobs: blobs, msgs: msgs, opts: opts.withDefaults()}
 	s.domain = wiring.Bind(msgs, s.removeFiles)
 	s.msgsAPI = wiring.Files(msgs).(messagingAPI)
@@ -174,7 +175,7 @@ func (s *Service) upload(ctx context.Context, caller messaging.Contact, u Upload
 // an idempotency key (done, whose Fingerprint is that of the fields), the
 // row is stored with the record: the fingerprint completed with the file's
 // SHA-256, the result the attachment.
-func (s *Service) store(ctx context.Context, caller messaging.Contact, u Upload, name string, done *messaging.IdempotencyRecord) (messaging.Attachment, error) {
+func (s *Service) store(ctx context.Context, caller messaging.Contact, u Upload, name string, done *driver.IdempotencyRecord) (messaging.Attachment, error) {
 	if u.MessageID != "" {
 		m, err := s.msgs.Get(ctx, caller, u.MessageID)
 		if messaging.KindOf(err) == messaging.ErrNotFound {
@@ -279,7 +280,7 @@ func (s *Service) store(ctx context.Context, caller messaging.Contact, u Upload,
 	fctx, cancel := s.finishing(ctx)
 	defer cancel()
 	if u.MessageID == "" {
-		rec := s.recorder(func(c messaging.Change) []messaging.Event {
+		rec := s.recorder(func(c driver.Change) []messaging.Event {
 			return attachmentEvents(messaging.EventAttachmentCreated, c.Attachments, a.CreatedAt)
 		})
 		if done != nil {
@@ -386,13 +387,13 @@ func (s *Service) tooLarge() error {
 // built on beyond its exported API (see package wiring).
 type messagingAPI interface {
 	Hold(scope, key string) (release func(), err error)
-	Once(ctx context.Context, scope string, idem messaging.Idempotency, fp string, out any, write func(done messaging.IdempotencyRecord) error) (replayed bool, err error)
-	Claim(ctx context.Context, scope, key, fp string) (messaging.IdempotencyRecord, bool, error)
-	Release(ctx context.Context, rec messaging.IdempotencyRecord, err error) error
-	Replay(rec messaging.IdempotencyRecord, fp string, v any) error
+	Once(ctx context.Context, scope string, idem messaging.Idempotency, fp string, out any, write func(done driver.IdempotencyRecord) error) (replayed bool, err error)
+	Claim(ctx context.Context, scope, key, fp string) (driver.IdempotencyRecord, bool, error)
+	Release(ctx context.Context, rec driver.IdempotencyRecord, err error) error
+	Replay(rec driver.IdempotencyRecord, fp string, v any) error
 	Fingerprint(parts ...string) string
 	MaxAttachments() int
-	Attach(ctx context.Context, caller messaging.Contact, messageID string, a messaging.Attachment, done *messaging.IdempotencyRecord) (messaging.Message, error)
+	Attach(ctx context.Context, caller messaging.Contact, messageID string, a messaging.Attachment, done *driver.IdempotencyRecord) (messaging.Message, error)
 }
 
 // settleRow decides what a failed CreateAttachment of a leaves: when the
@@ -671,7 +672,7 @@ func (s *Service) SignedURL(ctx context.Context, caller messaging.Contact, a mes
 		}
 		return "", wiring.Wrap(op, err)
 	}
-	signer, ok := s.blobs.(URLSigner)
+	signer, ok := s.blobs.(driver.URLSigner)
 	if !ok {
 		return "", wiring.Wrap(op, &messaging.Error{Kind: messaging.ErrUnimplemented, Message: "the blob store cannot sign URLs"})
 	}
@@ -720,7 +721,7 @@ func (s *Service) list(ctx context.Context, caller messaging.Contact, o ListOpti
 	if err != nil {
 		return Page{}, err
 	}
-	q := AttachmentQuery{Limit: limit}
+	q := driver.AttachmentQuery{Limit: limit}
 	if o.ConversationID != "" {
 		if err := check.ConversationID("conversation_id", o.ConversationID); err != nil {
 			return Page{}, err
@@ -749,12 +750,12 @@ func (s *Service) list(ctx context.Context, caller messaging.Contact, o ListOpti
 		}
 		return true // s.get found it visible: its conversation is in scope
 	}
-	q.After, q.Before, err = check.Cursors(o.StartingAfter, o.EndingBefore, func(id string) (messaging.Cursor, bool, error) {
+	q.After, q.Before, err = check.Cursors(o.StartingAfter, o.EndingBefore, func(id string) (driver.Cursor, bool, error) {
 		a, err := s.get(ctx, caller, id)
 		if errors.Is(err, messaging.ErrNotFound) {
-			return messaging.Cursor{}, false, nil
+			return driver.Cursor{}, false, nil
 		}
-		return messaging.Cursor{Time: a.CreatedAt, ID: a.ID}, inList(a), err
+		return driver.Cursor{Time: a.CreatedAt, ID: a.ID}, inList(a), err
 	})
 	if err != nil {
 		return Page{}, err
@@ -837,7 +838,7 @@ func (s *Service) update(ctx context.Context, caller messaging.Contact, id strin
 	}
 	var a messaging.Attachment
 	fp := s.msgsAPI.Fingerprint("attachments.update", id, *u.Filename)
-	_, err = s.msgsAPI.Once(ctx, caller.ID, idem, fp, &a, func(done messaging.IdempotencyRecord) error {
+	_, err = s.msgsAPI.Once(ctx, caller.ID, idem, fp, &a, func(done driver.IdempotencyRecord) error {
 		var err error
 		a, err = s.rename(ctx, caller, id, name, &done)
 		return err
@@ -850,7 +851,7 @@ func (s *Service) update(ctx context.Context, caller messaging.Contact, id strin
 
 // rename sets the attachment's name, checked and cleaned, storing done
 // (when not nil) in the same transaction.
-func (s *Service) rename(ctx context.Context, caller messaging.Contact, id, name string, done *messaging.IdempotencyRecord) (messaging.Attachment, error) {
+func (s *Service) rename(ctx context.Context, caller messaging.Contact, id, name string, done *driver.IdempotencyRecord) (messaging.Attachment, error) {
 	a, err := s.get(ctx, caller, id)
 	if err != nil {
 		return messaging.Attachment{}, err
@@ -859,7 +860,7 @@ func (s *Service) rename(ctx context.Context, caller messaging.Contact, id, name
 		return messaging.Attachment{}, &messaging.Error{Kind: messaging.ErrPermission, Message: "only the uploader may rename an attachment"}
 	}
 	now := s.now()
-	rec := s.recorder(func(c messaging.Change) []messaging.Event {
+	rec := s.recorder(func(c driver.Change) []messaging.Event {
 		return attachmentEvents(messaging.EventAttachmentUpdated, c.Attachments, now)
 	})
 	if done != nil {
@@ -892,7 +893,7 @@ func (s *Service) delete(ctx context.Context, caller messaging.Contact, id strin
 		return &messaging.Error{Kind: messaging.ErrPermission, Message: "only the uploader may delete an attachment"}
 	}
 	now := s.now()
-	a, err = s.repo.DeleteAttachment(ctx, id, s.recorder(func(c messaging.Change) []messaging.Event {
+	a, err = s.repo.DeleteAttachment(ctx, id, s.recorder(func(c driver.Change) []messaging.Event {
 		return deleteEvents(c, now)
 	}))
 	if errors.Is(err, messaging.ErrNotFound) {

@@ -27,7 +27,7 @@
 // The services make the events (messaging.Event: type, conversation,
 // audience, time, id), never the HTTP layer, so that a change made from Go
 // and one made over HTTP make the same events. Each write of the
-// repositories takes a messaging.Recorder; the store calls it inside the
+// repositories takes a driver.Recorder; the store calls it inside the
 // write's transaction with the resources after the change, as they are
 // read in that transaction (the message after reactions merged, the
 // attachment after a rename, the conversation as its reader sees it after
@@ -102,7 +102,7 @@
 // # Backends
 //
 // Repository and Query are the contract of a storage backend, the read
-// side of the outbox that the writes of messaging.Repository and
-// attachments.Repository fill; storage/sqlstore and storage/memstore
+// side of the outbox that the writes of driver.MessageStore and
+// driver.AttachmentStore fill; storage/sqlstore and storage/memstore
 // implement it, and storage/storetest checks it.
 package events

@@ -13,6 +13,7 @@ import (
 
 	"github.com/parleychat/parley/internal/wiring"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // Options configure a Feed. A nil *Options means all defaults.
@@ -136,7 +137,7 @@ const readBatch = 256
 // per messaging Service, and Close it at shutdown. It is safe for
 // concurrent use.
 type Feed struct {
-	store    Repository
+	store    driver.EventStore
 	msgs     *messaging.Service
 	domain   wiring.Domain
 	opts     Options
@@ -166,9 +167,9 @@ type Feed struct {
 // and wake the Feed when they commit. A Feed delivers the events recorded
 // from now on live; subscribers and handlers resume from older ones. New
 // reads the outbox once, and fails if it cannot.
-func New(ctx context.Context, store Repository, msgs *messaging.Service, opts *Options) (*Feed, error) {
+func New(ctx context.Context, store driver.EventStore, msgs *messaging.Service, opts *Options) (*Feed, error) {
 	if store == nil || msgs == nil {
-		return nil, errors.New("events: New needs a Repository and a messaging Service")
+		return nil, errors.New("events: New needs a driver.EventStore and a messaging Service")
 	}
 	f := &Feed{
 		store:    store,
@@ -284,7 +285,7 @@ func (f *Feed) deliver() {
 		if idle && f.skip(f.ctx) {
 			return
 		}
-		evs, err := f.store.ReadEvents(f.ctx, Query{All: true, Unfiled: true, After: after, Limit: readBatch})
+		evs, err := f.store.ReadEvents(f.ctx, driver.EventQuery{All: true, Unfiled: true, After: after, Limit: readBatch})
 		if err != nil {
 			if f.ctx.Err() == nil {
 				f.logOnce("read", "events: cannot read the outbox; will retry", err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/memstore"
 	"github.com/parleychat/parley/storage/storetest"
 )
@@ -433,7 +434,7 @@ type countingStore struct {
 	lasts atomic.Int64 // calls of LastEvent
 }
 
-func (s *countingStore) ReadEvents(ctx context.Context, q events.Query) ([]messaging.Event, error) {
+func (s *countingStore) ReadEvents(ctx context.Context, q driver.EventQuery) ([]messaging.Event, error) {
 	s.reads.Add(1)
 	return s.Store.ReadEvents(ctx, q)
 }

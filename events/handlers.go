@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // Handler reacts to an event on the host's side: a notification, a search
@@ -140,7 +141,7 @@ func (f *Feed) handleAfter(h *handler, pos *int64) bool {
 		return true
 	}
 	for {
-		evs, err := f.store.ReadEvents(f.ctx, Query{All: true, Unfiled: true, After: seq, Limit: readBatch})
+		evs, err := f.store.ReadEvents(f.ctx, driver.EventQuery{All: true, Unfiled: true, After: seq, Limit: readBatch})
 		if err != nil {
 			if f.ctx.Err() == nil {
 				f.logOnce("read "+h.name, "events: a handler cannot read the outbox; will retry", err)

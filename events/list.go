@@ -9,6 +9,7 @@ import (
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/internal/wiring"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // ListOptions select a page of past events, for clients that poll.
@@ -50,7 +51,7 @@ func (f *Feed) list(ctx context.Context, caller messaging.Contact, o ListOptions
 	if err != nil {
 		return Page{}, err
 	}
-	q := Query{ViewerID: caller.ID, Limit: limit + 1}
+	q := driver.EventQuery{ViewerID: caller.ID, Limit: limit + 1}
 	if o.ConversationID != "" {
 		if err := check.ConversationID("conversation_id", o.ConversationID); err != nil {
 			return Page{}, err

@@ -10,6 +10,7 @@ import (
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/internal/wiring"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // SubscribeOptions select the events of a subscription.
@@ -239,7 +240,7 @@ func (s *Subscription) catchUp(ctx context.Context) error {
 		return nil
 	}
 	f.mu.Unlock()
-	q := Query{All: true, Unfiled: true, ViewerID: s.caller.ID, After: s.floor, Before: upTo + 1, Limit: readBatch}
+	q := driver.EventQuery{All: true, Unfiled: true, ViewerID: s.caller.ID, After: s.floor, Before: upTo + 1, Limit: readBatch}
 	if s.conv != "" {
 		q.All, q.Unfiled, q.ConversationIDs = false, false, []string{s.conv}
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/blobstore"
 	"github.com/parleychat/parley/storage/storetest"
 )
@@ -54,7 +54,7 @@ func s3Blobs(t *testing.T, bucketURL string) *blobstore.Store {
 	prefix := "adapter-test-" + hex.EncodeToString(rnd[:]) + "/"
 	s := blobstore.New(blob.PrefixedBucket(b, prefix)) // takes over b
 	t.Cleanup(func() {
-		_ = s.List(ctx, "", func(o attachments.Object) error { return s.Delete(ctx, o.Key) })
+		_ = s.List(ctx, "", func(o driver.Object) error { return s.Delete(ctx, o.Key) })
 		_ = s.Close()
 	})
 	return s

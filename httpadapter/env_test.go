@@ -26,6 +26,7 @@ import (
 	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/httpadapter"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/memstore"
 	"github.com/parleychat/parley/storage/storetest"
 )
@@ -57,7 +58,7 @@ func (p *privatePolicy) Scope(_ context.Context, contactID string) (messaging.Sc
 // listingBlobs is a blob store the tests can list, to check what is stored.
 type listingBlobs interface {
 	attachments.BlobStore
-	attachments.Lister
+	driver.Lister
 }
 
 // withBlobs is a store that brings its own blob store for newEnv (by
@@ -382,7 +383,7 @@ func (e *env) snapshot(t testing.TB) []string {
 	t.Helper()
 	var lines []string
 	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
-	msgs, _, err := e.store.ListMessages(e.ctx, messaging.MessageQuery{All: true, Limit: 10000})
+	msgs, _, err := e.store.ListMessages(e.ctx, driver.MessageQuery{All: true, Limit: 10000})
 	require.NoError(t, err)
 	for _, m := range msgs {
 		var att []string
@@ -393,7 +394,7 @@ func (e *env) snapshot(t testing.TB) []string {
 	}
 	seen := map[string]bool{}
 	for _, c := range e.users {
-		atts, _, err := e.store.ListAttachments(e.ctx, attachments.AttachmentQuery{All: true, UploaderID: c.ID, Limit: 10000})
+		atts, _, err := e.store.ListAttachments(e.ctx, driver.AttachmentQuery{All: true, UploaderID: c.ID, Limit: 10000})
 		require.NoError(t, err)
 		for _, a := range atts {
 			if !seen[a.ID] {
@@ -407,7 +408,7 @@ func (e *env) snapshot(t testing.TB) []string {
 	for _, k := range pending {
 		add("pending %s", k)
 	}
-	require.NoError(t, e.mem.List(e.ctx, "", func(o attachments.Object) error {
+	require.NoError(t, e.mem.List(e.ctx, "", func(o driver.Object) error {
 		add("blob %s %d", o.Key, o.ModTime.UnixNano())
 		return nil
 	}))
@@ -438,7 +439,7 @@ func (e *env) assertUnchanged(t testing.TB, before []string) {
 func (e *env) blobCount(t testing.TB) int {
 	t.Helper()
 	n := 0
-	require.NoError(t, e.mem.List(e.ctx, "", func(attachments.Object) error { n++; return nil }))
+	require.NoError(t, e.mem.List(e.ctx, "", func(driver.Object) error { n++; return nil }))
 	return n
 }
 

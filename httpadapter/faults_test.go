@@ -22,6 +22,7 @@ import (
 	"github.com/parleychat/parley/httpadapter"
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/memstore"
 	"github.com/parleychat/parley/storage/storetest"
 )
@@ -122,22 +123,22 @@ func (s faultStore) ContactByUsername(ctx context.Context, u string) (c messagin
 func (s faultStore) TouchContact(ctx context.Context, id string, at time.Time) error {
 	return s.f.do(ctx, "TouchContact", func() error { return s.Store.TouchContact(ctx, id, at) })
 }
-func (s faultStore) CreateMessage(ctx context.Context, m messaging.Message, atts []string, rec messaging.Recorder) error {
+func (s faultStore) CreateMessage(ctx context.Context, m messaging.Message, atts []string, rec driver.Recorder) error {
 	return s.f.do(ctx, "CreateMessage", func() error { return s.Store.CreateMessage(ctx, m, atts, rec) })
 }
 func (s faultStore) GetMessage(ctx context.Context, id string) (m messaging.Message, err error) {
 	err = s.f.do(ctx, "GetMessage", func() (err error) { m, err = s.Store.GetMessage(ctx, id); return })
 	return
 }
-func (s faultStore) ListMessages(ctx context.Context, q messaging.MessageQuery) (ms []messaging.Message, more bool, err error) {
+func (s faultStore) ListMessages(ctx context.Context, q driver.MessageQuery) (ms []messaging.Message, more bool, err error) {
 	err = s.f.do(ctx, "ListMessages", func() (err error) { ms, more, err = s.Store.ListMessages(ctx, q); return })
 	return
 }
-func (s faultStore) UpdateMessage(ctx context.Context, id string, ch messaging.MessageChange) (m messaging.Message, err error) {
+func (s faultStore) UpdateMessage(ctx context.Context, id string, ch driver.MessageChange) (m messaging.Message, err error) {
 	err = s.f.do(ctx, "UpdateMessage", func() (err error) { m, err = s.Store.UpdateMessage(ctx, id, ch); return })
 	return
 }
-func (s faultStore) DeleteMessage(ctx context.Context, id string, rec messaging.Recorder) (as []messaging.Attachment, err error) {
+func (s faultStore) DeleteMessage(ctx context.Context, id string, rec driver.Recorder) (as []messaging.Attachment, err error) {
 	err = s.f.do(ctx, "DeleteMessage", func() (err error) { as, err = s.Store.DeleteMessage(ctx, id, rec); return })
 	return
 }
@@ -149,11 +150,11 @@ func (s faultStore) GetConversation(ctx context.Context, id, viewer string) (c m
 	err = s.f.do(ctx, "GetConversation", func() (err error) { c, err = s.Store.GetConversation(ctx, id, viewer); return })
 	return
 }
-func (s faultStore) ListConversations(ctx context.Context, q messaging.ConversationQuery) (cs []messaging.Conversation, more bool, err error) {
+func (s faultStore) ListConversations(ctx context.Context, q driver.ConversationQuery) (cs []messaging.Conversation, more bool, err error) {
 	err = s.f.do(ctx, "ListConversations", func() (err error) { cs, more, err = s.Store.ListConversations(ctx, q); return })
 	return
 }
-func (s faultStore) MarkRead(ctx context.Context, conv, contact, msg string, rec messaging.Recorder) error {
+func (s faultStore) MarkRead(ctx context.Context, conv, contact, msg string, rec driver.Recorder) error {
 	return s.f.do(ctx, "MarkRead", func() error { return s.Store.MarkRead(ctx, conv, contact, msg, rec) })
 }
 func (s faultStore) AddMember(ctx context.Context, conv, contact string, at time.Time) error {
@@ -166,22 +167,22 @@ func (s faultStore) IsMember(ctx context.Context, conv, contact string) (ok bool
 	err = s.f.do(ctx, "IsMember", func() (err error) { ok, err = s.Store.IsMember(ctx, conv, contact); return })
 	return
 }
-func (s faultStore) ListMembers(ctx context.Context, q messaging.MemberQuery) (ms []messaging.Member, more bool, err error) {
+func (s faultStore) ListMembers(ctx context.Context, q driver.MemberQuery) (ms []messaging.Member, more bool, err error) {
 	err = s.f.do(ctx, "ListMembers", func() (err error) { ms, more, err = s.Store.ListMembers(ctx, q); return })
 	return
 }
-func (s faultStore) CreateAttachment(ctx context.Context, a messaging.Attachment, rec messaging.Recorder) error {
+func (s faultStore) CreateAttachment(ctx context.Context, a messaging.Attachment, rec driver.Recorder) error {
 	return s.f.do(ctx, "CreateAttachment", func() error { return s.Store.CreateAttachment(ctx, a, rec) })
 }
-func (s faultStore) ListAttachments(ctx context.Context, q attachments.AttachmentQuery) (as []messaging.Attachment, more bool, err error) {
+func (s faultStore) ListAttachments(ctx context.Context, q driver.AttachmentQuery) (as []messaging.Attachment, more bool, err error) {
 	err = s.f.do(ctx, "ListAttachments", func() (err error) { as, more, err = s.Store.ListAttachments(ctx, q); return })
 	return
 }
-func (s faultStore) RenameAttachment(ctx context.Context, id, name string, rec messaging.Recorder) (a messaging.Attachment, err error) {
+func (s faultStore) RenameAttachment(ctx context.Context, id, name string, rec driver.Recorder) (a messaging.Attachment, err error) {
 	err = s.f.do(ctx, "RenameAttachment", func() (err error) { a, err = s.Store.RenameAttachment(ctx, id, name, rec); return })
 	return
 }
-func (s faultStore) DeleteAttachment(ctx context.Context, id string, rec messaging.Recorder) (a messaging.Attachment, err error) {
+func (s faultStore) DeleteAttachment(ctx context.Context, id string, rec driver.Recorder) (a messaging.Attachment, err error) {
 	err = s.f.do(ctx, "DeleteAttachment", func() (err error) { a, err = s.Store.DeleteAttachment(ctx, id, rec); return })
 	return
 }
@@ -199,16 +200,16 @@ func (s faultStore) KeysInUse(ctx context.Context, keys []string) (m map[string]
 
 // The optional interfaces pass through, unfaulted.
 func (s faultStore) InstallationID(ctx context.Context) (string, error) {
-	return s.Store.(attachments.Installation).InstallationID(ctx)
+	return s.Store.(driver.Installation).InstallationID(ctx)
 }
 func (s faultStore) Epoch(ctx context.Context) (int64, error) {
-	return s.Store.(attachments.Installation).Epoch(ctx)
+	return s.Store.(driver.Installation).Epoch(ctx)
 }
 func (s faultStore) AdvanceEpoch(ctx context.Context) (int64, error) {
-	return s.Store.(attachments.Installation).AdvanceEpoch(ctx)
+	return s.Store.(driver.Installation).AdvanceEpoch(ctx)
 }
 func (s faultStore) AttachmentKeys(ctx context.Context, after string, limit int) ([]string, error) {
-	return s.Store.(attachments.KeyLister).AttachmentKeys(ctx, after, limit)
+	return s.Store.(driver.KeyLister).AttachmentKeys(ctx, after, limit)
 }
 
 // faultBucket is a blob store whose every call goes through a fault.
@@ -231,7 +232,7 @@ func (b faultBucket) Open(ctx context.Context, key string) (rc io.ReadSeekCloser
 func (b faultBucket) Delete(ctx context.Context, key string) error {
 	return b.f.do(ctx, "Delete", func() error { return b.listingBlobs.Delete(ctx, key) })
 }
-func (b faultBucket) List(ctx context.Context, prefix string, fn func(attachments.Object) error) error {
+func (b faultBucket) List(ctx context.Context, prefix string, fn func(driver.Object) error) error {
 	return b.f.do(ctx, "List", func() error { return b.listingBlobs.List(ctx, prefix, fn) })
 }
 
@@ -375,7 +376,7 @@ func assertConsistent(t *testing.T, e *env, bucket *memstore.BlobStore, clk *fau
 	rows := func() []string {
 		var keys []string
 		for _, c := range e.users {
-			atts, _, err := e.store.ListAttachments(e.ctx, attachments.AttachmentQuery{All: true, UploaderID: c.ID, Limit: 10000})
+			atts, _, err := e.store.ListAttachments(e.ctx, driver.AttachmentQuery{All: true, UploaderID: c.ID, Limit: 10000})
 			require.NoError(t, err)
 			for _, a := range atts {
 				keys = append(keys, a.Key)
@@ -386,7 +387,7 @@ func assertConsistent(t *testing.T, e *env, bucket *memstore.BlobStore, clk *fau
 	}
 	objects := func() []string {
 		var keys []string
-		require.NoError(t, bucket.List(e.ctx, attachments.KeyPrefix, func(o attachments.Object) error {
+		require.NoError(t, bucket.List(e.ctx, attachments.KeyPrefix, func(o driver.Object) error {
 			keys = append(keys, o.Key)
 			return nil
 		}))

@@ -75,7 +75,7 @@ type Options struct {
 	Hosts []string
 
 	// SignedURLExpiry, when > 0 and the blob store can sign URLs
-	// (attachments.URLSigner), makes file_url a signed URL of the bucket
+	// (driver.URLSigner), makes file_url a signed URL of the bucket
 	// valid for that long. Otherwise file_url is the handler's own
 	// authenticated route /v1/attachments/{id}/{filename}. Default: 0.
 	SignedURLExpiry time.Duration

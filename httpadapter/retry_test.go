@@ -14,6 +14,7 @@ import (
 
 	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/storetest"
 )
 
@@ -162,7 +163,7 @@ type blockingStore struct {
 	release chan struct{}
 }
 
-func (s *blockingStore) CreateMessageKeyed(ctx context.Context, m messaging.Message, atts []string, rec messaging.Recorder, done messaging.IdempotencyRecord) error {
+func (s *blockingStore) CreateMessageKeyed(ctx context.Context, m messaging.Message, atts []string, rec driver.Recorder, done driver.IdempotencyRecord) error {
 	s.entered <- struct{}{}
 	<-s.release
 	return s.Store.CreateMessageKeyed(ctx, m, atts, rec, done)

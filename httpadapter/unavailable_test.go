@@ -25,6 +25,7 @@ import (
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/httpadapter"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/blobstore"
 	"github.com/parleychat/parley/storage/memstore"
 	"github.com/parleychat/parley/storage/storetest"
@@ -189,7 +190,7 @@ type commitAfterHangUp struct {
 	armed   *atomic.Bool
 }
 
-func (s commitAfterHangUp) UpdateMessage(ctx context.Context, id string, ch messaging.MessageChange) (messaging.Message, error) {
+func (s commitAfterHangUp) UpdateMessage(ctx context.Context, id string, ch driver.MessageChange) (messaging.Message, error) {
 	if !s.armed.Load() {
 		return s.Store.UpdateMessage(ctx, id, ch)
 	}

@@ -5,46 +5,12 @@ import (
 	"errors"
 	"iter"
 	"strconv"
-	"time"
 
 	"github.com/parleychat/parley/internal/check"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/internal/paging"
+	"github.com/parleychat/parley/messaging/driver"
 )
-
-// Conversation is a conversation as one caller sees it. A conversation
-// exists from its first message or filed attachment; its ID is the
-// conversation id the clients chose.
-type Conversation struct {
-	// ID is the conversation id.
-	ID string
-	// CreatedAt is when the conversation's first message or filed
-	// attachment was stored.
-	CreatedAt time.Time
-	// UpdatedAt is the time of the newest message, or CreatedAt while it
-	// has none.
-	UpdatedAt time.Time
-	// MessageCount is the number of messages.
-	MessageCount int64
-	// LastMessage is the newest message; nil while there is none.
-	LastMessage *Message
-	// UnreadCount is the caller's own: the messages newer than the
-	// caller's read position that others sent.
-	UnreadCount int64
-	// LastReadMessageID is the message the caller has read through; ""
-	// while it has read none. It may name a message deleted since.
-	LastReadMessageID string
-}
-
-// Member is a contact's membership of a conversation.
-type Member struct {
-	// ConversationID is the conversation.
-	ConversationID string
-	// ContactID is the member.
-	ContactID string
-	// JoinedAt is when the contact was added.
-	JoinedAt time.Time
-}
 
 // ConversationListOptions select a page of conversations.
 type ConversationListOptions struct {
@@ -107,16 +73,16 @@ func (s *Service) conversations(ctx context.Context, caller Contact, o Conversat
 	if err != nil {
 		return ConversationPage{}, err
 	}
-	q := ConversationQuery{ViewerID: caller.ID, All: sc.All, ConversationIDs: sc.ConversationIDs, Limit: limit}
+	q := driver.ConversationQuery{ViewerID: caller.ID, All: sc.All, ConversationIDs: sc.ConversationIDs, Limit: limit}
 	if sc.Members {
 		q.MemberID = caller.ID
 	}
-	q.After, q.Before, err = check.Cursors(o.StartingAfter, o.EndingBefore, func(id string) (Cursor, bool, error) {
+	q.After, q.Before, err = check.Cursors(o.StartingAfter, o.EndingBefore, func(id string) (driver.Cursor, bool, error) {
 		c, err := s.conversation(ctx, caller, id)
 		if errors.Is(err, ErrNotFound) {
-			return Cursor{}, false, nil
+			return driver.Cursor{}, false, nil
 		}
-		return Cursor{Time: c.UpdatedAt, ID: c.ID}, err == nil, err
+		return driver.Cursor{Time: c.UpdatedAt, ID: c.ID}, err == nil, err
 	})
 	if err != nil {
 		return ConversationPage{}, err
@@ -207,7 +173,7 @@ func (s *Service) markRead(ctx context.Context, caller Contact, conversationID, 
 		return Conversation{}, notHere
 	}
 	now := s.now()
-	err := s.repo.MarkRead(ctx, conversationID, caller.ID, messageID, s.recorder(func(c Change) []Event {
+	err := s.repo.MarkRead(ctx, conversationID, caller.ID, messageID, s.recorder(func(c driver.Change) []Event {
 		e := newEvent(EventConversationRead, conversationID, now)
 		e.AudienceID, e.Conversation = caller.ID, c.Conversation
 		return []Event{e}
@@ -250,18 +216,18 @@ func (s *Service) RemoveMember(ctx context.Context, conversationID, contactID st
 
 // Members returns a page of the conversation's members, by contact id.
 func (s *Service) Members(ctx context.Context, conversationID string, o MemberListOptions) (MemberPage, error) {
-	p, err := s.members(ctx, MemberQuery{ConversationID: conversationID}, o)
+	p, err := s.members(ctx, driver.MemberQuery{ConversationID: conversationID}, o)
 	return p, wrapErr("messaging.Members "+strconv.Quote(conversationID), err)
 }
 
 // Memberships returns a page of the contact's memberships, by conversation
 // id.
 func (s *Service) Memberships(ctx context.Context, contactID string, o MemberListOptions) (MemberPage, error) {
-	p, err := s.members(ctx, MemberQuery{ContactID: contactID}, o)
+	p, err := s.members(ctx, driver.MemberQuery{ContactID: contactID}, o)
 	return p, wrapErr("messaging.Memberships "+strconv.Quote(contactID), err)
 }
 
-func (s *Service) members(ctx context.Context, q MemberQuery, o MemberListOptions) (MemberPage, error) {
+func (s *Service) members(ctx context.Context, q driver.MemberQuery, o MemberListOptions) (MemberPage, error) {
 	limit, err := check.Limit(o.Limit, s.opts.MaxListLimit)
 	if err != nil {
 		return MemberPage{}, err

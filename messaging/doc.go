@@ -145,11 +145,11 @@
 // and ErrKeyTaken are the contract of a storage backend; applications never
 // need them. Each write of a Repository takes a Recorder and stores the
 // events it makes in the write's transaction: a transactional outbox, which
-// events.Repository reads. A keyed write stores its idempotency record in
+// driver.EventStore reads. A keyed write stores its idempotency record in
 // the same transaction, and a replay writes nothing, so a retried request
 // makes no second event.
 // storage/sqlstore (SQLite, PostgreSQL, MySQL/MariaDB) and storage/memstore
-// implement Repository together with attachments.Repository; a new backend
+// implement Repository together with driver.AttachmentStore; a new backend
 // proves itself with storage/storetest.RunConformanceTests. A backend
 // returns bare kinds (wrapped with fmt.Errorf's %w if it likes); the words
 // people read are the Service's, the same on every backend.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/memstore"
 )
 
@@ -96,7 +97,7 @@ func TestKindNames(t *testing.T) {
 // Service's check and the repository's link.
 type vanishingAttachments struct{ *memstore.Store }
 
-func (v vanishingAttachments) CreateMessage(ctx context.Context, m messaging.Message, attIDs []string, rec messaging.Recorder) error {
+func (v vanishingAttachments) CreateMessage(ctx context.Context, m messaging.Message, attIDs []string, rec driver.Recorder) error {
 	if len(attIDs) > 0 {
 		return fmt.Errorf("memstore: no attachment %q: %w", attIDs[0], messaging.ErrNotFound)
 	}

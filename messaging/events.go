@@ -5,126 +5,12 @@ import (
 	"time"
 
 	"github.com/parleychat/parley/internal/ids"
+	"github.com/parleychat/parley/messaging/driver"
 )
-
-// EventType names what changed, as the API's event "type".
-type EventType string
-
-// The types of events. Every change a Service makes records one or more of
-// them; EventsLost is made by a subscription, never stored.
-const (
-	// EventMessageCreated: a message was sent (Event.Message).
-	EventMessageCreated EventType = "message.created"
-	// EventMessageUpdated: a message's text, reactions, read state or
-	// attachments changed (Event.Message, after the change).
-	EventMessageUpdated EventType = "message.updated"
-	// EventMessageDeleted: a message was deleted (Event.DeletedID).
-	EventMessageDeleted EventType = "message.deleted"
-	// EventAttachmentCreated: a file was uploaded (Event.Attachment).
-	EventAttachmentCreated EventType = "attachment.created"
-	// EventAttachmentUpdated: an attachment was renamed or linked to a
-	// message (Event.Attachment, after the change).
-	EventAttachmentUpdated EventType = "attachment.updated"
-	// EventAttachmentDeleted: an attachment was deleted, by itself or with
-	// its message (Event.DeletedID).
-	EventAttachmentDeleted EventType = "attachment.deleted"
-	// EventConversationRead: a contact's read position in a conversation
-	// moved (Event.Conversation, as that contact sees it). Its audience is
-	// that contact.
-	EventConversationRead EventType = "conversation.read"
-	// EventsLost starts a subscription that asked to resume after an event
-	// that is no longer kept: the events in between are gone, and the
-	// subscriber should reload what it shows. It is never stored.
-	EventsLost EventType = "events.lost"
-)
-
-// Event is a change, as it is recorded in the outbox of the change's
-// transaction and delivered after the commit. The object it carries is the
-// resource as a read would return it just after the change; exactly one of
-// Message, Attachment, Conversation and DeletedID is set (none for
-// EventsLost).
-type Event struct {
-	// ID is made by the Service ("evt_…"); consumers use it to drop
-	// duplicates and to resume a subscription.
-	ID string
-	// Type says what changed.
-	Type EventType
-	// ConversationID is the conversation the change belongs to; "" for an
-	// attachment in no conversation (its uploader is then the audience).
-	ConversationID string
-	// AudienceID, when set, is the one contact who may see the event (the
-	// reader of a conversation.read, the uploader of an attachment in no
-	// conversation). When "", everyone who may see the conversation may.
-	AudienceID string
-	// Created is when the change was made.
-	Created time.Time
-
-	// Message is the message after the change (message.created,
-	// message.updated).
-	Message *Message
-	// Attachment is the attachment after the change (attachment.created,
-	// attachment.updated).
-	Attachment *Attachment
-	// Conversation is the conversation after the change, as AudienceID sees
-	// it (conversation.read).
-	Conversation *Conversation
-	// DeletedID is the id of the deleted message or attachment
-	// (message.deleted, attachment.deleted).
-	DeletedID string
-
-	// Seq is the event's place in the store's commit order, set by the
-	// store when it is read back; 0 in an event not yet stored.
-	Seq int64
-}
-
-// Change is what a write changed, as a repository reports it to the
-// write's Recorder, inside the write's transaction: the resources after the
-// change, read in that transaction. Each write of the Repository contracts
-// says which fields it sets.
-type Change struct {
-	// Message is the message after the change, as GetMessage would return
-	// it then (for DeleteMessage: the deleted message's ID, ConversationID
-	// and Contact.ID).
-	Message *Message
-	// Conversation is the conversation after the change, as the contact
-	// whose read position moved sees it.
-	Conversation *Conversation
-	// Attachments are attachments after the change: the one created or
-	// renamed.
-	Attachments []Attachment
-	// Removed are the attachments the change deleted, as they were, oldest
-	// first.
-	Removed []Attachment
-}
-
-// Recorder makes the events of a write from what it changed. A Service
-// passes one to each write of the Repository; the repository calls it
-// inside the write's transaction, after the change and before the commit
-// (memstore: under its lock), and stores the events it returns, in order,
-// in the same transaction: an event is stored if and only if its change
-// commits. A repository that runs a transaction again (after a
-// serialization failure, or, when it makes several callers' changes in
-// one transaction, after another change of it failed) calls it again, and
-// stores only the events of the attempt that commits; it may call it on
-// another goroutine than the write's caller. A Recorder does no I/O and
-// never calls the repository. A nil Recorder records nothing.
-type Recorder func(Change) []Event
 
 // newEvent returns an event of type t in conversation conv, made at at.
 func newEvent(t EventType, conv string, at time.Time) Event {
 	return Event{ID: ids.NewAt(ids.Event, at), Type: t, ConversationID: conv, Created: at}
-}
-
-// NewEvent is for the services built on this one (attachments): the event
-// of type t in conversation conv made at at, with a new id. Its audience is
-// audienceID when conv is "" (a file in no conversation is seen by its
-// uploader only).
-func NewEvent(t EventType, conv, audienceID string, at time.Time) Event {
-	e := newEvent(t, conv, at)
-	if conv == "" {
-		e.AudienceID = audienceID
-	}
-	return e
 }
 
 // CanSeeEvent reports whether caller may see ev: an event with an audience
@@ -145,7 +31,7 @@ func (s *Service) CanSeeEvent(ctx context.Context, caller Contact, ev Event) (bo
 // recorder returns the Recorder that makes events with mk, or nil when no
 // events Feed is built on the Service (events are recorded only once one
 // is: see package events).
-func (s *Service) recorder(mk Recorder) Recorder {
+func (s *Service) recorder(mk driver.Recorder) driver.Recorder {
 	if s.committed.Load() == nil {
 		return nil
 	}

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // Idempotency makes a write safe to retry: the first call with Key from a
@@ -34,16 +36,6 @@ func (idem Idempotency) replayed(v bool) {
 	}
 }
 
-// Codes of the API's error object for idempotency keys (Error.Code).
-const (
-	// CodeKeyReused refines ErrInvalid: the key was first used with other
-	// arguments (the HTTP API answers it with type idempotency_error).
-	CodeKeyReused = "idempotency_key_reused"
-	// CodeKeyInUse refines ErrConflict: a call with the key is still under
-	// way; retry later.
-	CodeKeyInUse = "idempotency_key_in_use"
-)
-
 func keyReused(key string) error {
 	return &Error{Kind: ErrInvalid, Code: CodeKeyReused,
 		Message: "idempotency key " + strconv.Quote(key) + " was first used with other parameters; use a new key for a new request"}
@@ -52,93 +44,6 @@ func keyReused(key string) error {
 func keyInUse(key string) error {
 	return &Error{Kind: ErrConflict, Code: CodeKeyInUse,
 		Message: "a request with idempotency key " + strconv.Quote(key) + " is still being processed; retry later"}
-}
-
-// ErrKeyTaken is the error of a keyed write whose key another call holds or
-// has answered (see IdempotencyRepository): a backend returns it, bare or
-// wrapped with fmt.Errorf's %w, having changed nothing. It matches
-// ErrConflict.
-var ErrKeyTaken = fmt.Errorf("idempotency key held or answered by another call: %w", ErrConflict)
-
-// IdempotencyRecord is what a backend keeps of a write that answers an
-// idempotency key, for backends.
-//
-// A record is done (Lock "", Result set) when it is stored by the write it
-// answers, in the write's transaction. A long write (an upload) first
-// claims its key (ClaimIdempotencyKey: a record with Lock set and no
-// Result), so that a retry on any instance sees it under way, and then
-// completes the claim in its transaction, or releases it
-// (ReleaseIdempotencyKey) when it fails.
-type IdempotencyRecord struct {
-	// Scope is the id of the caller whose key it is: keys of different
-	// callers never collide.
-	Scope string
-	// Key is the caller's key, 1 to 255 characters.
-	Key string
-	// Fingerprint identifies the write and its arguments (a hex SHA-256).
-	Fingerprint string
-	// Lock is the random token of the call that holds the record while its
-	// write is under way; "" once the write is done.
-	Lock string
-	// Result is the kept result of a done write: JSON (encoding/json) of
-	// the Message or Attachment the write returned.
-	Result []byte
-	// CreatedAt is when the call that wrote the record began.
-	CreatedAt time.Time
-	// ExpiresAt is when the record may be forgotten.
-	ExpiresAt time.Time
-}
-
-// IdempotencyRepository keeps the records of idempotency keys, in the same
-// storage as the data they answer; it is part of Repository.
-//
-// # Keyed writes
-//
-// A keyed write is a repository write handed done, the record of the key it
-// answers, as it is to be kept: CreateMessageKeyed, UpdateMessage with
-// MessageChange.Done, and attachments.Repository's CreateAttachmentKeyed
-// and RenameAttachmentKeyed. In the transaction of the write, the backend
-// stores done with Lock "" and, when done.Result is nil, Result the JSON
-// (encoding/json) of the value the write returns, in place of: no record of
-// (done.Scope, done.Key); a record that expired (ExpiresAt not after
-// done.CreatedAt); or the claim of done.Lock. If another record of the key
-// is in the way (a done one that has not expired, or the claim of another
-// call), the write changes nothing and fails with an error matching
-// ErrKeyTaken; of concurrent keyed writes of one key, at most one succeeds.
-// The change and its record commit together or not at all, so that no
-// failure leaves a change without its record or a record without its
-// change.
-type IdempotencyRepository interface {
-	// GetIdempotencyKey returns the record of scope and key, or an error
-	// matching ErrNotFound. An expired record may be returned until it is
-	// pruned.
-	GetIdempotencyKey(ctx context.Context, scope, key string) (IdempotencyRecord, error)
-
-	// ClaimIdempotencyKey stores rec, a claim (rec.Lock set, rec.Result
-	// nil), unless a record of the same Scope and Key is in its way: one
-	// that has not expired (its ExpiresAt is after rec.CreatedAt) and that
-	// is done (Lock "") or was claimed at or after staleBefore. A record
-	// that is not in the way is replaced. It reports whether rec was
-	// stored; when it was not, it returns the record in the way, unchanged.
-	// Of concurrent claims of one key, at most one is stored. The claim
-	// need not be durable before the call returns (the write that
-	// completes it is).
-	ClaimIdempotencyKey(ctx context.Context, rec IdempotencyRecord, staleBefore time.Time) (IdempotencyRecord, bool, error)
-
-	// ReleaseIdempotencyKey removes the record of scope and key if it is
-	// claimed with lock, and does nothing otherwise (a record completed or
-	// taken over stays).
-	ReleaseIdempotencyKey(ctx context.Context, scope, key, lock string) error
-
-	// CreateMessageKeyed is CreateMessage that also stores done in its
-	// transaction (see Keyed writes): on any error, neither the message,
-	// nor its links, nor the record is stored.
-	CreateMessageKeyed(ctx context.Context, m Message, attachmentIDs []string, rec Recorder, done IdempotencyRecord) error
-
-	// PruneIdempotencyKeys removes up to limit records that expired
-	// (ExpiresAt not after before), whether done or claimed, and returns
-	// how many it removed.
-	PruneIdempotencyKeys(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // Defaults and bounds of idempotency keys.
@@ -206,9 +111,9 @@ func (s *Service) hold(scope, key string) (release func(), err error) {
 }
 
 // newRecord returns the record of a keyed write of scope that begins now.
-func (s *Service) newRecord(scope, key, fp string) IdempotencyRecord {
+func (s *Service) newRecord(scope, key, fp string) driver.IdempotencyRecord {
 	now := s.now()
-	return IdempotencyRecord{Scope: scope, Key: key, Fingerprint: fp, Lock: newLock(),
+	return driver.IdempotencyRecord{Scope: scope, Key: key, Fingerprint: fp, Lock: newLock(),
 		CreatedAt: now, ExpiresAt: now.Add(s.opts.IdempotencyKeyTTL)}
 }
 
@@ -220,7 +125,7 @@ func (s *Service) newRecord(scope, key, fp string) IdempotencyRecord {
 // in its way, or because the change is done already), the kept result is
 // read into out (replayed true), or the error is that of a key reused with
 // other arguments, or under way.
-func (s *Service) once(ctx context.Context, scope string, idem Idempotency, fp string, out any, write func(done IdempotencyRecord) error) (replayed bool, err error) {
+func (s *Service) once(ctx context.Context, scope string, idem Idempotency, fp string, out any, write func(done driver.IdempotencyRecord) error) (replayed bool, err error) {
 	release, err := s.hold(scope, idem.Key)
 	if err != nil {
 		return false, err
@@ -236,7 +141,7 @@ func (s *Service) once(ctx context.Context, scope string, idem Idempotency, fp s
 	rec, rerr := s.repo.GetIdempotencyKey(ctx, scope, idem.Key)
 	switch {
 	case errors.Is(rerr, ErrNotFound) || rerr == nil && !rec.ExpiresAt.After(done.CreatedAt):
-		if errors.Is(err, ErrKeyTaken) { // answered meanwhile, then pruned
+		if errors.Is(err, driver.ErrKeyTaken) { // answered meanwhile, then pruned
 			return false, keyInUse(idem.Key)
 		}
 		return false, err // the write's own failure
@@ -257,7 +162,7 @@ func (s *Service) once(ctx context.Context, scope string, idem Idempotency, fp s
 		}
 		if err := write(claim); err != nil {
 			s.releaseKey(ctx, claim)
-			if errors.Is(err, ErrKeyTaken) {
+			if errors.Is(err, driver.ErrKeyTaken) {
 				return false, keyInUse(idem.Key)
 			}
 			return false, err
@@ -270,9 +175,9 @@ func (s *Service) once(ctx context.Context, scope string, idem Idempotency, fp s
 }
 
 // keyed is once for a write that returns its result.
-func keyed[T any](ctx context.Context, s *Service, scope string, idem Idempotency, fp string, write func(done IdempotencyRecord) (T, error)) (T, error) {
+func keyed[T any](ctx context.Context, s *Service, scope string, idem Idempotency, fp string, write func(done driver.IdempotencyRecord) (T, error)) (T, error) {
 	var v T
-	_, err := s.once(ctx, scope, idem, fp, &v, func(done IdempotencyRecord) error {
+	_, err := s.once(ctx, scope, idem, fp, &v, func(done driver.IdempotencyRecord) error {
 		var err error
 		v, err = write(done)
 		return err
@@ -290,17 +195,17 @@ func keyed[T any](ctx context.Context, s *Service, scope string, idem Idempotenc
 // done true, the record of the write the key already answered (whose
 // fingerprint the caller compares). A key claimed by a call under way is
 // an error of kind ErrConflict (CodeKeyInUse).
-func (s *Service) claimKey(ctx context.Context, scope, key, fp string) (rec IdempotencyRecord, done bool, err error) {
+func (s *Service) claimKey(ctx context.Context, scope, key, fp string) (rec driver.IdempotencyRecord, done bool, err error) {
 	rec = s.newRecord(scope, key, fp)
 	got, ok, err := s.repo.ClaimIdempotencyKey(ctx, rec, rec.CreatedAt.Add(-s.opts.IdempotencyLockTimeout))
 	if err != nil {
-		return IdempotencyRecord{}, false, err
+		return driver.IdempotencyRecord{}, false, err
 	}
 	if ok {
 		return rec, false, nil
 	}
 	if got.Lock != "" {
-		return IdempotencyRecord{}, false, keyInUse(key)
+		return driver.IdempotencyRecord{}, false, keyInUse(key)
 	}
 	return got, true, nil
 }
@@ -308,7 +213,7 @@ func (s *Service) claimKey(ctx context.Context, scope, key, fp string) (rec Idem
 // releaseKey gives up a claim whose write failed, so that a retry is
 // carried out anew. A claim that cannot be released now is taken over by a
 // retry after Options.IdempotencyLockTimeout.
-func (s *Service) releaseKey(ctx context.Context, rec IdempotencyRecord) {
+func (s *Service) releaseKey(ctx context.Context, rec driver.IdempotencyRecord) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := s.repo.ReleaseIdempotencyKey(ctx, rec.Scope, rec.Key, rec.Lock); err != nil {
@@ -318,7 +223,7 @@ func (s *Service) releaseKey(ctx context.Context, rec IdempotencyRecord) {
 
 // replay returns the kept result of rec, the record of a done write, into
 // v, or the error of a key reused with other arguments (fingerprint fp).
-func replay(rec IdempotencyRecord, fp string, v any) error {
+func replay(rec driver.IdempotencyRecord, fp string, v any) error {
 	if rec.Fingerprint != fp {
 		return keyReused(rec.Key)
 	}
@@ -399,28 +304,30 @@ type files struct{ s *Service }
 func (f files) Hold(scope, key string) (func(), error) { return f.s.hold(scope, key) }
 
 // Claim claims key of scope in the store for a long write (claimKey).
-func (f files) Claim(ctx context.Context, scope, key, fp string) (IdempotencyRecord, bool, error) {
+func (f files) Claim(ctx context.Context, scope, key, fp string) (driver.IdempotencyRecord, bool, error) {
 	f.s.prunePeriodically(ctx)
 	return f.s.claimKey(ctx, scope, key, fp)
 }
 
 // Release gives up a claim whose write failed with err, and returns the
 // error to report.
-func (f files) Release(ctx context.Context, rec IdempotencyRecord, err error) error {
+func (f files) Release(ctx context.Context, rec driver.IdempotencyRecord, err error) error {
 	f.s.releaseKey(ctx, rec)
-	if errors.Is(err, ErrKeyTaken) {
+	if errors.Is(err, driver.ErrKeyTaken) {
 		return keyInUse(rec.Key)
 	}
 	return err
 }
 
 // Once carries out a short write once per key (once).
-func (f files) Once(ctx context.Context, scope string, idem Idempotency, fp string, out any, write func(done IdempotencyRecord) error) (bool, error) {
+func (f files) Once(ctx context.Context, scope string, idem Idempotency, fp string, out any, write func(done driver.IdempotencyRecord) error) (bool, error) {
 	return f.s.once(ctx, scope, idem, fp, out, write)
 }
 
 // Replay reads the kept result of rec into v (replay).
-func (f files) Replay(rec IdempotencyRecord, fp string, v any) error { return replay(rec, fp, v) }
+func (f files) Replay(rec driver.IdempotencyRecord, fp string, v any) error {
+	return replay(rec, fp, v)
+}
 
 // Fingerprint returns the fingerprint of a write's arguments.
 func (f files) Fingerprint(parts ...string) string { return fingerprint(parts...) }
@@ -432,7 +339,7 @@ func (f files) MaxAttachments() int { return f.s.opts.MaxAttachments }
 // Attach stores a, a new attachment, linked to the message of caller (its
 // sender) in one transaction, with done when not nil, and returns the
 // message. Errors: those of Update adding an attachment.
-func (f files) Attach(ctx context.Context, caller Contact, messageID string, a Attachment, done *IdempotencyRecord) (Message, error) {
+func (f files) Attach(ctx context.Context, caller Contact, messageID string, a Attachment, done *driver.IdempotencyRecord) (Message, error) {
 	s := f.s
 	m, err := s.lookup(ctx, caller, messageID)
 	if err != nil {
@@ -442,14 +349,14 @@ func (f files) Attach(ctx context.Context, caller Contact, messageID string, a A
 		return Message{}, &Error{Kind: ErrPermission, Message: "only the sender may edit a message or add attachments"}
 	}
 	now := s.now()
-	ch := MessageChange{NewAttachment: &a, UpdatedAt: now, Check: s.checkCounts, Done: done,
+	ch := driver.MessageChange{NewAttachment: &a, UpdatedAt: now, Check: s.checkCounts, Done: done,
 		// The file is created linked: attachment.created shows it so, and
 		// message.updated the message it joins.
-		Record: s.recorder(func(c Change) []Event {
+		Record: s.recorder(func(c driver.Change) []Event {
 			var out []Event
 			for i := range c.Message.Attachments {
 				if got := c.Message.Attachments[i]; got.ID == a.ID {
-					e := NewEvent(EventAttachmentCreated, got.ConversationID, got.UploaderID, now)
+					e := driver.NewEvent(EventAttachmentCreated, got.ConversationID, got.UploaderID, now)
 					e.Attachment = &got
 					out = append(out, e)
 				}
@@ -461,7 +368,7 @@ func (f files) Attach(ctx context.Context, caller Contact, messageID string, a A
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return Message{}, notFound(messageID)
-	case errors.Is(err, ErrConflict) && !errors.Is(err, ErrKeyTaken):
+	case errors.Is(err, ErrConflict) && !errors.Is(err, driver.ErrKeyTaken):
 		return Message{}, &Error{Kind: ErrConflict, Message: "an attachment with this id exists", Err: err}
 	case err != nil:
 		return Message{}, err

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/parleychat/parley/internal/check"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // ReactorListOptions select a page of the reactors of one reaction.
@@ -55,7 +56,7 @@ func (s *Service) reactors(ctx context.Context, caller Contact, messageID, name 
 	if _, err := s.lookup(ctx, caller, messageID); err != nil {
 		return ReactorPage{}, err
 	}
-	q := ReactorQuery{MessageID: messageID, Name: name, Limit: limit}
+	q := driver.ReactorQuery{MessageID: messageID, Name: name, Limit: limit}
 	// A cursor is a username; the store pages by contact id.
 	after, before, err := check.Cursors(o.StartingAfter, o.EndingBefore, func(username string) (string, bool, error) {
 		c, err := s.repo.ContactByUsername(ctx, username)

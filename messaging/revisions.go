@@ -5,54 +5,12 @@ import (
 	"errors"
 	"iter"
 	"strconv"
-	"time"
 
 	"github.com/parleychat/parley/internal/check"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/internal/paging"
+	"github.com/parleychat/parley/messaging/driver"
 )
-
-// Revision is an earlier text of an edited message: every edit that
-// changes a message's text keeps the text it replaced as a Revision.
-type Revision struct {
-	// ID is made by the server ("rev_…").
-	ID string
-	// MessageID is the edited message.
-	MessageID string
-	// Text is the text the edit replaced.
-	Text string
-	// CreatedAt is when the edit replaced it.
-	CreatedAt time.Time
-}
-
-// RevisionQuery selects a page of a message's revisions, for backends.
-type RevisionQuery struct {
-	// MessageID is the message whose revisions are listed.
-	MessageID string
-	// Limit is the page size, at least 1.
-	Limit int
-	// After, when set, selects the Limit revisions just older than it.
-	After *Cursor
-	// Before, when set, selects the Limit revisions just newer than it;
-	// they are still returned newest first. After and Before are never
-	// both set.
-	Before *Cursor
-}
-
-// RevisionRepository keeps the earlier texts of edited messages; it is part
-// of Repository. A revision is written by UpdateMessage when
-// MessageChange.RevisionID is set and the text changes, and removed by
-// DeleteMessage with its message.
-type RevisionRepository interface {
-	// ListRevisions returns up to q.Limit revisions of the message, newest
-	// first (CreatedAt, then ID, descending), and whether more exist beyond
-	// them in the direction of travel. A message without revisions, or
-	// none at all, has an empty list.
-	ListRevisions(ctx context.Context, q RevisionQuery) (items []Revision, hasMore bool, err error)
-
-	// GetRevision returns the revision, or an error matching ErrNotFound.
-	GetRevision(ctx context.Context, id string) (Revision, error)
-}
 
 // RevisionListOptions select a page of a message's revisions.
 type RevisionListOptions struct {
@@ -94,16 +52,16 @@ func (s *Service) revisions(ctx context.Context, caller Contact, messageID strin
 	if _, err := s.lookup(ctx, caller, messageID); err != nil {
 		return RevisionPage{}, err
 	}
-	q := RevisionQuery{MessageID: messageID, Limit: limit}
-	q.After, q.Before, err = check.Cursors(o.StartingAfter, o.EndingBefore, func(id string) (Cursor, bool, error) {
+	q := driver.RevisionQuery{MessageID: messageID, Limit: limit}
+	q.After, q.Before, err = check.Cursors(o.StartingAfter, o.EndingBefore, func(id string) (driver.Cursor, bool, error) {
 		if !ids.Valid(ids.Revision, id) {
-			return Cursor{}, false, nil
+			return driver.Cursor{}, false, nil
 		}
 		r, err := s.repo.GetRevision(ctx, id)
 		if errors.Is(err, ErrNotFound) {
-			return Cursor{}, false, nil
+			return driver.Cursor{}, false, nil
 		}
-		return Cursor{Time: r.CreatedAt, ID: r.ID}, r.MessageID == messageID, err
+		return driver.Cursor{Time: r.CreatedAt, ID: r.ID}, r.MessageID == messageID, err
 	})
 	if err != nil {
 		return RevisionPage{}, err

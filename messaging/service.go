@@ -17,6 +17,7 @@ import (
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/internal/paging"
 	"github.com/parleychat/parley/internal/wiring"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // Options configure a Service. A nil *Options means all defaults.
@@ -107,7 +108,7 @@ func (o *Options) withDefaults() Options {
 // each reader's unread count and move read positions; manage contacts and
 // conversation membership. It is safe for concurrent use.
 type Service struct {
-	repo   Repository
+	repo   driver.MessageStore
 	policy Policy
 	opts   Options
 	// removeFiles removes the objects of deleted attachments; set by the
@@ -139,7 +140,7 @@ type Service struct {
 // New returns a Service over repo. Build the attachments Service on it
 // (attachments.New) to upload files and to remove the files of deleted
 // messages.
-func New(repo Repository, opts *Options) *Service {
+func New(repo driver.MessageStore, opts *Options) *Service {
 	o := opts.withDefaults()
 	s := &Service{repo: repo, policy: o.Policy, opts: o}
 	s.lastPrune.Store(s.now().UnixNano())
@@ -384,7 +385,7 @@ func (s *Service) create(ctx context.Context, caller Contact, in NewMessage) (Me
 			return Message{}, err
 		}
 		fp := fingerprint("messages.create", in.ConversationID, in.Text, list(in.Attachments))
-		return keyed(ctx, s, caller.ID, in.Idempotency, fp, func(done IdempotencyRecord) (Message, error) {
+		return keyed(ctx, s, caller.ID, in.Idempotency, fp, func(done driver.IdempotencyRecord) (Message, error) {
 			return s.send(ctx, caller, in, &done)
 		})
 	}
@@ -393,7 +394,7 @@ func (s *Service) create(ctx context.Context, caller Contact, in NewMessage) (Me
 
 // send stores the message of create, whose fields are checked, with done
 // (when not nil), the record of its idempotency key, in one transaction.
-func (s *Service) send(ctx context.Context, caller Contact, in NewMessage, done *IdempotencyRecord) (Message, error) {
+func (s *Service) send(ctx context.Context, caller Contact, in NewMessage, done *driver.IdempotencyRecord) (Message, error) {
 	if err := s.mustView(ctx, caller.ID, in.ConversationID); err != nil {
 		return Message{}, err
 	}
@@ -417,7 +418,7 @@ func (s *Service) send(ctx context.Context, caller Contact, in NewMessage, done 
 	} else {
 		s.opts.Logger.WarnContext(ctx, "messaging: cannot read the sender of a new message", "message", m.ID, "err", err)
 	}
-	rec := s.recorder(func(c Change) []Event {
+	rec := s.recorder(func(c driver.Change) []Event {
 		// Every attachment of a new message is linked by its creation.
 		linked := make(map[string]bool, len(c.Message.Attachments))
 		for _, a := range c.Message.Attachments {
@@ -507,7 +508,7 @@ func (s *Service) attachment(ctx context.Context, caller Contact, id string) (At
 // linkError turns a repository's link failure into an error for people.
 func linkError(err error) error {
 	switch {
-	case errors.Is(err, ErrKeyTaken):
+	case errors.Is(err, driver.ErrKeyTaken):
 		return err
 	case errors.Is(err, ErrConflict):
 		return &Error{Kind: ErrConflict, Param: "attachments", Message: "an attachment is already linked to another message", Err: err}
@@ -558,23 +559,23 @@ func (s *Service) get(ctx context.Context, caller Contact, id string) (Message, 
 
 // lookup is get without the message's reactions and attachments: what
 // the checks of a write need.
-func (s *Service) lookup(ctx context.Context, caller Contact, id string) (MessageRef, error) {
+func (s *Service) lookup(ctx context.Context, caller Contact, id string) (driver.MessageRef, error) {
 	if !ids.Valid(ids.Message, id) {
-		return MessageRef{}, notFound(id)
+		return driver.MessageRef{}, notFound(id)
 	}
 	m, err := s.repo.LookupMessage(ctx, id)
 	if errors.Is(err, ErrNotFound) {
-		return MessageRef{}, notFound(id)
+		return driver.MessageRef{}, notFound(id)
 	}
 	if err != nil {
-		return MessageRef{}, err
+		return driver.MessageRef{}, err
 	}
 	ok, err := s.policy.CanView(ctx, caller.ID, m.ConversationID)
 	if err != nil {
-		return MessageRef{}, err
+		return driver.MessageRef{}, err
 	}
 	if !ok {
-		return MessageRef{}, notFound(id)
+		return driver.MessageRef{}, notFound(id)
 	}
 	return m, nil
 }
@@ -594,7 +595,7 @@ func (s *Service) lookup(ctx context.Context, caller Contact, id string) (Messag
 //
 // remembered reports whether the ref came from memory: a check that then
 // fails before the write is made again of the message as stored (gone).
-func (s *Service) lookupToWrite(ctx context.Context, caller Contact, id string) (m MessageRef, remembered bool, err error) {
+func (s *Service) lookupToWrite(ctx context.Context, caller Contact, id string) (m driver.MessageRef, remembered bool, err error) {
 	v, ok := s.refs.Load(id)
 	if !ok {
 		m, err := s.lookup(ctx, caller, id)
@@ -603,13 +604,13 @@ func (s *Service) lookupToWrite(ctx context.Context, caller Contact, id string) 
 		}
 		return m, false, err
 	}
-	m = v.(MessageRef)
+	m = v.(driver.MessageRef)
 	ok, err = s.policy.CanView(ctx, caller.ID, m.ConversationID)
 	if err != nil {
-		return MessageRef{}, true, err
+		return driver.MessageRef{}, true, err
 	}
 	if !ok {
-		return MessageRef{}, true, notFound(id)
+		return driver.MessageRef{}, true, notFound(id)
 	}
 	return m, true, nil
 }
@@ -667,7 +668,7 @@ func (s *Service) list(ctx context.Context, caller Contact, o ListOptions) (Page
 	if err != nil {
 		return Page{}, err
 	}
-	q := MessageQuery{Limit: limit}
+	q := driver.MessageQuery{Limit: limit}
 	if o.ConversationID != "" {
 		if err := check.ConversationID("conversation_id", o.ConversationID); err != nil {
 			return Page{}, err
@@ -709,14 +710,14 @@ func (s *Service) list(ctx context.Context, caller Contact, o ListOptions) (Page
 			q.BeforeID = *before
 		}
 	} else {
-		q.After, q.Before, err = check.Cursors(o.StartingAfter, o.EndingBefore, func(id string) (Cursor, bool, error) {
+		q.After, q.Before, err = check.Cursors(o.StartingAfter, o.EndingBefore, func(id string) (driver.Cursor, bool, error) {
 			// A message the caller may see is in the list of every
 			// conversation it may see.
 			m, err := s.lookup(ctx, caller, id)
 			if errors.Is(err, ErrNotFound) {
-				return Cursor{}, false, nil
+				return driver.Cursor{}, false, nil
 			}
-			return Cursor{Time: m.CreatedAt, ID: m.ID}, true, err
+			return driver.Cursor{Time: m.CreatedAt, ID: m.ID}, true, err
 		})
 		if err != nil {
 			return Page{}, err
@@ -818,7 +819,7 @@ func (s *Service) update(ctx context.Context, caller Contact, id string, u Updat
 		if err := check.IdempotencyKey(keyParam, key); err != nil {
 			return Message{}, err
 		}
-		return keyed(ctx, s, caller.ID, u.Idempotency, updateFingerprint(id, u), func(done IdempotencyRecord) (Message, error) {
+		return keyed(ctx, s, caller.ID, u.Idempotency, updateFingerprint(id, u), func(done driver.IdempotencyRecord) (Message, error) {
 			return s.apply(ctx, caller, id, u, &done)
 		})
 	}
@@ -840,7 +841,7 @@ func updateFingerprint(id string, u Update) string {
 
 // apply makes the change of update, whose fields are checked, with done
 // (when not nil), the record of its idempotency key, in one transaction.
-func (s *Service) apply(ctx context.Context, caller Contact, id string, u Update, done *IdempotencyRecord) (Message, error) {
+func (s *Service) apply(ctx context.Context, caller Contact, id string, u Update, done *driver.IdempotencyRecord) (Message, error) {
 	m, remembered, err := s.lookupToWrite(ctx, caller, id)
 	if err != nil {
 		return Message{}, err
@@ -857,7 +858,7 @@ func (s *Service) apply(ctx context.Context, caller Contact, id string, u Update
 		linked[a.ID] = a.MessageID != m.ID // linked by this update, not before
 	}
 	now := s.now()
-	ch := MessageChange{
+	ch := driver.MessageChange{
 		Text:            u.Text,
 		AddReactions:    byID(caller, u.Reactions),
 		ReactedAt:       now,
@@ -865,7 +866,7 @@ func (s *Service) apply(ctx context.Context, caller Contact, id string, u Update
 		Read:            u.Read,
 		ReadAt:          now,
 		Check:           s.checkCounts,
-		Record: s.recorder(func(c Change) []Event {
+		Record: s.recorder(func(c driver.Change) []Event {
 			return append([]Event{messageEvent(EventMessageUpdated, *c.Message, now)}, linkedEvents(*c.Message, linked, now)...)
 		}),
 		Done: done,
@@ -906,7 +907,7 @@ func byID(caller Contact, rs []Reaction) []Reaction {
 // its caller beyond MaxReactionNamesPerCaller distinct reactions on it. (A
 // message already over a lowered limit keeps what it has, and may still
 // get reactors on its names.)
-func (s *Service) checkCounts(before, after MessageCounts) error {
+func (s *Service) checkCounts(before, after driver.MessageCounts) error {
 	if n := after.ReactionNames; n > s.opts.MaxReactionNames && n > before.ReactionNames {
 		return check.BadParam("reactions", "a message may have at most "+strconv.Itoa(s.opts.MaxReactionNames)+" distinct reactions")
 	}
@@ -965,9 +966,9 @@ func (s *Service) removeReaction(ctx context.Context, caller Contact, id, name s
 		return Message{}, err
 	}
 	now := s.now()
-	m, err := s.repo.UpdateMessage(ctx, id, MessageChange{
+	m, err := s.repo.UpdateMessage(ctx, id, driver.MessageChange{
 		RemoveReaction: &Reaction{Name: name, Reactors: []string{caller.ID}},
-		Record: s.recorder(func(c Change) []Event {
+		Record: s.recorder(func(c driver.Change) []Event {
 			return []Event{messageEvent(EventMessageUpdated, *c.Message, now)}
 		}),
 	})
@@ -997,7 +998,7 @@ func (s *Service) delete(ctx context.Context, caller Contact, id string) error {
 		return s.unlessGone(ctx, remembered, id, &Error{Kind: ErrPermission, Message: "only the sender may delete a message"})
 	}
 	now := s.now()
-	atts, err := s.repo.DeleteMessage(ctx, id, s.recorder(func(c Change) []Event {
+	atts, err := s.repo.DeleteMessage(ctx, id, s.recorder(func(c driver.Change) []Event {
 		e := newEvent(EventMessageDeleted, c.Message.ConversationID, now)
 		e.DeletedID = c.Message.ID
 		evs := []Event{e}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/memstore"
 )
 
@@ -233,13 +234,13 @@ func (signingBlobs) SignedURL(_ context.Context, key, _, _ string, _ time.Durati
 
 // lookupCounter counts the LookupMessage calls of a repository.
 type lookupCounter struct {
-	messaging.Repository
+	driver.MessageStore
 	n int
 }
 
-func (c *lookupCounter) LookupMessage(ctx context.Context, id string) (messaging.MessageRef, error) {
+func (c *lookupCounter) LookupMessage(ctx context.Context, id string) (driver.MessageRef, error) {
 	c.n++
-	return c.Repository.LookupMessage(ctx, id)
+	return c.MessageStore.LookupMessage(ctx, id)
 }
 
 // TestWritesLookUpAMessageOnce: the conversation and sender of a message
@@ -248,7 +249,7 @@ func (c *lookupCounter) LookupMessage(ctx context.Context, id string) (messaging
 func TestWritesLookUpAMessageOnce(t *testing.T) {
 	ctx := t.Context()
 	store := memstore.New()
-	repo := &lookupCounter{Repository: store}
+	repo := &lookupCounter{MessageStore: store}
 	policy := onlyConversations{}
 	msgs := messaging.New(repo, &messaging.Options{Policy: policy})
 	other := messaging.New(store, &messaging.Options{Policy: policy}) // another process

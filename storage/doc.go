@@ -2,17 +2,17 @@
 //
 // Application code uses messaging and attachments; this is for backends.
 //
-// A backend "Store" implements both messaging.Repository and
-// attachments.Repository over the same storage, so that a message and the
+// A backend "Store" implements both driver.MessageStore and
+// driver.AttachmentStore over the same storage, so that a message and the
 // links of its attachments commit together. A blob store implements
-// attachments.BlobStore, and optionally attachments.Lister and
-// attachments.URLSigner.
+// attachments.BlobStore, and optionally driver.Lister and
+// driver.URLSigner.
 //
 // # Backends
 //
 //	package     implements                                     over
 //	---------   --------------------------------------------   ------------------------------------------
-//	sqlstore    messaging.Repository, attachments.Repository   bun: SQLite, PostgreSQL, MySQL/MariaDB
+//	sqlstore    driver.MessageStore, driver.AttachmentStore   bun: SQLite, PostgreSQL, MySQL/MariaDB
 //	blobstore   attachments.BlobStore, Lister, URLSigner       a gocloud.dev *blob.Bucket (file, S3, ...)
 //	memstore    both Repositories; a BlobStore and Lister      memory: fakes for unit tests
 //	storetest   nothing: the conformance suite                 runs against any of the above

@@ -31,6 +31,7 @@ import (
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/internal/testnet"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/blobstore"
 	"github.com/parleychat/parley/storage/sqlstore"
 )
@@ -325,7 +326,7 @@ func assertNothingHalfMade(t *testing.T, data, dsn string) {
 		after = keys[len(keys)-1]
 	}
 	var objects []string
-	require.NoError(t, blobs.List(ctx, attachments.KeyPrefix, func(o attachments.Object) error {
+	require.NoError(t, blobs.List(ctx, attachments.KeyPrefix, func(o driver.Object) error {
 		objects = append(objects, o.Key)
 		return nil
 	}))

@@ -29,7 +29,7 @@
 package pgtx
 
 import (
-	"database/sql/driver"
+	sqldriver "database/sql/driver"
 	"errors"
 )
 
@@ -48,7 +48,7 @@ var ErrAborted = errors.New("pgtx: current transaction is aborted, commands igno
 // Driver is implemented by the database/sql driver of the connections that
 // fold BEGIN and COMMIT into statements as the package doc says.
 type Driver interface {
-	driver.Driver
+	sqldriver.Driver
 	// FoldsTransactions reports whether the connections fold BEGIN and COMMIT.
 	FoldsTransactions() bool
 }

@@ -15,10 +15,11 @@ import (
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
-// Store is an attachments.BlobStore, attachments.Lister and
-// attachments.URLSigner over a gocloud bucket. It is safe for concurrent
+// Store is an attachments.BlobStore, driver.Lister and
+// driver.URLSigner over a gocloud bucket. It is safe for concurrent
 // use.
 type Store struct {
 	b *blob.Bucket
@@ -26,8 +27,8 @@ type Store struct {
 
 var (
 	_ attachments.BlobStore = (*Store)(nil)
-	_ attachments.Lister    = (*Store)(nil)
-	_ attachments.URLSigner = (*Store)(nil)
+	_ driver.Lister         = (*Store)(nil)
+	_ driver.URLSigner      = (*Store)(nil)
 )
 
 // Open opens the bucket at a gocloud URL, whose scheme the driver package
@@ -157,7 +158,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 
 // List calls fn for every object whose key starts with prefix, in key
 // order, stopping at the first error fn returns.
-func (s *Store) List(ctx context.Context, prefix string, fn func(attachments.Object) error) error {
+func (s *Store) List(ctx context.Context, prefix string, fn func(driver.Object) error) error {
 	it := s.b.List(&blob.ListOptions{Prefix: prefix})
 	for {
 		o, err := it.Next(ctx)
@@ -170,7 +171,7 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(attachments.Obj
 		if o.IsDir {
 			continue
 		}
-		if err := fn(attachments.Object{Key: o.Key, ModTime: o.ModTime}); err != nil {
+		if err := fn(driver.Object{Key: o.Key, ModTime: o.ModTime}); err != nil {
 			return err
 		}
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
+	pdriver "github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/blobstore"
 	_ "github.com/parleychat/parley/storage/blobstore/s3" // s3:// URLs, signed with response headers
 )
@@ -113,7 +114,7 @@ func randomBytes(tb testing.TB, n int) []byte {
 func keys(tb testing.TB, s *blobstore.Store) []string {
 	tb.Helper()
 	var ks []string
-	require.NoError(tb, s.List(context.Background(), "", func(o attachments.Object) error {
+	require.NoError(tb, s.List(context.Background(), "", func(o pdriver.Object) error {
 		ks = append(ks, o.Key)
 		return nil
 	}))
@@ -233,8 +234,8 @@ func TestList(t *testing.T) {
 			for _, k := range []string{"attachments/b", "attachments/a", "other/c", "attachments/sub/d"} {
 				require.NoError(t, s.Put(ctx, k, "text/plain", strings.NewReader(k)))
 			}
-			var got []attachments.Object
-			require.NoError(t, s.List(ctx, "attachments/", func(o attachments.Object) error {
+			var got []pdriver.Object
+			require.NoError(t, s.List(ctx, "attachments/", func(o pdriver.Object) error {
 				got = append(got, o)
 				return nil
 			}))
@@ -249,7 +250,7 @@ func TestList(t *testing.T) {
 
 			stop := errors.New("stop")
 			n := 0
-			err := s.List(ctx, "", func(attachments.Object) error { n++; return stop })
+			err := s.List(ctx, "", func(pdriver.Object) error { n++; return stop })
 			assert.ErrorIs(t, err, stop)
 			assert.Equal(t, 1, n, "List must stop at fn's first error")
 		})

@@ -14,8 +14,8 @@
 //	svc := attachments.New(repo, files, messaging.New(repo, nil), nil)
 //
 // New wraps a *blob.Bucket the program opened itself. The Store is also
-// an attachments.Lister, so that attachments.Service.Reconcile can find
-// orphaned objects, and an attachments.URLSigner, for hosts that serve
+// an driver.Lister, so that attachments.Service.Reconcile can find
+// orphaned objects, and an driver.URLSigner, for hosts that serve
 // files from signed URLs.
 //
 // # Backends

@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"gocloud.dev/blob/s3blob"
 
-	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
+	pdriver "github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/blobstore"
 )
 
@@ -89,7 +89,7 @@ func assertUnavailable(t *testing.T, s *blobstore.Store, timeout time.Duration, 
 		}},
 		{"Delete", func(ctx context.Context) error { return s.Delete(ctx, "attachments/a") }},
 		{"List", func(ctx context.Context) error {
-			return s.List(ctx, "", func(attachments.Object) error { return nil })
+			return s.List(ctx, "", func(pdriver.Object) error { return nil })
 		}},
 	}
 	for _, op := range ops {

@@ -5,27 +5,27 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
-func attPos(a messaging.Attachment) messaging.Cursor {
-	return messaging.Cursor{Time: a.CreatedAt, ID: a.ID}
+func attPos(a messaging.Attachment) driver.Cursor {
+	return driver.Cursor{Time: a.CreatedAt, ID: a.ID}
 }
 
 // CreateAttachment stores a new attachment row. An existing ID is an
 // error matching messaging.ErrConflict.
-func (s *Store) CreateAttachment(ctx context.Context, a messaging.Attachment, rec messaging.Recorder) error {
+func (s *Store) CreateAttachment(ctx context.Context, a messaging.Attachment, rec driver.Recorder) error {
 	return s.createAttachment(ctx, a, rec, nil)
 }
 
 // CreateAttachmentKeyed is CreateAttachment that also stores done, the
 // record of an idempotency key; on any error neither is stored.
-func (s *Store) CreateAttachmentKeyed(ctx context.Context, a messaging.Attachment, rec messaging.Recorder, done messaging.IdempotencyRecord) error {
+func (s *Store) CreateAttachmentKeyed(ctx context.Context, a messaging.Attachment, rec driver.Recorder, done driver.IdempotencyRecord) error {
 	return s.createAttachment(ctx, a, rec, &done)
 }
 
-func (s *Store) createAttachment(ctx context.Context, a messaging.Attachment, rec messaging.Recorder, done *messaging.IdempotencyRecord) error {
+func (s *Store) createAttachment(ctx context.Context, a messaging.Attachment, rec driver.Recorder, done *driver.IdempotencyRecord) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -46,7 +46,7 @@ func (s *Store) createAttachment(ctx context.Context, a messaging.Attachment, re
 	if a.MessageID != "" {
 		s.linked[a.MessageID] = append(s.linked[a.MessageID], a.ID)
 	}
-	s.record(rec, messaging.Change{Attachments: []messaging.Attachment{a}})
+	s.record(rec, driver.Change{Attachments: []messaging.Attachment{a}})
 	return nil
 }
 
@@ -70,7 +70,7 @@ func (s *Store) GetAttachment(ctx context.Context, id string) (messaging.Attachm
 // conversations q.ConversationIDs (of every conversation when q.All), and,
 // when q.UploaderID is set, those that contact uploaded in no conversation.
 // A Limit below 1 is an error matching messaging.ErrInvalid.
-func (s *Store) ListAttachments(ctx context.Context, q attachments.AttachmentQuery) ([]messaging.Attachment, bool, error) {
+func (s *Store) ListAttachments(ctx context.Context, q driver.AttachmentQuery) ([]messaging.Attachment, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
@@ -98,17 +98,17 @@ func (s *Store) ListAttachments(ctx context.Context, q attachments.AttachmentQue
 
 // RenameAttachment sets the file name and returns the updated row, or an
 // error matching messaging.ErrNotFound.
-func (s *Store) RenameAttachment(ctx context.Context, id, filename string, rec messaging.Recorder) (messaging.Attachment, error) {
+func (s *Store) RenameAttachment(ctx context.Context, id, filename string, rec driver.Recorder) (messaging.Attachment, error) {
 	return s.renameAttachment(ctx, id, filename, rec, nil)
 }
 
 // RenameAttachmentKeyed is RenameAttachment that also stores done, the
 // record of an idempotency key; on any error neither changes.
-func (s *Store) RenameAttachmentKeyed(ctx context.Context, id, filename string, rec messaging.Recorder, done messaging.IdempotencyRecord) (messaging.Attachment, error) {
+func (s *Store) RenameAttachmentKeyed(ctx context.Context, id, filename string, rec driver.Recorder, done driver.IdempotencyRecord) (messaging.Attachment, error) {
 	return s.renameAttachment(ctx, id, filename, rec, &done)
 }
 
-func (s *Store) renameAttachment(ctx context.Context, id, filename string, rec messaging.Recorder, done *messaging.IdempotencyRecord) (messaging.Attachment, error) {
+func (s *Store) renameAttachment(ctx context.Context, id, filename string, rec driver.Recorder, done *driver.IdempotencyRecord) (messaging.Attachment, error) {
 	if err := ctx.Err(); err != nil {
 		return messaging.Attachment{}, err
 	}
@@ -123,7 +123,7 @@ func (s *Store) renameAttachment(ctx context.Context, id, filename string, rec m
 	}
 	a.Filename = filename
 	s.atts[id] = a
-	s.record(rec, messaging.Change{Attachments: []messaging.Attachment{a}})
+	s.record(rec, driver.Change{Attachments: []messaging.Attachment{a}})
 	s.keep(done, a)
 	return a, nil
 }
@@ -131,7 +131,7 @@ func (s *Store) renameAttachment(ctx context.Context, id, filename string, rec m
 // DeleteAttachment removes the row (and so the attachment from its
 // message), records its Key as a pending deletion and returns the row, or
 // an error matching messaging.ErrNotFound.
-func (s *Store) DeleteAttachment(ctx context.Context, id string, rec messaging.Recorder) (messaging.Attachment, error) {
+func (s *Store) DeleteAttachment(ctx context.Context, id string, rec driver.Recorder) (messaging.Attachment, error) {
 	if err := ctx.Err(); err != nil {
 		return messaging.Attachment{}, err
 	}
@@ -146,7 +146,7 @@ func (s *Store) DeleteAttachment(ctx context.Context, id string, rec messaging.R
 		s.linked[a.MessageID] = slices.DeleteFunc(s.linked[a.MessageID], func(x string) bool { return x == id })
 	}
 	s.pending = append(s.pending, a.Key)
-	c := messaging.Change{Removed: []messaging.Attachment{a}}
+	c := driver.Change{Removed: []messaging.Attachment{a}}
 	if m, ok := s.messages[a.MessageID]; ok {
 		v := s.view(m)
 		c.Message = &v

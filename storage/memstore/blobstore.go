@@ -13,9 +13,10 @@ import (
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
-// BlobStore is an in-memory attachments.BlobStore and attachments.Lister.
+// BlobStore is an in-memory attachments.BlobStore and driver.Lister.
 // The zero value is not usable; call NewBlobStore.
 type BlobStore struct {
 	mu      sync.Mutex
@@ -30,7 +31,7 @@ type object struct {
 
 var (
 	_ attachments.BlobStore = (*BlobStore)(nil)
-	_ attachments.Lister    = (*BlobStore)(nil)
+	_ driver.Lister         = (*BlobStore)(nil)
 )
 
 // NewBlobStore returns an empty BlobStore.
@@ -125,19 +126,19 @@ func (b *BlobStore) Delete(ctx context.Context, key string) error {
 // List calls fn for every object whose key starts with prefix, in key
 // order, and stops at the first error fn returns, returning it. fn sees the
 // objects as they were when List began and may call the BlobStore.
-func (b *BlobStore) List(ctx context.Context, prefix string, fn func(attachments.Object) error) error {
+func (b *BlobStore) List(ctx context.Context, prefix string, fn func(driver.Object) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	b.mu.Lock()
-	var objs []attachments.Object
+	var objs []driver.Object
 	for k, o := range b.objects {
 		if strings.HasPrefix(k, prefix) {
-			objs = append(objs, attachments.Object{Key: k, ModTime: o.modTime})
+			objs = append(objs, driver.Object{Key: k, ModTime: o.modTime})
 		}
 	}
 	b.mu.Unlock()
-	slices.SortFunc(objs, func(x, y attachments.Object) int { return strings.Compare(x.Key, y.Key) })
+	slices.SortFunc(objs, func(x, y driver.Object) int { return strings.Compare(x.Key, y.Key) })
 	for _, o := range objs {
 		if err := ctx.Err(); err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // conversation is the state of a stored conversation.
@@ -28,7 +29,7 @@ type readPos struct {
 
 // after reports whether the message m comes after the position p.
 func (p readPos) after(m *messaging.Message) bool {
-	return p.msgID == "" || compareCursor(msgPos(m), messaging.Cursor{Time: p.at, ID: p.msgID}) > 0
+	return p.msgID == "" || compareCursor(msgPos(m), driver.Cursor{Time: p.at, ID: p.msgID}) > 0
 }
 
 // conversation returns the stored conversation id, storing it, created at
@@ -90,7 +91,7 @@ func (s *Store) GetConversation(ctx context.Context, id, viewerID string) (messa
 
 // ListConversations returns a page of the conversations q selects, most
 // recently active first.
-func (s *Store) ListConversations(ctx context.Context, q messaging.ConversationQuery) ([]messaging.Conversation, bool, error) {
+func (s *Store) ListConversations(ctx context.Context, q driver.ConversationQuery) ([]messaging.Conversation, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
@@ -102,13 +103,13 @@ func (s *Store) ListConversations(ctx context.Context, q messaging.ConversationQ
 			all = append(all, s.viewConversation(c, q.ViewerID))
 		}
 	}
-	pos := func(c messaging.Conversation) messaging.Cursor { return messaging.Cursor{Time: c.UpdatedAt, ID: c.ID} }
+	pos := func(c messaging.Conversation) driver.Cursor { return driver.Cursor{Time: c.UpdatedAt, ID: c.ID} }
 	sortNewestFirst(all, pos)
 	return page(all, pos, q.Limit, q.After, q.Before)
 }
 
 // MarkRead moves contactID's read position forward to messageID.
-func (s *Store) MarkRead(ctx context.Context, conversationID, contactID, messageID string, rec messaging.Recorder) error {
+func (s *Store) MarkRead(ctx context.Context, conversationID, contactID, messageID string, rec driver.Recorder) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -122,7 +123,7 @@ func (s *Store) MarkRead(ctx context.Context, conversationID, contactID, message
 	if s.reads[k].after(m) {
 		s.reads[k] = readPos{at: m.CreatedAt, msgID: messageID}
 		c := s.viewConversation(s.convs[conversationID], contactID)
-		s.record(rec, messaging.Change{Conversation: &c})
+		s.record(rec, driver.Change{Conversation: &c})
 	}
 	return nil
 }
@@ -167,7 +168,7 @@ func (s *Store) IsMember(ctx context.Context, conversationID, contactID string) 
 }
 
 // ListMembers returns a page of the members q selects, by id.
-func (s *Store) ListMembers(ctx context.Context, q messaging.MemberQuery) ([]messaging.Member, bool, error) {
+func (s *Store) ListMembers(ctx context.Context, q driver.MemberQuery) ([]messaging.Member, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/memstore"
 )
 
@@ -27,7 +27,7 @@ func TestReturnsCopies(t *testing.T) {
 	add := []messaging.Reaction{{Name: "👍", Reactors: []string{alice.ID}}} // reactors by contact id
 	m := messaging.Message{ID: "msg_1", ConversationID: "c", Contact: messaging.Contact{ID: alice.ID}, Text: "hi", CreatedAt: now}
 	require.NoError(t, s.CreateMessage(ctx, m, []string{att.ID}, nil))
-	_, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: add})
+	_, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: add})
 	require.NoError(t, err)
 	add[0].Reactors[0] = "mallory" // the caller's slice is not kept
 
@@ -42,7 +42,7 @@ func TestReturnsCopies(t *testing.T) {
 	got.Reactions[0].Name = "x"
 	got.Attachments[0].Filename = "evil"
 	got.Contact.Username = "mallory"
-	items, _, err := s.ListMessages(ctx, messaging.MessageQuery{All: true, Limit: 10})
+	items, _, err := s.ListMessages(ctx, driver.MessageQuery{All: true, Limit: 10})
 	require.NoError(t, err)
 	items[0].Reactions[0].Reactors[0] = "mallory"
 
@@ -50,7 +50,7 @@ func TestReturnsCopies(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, want, again)
 
-	atts, _, err := s.ListAttachments(ctx, attachments.AttachmentQuery{All: true, Limit: 10})
+	atts, _, err := s.ListAttachments(ctx, driver.AttachmentQuery{All: true, Limit: 10})
 	require.NoError(t, err)
 	atts[0].Filename = "evil"
 	pending, err := s.PendingDeletions(ctx, 10)

@@ -1,11 +1,11 @@
 // Package memstore holds in-memory fakes of Parley's storage, for unit
 // tests of code that uses messaging and attachments.
 //
-// New returns a Store, which implements messaging.Repository,
-// attachments.Repository and events.Repository (its writes record their
+// New returns a Store, which implements driver.MessageStore,
+// driver.AttachmentStore and driver.EventStore (its writes record their
 // events under the Store's lock, so Seq order is the order of the writes);
 // NewBlobStore returns a BlobStore, which implements
-// attachments.BlobStore and attachments.Lister. Both are safe for concurrent
+// attachments.BlobStore and driver.Lister. Both are safe for concurrent
 // use, keep everything in memory, and pass the storetest conformance suite,
 // so they behave as the SQL and blob backends do:
 //

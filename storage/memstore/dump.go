@@ -9,6 +9,7 @@ import (
 
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/storecopy"
 )
 
@@ -62,7 +63,7 @@ func (s *Store) Snapshot(ctx context.Context) (storecopy.Snapshot, error) {
 	for _, r := range s.keys {
 		d.rows[storecopy.IdempotencyKeys].IdempotencyKeys = append(d.rows[storecopy.IdempotencyKeys].IdempotencyKeys, copyRecord(r))
 	}
-	slices.SortFunc(d.rows[storecopy.IdempotencyKeys].IdempotencyKeys, func(a, b messaging.IdempotencyRecord) int {
+	slices.SortFunc(d.rows[storecopy.IdempotencyKeys].IdempotencyKeys, func(a, b driver.IdempotencyRecord) int {
 		return cmp.Or(strings.Compare(a.Scope, b.Scope), strings.Compare(a.Key, b.Key))
 	})
 	return d, nil

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/memstore"
 	"github.com/parleychat/parley/storage/storetest"
 )
@@ -33,8 +33,8 @@ func TestErrorKinds(t *testing.T) {
 	m := messaging.Message{ID: "msg_1", ConversationID: "c", Contact: messaging.Contact{ID: alice.ID}, Text: "hi", CreatedAt: now}
 	require.NoError(t, s.CreateMessage(ctx, m, []string{att.ID}, nil))
 	reacted := []messaging.Reaction{{Name: "a", Reactors: []string{"alice"}}, {Name: "b", Reactors: []string{"alice"}}}
-	after := &messaging.Cursor{Time: now, ID: "x"}
-	mafter := &messaging.Cursor{Time: now, ID: "x"}
+	after := &driver.Cursor{Time: now, ID: "x"}
+	mafter := &driver.Cursor{Time: now, ID: "x"}
 
 	for _, tc := range []struct {
 		name string
@@ -52,20 +52,20 @@ func TestErrorKinds(t *testing.T) {
 		{"attachment of another conversation", s.CreateMessage(ctx, messaging.Message{ID: "msg_3", ConversationID: "c", Contact: messaging.Contact{ID: alice.ID}, CreatedAt: now}, []string{other.ID}, nil),
 			messaging.ErrConflict},
 		{"too many reactions", func() error {
-			_, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: reacted, Check: storetest.Limits(1, 0)})
+			_, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: reacted, Check: storetest.Limits(1, 0)})
 			return err
 		}(), messaging.ErrInvalid},
 		{"too many attachments", func() error {
-			_, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{LinkAttachments: []string{"att_3"}, Check: storetest.Limits(0, 1)})
+			_, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{LinkAttachments: []string{"att_3"}, Check: storetest.Limits(0, 1)})
 			return err
 		}(), messaging.ErrInvalid},
-		{"limit", func() error { _, _, err := s.ListMessages(ctx, messaging.MessageQuery{All: true}); return err }(), messaging.ErrInvalid},
+		{"limit", func() error { _, _, err := s.ListMessages(ctx, driver.MessageQuery{All: true}); return err }(), messaging.ErrInvalid},
 		{"both cursors", func() error {
-			_, _, err := s.ListAttachments(ctx, attachments.AttachmentQuery{All: true, Limit: 1, After: after, Before: after})
+			_, _, err := s.ListAttachments(ctx, driver.AttachmentQuery{All: true, Limit: 1, After: after, Before: after})
 			return err
 		}(), messaging.ErrInvalid},
 		{"both message cursors", func() error {
-			_, _, err := s.ListMessages(ctx, messaging.MessageQuery{All: true, Limit: 1, After: mafter, Before: mafter})
+			_, _, err := s.ListMessages(ctx, driver.MessageQuery{All: true, Limit: 1, After: mafter, Before: mafter})
 			return err
 		}(), messaging.ErrInvalid},
 		{"no such object", func() error { _, err := blobs.Open(ctx, "attachments/none"); return err }(), messaging.ErrNotFound},

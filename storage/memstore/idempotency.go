@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // keyID is the key of an idempotency record: its scope and key.
@@ -15,15 +16,15 @@ type keyID struct{ scope, key string }
 
 // GetIdempotencyKey returns the record of the key, or an error matching
 // messaging.ErrNotFound.
-func (s *Store) GetIdempotencyKey(ctx context.Context, scope, key string) (messaging.IdempotencyRecord, error) {
+func (s *Store) GetIdempotencyKey(ctx context.Context, scope, key string) (driver.IdempotencyRecord, error) {
 	if err := ctx.Err(); err != nil {
-		return messaging.IdempotencyRecord{}, err
+		return driver.IdempotencyRecord{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.keys[keyID{scope, key}]
 	if !ok {
-		return messaging.IdempotencyRecord{}, fmt.Errorf("memstore: no idempotency key %q: %w", key, messaging.ErrNotFound)
+		return driver.IdempotencyRecord{}, fmt.Errorf("memstore: no idempotency key %q: %w", key, messaging.ErrNotFound)
 	}
 	return copyRecord(r), nil
 }
@@ -31,9 +32,9 @@ func (s *Store) GetIdempotencyKey(ctx context.Context, scope, key string) (messa
 // ClaimIdempotencyKey stores rec unless an unexpired record of its key is
 // done, or claimed at or after staleBefore; it reports whether it stored
 // rec, and returns the record in the way when it did not.
-func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec messaging.IdempotencyRecord, staleBefore time.Time) (messaging.IdempotencyRecord, bool, error) {
+func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec driver.IdempotencyRecord, staleBefore time.Time) (driver.IdempotencyRecord, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return messaging.IdempotencyRecord{}, false, err
+		return driver.IdempotencyRecord{}, false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -65,7 +66,7 @@ func (s *Store) ReleaseIdempotencyKey(ctx context.Context, scope, key, lock stri
 
 // CreateMessageKeyed is CreateMessage that also stores done, the record of
 // an idempotency key; on any error nothing is stored.
-func (s *Store) CreateMessageKeyed(ctx context.Context, m messaging.Message, attachmentIDs []string, rec messaging.Recorder, done messaging.IdempotencyRecord) error {
+func (s *Store) CreateMessageKeyed(ctx context.Context, m messaging.Message, attachmentIDs []string, rec driver.Recorder, done driver.IdempotencyRecord) error {
 	return s.createMessage(ctx, m, attachmentIDs, rec, &done)
 }
 
@@ -77,13 +78,13 @@ func (s *Store) PruneIdempotencyKeys(ctx context.Context, before time.Time, limi
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var expired []messaging.IdempotencyRecord
+	var expired []driver.IdempotencyRecord
 	for _, r := range s.keys {
 		if !r.ExpiresAt.After(before) {
 			expired = append(expired, r)
 		}
 	}
-	slices.SortFunc(expired, func(a, b messaging.IdempotencyRecord) int { return a.ExpiresAt.Compare(b.ExpiresAt) })
+	slices.SortFunc(expired, func(a, b driver.IdempotencyRecord) int { return a.ExpiresAt.Compare(b.ExpiresAt) })
 	if limit > 0 && len(expired) > limit {
 		expired = expired[:limit]
 	}
@@ -95,21 +96,21 @@ func (s *Store) PruneIdempotencyKeys(ctx context.Context, before time.Time, limi
 
 // holds checks, under s.mu, that done (when not nil) may be stored: its key
 // has no record, an expired one, or the claim of done.Lock. Otherwise the
-// error matches messaging.ErrKeyTaken.
-func (s *Store) holds(done *messaging.IdempotencyRecord) error {
+// error matches driver.ErrKeyTaken.
+func (s *Store) holds(done *driver.IdempotencyRecord) error {
 	if done == nil {
 		return nil
 	}
 	cur, ok := s.keys[keyID{done.Scope, done.Key}]
 	if ok && cur.ExpiresAt.After(norm(done.CreatedAt)) && (cur.Lock == "" || cur.Lock != done.Lock) {
-		return fmt.Errorf("memstore: idempotency key %q: %w", done.Key, messaging.ErrKeyTaken)
+		return fmt.Errorf("memstore: idempotency key %q: %w", done.Key, driver.ErrKeyTaken)
 	}
 	return nil
 }
 
 // keep stores done (when not nil; see holds) as the done record of its
 // key; its Result is result's JSON unless set.
-func (s *Store) keep(done *messaging.IdempotencyRecord, result any) {
+func (s *Store) keep(done *driver.IdempotencyRecord, result any) {
 	if done == nil {
 		return
 	}
@@ -123,7 +124,7 @@ func (s *Store) keep(done *messaging.IdempotencyRecord, result any) {
 	s.keys[keyID{rec.Scope, rec.Key}] = rec
 }
 
-func copyRecord(r messaging.IdempotencyRecord) messaging.IdempotencyRecord {
+func copyRecord(r driver.IdempotencyRecord) driver.IdempotencyRecord {
 	r.Result = slices.Clone(r.Result)
 	return r
 }

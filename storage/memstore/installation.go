@@ -5,13 +5,13 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/ids"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 var (
-	_ attachments.Installation = (*Store)(nil)
-	_ attachments.KeyLister    = (*Store)(nil)
+	_ driver.Installation = (*Store)(nil)
+	_ driver.KeyLister    = (*Store)(nil)
 )
 
 // InstallationID returns the Store's id, made when it was created.

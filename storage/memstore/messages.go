@@ -8,19 +8,20 @@ import (
 	"time"
 
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // CreateMessage stores m and links the attachments attachmentIDs to it, all
 // or nothing. Errors: messaging.ErrNotFound for a missing attachment,
 // messaging.ErrConflict for an attachment linked to another message or of
 // another conversation, or for an existing message ID.
-func (s *Store) CreateMessage(ctx context.Context, m messaging.Message, attachmentIDs []string, rec messaging.Recorder) error {
+func (s *Store) CreateMessage(ctx context.Context, m messaging.Message, attachmentIDs []string, rec driver.Recorder) error {
 	return s.createMessage(ctx, m, attachmentIDs, rec, nil)
 }
 
 // createMessage is CreateMessage, storing done (the record of an
 // idempotency key) when not nil.
-func (s *Store) createMessage(ctx context.Context, m messaging.Message, attachmentIDs []string, rec messaging.Recorder, done *messaging.IdempotencyRecord) error {
+func (s *Store) createMessage(ctx context.Context, m messaging.Message, attachmentIDs []string, rec driver.Recorder, done *driver.IdempotencyRecord) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -50,7 +51,7 @@ func (s *Store) createMessage(ctx context.Context, m messaging.Message, attachme
 	c := s.conversation(m.ConversationID, stored.CreatedAt)
 	c.msgs = append(c.msgs, m.ID)
 	v := s.view(&stored)
-	s.record(rec, messaging.Change{Message: &v})
+	s.record(rec, driver.Change{Message: &v})
 	s.keep(done, nil)
 	return nil
 }
@@ -125,14 +126,14 @@ func (s *Store) GetMessage(ctx context.Context, id string) (messaging.Message, e
 	return s.view(m), nil
 }
 
-func msgPos(m *messaging.Message) messaging.Cursor {
-	return messaging.Cursor{Time: m.CreatedAt, ID: m.ID}
+func msgPos(m *messaging.Message) driver.Cursor {
+	return driver.Cursor{Time: m.CreatedAt, ID: m.ID}
 }
 
 // ListMessages returns a page of the messages q selects, newest first, and
 // whether more exist in the direction of travel. A Limit below 1 is an
 // error matching messaging.ErrInvalid.
-func (s *Store) ListMessages(ctx context.Context, q messaging.MessageQuery) ([]messaging.Message, bool, error) {
+func (s *Store) ListMessages(ctx context.Context, q driver.MessageQuery) ([]messaging.Message, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
@@ -140,7 +141,7 @@ func (s *Store) ListMessages(ctx context.Context, q messaging.MessageQuery) ([]m
 	defer s.mu.Unlock()
 	for _, c := range []struct {
 		id  string
-		pos **messaging.Cursor
+		pos **driver.Cursor
 	}{{q.AfterID, &q.After}, {q.BeforeID, &q.Before}} {
 		if c.id == "" {
 			continue
@@ -175,7 +176,7 @@ func (s *Store) ListMessages(ctx context.Context, q messaging.MessageQuery) ([]m
 // message or attachment, messaging.ErrConflict for an attachment linked to
 // another message or of another conversation, ch.Check's error; on error
 // nothing changes.
-func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.MessageChange) (messaging.Message, error) {
+func (s *Store) UpdateMessage(ctx context.Context, id string, ch driver.MessageChange) (messaging.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return messaging.Message{}, err
 	}
@@ -190,7 +191,7 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.Messa
 		m.Text = *ch.Text
 	}
 	rs := s.reactionsOf(id)
-	before := messaging.MessageCounts{ReactionNames: len(rs), Attachments: len(s.linked[id]), ReactorNames: reactorNames(rs, ch.AddReactions)}
+	before := driver.MessageCounts{ReactionNames: len(rs), Attachments: len(s.linked[id]), ReactorNames: reactorNames(rs, ch.AddReactions)}
 	rs, reactorAfter := addReactions(rs, ch.AddReactions, norm(cmp.Or(ch.ReactedAt, time.Now())))
 	if r := ch.RemoveReaction; r != nil {
 		rs = removeReactors(rs, r.Name, r.Reactors)
@@ -200,7 +201,7 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.Messa
 	if err != nil {
 		return messaging.Message{}, err
 	}
-	after := messaging.MessageCounts{ReactionNames: len(rs), Attachments: before.Attachments + len(links), ReactorNames: reactorAfter}
+	after := driver.MessageCounts{ReactionNames: len(rs), Attachments: before.Attachments + len(links), ReactorNames: reactorAfter}
 	if a := ch.NewAttachment; a != nil {
 		if _, ok := s.atts[a.ID]; ok {
 			return messaging.Message{}, conflict("an attachment with the id " + strconv.Quote(a.ID) + " already exists")
@@ -244,7 +245,7 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.Messa
 	s.link(cur, links)
 	out := s.view(cur)
 	v := out
-	s.record(ch.Record, messaging.Change{Message: &v})
+	s.record(ch.Record, driver.Change{Message: &v})
 	s.keep(ch.Done, out)
 	return s.view(cur), nil
 }
@@ -253,7 +254,7 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.Messa
 // records the attachments' keys as pending deletions, and returns the
 // removed attachments (oldest first), or an error matching
 // messaging.ErrNotFound.
-func (s *Store) DeleteMessage(ctx context.Context, id string, rec messaging.Recorder) ([]messaging.Attachment, error) {
+func (s *Store) DeleteMessage(ctx context.Context, id string, rec driver.Recorder) ([]messaging.Attachment, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -274,6 +275,6 @@ func (s *Store) DeleteMessage(ctx context.Context, id string, rec messaging.Reco
 	delete(s.messages, id)
 	delete(s.reacts, id)
 	s.removeRevisions(id)
-	s.record(rec, messaging.Change{Message: &gone, Removed: slices.Clone(removed)})
+	s.record(rec, driver.Change{Message: &gone, Removed: slices.Clone(removed)})
 	return removed, nil
 }

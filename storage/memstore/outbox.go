@@ -6,11 +6,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
-var _ events.Repository = (*Store)(nil)
+var _ driver.EventStore = (*Store)(nil)
 
 // outbox is the Store's events, in Seq order: each write records its
 // Recorder's events under the Store's lock, as it makes its change, so
@@ -30,7 +30,7 @@ type handlerCursor struct {
 
 // record stores the events rec makes of c; the caller holds s.mu and has
 // made the change.
-func (s *Store) record(rec messaging.Recorder, c messaging.Change) {
+func (s *Store) record(rec driver.Recorder, c driver.Change) {
 	if rec == nil {
 		return
 	}
@@ -70,7 +70,7 @@ func copyMessage(m messaging.Message) messaging.Message {
 }
 
 // matches reports whether q selects e; the caller holds s.mu.
-func (s *Store) matches(q events.Query, e *messaging.Event) bool {
+func (s *Store) matches(q driver.EventQuery, e *messaging.Event) bool {
 	if q.ViewerID != "" && e.AudienceID != "" && e.AudienceID != q.ViewerID {
 		return false
 	}
@@ -81,7 +81,7 @@ func (s *Store) matches(q events.Query, e *messaging.Event) bool {
 }
 
 // ReadEvents returns up to q.Limit events matching q in Seq order.
-func (s *Store) ReadEvents(ctx context.Context, q events.Query) ([]messaging.Event, error) {
+func (s *Store) ReadEvents(ctx context.Context, q driver.EventQuery) ([]messaging.Event, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // reaction is a reaction name of a message and its reactors, in the order
@@ -109,23 +110,23 @@ func copyReactions(rs []messaging.Reaction) []messaging.Reaction {
 
 // LookupMessage returns the conversation, sender and creation time of the
 // message, or an error matching messaging.ErrNotFound.
-func (s *Store) LookupMessage(ctx context.Context, id string) (messaging.MessageRef, error) {
+func (s *Store) LookupMessage(ctx context.Context, id string) (driver.MessageRef, error) {
 	if err := ctx.Err(); err != nil {
-		return messaging.MessageRef{}, err
+		return driver.MessageRef{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m, ok := s.messages[id]
 	if !ok {
-		return messaging.MessageRef{}, notFound("message", id)
+		return driver.MessageRef{}, notFound("message", id)
 	}
-	return messaging.MessageRef{ID: m.ID, ConversationID: m.ConversationID, SenderID: m.Contact.ID, CreatedAt: m.CreatedAt}, nil
+	return driver.MessageRef{ID: m.ID, ConversationID: m.ConversationID, SenderID: m.Contact.ID, CreatedAt: m.CreatedAt}, nil
 }
 
 // ListReactors returns a page of the reactors of a reaction, in the order
 // they came. A cursor that is not a reactor of it is an error matching
 // messaging.ErrNotFound.
-func (s *Store) ListReactors(ctx context.Context, q messaging.ReactorQuery) ([]messaging.Reactor, bool, error) {
+func (s *Store) ListReactors(ctx context.Context, q driver.ReactorQuery) ([]messaging.Reactor, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}

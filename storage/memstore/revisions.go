@@ -5,15 +5,16 @@ import (
 	"fmt"
 
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
-func revPos(r messaging.Revision) messaging.Cursor {
-	return messaging.Cursor{Time: r.CreatedAt, ID: r.ID}
+func revPos(r messaging.Revision) driver.Cursor {
+	return driver.Cursor{Time: r.CreatedAt, ID: r.ID}
 }
 
 // ListRevisions returns a page of the message's revisions, newest first,
 // and whether more exist in the direction of travel.
-func (s *Store) ListRevisions(ctx context.Context, q messaging.RevisionQuery) ([]messaging.Revision, bool, error) {
+func (s *Store) ListRevisions(ctx context.Context, q driver.RevisionQuery) ([]messaging.Revision, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}

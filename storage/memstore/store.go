@@ -8,11 +8,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
-// Store is an in-memory messaging.Repository and attachments.Repository.
+// Store is an in-memory driver.MessageStore and driver.AttachmentStore.
 // One mutex guards all of its state, so every call is atomic and calls are
 // serialized. The zero value is not usable; call New.
 type Store struct {
@@ -31,7 +31,7 @@ type Store struct {
 
 	out outbox // the events the writes record
 
-	keys      map[keyID]messaging.IdempotencyRecord
+	keys      map[keyID]driver.IdempotencyRecord
 	revisions map[string]messaging.Revision // by id
 	revsOf    map[string][]string           // message id -> ids of its revisions, oldest first
 
@@ -40,8 +40,8 @@ type Store struct {
 }
 
 var (
-	_ messaging.Repository   = (*Store)(nil)
-	_ attachments.Repository = (*Store)(nil)
+	_ driver.MessageStore    = (*Store)(nil)
+	_ driver.AttachmentStore = (*Store)(nil)
 )
 
 // New returns an empty Store.
@@ -56,7 +56,7 @@ func New() *Store {
 		convs:     make(map[string]*conversation),
 		reads:     make(map[member]readPos),
 		members:   make(map[member]time.Time),
-		keys:      make(map[keyID]messaging.IdempotencyRecord),
+		keys:      make(map[keyID]driver.IdempotencyRecord),
 		revisions: make(map[string]messaging.Revision),
 		revsOf:    make(map[string][]string),
 	}
@@ -75,7 +75,7 @@ func notFound(what, id string) error {
 func conflict(msg string) error { return fmt.Errorf("memstore: %s: %w", msg, messaging.ErrConflict) }
 
 // compareCursor orders (CreatedAt, ID) pairs ascending.
-func compareCursor(a, b messaging.Cursor) int {
+func compareCursor(a, b driver.Cursor) int {
 	if c := a.Time.Compare(b.Time); c != 0 {
 		return c
 	}
@@ -86,7 +86,7 @@ func compareCursor(a, b messaging.Cursor) int {
 // describe: Limit items just older than after, or just newer than before
 // (still newest first), or the newest, and whether more lie beyond them in
 // the direction of travel.
-func page[T any](items []T, pos func(T) messaging.Cursor, limit int, after, before *messaging.Cursor) ([]T, bool, error) {
+func page[T any](items []T, pos func(T) driver.Cursor, limit int, after, before *driver.Cursor) ([]T, bool, error) {
 	if limit < 1 {
 		return nil, false, fmt.Errorf("memstore: limit must be at least 1: %w", messaging.ErrInvalid)
 	}
@@ -94,17 +94,17 @@ func page[T any](items []T, pos func(T) messaging.Cursor, limit int, after, befo
 		return nil, false, fmt.Errorf("memstore: After and Before cannot be used together: %w", messaging.ErrInvalid)
 	}
 	if before != nil {
-		b := messaging.Cursor{Time: norm(before.Time), ID: before.ID}
+		b := driver.Cursor{Time: norm(before.Time), ID: before.ID}
 		// items[:end] are newer than the cursor; the page is the oldest of them.
-		end, _ := slices.BinarySearchFunc(items, b, func(it T, c messaging.Cursor) int { return compareCursor(c, pos(it)) })
+		end, _ := slices.BinarySearchFunc(items, b, func(it T, c driver.Cursor) int { return compareCursor(c, pos(it)) })
 		start := max(0, end-limit)
 		return items[start:end], start > 0, nil
 	}
 	start := 0
 	if after != nil {
-		a := messaging.Cursor{Time: norm(after.Time), ID: after.ID}
+		a := driver.Cursor{Time: norm(after.Time), ID: after.ID}
 		// items[start:] are older than the cursor.
-		start, _ = slices.BinarySearchFunc(items, a, func(it T, c messaging.Cursor) int { return compareCursor(c, pos(it)) })
+		start, _ = slices.BinarySearchFunc(items, a, func(it T, c driver.Cursor) int { return compareCursor(c, pos(it)) })
 		if start < len(items) && compareCursor(pos(items[start]), a) == 0 {
 			start++
 		}
@@ -114,6 +114,6 @@ func page[T any](items []T, pos func(T) messaging.Cursor, limit int, after, befo
 }
 
 // sortNewestFirst sorts items by (CreatedAt, ID) descending.
-func sortNewestFirst[T any](items []T, pos func(T) messaging.Cursor) {
+func sortNewestFirst[T any](items []T, pos func(T) driver.Cursor) {
 	slices.SortFunc(items, func(a, b T) int { return compareCursor(pos(b), pos(a)) })
 }

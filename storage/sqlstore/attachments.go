@@ -8,8 +8,8 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // attachmentRow is a row of attachments.
@@ -46,22 +46,22 @@ func (r attachmentRow) attachment() messaging.Attachment {
 
 // CreateAttachment stores a new attachment row. Errors: ErrConflict if its
 // id or key exists.
-func (s *Store) CreateAttachment(ctx context.Context, a messaging.Attachment, rec messaging.Recorder) error {
+func (s *Store) CreateAttachment(ctx context.Context, a messaging.Attachment, rec driver.Recorder) error {
 	return wrapErr("sqlstore.CreateAttachment", s.createAttachment(ctx, a, rec, nil))
 }
 
 // CreateAttachmentKeyed is CreateAttachment that also stores done, the
 // record of an idempotency key, in the same transaction; on any error
 // neither is stored.
-func (s *Store) CreateAttachmentKeyed(ctx context.Context, a messaging.Attachment, rec messaging.Recorder, done messaging.IdempotencyRecord) error {
+func (s *Store) CreateAttachmentKeyed(ctx context.Context, a messaging.Attachment, rec driver.Recorder, done driver.IdempotencyRecord) error {
 	s.prepareKeyed(ctx)
 	return wrapErr("sqlstore.CreateAttachment", s.createAttachment(ctx, a, rec, &done))
 }
 
-func (s *Store) createAttachment(ctx context.Context, a messaging.Attachment, rec messaging.Recorder, done *messaging.IdempotencyRecord) error {
+func (s *Store) createAttachment(ctx context.Context, a messaging.Attachment, rec driver.Recorder, done *driver.IdempotencyRecord) error {
 	stored := a
 	stored.CreatedAt = a.CreatedAt.UTC()
-	change := messaging.Change{Attachments: []messaging.Attachment{stored}}
+	change := driver.Change{Attachments: []messaging.Attachment{stored}}
 	if a.MessageID == "" && a.ConversationID == "" && rec == nil && done == nil {
 		// One statement, atomic on its own.
 		return s.retry(ctx, func(ctx context.Context) error { return insertAttachment(ctx, s.w, a) })
@@ -75,7 +75,7 @@ func (s *Store) createAttachment(ctx context.Context, a messaging.Attachment, re
 		switch {
 		case a.MessageID != "":
 			// Created linked (the Service links through
-			// messaging.Repository instead): count it on its message,
+			// driver.MessageStore instead): count it on its message,
 			// locked first as links do.
 			if _, err := tx.ExecContext(ctx, "UPDATE messages SET attachment_count = attachment_count + 1 WHERE id = ?", a.MessageID); err != nil {
 				return err
@@ -123,12 +123,12 @@ func getAttachment(ctx context.Context, query queryFn, id string) (messaging.Att
 
 // ListAttachments returns up to q.Limit attachments matching q, newest
 // first, and whether more exist beyond them in the direction of travel.
-func (s *Store) ListAttachments(ctx context.Context, q attachments.AttachmentQuery) ([]messaging.Attachment, bool, error) {
+func (s *Store) ListAttachments(ctx context.Context, q driver.AttachmentQuery) ([]messaging.Attachment, bool, error) {
 	items, more, err := s.listAttachments(ctx, q)
 	return items, more, wrapErr("sqlstore.ListAttachments", err)
 }
 
-func (s *Store) listAttachments(ctx context.Context, q attachments.AttachmentQuery) ([]messaging.Attachment, bool, error) {
+func (s *Store) listAttachments(ctx context.Context, q driver.AttachmentQuery) ([]messaging.Attachment, bool, error) {
 	if q.Limit < 1 {
 		return nil, false, invalid("limit must be at least 1")
 	}
@@ -175,7 +175,7 @@ func (s *Store) listAttachments(ctx context.Context, q attachments.AttachmentQue
 
 // RenameAttachment sets the file name and returns the updated row, or an
 // error matching ErrNotFound.
-func (s *Store) RenameAttachment(ctx context.Context, id, filename string, rec messaging.Recorder) (messaging.Attachment, error) {
+func (s *Store) RenameAttachment(ctx context.Context, id, filename string, rec driver.Recorder) (messaging.Attachment, error) {
 	var out messaging.Attachment
 	const update = "UPDATE attachments SET filename = ? WHERE id = ?"
 	returning := func(ctx context.Context, db bun.IDB) error {
@@ -208,7 +208,7 @@ func (s *Store) RenameAttachment(ctx context.Context, id, filename string, rec m
 				return err
 			}
 		}
-		return s.record(ctx, tx, rec, messaging.Change{Attachments: []messaging.Attachment{out}})
+		return s.record(ctx, tx, rec, driver.Change{Attachments: []messaging.Attachment{out}})
 	})
 	return out, wrapErr("sqlstore.RenameAttachment", err)
 }
@@ -217,7 +217,7 @@ func (s *Store) RenameAttachment(ctx context.Context, id, filename string, rec m
 // deletion, in one transaction; it returns the removed row, or an error
 // matching ErrNotFound. A linked attachment is uncounted from its message,
 // whose row is locked before the attachment's, in the order of links.
-func (s *Store) DeleteAttachment(ctx context.Context, id string, rec messaging.Recorder) (messaging.Attachment, error) {
+func (s *Store) DeleteAttachment(ctx context.Context, id string, rec driver.Recorder) (messaging.Attachment, error) {
 	var out messaging.Attachment
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var err error
@@ -258,7 +258,7 @@ func (s *Store) DeleteAttachment(ctx context.Context, id string, rec messaging.R
 		if rec == nil {
 			return nil
 		}
-		c := messaging.Change{Removed: []messaging.Attachment{out}}
+		c := driver.Change{Removed: []messaging.Attachment{out}}
 		if out.MessageID != "" {
 			// The message without the attachment, for the event.
 			var rows []messageRow

@@ -19,6 +19,7 @@ import (
 
 	"github.com/parleychat/parley/internal/pgtx"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // Changes to one message wait for each other: each locks the message's
@@ -90,7 +91,7 @@ const maxCombined = 64
 // combined is a change waiting to be made, and its outcome.
 type combined struct {
 	ctx  context.Context
-	ch   messaging.MessageChange
+	ch   driver.MessageChange
 	done chan struct{} // closed once out and err are set
 	out  messaging.Message
 	err  error
@@ -98,7 +99,7 @@ type combined struct {
 
 // update makes ch on the message id, combined with the changes to it of
 // other callers (see combiner).
-func (s *Store) update(ctx context.Context, id string, ch messaging.MessageChange) (messaging.Message, error) {
+func (s *Store) update(ctx context.Context, id string, ch driver.MessageChange) (messaging.Message, error) {
 	c := &combined{ctx: ctx, ch: ch, done: make(chan struct{})}
 	cb := &s.combine
 	cb.mu.Lock()
@@ -387,7 +388,7 @@ func (p *panicked) Error() string { return fmt.Sprintf("sqlstore: the change pan
 // updateCaught is updateRecorded, with a panic of the change returned as a
 // *panicked error: the transaction, which may hold the changes of other
 // callers, rolls back, and they are made again without it.
-func (s *Store) updateCaught(ctx context.Context, tx bun.Tx, id string, ch messaging.MessageChange, row *messageRow, made *reactedOne, evs *[]messaging.Event) (out messaging.Message, err error) {
+func (s *Store) updateCaught(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, row *messageRow, made *reactedOne, evs *[]messaging.Event) (out messaging.Message, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = &panicked{value: p}
@@ -401,7 +402,7 @@ const maxReactMany = 32
 
 // quickMany reports whether reactMany makes ch: a quickReaction change
 // (PostgreSQL).
-func (s *Store) quickMany(ch messaging.MessageChange) bool {
+func (s *Store) quickMany(ch driver.MessageChange) bool {
 	_, _, ok := s.quickReaction(ch)
 	return ok
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/sqlstore"
 )
 
@@ -138,7 +138,7 @@ func TestCombinedCommitAnswerLost(t *testing.T) {
 	r := f.reactors
 	f.settle()
 	rec0, release, entered := blocking()
-	c0 := f.start(ctx, add("a", r[0], func(c messaging.Change) []messaging.Event {
+	c0 := f.start(ctx, add("a", r[0], func(c driver.Change) []messaging.Event {
 		rec0(c)
 		return nil // no events: c0's transaction ends with a plain COMMIT
 	}))
@@ -153,7 +153,7 @@ func TestCombinedCommitAnswerLost(t *testing.T) {
 	assert.Error(t, o1.err, "the outcome is unknown")
 	assert.Error(t, o2.err, "the outcome is unknown")
 
-	got, err := s.ReadEvents(ctx, events.Query{All: true, Limit: 100})
+	got, err := s.ReadEvents(ctx, driver.EventQuery{All: true, Limit: 100})
 	require.NoError(t, err)
 	assert.Len(t, got, 2, "one event per change (c1, c2): the committed transaction is not made again")
 }

@@ -6,7 +6,7 @@ package sqlstore_test
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
+	sqldriver "database/sql/driver"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -24,6 +24,7 @@ import (
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/sqlstore"
 )
 
@@ -41,7 +42,7 @@ func postgresOnly(t *testing.T) backendtest.SQLEngine {
 // combinedRound makes first (held until the others queue) and then rest,
 // which wait for it and are made by the next transaction, and returns
 // their outcomes in order.
-func combinedRound(t *testing.T, f *combineFixture, first messaging.MessageChange, rest []messaging.MessageChange) []outcome {
+func combinedRound(t *testing.T, f *combineFixture, first driver.MessageChange, rest []driver.MessageChange) []outcome {
 	t.Helper()
 	f.settle() // first runs first
 	rec0, release, entered := blocking()
@@ -60,8 +61,8 @@ func combinedRound(t *testing.T, f *combineFixture, first messaging.MessageChang
 	return outs
 }
 
-func remove(name, reactor string) messaging.MessageChange {
-	return messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: name, Reactors: []string{reactor}}, Record: record}
+func remove(name, reactor string) driver.MessageChange {
+	return driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: name, Reactors: []string{reactor}}, Record: record}
 }
 
 // TestReactManyTempTableStaysSmall: the temporary table parley_reacted,
@@ -88,7 +89,7 @@ func TestReactManyTempTableStaysSmall(t *testing.T) {
 	}
 	const rounds, perRound = 30, 15
 	for i := range rounds {
-		var rest []messaging.MessageChange
+		var rest []driver.MessageChange
 		for k := range perRound {
 			if i%2 == 0 {
 				rest = append(rest, add("x", r[1+k], record))
@@ -127,7 +128,7 @@ func TestReactManyFailureKeepsCombining(t *testing.T) {
 	require.NoError(t, err)
 	f := newCombineFixture(t, s, 9)
 	r := f.reactors
-	var rest []messaging.MessageChange
+	var rest []driver.MessageChange
 	for k := 1; k <= 8; k++ {
 		rest = append(rest, add("a", r[k], record))
 	}
@@ -142,12 +143,12 @@ func TestReactManyFailureKeepsCombining(t *testing.T) {
 // gateConnector makes the BeginTx of its connections fail as an
 // unreachable database's would, while down, and counts them.
 type gateConnector struct {
-	driver.Connector
+	sqldriver.Connector
 	down   atomic.Bool
 	begins atomic.Int32
 }
 
-func (c *gateConnector) Connect(ctx context.Context) (driver.Conn, error) {
+func (c *gateConnector) Connect(ctx context.Context) (sqldriver.Conn, error) {
 	cn, err := c.Connector.Connect(ctx)
 	if err != nil {
 		return nil, err
@@ -160,7 +161,7 @@ type gateConn struct {
 	g *gateConnector
 }
 
-func (c *gateConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+func (c *gateConn) BeginTx(ctx context.Context, opts sqldriver.TxOptions) (sqldriver.Tx, error) {
 	if c.g.down.Load() {
 		c.g.begins.Add(1)
 		time.Sleep(20 * time.Millisecond) // a connect timeout, short
@@ -225,13 +226,13 @@ func TestReactManyAsAlone(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(3, 4))
 	names := []string{"a", "b", "c", "d", "e"}
 	step := 0
-	change := func() messaging.MessageChange {
+	change := func() driver.MessageChange {
 		step++
 		who := rs[rnd.IntN(len(rs))]
 		if rnd.IntN(3) == 0 {
 			who = rs[rnd.IntN(6)]
 		}
-		var ch messaging.MessageChange
+		var ch driver.MessageChange
 		if rnd.IntN(3) == 0 {
 			ch.RemoveReaction = &messaging.Reaction{Name: names[rnd.IntN(len(names))], Reactors: []string{who}}
 		} else {
@@ -247,12 +248,12 @@ func TestReactManyAsAlone(t *testing.T) {
 	}
 	for round := range 30 {
 		first := change()
-		var rest []messaging.MessageChange
+		var rest []driver.MessageChange
 		for range 2 + rnd.IntN(12) {
 			rest = append(rest, change())
 		}
 		got := combinedRound(t, f, first, rest)
-		for k, ch := range append([]messaging.MessageChange{first}, rest...) {
+		for k, ch := range append([]driver.MessageChange{first}, rest...) {
 			ch.Record = nil
 			alone, err := s.UpdateMessage(ctx, other.ID, ch)
 			require.Equal(t, err == nil, got[k].err == nil, "round %d change %d: %v / %v", round, k, err, got[k].err)
@@ -289,11 +290,11 @@ func TestReactManyQuoting(t *testing.T) {
 	other.ID = ids.NewAt(ids.Message, other.CreatedAt)
 	require.NoError(t, s.CreateMessage(ctx, other, nil, nil))
 	odd := []string{`it's`, `a\b`, `a\'b`, `$q$`, `$parley$`, `$1`, `?`, `?x`, `?0`, `'); DROP TABLE reactions; --`, `"`, `%s`, `é👍`, `E'\x41'`, `$$`, `\`, `''`}
-	var rest []messaging.MessageChange
+	var rest []driver.MessageChange
 	for _, n := range odd {
 		rest = append(rest, add(n, odd[len(rest)%len(odd)], record)) // the reactor: another odd string (no contact)
 	}
-	rest = append(rest, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x1", Reactors: []string{`r'1`}}, {Name: `x'2`, Reactors: []string{`r'1`}}, {Name: `$q$x`, Reactors: []string{`r'1`}}}, Record: record})
+	rest = append(rest, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x1", Reactors: []string{`r'1`}}, {Name: `x'2`, Reactors: []string{`r'1`}}, {Name: `$q$x`, Reactors: []string{`r'1`}}}, Record: record})
 	rest = append(rest, remove(`it's`, `it's`), remove(`$q$`, odd[3]))
 	got := combinedRound(t, f, add("first", f.reactors[0], nil), rest)
 	require.NoError(t, got[0].err)
@@ -328,8 +329,8 @@ func TestReactManyTableRolledBack(t *testing.T) {
 	f := newCombineFixture(t, s, 5)
 	r := f.reactors
 	bad := add("a", r[4], record)
-	bad.Check = func(before, after messaging.MessageCounts) error { return fmt.Errorf("refused") }
-	outs := combinedRound(t, f, add("b", r[0], nil), []messaging.MessageChange{add("a", r[1], record), add("a", r[2], record), add("a", r[3], record), bad})
+	bad.Check = func(before, after driver.MessageCounts) error { return fmt.Errorf("refused") }
+	outs := combinedRound(t, f, add("b", r[0], nil), []driver.MessageChange{add("a", r[1], record), add("a", r[2], record), add("a", r[3], record), bad})
 	for k, o := range outs[:4] {
 		require.NoError(t, o.err, "change %d", k)
 	}

@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/sqlstore"
 )
 
@@ -55,14 +55,14 @@ type outcome struct {
 // When a transaction on the message runs, it waits until the change waits
 // for it (or has returned, should that transaction have been ending): the
 // changes started while one is held queue in the order started.
-func (f *combineFixture) start(ctx context.Context, ch messaging.MessageChange) <-chan outcome {
+func (f *combineFixture) start(ctx context.Context, ch driver.MessageChange) <-chan outcome {
 	f.t.Helper()
 	return f.launch(ctx, ch, false)
 }
 
 // startRecovering is start, with a panic of UpdateMessage turned into the
 // outcome's error (as net/http's per-request recover would contain it).
-func (f *combineFixture) startRecovering(ctx context.Context, ch messaging.MessageChange) <-chan outcome {
+func (f *combineFixture) startRecovering(ctx context.Context, ch driver.MessageChange) <-chan outcome {
 	f.t.Helper()
 	return f.launch(ctx, ch, true)
 }
@@ -75,7 +75,7 @@ func (f *combineFixture) settle() {
 		10*time.Second, time.Millisecond, "the message's transactions end")
 }
 
-func (f *combineFixture) launch(ctx context.Context, ch messaging.MessageChange, recovering bool) <-chan outcome {
+func (f *combineFixture) launch(ctx context.Context, ch driver.MessageChange, recovering bool) <-chan outcome {
 	f.t.Helper()
 	before, running := sqlstore.Queued(f.s, f.msg.ID)
 	out := make(chan outcome, 1)
@@ -108,8 +108,8 @@ func (f *combineFixture) launch(ctx context.Context, ch messaging.MessageChange,
 
 // record is a Recorder that stores the message after the change in an
 // event, so that the events say what each change left.
-func record(c messaging.Change) []messaging.Event {
-	e := messaging.NewEvent(messaging.EventMessageUpdated, c.Message.ConversationID, "", time.Now())
+func record(c driver.Change) []messaging.Event {
+	e := driver.NewEvent(messaging.EventMessageUpdated, c.Message.ConversationID, "", time.Now())
 	e.Message = c.Message
 	return []messaging.Event{e}
 }
@@ -118,7 +118,7 @@ func record(c messaging.Change) []messaging.Event {
 // Recorder that records as record does once release is closed, and
 // returns when ch's transaction runs: the changes started before release
 // is closed wait for it, in the order started.
-func (f *combineFixture) hold(ctx context.Context, ch messaging.MessageChange) (out <-chan outcome, release chan struct{}) {
+func (f *combineFixture) hold(ctx context.Context, ch driver.MessageChange) (out <-chan outcome, release chan struct{}) {
 	f.t.Helper()
 	f.settle() // ch runs first
 	rec, release, entered := blocking()
@@ -131,10 +131,10 @@ func (f *combineFixture) hold(ctx context.Context, ch messaging.MessageChange) (
 // blocking returns a Recorder that records as record does, once the
 // channel it returns with is closed, and a channel closed when the
 // recorder is first called: the transaction is then running.
-func blocking() (rec messaging.Recorder, release chan struct{}, entered chan struct{}) {
+func blocking() (rec driver.Recorder, release chan struct{}, entered chan struct{}) {
 	release, entered = make(chan struct{}), make(chan struct{})
 	var once atomic.Bool
-	return func(c messaging.Change) []messaging.Event {
+	return func(c driver.Change) []messaging.Event {
 		if once.CompareAndSwap(false, true) {
 			close(entered)
 		}
@@ -143,8 +143,8 @@ func blocking() (rec messaging.Recorder, release chan struct{}, entered chan str
 	}, release, entered
 }
 
-func add(name, reactor string, rec messaging.Recorder) messaging.MessageChange {
-	return messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: name, Reactors: []string{reactor}}}, Record: rec}
+func add(name, reactor string, rec driver.Recorder) driver.MessageChange {
+	return driver.MessageChange{AddReactions: []messaging.Reaction{{Name: name, Reactors: []string{reactor}}}, Record: rec}
 }
 
 // reactors returns the embedded reactors of each name of m.
@@ -184,16 +184,16 @@ func TestCombinedChanges(t *testing.T) {
 
 			c0 := f.start(ctx, add("a", r[0], rec0))
 			<-entered // c0's transaction runs, until release
-			c1 := f.start(ctx, add("a", r[1], func(c messaging.Change) []messaging.Event {
+			c1 := f.start(ctx, add("a", r[1], func(c driver.Change) []messaging.Event {
 				recorded1.Add(1)
 				return record(c)
 			}))
 			bad := add("a", r[2], record)
-			bad.Check = func(before, after messaging.MessageCounts) error { return errLimit }
+			bad.Check = func(before, after driver.MessageCounts) error { return errLimit }
 			c2 := f.start(ctx, bad)
 			c3 := f.start(ctx, add("b", r[3], record))
 			c4 := f.start(ctx, add("c", r[2], record))
-			c5 := f.start(ctx, messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "a", Reactors: []string{r[0]}}, Record: record})
+			c5 := f.start(ctx, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "a", Reactors: []string{r[0]}}, Record: record})
 			close(release)
 
 			u := func(id int) string { return fmt.Sprintf("r%d", id) }
@@ -218,7 +218,7 @@ func TestCombinedChanges(t *testing.T) {
 			assert.Equal(t, want[len(want)-1], reactors(got))
 			names, _ := counters(t, f.s, f.msg.ID)
 			assert.Equal(t, 3, names, "the message counts its names")
-			evs, err := f.s.ReadEvents(ctx, events.Query{All: true, Limit: 100})
+			evs, err := f.s.ReadEvents(ctx, driver.EventQuery{All: true, Limit: 100})
 			require.NoError(t, err)
 			require.Len(t, evs, len(want), "one event for each change made")
 			for i, e := range evs {
@@ -306,7 +306,7 @@ func TestCombinedPanic(t *testing.T) {
 			c0, release := f.hold(ctx, add("a", r[0], nil))
 			c1 := f.start(ctx, add("a", r[1], record)) // the first of the next transaction, with c2
 			bad := add("a", r[2], record)
-			bad.Check = func(before, after messaging.MessageCounts) error { panic("check") }
+			bad.Check = func(before, after driver.MessageCounts) error { panic("check") }
 			panicked := make(chan any, 1)
 			go func() {
 				defer func() { panicked <- recover() }()
@@ -348,7 +348,7 @@ func TestCombinedPanicFreesTheQueue(t *testing.T) {
 	for _, e := range backendtest.SQL(t) {
 		t.Run(e.Name, func(t *testing.T) {
 			f := newCombineFixture(t, e.Open(t), 2)
-			boom := add("a", f.reactors[0], func(messaging.Change) []messaging.Event { panic("recorder bug") })
+			boom := add("a", f.reactors[0], func(driver.Change) []messaging.Event { panic("recorder bug") })
 			o, ok := within(f.startRecovering(t.Context(), boom), 10*time.Second)
 			require.True(t, ok)
 			require.ErrorContains(t, o.err, "panicked")
@@ -377,7 +377,7 @@ func TestCombinedPanicInWaiter(t *testing.T) {
 			c1 := f.startRecovering(t.Context(), add("a", r[1], record))
 			ctx2, cancel2 := context.WithTimeout(t.Context(), 2*time.Second)
 			defer cancel2()
-			c2 := f.startRecovering(ctx2, add("a", r[2], func(messaging.Change) []messaging.Event { panic("recorder bug") }))
+			c2 := f.startRecovering(ctx2, add("a", r[2], func(driver.Change) []messaging.Event { panic("recorder bug") }))
 			close(release)
 			require.NoError(t, wait(t, c0).err)
 
@@ -402,7 +402,7 @@ func TestCombinedNoHostage(t *testing.T) {
 			wctx, leave := context.WithCancel(t.Context())
 			w := f.start(wctx, add("a", r[1], record)) // the first of the next transaction
 			bad := add("a", r[2], record)
-			bad.Check = func(before, after messaging.MessageCounts) error { return errors.New("refused") }
+			bad.Check = func(before, after driver.MessageCounts) error { return errors.New("refused") }
 			x := f.start(t.Context(), bad)
 			recY, releaseY, enteredY := blocking()
 			y := f.start(t.Context(), add("b", r[3], recY))
@@ -432,14 +432,14 @@ func TestCombinedEventsFailAlone(t *testing.T) {
 			r := f.reactors
 			rec0, release, entered := blocking()
 			var first string
-			c0 := f.start(t.Context(), add("a", r[0], func(c messaging.Change) []messaging.Event {
+			c0 := f.start(t.Context(), add("a", r[0], func(c driver.Change) []messaging.Event {
 				evs := rec0(c)
 				first = evs[0].ID
 				return evs
 			}))
 			<-entered
 			c1 := f.start(t.Context(), add("a", r[1], record))
-			c2 := f.start(t.Context(), add("a", r[2], func(c messaging.Change) []messaging.Event {
+			c2 := f.start(t.Context(), add("a", r[2], func(c driver.Change) []messaging.Event {
 				evs := record(c)
 				evs[0].ID = first // taken by c0's event
 				return evs
@@ -465,13 +465,13 @@ func TestCombinedCarriedRow(t *testing.T) {
 			text := func(s string) *string { return &s }
 			yes := true
 			c0, release := f.hold(ctx, add("a", r[0], nil))
-			c1 := f.start(ctx, messaging.MessageChange{Text: text("t1"), RevisionID: "rev_1", UpdatedAt: at(1), Record: record})
-			c2 := f.start(ctx, messaging.MessageChange{Text: text("t2"), RevisionID: "rev_2", UpdatedAt: at(2), Record: record})
-			c3 := f.start(ctx, messaging.MessageChange{Read: &yes, ReadAt: at(3), Record: record})
+			c1 := f.start(ctx, driver.MessageChange{Text: text("t1"), RevisionID: "rev_1", UpdatedAt: at(1), Record: record})
+			c2 := f.start(ctx, driver.MessageChange{Text: text("t2"), RevisionID: "rev_2", UpdatedAt: at(2), Record: record})
+			c3 := f.start(ctx, driver.MessageChange{Read: &yes, ReadAt: at(3), Record: record})
 			att := messaging.Attachment{ID: "att_1", UploaderID: r[0], Filename: "f", FileType: "text/plain", FileSize: 1, SHA256: "x", Key: "k", CreatedAt: at(4)}
-			c4 := f.start(ctx, messaging.MessageChange{NewAttachment: &att, UpdatedAt: at(4), Record: record})
-			c5 := f.start(ctx, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "b", Reactors: []string{r[1]}}}, UpdatedAt: at(5), Record: record})
-			c6 := f.start(ctx, messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "a", Reactors: []string{r[0]}}, Record: record})
+			c4 := f.start(ctx, driver.MessageChange{NewAttachment: &att, UpdatedAt: at(4), Record: record})
+			c5 := f.start(ctx, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "b", Reactors: []string{r[1]}}}, UpdatedAt: at(5), Record: record})
+			c6 := f.start(ctx, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "a", Reactors: []string{r[0]}}, Record: record})
 			close(release)
 			require.NoError(t, wait(t, c0).err)
 			o1, o2, o3, o4, o5, o6 := wait(t, c1), wait(t, c2), wait(t, c3), wait(t, c4), wait(t, c5), wait(t, c6)
@@ -523,7 +523,7 @@ func TestReactOneAnswerIsStored(t *testing.T) {
 				require.NoError(t, err)
 			}
 			for step := range 600 {
-				var ch messaging.MessageChange
+				var ch driver.MessageChange
 				who := rs[rnd.IntN(len(rs))]
 				if rnd.IntN(5) == 0 {
 					ch.RemoveReaction = &messaging.Reaction{Name: names[rnd.IntN(len(names))], Reactors: []string{who}}
@@ -566,11 +566,11 @@ func TestCombinedLeavesRaceTheNextTransaction(t *testing.T) {
 				for k := range 3 {
 					ctx, leave := context.WithCancel(t.Context())
 					leaves = append(leaves, leave)
-					var ch messaging.MessageChange
+					var ch driver.MessageChange
 					if (i+k)%2 == 0 {
 						ch = add("b", r[1+k], record)
 					} else {
-						ch = messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "b", Reactors: []string{r[1+k]}}, Record: record}
+						ch = driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "b", Reactors: []string{r[1+k]}}, Record: record}
 					}
 					outs = append(outs, f.start(ctx, ch))
 				}
@@ -611,13 +611,13 @@ func TestCombinedEventsAsRecorded(t *testing.T) {
 			r := f.reactors
 			var mu sync.Mutex
 			var recorded []messaging.Event
-			twice := func(c messaging.Change) []messaging.Event {
+			twice := func(c driver.Change) []messaging.Event {
 				at := time.Date(2025, 5, 1, 12, 0, 0, 123456789, time.UTC).Add(time.Duration(len(recorded)) * time.Millisecond)
-				a := messaging.NewEvent(messaging.EventMessageUpdated, c.Message.ConversationID, "", at)
+				a := driver.NewEvent(messaging.EventMessageUpdated, c.Message.ConversationID, "", at)
 				odd := *c.Message // a payload with what array and JSON literals escape
 				odd.Text = `say "hi" \ {a,b} NULL ' $q$ ?`
 				a.Message = &odd
-				b := messaging.NewEvent(messaging.EventMessageUpdated, c.Message.ConversationID, "", at.Add(time.Nanosecond))
+				b := driver.NewEvent(messaging.EventMessageUpdated, c.Message.ConversationID, "", at.Add(time.Nanosecond))
 				b.Message, b.AudienceID = c.Message, r[3] // one reader's, as conversation.read's
 				mu.Lock()
 				defer mu.Unlock()
@@ -634,7 +634,7 @@ func TestCombinedEventsAsRecorded(t *testing.T) {
 			for _, c := range cs {
 				require.NoError(t, wait(t, c).err)
 			}
-			got, err := f.s.ReadEvents(ctx, events.Query{All: true, Limit: 100})
+			got, err := f.s.ReadEvents(ctx, driver.EventQuery{All: true, Limit: 100})
 			require.NoError(t, err)
 			require.Len(t, got, 1+len(recorded))
 			for i, want := range recorded {

@@ -7,6 +7,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // A conversation is a row of conversations with its counters and last
@@ -169,12 +170,12 @@ func (s *Store) GetConversation(ctx context.Context, id, viewerID string) (messa
 
 // ListConversations returns up to q.Limit conversations matching q, most
 // recently active first, in at most four queries.
-func (s *Store) ListConversations(ctx context.Context, q messaging.ConversationQuery) ([]messaging.Conversation, bool, error) {
+func (s *Store) ListConversations(ctx context.Context, q driver.ConversationQuery) ([]messaging.Conversation, bool, error) {
 	cs, more, err := s.listConversations(ctx, q)
 	return cs, more, wrapErr("sqlstore.ListConversations", err)
 }
 
-func (s *Store) listConversations(ctx context.Context, q messaging.ConversationQuery) ([]messaging.Conversation, bool, error) {
+func (s *Store) listConversations(ctx context.Context, q driver.ConversationQuery) ([]messaging.Conversation, bool, error) {
 	if q.Limit < 1 {
 		return nil, false, invalid("limit must be at least 1")
 	}
@@ -365,7 +366,7 @@ const tailCap = 1000
 // (none, when it reads through the newest), or, when there are more than
 // tailCap of them, from the messages it passes: the cost grows with
 // neither the conversation nor a long way back.
-func (s *Store) MarkRead(ctx context.Context, conversationID, contactID, messageID string, rec messaging.Recorder) error {
+func (s *Store) MarkRead(ctx context.Context, conversationID, contactID, messageID string, rec driver.Recorder) error {
 	return wrapErr("sqlstore.MarkRead", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		// Lock the conversation first, as deletes, imports and folds do
 		// (and sends on SQLite); on MySQL this also makes the reads below
@@ -466,7 +467,7 @@ func (s *Store) MarkRead(ctx context.Context, conversationID, contactID, message
 		if len(cs) == 0 {
 			return notFound("conversation")
 		}
-		return s.record(ctx, tx, rec, messaging.Change{Conversation: &cs[0]})
+		return s.record(ctx, tx, rec, driver.Change{Conversation: &cs[0]})
 	}))
 }
 
@@ -516,7 +517,7 @@ type memberRow struct {
 }
 
 // ListMembers returns up to q.Limit members as q selects them, by id.
-func (s *Store) ListMembers(ctx context.Context, q messaging.MemberQuery) ([]messaging.Member, bool, error) {
+func (s *Store) ListMembers(ctx context.Context, q driver.MemberQuery) ([]messaging.Member, bool, error) {
 	if q.Limit < 1 {
 		return nil, false, wrapErr("sqlstore.ListMembers", invalid("limit must be at least 1"))
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/sqlstore"
 )
 
@@ -73,7 +74,7 @@ func TestMigrateConversationsUpgrade(t *testing.T) {
 		assert.Nil(t, fc.LastMessage)
 		assert.Equal(t, at.Add(time.Hour), fc.UpdatedAt)
 
-		list, _, err := s.ListConversations(ctx, messaging.ConversationQuery{ViewerID: alice, All: true, Limit: 10})
+		list, _, err := s.ListConversations(ctx, driver.ConversationQuery{ViewerID: alice, All: true, Limit: 10})
 		require.NoError(t, err)
 		assert.Equal(t, []string{"f", "d", "c"}, []string{list[0].ID, list[1].ID, list[2].ID})
 
@@ -158,18 +159,18 @@ func TestConversationsPageInFixedQueries(t *testing.T) {
 				require.NoError(t, s.CreateAttachment(ctx, a, nil))
 				m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: conv, Contact: c, Text: "m", CreatedAt: at}
 				require.NoError(t, s.CreateMessage(ctx, m, []string{a.ID}, nil))
-				_, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"alice"}}}})
+				_, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"alice"}}}})
 				require.NoError(t, err)
 				require.NoError(t, s.AddMember(ctx, conv, c.ID, at))
 			}
 			reads := sqlstore.CountReads(s)
 			for _, q := range []struct {
 				name  string
-				q     messaging.ConversationQuery
+				q     driver.ConversationQuery
 				reads int64
 			}{
-				{"all", messaging.ConversationQuery{ViewerID: c.ID, All: true}, 4},
-				{"member of many", messaging.ConversationQuery{ViewerID: c.ID, MemberID: c.ID}, 5},
+				{"all", driver.ConversationQuery{ViewerID: c.ID, All: true}, 4},
+				{"member of many", driver.ConversationQuery{ViewerID: c.ID, MemberID: c.ID}, 5},
 			} {
 				for _, limit := range []int{1, 5, 30} {
 					reads.Store(0)

@@ -10,6 +10,7 @@ import (
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/sqlstore"
 	"github.com/parleychat/parley/storage/storetest"
 )
@@ -81,7 +82,7 @@ func TestMigrateCountersUpgrade(t *testing.T) {
 			assert.Equal(t, "text "+m1, got.Text)
 			assert.Equal(t, "alice", got.Contact.Username)
 			assert.Equal(t, []messaging.Reaction{{Name: "b", Reactors: []string{"x", "y"}, Count: 2}, {Name: "a", Reactors: []string{"y"}, Count: 1}}, got.Reactions)
-			page, _, err := s.ListReactors(ctx, messaging.ReactorQuery{MessageID: m1, Name: "b", Limit: 10})
+			page, _, err := s.ListReactors(ctx, driver.ReactorQuery{MessageID: m1, Name: "b", Limit: 10})
 			require.NoError(t, err)
 			require.Len(t, page, 2)
 			assert.Equal(t, "ctc_x", page[0].ContactID, "a reactor is the contact with its username")
@@ -90,7 +91,7 @@ func TestMigrateCountersUpgrade(t *testing.T) {
 			assert.Equal(t, a1, got.Attachments[0].ID)
 			assert.Equal(t, a2, got.Attachments[1].ID)
 
-			items, more, err := s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
+			items, more, err := s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
 			require.NoError(t, err)
 			assert.False(t, more)
 			require.Len(t, items, 3)
@@ -155,30 +156,30 @@ func TestCountersFollowChanges(t *testing.T) {
 			require.NoError(t, s.CreateMessage(ctx, m, []string{a1, a2, a1}, nil))
 			want(m.ID, 0, 2)
 
-			got, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"u", "v"}}, {Name: "y", Reactors: []string{"u"}}}})
+			got, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"u", "v"}}, {Name: "y", Reactors: []string{"u"}}}})
 			require.NoError(t, err)
 			assert.Len(t, got.Reactions, 2)
 			want(m.ID, 2, 2)
 
-			_, err = s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "z", Reactors: []string{"u"}}}, Check: storetest.Limits(2, 0)})
+			_, err = s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "z", Reactors: []string{"u"}}}, Check: storetest.Limits(2, 0)})
 			require.ErrorIs(t, err, messaging.ErrInvalid)
 			want(m.ID, 2, 2)
 
-			got, err = s.UpdateMessage(ctx, m.ID, messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "y", Reactors: []string{"u"}}})
+			got, err = s.UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "y", Reactors: []string{"u"}}})
 			require.NoError(t, err)
 			assert.Equal(t, []messaging.Reaction{{Name: "x", Reactors: []string{"user u", "user v"}, Count: 2}}, got.Reactions)
 			want(m.ID, 1, 2)
 
-			got, err = s.UpdateMessage(ctx, m.ID, messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{"v"}}})
+			got, err = s.UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{"v"}}})
 			require.NoError(t, err)
 			assert.Len(t, got.Reactions, 1, "x keeps a reactor")
 			want(m.ID, 1, 2)
 
 			a3 := newAtt("")
-			_, err = s.UpdateMessage(ctx, m.ID, messaging.MessageChange{LinkAttachments: []string{a3}, Check: storetest.Limits(0, 2)})
+			_, err = s.UpdateMessage(ctx, m.ID, driver.MessageChange{LinkAttachments: []string{a3}, Check: storetest.Limits(0, 2)})
 			require.ErrorIs(t, err, messaging.ErrInvalid)
 			want(m.ID, 1, 2)
-			got, err = s.UpdateMessage(ctx, m.ID, messaging.MessageChange{LinkAttachments: []string{a3, a1}})
+			got, err = s.UpdateMessage(ctx, m.ID, driver.MessageChange{LinkAttachments: []string{a3, a1}})
 			require.NoError(t, err)
 			assert.Len(t, got.Attachments, 3)
 			want(m.ID, 1, 3)
@@ -193,7 +194,7 @@ func TestCountersFollowChanges(t *testing.T) {
 			newAtt(m.ID) // created linked
 			want(m.ID, 1, 3)
 
-			got, err = s.UpdateMessage(ctx, m.ID, messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{"u"}}})
+			got, err = s.UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{"u"}}})
 			require.NoError(t, err)
 			assert.Empty(t, got.Reactions)
 			want(m.ID, 0, 3)

@@ -1,5 +1,5 @@
 // Package sqlstore is Parley's SQL backend: one Store that implements
-// messaging.Repository, attachments.Repository and events.Repository over
+// driver.MessageStore, driver.AttachmentStore and driver.EventStore over
 // one database, with bun (github.com/uptrace/bun), so that a message, the
 // links of its attachments and its events commit together.
 //
@@ -131,7 +131,7 @@
 // texts of edited messages, indexed by (message_id, created_at DESC, id
 // DESC). A keyed write stores its key's row in the write's transaction with one
 // conditional upsert, which replaces only an expired row or the write's own
-// claim, and rolls back with messaging.ErrKeyTaken when another row is in
+// claim, and rolls back with driver.ErrKeyTaken when another row is in
 // the way (MySQL reads the row FOR UPDATE first); on SQLite the upsert is
 // prepared once on the writer connection. An upload's claim is a row with
 // a lock_token, inserted by one statement that on PostgreSQL commits
@@ -156,7 +156,7 @@
 //
 // Contract conditions are bare messaging kinds: ErrNotFound, ErrConflict
 // (a username taken, an attachment linked elsewhere), and the error of a
-// messaging.MessageChange's Check as it is. A
+// driver.MessageChange's Check as it is. A
 // database that cannot be reached gives an error matching
 // messaging.ErrUnavailable, with the driver's error as its cause. Other
 // errors are the driver's, after the store has retried serialization

@@ -11,6 +11,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/storecopy"
 )
 
@@ -266,7 +267,7 @@ func (p *snapshot) Rows(ctx context.Context, k storecopy.Kind, size int) iter.Se
 		})
 	case storecopy.IdempotencyKeys:
 		return scanBatches(ctx, p, "SELECT "+keyCols+" FROM idempotency_keys ORDER BY scope, client_key", size, func(rs []keyRow) *storecopy.Batch {
-			b := &storecopy.Batch{Kind: k, IdempotencyKeys: make([]messaging.IdempotencyRecord, len(rs))}
+			b := &storecopy.Batch{Kind: k, IdempotencyKeys: make([]driver.IdempotencyRecord, len(rs))}
 			for i, r := range rs {
 				b.IdempotencyKeys[i] = r.record()
 			}

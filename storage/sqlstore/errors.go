@@ -2,7 +2,7 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql/driver"
+	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -87,7 +87,7 @@ func connLost(err error) bool {
 // statement: the driver found it bad, or it was reset, or its other end
 // closed.
 func broken(err error) bool {
-	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, syscall.ECONNRESET) ||
+	return errors.Is(err, sqldriver.ErrBadConn) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 

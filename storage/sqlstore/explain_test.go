@@ -1,7 +1,7 @@
 package sqlstore_test
 
 import (
-	"database/sql/driver"
+	sqldriver "database/sql/driver"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -15,6 +15,7 @@ import (
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/sqlstore"
 )
 
@@ -57,17 +58,17 @@ func explainQueries(t *testing.T, s *sqlstore.Store) map[string]struct {
 } {
 	t.Helper()
 	var last messaging.Message
-	items, _, err := s.ListMessages(t.Context(), messaging.MessageQuery{ConversationIDs: []string{"conv_7"}, Limit: 10})
+	items, _, err := s.ListMessages(t.Context(), driver.MessageQuery{ConversationIDs: []string{"conv_7"}, Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, items, 10)
 	last = items[9]
-	cursor := &messaging.Cursor{Time: last.CreatedAt, ID: last.ID}
+	cursor := &driver.Cursor{Time: last.CreatedAt, ID: last.ID}
 	out := map[string]struct {
 		index string
 		query string
 		args  []any
 	}{}
-	for name, q := range map[string]messaging.MessageQuery{
+	for name, q := range map[string]driver.MessageQuery{
 		"conversation first page":  {ConversationIDs: []string{"conv_7"}, Limit: 10},
 		"conversation second page": {ConversationIDs: []string{"conv_7"}, Limit: 10, After: cursor},
 		"all first page":           {All: true, Limit: 10},
@@ -138,9 +139,9 @@ func TestExplainSQLiteCursorByID(t *testing.T) {
 	e := engine(t, "sqlite")
 	s := e.Open(t)
 	seed(t, s, e.Name, 5000, 50)
-	items, _, err := s.ListMessages(t.Context(), messaging.MessageQuery{ConversationIDs: []string{"conv_7"}, Limit: 40})
+	items, _, err := s.ListMessages(t.Context(), driver.MessageQuery{ConversationIDs: []string{"conv_7"}, Limit: 40})
 	require.NoError(t, err)
-	for name, q := range map[string]messaging.MessageQuery{
+	for name, q := range map[string]driver.MessageQuery{
 		"after":  {ConversationIDs: []string{"conv_7"}, Limit: 10, AfterID: items[20].ID},
 		"before": {ConversationIDs: []string{"conv_7"}, Limit: 10, BeforeID: items[20].ID},
 	} {
@@ -219,18 +220,18 @@ func TestExplainMySQLDeepCursor(t *testing.T) {
 	s := e.Open(t)
 	seed(t, s, e.Name, 20000, 1)
 	var deep []messaging.Message
-	q := messaging.MessageQuery{ConversationIDs: []string{"conv_0"}, Limit: 100}
+	q := driver.MessageQuery{ConversationIDs: []string{"conv_0"}, Limit: 100}
 	for range 90 { // 9,000 deep
 		page, _, err := s.ListMessages(t.Context(), q)
 		require.NoError(t, err)
 		require.Len(t, page, 100)
 		deep = page
 		last := page[len(page)-1]
-		q.After = &messaging.Cursor{Time: last.CreatedAt, ID: last.ID}
+		q.After = &driver.Cursor{Time: last.CreatedAt, ID: last.ID}
 	}
 	last := deep[len(deep)-1]
-	query, args := sqlstore.MessagePageSQL(s, messaging.MessageQuery{ConversationIDs: []string{"conv_0"}, Limit: 10,
-		After: &messaging.Cursor{Time: last.CreatedAt, ID: last.ID}})
+	query, args := sqlstore.MessagePageSQL(s, driver.MessageQuery{ConversationIDs: []string{"conv_0"}, Limit: 10,
+		After: &driver.Cursor{Time: last.CreatedAt, ID: last.ID}})
 	var rows []map[string]any
 	require.NoError(t, s.DB().NewRaw("EXPLAIN "+query, args...).Scan(t.Context(), &rows))
 	for _, r := range rows {
@@ -250,7 +251,7 @@ func str(v any) string {
 		return ""
 	case []byte:
 		return string(v)
-	case driver.Valuer: // sql.NullString and the like
+	case sqldriver.Valuer: // sql.NullString and the like
 		x, _ := v.Value()
 		return str(x)
 	}
@@ -285,13 +286,13 @@ func TestListReadsAPageInAtMostThreeQueries(t *testing.T) {
 				require.NoError(t, s.CreateAttachment(ctx, a, nil))
 				m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: c, Text: "m", CreatedAt: at}
 				require.NoError(t, s.CreateMessage(ctx, m, []string{a.ID}, nil))
-				_, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"alice"}}, {Name: "y", Reactors: []string{"alice"}}}})
+				_, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"alice"}}, {Name: "y", Reactors: []string{"alice"}}}})
 				require.NoError(t, err)
 			}
 			reads := sqlstore.CountReads(s)
 			for _, limit := range []int{1, 5, 30} {
 				reads.Store(0)
-				items, _, err := s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: limit})
+				items, _, err := s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: limit})
 				require.NoError(t, err)
 				require.Len(t, items, limit)
 				for _, m := range items {
@@ -309,20 +310,20 @@ func TestListReadsAPageInAtMostThreeQueries(t *testing.T) {
 				plain = append(plain, m.ID)
 			}
 			reads.Store(0)
-			items, _, err := s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"plain"}, Limit: 10})
+			items, _, err := s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"plain"}, Limit: 10})
 			require.NoError(t, err)
 			require.Len(t, items, 5)
 			assert.Equal(t, int64(1), reads.Load(), "queries for a page of plain messages")
 			// A cursor by id is found by the page's own query (a second
 			// one on MySQL), and an unknown one by one more after an empty page.
 			reads.Store(0)
-			items, _, err = s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"plain"}, Limit: 10, AfterID: plain[3]})
+			items, _, err = s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"plain"}, Limit: 10, AfterID: plain[3]})
 			require.NoError(t, err)
 			require.Len(t, items, 3)
 			want := map[string]int64{"mysql": 2}[e.Name]
 			assert.Equal(t, max(want, 1), reads.Load(), "queries for a page after a cursor by id")
 			reads.Store(0)
-			_, _, err = s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10, BeforeID: plain[0]})
+			_, _, err = s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10, BeforeID: plain[0]})
 			assert.ErrorIs(t, err, messaging.ErrNotFound, "a cursor of another conversation")
 			want = 2 // the empty page, then the cursor
 			if e.Name == "mysql" {
@@ -370,9 +371,9 @@ func TestExplainPostgresDominantConversation(t *testing.T) {
 	_, err := s.DB().ExecContext(ctx, "VACUUM ANALYZE messages")
 	require.NoError(t, err)
 
-	for name, q := range map[string]messaging.MessageQuery{
+	for name, q := range map[string]driver.MessageQuery{
 		"first page":  {ConversationIDs: []string{"conv_big"}, Limit: 10},
-		"before page": {ConversationIDs: []string{"conv_big"}, Limit: 10, Before: &messaging.Cursor{Time: time.Date(2025, 1, 1, 0, 0, 1, 0, time.UTC), ID: "msg_"}},
+		"before page": {ConversationIDs: []string{"conv_big"}, Limit: 10, Before: &driver.Cursor{Time: time.Date(2025, 1, 1, 0, 0, 1, 0, time.UTC), ID: "msg_"}},
 	} {
 		query, args := sqlstore.MessagePageSQL(s, q)
 		var plan []string
@@ -383,7 +384,7 @@ func TestExplainPostgresDominantConversation(t *testing.T) {
 		assert.NotContains(t, text, "Rows Removed by Filter", name)
 		assert.NotContains(t, text, "Sort", name)
 	}
-	items, more, err := s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"conv_big"}, Limit: 3})
+	items, more, err := s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"conv_big"}, Limit: 3})
 	require.NoError(t, err)
 	assert.True(t, more)
 	require.Len(t, items, 3)
@@ -404,7 +405,7 @@ func TestExplainPostgresGenericPlans(t *testing.T) {
 	// 60,000 in 100 conversations.
 	seed(t, s, e.Name, 54000, 100)
 	assert.True(t, sqlstore.GenericPlans(s, ctx), "a page of a large table is prepared")
-	items, _, err := s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"conv_7"}, Limit: 10})
+	items, _, err := s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"conv_7"}, Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, items, 10)
 	conn, err := s.DB().Conn(ctx)
@@ -413,12 +414,12 @@ func TestExplainPostgresGenericPlans(t *testing.T) {
 	var mode string
 	require.NoError(t, conn.QueryRowContext(ctx, "SHOW plan_cache_mode").Scan(&mode))
 	assert.Equal(t, "force_generic_plan", mode, "the connections of a Store made by Open")
-	for name, q := range map[string]messaging.MessageQuery{
+	for name, q := range map[string]driver.MessageQuery{
 		"first page":      {ConversationIDs: []string{"conv_7"}, Limit: 10},
 		"after a cursor":  {ConversationIDs: []string{"conv_7"}, Limit: 10, AfterID: items[9].ID},
 		"before a cursor": {ConversationIDs: []string{"conv_7"}, Limit: 10, BeforeID: items[9].ID},
 		"all, first page": {All: true, Limit: 10},
-		"all, after":      {All: true, Limit: 10, After: &messaging.Cursor{Time: items[9].CreatedAt, ID: items[9].ID}},
+		"all, after":      {All: true, Limit: 10, After: &driver.Cursor{Time: items[9].CreatedAt, ID: items[9].ID}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			query, args := sqlstore.MessagePageSQL(s, q)

@@ -12,11 +12,11 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // MessagePageSQL exposes the query of a page of messages, for EXPLAIN.
-func MessagePageSQL(s *Store, q messaging.MessageQuery) (string, []any) {
+func MessagePageSQL(s *Store, q driver.MessageQuery) (string, []any) {
 	query, args, _, _ := s.messagePageSQL(q)
 	return query, args
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // The records of idempotency keys are rows of idempotency_keys, one per
@@ -34,8 +35,8 @@ type keyRow struct {
 
 const keyCols = "scope, client_key, fingerprint, lock_token, result, created_at, expires_at"
 
-func (r keyRow) record() messaging.IdempotencyRecord {
-	return messaging.IdempotencyRecord{
+func (r keyRow) record() driver.IdempotencyRecord {
+	return driver.IdempotencyRecord{
 		Scope: r.Scope, Key: r.Key, Fingerprint: r.Fingerprint, Lock: r.Lock, Result: r.Result,
 		CreatedAt: utc(r.CreatedAt), ExpiresAt: utc(r.ExpiresAt),
 	}
@@ -43,13 +44,13 @@ func (r keyRow) record() messaging.IdempotencyRecord {
 
 // GetIdempotencyKey returns the record of the key, or an error matching
 // ErrNotFound.
-func (s *Store) GetIdempotencyKey(ctx context.Context, scope, key string) (messaging.IdempotencyRecord, error) {
+func (s *Store) GetIdempotencyKey(ctx context.Context, scope, key string) (driver.IdempotencyRecord, error) {
 	var rows []keyRow
 	if err := s.read(ctx, &rows, "SELECT "+keyCols+" FROM idempotency_keys WHERE scope = ? AND client_key = ?", scope, key); err != nil {
-		return messaging.IdempotencyRecord{}, wrapErr("sqlstore.GetIdempotencyKey", err)
+		return driver.IdempotencyRecord{}, wrapErr("sqlstore.GetIdempotencyKey", err)
 	}
 	if len(rows) == 0 {
-		return messaging.IdempotencyRecord{}, notFound("idempotency key")
+		return driver.IdempotencyRecord{}, notFound("idempotency key")
 	}
 	return rows[0].record(), nil
 }
@@ -59,12 +60,12 @@ func (s *Store) GetIdempotencyKey(ctx context.Context, scope, key string) (messa
 // INSERT that does nothing when the key is there; only then does a
 // transaction read the record in the way and replace it if it is expired
 // or stale.
-func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec messaging.IdempotencyRecord, staleBefore time.Time) (messaging.IdempotencyRecord, bool, error) {
+func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec driver.IdempotencyRecord, staleBefore time.Time) (driver.IdempotencyRecord, bool, error) {
 	got, ok, err := s.claimKey(ctx, rec, staleBefore)
 	return got, ok, wrapErr("sqlstore.ClaimIdempotencyKey", err)
 }
 
-func (s *Store) claimKey(ctx context.Context, rec messaging.IdempotencyRecord, staleBefore time.Time) (messaging.IdempotencyRecord, bool, error) {
+func (s *Store) claimKey(ctx context.Context, rec driver.IdempotencyRecord, staleBefore time.Time) (driver.IdempotencyRecord, bool, error) {
 	rec.Result = nil
 	var insert string
 	switch s.flavor {
@@ -88,13 +89,13 @@ func (s *Store) claimKey(ctx context.Context, rec messaging.IdempotencyRecord, s
 		return err
 	})
 	if err != nil {
-		return messaging.IdempotencyRecord{}, false, err
+		return driver.IdempotencyRecord{}, false, err
 	}
 	if inserted > 0 {
 		return rec, true, nil
 	}
 	// The key is there: replace it if it expired or its claim is stale.
-	var out messaging.IdempotencyRecord
+	var out driver.IdempotencyRecord
 	claimed := false
 	err = s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var rows []keyRow
@@ -121,7 +122,7 @@ func (s *Store) claimKey(ctx context.Context, rec messaging.IdempotencyRecord, s
 		return s.claimKey(ctx, rec, staleBefore)
 	}
 	if err != nil {
-		return messaging.IdempotencyRecord{}, false, err
+		return driver.IdempotencyRecord{}, false, err
 	}
 	return out, claimed, nil
 }
@@ -165,10 +166,10 @@ func (s *Store) PruneIdempotencyKeys(ctx context.Context, before time.Time, limi
 }
 
 // storeKey stores done, the record of a keyed write, in the write's
-// transaction (see messaging.IdempotencyRepository, Keyed writes): its
+// transaction (see driver.IdempotencyStore, Keyed writes): its
 // Result is result's JSON unless set. A record in the way fails the
 // transaction with ErrKeyTaken.
-func (s *Store) storeKey(ctx context.Context, tx bun.Tx, done messaging.IdempotencyRecord, result any) error {
+func (s *Store) storeKey(ctx context.Context, tx bun.Tx, done driver.IdempotencyRecord, result any) error {
 	if done.Result == nil {
 		b, err := json.Marshal(result)
 		if err != nil {
@@ -176,7 +177,7 @@ func (s *Store) storeKey(ctx context.Context, tx bun.Tx, done messaging.Idempote
 		}
 		done.Result = b
 	}
-	taken := fmt.Errorf("sqlstore: idempotency key %q: %w", done.Key, messaging.ErrKeyTaken)
+	taken := fmt.Errorf("sqlstore: idempotency key %q: %w", done.Key, driver.ErrKeyTaken)
 	if s.flavor == flavorMySQL {
 		// No conditional upsert: read the row in the way, locked.
 		var rows []keyRow
@@ -229,7 +230,7 @@ const upsertKey = `INSERT INTO idempotency_keys AS k (scope, client_key, fingerp
 		result = excluded.result, created_at = excluded.created_at, expires_at = excluded.expires_at
 	WHERE k.expires_at <= excluded.created_at OR (k.lock_token <> '' AND k.lock_token = ?)`
 
-func (s *Store) upsertKeyArgs(done messaging.IdempotencyRecord) []any {
+func (s *Store) upsertKeyArgs(done driver.IdempotencyRecord) []any {
 	created, expires := any(done.CreatedAt.UTC()), any(done.ExpiresAt.UTC())
 	return []any{done.Scope, done.Key, done.Fingerprint, done.Result, created, expires, done.Lock}
 }
@@ -237,7 +238,7 @@ func (s *Store) upsertKeyArgs(done messaging.IdempotencyRecord) []any {
 // CreateMessageKeyed is CreateMessage that also stores done, the record of
 // an idempotency key, in the same transaction; on any error nothing is
 // stored.
-func (s *Store) CreateMessageKeyed(ctx context.Context, m messaging.Message, attachmentIDs []string, rec messaging.Recorder, done messaging.IdempotencyRecord) error {
+func (s *Store) CreateMessageKeyed(ctx context.Context, m messaging.Message, attachmentIDs []string, rec driver.Recorder, done driver.IdempotencyRecord) error {
 	s.prepareKeyed(ctx)
 	return wrapErr("sqlstore.CreateMessage", s.createMessage(ctx, m, attachmentIDs, rec, &done))
 }
@@ -245,7 +246,7 @@ func (s *Store) CreateMessageKeyed(ctx context.Context, m messaging.Message, att
 // RenameAttachmentKeyed is RenameAttachment that also stores done, the
 // record of an idempotency key, in the same transaction, its result the
 // renamed row; on any error neither changes.
-func (s *Store) RenameAttachmentKeyed(ctx context.Context, id, filename string, rec messaging.Recorder, done messaging.IdempotencyRecord) (messaging.Attachment, error) {
+func (s *Store) RenameAttachmentKeyed(ctx context.Context, id, filename string, rec driver.Recorder, done driver.IdempotencyRecord) (messaging.Attachment, error) {
 	s.prepareKeyed(ctx)
 	var out messaging.Attachment
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
@@ -262,7 +263,7 @@ func (s *Store) RenameAttachmentKeyed(ctx context.Context, id, filename string, 
 		if out, err = getAttachment(ctx, txQuery(tx), id); err != nil {
 			return err
 		}
-		if err := s.record(ctx, tx, rec, messaging.Change{Attachments: []messaging.Attachment{out}}); err != nil {
+		if err := s.record(ctx, tx, rec, driver.Change{Attachments: []messaging.Attachment{out}}); err != nil {
 			return err
 		}
 		return s.storeKey(ctx, tx, done, out)

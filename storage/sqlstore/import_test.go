@@ -12,6 +12,7 @@ import (
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // importFixture returns n messages of conv by c, oldest first, with
@@ -45,7 +46,7 @@ func TestImportMessages(t *testing.T) {
 
 			// Page through the conversation: every message, newest first.
 			var got []messaging.Message
-			q := messaging.MessageQuery{ConversationIDs: []string{"conv_import"}, Limit: 100}
+			q := driver.MessageQuery{ConversationIDs: []string{"conv_import"}, Limit: 100}
 			for {
 				page, more, err := s.ListMessages(ctx, q)
 				require.NoError(t, err)
@@ -54,7 +55,7 @@ func TestImportMessages(t *testing.T) {
 					break
 				}
 				last := page[len(page)-1]
-				q.After = &messaging.Cursor{Time: last.CreatedAt, ID: last.ID}
+				q.After = &driver.Cursor{Time: last.CreatedAt, ID: last.ID}
 			}
 			require.Len(t, got, n)
 			for i, m := range got {

@@ -6,17 +6,17 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 var (
-	_ attachments.Installation = (*Store)(nil)
-	_ attachments.KeyLister    = (*Store)(nil)
+	_ driver.Installation = (*Store)(nil)
+	_ driver.KeyLister    = (*Store)(nil)
 )
 
 // installationVersion gives the database its identity: one row (one = 1)
 // holding a random installation id, made when the version is applied, and
-// the reconcile epoch (see attachments.Installation). A repeated run on
+// the reconcile epoch (see driver.Installation). A repeated run on
 // MySQL (which cannot roll DDL back) keeps the row that exists.
 var installationVersion = version{
 	Name:    "20261123000004",

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // maxBranches is the most conversations a list query reads as separate
@@ -34,8 +34,8 @@ type pageQuery struct {
 	alias    string // alias of the listed table in from
 	timeCol  string // the time of the order: "created_at" when ""
 	branches []branch
-	after    *messaging.Cursor
-	before   *messaging.Cursor
+	after    *driver.Cursor
+	before   *driver.Cursor
 	// cursorRow, when not "", gives the cursor (after if afterID, else
 	// before) by the id of its row instead: the FROM and WHERE of a query
 	// of at most one row, aliased x, with placeholders for cursorArgs,

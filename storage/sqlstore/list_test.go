@@ -12,6 +12,7 @@ import (
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // TestListManyConversations pages through lists of few conversations (one
@@ -57,9 +58,9 @@ func TestListManyConversations(t *testing.T) {
 				}
 				// Forward, by After.
 				var got []string
-				var after *messaging.Cursor
+				var after *driver.Cursor
 				for {
-					items, more, err := s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: convs, Limit: 7, After: after})
+					items, more, err := s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: convs, Limit: 7, After: after})
 					require.NoError(t, err)
 					for _, m := range items {
 						got = append(got, m.ID)
@@ -68,15 +69,15 @@ func TestListManyConversations(t *testing.T) {
 						break
 					}
 					last := items[len(items)-1]
-					after = &messaging.Cursor{Time: last.CreatedAt, ID: last.ID}
+					after = &driver.Cursor{Time: last.CreatedAt, ID: last.ID}
 				}
 				assert.Equal(t, want, got, "%d conversations, forward", n)
 				// Backward from the oldest, by Before.
 				oldest := all[slices.IndexFunc(all, func(it item) bool { return it.id == want[len(want)-1] })]
-				before := &messaging.Cursor{Time: oldest.at, ID: oldest.id}
+				before := &driver.Cursor{Time: oldest.at, ID: oldest.id}
 				got = []string{oldest.id}
 				for {
-					items, more, err := s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: convs, Limit: 7, Before: before})
+					items, more, err := s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: convs, Limit: 7, Before: before})
 					require.NoError(t, err)
 					ids := make([]string, len(items))
 					for i, m := range items {
@@ -87,7 +88,7 @@ func TestListManyConversations(t *testing.T) {
 						break
 					}
 					first := items[0]
-					before = &messaging.Cursor{Time: first.CreatedAt, ID: first.ID}
+					before = &driver.Cursor{Time: first.CreatedAt, ID: first.ID}
 				}
 				assert.Equal(t, want, got, "%d conversations, backward", n)
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // messageOwnRow is a row of messages: the columns of messageOwnCols.
@@ -50,13 +51,13 @@ const (
 // one transaction. Errors: ErrNotFound for a missing attachment,
 // ErrConflict for one linked to another message or of another
 // conversation, or for a message id that exists.
-func (s *Store) CreateMessage(ctx context.Context, m messaging.Message, attachmentIDs []string, rec messaging.Recorder) error {
+func (s *Store) CreateMessage(ctx context.Context, m messaging.Message, attachmentIDs []string, rec driver.Recorder) error {
 	return wrapErr("sqlstore.CreateMessage", s.createMessage(ctx, m, attachmentIDs, rec, nil))
 }
 
 // createMessage is CreateMessage, storing done (the record of an
 // idempotency key) in the same transaction when not nil.
-func (s *Store) createMessage(ctx context.Context, m messaging.Message, attachmentIDs []string, rec messaging.Recorder, done *messaging.IdempotencyRecord) error {
+func (s *Store) createMessage(ctx context.Context, m messaging.Message, attachmentIDs []string, rec driver.Recorder, done *driver.IdempotencyRecord) error {
 	// A link fails the transaction unless the attachment ends up linked
 	// here: the message has as many as there are distinct ids.
 	atts := dedupe(attachmentIDs)
@@ -68,7 +69,7 @@ func (s *Store) createMessage(ctx context.Context, m messaging.Message, attachme
 	var evs []messaging.Event // the events of a send alone
 	if alone {
 		if rec != nil {
-			evs = rec(messaging.Change{Message: &after})
+			evs = rec(driver.Change{Message: &after})
 		}
 		// The message is all of the change, known before it is made: its
 		// rows, tally, events and key record go in with it in one
@@ -128,7 +129,7 @@ func (s *Store) createMessage(ctx context.Context, m messaging.Message, attachme
 					}
 				}
 			}
-			return s.record(ctx, tx, rec, messaging.Change{Message: &after})
+			return s.record(ctx, tx, rec, driver.Change{Message: &after})
 		})
 	}
 	if err == nil {
@@ -141,7 +142,7 @@ func (s *Store) createMessage(ctx context.Context, m messaging.Message, attachme
 // tally (tallies.go), its events evs and done, the record of its key,
 // unless nil (inserted: a row in its way fails the statement, with
 // ErrConflict), in one statement (PostgreSQL).
-func (s *Store) insertSent(ctx context.Context, db bun.IConn, m messaging.Message, evs []messaging.Event, done *messaging.IdempotencyRecord) error {
+func (s *Store) insertSent(ctx context.Context, db bun.IConn, m messaging.Message, evs []messaging.Event, done *driver.IdempotencyRecord) error {
 	ensure, args := ensureWith(m.ConversationID, m.Contact.ID, m.CreatedAt)
 	with := []string{ensure}
 	if done != nil {
@@ -473,12 +474,12 @@ func loadAttachments(ctx context.Context, query queryFn, ids []string) ([]attach
 // page's query (by one before it on MySQL), and by one more after a page
 // that comes back empty, to tell an unknown cursor from the end of the
 // list.
-func (s *Store) ListMessages(ctx context.Context, q messaging.MessageQuery) ([]messaging.Message, bool, error) {
+func (s *Store) ListMessages(ctx context.Context, q driver.MessageQuery) ([]messaging.Message, bool, error) {
 	items, more, err := s.listMessages(ctx, q)
 	return items, more, wrapErr("sqlstore.ListMessages", err)
 }
 
-func (s *Store) listMessages(ctx context.Context, q messaging.MessageQuery) ([]messaging.Message, bool, error) {
+func (s *Store) listMessages(ctx context.Context, q driver.MessageQuery) ([]messaging.Message, bool, error) {
 	if q.Limit < 1 {
 		return nil, false, invalid("limit must be at least 1")
 	}
@@ -530,7 +531,7 @@ func (s *Store) listMessages(ctx context.Context, q messaging.MessageQuery) ([]m
 // messageCursor returns the cursor of q.AfterID (as after) or q.BeforeID
 // (as before), a message of q's one conversation, or an error matching
 // ErrNotFound.
-func (s *Store) messageCursor(ctx context.Context, q messaging.MessageQuery) (after, before *messaging.Cursor, err error) {
+func (s *Store) messageCursor(ctx context.Context, q driver.MessageQuery) (after, before *driver.Cursor, err error) {
 	id := cmp.Or(q.AfterID, q.BeforeID)
 	var rows []messageRefRow
 	if err := s.readPrepared(ctx, &rows, "SELECT m.id, m.conversation_id, m.contact_id, m.created_at FROM messages AS m WHERE m.id = ? AND m.conversation_id = ?", id, q.ConversationIDs[0]); err != nil {
@@ -539,7 +540,7 @@ func (s *Store) messageCursor(ctx context.Context, q messaging.MessageQuery) (af
 	if len(rows) == 0 {
 		return nil, nil, notFound("message")
 	}
-	c := &messaging.Cursor{Time: utc(rows[0].CreatedAt), ID: rows[0].ID}
+	c := &driver.Cursor{Time: utc(rows[0].CreatedAt), ID: rows[0].ID}
 	if q.AfterID != "" {
 		return c, nil, nil
 	}
@@ -549,7 +550,7 @@ func (s *Store) messageCursor(ctx context.Context, q messaging.MessageQuery) (af
 // messagePageSQL returns the query of a page of messages (with contacts),
 // whether its plan suits every value of its arguments (one conversation,
 // or all: a range of one index), or false when q matches nothing.
-func (s *Store) messagePageSQL(q messaging.MessageQuery) (query string, args []any, fixed, ok bool) {
+func (s *Store) messagePageSQL(q driver.MessageQuery) (query string, args []any, fixed, ok bool) {
 	p := pageQuery{cols: messageCols, from: messageFrom, alias: "m", after: q.After, before: q.Before, limit: q.Limit}
 	switch convs := dedupe(q.ConversationIDs); {
 	case q.All:
@@ -607,7 +608,7 @@ func dedupe(ss []string) []string {
 // for new names and one per new reactor, and counted in place, never by
 // reading and rewriting them (see react); on PostgreSQL, one reactor's
 // change is one statement (reactOne).
-func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.MessageChange) (messaging.Message, error) {
+func (s *Store) UpdateMessage(ctx context.Context, id string, ch driver.MessageChange) (messaging.Message, error) {
 	if ch.Done != nil {
 		s.prepareKeyed(ctx)
 	}
@@ -618,14 +619,14 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, ch messaging.Messa
 // updateRecorded makes ch on the message id in tx, with its idempotency
 // record, and returns the message as it leaves it; its events are added
 // to evs, which the caller stores. row is as updateMessage's.
-func (s *Store) updateRecorded(ctx context.Context, tx bun.Tx, id string, ch messaging.MessageChange, row *messageRow, made *reactedOne, evs *[]messaging.Event) (messaging.Message, error) {
+func (s *Store) updateRecorded(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, row *messageRow, made *reactedOne, evs *[]messaging.Event) (messaging.Message, error) {
 	out, err := s.updateMessage(ctx, tx, id, ch, row, made)
 	if err != nil {
 		return messaging.Message{}, err
 	}
 	if ch.Record != nil {
 		after := out
-		*evs = append(*evs, ch.Record(messaging.Change{Message: &after})...)
+		*evs = append(*evs, ch.Record(driver.Change{Message: &after})...)
 	}
 	if ch.Done != nil {
 		if err := s.storeKey(ctx, tx, *ch.Done, out); err != nil {
@@ -698,7 +699,7 @@ const lockMessageSQL = "SELECT pg_backend_pid() AS backend, " + messageCols + " 
 //
 // made, when not nil, is what reactMany made of ch, a quickReaction change,
 // after the changes before it: updateMessage then sends no statement.
-func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch messaging.MessageChange, row *messageRow, made *reactedOne) (messaging.Message, error) {
+func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, row *messageRow, made *reactedOne) (messaging.Message, error) {
 	var err error
 	if row.ID == "" {
 		if err := s.lockMessage(ctx, tx, id, row); err != nil {
@@ -746,8 +747,8 @@ func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch mess
 		}
 	}
 	if ch.Check != nil {
-		before := messaging.MessageCounts{ReactionNames: row.ReactionCount, Attachments: row.AttachmentCount, ReactorNames: rc.reactorBefore}
-		after := messaging.MessageCounts{ReactionNames: names, Attachments: len(as), ReactorNames: rc.reactorAfter}
+		before := driver.MessageCounts{ReactionNames: row.ReactionCount, Attachments: row.AttachmentCount, ReactorNames: rc.reactorBefore}
+		after := driver.MessageCounts{ReactionNames: names, Attachments: len(as), ReactorNames: rc.reactorAfter}
 		if err := ch.Check(before, after); err != nil {
 			return messaging.Message{}, err
 		}
@@ -832,7 +833,7 @@ func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch mess
 // transaction. It returns the removed attachments, oldest first, or an
 // error matching ErrNotFound. The message's counters spare the statements
 // on reactions and attachments it has none of.
-func (s *Store) DeleteMessage(ctx context.Context, id string, rec messaging.Recorder) ([]messaging.Attachment, error) {
+func (s *Store) DeleteMessage(ctx context.Context, id string, rec driver.Recorder) ([]messaging.Attachment, error) {
 	var out []messaging.Attachment
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var rows []messageRow
@@ -886,7 +887,7 @@ func (s *Store) DeleteMessage(ctx context.Context, id string, rec messaging.Reco
 			return err
 		}
 		gone := messaging.Message{ID: id, ConversationID: r.ConversationID, Contact: messaging.Contact{ID: r.ContactID}}
-		return s.record(ctx, tx, rec, messaging.Change{Message: &gone, Removed: out})
+		return s.record(ctx, tx, rec, driver.Change{Message: &gone, Removed: out})
 	})
 	if err != nil {
 		return nil, wrapErr("sqlstore.DeleteMessage", err)

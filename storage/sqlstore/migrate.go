@@ -2,7 +2,7 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql/driver"
+	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
 	"slices"
@@ -571,7 +571,7 @@ func (s *Store) lockMigrations(ctx context.Context) (unlock func(), err error) {
 		if _, err := conn.ExecContext(context.WithoutCancel(ctx), release, args...); err != nil {
 			// Drop the connection rather than return it to the pool with
 			// the lock still held: closing it releases the lock.
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			_ = conn.Raw(func(any) error { return sqldriver.ErrBadConn })
 		}
 		_ = conn.Close()
 	}, nil

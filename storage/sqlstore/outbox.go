@@ -9,12 +9,12 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
-var _ events.Repository = (*Store)(nil)
+var _ driver.EventStore = (*Store)(nil)
 
 // The outbox: the writes store the events of their changes in the table
 // events, in their transactions (record). Each event has a seq, its place
@@ -171,7 +171,7 @@ func (r *eventRow) event() (messaging.Event, error) {
 
 // record stores the events rec makes of c, in tx. A nil rec records
 // nothing.
-func (s *Store) record(ctx context.Context, tx bun.Tx, rec messaging.Recorder, c messaging.Change) error {
+func (s *Store) record(ctx context.Context, tx bun.Tx, rec driver.Recorder, c driver.Change) error {
 	if rec == nil {
 		return nil
 	}
@@ -402,12 +402,12 @@ func numberSQL(f flavor, pending []int64, last int64) string {
 
 // ReadEvents returns up to q.Limit events matching q in seq order, after
 // numbering the events committed since the last call (PostgreSQL, MySQL).
-func (s *Store) ReadEvents(ctx context.Context, q events.Query) ([]messaging.Event, error) {
+func (s *Store) ReadEvents(ctx context.Context, q driver.EventQuery) ([]messaging.Event, error) {
 	evs, err := s.readEvents(ctx, q)
 	return evs, wrapErr("sqlstore.ReadEvents", err)
 }
 
-func (s *Store) readEvents(ctx context.Context, q events.Query) ([]messaging.Event, error) {
+func (s *Store) readEvents(ctx context.Context, q driver.EventQuery) ([]messaging.Event, error) {
 	if q.Limit < 1 {
 		return nil, invalid("limit must be at least 1")
 	}

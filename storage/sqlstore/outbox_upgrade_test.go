@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
-	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/sqlstore"
 )
 
@@ -41,12 +41,12 @@ func TestEventIDsUpgrade(t *testing.T) {
 		require.NoError(t, s.PutContact(ctx, alice))
 		m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: alice, Text: "after", CreatedAt: at.Add(time.Second)}
 		given := ids.NewAt(ids.Event, m.CreatedAt)
-		rec := func(c messaging.Change) []messaging.Event {
+		rec := func(c driver.Change) []messaging.Event {
 			return []messaging.Event{{ID: given, Type: messaging.EventMessageCreated, ConversationID: "c", Created: m.CreatedAt, Message: c.Message}}
 		}
 		require.NoError(t, s.CreateMessage(ctx, m, nil, rec))
 
-		got, err := s.ReadEvents(ctx, events.Query{All: true, Limit: 10})
+		got, err := s.ReadEvents(ctx, driver.EventQuery{All: true, Limit: 10})
 		require.NoError(t, err)
 		require.Len(t, got, 2)
 		assert.Equal(t, old, got[0].ID, "an event from before keeps its id")
@@ -136,7 +136,7 @@ func TestPostgresSendsBeforeEventIDsMigration(t *testing.T) {
 		send := func(given string) {
 			t.Helper()
 			m := messaging.Message{ID: ids.New(ids.Message), ConversationID: "c", Contact: alice, Text: "hi", CreatedAt: at}
-			rec := func(c messaging.Change) []messaging.Event {
+			rec := func(c driver.Change) []messaging.Event {
 				return []messaging.Event{{ID: given, Type: messaging.EventMessageCreated, ConversationID: "c", Created: at, Message: c.Message}}
 			}
 			require.NoError(t, s.CreateMessage(ctx, m, nil, rec))
@@ -154,7 +154,7 @@ func TestPostgresSendsBeforeEventIDsMigration(t *testing.T) {
 		require.NoError(t, err)
 		send(ids.NewAt(ids.Event, at))
 
-		got, err := s.ReadEvents(ctx, events.Query{All: true, Limit: 10})
+		got, err := s.ReadEvents(ctx, driver.EventQuery{All: true, Limit: 10})
 		require.NoError(t, err)
 		require.Len(t, got, 3)
 		assert.Equal(t, before, got[0].ID, "stored with its id before the migration")

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/sqlstore"
 )
 
@@ -52,7 +52,7 @@ func newReadFixture(tb testing.TB, n int) *readFixture {
 		}
 		require.NoError(tb, s.CreateMessage(ctx, m, link, nil))
 		if i%3 == 0 {
-			_, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"alice"}}}})
+			_, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"alice"}}}})
 			require.NoError(tb, err)
 		}
 		f.messages = append(f.messages, m)
@@ -76,7 +76,7 @@ func TestPreparedReadsMatchBun(t *testing.T) {
 	f := newReadFixture(t, 60)
 	ctx := t.Context()
 	mid := f.messages[30]
-	cursor := &messaging.Cursor{Time: mid.CreatedAt, ID: mid.ID}
+	cursor := &driver.Cursor{Time: mid.CreatedAt, ID: mid.ID}
 	reads := map[string]func() (any, error){
 		"GetMessage with reactions and attachments": func() (any, error) { return f.s.GetMessage(ctx, f.messages[0].ID) },
 		"GetMessage missing":                        func() (any, error) { return f.s.GetMessage(ctx, "msg_none") },
@@ -84,37 +84,37 @@ func TestPreparedReadsMatchBun(t *testing.T) {
 		"ContactByUsername":                         func() (any, error) { return f.s.ContactByUsername(ctx, "alice") },
 		"GetAttachment":                             func() (any, error) { return f.s.GetAttachment(ctx, f.atts[3].ID) },
 		"ListMessages first page": func() (any, error) {
-			items, more, err := f.s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 20})
+			items, more, err := f.s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 20})
 			return []any{items, more}, err
 		},
 		"ListMessages after a cursor": func() (any, error) {
-			items, more, err := f.s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 7, After: cursor})
+			items, more, err := f.s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 7, After: cursor})
 			return []any{items, more}, err
 		},
 		"ListMessages before a cursor": func() (any, error) {
-			items, more, err := f.s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 7, Before: cursor})
+			items, more, err := f.s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 7, Before: cursor})
 			return []any{items, more}, err
 		},
 		"ListMessages of many conversations": func() (any, error) {
-			items, more, err := f.s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: f.convs, Limit: 50})
+			items, more, err := f.s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: f.convs, Limit: 50})
 			return []any{items, more}, err
 		},
 		"ListAttachments": func() (any, error) {
-			items, more, err := f.s.ListAttachments(ctx, attachments.AttachmentQuery{ConversationIDs: []string{"c"}, Limit: 5, After: cursor})
+			items, more, err := f.s.ListAttachments(ctx, driver.AttachmentQuery{ConversationIDs: []string{"c"}, Limit: 5, After: cursor})
 			return []any{items, more}, err
 		},
 		"ListMessages of a member": func() (any, error) {
-			items, more, err := f.s.ListMessages(ctx, messaging.MessageQuery{MemberID: f.contact.ID, ConversationIDs: []string{"c"}, Limit: 30})
+			items, more, err := f.s.ListMessages(ctx, driver.MessageQuery{MemberID: f.contact.ID, ConversationIDs: []string{"c"}, Limit: 30})
 			return []any{items, more}, err
 		},
 		"GetConversation": func() (any, error) { return f.s.GetConversation(ctx, "c", f.contact.ID) },
 		"ListConversations": func() (any, error) {
-			items, more, err := f.s.ListConversations(ctx, messaging.ConversationQuery{ViewerID: f.contact.ID, MemberID: f.contact.ID, ConversationIDs: []string{"c"}, Limit: 10})
+			items, more, err := f.s.ListConversations(ctx, driver.ConversationQuery{ViewerID: f.contact.ID, MemberID: f.contact.ID, ConversationIDs: []string{"c"}, Limit: 10})
 			return []any{items, more}, err
 		},
 		"IsMember": func() (any, error) { return f.s.IsMember(ctx, "conv_2", f.contact.ID) },
 		"ListMembers": func() (any, error) {
-			items, more, err := f.s.ListMembers(ctx, messaging.MemberQuery{ContactID: f.contact.ID, After: "conv_1", Limit: 5})
+			items, more, err := f.s.ListMembers(ctx, driver.MemberQuery{ContactID: f.contact.ID, After: "conv_1", Limit: 5})
 			return []any{items, more}, err
 		},
 		"KeysInUse":        func() (any, error) { return f.s.KeysInUse(ctx, []string{"k/0", "k/5", "k/none"}) },
@@ -131,7 +131,7 @@ func TestPreparedReadsMatchBun(t *testing.T) {
 			assert.Positive(t, sqlstore.Prepared(f.s), "the read was prepared")
 		})
 	}
-	if items, _, err := f.s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 60}); assert.NoError(t, err) {
+	if items, _, err := f.s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 60}); assert.NoError(t, err) {
 		assert.Len(t, items, 60, "the fixture")
 	}
 }
@@ -144,7 +144,7 @@ func BenchmarkSQLiteReads(b *testing.B) {
 	ctx := b.Context()
 	last := f.messages[len(f.messages)-1].ID // with a reaction
 	first := f.messages[0].ID                // with a reaction and an attachment
-	page := messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 20}
+	page := driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 20}
 	reads := []struct {
 		name string
 		read func() error
@@ -154,7 +154,7 @@ func BenchmarkSQLiteReads(b *testing.B) {
 		{"GetContact", func() error { _, err := f.s.GetContact(ctx, f.contact.ID); return err }},
 		{"ListMessages", func() error { _, _, err := f.s.ListMessages(ctx, page); return err }},
 		{"ListAttachments", func() error {
-			_, _, err := f.s.ListAttachments(ctx, attachments.AttachmentQuery{ConversationIDs: []string{"c"}, Limit: 20})
+			_, _, err := f.s.ListAttachments(ctx, driver.AttachmentQuery{ConversationIDs: []string{"c"}, Limit: 20})
 			return err
 		}},
 	}
@@ -202,7 +202,7 @@ func TestPostgresPagePartsPrepared(t *testing.T) {
 		require.NoError(t, s.CreateAttachment(ctx, a, nil))
 		m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: c, Text: "m", CreatedAt: at}
 		require.NoError(t, s.CreateMessage(ctx, m, []string{a.ID}, nil))
-		_, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{c.ID}}}})
+		_, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{c.ID}}}})
 		require.NoError(t, err)
 	}
 	// The statements of reactions and of attachments by a list of ids
@@ -223,7 +223,7 @@ func TestPostgresPagePartsPrepared(t *testing.T) {
 	// Below 50,000 messages nothing is prepared (genericPlans), as the
 	// pages are not: a generic plan made while the tables are young may
 	// read every reactor of a message until the next ANALYZE.
-	page, _, err := s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
+	page, _, err := s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, page, 10)
 	reactions, attachments := prepared()
@@ -237,7 +237,7 @@ func TestPostgresPagePartsPrepared(t *testing.T) {
 	require.True(t, sqlstore.GenericPlans(s, ctx))
 
 	for _, limit := range []int{10, 20} {
-		page, _, err := s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: limit})
+		page, _, err := s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: limit})
 		require.NoError(t, err)
 		require.Len(t, page, limit)
 		for _, m := range page {

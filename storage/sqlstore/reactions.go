@@ -11,6 +11,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // Reactions are stored by the reactor's contact id, one row per reactor
@@ -329,7 +330,7 @@ type reacted struct {
 // the names and reactors it names, and at most
 // messaging.MaxEmbeddedReactors index entries of a name: never every
 // reactor. With count, it counts each reactor's names before and after.
-func (s *Store) react(ctx context.Context, tx bun.Tx, id string, ch messaging.MessageChange, hasReactions, count bool) (reacted, error) {
+func (s *Store) react(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, hasReactions, count bool) (reacted, error) {
 	type pair struct{ name, reactor string }
 	var out reacted
 	var names, reactors []string
@@ -475,16 +476,16 @@ type messageRefRow struct {
 
 // LookupMessage returns the conversation, sender and creation time of the
 // message in one query on its row, or an error matching ErrNotFound.
-func (s *Store) LookupMessage(ctx context.Context, id string) (messaging.MessageRef, error) {
+func (s *Store) LookupMessage(ctx context.Context, id string) (driver.MessageRef, error) {
 	var rows []messageRefRow
 	if err := s.readPrepared(ctx, &rows, "SELECT m.id, m.conversation_id, m.contact_id, m.created_at FROM messages AS m WHERE m.id = ?", id); err != nil {
-		return messaging.MessageRef{}, wrapErr("sqlstore.LookupMessage", err)
+		return driver.MessageRef{}, wrapErr("sqlstore.LookupMessage", err)
 	}
 	if len(rows) == 0 {
-		return messaging.MessageRef{}, wrapErr("sqlstore.LookupMessage", notFound("message"))
+		return driver.MessageRef{}, wrapErr("sqlstore.LookupMessage", notFound("message"))
 	}
 	r := rows[0]
-	return messaging.MessageRef{ID: r.ID, ConversationID: r.ConversationID, SenderID: r.ContactID, CreatedAt: utc(r.CreatedAt)}, nil
+	return driver.MessageRef{ID: r.ID, ConversationID: r.ConversationID, SenderID: r.ContactID, CreatedAt: utc(r.CreatedAt)}, nil
 }
 
 // reactorRow is a row of ListReactors.
@@ -498,12 +499,12 @@ type reactorRow struct {
 // they came, by a range of the index (message_id, name, seq, contact_id): its cost
 // does not depend on the number of reactors. A cursor that is not a
 // reactor is an error matching ErrNotFound.
-func (s *Store) ListReactors(ctx context.Context, q messaging.ReactorQuery) ([]messaging.Reactor, bool, error) {
+func (s *Store) ListReactors(ctx context.Context, q driver.ReactorQuery) ([]messaging.Reactor, bool, error) {
 	items, more, err := s.listReactors(ctx, q)
 	return items, more, wrapErr("sqlstore.ListReactors", err)
 }
 
-func (s *Store) listReactors(ctx context.Context, q messaging.ReactorQuery) ([]messaging.Reactor, bool, error) {
+func (s *Store) listReactors(ctx context.Context, q driver.ReactorQuery) ([]messaging.Reactor, bool, error) {
 	if q.Limit < 1 {
 		return nil, false, invalid("limit must be at least 1")
 	}
@@ -550,7 +551,7 @@ func (s *Store) listReactors(ctx context.Context, q messaging.ReactorQuery) ([]m
 // either reactions added in one reactor's name or one reactor's reaction
 // taken back, not both; every Service change to reactions is one of them.
 // It returns the reactor and the names added, in their first order.
-func (s *Store) quickReaction(ch messaging.MessageChange) (reactor string, names []string, ok bool) {
+func (s *Store) quickReaction(ch driver.MessageChange) (reactor string, names []string, ok bool) {
 	if s.flavor != flavorPostgres || ch.Text != nil || ch.Read != nil || ch.NewAttachment != nil || len(ch.LinkAttachments) > 0 {
 		return "", nil, false
 	}
@@ -630,7 +631,7 @@ type reactOneRow struct {
 //
 // The change's Check, when set, runs after, with the counts the statement
 // returns, and rolls everything back by its error.
-func (s *Store) reactOne(ctx context.Context, tx bun.Tx, id, reactor string, names []string, ch messaging.MessageChange) (reactedOne, error) {
+func (s *Store) reactOne(ctx context.Context, tx bun.Tx, id, reactor string, names []string, ch driver.MessageChange) (reactedOne, error) {
 	q, args := reactOneSQL(id, reactor, names, ch, -1)
 	var rows []reactOneRow
 	if err := s.txRead(ctx, tx, &rows, q, args...); err != nil {
@@ -651,7 +652,7 @@ type reactedOne struct {
 // >= 0, the statement inserts its rows, with the column i = into first and
 // the column seq (the name's) last, into the table parley_reacted
 // (reactMany) instead of returning them.
-func reactOneSQL(id, reactor string, names []string, ch messaging.MessageChange, into int) (string, []any) {
+func reactOneSQL(id, reactor string, names []string, ch driver.MessageChange, into int) (string, []any) {
 	// Each placeholder takes an argument of its own, in order.
 	var args []any
 	arg := func(a any) string {
@@ -748,7 +749,7 @@ func reactOneSQL(id, reactor string, names []string, ch messaging.MessageChange,
 
 // reactedOf reads the rows of reactOne's statement for the change ch on
 // the message id.
-func reactedOf(id string, ch messaging.MessageChange, rows []reactOneRow) (reactedOne, error) {
+func reactedOf(id string, ch driver.MessageChange, rows []reactOneRow) (reactedOne, error) {
 	if len(rows) == 0 {
 		return reactedOne{}, notFound("message")
 	}

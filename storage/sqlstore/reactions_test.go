@@ -14,6 +14,7 @@ import (
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/sqlstore"
 )
 
@@ -73,10 +74,10 @@ func TestEmbeddedReactorsOrder(t *testing.T) {
 			var last messaging.Message
 			for i, id := range cids {
 				var err error
-				last, err = s.UpdateMessage(ctx, ms[0].ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "a", Reactors: []string{id}}}})
+				last, err = s.UpdateMessage(ctx, ms[0].ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "a", Reactors: []string{id}}}})
 				require.NoError(t, err)
 				if i < 3 {
-					_, err = s.UpdateMessage(ctx, ms[1].ID, messaging.MessageChange{AddReactions: []messaging.Reaction{
+					_, err = s.UpdateMessage(ctx, ms[1].ID, driver.MessageChange{AddReactions: []messaging.Reaction{
 						{Name: "z", Reactors: []string{cids[2-i]}}, {Name: "b", Reactors: []string{id}}}})
 					require.NoError(t, err)
 				}
@@ -86,7 +87,7 @@ func TestEmbeddedReactorsOrder(t *testing.T) {
 			got, err := s.GetMessage(ctx, ms[0].ID)
 			require.NoError(t, err)
 			assert.Equal(t, want, got.Reactions, "GetMessage")
-			page, _, err := s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
+			page, _, err := s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
 			require.NoError(t, err)
 			require.Len(t, page, 2)
 			for _, m := range page {
@@ -130,13 +131,13 @@ func TestReactionsPreparedOnPostgres(t *testing.T) {
 	m := send(t, s, "c", alice, sec(1))
 	react := func(who messaging.Contact) messaging.Message {
 		t.Helper()
-		got, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{who.ID}}}, UpdatedAt: sec(2)})
+		got, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{who.ID}}}, UpdatedAt: sec(2)})
 		require.NoError(t, err)
 		return got
 	}
 	takeBack := func(who messaging.Contact) messaging.Message {
 		t.Helper()
-		got, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{who.ID}}})
+		got, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{who.ID}}})
 		require.NoError(t, err)
 		return got
 	}
@@ -196,16 +197,16 @@ func TestReactOneWritesTheMessageOnlyWhenItChanges(t *testing.T) {
 	}
 	steps := []struct {
 		what   string
-		ch     messaging.MessageChange
+		ch     driver.MessageChange
 		writes bool
 		names  int
 	}{
-		{"a new name", messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{alice.ID}}}}, true, 1},
-		{"a reactor more", messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{bob.ID}}}}, false, 1},
-		{"a reactor who is there", messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{bob.ID}}}}, false, 1},
-		{"a reactor less", messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{alice.ID}}}, false, 1},
-		{"a reactor who is not there", messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{carol.ID}}}, false, 1},
-		{"the name's last reactor", messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{bob.ID}}}, true, 0},
+		{"a new name", driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{alice.ID}}}}, true, 1},
+		{"a reactor more", driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{bob.ID}}}}, false, 1},
+		{"a reactor who is there", driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{bob.ID}}}}, false, 1},
+		{"a reactor less", driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{alice.ID}}}, false, 1},
+		{"a reactor who is not there", driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{carol.ID}}}, false, 1},
+		{"the name's last reactor", driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{bob.ID}}}, true, 0},
 	}
 	for _, step := range steps {
 		before := version()
@@ -237,19 +238,19 @@ func TestReactOneHeadAfterASequenceReset(t *testing.T) {
 	// Seqs 1 to 200 taken and freed, so that the sequence can go back.
 	for _, id := range cids {
 		for _, name := range []string{"a", "b"} {
-			_, err := s.UpdateMessage(ctx, other.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: name, Reactors: []string{id}}}})
+			_, err := s.UpdateMessage(ctx, other.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: name, Reactors: []string{id}}}})
 			require.NoError(t, err)
 		}
 	}
 	_, err := s.DB().ExecContext(ctx, "DELETE FROM reaction_names WHERE message_id = ?", other.ID)
 	require.NoError(t, err)
 	for _, id := range cids[:max-1] {
-		_, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{id}}}})
+		_, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{id}}}})
 		require.NoError(t, err)
 	}
 	_, err = s.DB().ExecContext(ctx, "SELECT setval(pg_get_serial_sequence('reactions', 'seq'), 1)")
 	require.NoError(t, err)
-	got, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{cids[max-1]}}}})
+	got, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{cids[max-1]}}}})
 	require.NoError(t, err)
 	require.Len(t, got.Reactions, 1)
 	assert.Equal(t, max, got.Reactions[0].Count)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/sqlstore"
 )
 
@@ -53,7 +54,7 @@ func TestMigrateKeysAndRevisionsUpgrade(t *testing.T) {
 		got, err := s.GetMessage(ctx, old.ID)
 		require.NoError(t, err)
 		assert.Equal(t, "before the upgrade", got.Text)
-		revs, more, err := s.ListRevisions(ctx, messaging.RevisionQuery{MessageID: old.ID, Limit: 10})
+		revs, more, err := s.ListRevisions(ctx, driver.RevisionQuery{MessageID: old.ID, Limit: 10})
 		require.NoError(t, err)
 		assert.Empty(t, revs, "a message from before has no revisions")
 		assert.False(t, more)

@@ -7,6 +7,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // revisionRow is a row of message_revisions.
@@ -26,7 +27,7 @@ func (r revisionRow) revision() messaging.Revision {
 
 // keepRevision keeps old, the text of the locked message id, as a revision
 // when ch replaces it with another text (see MessageChange.RevisionID).
-func (s *Store) keepRevision(ctx context.Context, tx bun.Tx, id, old string, ch messaging.MessageChange) error {
+func (s *Store) keepRevision(ctx context.Context, tx bun.Tx, id, old string, ch driver.MessageChange) error {
 	if ch.Text == nil || ch.RevisionID == "" || *ch.Text == old {
 		return nil
 	}
@@ -41,7 +42,7 @@ func (s *Store) keepRevision(ctx context.Context, tx bun.Tx, id, old string, ch 
 // ListRevisions returns up to q.Limit revisions of the message, newest
 // first, and whether more exist beyond them in the direction of travel, in
 // one query along the index of the message's revisions.
-func (s *Store) ListRevisions(ctx context.Context, q messaging.RevisionQuery) ([]messaging.Revision, bool, error) {
+func (s *Store) ListRevisions(ctx context.Context, q driver.RevisionQuery) ([]messaging.Revision, bool, error) {
 	if q.Limit < 1 {
 		return nil, false, wrapErr("sqlstore.ListRevisions", invalid("limit must be at least 1"))
 	}

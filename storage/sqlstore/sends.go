@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // A send alone on PostgreSQL (no attachments: insertSent) is one
@@ -76,9 +77,9 @@ const (
 type pendingSend struct {
 	ctx  context.Context
 	m    messaging.Message
-	evs  []messaging.Event            // the events of the send
-	done *messaging.IdempotencyRecord // the record of its key, or nil
-	out  chan error                   // its outcome; buffered
+	evs  []messaging.Event         // the events of the send
+	done *driver.IdempotencyRecord // the record of its key, or nil
+	out  chan error                // its outcome; buffered
 
 	queued bool // it waits in sendCombiner.queue; guarded by its mu
 }

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/sqlstore"
 )
 
@@ -49,7 +49,7 @@ func (f *sendFixture) message(conv string, i int) messaging.Message {
 // send sends m (keyed by done when not nil) in a goroutine once the sends
 // queued before it wait, and returns where its error arrives once it
 // waits too.
-func (f *sendFixture) send(ctx context.Context, m messaging.Message, done *messaging.IdempotencyRecord) <-chan error {
+func (f *sendFixture) send(ctx context.Context, m messaging.Message, done *driver.IdempotencyRecord) <-chan error {
 	f.t.Helper()
 	out := make(chan error, 1)
 	before := f.queued()
@@ -65,8 +65,8 @@ func (f *sendFixture) send(ctx context.Context, m messaging.Message, done *messa
 }
 
 // key is the record of the key k of a send.
-func (f *sendFixture) key(k string) *messaging.IdempotencyRecord {
-	return &messaging.IdempotencyRecord{Scope: f.contacts[0], Key: k, Fingerprint: "fp-" + k,
+func (f *sendFixture) key(k string) *driver.IdempotencyRecord {
+	return &driver.IdempotencyRecord{Scope: f.contacts[0], Key: k, Fingerprint: "fp-" + k,
 		Result: []byte(`{"id":"` + k + `"}`), CreatedAt: f.at, ExpiresAt: f.at.Add(time.Hour)}
 }
 
@@ -101,7 +101,7 @@ func TestSendsTogether(t *testing.T) {
 	ctx := t.Context()
 	var ms []messaging.Message
 	var outs []<-chan error
-	keys := map[int]*messaging.IdempotencyRecord{1: f.key("k1"), 4: f.key("k4")}
+	keys := map[int]*driver.IdempotencyRecord{1: f.key("k1"), 4: f.key("k4")}
 	for i, conv := range []string{"c1", "c2", "c1", "c1", "c2", "c1"} {
 		m := f.message(conv, i%3)
 		ms = append(ms, m)
@@ -136,7 +136,7 @@ func TestSendsTogether(t *testing.T) {
 	assert.ElementsMatch(t, []string{"c1 " + f.contacts[0], "c1 " + f.contacts[2], "c2 " + f.contacts[1]}, rows,
 		"a row of each sender in each conversation, for its read state")
 
-	evs, err := f.s.ReadEvents(ctx, events.Query{All: true, Limit: 100})
+	evs, err := f.s.ReadEvents(ctx, driver.EventQuery{All: true, Limit: 100})
 	require.NoError(t, err)
 	require.Len(t, evs, len(ms))
 	for i, e := range evs {
@@ -173,10 +173,10 @@ func TestSendsTogetherFailAlone(t *testing.T) {
 	f.release()
 	require.NoError(t, <-outs[0])
 	assert.ErrorIs(t, <-outs[1], messaging.ErrConflict)
-	assert.ErrorIs(t, <-outs[2], messaging.ErrKeyTaken)
+	assert.ErrorIs(t, <-outs[2], driver.ErrKeyTaken)
 	require.NoError(t, <-outs[3])
 	assert.Equal(t, 2, f.transactions(ok1, ok2), "made again alone")
-	evs, err := f.s.ReadEvents(ctx, events.Query{All: true, Limit: 100})
+	evs, err := f.s.ReadEvents(ctx, driver.EventQuery{All: true, Limit: 100})
 	require.NoError(t, err)
 	assert.Len(t, evs, 4, "the events of the four sends made")
 	_, err = f.s.GetIdempotencyKey(ctx, f.contacts[0], "free")
@@ -238,7 +238,7 @@ func TestSendsConcurrent(t *testing.T) {
 		total += c.MessageCount
 	}
 	assert.EqualValues(t, callers*each, total)
-	evs, err := f.s.ReadEvents(ctx, events.Query{All: true, Limit: callers * each * 2})
+	evs, err := f.s.ReadEvents(ctx, driver.EventQuery{All: true, Limit: callers * each * 2})
 	require.NoError(t, err)
 	assert.Len(t, evs, callers*each)
 }
@@ -263,7 +263,7 @@ func TestSendsRetriedKey(t *testing.T) {
 	for i, out := range outs {
 		require.NoError(t, <-out, "send %d", i)
 	}
-	assert.ErrorIs(t, <-retried, messaging.ErrKeyTaken)
+	assert.ErrorIs(t, <-retried, driver.ErrKeyTaken)
 	assert.Equal(t, 1, f.transactions(unkeyed...), "the sends without a key, together again")
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/sqlstore"
 )
 
@@ -42,7 +43,7 @@ func TestStaleReadOnPostgres(t *testing.T) {
 	ctx := t.Context()
 	alice := putContact(t, s, "alice")
 	m := send(t, s, "c", alice, sec(1))
-	_, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{alice.ID}}}})
+	_, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{alice.ID}}}})
 	require.NoError(t, err)
 	want, err := s.GetMessage(ctx, m.ID)
 	require.NoError(t, err)
@@ -134,7 +135,7 @@ func TestStaleSendOnPostgres(t *testing.T) {
 	at := sec(2)
 	m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: alice, Text: "after", CreatedAt: at}
 	require.NoError(t, s.CreateMessage(ctx, m, nil, nil))
-	items, _, err := s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
+	items, _, err := s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, items, 2)
 	assert.Equal(t, "after", items[0].Text)
@@ -154,19 +155,19 @@ func TestStaleTransactionOnPostgres(t *testing.T) {
 	m := send(t, s, "c", alice, sec(1))
 	react := func(who messaging.Contact) messaging.Message {
 		t.Helper()
-		got, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{who.ID}}}})
+		got, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{who.ID}}}})
 		require.NoError(t, err)
 		return got
 	}
 	takeBack := func(who messaging.Contact) messaging.Message {
 		t.Helper()
-		got, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{who.ID}}})
+		got, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{who.ID}}})
 		require.NoError(t, err)
 		return got
 	}
 	edit := func(text string, at int) messaging.Message {
 		t.Helper()
-		got, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{Text: &text, UpdatedAt: sec(at)})
+		got, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{Text: &text, UpdatedAt: sec(at)})
 		require.NoError(t, err)
 		return got
 	}

@@ -14,9 +14,9 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 
-	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/pgtx"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // Options configure a Store. A nil *Options means all defaults.
@@ -133,7 +133,7 @@ func (f flavor) String() string {
 	return "sqlite"
 }
 
-// Store is a messaging.Repository and an attachments.Repository over one SQL
+// Store is a driver.MessageStore and an driver.AttachmentStore over one SQL
 // database. It is safe for concurrent use. Times are stored with
 // microsecond precision (timestamptz, DATETIME(6), text in UTC on SQLite)
 // and returned in UTC.
@@ -162,8 +162,8 @@ type Store struct {
 }
 
 var (
-	_ messaging.Repository   = (*Store)(nil)
-	_ attachments.Repository = (*Store)(nil)
+	_ driver.MessageStore    = (*Store)(nil)
+	_ driver.AttachmentStore = (*Store)(nil)
 )
 
 // Open opens a store by DSN, through the driver registered for its

@@ -9,10 +9,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/sqlstore"
 	"github.com/parleychat/parley/storage/storecopy"
 )
@@ -152,7 +152,7 @@ func TestFoldReachesEveryConversation(t *testing.T) {
 		for i := range convs {
 			send(t, s, fmt.Sprintf("c%03d", i), alice, time.Now().UTC())
 		}
-		got, more, err := s.ListConversations(t.Context(), messaging.ConversationQuery{All: true, ViewerID: alice.ID, Limit: convs})
+		got, more, err := s.ListConversations(t.Context(), driver.ConversationQuery{All: true, ViewerID: alice.ID, Limit: convs})
 		require.NoError(t, err)
 		assert.False(t, more)
 		require.Len(t, got, convs)
@@ -214,7 +214,7 @@ func TestSequencerReadsUnnumberedIndex(t *testing.T) {
 	ctx := t.Context()
 	require.NoError(t, s.Migrate(ctx))
 	alice := putContact(t, s, "alice")
-	rec := func(c messaging.Change) []messaging.Event {
+	rec := func(c driver.Change) []messaging.Event {
 		return []messaging.Event{{ID: ids.New(ids.Event), Type: messaging.EventMessageCreated, ConversationID: c.Message.ConversationID, Created: c.Message.CreatedAt, Message: c.Message}}
 	}
 	sendEvents := func(n int) {
@@ -225,14 +225,14 @@ func TestSequencerReadsUnnumberedIndex(t *testing.T) {
 		}
 	}
 	sendEvents(300)
-	_, err := s.ReadEvents(ctx, events.Query{All: true, Limit: 1}) // numbers them: 300 dead entries
+	_, err := s.ReadEvents(ctx, driver.EventQuery{All: true, Limit: 1}) // numbers them: 300 dead entries
 	require.NoError(t, err)
 	sendEvents(5)
 	_, err = s.DB().ExecContext(ctx, "ANALYZE events")
 	require.NoError(t, err)
 
 	statements := sqlstore.RecordWrites(s)
-	_, err = s.ReadEvents(ctx, events.Query{All: true, Limit: 1})
+	_, err = s.ReadEvents(ctx, driver.EventQuery{All: true, Limit: 1})
 	require.NoError(t, err)
 	var numbering []string // the statements of the numbering transaction
 	for _, q := range statements() {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // unpreparedHook records the statements that ran through bun, that is
@@ -77,12 +78,12 @@ func TestSQLiteWriteTransactionsPrepared(t *testing.T) {
 		m := messaging.Message{ID: ids.New(ids.Message), ConversationID: "c", Contact: alice, Text: "hi", CreatedAt: at}
 		require.NoError(t, s.CreateMessage(ctx, m, nil, nil))
 		hook.take()
-		got, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{UpdatedAt: at.Add(time.Minute), AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{alice.ID}}}})
+		got, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{UpdatedAt: at.Add(time.Minute), AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{alice.ID}}}})
 		require.NoError(t, err)
 		read, err := s.GetMessage(ctx, m.ID)
 		require.NoError(t, err)
 		assert.Equal(t, read, got, "the answer, read on the writer, is what a read gives")
-		_, err = s.UpdateMessage(ctx, m.ID, messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{alice.ID}}})
+		_, err = s.UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{alice.ID}}})
 		require.NoError(t, err)
 		_, err = s.DeleteMessage(ctx, m.ID, nil)
 		require.NoError(t, err)
@@ -111,11 +112,11 @@ func TestSQLiteConcurrentWritesPrepare(t *testing.T) {
 				if i%3 == g%3 {
 					names = append(names, messaging.Reaction{Name: "y", Reactors: []string{alice.ID}})
 				}
-				_, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: names})
+				_, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: names})
 				if !assert.NoError(t, err) {
 					return
 				}
-				_, err = s.UpdateMessage(ctx, m.ID, messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{alice.ID}}})
+				_, err = s.UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{alice.ID}}})
 				if !assert.NoError(t, err) {
 					return
 				}

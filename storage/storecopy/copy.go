@@ -10,6 +10,7 @@ import (
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // Options configure Copy and Verify. A nil *Options means all defaults.
@@ -317,7 +318,7 @@ func copyRows(ctx context.Context, k Kind, dst Sink, snap Snapshot, o *Options, 
 }
 
 // inForce returns the records of rs that expire after cut.
-func inForce(rs []messaging.IdempotencyRecord, cut time.Time) []messaging.IdempotencyRecord {
+func inForce(rs []driver.IdempotencyRecord, cut time.Time) []driver.IdempotencyRecord {
 	out := rs[:0]
 	for _, r := range rs {
 		if r.ExpiresAt.After(cut) {

@@ -18,7 +18,7 @@
 // and counters; messages with their read state, reactions (in their
 // order) and revisions; attachment rows and their files; the idempotency
 // records still in force; and the store's installation id and reconcile
-// epoch (see attachments.Installation), so that the keys of the files
+// epoch (see driver.Installation), so that the keys of the files
 // stay the copy's own and a bucket claimed by the source (its claim is
 // copied too) serves the copy. Not copied: the events of the outbox and
 // the positions of their handlers (the copy starts a new feed: clients of
@@ -62,6 +62,6 @@
 // sqlstore.Store (SQLite, PostgreSQL, MySQL/MariaDB) and memstore.Store
 // implement Source and Sink; any attachments.BlobStore (storage/blobstore
 // over any gocloud.dev bucket, memstore.BlobStore) holds the files; a
-// destination bucket that is an attachments.Lister is checked for files
+// destination bucket that is an driver.Lister is checked for files
 // of another store.
 package storecopy

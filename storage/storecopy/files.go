@@ -16,6 +16,7 @@ import (
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/claim"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // checkBucket checks that dstFiles may receive the files of src, the
@@ -35,13 +36,13 @@ func checkBucket(ctx context.Context, dstFiles attachments.BlobStore, src Snapsh
 			"the destination bucket belongs to another Parley database (installation %s, not the source's %s): copy into an empty bucket or folder",
 			claim, in.ID)}
 	}
-	lister, ok := dstFiles.(attachments.Lister)
+	lister, ok := dstFiles.(driver.Lister)
 	if found || resume || !ok {
 		return nil
 	}
 	sample := map[string]struct{}{}
 	errEnough := errors.New("enough")
-	err = lister.List(ctx, attachments.KeyPrefix, func(o attachments.Object) error {
+	err = lister.List(ctx, attachments.KeyPrefix, func(o driver.Object) error {
 		sample[o.Key] = struct{}{}
 		if len(sample) == 1000 {
 			return errEnough

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // This file holds the seam between the copier and the stores: the rows a
@@ -123,7 +124,7 @@ type Batch struct {
 	Reactions       []Reaction
 	Attachments     []messaging.Attachment
 	Revisions       []messaging.Revision
-	IdempotencyKeys []messaging.IdempotencyRecord
+	IdempotencyKeys []driver.IdempotencyRecord
 }
 
 // Len returns the number of rows of b.
@@ -152,13 +153,13 @@ func (b *Batch) Len() int {
 }
 
 // Installation is a store's identity: its installation id and reconcile
-// epoch (see attachments.Installation). A copy takes the source's, so
+// epoch (see driver.Installation). A copy takes the source's, so
 // that the keys of its files, made of the id, stay its own, and a bucket
 // claimed by the source may serve the copy.
 type Installation struct {
-	// ID is the installation id (attachments.Installation.InstallationID).
+	// ID is the installation id (driver.Installation.InstallationID).
 	ID string
-	// Epoch is the reconcile epoch (attachments.Installation.Epoch).
+	// Epoch is the reconcile epoch (driver.Installation.Epoch).
 	Epoch int64
 }
 

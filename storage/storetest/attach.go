@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // attachTests check MessageChange.NewAttachment: an upload stored linked to
@@ -23,7 +24,7 @@ func testNewAttachment(t *testing.T, h *harness) {
 	old := h.attachment("c", alice, at(1))
 	m := h.message("c", alice, at(2), old.ID)
 	a := newAttachment("", alice.ID, at(3))
-	got := h.update(m.ID, messaging.MessageChange{NewAttachment: &a, UpdatedAt: at(4)})
+	got := h.update(m.ID, driver.MessageChange{NewAttachment: &a, UpdatedAt: at(4)})
 	want := linked(a, m)
 	assert.Equal(t, []messaging.Attachment{linked(old, m), want}, got.Attachments)
 	assert.Equal(t, want, h.getAttachment(a.ID), "the row is stored linked, in the message's conversation")
@@ -34,8 +35,8 @@ func testNewAttachmentLimit(t *testing.T, h *harness) {
 	alice := h.contact("alice")
 	m := h.message("c", alice, at(1), h.attachment("c", alice, at(0)).ID)
 	a := newAttachment("c", alice.ID, at(2))
-	var seen messaging.MessageCounts
-	_, err := h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{NewAttachment: &a, Check: func(before, after messaging.MessageCounts) error {
+	var seen driver.MessageCounts
+	_, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{NewAttachment: &a, Check: func(before, after driver.MessageCounts) error {
 		seen = after
 		return Limits(0, 1)(before, after)
 	}})
@@ -51,7 +52,7 @@ func testNewAttachmentConflict(t *testing.T, h *harness) {
 	a := h.attachment("c", alice, at(1))
 	m := h.message("c", alice, at(2))
 	dup := a
-	_, err := h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{NewAttachment: &dup})
+	_, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{NewAttachment: &dup})
 	assert.ErrorIs(t, err, messaging.ErrConflict)
 	assert.Equal(t, a, h.getAttachment(a.ID), "the existing row is untouched")
 	assert.Empty(t, h.get(m.ID).Attachments)
@@ -61,7 +62,7 @@ func testNewAttachmentNoMessage(t *testing.T, h *harness) {
 	alice := h.contact("alice")
 	m := newMessage("c", alice, at(1))
 	a := newAttachment("c", alice.ID, at(2))
-	_, err := h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{NewAttachment: &a})
+	_, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{NewAttachment: &a})
 	assert.ErrorIs(t, err, messaging.ErrNotFound)
 	_, err = h.s.GetAttachment(h.ctx, a.ID)
 	require.ErrorIs(t, err, messaging.ErrNotFound)

@@ -11,6 +11,7 @@ import (
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 var attachmentTests = []test{
@@ -55,7 +56,7 @@ func testUploadedBytes(t *testing.T, h *harness) {
 	m := h.message("c", bob, at(5), linkedFirst.ID) // alice's file in bob's message
 	withFile := newAttachment("", alice.ID, at(6))
 	withFile.FileSize = 300
-	h.update(m.ID, messaging.MessageChange{NewAttachment: &withFile, UpdatedAt: at(6)})
+	h.update(m.ID, driver.MessageChange{NewAttachment: &withFile, UpdatedAt: at(6)})
 	assert.Equal(t, int64(1000+5<<40+20+300), uploaded(alice), "linked ones count for their uploader")
 	assert.Equal(t, int64(7), uploaded(bob), "not for the message's sender")
 
@@ -156,19 +157,19 @@ func testAttachmentListFilters(t *testing.T, h *harness) {
 	}
 	cases := []struct {
 		name string
-		q    attachments.AttachmentQuery
+		q    driver.AttachmentQuery
 		want []item
 	}{
-		{"one_conversation", attachments.AttachmentQuery{ConversationIDs: []string{"a"}}, inA},
-		{"two_conversations", attachments.AttachmentQuery{ConversationIDs: []string{"a", "b"}}, cat(inA, inB)},
-		{"all_conversations_but_no_unfiled", attachments.AttachmentQuery{All: true}, cat(inA, inB)},
-		{"all_and_the_uploaders_unfiled", attachments.AttachmentQuery{All: true, UploaderID: u1.ID}, cat(inA, inB, unfiled1)},
-		{"all_ignores_conversation_ids", attachments.AttachmentQuery{All: true, ConversationIDs: []string{"a"}, UploaderID: u2.ID}, cat(inA, inB, unfiled2)},
-		{"a_conversation_and_the_uploaders_unfiled", attachments.AttachmentQuery{ConversationIDs: []string{"b"}, UploaderID: u1.ID}, cat(inB, unfiled1)},
-		{"only_the_uploaders_unfiled", attachments.AttachmentQuery{UploaderID: u2.ID}, unfiled2},
-		{"uploader_with_no_uploads", attachments.AttachmentQuery{All: true, UploaderID: u3.ID}, cat(inA, inB)},
-		{"unknown_conversation", attachments.AttachmentQuery{ConversationIDs: []string{"zzz"}}, nil},
-		{"nothing_selected", attachments.AttachmentQuery{}, nil},
+		{"one_conversation", driver.AttachmentQuery{ConversationIDs: []string{"a"}}, inA},
+		{"two_conversations", driver.AttachmentQuery{ConversationIDs: []string{"a", "b"}}, cat(inA, inB)},
+		{"all_conversations_but_no_unfiled", driver.AttachmentQuery{All: true}, cat(inA, inB)},
+		{"all_and_the_uploaders_unfiled", driver.AttachmentQuery{All: true, UploaderID: u1.ID}, cat(inA, inB, unfiled1)},
+		{"all_ignores_conversation_ids", driver.AttachmentQuery{All: true, ConversationIDs: []string{"a"}, UploaderID: u2.ID}, cat(inA, inB, unfiled2)},
+		{"a_conversation_and_the_uploaders_unfiled", driver.AttachmentQuery{ConversationIDs: []string{"b"}, UploaderID: u1.ID}, cat(inB, unfiled1)},
+		{"only_the_uploaders_unfiled", driver.AttachmentQuery{UploaderID: u2.ID}, unfiled2},
+		{"uploader_with_no_uploads", driver.AttachmentQuery{All: true, UploaderID: u3.ID}, cat(inA, inB)},
+		{"unknown_conversation", driver.AttachmentQuery{ConversationIDs: []string{"zzz"}}, nil},
+		{"nothing_selected", driver.AttachmentQuery{}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -180,7 +181,7 @@ func testAttachmentListFilters(t *testing.T, h *harness) {
 		})
 	}
 	t.Run("items_are_full_rows", func(t *testing.T) {
-		got, _, err := h.s.ListAttachments(h.ctx, attachments.AttachmentQuery{UploaderID: u1.ID, Limit: 1})
+		got, _, err := h.s.ListAttachments(h.ctx, driver.AttachmentQuery{UploaderID: u1.ID, Limit: 1})
 		require.NoError(t, err)
 		require.Len(t, got, 1)
 		assert.Equal(t, h.getAttachment(got[0].ID), got[0])
@@ -191,10 +192,10 @@ func testAttachmentListLinked(t *testing.T, h *harness) {
 	alice := h.contact("alice")
 	unfiled := h.attachment("", alice, at(1))
 	m := h.message("c", alice, at(2), unfiled.ID)
-	got, _, err := h.s.ListAttachments(h.ctx, attachments.AttachmentQuery{ConversationIDs: []string{"c"}, Limit: 10})
+	got, _, err := h.s.ListAttachments(h.ctx, driver.AttachmentQuery{ConversationIDs: []string{"c"}, Limit: 10})
 	require.NoError(t, err)
 	assert.Equal(t, []messaging.Attachment{linked(unfiled, m)}, got, "an unfiled upload linked to a message is listed in its conversation")
-	got, _, err = h.s.ListAttachments(h.ctx, attachments.AttachmentQuery{UploaderID: alice.ID, Limit: 10})
+	got, _, err = h.s.ListAttachments(h.ctx, driver.AttachmentQuery{UploaderID: alice.ID, Limit: 10})
 	require.NoError(t, err)
 	assert.Empty(t, got, "and no longer among the unfiled")
 }

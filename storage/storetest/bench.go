@@ -8,6 +8,7 @@ import (
 
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // RunBenchmarks measures the Repository calls that serve requests, against
@@ -38,7 +39,7 @@ func RunBenchmarks(b *testing.B, newStore func(b *testing.B) Store) {
 		}
 		m := newMessage("c", alice, at(3))
 		require.NoError(b, s.CreateMessage(ctx, m, atts, nil))
-		_, err := s.UpdateMessage(ctx, m.ID, messaging.MessageChange{AddReactions: reactorIDs(b, ctx, s, r("👍", "alice"), r("🎉", "alice"))})
+		_, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: reactorIDs(b, ctx, s, r("👍", "alice"), r("🎉", "alice"))})
 		require.NoError(b, err)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -51,19 +52,19 @@ func RunBenchmarks(b *testing.B, newStore func(b *testing.B) Store) {
 	b.Run("ListMessages", func(b *testing.B) {
 		const n = 1000
 		s, ctx, alice := benchSetup(b, newStore)
-		var deep messaging.Cursor
+		var deep driver.Cursor
 		for i := range n {
 			m := newMessage("c", alice, at(i))
 			require.NoError(b, s.CreateMessage(ctx, m, nil, nil))
 			if i == 100 { // 899 newer messages before it
-				deep = messaging.Cursor{Time: m.CreatedAt, ID: m.ID}
+				deep = driver.Cursor{Time: m.CreatedAt, ID: m.ID}
 			}
 			if i%2 == 0 { // as many in another conversation
 				require.NoError(b, s.CreateMessage(ctx, newMessage("other", alice, at(i)), nil, nil))
 			}
 		}
 		b.Run("FirstPage", func(b *testing.B) {
-			q := messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 20}
+			q := driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 20}
 			b.ReportAllocs()
 			for b.Loop() {
 				if items, _, err := s.ListMessages(ctx, q); err != nil || len(items) != 20 {
@@ -72,7 +73,7 @@ func RunBenchmarks(b *testing.B, newStore func(b *testing.B) Store) {
 			}
 		})
 		b.Run("DeepCursor", func(b *testing.B) {
-			q := messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 20, After: &deep}
+			q := driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 20, After: &deep}
 			b.ReportAllocs()
 			for b.Loop() {
 				if items, _, err := s.ListMessages(ctx, q); err != nil || len(items) != 20 {
@@ -104,7 +105,7 @@ func RunBenchmarks(b *testing.B, newStore func(b *testing.B) Store) {
 			// Each call adds a new reactor until every message holds every
 			// user under every name (50,000 calls); after that they merge
 			// nothing new.
-			ch := messaging.MessageChange{
+			ch := driver.MessageChange{
 				AddReactions: []messaging.Reaction{r(reactions[i/(msgs*users)%len(reactions)], names[i/msgs%users])},
 				UpdatedAt:    at(i),
 				Check:        Limits(50, 0),

@@ -20,6 +20,7 @@ import (
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // RunBlobConformanceTests runs the BlobStore contract (and Lister /
@@ -111,9 +112,9 @@ func (h *blobHarness) assertAbsent(key string, msg string) {
 		r.Close()
 	}
 	assert.ErrorIs(h.t, err, messaging.ErrNotFound, msg)
-	if l, ok := h.b.(attachments.Lister); ok {
+	if l, ok := h.b.(driver.Lister); ok {
 		var keys []string
-		require.NoError(h.t, l.List(h.ctx, h.prefix, func(o attachments.Object) error {
+		require.NoError(h.t, l.List(h.ctx, h.prefix, func(o driver.Object) error {
 			keys = append(keys, o.Key)
 			return nil
 		}))
@@ -310,9 +311,9 @@ func testBlobConcurrent(t *testing.T, h *blobHarness) {
 }
 
 func testBlobList(t *testing.T, h *blobHarness) {
-	l, ok := h.b.(attachments.Lister)
+	l, ok := h.b.(driver.Lister)
 	if !ok {
-		t.Skip("the store is not an attachments.Lister")
+		t.Skip("the store is not an driver.Lister")
 	}
 	in1, in2, out := h.key("list/a/1"), h.key("list/a/2"), h.key("list/b/3")
 	before := time.Now()
@@ -320,7 +321,7 @@ func testBlobList(t *testing.T, h *blobHarness) {
 		h.put(k, []byte(k))
 	}
 	seen := map[string]time.Time{}
-	require.NoError(t, l.List(h.ctx, h.prefix+"list/a/", func(o attachments.Object) error {
+	require.NoError(t, l.List(h.ctx, h.prefix+"list/a/", func(o driver.Object) error {
 		seen[o.Key] = o.ModTime
 		return nil
 	}))
@@ -334,7 +335,7 @@ func testBlobList(t *testing.T, h *blobHarness) {
 	assert.NotContains(t, seen, out, "List sees only keys with the prefix")
 
 	var all []string
-	require.NoError(t, l.List(h.ctx, h.prefix, func(o attachments.Object) error {
+	require.NoError(t, l.List(h.ctx, h.prefix, func(o driver.Object) error {
 		all = append(all, o.Key)
 		return nil
 	}))
@@ -342,7 +343,7 @@ func testBlobList(t *testing.T, h *blobHarness) {
 
 	require.NoError(t, h.b.Delete(h.ctx, in1))
 	all = nil
-	require.NoError(t, l.List(h.ctx, h.prefix, func(o attachments.Object) error {
+	require.NoError(t, l.List(h.ctx, h.prefix, func(o driver.Object) error {
 		all = append(all, o.Key)
 		return nil
 	}))
@@ -350,15 +351,15 @@ func testBlobList(t *testing.T, h *blobHarness) {
 }
 
 func testBlobListStops(t *testing.T, h *blobHarness) {
-	l, ok := h.b.(attachments.Lister)
+	l, ok := h.b.(driver.Lister)
 	if !ok {
-		t.Skip("the store is not an attachments.Lister")
+		t.Skip("the store is not an driver.Lister")
 	}
 	for i := range 3 {
 		h.put(h.key("stop/"+itoa(i)), []byte("x"))
 	}
 	calls := 0
-	err := l.List(h.ctx, h.prefix, func(attachments.Object) error {
+	err := l.List(h.ctx, h.prefix, func(driver.Object) error {
 		calls++
 		return errBoom
 	})
@@ -367,9 +368,9 @@ func testBlobListStops(t *testing.T, h *blobHarness) {
 }
 
 func testBlobSignedURL(t *testing.T, h *blobHarness) {
-	s, ok := h.b.(attachments.URLSigner)
+	s, ok := h.b.(driver.URLSigner)
 	if !ok {
-		t.Skip("the store is not an attachments.URLSigner")
+		t.Skip("the store is not an driver.URLSigner")
 	}
 	k := h.key("signed.txt")
 	require.NoError(t, h.b.Put(h.ctx, k, "text/plain", strings.NewReader("signed")))

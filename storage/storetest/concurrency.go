@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 var concurrencyTests = []test{
@@ -48,7 +49,7 @@ func testConcurrentReactions(t *testing.T, h *harness) {
 	}
 	m := h.message("c", alice, at(1))
 	errs := parallel(n, func(i int) error {
-		_, err := h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{AddReactions: h.as(r("👍", want[i])), Check: Limits(50, 0)})
+		_, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{AddReactions: h.as(r("👍", want[i])), Check: Limits(50, 0)})
 		return err
 	})
 	for i, err := range errs {
@@ -75,22 +76,22 @@ func testConcurrentCreates(t *testing.T, h *harness) {
 	}
 	want := newestFirst(items)
 
-	got, more, err := h.s.ListMessages(h.ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: n})
+	got, more, err := h.s.ListMessages(h.ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: n})
 	require.NoError(t, err)
 	assert.Equal(t, want, messageIDs(got), "every message once, newest first")
 	assert.False(t, more)
 
 	var walked []string
-	var after *messaging.Cursor
+	var after *driver.Cursor
 	for range n {
-		page, more, err := h.s.ListMessages(h.ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 30, After: after})
+		page, more, err := h.s.ListMessages(h.ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 30, After: after})
 		require.NoError(t, err)
 		walked = append(walked, messageIDs(page)...)
 		if !more || len(page) == 0 {
 			break
 		}
 		last := page[len(page)-1]
-		after = &messaging.Cursor{Time: last.CreatedAt, ID: last.ID}
+		after = &driver.Cursor{Time: last.CreatedAt, ID: last.ID}
 	}
 	assert.Equal(t, want, walked, "pages of 30 walk every message once, in order")
 }
@@ -103,7 +104,7 @@ func testConcurrentLinks(t *testing.T, h *harness) {
 		m2 := h.message("c", alice, at(round))
 		ms := []messaging.Message{m1, m2}
 		errs := parallel(2, func(i int) error {
-			_, err := h.s.UpdateMessage(h.ctx, ms[i].ID, messaging.MessageChange{LinkAttachments: []string{a.ID}, Check: Limits(0, 10)})
+			_, err := h.s.UpdateMessage(h.ctx, ms[i].ID, driver.MessageChange{LinkAttachments: []string{a.ID}, Check: Limits(0, 10)})
 			return err
 		})
 		winner, loser := oneWins(t, errs, round)
@@ -151,7 +152,7 @@ func testConcurrentReactionLimit(t *testing.T, h *harness) {
 	alice := h.contact("alice")
 	m := h.message("c", alice, at(1))
 	errs := parallel(n, func(i int) error {
-		_, err := h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{AddReactions: h.as(r("name"+itoa(i), "alice")), Check: Limits(limit, 0)})
+		_, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{AddReactions: h.as(r("name"+itoa(i), "alice")), Check: Limits(limit, 0)})
 		return err
 	})
 	ok := 0
@@ -175,7 +176,7 @@ func testConcurrentAttachmentLimit(t *testing.T, h *harness) {
 		as = append(as, h.attachment("c", alice, at(i)))
 	}
 	errs := parallel(n, func(i int) error {
-		_, err := h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{LinkAttachments: []string{as[i].ID}, Check: Limits(0, limit)})
+		_, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{LinkAttachments: []string{as[i].ID}, Check: Limits(0, limit)})
 		return err
 	})
 	var won []string

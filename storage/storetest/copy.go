@@ -19,6 +19,7 @@ import (
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/storecopy"
 )
 
@@ -33,7 +34,7 @@ type CopyBackend struct {
 	// Name names the backend in the tests' names.
 	Name string
 	// New returns a fresh, empty store and a fresh, empty blob store for
-	// its files (an attachments.Lister), removed when tb ends.
+	// its files (an driver.Lister), removed when tb ends.
 	New func(tb testing.TB) (CopyStore, attachments.BlobStore)
 }
 
@@ -120,10 +121,10 @@ func testCopyChain(t *testing.T, bs []backend) {
 func takesWrites(t *testing.T, s CopyStore, f fixture) {
 	t.Helper()
 	ctx := context.Background()
-	m, err := s.UpdateMessage(ctx, f.messages[1], messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "new", Reactors: []string{f.contacts[0]}}}})
+	m, err := s.UpdateMessage(ctx, f.messages[1], driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "new", Reactors: []string{f.contacts[0]}}}})
 	require.NoError(t, err)
 	assert.Equal(t, "new", m.Reactions[len(m.Reactions)-1].Name)
-	m, err = s.UpdateMessage(ctx, f.messages[6], messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{f.contacts[1]}}}})
+	m, err = s.UpdateMessage(ctx, f.messages[6], driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{f.contacts[1]}}}})
 	require.NoError(t, err)
 	assert.Len(t, m.Reactions, 1)
 	require.NoError(t, s.CreateMessage(ctx, messaging.Message{ID: "msg_zzz", ConversationID: "general", Contact: messaging.Contact{ID: f.contacts[2]},
@@ -226,7 +227,7 @@ func testCopyVerifyNamesDifferences(t *testing.T, bs []backend) {
 	f := fill(t, src.store, src.files, 10)
 	copyAll(t, dst, src)
 	text := "changed in the copy"
-	_, err := dst.store.UpdateMessage(ctx, f.messages[4], messaging.MessageChange{Text: &text})
+	_, err := dst.store.UpdateMessage(ctx, f.messages[4], driver.MessageChange{Text: &text})
 	require.NoError(t, err)
 	a, err := dst.store.GetAttachment(ctx, "att_02")
 	require.NoError(t, err)
@@ -340,7 +341,7 @@ func testCopyOfSourceWrittenMeanwhile(t *testing.T, bs []backend) {
 						t.Errorf("write: %v", err)
 						return
 					}
-					_, err := src.store.UpdateMessage(ctx, f.messages[i%len(f.messages)], messaging.MessageChange{
+					_, err := src.store.UpdateMessage(ctx, f.messages[i%len(f.messages)], driver.MessageChange{
 						AddReactions: []messaging.Reaction{{Name: "w" + strconv.Itoa(i%5), Reactors: []string{f.contacts[i%4]}}}})
 					if err == nil {
 						err = src.store.MarkRead(ctx, conv, f.contacts[(i+1)%4], m.ID, nil)
@@ -367,20 +368,20 @@ func testCopyOfSourceWrittenMeanwhile(t *testing.T, bs []backend) {
 
 			// Coherent: each conversation's counters and last message are
 			// those of the messages the copy holds, for every viewer.
-			convs, _, err := dst.store.ListConversations(ctx, messaging.ConversationQuery{All: true, Limit: 100})
+			convs, _, err := dst.store.ListConversations(ctx, driver.ConversationQuery{All: true, Limit: 100})
 			require.NoError(t, err)
 			total := int64(0)
 			for _, c := range convs {
 				var msgs []messaging.Message
-				var after *messaging.Cursor
+				var after *driver.Cursor
 				for {
-					page, more, err := dst.store.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{c.ID}, Limit: 50, After: after})
+					page, more, err := dst.store.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{c.ID}, Limit: 50, After: after})
 					require.NoError(t, err)
 					msgs = append(msgs, page...)
 					if !more {
 						break
 					}
-					after = &messaging.Cursor{Time: page[len(page)-1].CreatedAt, ID: page[len(page)-1].ID}
+					after = &driver.Cursor{Time: page[len(page)-1].CreatedAt, ID: page[len(page)-1].ID}
 				}
 				require.Equal(t, int64(len(msgs)), c.MessageCount, "conversation %s", c.ID)
 				total += c.MessageCount
@@ -405,7 +406,7 @@ func testCopyOfSourceWrittenMeanwhile(t *testing.T, bs []backend) {
 				}
 			}
 			require.Equal(t, rep.Rows[storecopy.Messages], total)
-			all, _, err := src.store.ListMessages(ctx, messaging.MessageQuery{All: true, Limit: 10000})
+			all, _, err := src.store.ListMessages(ctx, driver.MessageQuery{All: true, Limit: 10000})
 			require.NoError(t, err)
 			require.Greater(t, int64(len(all)), total, "the writes after the snapshot are not in the copy")
 		})

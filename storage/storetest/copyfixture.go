@@ -17,6 +17,7 @@ import (
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // copyBase is the time of the copy fixture's first row.
@@ -81,17 +82,17 @@ func fill(t testing.TB, s CopyStore, files attachments.BlobStore, n int) fixture
 		require.NoError(t, s.CreateMessage(ctx, m, link, nil))
 		f.messages = append(f.messages, m.ID)
 	}
-	update := func(id string, ch messaging.MessageChange) {
+	update := func(id string, ch driver.MessageChange) {
 		_, err := s.UpdateMessage(ctx, id, ch)
 		require.NoError(t, err)
 	}
 	r := func(name string, who ...string) messaging.Reaction {
 		return messaging.Reaction{Name: name, Reactors: who}
 	}
-	update(f.messages[1], messaging.MessageChange{AddReactions: []messaging.Reaction{r("👍", bob, carol), r("tada", alice)}})
-	update(f.messages[1], messaging.MessageChange{AddReactions: []messaging.Reaction{r("eyes", dave), r("👍", dave)}})
-	update(f.messages[1], messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "tada", Reactors: []string{alice}}})
-	update(f.messages[2], messaging.MessageChange{AddReactions: []messaging.Reaction{r("fire", carol), r("heart", bob, alice)}})
+	update(f.messages[1], driver.MessageChange{AddReactions: []messaging.Reaction{r("👍", bob, carol), r("tada", alice)}})
+	update(f.messages[1], driver.MessageChange{AddReactions: []messaging.Reaction{r("eyes", dave), r("👍", dave)}})
+	update(f.messages[1], driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "tada", Reactors: []string{alice}}})
+	update(f.messages[2], driver.MessageChange{AddReactions: []messaging.Reaction{r("fire", carol), r("heart", bob, alice)}})
 	// A popular reaction: more reactors than a message embeds.
 	var crowd []string
 	for i := range messaging.MaxEmbeddedReactors + 20 {
@@ -99,18 +100,18 @@ func fill(t testing.TB, s CopyStore, files attachments.BlobStore, n int) fixture
 		require.NoError(t, s.PutContact(ctx, c))
 		crowd = append(crowd, c.ID)
 	}
-	update(f.messages[4], messaging.MessageChange{AddReactions: []messaging.Reaction{r("🔥", crowd[:70]...)}})
-	update(f.messages[4], messaging.MessageChange{AddReactions: []messaging.Reaction{r("👍", alice), r("🔥", crowd[70:]...)}})
-	update(f.messages[4], messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "🔥", Reactors: []string{crowd[3], crowd[110]}}})
+	update(f.messages[4], driver.MessageChange{AddReactions: []messaging.Reaction{r("🔥", crowd[:70]...)}})
+	update(f.messages[4], driver.MessageChange{AddReactions: []messaging.Reaction{r("👍", alice), r("🔥", crowd[70:]...)}})
+	update(f.messages[4], driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "🔥", Reactors: []string{crowd[3], crowd[110]}}})
 	text := "edited once"
-	update(f.messages[2], messaging.MessageChange{Text: &text, RevisionID: "rev_01", UpdatedAt: copyAt(500)})
+	update(f.messages[2], driver.MessageChange{Text: &text, RevisionID: "rev_01", UpdatedAt: copyAt(500)})
 	text2 := "edited twice"
-	update(f.messages[2], messaging.MessageChange{Text: &text2, RevisionID: "rev_02", UpdatedAt: copyAt(501)})
+	update(f.messages[2], driver.MessageChange{Text: &text2, RevisionID: "rev_02", UpdatedAt: copyAt(501)})
 	yes := true
-	update(f.messages[0], messaging.MessageChange{Read: &yes, ReadAt: copyAt(600)})
+	update(f.messages[0], driver.MessageChange{Read: &yes, ReadAt: copyAt(600)})
 	att4 := put("att_04", "", "attached later")
 	att4.ConversationID = ""
-	update(f.messages[5], messaging.MessageChange{NewAttachment: &att4})
+	update(f.messages[5], driver.MessageChange{NewAttachment: &att4})
 
 	// A message deleted, with its attachment: gone from the copy too.
 	del := put("att_05", "", "deleted with its message")
@@ -132,16 +133,16 @@ func fill(t testing.TB, s CopyStore, files attachments.BlobStore, n int) fixture
 
 	now := time.Now().UTC()
 	keyed := messaging.Message{ID: "msg_keyed", ConversationID: "random", Contact: messaging.Contact{ID: dave}, Text: "sent once", CreatedAt: copyAt(3000)}
-	done := messaging.IdempotencyRecord{Scope: dave, Key: "key-1", Fingerprint: "fp1", CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour)}
+	done := driver.IdempotencyRecord{Scope: dave, Key: "key-1", Fingerprint: "fp1", CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour)}
 	require.NoError(t, s.CreateMessageKeyed(ctx, keyed, nil, nil, done))
 	f.messages = append(f.messages, keyed.ID)
 	f.keys = append(f.keys, [2]string{dave, "key-1"})
-	claim := messaging.IdempotencyRecord{Scope: alice, Key: "upload-1", Fingerprint: "fp2", Lock: "lock-1", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	claim := driver.IdempotencyRecord{Scope: alice, Key: "upload-1", Fingerprint: "fp2", Lock: "lock-1", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	_, ok, err := s.ClaimIdempotencyKey(ctx, claim, now.Add(-time.Minute))
 	require.NoError(t, err)
 	require.True(t, ok)
 	f.keys = append(f.keys, [2]string{alice, "upload-1"})
-	old := messaging.IdempotencyRecord{Scope: bob, Key: "old", Fingerprint: "fp3", CreatedAt: now.Add(-48 * time.Hour), ExpiresAt: now.Add(-24 * time.Hour)}
+	old := driver.IdempotencyRecord{Scope: bob, Key: "old", Fingerprint: "fp3", CreatedAt: now.Add(-48 * time.Hour), ExpiresAt: now.Add(-24 * time.Hour)}
 	_, ok, err = s.ClaimIdempotencyKey(ctx, old, now.Add(-49*time.Hour))
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -162,27 +163,27 @@ func view(t testing.TB, s CopyStore, files attachments.BlobStore, f fixture) str
 		out["contact "+id] = c
 	}
 	var pages [][]messaging.Message
-	var after *messaging.Cursor
+	var after *driver.Cursor
 	for {
-		page, more, err := s.ListMessages(ctx, messaging.MessageQuery{All: true, Limit: 4, After: after})
+		page, more, err := s.ListMessages(ctx, driver.MessageQuery{All: true, Limit: 4, After: after})
 		require.NoError(t, err)
 		pages = append(pages, page)
 		if !more {
 			break
 		}
 		last := page[len(page)-1]
-		after = &messaging.Cursor{Time: last.CreatedAt, ID: last.ID}
+		after = &driver.Cursor{Time: last.CreatedAt, ID: last.ID}
 	}
 	out["message pages"] = pages
 	mid := pages[len(pages)/2][0]
-	back, _, err := s.ListMessages(ctx, messaging.MessageQuery{ConversationIDs: []string{"general"}, Limit: 3, Before: &messaging.Cursor{Time: mid.CreatedAt, ID: mid.ID}})
+	back, _, err := s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"general"}, Limit: 3, Before: &driver.Cursor{Time: mid.CreatedAt, ID: mid.ID}})
 	require.NoError(t, err)
 	out["page before"] = back
 	for _, id := range f.messages {
 		m, err := s.GetMessage(ctx, id)
 		require.NoError(t, err)
 		out["message "+id] = m
-		revs, _, err := s.ListRevisions(ctx, messaging.RevisionQuery{MessageID: id, Limit: 10})
+		revs, _, err := s.ListRevisions(ctx, driver.RevisionQuery{MessageID: id, Limit: 10})
 		require.NoError(t, err)
 		out["revisions "+id] = revs
 	}
@@ -190,7 +191,7 @@ func view(t testing.TB, s CopyStore, files attachments.BlobStore, f fixture) str
 		var all []messaging.Reactor
 		after := ""
 		for {
-			page, more, err := s.ListReactors(ctx, messaging.ReactorQuery{MessageID: f.messages[4], Name: name, Limit: 30, After: after})
+			page, more, err := s.ListReactors(ctx, driver.ReactorQuery{MessageID: f.messages[4], Name: name, Limit: 30, After: after})
 			require.NoError(t, err)
 			all = append(all, page...)
 			if !more {
@@ -202,33 +203,33 @@ func view(t testing.TB, s CopyStore, files attachments.BlobStore, f fixture) str
 	}
 	for _, viewer := range append([]string{""}, f.contacts...) {
 		var all []messaging.Conversation
-		var after *messaging.Cursor
+		var after *driver.Cursor
 		for {
-			page, more, err := s.ListConversations(ctx, messaging.ConversationQuery{ViewerID: viewer, All: true, Limit: 2, After: after})
+			page, more, err := s.ListConversations(ctx, driver.ConversationQuery{ViewerID: viewer, All: true, Limit: 2, After: after})
 			require.NoError(t, err)
 			all = append(all, page...)
 			if !more {
 				break
 			}
 			last := page[len(page)-1]
-			after = &messaging.Cursor{Time: last.UpdatedAt, ID: last.ID}
+			after = &driver.Cursor{Time: last.UpdatedAt, ID: last.ID}
 		}
 		out["conversations of "+viewer] = all
-		mine, _, err := s.ListConversations(ctx, messaging.ConversationQuery{ViewerID: viewer, MemberID: viewer, Limit: 10})
+		mine, _, err := s.ListConversations(ctx, driver.ConversationQuery{ViewerID: viewer, MemberID: viewer, Limit: 10})
 		require.NoError(t, err)
 		out["memberships of "+viewer] = nonNil(mine)
 		if viewer != "" {
-			loose, _, err := s.ListAttachments(ctx, attachments.AttachmentQuery{UploaderID: viewer, Limit: 100})
+			loose, _, err := s.ListAttachments(ctx, driver.AttachmentQuery{UploaderID: viewer, Limit: 100})
 			require.NoError(t, err)
 			out["uploads of "+viewer] = nonNil(loose)
 		}
 	}
 	for _, conv := range f.convs {
-		ms, _, err := s.ListMembers(ctx, messaging.MemberQuery{ConversationID: conv, Limit: 10})
+		ms, _, err := s.ListMembers(ctx, driver.MemberQuery{ConversationID: conv, Limit: 10})
 		require.NoError(t, err)
 		out["members of "+conv] = nonNil(ms)
 	}
-	atts, _, err := s.ListAttachments(ctx, attachments.AttachmentQuery{All: true, Limit: 100})
+	atts, _, err := s.ListAttachments(ctx, driver.AttachmentQuery{All: true, Limit: 100})
 	require.NoError(t, err)
 	out["attachments"] = atts
 	contents := map[string]string{}
@@ -248,7 +249,7 @@ func view(t testing.TB, s CopyStore, files attachments.BlobStore, f fixture) str
 		require.NoError(t, err)
 		out["key "+k[0]+" "+k[1]] = rec
 	}
-	ins, ok := any(s).(attachments.Installation)
+	ins, ok := any(s).(driver.Installation)
 	require.True(t, ok)
 	id, err := ins.InstallationID(ctx)
 	require.NoError(t, err)
@@ -271,7 +272,7 @@ func expiredGone(t testing.TB, s CopyStore, f fixture) {
 func objects(t testing.TB, files attachments.BlobStore) []string {
 	t.Helper()
 	var keys []string
-	require.NoError(t, files.(attachments.Lister).List(context.Background(), "", func(o attachments.Object) error {
+	require.NoError(t, files.(driver.Lister).List(context.Background(), "", func(o driver.Object) error {
 		keys = append(keys, o.Key)
 		return nil
 	}))

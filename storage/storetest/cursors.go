@@ -6,12 +6,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // pager lists a page of the list under test: ids newest first, and whether
 // more exist in the direction of travel.
-type pager func(t *testing.T, limit int, after, before *messaging.Cursor) ([]string, bool)
+type pager func(t *testing.T, limit int, after, before *driver.Cursor) ([]string, bool)
 
 // testCursors checks pages of a list of 25 items (oldest first, as
 // tiedItems makes them) against exact expectations.
@@ -30,7 +30,7 @@ func testCursors(t *testing.T, items []item, list pager) {
 	cases := []struct {
 		name          string
 		limit         int
-		after, before *messaging.Cursor
+		after, before *driver.Cursor
 		want          []string
 		more          bool
 	}{
@@ -65,7 +65,7 @@ func testCursors(t *testing.T, items []item, list pager) {
 	t.Run("walk_forward", func(t *testing.T) {
 		var all []string
 		var mores []bool
-		var after *messaging.Cursor
+		var after *driver.Cursor
 		for range 10 {
 			got, more := list(t, 5, after, nil)
 			all = append(all, got...)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 var deleteTests = []test{
@@ -27,7 +28,7 @@ func testDeleteMessageCascades(t *testing.T, h *harness) {
 	loose := h.attachment("c", alice, at(4))
 	m1 := h.message("c", alice, at(5), a2.ID, a1.ID)
 	m2 := h.message("c", alice, at(6), a3.ID)
-	h.update(m1.ID, messaging.MessageChange{AddReactions: h.as(r("👍", "alice", "bob"))})
+	h.update(m1.ID, driver.MessageChange{AddReactions: h.as(r("👍", "alice", "bob"))})
 	m2 = h.get(m2.ID)
 
 	removed, err := h.s.DeleteMessage(h.ctx, m1.ID, nil)
@@ -46,16 +47,16 @@ func testDeleteMessageCascades(t *testing.T, h *harness) {
 
 	assertMessage(t, m2, h.get(m2.ID), "other messages are untouched")
 	assert.Equal(t, loose, h.getAttachment(loose.ID), "unlinked attachments are untouched")
-	msgs, _, err := h.s.ListMessages(h.ctx, messaging.MessageQuery{All: true, Limit: 10})
+	msgs, _, err := h.s.ListMessages(h.ctx, driver.MessageQuery{All: true, Limit: 10})
 	require.NoError(t, err)
 	assert.Equal(t, []string{m2.ID}, messageIDs(msgs))
-	atts, _, err := h.s.ListAttachments(h.ctx, attachments.AttachmentQuery{All: true, UploaderID: alice.ID, Limit: 10})
+	atts, _, err := h.s.ListAttachments(h.ctx, driver.AttachmentQuery{All: true, UploaderID: alice.ID, Limit: 10})
 	require.NoError(t, err)
 	assert.Equal(t, []string{loose.ID, a3.ID}, attachmentIDs(atts))
 
 	_, err = h.s.DeleteMessage(h.ctx, m1.ID, nil)
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "deleting twice")
-	_, err = h.s.UpdateMessage(h.ctx, m1.ID, messaging.MessageChange{AddReactions: h.as(r("👍", "bob"))})
+	_, err = h.s.UpdateMessage(h.ctx, m1.ID, driver.MessageChange{AddReactions: h.as(r("👍", "bob"))})
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "updating a deleted message")
 }
 

@@ -1,9 +1,9 @@
 // Package storetest is the conformance suite of Parley's storage backends,
 // in the manner of gocloud.dev's blob/drivertest: the doc comments of
-// messaging.Repository, attachments.Repository, events.Repository and
+// driver.MessageStore, driver.AttachmentStore, driver.EventStore and
 // attachments.BlobStore are the contract, and this package checks every
 // obligation they state, through the interfaces only. The "Events" group
-// checks the outbox: what each write reports to its messaging.Recorder,
+// checks the outbox: what each write reports to its driver.Recorder,
 // that a failed write stores no event, the queries, pruning, handler
 // claims, and, with writers running concurrently, that a reader following
 // Seq misses no event and sees the changes of one message in commit order.
@@ -39,7 +39,7 @@
 // The suite runs them one after another; a subtest that starts goroutines
 // (the "Concurrency" group) waits for them all.
 //
-// The blob suite also checks attachments.Lister and attachments.URLSigner
+// The blob suite also checks driver.Lister and driver.URLSigner
 // when the store implements them; a SignedURL that fails with an error
 // matching messaging.ErrUnimplemented skips that check.
 package storetest

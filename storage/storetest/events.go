@@ -11,13 +11,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // eventTests check the outbox: the Recorder of every write (messaging.
-// Repository, attachments.Repository) and the reads of events.Repository.
+// Repository, driver.AttachmentStore) and the reads of driver.EventStore.
 var eventTests = []test{
 	{"message_writes_report_what_changed", testRecordMessages},
 	{"read_and_attachment_writes_report_what_changed", testRecordReadsAndFiles},
@@ -37,7 +37,7 @@ type recorder struct {
 	typ      messaging.EventType
 	created  time.Time
 	audience string // the AudienceID of a conversation event
-	changes  []messaging.Change
+	changes  []driver.Change
 	calls    atomic.Int64
 }
 
@@ -45,7 +45,7 @@ func newRecorder(typ messaging.EventType, created time.Time) *recorder {
 	return &recorder{typ: typ, created: created}
 }
 
-func (r *recorder) record(c messaging.Change) []messaging.Event {
+func (r *recorder) record(c driver.Change) []messaging.Event {
 	r.calls.Add(1)
 	r.mu.Lock()
 	r.changes = append(r.changes, c)
@@ -72,7 +72,7 @@ func (r *recorder) record(c messaging.Change) []messaging.Event {
 }
 
 // last returns the Change of the last call, which must have been made.
-func (r *recorder) last(t *testing.T) messaging.Change {
+func (r *recorder) last(t *testing.T) driver.Change {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -83,7 +83,7 @@ func (r *recorder) last(t *testing.T) messaging.Change {
 // allEvents returns every stored event, oldest first.
 func (h *harness) allEvents() []messaging.Event {
 	h.t.Helper()
-	evs, err := h.s.ReadEvents(h.ctx, events.Query{All: true, Unfiled: true, Limit: 10_000})
+	evs, err := h.s.ReadEvents(h.ctx, driver.EventQuery{All: true, Unfiled: true, Limit: 10_000})
 	require.NoError(h.t, err, "ReadEvents")
 	return evs
 }
@@ -121,7 +121,7 @@ func testRecordMessages(t *testing.T, h *harness) {
 
 	// UpdateMessage: the message after the change, as it returns it.
 	rec = newRecorder(messaging.EventMessageUpdated, at(4))
-	got, err := h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{AddReactions: h.as(r("👍", "bob")), UpdatedAt: at(4), Record: rec.record})
+	got, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{AddReactions: h.as(r("👍", "bob")), UpdatedAt: at(4), Record: rec.record})
 	require.NoError(t, err)
 	require.NotNil(t, rec.last(t).Message)
 	assertMessage(t, got, *rec.last(t).Message)
@@ -268,15 +268,15 @@ func testFailedWritesRecordNothing(t *testing.T, h *harness) {
 	err = h.s.CreateMessage(h.ctx, newMessage("c", alice, at(3)), []string{a.ID}, rec.record)
 	assert.ErrorIs(t, err, messaging.ErrConflict)
 	// A Check that refuses.
-	_, err = h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{
+	_, err = h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{
 		AddReactions: h.as(r("x", "alice")),
-		Check:        func(before, after messaging.MessageCounts) error { return messaging.ErrInvalid },
+		Check:        func(before, after driver.MessageCounts) error { return messaging.ErrInvalid },
 		Record:       rec.record,
 	})
 	assert.ErrorIs(t, err, messaging.ErrInvalid)
 	// Writes of what does not exist.
 	missing := ids.NewAt(ids.Message, at(0))
-	_, err = h.s.UpdateMessage(h.ctx, missing, messaging.MessageChange{Text: new(string), Record: rec.record})
+	_, err = h.s.UpdateMessage(h.ctx, missing, driver.MessageChange{Text: new(string), Record: rec.record})
 	assert.ErrorIs(t, err, messaging.ErrNotFound)
 	_, err = h.s.DeleteMessage(h.ctx, missing, rec.record)
 	assert.ErrorIs(t, err, messaging.ErrNotFound)
@@ -316,27 +316,27 @@ func testEventQueries(t *testing.T, h *harness) {
 
 	for _, tc := range []struct {
 		name string
-		q    events.Query
+		q    driver.EventQuery
 		want []messaging.Event
 	}{
-		{"everything", events.Query{All: true, Unfiled: true}, all},
-		{"every_conversation", events.Query{All: true}, []messaging.Event{aEv, bEv, readEv, cEv}},
-		{"one_conversation", events.Query{ConversationIDs: []string{"a"}}, []messaging.Event{aEv, readEv}},
-		{"conversations", events.Query{ConversationIDs: []string{"c", "a"}}, []messaging.Event{aEv, readEv, cEv}},
-		{"memberships", events.Query{MemberID: bob.ID}, []messaging.Event{bEv}},
-		{"memberships_and_ids", events.Query{MemberID: bob.ID, ConversationIDs: []string{"c"}}, []messaging.Event{bEv, cEv}},
-		{"unfiled_only", events.Query{Unfiled: true}, []messaging.Event{fileEv}},
-		{"viewer_alice", events.Query{All: true, Unfiled: true, ViewerID: alice.ID}, []messaging.Event{aEv, bEv, fileEv, cEv}},
-		{"viewer_bob", events.Query{All: true, Unfiled: true, ViewerID: bob.ID}, []messaging.Event{aEv, bEv, readEv, cEv}},
-		{"viewer_bob_one_conversation", events.Query{ConversationIDs: []string{"a"}, ViewerID: bob.ID}, []messaging.Event{aEv, readEv}},
-		{"nothing_selected", events.Query{ViewerID: bob.ID}, nil},
-		{"after", events.Query{All: true, Unfiled: true, After: bEv.Seq}, []messaging.Event{readEv, fileEv, cEv}},
-		{"before", events.Query{All: true, Unfiled: true, Before: readEv.Seq}, []messaging.Event{aEv, bEv}},
-		{"between", events.Query{All: true, Unfiled: true, After: aEv.Seq, Before: cEv.Seq}, []messaging.Event{bEv, readEv, fileEv}},
-		{"limit", events.Query{All: true, Unfiled: true, Limit: 2}, []messaging.Event{aEv, bEv}},
-		{"newest", events.Query{All: true, Unfiled: true, Newest: true, Limit: 2}, []messaging.Event{cEv, fileEv}},
-		{"newest_before", events.Query{All: true, Unfiled: true, Newest: true, Before: fileEv.Seq, Limit: 2}, []messaging.Event{readEv, bEv}},
-		{"newest_filtered", events.Query{ConversationIDs: []string{"a"}, Newest: true}, []messaging.Event{readEv, aEv}},
+		{"everything", driver.EventQuery{All: true, Unfiled: true}, all},
+		{"every_conversation", driver.EventQuery{All: true}, []messaging.Event{aEv, bEv, readEv, cEv}},
+		{"one_conversation", driver.EventQuery{ConversationIDs: []string{"a"}}, []messaging.Event{aEv, readEv}},
+		{"conversations", driver.EventQuery{ConversationIDs: []string{"c", "a"}}, []messaging.Event{aEv, readEv, cEv}},
+		{"memberships", driver.EventQuery{MemberID: bob.ID}, []messaging.Event{bEv}},
+		{"memberships_and_ids", driver.EventQuery{MemberID: bob.ID, ConversationIDs: []string{"c"}}, []messaging.Event{bEv, cEv}},
+		{"unfiled_only", driver.EventQuery{Unfiled: true}, []messaging.Event{fileEv}},
+		{"viewer_alice", driver.EventQuery{All: true, Unfiled: true, ViewerID: alice.ID}, []messaging.Event{aEv, bEv, fileEv, cEv}},
+		{"viewer_bob", driver.EventQuery{All: true, Unfiled: true, ViewerID: bob.ID}, []messaging.Event{aEv, bEv, readEv, cEv}},
+		{"viewer_bob_one_conversation", driver.EventQuery{ConversationIDs: []string{"a"}, ViewerID: bob.ID}, []messaging.Event{aEv, readEv}},
+		{"nothing_selected", driver.EventQuery{ViewerID: bob.ID}, nil},
+		{"after", driver.EventQuery{All: true, Unfiled: true, After: bEv.Seq}, []messaging.Event{readEv, fileEv, cEv}},
+		{"before", driver.EventQuery{All: true, Unfiled: true, Before: readEv.Seq}, []messaging.Event{aEv, bEv}},
+		{"between", driver.EventQuery{All: true, Unfiled: true, After: aEv.Seq, Before: cEv.Seq}, []messaging.Event{bEv, readEv, fileEv}},
+		{"limit", driver.EventQuery{All: true, Unfiled: true, Limit: 2}, []messaging.Event{aEv, bEv}},
+		{"newest", driver.EventQuery{All: true, Unfiled: true, Newest: true, Limit: 2}, []messaging.Event{cEv, fileEv}},
+		{"newest_before", driver.EventQuery{All: true, Unfiled: true, Newest: true, Before: fileEv.Seq, Limit: 2}, []messaging.Event{readEv, bEv}},
+		{"newest_filtered", driver.EventQuery{ConversationIDs: []string{"a"}, Newest: true}, []messaging.Event{readEv, aEv}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.q.Limit == 0 {
@@ -347,7 +347,7 @@ func testEventQueries(t *testing.T, h *harness) {
 			assert.Equal(t, eventIDs(tc.want), eventIDs(got))
 		})
 	}
-	_, err := h.s.ReadEvents(h.ctx, events.Query{All: true})
+	_, err := h.s.ReadEvents(h.ctx, driver.EventQuery{All: true})
 	assert.ErrorIs(t, err, messaging.ErrInvalid, "a Limit below 1")
 }
 
@@ -390,7 +390,7 @@ func testPruneEvents(t *testing.T, h *harness) {
 	after := h.allEvents()[len(left):]
 	require.Len(t, after, 1)
 	assert.Greater(t, after[0].Seq, before[4].Seq)
-	got, err := h.s.ReadEvents(h.ctx, events.Query{All: true, After: before[4].Seq, Limit: 10})
+	got, err := h.s.ReadEvents(h.ctx, driver.EventQuery{All: true, After: before[4].Seq, Limit: 10})
 	require.NoError(t, err)
 	assert.Equal(t, eventIDs(after), eventIDs(got), "a reader that read up to the last Seq before the prune finds the new event")
 }
@@ -451,7 +451,7 @@ func testReaderMissesNothing(t *testing.T, h *harness) {
 		var last int64
 		for {
 			finished := done.Load()
-			evs, err := h.s.ReadEvents(h.ctx, events.Query{All: true, Unfiled: true, After: last, Limit: 7})
+			evs, err := h.s.ReadEvents(h.ctx, driver.EventQuery{All: true, Unfiled: true, After: last, Limit: 7})
 			if err != nil {
 				readErr = err
 				return
@@ -473,7 +473,7 @@ func testReaderMissesNothing(t *testing.T, h *harness) {
 			case 0:
 				err = h.s.CreateMessage(h.ctx, newMessage("conv"+itoa(w%3), alice, at(i)), nil, rec.record)
 			case 1:
-				_, err = h.s.UpdateMessage(h.ctx, target.ID, messaging.MessageChange{
+				_, err = h.s.UpdateMessage(h.ctx, target.ID, driver.MessageChange{
 					AddReactions: h.as(r("r"+itoa(i), users[w])), Record: rec.record})
 			default:
 				err = h.s.CreateAttachment(h.ctx, newAttachment("files", alice.ID, at(i)), rec.record)
@@ -510,7 +510,7 @@ func testCommitOrder(t *testing.T, h *harness) {
 	require.NoError(t, h.s.CreateMessage(h.ctx, m, nil, rec.record))
 	errs := parallel(n, func(i int) error {
 		rec := newRecorder(messaging.EventMessageUpdated, at(1))
-		_, err := h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{AddReactions: h.as(r("👍", names[i])), Record: rec.record})
+		_, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{AddReactions: h.as(r("👍", names[i])), Record: rec.record})
 		return err
 	})
 	require.NoError(t, errors.Join(errs...))

@@ -8,13 +8,14 @@ import (
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/memstore"
 	"github.com/parleychat/parley/storage/storetest"
 )
 
 // countingStore is a backend made from another: memstore's, with a count
 // of the messages it created. A backend of its own implements
-// messaging.Repository, attachments.Repository and events.Repository
+// driver.MessageStore, driver.AttachmentStore and driver.EventStore
 // whole, over one storage.
 type countingStore struct {
 	*memstore.Store
@@ -22,7 +23,7 @@ type countingStore struct {
 }
 
 // CreateMessage stores the message as memstore does, and counts it.
-func (s *countingStore) CreateMessage(ctx context.Context, m messaging.Message, attachmentIDs []string, rec messaging.Recorder) error {
+func (s *countingStore) CreateMessage(ctx context.Context, m messaging.Message, attachmentIDs []string, rec driver.Recorder) error {
 	if err := s.Store.CreateMessage(ctx, m, attachmentIDs, rec); err != nil {
 		return err
 	}

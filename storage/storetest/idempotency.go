@@ -14,10 +14,11 @@ import (
 
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // keyTests check the records of idempotency keys
-// (messaging.IdempotencyRepository) and the keyed writes that complete
+// (driver.IdempotencyStore) and the keyed writes that complete
 // them, then the Service's retries over the backend.
 var keyTests = []test{
 	{"claim_a_new_key", testClaimNew},
@@ -46,13 +47,13 @@ var keyTests = []test{
 }
 
 // claim returns a claim of key for scope made at t, to expire a day later.
-func claim(scope, key string, t time.Time) messaging.IdempotencyRecord {
-	return messaging.IdempotencyRecord{Scope: scope, Key: key, Fingerprint: "fp-" + key, Lock: "lock-" + ids.NewAt("", t),
+func claim(scope, key string, t time.Time) driver.IdempotencyRecord {
+	return driver.IdempotencyRecord{Scope: scope, Key: key, Fingerprint: "fp-" + key, Lock: "lock-" + ids.NewAt("", t),
 		CreatedAt: t, ExpiresAt: t.Add(24 * time.Hour)}
 }
 
 // claimKey claims rec with stale claims made before staleBefore.
-func (h *harness) claimKey(rec messaging.IdempotencyRecord, staleBefore time.Time) (messaging.IdempotencyRecord, bool) {
+func (h *harness) claimKey(rec driver.IdempotencyRecord, staleBefore time.Time) (driver.IdempotencyRecord, bool) {
 	h.t.Helper()
 	got, ok, err := h.s.ClaimIdempotencyKey(h.ctx, rec, staleBefore)
 	require.NoError(h.t, err, "ClaimIdempotencyKey")
@@ -60,7 +61,7 @@ func (h *harness) claimKey(rec messaging.IdempotencyRecord, staleBefore time.Tim
 }
 
 // mustClaim claims rec, which must be stored.
-func (h *harness) mustClaim(rec messaging.IdempotencyRecord) messaging.IdempotencyRecord {
+func (h *harness) mustClaim(rec driver.IdempotencyRecord) driver.IdempotencyRecord {
 	h.t.Helper()
 	got, ok := h.claimKey(rec, rec.CreatedAt.Add(-time.Hour))
 	require.True(h.t, ok, "the claim of a new key is stored")
@@ -68,18 +69,18 @@ func (h *harness) mustClaim(rec messaging.IdempotencyRecord) messaging.Idempoten
 }
 
 // record returns the record of the key, or false when there is none.
-func (h *harness) record(scope, key string) (messaging.IdempotencyRecord, bool) {
+func (h *harness) record(scope, key string) (driver.IdempotencyRecord, bool) {
 	h.t.Helper()
 	got, err := h.s.GetIdempotencyKey(h.ctx, scope, key)
 	if errors.Is(err, messaging.ErrNotFound) {
-		return messaging.IdempotencyRecord{}, false
+		return driver.IdempotencyRecord{}, false
 	}
 	require.NoError(h.t, err, "GetIdempotencyKey")
 	return got, true
 }
 
 // done returns the record a keyed write stores for the claim c.
-func done(c messaging.IdempotencyRecord, result any) messaging.IdempotencyRecord {
+func done(c driver.IdempotencyRecord, result any) driver.IdempotencyRecord {
 	c.Fingerprint += "+done"
 	if result != nil {
 		b, err := json.Marshal(result)
@@ -143,7 +144,7 @@ func testClaimStale(t *testing.T, h *harness) {
 	// The first call's write now fails and changes nothing.
 	m := newMessage("c", alice, at(1))
 	err := h.s.CreateMessageKeyed(h.ctx, m, nil, nil, done(first, "first"))
-	assert.ErrorIs(t, err, messaging.ErrKeyTaken)
+	assert.ErrorIs(t, err, driver.ErrKeyTaken)
 	assert.ErrorIs(t, err, messaging.ErrConflict)
 	h.assertNoMessage(m.ID)
 	rec, _ := h.record(alice.ID, "k")
@@ -227,7 +228,7 @@ func testKeyedCreateFails(t *testing.T, h *harness) {
 	m2 := newMessage("c", alice, at(3))
 	err := h.s.CreateMessageKeyed(h.ctx, m2, []string{a1.ID}, nil, done(c, "no"))
 	assert.ErrorIs(t, err, messaging.ErrConflict)
-	assert.NotErrorIs(t, err, messaging.ErrKeyTaken)
+	assert.NotErrorIs(t, err, driver.ErrKeyTaken)
 	h.assertNoMessage(m2.ID)
 	assert.Equal(t, linked(a1, m1), h.getAttachment(a1.ID))
 	rec, ok := h.record(alice.ID, "k")
@@ -246,26 +247,26 @@ func testKeyTaken(t *testing.T, h *harness) {
 	lost := done(first, "lost")
 
 	err := h.s.CreateMessageKeyed(h.ctx, newMessage("c", alice, at(3)), []string{a.ID}, nil, lost)
-	assert.ErrorIs(t, err, messaging.ErrKeyTaken)
+	assert.ErrorIs(t, err, driver.ErrKeyTaken)
 	assert.Equal(t, a, h.getAttachment(a.ID), "the attachment is not linked")
 
 	text := "edited"
-	_, err = h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{Text: &text, RevisionID: ids.NewAt(ids.Revision, at(4)),
+	_, err = h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{Text: &text, RevisionID: ids.NewAt(ids.Revision, at(4)),
 		AddReactions: h.as(r("x", "alice")), UpdatedAt: at(4), Done: &lost})
-	assert.ErrorIs(t, err, messaging.ErrKeyTaken)
+	assert.ErrorIs(t, err, driver.ErrKeyTaken)
 	assertMessage(t, m, h.get(m.ID), "the message is unchanged")
-	revs, _, err := h.s.ListRevisions(h.ctx, messaging.RevisionQuery{MessageID: m.ID, Limit: 10})
+	revs, _, err := h.s.ListRevisions(h.ctx, driver.RevisionQuery{MessageID: m.ID, Limit: 10})
 	require.NoError(t, err)
 	assert.Empty(t, revs, "no revision is kept")
 
 	b := newAttachment("c", alice.ID, at(5))
 	err = h.s.CreateAttachmentKeyed(h.ctx, b, nil, lost)
-	assert.ErrorIs(t, err, messaging.ErrKeyTaken)
+	assert.ErrorIs(t, err, driver.ErrKeyTaken)
 	_, err = h.s.GetAttachment(h.ctx, b.ID)
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "no row")
 
 	_, err = h.s.RenameAttachmentKeyed(h.ctx, a.ID, "renamed.txt", nil, lost)
-	assert.ErrorIs(t, err, messaging.ErrKeyTaken)
+	assert.ErrorIs(t, err, driver.ErrKeyTaken)
 	assert.Equal(t, a.Filename, h.getAttachment(a.ID).Filename, "not renamed")
 }
 
@@ -274,7 +275,7 @@ func testKeyedUpdate(t *testing.T, h *harness) {
 	m := h.message("c", alice, at(1))
 	c := h.mustClaim(claim(alice.ID, "k", at(0)))
 	d := done(c, nil) // the result is the message UpdateMessage returns
-	got, err := h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{AddReactions: h.as(r("x", "alice")), UpdatedAt: at(2), Done: &d})
+	got, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{AddReactions: h.as(r("x", "alice")), UpdatedAt: at(2), Done: &d})
 	require.NoError(t, err)
 	rec, _ := h.record(alice.ID, "k")
 	assert.Empty(t, rec.Lock)
@@ -285,7 +286,7 @@ func testKeyedUpdate(t *testing.T, h *harness) {
 	// A result set by the caller is kept as it is.
 	c2 := h.mustClaim(claim(alice.ID, "k2", at(0)))
 	d2 := done(c2, "given")
-	_, err = h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{Read: ptr(true), ReadAt: at(4), Done: &d2})
+	_, err = h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{Read: ptr(true), ReadAt: at(4), Done: &d2})
 	require.NoError(t, err)
 	rec, _ = h.record(alice.ID, "k2")
 	assert.JSONEq(t, `"given"`, string(rec.Result))
@@ -293,7 +294,7 @@ func testKeyedUpdate(t *testing.T, h *harness) {
 	// A failed change keeps the claim.
 	c3 := h.mustClaim(claim(alice.ID, "k3", at(0)))
 	d3 := done(c3, nil)
-	_, err = h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{AddReactions: h.as(r("y", "alice")), Check: Limits(1, 0), Done: &d3})
+	_, err = h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{AddReactions: h.as(r("y", "alice")), Check: Limits(1, 0), Done: &d3})
 	assert.ErrorIs(t, err, messaging.ErrInvalid)
 	rec, _ = h.record(alice.ID, "k3")
 	assert.Equal(t, c3.Lock, rec.Lock)
@@ -366,7 +367,7 @@ func testGetKeyMissing(t *testing.T, h *harness) {
 
 // unclaimed returns the record a short keyed write stores: no claim was
 // made before it, and its lock is its own.
-func unclaimed(scope, key string, t time.Time, result any) messaging.IdempotencyRecord {
+func unclaimed(scope, key string, t time.Time, result any) driver.IdempotencyRecord {
 	return done(claim(scope, key, t), result)
 }
 
@@ -379,7 +380,7 @@ func testKeyedWriteUnclaimed(t *testing.T, h *harness) {
 	require.NoError(t, h.s.CreateMessageKeyed(h.ctx, newMessage("c", alice, at(3)), []string{a.ID}, nil, d))
 	text := "edited"
 	u := unclaimed(alice.ID, "update", at(4), nil)
-	got, err := h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{Text: &text, UpdatedAt: at(4), Done: &u})
+	got, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{Text: &text, UpdatedAt: at(4), Done: &u})
 	require.NoError(t, err)
 	b := newAttachment("c", alice.ID, at(5))
 	require.NoError(t, h.s.CreateAttachmentKeyed(h.ctx, b, nil, unclaimed(alice.ID, "upload", at(5), "uploaded")))
@@ -409,19 +410,19 @@ func testKeyedWriteOverDone(t *testing.T, h *harness) {
 	retry.Lock += "-retry"
 	m2 := newMessage("c", alice, at(4))
 	err := h.s.CreateMessageKeyed(h.ctx, m2, []string{a.ID}, nil, retry)
-	assert.ErrorIs(t, err, messaging.ErrKeyTaken)
+	assert.ErrorIs(t, err, driver.ErrKeyTaken)
 	h.assertNoMessage(m2.ID)
 	assert.Equal(t, a, h.getAttachment(a.ID), "not linked")
 	text := "changed"
-	_, err = h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{Text: &text, RevisionID: ids.NewAt(ids.Revision, at(4)), UpdatedAt: at(4), Done: &retry})
-	assert.ErrorIs(t, err, messaging.ErrKeyTaken)
+	_, err = h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{Text: &text, RevisionID: ids.NewAt(ids.Revision, at(4)), UpdatedAt: at(4), Done: &retry})
+	assert.ErrorIs(t, err, driver.ErrKeyTaken)
 	assertMessage(t, m, h.get(m.ID))
 	b := newAttachment("c", alice.ID, at(5))
-	assert.ErrorIs(t, h.s.CreateAttachmentKeyed(h.ctx, b, nil, retry), messaging.ErrKeyTaken)
+	assert.ErrorIs(t, h.s.CreateAttachmentKeyed(h.ctx, b, nil, retry), driver.ErrKeyTaken)
 	_, err = h.s.GetAttachment(h.ctx, b.ID)
 	assert.ErrorIs(t, err, messaging.ErrNotFound)
 	_, err = h.s.RenameAttachmentKeyed(h.ctx, a.ID, "x.txt", nil, retry)
-	assert.ErrorIs(t, err, messaging.ErrKeyTaken)
+	assert.ErrorIs(t, err, driver.ErrKeyTaken)
 	assert.Equal(t, a, h.getAttachment(a.ID))
 	rec, _ := h.record(alice.ID, "k")
 	assert.JSONEq(t, `"first"`, string(rec.Result), "the first record stays")
@@ -452,10 +453,10 @@ func testConcurrentKeyedWrites(t *testing.T, h *harness) {
 			won = i
 			continue
 		}
-		assert.ErrorIs(t, err, messaging.ErrKeyTaken, "call %d", i)
+		assert.ErrorIs(t, err, driver.ErrKeyTaken, "call %d", i)
 	}
 	require.NotEqual(t, -1, won, "one keyed write succeeds")
-	items, _, err := h.s.ListMessages(h.ctx, messaging.MessageQuery{ConversationIDs: []string{"race"}, Limit: 100})
+	items, _, err := h.s.ListMessages(h.ctx, driver.MessageQuery{ConversationIDs: []string{"race"}, Limit: 100})
 	require.NoError(t, err)
 	assert.Equal(t, []string{msgs[won].ID}, messageIDs(items), "only the winner's message is stored")
 	rec, _ := h.record(alice.ID, "race")

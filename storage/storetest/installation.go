@@ -8,10 +8,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
-// The optional interfaces attachments.Installation and
-// attachments.KeyLister; a store without one skips its tests.
+// The optional interfaces driver.Installation and
+// driver.KeyLister; a store without one skips its tests.
 var installationTests = []test{
 	{"installation_id_is_stable", testInstallationID},
 	{"epoch_advances", testEpoch},
@@ -19,9 +20,9 @@ var installationTests = []test{
 }
 
 func testInstallationID(t *testing.T, h *harness) {
-	inst, ok := h.s.(attachments.Installation)
+	inst, ok := h.s.(driver.Installation)
 	if !ok {
-		t.Skip("not an attachments.Installation")
+		t.Skip("not an driver.Installation")
 	}
 	id, err := inst.InstallationID(h.ctx)
 	require.NoError(t, err)
@@ -32,9 +33,9 @@ func testInstallationID(t *testing.T, h *harness) {
 }
 
 func testEpoch(t *testing.T, h *harness) {
-	inst, ok := h.s.(attachments.Installation)
+	inst, ok := h.s.(driver.Installation)
 	if !ok {
-		t.Skip("not an attachments.Installation")
+		t.Skip("not an driver.Installation")
 	}
 	e, err := inst.Epoch(h.ctx)
 	require.NoError(t, err)
@@ -57,9 +58,9 @@ func testEpoch(t *testing.T, h *harness) {
 }
 
 func testAttachmentKeys(t *testing.T, h *harness) {
-	kl, ok := h.s.(attachments.KeyLister)
+	kl, ok := h.s.(driver.KeyLister)
 	if !ok {
-		t.Skip("not an attachments.KeyLister")
+		t.Skip("not an driver.KeyLister")
 	}
 	keys, err := kl.AttachmentKeys(h.ctx, "", 10)
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 var linkTests = []test{
@@ -42,7 +43,7 @@ func (h *harness) assertNoMessage(id string) {
 	h.t.Helper()
 	_, err := h.s.GetMessage(h.ctx, id)
 	assert.ErrorIs(h.t, err, messaging.ErrNotFound, "the message must not be stored")
-	items, _, err := h.s.ListMessages(h.ctx, messaging.MessageQuery{All: true, Limit: 100})
+	items, _, err := h.s.ListMessages(h.ctx, driver.MessageQuery{All: true, Limit: 100})
 	require.NoError(h.t, err)
 	assert.NotContains(h.t, messageIDs(items), id)
 }
@@ -89,14 +90,14 @@ func testUpdateLinks(t *testing.T, h *harness) {
 	a2 := h.attachment("", alice, at(1))
 	m := h.message("c", alice, at(3))
 
-	got := h.update(m.ID, messaging.MessageChange{LinkAttachments: []string{a1.ID}, UpdatedAt: at(4)})
+	got := h.update(m.ID, driver.MessageChange{LinkAttachments: []string{a1.ID}, UpdatedAt: at(4)})
 	assert.Equal(t, []messaging.Attachment{linked(a1, m)}, got.Attachments)
 	assert.Equal(t, at(4), got.UpdatedAt)
 
-	got = h.update(m.ID, messaging.MessageChange{LinkAttachments: []string{a1.ID}})
+	got = h.update(m.ID, driver.MessageChange{LinkAttachments: []string{a1.ID}})
 	assert.Equal(t, []messaging.Attachment{linked(a1, m)}, got.Attachments, "relinking to the same message is fine and adds nothing")
 
-	got = h.update(m.ID, messaging.MessageChange{LinkAttachments: []string{a1.ID, a2.ID}})
+	got = h.update(m.ID, driver.MessageChange{LinkAttachments: []string{a1.ID, a2.ID}})
 	assert.Equal(t, []messaging.Attachment{linked(a2, m), linked(a1, m)}, got.Attachments, "oldest first")
 	assert.Equal(t, linked(a2, m), h.getAttachment(a2.ID))
 }
@@ -121,7 +122,7 @@ func testUpdateLinkErrors(t *testing.T, h *harness) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := h.s.UpdateMessage(h.ctx, m2.ID, messaging.MessageChange{
+			_, err := h.s.UpdateMessage(h.ctx, m2.ID, driver.MessageChange{
 				Text:            &text,
 				AddReactions:    h.as(r("👍", "alice")),
 				LinkAttachments: c.link,
@@ -145,18 +146,18 @@ func testMaxAttachments(t *testing.T, h *harness) {
 	m := h.message("c", alice, at(10), as[0].ID, as[1].ID)
 	before := h.get(m.ID)
 
-	_, err := h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{LinkAttachments: []string{as[2].ID, as[3].ID}, UpdatedAt: at(11), Check: Limits(0, 3)})
+	_, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{LinkAttachments: []string{as[2].ID, as[3].ID}, UpdatedAt: at(11), Check: Limits(0, 3)})
 	assert.ErrorIs(t, err, messaging.ErrInvalid, "four attachments with a limit of three")
 	assertMessage(t, before, h.get(m.ID), "nothing changed")
 	assert.Equal(t, as[2], h.getAttachment(as[2].ID), "not linked")
 
-	got := h.update(m.ID, messaging.MessageChange{LinkAttachments: []string{as[2].ID}, Check: Limits(0, 3)})
+	got := h.update(m.ID, driver.MessageChange{LinkAttachments: []string{as[2].ID}, Check: Limits(0, 3)})
 	assert.Len(t, got.Attachments, 3, "exactly the limit is allowed")
-	got = h.update(m.ID, messaging.MessageChange{LinkAttachments: []string{as[0].ID, as[2].ID}, Check: Limits(0, 3)})
+	got = h.update(m.ID, driver.MessageChange{LinkAttachments: []string{as[0].ID, as[2].ID}, Check: Limits(0, 3)})
 	assert.Len(t, got.Attachments, 3, "relinking at the limit counts nothing twice")
 
 	before = h.get(m.ID)
-	_, err = h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{LinkAttachments: []string{as[0].ID, as[4].ID}, Check: Limits(0, 3)})
+	_, err = h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{LinkAttachments: []string{as[0].ID, as[4].ID}, Check: Limits(0, 3)})
 	assert.ErrorIs(t, err, messaging.ErrInvalid, "a fourth attachment")
 	assertMessage(t, before, h.get(m.ID))
 	assert.Equal(t, as[4], h.getAttachment(as[4].ID), "not linked")

@@ -11,6 +11,7 @@ import (
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 var messageTests = []test{
@@ -54,7 +55,7 @@ func testMessageTimesUTC(t *testing.T, h *harness) {
 	readAt := at(6).Add(2 * time.Microsecond).In(zone)
 	updAt := at(7).Add(3 * time.Microsecond).In(time.FixedZone("UTC-3", -3*3600))
 	read := true
-	h.update(m.ID, messaging.MessageChange{Read: &read, ReadAt: readAt, UpdatedAt: updAt})
+	h.update(m.ID, driver.MessageChange{Read: &read, ReadAt: readAt, UpdatedAt: updAt})
 
 	got := h.get(m.ID)
 	assert.True(t, got.CreatedAt.Equal(m.CreatedAt), "CreatedAt %v, want %v", got.CreatedAt, m.CreatedAt)
@@ -64,7 +65,7 @@ func testMessageTimesUTC(t *testing.T, h *harness) {
 	assertUTC(t, got.ReadAt, "ReadAt")
 	assertUTC(t, got.UpdatedAt, "UpdatedAt")
 
-	items, _, err := h.s.ListMessages(h.ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
+	items, _, err := h.s.ListMessages(h.ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, items, 1)
 	assertMessage(t, got, items[0], "ListMessages returns the message as GetMessage does")
@@ -89,7 +90,7 @@ func testMessageContactNow(t *testing.T, h *harness) {
 
 	got := h.get(m.ID)
 	assert.Equal(t, changed, got.Contact, "GetMessage shows the contact as stored now")
-	items, _, err := h.s.ListMessages(h.ctx, messaging.MessageQuery{All: true, Limit: 10})
+	items, _, err := h.s.ListMessages(h.ctx, driver.MessageQuery{All: true, Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, items, 1)
 	assert.Equal(t, changed, items[0].Contact, "ListMessages shows the contact as stored now")
@@ -102,9 +103,9 @@ func testMessageNotFound(t *testing.T, h *harness) {
 	_, err := h.s.GetMessage(h.ctx, missing)
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "GetMessage")
 	text := "x"
-	_, err = h.s.UpdateMessage(h.ctx, missing, messaging.MessageChange{Text: &text})
+	_, err = h.s.UpdateMessage(h.ctx, missing, driver.MessageChange{Text: &text})
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "UpdateMessage")
-	_, err = h.s.UpdateMessage(h.ctx, missing, messaging.MessageChange{})
+	_, err = h.s.UpdateMessage(h.ctx, missing, driver.MessageChange{})
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "UpdateMessage with an empty change")
 	_, err = h.s.DeleteMessage(h.ctx, missing, nil)
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "DeleteMessage")
@@ -129,7 +130,7 @@ func testListOrder(t *testing.T, h *harness) {
 		m.ID = it.id
 		require.NoError(t, h.s.CreateMessage(h.ctx, m, nil, nil))
 	}
-	got, more, err := h.s.ListMessages(h.ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 100})
+	got, more, err := h.s.ListMessages(h.ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 100})
 	require.NoError(t, err)
 	assert.Equal(t, newestFirst(items), messageIDs(got), "newest first by CreatedAt, then by ID")
 	assert.False(t, more)
@@ -145,7 +146,7 @@ func testListFilters(t *testing.T, h *harness) {
 		byConv[conv] = append(byConv[conv], it)
 		all = append(all, it)
 	}
-	list := func(q messaging.MessageQuery) ([]string, bool) {
+	list := func(q driver.MessageQuery) ([]string, bool) {
 		t.Helper()
 		q.Limit = 100
 		got, more, err := h.s.ListMessages(h.ctx, q)
@@ -154,15 +155,15 @@ func testListFilters(t *testing.T, h *harness) {
 	}
 	cases := []struct {
 		name string
-		q    messaging.MessageQuery
+		q    driver.MessageQuery
 		want []item
 	}{
-		{"one_conversation", messaging.MessageQuery{ConversationIDs: []string{"a"}}, byConv["a"]},
-		{"two_conversations", messaging.MessageQuery{ConversationIDs: []string{"a", "c"}}, append(append([]item{}, byConv["a"]...), byConv["c"]...)},
-		{"all", messaging.MessageQuery{All: true}, all},
-		{"all_ignores_conversation_ids", messaging.MessageQuery{All: true, ConversationIDs: []string{"b"}}, all},
-		{"unknown_conversation", messaging.MessageQuery{ConversationIDs: []string{"zzz"}}, nil},
-		{"no_conversations_and_not_all", messaging.MessageQuery{}, nil},
+		{"one_conversation", driver.MessageQuery{ConversationIDs: []string{"a"}}, byConv["a"]},
+		{"two_conversations", driver.MessageQuery{ConversationIDs: []string{"a", "c"}}, append(append([]item{}, byConv["a"]...), byConv["c"]...)},
+		{"all", driver.MessageQuery{All: true}, all},
+		{"all_ignores_conversation_ids", driver.MessageQuery{All: true, ConversationIDs: []string{"b"}}, all},
+		{"unknown_conversation", driver.MessageQuery{ConversationIDs: []string{"zzz"}}, nil},
+		{"no_conversations_and_not_all", driver.MessageQuery{}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -173,11 +174,11 @@ func testListFilters(t *testing.T, h *harness) {
 	}
 	t.Run("paged_within_a_conversation", func(t *testing.T) {
 		want := newestFirst(byConv["a"])
-		got, more, err := h.s.ListMessages(h.ctx, messaging.MessageQuery{ConversationIDs: []string{"a"}, Limit: 2})
+		got, more, err := h.s.ListMessages(h.ctx, driver.MessageQuery{ConversationIDs: []string{"a"}, Limit: 2})
 		require.NoError(t, err)
 		assert.Equal(t, want[:2], messageIDs(got))
 		assert.True(t, more)
-		got, more, err = h.s.ListMessages(h.ctx, messaging.MessageQuery{ConversationIDs: []string{"a"}, Limit: 2, After: itemOf(byConv["a"], want[1]).cursor()})
+		got, more, err = h.s.ListMessages(h.ctx, driver.MessageQuery{ConversationIDs: []string{"a"}, Limit: 2, After: itemOf(byConv["a"], want[1]).cursor()})
 		require.NoError(t, err)
 		assert.Equal(t, want[2:], messageIDs(got))
 		assert.False(t, more)
@@ -191,11 +192,11 @@ func testListItemsFull(t *testing.T, h *harness) {
 	m1 := h.message("c", alice, at(2), a2.ID, a1.ID)
 	m2 := h.message("c", bob, at(3))
 	read := true
-	h.update(m1.ID, messaging.MessageChange{
+	h.update(m1.ID, driver.MessageChange{
 		AddReactions: h.as(r("👍", "bob", "alice")),
 		Read:         &read, ReadAt: at(4), UpdatedAt: at(5),
 	})
-	got, more, err := h.s.ListMessages(h.ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
+	got, more, err := h.s.ListMessages(h.ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
 	require.NoError(t, err)
 	assert.False(t, more)
 	require.Equal(t, []string{m2.ID, m1.ID}, messageIDs(got))
@@ -217,9 +218,9 @@ func testMessageCursors(t *testing.T, h *harness) {
 			h.message("noise", alice, it.at)
 		}
 	}
-	testCursors(t, items, func(t *testing.T, limit int, after, before *messaging.Cursor) ([]string, bool) {
+	testCursors(t, items, func(t *testing.T, limit int, after, before *driver.Cursor) ([]string, bool) {
 		t.Helper()
-		got, more, err := h.s.ListMessages(h.ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: limit, After: after, Before: before})
+		got, more, err := h.s.ListMessages(h.ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: limit, After: after, Before: before})
 		require.NoError(t, err)
 		for _, m := range got {
 			assert.Equal(t, "c", m.ConversationID)
@@ -243,15 +244,15 @@ func testMessageCursorsByID(t *testing.T, h *harness) {
 			noise = append(noise, h.message("noise", alice, it.at).ID)
 		}
 	}
-	byID := func(c *messaging.Cursor) string {
+	byID := func(c *driver.Cursor) string {
 		if c == nil {
 			return ""
 		}
 		return c.ID
 	}
-	testCursors(t, items, func(t *testing.T, limit int, after, before *messaging.Cursor) ([]string, bool) {
+	testCursors(t, items, func(t *testing.T, limit int, after, before *driver.Cursor) ([]string, bool) {
 		t.Helper()
-		got, more, err := h.s.ListMessages(h.ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: limit, AfterID: byID(after), BeforeID: byID(before)})
+		got, more, err := h.s.ListMessages(h.ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: limit, AfterID: byID(after), BeforeID: byID(before)})
 		require.NoError(t, err)
 		for _, m := range got {
 			assert.Equal(t, "c", m.ConversationID)
@@ -260,7 +261,7 @@ func testMessageCursorsByID(t *testing.T, h *harness) {
 	})
 	for name, id := range map[string]string{"another_conversation": noise[0], "missing": ids.New(ids.Message)} {
 		t.Run(name, func(t *testing.T) {
-			for _, q := range []messaging.MessageQuery{
+			for _, q := range []driver.MessageQuery{
 				{ConversationIDs: []string{"c"}, Limit: 5, AfterID: id},
 				{ConversationIDs: []string{"c"}, Limit: 5, BeforeID: id},
 			} {
@@ -283,9 +284,9 @@ func testAttachmentCursors(t *testing.T, h *harness) {
 			h.attachment("", bob, it.at)
 		}
 	}
-	testCursors(t, items, func(t *testing.T, limit int, after, before *messaging.Cursor) ([]string, bool) {
+	testCursors(t, items, func(t *testing.T, limit int, after, before *driver.Cursor) ([]string, bool) {
 		t.Helper()
-		got, more, err := h.s.ListAttachments(h.ctx, attachments.AttachmentQuery{ConversationIDs: []string{"c"}, Limit: limit, After: after, Before: before})
+		got, more, err := h.s.ListAttachments(h.ctx, driver.AttachmentQuery{ConversationIDs: []string{"c"}, Limit: limit, After: after, Before: before})
 		require.NoError(t, err)
 		for _, a := range got {
 			assert.Equal(t, "c", a.ConversationID)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 var reactionTests = []test{
@@ -64,10 +65,10 @@ func testReactionMerge(t *testing.T, h *harness) {
 	alice := h.contact("alice")
 	m := h.message("c", alice, at(1))
 
-	got := h.update(m.ID, messaging.MessageChange{AddReactions: h.as(r("👍", "alice"))})
+	got := h.update(m.ID, driver.MessageChange{AddReactions: h.as(r("👍", "alice"))})
 	assert.Equal(t, []messaging.Reaction{r("👍", "alice")}, got.Reactions)
 
-	got = h.update(m.ID, messaging.MessageChange{AddReactions: h.as(
+	got = h.update(m.ID, driver.MessageChange{AddReactions: h.as(
 		r("🎉", "bob"),
 		r("👍", "bob", "alice"),
 		r("🎉", "carol", "bob"),
@@ -88,8 +89,8 @@ func testReactionIdempotent(t *testing.T, h *harness) {
 	alice := h.contact("alice")
 	m := h.message("c", alice, at(1))
 	add := h.as(r("heart", "alice", "bob"), r("fire", "bob"))
-	first := h.update(m.ID, messaging.MessageChange{AddReactions: add})
-	again := h.update(m.ID, messaging.MessageChange{AddReactions: add})
+	first := h.update(m.ID, driver.MessageChange{AddReactions: add})
+	again := h.update(m.ID, driver.MessageChange{AddReactions: add})
 	assert.Equal(t, first.Reactions, again.Reactions)
 	assert.Equal(t, []messaging.Reaction{r("heart", "alice", "bob"), r("fire", "bob")}, again.Reactions)
 }
@@ -98,12 +99,12 @@ func testRemoveReaction(t *testing.T, h *harness) {
 	h.reactors("bob", "carol", "dave")
 	alice := h.contact("alice")
 	m := h.message("c", alice, at(1))
-	h.update(m.ID, messaging.MessageChange{AddReactions: h.as(r("👍", "alice", "bob"), r("🎉", "bob"), r("eyes", "carol"))})
+	h.update(m.ID, driver.MessageChange{AddReactions: h.as(r("👍", "alice", "bob"), r("🎉", "bob"), r("eyes", "carol"))})
 
 	remove := func(name, who string) messaging.Message {
 		t.Helper()
 		rm := h.as(r(name, who))[0]
-		return h.update(m.ID, messaging.MessageChange{RemoveReaction: &rm})
+		return h.update(m.ID, driver.MessageChange{RemoveReaction: &rm})
 	}
 	got := remove("👍", "bob")
 	assert.Equal(t, []messaging.Reaction{r("👍", "alice"), r("🎉", "bob"), r("eyes", "carol")}, got.Reactions)
@@ -116,12 +117,12 @@ func testRemoveReaction(t *testing.T, h *harness) {
 	got = remove("nope", "alice")
 	assert.Equal(t, []messaging.Reaction{r("👍", "alice"), r("eyes", "carol")}, got.Reactions, "removing an absent name changes nothing")
 
-	got = h.update(m.ID, messaging.MessageChange{AddReactions: h.as(r("🎉", "dave"), r("👍", "bob"))})
+	got = h.update(m.ID, driver.MessageChange{AddReactions: h.as(r("🎉", "dave"), r("👍", "bob"))})
 	assert.Equal(t, []messaging.Reaction{r("👍", "alice", "bob"), r("eyes", "carol"), r("🎉", "dave")}, got.Reactions,
 		"a name used again after it disappeared is new and comes last")
 
 	remove("👍", "alice")
-	got = h.update(m.ID, messaging.MessageChange{AddReactions: h.as(r("👍", "alice"))})
+	got = h.update(m.ID, driver.MessageChange{AddReactions: h.as(r("👍", "alice"))})
 	assert.Equal(t, []messaging.Reaction{r("👍", "bob", "alice"), r("eyes", "carol"), r("🎉", "dave")}, got.Reactions,
 		"a reactor who comes back comes after the others")
 
@@ -137,11 +138,11 @@ func testMaxReactionNames(t *testing.T, h *harness) {
 	h.reactors("x", "y")
 	alice := h.contact("alice")
 	m := h.message("c", alice, at(1))
-	h.update(m.ID, messaging.MessageChange{AddReactions: h.as(r("a", "x"), r("b", "x"))})
+	h.update(m.ID, driver.MessageChange{AddReactions: h.as(r("a", "x"), r("b", "x"))})
 	before := h.get(m.ID)
 
 	text := "changed"
-	_, err := h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{
+	_, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{
 		Text:         &text,
 		AddReactions: h.as(r("c", "x"), r("d", "x")),
 		UpdatedAt:    at(9),
@@ -150,17 +151,17 @@ func testMaxReactionNames(t *testing.T, h *harness) {
 	assert.ErrorIs(t, err, messaging.ErrInvalid, "four names with a limit of three")
 	assertMessage(t, before, h.get(m.ID), "a change that fails on a limit changes nothing")
 
-	got := h.update(m.ID, messaging.MessageChange{AddReactions: h.as(r("c", "x")), Check: Limits(3, 0)})
+	got := h.update(m.ID, driver.MessageChange{AddReactions: h.as(r("c", "x")), Check: Limits(3, 0)})
 	assert.Equal(t, []messaging.Reaction{r("a", "x"), r("b", "x"), r("c", "x")}, got.Reactions, "exactly the limit is allowed")
 
-	got = h.update(m.ID, messaging.MessageChange{AddReactions: h.as(r("a", "y"), r("c", "y")), Check: Limits(3, 0)})
+	got = h.update(m.ID, driver.MessageChange{AddReactions: h.as(r("a", "y"), r("c", "y")), Check: Limits(3, 0)})
 	assert.Equal(t, []messaging.Reaction{r("a", "x", "y"), r("b", "x"), r("c", "x", "y")}, got.Reactions, "reactors join existing names at the limit")
 
 	before = h.get(m.ID)
-	_, err = h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{AddReactions: h.as(r("b", "y"), r("d", "y")), Check: Limits(3, 0)})
+	_, err = h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{AddReactions: h.as(r("b", "y"), r("d", "y")), Check: Limits(3, 0)})
 	assert.ErrorIs(t, err, messaging.ErrInvalid, "a fourth name")
 	assertMessage(t, before, h.get(m.ID), "nothing of the failed change is applied, not even the reactor of an existing name")
 
-	got = h.update(m.ID, messaging.MessageChange{AddReactions: h.as(r("d", "y"))})
+	got = h.update(m.ID, driver.MessageChange{AddReactions: h.as(r("d", "y"))})
 	require.Len(t, got.Reactions, 4, "without a Check, no limit")
 }

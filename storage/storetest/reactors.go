@@ -11,6 +11,7 @@ import (
 
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 var reactorTests = []test{
@@ -38,7 +39,7 @@ func (h *harness) contacts(prefix string, n int) (cids, names []string) {
 func (h *harness) reactAll(msgID, name string, cids []string) {
 	h.t.Helper()
 	for i, id := range cids {
-		_, err := h.s.UpdateMessage(h.ctx, msgID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: name, Reactors: []string{id}}}, ReactedAt: at(i)})
+		_, err := h.s.UpdateMessage(h.ctx, msgID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: name, Reactors: []string{id}}}, ReactedAt: at(i)})
 		require.NoError(h.t, err)
 	}
 }
@@ -47,7 +48,7 @@ func (h *harness) reactAll(msgID, name string, cids []string) {
 func (h *harness) allReactors(msgID, name string) []messaging.Reactor {
 	h.t.Helper()
 	var out []messaging.Reactor
-	q := messaging.ReactorQuery{MessageID: msgID, Name: name, Limit: 7}
+	q := driver.ReactorQuery{MessageID: msgID, Name: name, Limit: 7}
 	for {
 		page, more, err := h.s.ListReactors(h.ctx, q)
 		require.NoError(h.t, err)
@@ -79,7 +80,7 @@ func testEmbeddedReactors(t *testing.T, h *harness) {
 	m := h.message("c", alice, at(1))
 	cids, names := h.contacts("u", max+30)
 	h.reactAll(m.ID, "a", cids)
-	h.update(m.ID, messaging.MessageChange{AddReactions: h.as(r("b", "alice"))})
+	h.update(m.ID, driver.MessageChange{AddReactions: h.as(r("b", "alice"))})
 
 	check := func(want []string, count int, msgAndArgs ...any) {
 		t.Helper()
@@ -88,7 +89,7 @@ func testEmbeddedReactors(t *testing.T, h *harness) {
 		require.Len(t, got.Reactions, 2, msgAndArgs...)
 		assert.Equal(t, messaging.Reaction{Name: "a", Reactors: want, Count: count}, got.Reactions[0], msgAndArgs...)
 		assert.Equal(t, r("b", "alice"), got.Reactions[1])
-		items, _, err := h.s.ListMessages(h.ctx, messaging.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
+		items, _, err := h.s.ListMessages(h.ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
 		require.NoError(t, err)
 		require.Len(t, items, 1)
 		assertMessage(t, got, items[0], "a list shows the message as GetMessage does")
@@ -97,7 +98,7 @@ func testEmbeddedReactors(t *testing.T, h *harness) {
 
 	remove := func(i int) {
 		t.Helper()
-		h.update(m.ID, messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "a", Reactors: []string{cids[i]}}})
+		h.update(m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "a", Reactors: []string{cids[i]}}})
 	}
 	left := slices.Clone(names)
 	drop := func(i int) {
@@ -115,7 +116,7 @@ func testEmbeddedReactors(t *testing.T, h *harness) {
 		drop(i)
 	}
 	check(left, max-4, "fewer than 100: every reactor")
-	h.update(m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "a", Reactors: []string{cids[10], cids[0]}}}})
+	h.update(m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "a", Reactors: []string{cids[10], cids[0]}}}})
 	left = append(left, names[10], names[0])
 	check(left, max-2, "reactors who come back come last")
 	h.reactAll(m.ID, "a", cids[30:40])
@@ -130,7 +131,7 @@ func testListReactors(t *testing.T, h *harness) {
 	cids, names := h.contacts("v", 12)
 	h.reactAll(m.ID, "👍", cids)
 
-	page, more, err := h.s.ListReactors(h.ctx, messaging.ReactorQuery{MessageID: m.ID, Name: "👍", Limit: 5})
+	page, more, err := h.s.ListReactors(h.ctx, driver.ReactorQuery{MessageID: m.ID, Name: "👍", Limit: 5})
 	require.NoError(t, err)
 	assert.True(t, more)
 	assert.Equal(t, names[:5], usernames(page))
@@ -139,38 +140,38 @@ func testListReactors(t *testing.T, h *harness) {
 		assert.Equal(t, at(i), r.ReactedAt, "reacted at the change's ReactedAt")
 		assertUTC(t, r.ReactedAt, "ReactedAt")
 	}
-	page, more, err = h.s.ListReactors(h.ctx, messaging.ReactorQuery{MessageID: m.ID, Name: "👍", Limit: 5, After: cids[9]})
+	page, more, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{MessageID: m.ID, Name: "👍", Limit: 5, After: cids[9]})
 	require.NoError(t, err)
 	assert.False(t, more)
 	assert.Equal(t, names[10:], usernames(page))
-	page, more, err = h.s.ListReactors(h.ctx, messaging.ReactorQuery{MessageID: m.ID, Name: "👍", Limit: 3, Before: cids[5]})
+	page, more, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{MessageID: m.ID, Name: "👍", Limit: 3, Before: cids[5]})
 	require.NoError(t, err)
 	assert.True(t, more)
 	assert.Equal(t, names[2:5], usernames(page), "Before: those just before, still in order")
-	page, more, err = h.s.ListReactors(h.ctx, messaging.ReactorQuery{MessageID: m.ID, Name: "👍", Limit: 3, Before: cids[3]})
+	page, more, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{MessageID: m.ID, Name: "👍", Limit: 3, Before: cids[3]})
 	require.NoError(t, err)
 	assert.False(t, more)
 	assert.Equal(t, names[:3], usernames(page))
-	page, more, err = h.s.ListReactors(h.ctx, messaging.ReactorQuery{MessageID: m.ID, Name: "👍", Limit: 3, After: cids[11]})
+	page, more, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{MessageID: m.ID, Name: "👍", Limit: 3, After: cids[11]})
 	require.NoError(t, err)
 	assert.False(t, more)
 	assert.Empty(t, page)
 
-	_, _, err = h.s.ListReactors(h.ctx, messaging.ReactorQuery{MessageID: m.ID, Name: "👍", Limit: 3, After: alice.ID})
+	_, _, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{MessageID: m.ID, Name: "👍", Limit: 3, After: alice.ID})
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "a cursor that is not a reactor")
-	_, _, err = h.s.ListReactors(h.ctx, messaging.ReactorQuery{MessageID: m.ID, Name: "other", Limit: 3, Before: cids[0]})
+	_, _, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{MessageID: m.ID, Name: "other", Limit: 3, Before: cids[0]})
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "a cursor that is a reactor of another name")
-	page, more, err = h.s.ListReactors(h.ctx, messaging.ReactorQuery{MessageID: m.ID, Name: "other", Limit: 3})
+	page, more, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{MessageID: m.ID, Name: "other", Limit: 3})
 	require.NoError(t, err)
 	assert.False(t, more)
 	assert.Empty(t, page, "a name nobody used")
-	page, _, err = h.s.ListReactors(h.ctx, messaging.ReactorQuery{MessageID: ids.NewAt(ids.Message, base), Name: "👍", Limit: 3})
+	page, _, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{MessageID: ids.NewAt(ids.Message, base), Name: "👍", Limit: 3})
 	require.NoError(t, err)
 	assert.Empty(t, page, "a message that does not exist")
 
 	renamed := messaging.Contact{ID: cids[1], Username: "renamed", CreatedAt: base}
 	require.NoError(t, h.s.PutContact(h.ctx, renamed))
-	page, _, err = h.s.ListReactors(h.ctx, messaging.ReactorQuery{MessageID: m.ID, Name: "👍", Limit: 3})
+	page, _, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{MessageID: m.ID, Name: "👍", Limit: 3})
 	require.NoError(t, err)
 	assert.Equal(t, []string{names[0], "renamed", names[2]}, usernames(page), "usernames as stored now")
 	assert.Equal(t, []string{names[0], "renamed", names[2]}, h.get(m.ID).Reactions[0].Reactors[:3])
@@ -181,48 +182,48 @@ func testListReactors(t *testing.T, h *harness) {
 func testReactorNames(t *testing.T, h *harness) {
 	alice := h.contact("alice")
 	m := h.message("c", alice, at(1))
-	var before, after messaging.MessageCounts
-	spy := func(b, a messaging.MessageCounts) error {
+	var before, after driver.MessageCounts
+	spy := func(b, a driver.MessageCounts) error {
 		before, after = b, a
 		return nil
 	}
-	h.update(m.ID, messaging.MessageChange{AddReactions: h.as(r("a", "alice"), r("b", "alice", "bob")), Check: spy})
+	h.update(m.ID, driver.MessageChange{AddReactions: h.as(r("a", "alice"), r("b", "alice", "bob")), Check: spy})
 	assert.Equal(t, 0, before.ReactorNames)
 	assert.Equal(t, 2, after.ReactorNames, "alice has a and b")
 	assert.Equal(t, 2, after.ReactionNames)
 
-	h.update(m.ID, messaging.MessageChange{AddReactions: h.as(r("b", "bob"), r("c", "bob")), Check: spy})
+	h.update(m.ID, driver.MessageChange{AddReactions: h.as(r("b", "bob"), r("c", "bob")), Check: spy})
 	assert.Equal(t, 1, before.ReactorNames, "bob had b")
 	assert.Equal(t, 2, after.ReactorNames, "bob has b and c")
 	assert.Equal(t, 2, before.ReactionNames)
 	assert.Equal(t, 3, after.ReactionNames)
 
-	h.update(m.ID, messaging.MessageChange{AddReactions: h.as(r("a", "alice")), Check: spy})
+	h.update(m.ID, driver.MessageChange{AddReactions: h.as(r("a", "alice")), Check: spy})
 	assert.Equal(t, 2, before.ReactorNames)
 	assert.Equal(t, 2, after.ReactorNames, "a reaction already there adds no name")
 
-	refuse := func(b, a messaging.MessageCounts) error {
+	refuse := func(b, a driver.MessageCounts) error {
 		if a.ReactorNames > 2 && a.ReactorNames > b.ReactorNames {
 			return messaging.ErrInvalid
 		}
 		return nil
 	}
 	was := h.get(m.ID)
-	_, err := h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{AddReactions: h.as(r("d", "alice")), Check: refuse})
+	_, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{AddReactions: h.as(r("d", "alice")), Check: refuse})
 	assert.ErrorIs(t, err, messaging.ErrInvalid)
 	assertMessage(t, was, h.get(m.ID), "a refused change changes nothing")
-	h.update(m.ID, messaging.MessageChange{RemoveReaction: &h.as(r("a", "alice"))[0]})
-	h.update(m.ID, messaging.MessageChange{AddReactions: h.as(r("d", "alice")), Check: refuse})
+	h.update(m.ID, driver.MessageChange{RemoveReaction: &h.as(r("a", "alice"))[0]})
+	h.update(m.ID, driver.MessageChange{AddReactions: h.as(r("d", "alice")), Check: refuse})
 	assert.Equal(t, []messaging.Reaction{r("b", "alice", "bob"), r("c", "bob"), r("d", "alice")}, h.get(m.ID).Reactions)
 }
 
 func testLookupMessage(t *testing.T, h *harness) {
 	alice := h.contact("alice")
 	m := h.message("conv", alice, at(3))
-	h.update(m.ID, messaging.MessageChange{AddReactions: h.as(r("a", "bob"))})
+	h.update(m.ID, driver.MessageChange{AddReactions: h.as(r("a", "bob"))})
 	got, err := h.s.LookupMessage(h.ctx, m.ID)
 	require.NoError(t, err)
-	assert.Equal(t, messaging.MessageRef{ID: m.ID, ConversationID: "conv", SenderID: alice.ID, CreatedAt: at(3)}, got)
+	assert.Equal(t, driver.MessageRef{ID: m.ID, ConversationID: "conv", SenderID: alice.ID, CreatedAt: at(3)}, got)
 	assertUTC(t, got.CreatedAt, "CreatedAt")
 	_, err = h.s.LookupMessage(h.ctx, ids.NewAt(ids.Message, base))
 	assert.ErrorIs(t, err, messaging.ErrNotFound)
@@ -242,13 +243,13 @@ func testConcurrentReactorChurn(t *testing.T, h *harness) {
 	var wg sync.WaitGroup
 	for i := range churn {
 		wg.Go(func() {
-			_, err := h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{RemoveReaction: &messaging.Reaction{Name: "a", Reactors: []string{cids[i*5]}}})
+			_, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "a", Reactors: []string{cids[i*5]}}})
 			mu.Lock()
 			errs = append(errs, err)
 			mu.Unlock()
 		})
 		wg.Go(func() {
-			_, err := h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{AddReactions: []messaging.Reaction{{Name: "a", Reactors: []string{cids[start+i]}}}})
+			_, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "a", Reactors: []string{cids[start+i]}}}})
 			mu.Lock()
 			errs = append(errs, err)
 			mu.Unlock()

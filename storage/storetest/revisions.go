@@ -9,9 +9,10 @@ import (
 
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
-// revisionTests check messaging.RevisionRepository and the revisions that
+// revisionTests check driver.RevisionStore and the revisions that
 // UpdateMessage keeps and DeleteMessage removes.
 var revisionTests = []test{
 	{"edit_keeps_the_replaced_text", testRevisionKept},
@@ -28,14 +29,14 @@ var revisionTests = []test{
 func (h *harness) edit(id, text string, t time.Time) string {
 	h.t.Helper()
 	rev := ids.NewAt(ids.Revision, t)
-	h.update(id, messaging.MessageChange{Text: &text, RevisionID: rev, UpdatedAt: t})
+	h.update(id, driver.MessageChange{Text: &text, RevisionID: rev, UpdatedAt: t})
 	return rev
 }
 
 // revisions returns the whole list of the message's revisions, newest first.
 func (h *harness) revisions(id string) []messaging.Revision {
 	h.t.Helper()
-	items, more, err := h.s.ListRevisions(h.ctx, messaging.RevisionQuery{MessageID: id, Limit: 1000})
+	items, more, err := h.s.ListRevisions(h.ctx, driver.RevisionQuery{MessageID: id, Limit: 1000})
 	require.NoError(h.t, err, "ListRevisions")
 	assert.False(h.t, more)
 	return items
@@ -76,10 +77,10 @@ func testRevisionNone(t *testing.T, h *harness) {
 	alice := h.contact("alice")
 	m := h.message("c", alice, at(1))
 	same := m.Text
-	h.update(m.ID, messaging.MessageChange{Text: &same, RevisionID: ids.NewAt(ids.Revision, at(2)), UpdatedAt: at(2)})
+	h.update(m.ID, driver.MessageChange{Text: &same, RevisionID: ids.NewAt(ids.Revision, at(2)), UpdatedAt: at(2)})
 	other := "other"
-	h.update(m.ID, messaging.MessageChange{Text: &other, UpdatedAt: at(3)})
-	h.update(m.ID, messaging.MessageChange{AddReactions: h.as(r("x", "alice")), UpdatedAt: at(4)})
+	h.update(m.ID, driver.MessageChange{Text: &other, UpdatedAt: at(3)})
+	h.update(m.ID, driver.MessageChange{AddReactions: h.as(r("x", "alice")), UpdatedAt: at(4)})
 	assert.Empty(t, h.revisions(m.ID), "an edit to the same text, or without RevisionID, keeps none")
 }
 
@@ -102,25 +103,25 @@ func testRevisionCursors(t *testing.T, h *harness) {
 	for _, rv := range all {
 		assert.Equal(t, texts[rv.ID], rv.Text, "each revision keeps the text its edit replaced")
 	}
-	cur := func(i int) *messaging.Cursor { return &messaging.Cursor{Time: all[i].CreatedAt, ID: all[i].ID} }
+	cur := func(i int) *driver.Cursor { return &driver.Cursor{Time: all[i].CreatedAt, ID: all[i].ID} }
 
-	page, more, err := h.s.ListRevisions(h.ctx, messaging.RevisionQuery{MessageID: m.ID, Limit: 5})
+	page, more, err := h.s.ListRevisions(h.ctx, driver.RevisionQuery{MessageID: m.ID, Limit: 5})
 	require.NoError(t, err)
 	assert.Equal(t, want[:5], revisionIDs(page))
 	assert.True(t, more)
-	page, more, err = h.s.ListRevisions(h.ctx, messaging.RevisionQuery{MessageID: m.ID, Limit: 5, After: cur(4)})
+	page, more, err = h.s.ListRevisions(h.ctx, driver.RevisionQuery{MessageID: m.ID, Limit: 5, After: cur(4)})
 	require.NoError(t, err)
 	assert.Equal(t, want[5:10], revisionIDs(page))
 	assert.True(t, more)
-	page, more, err = h.s.ListRevisions(h.ctx, messaging.RevisionQuery{MessageID: m.ID, Limit: 5, After: cur(9)})
+	page, more, err = h.s.ListRevisions(h.ctx, driver.RevisionQuery{MessageID: m.ID, Limit: 5, After: cur(9)})
 	require.NoError(t, err)
 	assert.Equal(t, want[10:], revisionIDs(page))
 	assert.False(t, more)
-	page, more, err = h.s.ListRevisions(h.ctx, messaging.RevisionQuery{MessageID: m.ID, Limit: 4, Before: cur(10)})
+	page, more, err = h.s.ListRevisions(h.ctx, driver.RevisionQuery{MessageID: m.ID, Limit: 4, Before: cur(10)})
 	require.NoError(t, err)
 	assert.Equal(t, want[6:10], revisionIDs(page), "Before: the items just newer, still newest first")
 	assert.True(t, more)
-	page, more, err = h.s.ListRevisions(h.ctx, messaging.RevisionQuery{MessageID: m.ID, Limit: 4, Before: cur(2)})
+	page, more, err = h.s.ListRevisions(h.ctx, driver.RevisionQuery{MessageID: m.ID, Limit: 4, Before: cur(2)})
 	require.NoError(t, err)
 	assert.Equal(t, want[:2], revisionIDs(page))
 	assert.False(t, more)
@@ -141,7 +142,7 @@ func testRevisionFailedEdit(t *testing.T, h *harness) {
 	alice := h.contact("alice")
 	m := h.message("c", alice, at(1))
 	text := "never"
-	_, err := h.s.UpdateMessage(h.ctx, m.ID, messaging.MessageChange{Text: &text, RevisionID: ids.NewAt(ids.Revision, at(2)), UpdatedAt: at(2),
+	_, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{Text: &text, RevisionID: ids.NewAt(ids.Revision, at(2)), UpdatedAt: at(2),
 		AddReactions: h.as(r("a", "alice"), r("b", "alice")), Check: Limits(1, 0)})
 	assert.ErrorIs(t, err, messaging.ErrInvalid)
 	assert.Equal(t, m.Text, h.get(m.ID).Text)

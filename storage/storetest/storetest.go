@@ -15,17 +15,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/attachments"
-	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // Store is what a backend implements: both repositories, and the outbox
 // their writes fill, over the same storage.
 type Store interface {
-	messaging.Repository
-	attachments.Repository
-	events.Repository
+	driver.MessageStore
+	driver.AttachmentStore
+	driver.EventStore
 }
 
 // RunConformanceTests runs the repository contract against stores made by
@@ -171,7 +171,7 @@ func (h *harness) getAttachment(id string) messaging.Attachment {
 
 // update applies ch, which must succeed, and checks that it returned the
 // message as GetMessage does after it.
-func (h *harness) update(id string, ch messaging.MessageChange) messaging.Message {
+func (h *harness) update(id string, ch driver.MessageChange) messaging.Message {
 	h.t.Helper()
 	m, err := h.s.UpdateMessage(h.ctx, id, ch)
 	require.NoError(h.t, err, "UpdateMessage %s", id)
@@ -232,8 +232,8 @@ type item struct {
 	at time.Time
 }
 
-func (it item) cursor() *messaging.Cursor {
-	return &messaging.Cursor{Time: it.at, ID: it.id}
+func (it item) cursor() *driver.Cursor {
+	return &driver.Cursor{Time: it.at, ID: it.id}
 }
 
 // newestFirst returns the ids of items sorted by (at, id) descending.
@@ -307,8 +307,8 @@ func itoa(i int) string { return strconv.Itoa(i) }
 // counts, for tests that drive a Repository directly: a change may not take
 // a message beyond names distinct reactions or atts attachments (0: no
 // limit), unless it adds none. Its error matches messaging.ErrInvalid.
-func Limits(names, atts int) func(before, after messaging.MessageCounts) error {
-	return func(before, after messaging.MessageCounts) error {
+func Limits(names, atts int) func(before, after driver.MessageCounts) error {
+	return func(before, after driver.MessageCounts) error {
 		if names > 0 && after.ReactionNames > names && after.ReactionNames > before.ReactionNames {
 			return fmt.Errorf("more than %d reaction names: %w", names, messaging.ErrInvalid)
 		}

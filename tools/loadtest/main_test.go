@@ -23,6 +23,7 @@ import (
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/httpadapter"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/memstore"
 	"github.com/parleychat/parley/storage/sqlstore"
 )
@@ -520,7 +521,7 @@ func TestSeed(t *testing.T) {
 	c, err := s.ContactByUsername(ctx, "alice")
 	require.NoError(t, err)
 	var all []messaging.Message
-	q := messaging.MessageQuery{ConversationIDs: []string{"conv_seed"}, Limit: 100}
+	q := driver.MessageQuery{ConversationIDs: []string{"conv_seed"}, Limit: 100}
 	for {
 		page, more, err := s.ListMessages(ctx, q)
 		require.NoError(t, err)
@@ -528,7 +529,7 @@ func TestSeed(t *testing.T) {
 		if !more {
 			break
 		}
-		q.After = &messaging.Cursor{Time: page[len(page)-1].CreatedAt, ID: page[len(page)-1].ID}
+		q.After = &driver.Cursor{Time: page[len(page)-1].CreatedAt, ID: page[len(page)-1].ID}
 	}
 	require.Len(t, all, 4000)
 	// The second seed is newer; within each, the last message is the newest.

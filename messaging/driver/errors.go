@@ -1,7 +1,8 @@
-package messaging
+package driver
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -70,11 +71,11 @@ const (
 // fault, if any. Use errors.As to read it, and KindOf (or errors.Is with a
 // kind) to classify it:
 //
-//	var e *messaging.Error
+//	var e *driver.Error
 //	if errors.As(err, &e) && e.Param != "" {
 //		fmt.Println(e.Param, e.Message) // conversation_id conversation_id may hold only letters, …
 //	}
-//	if errors.Is(err, messaging.ErrNotFound) { … }
+//	if errors.Is(err, driver.ErrNotFound) { … }
 type Error struct {
 	// Kind is what the error is; it decides the HTTP status. The zero kind
 	// means an internal error, whose Message reads "internal error".
@@ -170,3 +171,19 @@ func (e *Error) As(target any) bool {
 	}
 	return false
 }
+
+// Codes of the API's error object for idempotency keys (Error.Code).
+const (
+	// CodeKeyReused refines ErrInvalid: the key was first used with other
+	// arguments (the HTTP API answers it with type idempotency_error).
+	CodeKeyReused = "idempotency_key_reused"
+	// CodeKeyInUse refines ErrConflict: a call with the key is still under
+	// way; retry later.
+	CodeKeyInUse = "idempotency_key_in_use"
+)
+
+// ErrKeyTaken is the error of a keyed write whose key another call holds or
+// has answered (see IdempotencyStore): a backend returns it, bare or
+// wrapped with fmt.Errorf's %w, having changed nothing. It matches
+// ErrConflict.
+var ErrKeyTaken = fmt.Errorf("idempotency key held or answered by another call: %w", ErrConflict)

@@ -1,4 +1,4 @@
-package messaging
+package driver
 
 import "time"
 
@@ -108,5 +108,52 @@ type Attachment struct {
 	// never from user input, and is not shown to clients.
 	Key string
 	// CreatedAt is when the upload finished.
+	CreatedAt time.Time
+}
+
+// Conversation is a conversation as one caller sees it. A conversation
+// exists from its first message or filed attachment; its ID is the
+// conversation id the clients chose.
+type Conversation struct {
+	// ID is the conversation id.
+	ID string
+	// CreatedAt is when the conversation's first message or filed
+	// attachment was stored.
+	CreatedAt time.Time
+	// UpdatedAt is the time of the newest message, or CreatedAt while it
+	// has none.
+	UpdatedAt time.Time
+	// MessageCount is the number of messages.
+	MessageCount int64
+	// LastMessage is the newest message; nil while there is none.
+	LastMessage *Message
+	// UnreadCount is the caller's own: the messages newer than the
+	// caller's read position that others sent.
+	UnreadCount int64
+	// LastReadMessageID is the message the caller has read through; ""
+	// while it has read none. It may name a message deleted since.
+	LastReadMessageID string
+}
+
+// Member is a contact's membership of a conversation.
+type Member struct {
+	// ConversationID is the conversation.
+	ConversationID string
+	// ContactID is the member.
+	ContactID string
+	// JoinedAt is when the contact was added.
+	JoinedAt time.Time
+}
+
+// Revision is an earlier text of an edited message: every edit that
+// changes a message's text keeps the text it replaced as a Revision.
+type Revision struct {
+	// ID is made by the server ("rev_…").
+	ID string
+	// MessageID is the edited message.
+	MessageID string
+	// Text is the text the edit replaced.
+	Text string
+	// CreatedAt is when the edit replaced it.
 	CreatedAt time.Time
 }

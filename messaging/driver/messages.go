@@ -1,13 +1,9 @@
-package messaging
+package driver
 
 import (
 	"context"
 	"time"
 )
-
-// This file holds the contract of a storage backend: what a Repository
-// implements and the values it is handed. Applications never need these;
-// they call the Service.
 
 // Cursor is a position in a list, for backends: the (Time, ID) of an item.
 // Lists are ordered by Time, then ID, both descending.
@@ -82,7 +78,7 @@ type MemberQuery struct {
 	Limit int
 }
 
-// MessageChange is what Repository.UpdateMessage applies to a message, all
+// MessageChange is what MessageStore.UpdateMessage applies to a message, all
 // at once or not at all. Nil and empty fields change nothing. The Service
 // has checked every argument; the rules that depend on the stored message
 // come as Check.
@@ -133,7 +129,7 @@ type MessageChange struct {
 	Record Recorder
 	// Done, when not nil, is the idempotency record the change answers: the
 	// repository stores it in the change's transaction (see
-	// IdempotencyRepository, Keyed writes), its Result the message
+	// IdempotencyStore, Keyed writes), its Result the message
 	// UpdateMessage returns unless set.
 	Done *IdempotencyRecord
 }
@@ -177,9 +173,9 @@ type ReactorQuery struct {
 	After, Before string
 }
 
-// Repository stores messages, contacts and reactions, and links attachment
+// MessageStore stores messages, contacts and reactions, and links attachment
 // rows to messages: it is what a storage backend implements for the
-// Service. A backend implements it together with attachments.Repository
+// Service. A backend implements it together with AttachmentStore
 // over the same storage, so that a message and its attachment links commit
 // together. Implementations must be safe for concurrent use; merges
 // (reactions, links) must not lose writes under concurrent callers. The
@@ -194,14 +190,14 @@ type ReactorQuery struct {
 // (in MessageChange for UpdateMessage): the repository calls it inside the
 // write's transaction with what changed, and stores the events it returns
 // in the same transaction, as the outbox that package events reads
-// (events.Repository). An event is stored if and only if its change
+// (EventStore). An event is stored if and only if its change
 // commits. Each method says what it reports in the Change; a call that
 // fails calls no Recorder, or stores nothing of what it returned.
 //
 // Times are stored with at least microsecond precision and returned in UTC.
-type Repository interface {
-	IdempotencyRepository
-	RevisionRepository
+type MessageStore interface {
+	IdempotencyStore
+	RevisionStore
 
 	// PutContact inserts the contact, or updates every field of the contact
 	// with the same ID. If another contact has the same Username, it must
@@ -267,18 +263,18 @@ type Repository interface {
 
 	// DeleteMessage removes the message, its reactions, its revisions and
 	// its attachment rows, and records the attachments' keys as pending
-	// deletions (see attachments.Repository), in one transaction. It returns the removed
+	// deletions (see AttachmentStore), in one transaction. It returns the removed
 	// attachments, or an error matching ErrNotFound. rec's Change.Message
 	// holds the deleted message's ID, ConversationID and Contact.ID, and
 	// Change.Removed its removed attachments, oldest first.
 	DeleteMessage(ctx context.Context, id string, rec Recorder) ([]Attachment, error)
 
 	// GetAttachment returns the attachment row, or an error matching
-	// ErrNotFound (the same method as attachments.Repository's).
+	// ErrNotFound (the same method as AttachmentStore's).
 	GetAttachment(ctx context.Context, id string) (Attachment, error)
 
 	// Conversations. A conversation is stored from its first message (or
-	// filed attachment: see attachments.Repository.CreateAttachment). Its
+	// filed attachment: see AttachmentStore.CreateAttachment). Its
 	// counters are kept by the writes that change them, in their
 	// transactions: CreateMessage and DeleteMessage keep MessageCount,
 	// UpdatedAt and LastMessage, and every contact's unread count, exact
@@ -317,4 +313,114 @@ type Repository interface {
 	// ListMembers returns up to q.Limit members as q selects them, by id
 	// ascending, and whether more follow.
 	ListMembers(ctx context.Context, q MemberQuery) (items []Member, hasMore bool, err error)
+}
+
+// IdempotencyRecord is what a backend keeps of a write that answers an
+// idempotency key, for backends.
+//
+// A record is done (Lock "", Result set) when it is stored by the write it
+// answers, in the write's transaction. A long write (an upload) first
+// claims its key (ClaimIdempotencyKey: a record with Lock set and no
+// Result), so that a retry on any instance sees it under way, and then
+// completes the claim in its transaction, or releases it
+// (ReleaseIdempotencyKey) when it fails.
+type IdempotencyRecord struct {
+	// Scope is the id of the caller whose key it is: keys of different
+	// callers never collide.
+	Scope string
+	// Key is the caller's key, 1 to 255 characters.
+	Key string
+	// Fingerprint identifies the write and its arguments (a hex SHA-256).
+	Fingerprint string
+	// Lock is the random token of the call that holds the record while its
+	// write is under way; "" once the write is done.
+	Lock string
+	// Result is the kept result of a done write: JSON (encoding/json) of
+	// the Message or Attachment the write returned.
+	Result []byte
+	// CreatedAt is when the call that wrote the record began.
+	CreatedAt time.Time
+	// ExpiresAt is when the record may be forgotten.
+	ExpiresAt time.Time
+}
+
+// IdempotencyStore keeps the records of idempotency keys, in the same
+// storage as the data they answer; it is part of MessageStore.
+//
+// # Keyed writes
+//
+// A keyed write is a repository write handed done, the record of the key it
+// answers, as it is to be kept: CreateMessageKeyed, UpdateMessage with
+// MessageChange.Done, and AttachmentStore's CreateAttachmentKeyed
+// and RenameAttachmentKeyed. In the transaction of the write, the backend
+// stores done with Lock "" and, when done.Result is nil, Result the JSON
+// (encoding/json) of the value the write returns, in place of: no record of
+// (done.Scope, done.Key); a record that expired (ExpiresAt not after
+// done.CreatedAt); or the claim of done.Lock. If another record of the key
+// is in the way (a done one that has not expired, or the claim of another
+// call), the write changes nothing and fails with an error matching
+// ErrKeyTaken; of concurrent keyed writes of one key, at most one succeeds.
+// The change and its record commit together or not at all, so that no
+// failure leaves a change without its record or a record without its
+// change.
+type IdempotencyStore interface {
+	// GetIdempotencyKey returns the record of scope and key, or an error
+	// matching ErrNotFound. An expired record may be returned until it is
+	// pruned.
+	GetIdempotencyKey(ctx context.Context, scope, key string) (IdempotencyRecord, error)
+
+	// ClaimIdempotencyKey stores rec, a claim (rec.Lock set, rec.Result
+	// nil), unless a record of the same Scope and Key is in its way: one
+	// that has not expired (its ExpiresAt is after rec.CreatedAt) and that
+	// is done (Lock "") or was claimed at or after staleBefore. A record
+	// that is not in the way is replaced. It reports whether rec was
+	// stored; when it was not, it returns the record in the way, unchanged.
+	// Of concurrent claims of one key, at most one is stored. The claim
+	// need not be durable before the call returns (the write that
+	// completes it is).
+	ClaimIdempotencyKey(ctx context.Context, rec IdempotencyRecord, staleBefore time.Time) (IdempotencyRecord, bool, error)
+
+	// ReleaseIdempotencyKey removes the record of scope and key if it is
+	// claimed with lock, and does nothing otherwise (a record completed or
+	// taken over stays).
+	ReleaseIdempotencyKey(ctx context.Context, scope, key, lock string) error
+
+	// CreateMessageKeyed is CreateMessage that also stores done in its
+	// transaction (see Keyed writes): on any error, neither the message,
+	// nor its links, nor the record is stored.
+	CreateMessageKeyed(ctx context.Context, m Message, attachmentIDs []string, rec Recorder, done IdempotencyRecord) error
+
+	// PruneIdempotencyKeys removes up to limit records that expired
+	// (ExpiresAt not after before), whether done or claimed, and returns
+	// how many it removed.
+	PruneIdempotencyKeys(ctx context.Context, before time.Time, limit int) (int, error)
+}
+
+// RevisionQuery selects a page of a message's revisions, for backends.
+type RevisionQuery struct {
+	// MessageID is the message whose revisions are listed.
+	MessageID string
+	// Limit is the page size, at least 1.
+	Limit int
+	// After, when set, selects the Limit revisions just older than it.
+	After *Cursor
+	// Before, when set, selects the Limit revisions just newer than it;
+	// they are still returned newest first. After and Before are never
+	// both set.
+	Before *Cursor
+}
+
+// RevisionStore keeps the earlier texts of edited messages; it is part
+// of MessageStore. A revision is written by UpdateMessage when
+// MessageChange.RevisionID is set and the text changes, and removed by
+// DeleteMessage with its message.
+type RevisionStore interface {
+	// ListRevisions returns up to q.Limit revisions of the message, newest
+	// first (CreatedAt, then ID, descending), and whether more exist beyond
+	// them in the direction of travel. A message without revisions, or
+	// none at all, has an empty list.
+	ListRevisions(ctx context.Context, q RevisionQuery) (items []Revision, hasMore bool, err error)
+
+	// GetRevision returns the revision, or an error matching ErrNotFound.
+	GetRevision(ctx context.Context, id string) (Revision, error)
 }

@@ -1,18 +1,12 @@
-package events
+package driver
 
 import (
 	"context"
 	"time"
-
-	"github.com/parleychat/parley/messaging"
 )
 
-// This file holds the contract of a storage backend: the read side of the
-// outbox that messaging.Repository's writes fill (see messaging.Recorder).
-// Applications never need it; they call the Feed.
-
-// Query selects events, for backends.
-type Query struct {
+// EventQuery selects events, for backends.
+type EventQuery struct {
 	// All selects the events of every conversation; else those of
 	// ConversationIDs and of the conversations MemberID is a member of.
 	All bool
@@ -39,8 +33,8 @@ type Query struct {
 	Newest bool
 }
 
-// Repository is the outbox of a store, for the Feed: the events that the
-// writes of messaging.Repository and attachments.Repository record in their
+// EventStore is the outbox of a store, for the Feed: the events that the
+// writes of EventStore and attachments.EventStore record in their
 // transactions, and the positions of the Feed's handlers. A backend
 // implements it over the same storage as those repositories.
 // Implementations must be safe for concurrent use. The storetest package
@@ -58,7 +52,7 @@ type Query struct {
 // which one began after the other committed (all the changes of one
 // message, say) have their events in that order. Seq values are never
 // reused, also after pruning.
-type Repository interface {
+type EventStore interface {
 	// ReadEvents returns up to q.Limit events matching q, ordered by Seq
 	// (ascending, or descending with q.Newest), each as the write's
 	// Recorder returned it with Seq set. A store may give events ids of
@@ -66,16 +60,16 @@ type Repository interface {
 	// the Seq, so as to keep no index of ids): unique, valid event ids
 	// that GetEvent finds, the same at every read. It sees only events of
 	// transactions that have committed.
-	ReadEvents(ctx context.Context, q Query) ([]messaging.Event, error)
+	ReadEvents(ctx context.Context, q EventQuery) ([]Event, error)
 
 	// GetEvent returns the event with this id, with its Seq, or an error
-	// matching messaging.ErrNotFound when no such event is stored (never
+	// matching ErrNotFound when no such event is stored (never
 	// was, or was pruned).
-	GetEvent(ctx context.Context, id string) (messaging.Event, error)
+	GetEvent(ctx context.Context, id string) (Event, error)
 
 	// LastEvent returns the event of greatest Seq, or an error matching
-	// messaging.ErrNotFound when none is stored.
-	LastEvent(ctx context.Context) (messaging.Event, error)
+	// ErrNotFound when none is stored.
+	LastEvent(ctx context.Context) (Event, error)
 
 	// PruneEvents removes events oldest first (in Seq order) while they
 	// were created before before, so that what remains is every event
@@ -94,6 +88,6 @@ type Repository interface {
 	// SaveCursor stores seq as the position of the handler name and
 	// extends owner's claim to until, if owner holds the claim; otherwise
 	// it changes nothing and returns an error matching
-	// messaging.ErrConflict.
+	// ErrConflict.
 	SaveCursor(ctx context.Context, name, owner string, seq int64, until time.Time) error
 }
