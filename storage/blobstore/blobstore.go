@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"syscall"
 	"time"
 
@@ -34,14 +36,49 @@ var (
 // Open opens the bucket at a gocloud URL, whose scheme the driver package
 // the program imports registers (file:// by gocloud.dev/blob/fileblob,
 // s3:// by gocloud.dev/blob/s3blob, mem:// by gocloud.dev/blob/memblob,
-// …). A scheme no imported package registers is an error that names it.
-// The Store owns the bucket: Close closes it.
+// …). A scheme no imported package registers gives an error matching
+// messaging.ErrUnimplemented that names the package to import. The Store
+// owns the bucket: Close closes it.
 func Open(ctx context.Context, bucketURL string) (*Store, error) {
+	if err := checkScheme(blob.DefaultURLMux(), bucketURL); err != nil {
+		return nil, err
+	}
 	b, err := blob.OpenBucket(ctx, bucketURL)
 	if err != nil {
 		return nil, fmt.Errorf("blobstore: %w", err)
 	}
 	return New(b), nil
+}
+
+// driverPackages are the packages that register the bucket schemes
+// Parley documents, for the error that asks for one.
+var driverPackages = map[string]string{
+	"file":   "gocloud.dev/blob/fileblob",
+	"mem":    "gocloud.dev/blob/memblob",
+	"s3":     "github.com/parleychat/parley/storage/blobstore/s3",
+	"gs":     "github.com/parleychat/parley/storage/blobstore/gcs",
+	"azblob": "github.com/parleychat/parley/storage/blobstore/azure",
+}
+
+// checkScheme returns an error that names the driver package to import
+// when mux (gocloud's default URL mux, for Open) has no driver for the
+// scheme of bucketURL. A URL without a scheme is left to blob.OpenBucket.
+func checkScheme(mux *blob.URLMux, bucketURL string) error {
+	u, err := url.Parse(bucketURL)
+	if err != nil || u.Scheme == "" {
+		return nil
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if mux.ValidBucketScheme(scheme) {
+		return nil
+	}
+	msg := fmt.Sprintf("no driver for %s:// buckets", scheme)
+	if pkg, ok := driverPackages[scheme]; ok {
+		msg += fmt.Sprintf(": import _ %q", pkg)
+	} else {
+		msg += ": import the gocloud.dev driver package that registers it"
+	}
+	return &messaging.Error{Kind: messaging.ErrUnimplemented, Op: "blobstore.Open", Message: msg}
 }
 
 // New returns a Store over b. Close closes b.

@@ -209,6 +209,16 @@ func TestOpenMissing(t *testing.T) {
 	}
 }
 
+// TestOpenUnregisteredScheme checks that Open refuses a bucket URL whose
+// scheme no imported package registers, saying what to import
+// (TestCheckSchemeNamesPackage checks the packages it names).
+func TestOpenUnregisteredScheme(t *testing.T) {
+	_, err := blobstore.Open(context.Background(), "nosuch://bucket")
+	require.Error(t, err)
+	assert.ErrorIs(t, err, messaging.ErrUnimplemented)
+	assert.Contains(t, err.Error(), "no driver for nosuch:// buckets")
+}
+
 func TestDelete(t *testing.T) {
 	ctx := context.Background()
 	for _, d := range drivers(t) {
