@@ -3,19 +3,19 @@ package blobstore_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log"
+	"net/url"
 	"os"
-	"strings"
+	"path/filepath"
 
-	_ "gocloud.dev/blob/fileblob" // file:// bucket URLs
+	_ "gocloud.dev/blob/fileblob" // file:// buckets
 
 	"github.com/parleychat/parley/storage/blobstore"
 )
 
-// ExampleOpen opens a local directory as a bucket, stores a file and reads
-// it back. S3, GCS and Azure buckets are opened the same way, with their
-// URLs and driver packages (see the package documentation).
+// ExampleOpen opens a folder as the bucket of attachments' bytes and
+// closes it. S3, Google Cloud Storage and Azure are opened the same way,
+// with their URLs and driver packages (see the package documentation).
 func ExampleOpen() {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "parley-files")
@@ -24,27 +24,18 @@ func ExampleOpen() {
 	}
 	defer os.RemoveAll(dir)
 
-	files, err := blobstore.Open(ctx, "file://"+dir)
+	// file:///abs/path; create_dir=true creates the folder if it is missing.
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(dir), RawQuery: "create_dir=true"}
+	files, err := blobstore.Open(ctx, u.String())
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer files.Close()
+	// files is the attachments.BlobStore that attachments.New takes.
 
-	// attachments.Service does this on an upload, under a key of its own.
-	if err := files.Put(ctx, "attachments/example", "text/plain", strings.NewReader("hello")); err != nil {
-		log.Fatal(err)
-	}
-	r, err := files.Open(ctx, "attachments/example")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer r.Close()
-	b, err := io.ReadAll(r)
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(string(b))
+	ok, err := files.Bucket().IsAccessible(ctx)
+	fmt.Println("accessible:", ok, err)
 
 	// Output:
-	// hello
+	// accessible: true <nil>
 }
