@@ -1,67 +1,52 @@
-// Package blobstore is an attachments.BlobStore over a gocloud.dev
-// *blob.Bucket: a local directory, S3 and S3-compatible servers (MinIO,
-// R2, …), or any other bucket gocloud supports, chosen by a bucket URL.
+// Package blobstore keeps the bytes of attachments in a gocloud.dev
+// bucket: a local folder, Amazon S3 or an S3-compatible server (MinIO, R2,
+// …), Google Cloud Storage, Azure Blob Storage, or any other bucket gocloud
+// supports, chosen by a URL.
 //
-// The package links no gocloud driver. A program imports the driver
-// packages whose URL schemes it opens, which register them with gocloud,
-// then opens the bucket:
+// The package links no gocloud driver. Import the driver package of each
+// URL scheme the program opens, for its effect, then open the bucket and
+// give it to attachments.New:
 //
 //	import _ "gocloud.dev/blob/fileblob"
 //
 //	files, err := blobstore.Open(ctx, "file:///var/lib/parley/files")
 //	if err != nil { … }
 //	defer files.Close()
-//	svc := attachments.New(repo, files, messaging.New(repo, nil), nil)
+//	svc := attachments.New(store, files, msgs, nil)
 //
-// New wraps a *blob.Bucket the program opened itself. The Store is also
-// an driver.Lister, so that attachments.Service.Reconcile can find
-// orphaned objects, and an driver.URLSigner, for hosts that serve
-// files from signed URLs.
+// A scheme whose driver is not imported is an error that names the package
+// to import. New wraps a *blob.Bucket the program opened itself; Close
+// closes the bucket either way.
 //
 // # Backends
 //
-//   - file:///dir (gocloud.dev/blob/fileblob): a local directory. Each
-//     object is written to a temporary file, renamed on success; add
-//     no_tmp_dir=true when os.TempDir is on another file system (one a
-//     crash strands is then moved aside by Reconcile), and create_dir=true to
-//     create the directory.
-//   - s3://bucket?region=… (storage/blobstore/s3, which imports gocloud's
-//     s3blob): Amazon S3 or an S3-compatible server; its signed URLs name
-//     the file.
-//   - gs://bucket (storage/blobstore/gcs, which imports gocloud's gcsblob):
-//     Google Cloud Storage; its signed URLs name the file.
-//   - azblob://container (storage/blobstore/azure, which imports gocloud's
-//     azureblob): Azure Blob Storage; its signed URLs serve the disposition
-//     stored with the object (inline or attachment, without the name).
+//   - file:///dir (gocloud.dev/blob/fileblob): a local folder; add
+//     create_dir=true to create it, and no_tmp_dir=true when os.TempDir is
+//     on another file system.
+//   - s3://bucket?region=… (storage/blobstore/s3): Amazon S3, or an
+//     S3-compatible server with endpoint=…&use_path_style=true.
+//   - gs://bucket (storage/blobstore/gcs): Google Cloud Storage.
+//   - azblob://container (storage/blobstore/azure): Azure Blob Storage.
 //   - mem:// (gocloud.dev/blob/memblob): memory, for tests.
 //   - other gocloud drivers, imported the same way.
 //
-// # Uploads straight to the bucket
+// Parley's s3, gcs and azure packages register gocloud's drivers and make
+// the bucket's signed URLs (httpadapter.Options.SignedURLExpiry) serve a
+// file with its name and type; a folder or memory bucket opened by URL
+// cannot sign, and files are then served through the API. Credentials come
+// from each SDK's usual places.
 //
-// SignPut returns a URL of the bucket to which a client sends an object's
-// bytes itself (a PUT, with the headers it lists), so that they never pass
-// through the server; Stat (a HEAD), ReadHead (the first bytes, to sniff
-// the type) and SHA256 (the digest of the stored bytes, read once) then
-// check what was stored. S3 and S3-compatible servers check the SHA-256
-// themselves (it is signed into the URL, and they refuse other bytes);
-// Google Cloud Storage and Azure do not, so there SHA256 is the check. A
-// directory or memory bucket cannot sign: SignPut says so with
-// ErrCannotSign, and the server takes the bytes itself (Put).
-//
-// Every object is stored with a Content-Disposition of its type alone
-// (attachments.ContentDisposition with no name): a bucket that serves it
-// by itself never shows inline a type a browser could run.
+// One bucket belongs to one database: attachments.Service.Claim, at
+// start, refuses a bucket that another database claimed. How objects are
+// keyed, claimed, checked and reconciled is in DESIGN.md at the
+// repository root.
 //
 // # Errors
 //
-// Open, Stat, ReadHead and SHA256 return an error matching
-// messaging.ErrNotFound for a missing object; SignedURL one matching
-// messaging.ErrUnimplemented, and SignPut one matching ErrCannotSign (and
-// messaging.ErrUnimplemented), when the bucket cannot sign. A bucket that cannot be reached (a refused or reset
-// connection, a DNS failure, a timeout or passed deadline, the server
-// answering 502, 503 or 504) gives errors matching
+// A missing object gives an error matching messaging.ErrNotFound; a
+// bucket that cannot sign, messaging.ErrUnimplemented (SignPut:
+// ErrCannotSign too); a bucket that cannot be reached (a refused or reset
+// connection, a DNS failure, a timeout, a 502, 503 or 504), one matching
 // messaging.ErrUnavailable, which the HTTP adapter answers with 503 and
-// Retry-After. A canceled context and an error of the reader Put copies
-// from come back as they are. Other errors are the driver's, wrapped;
-// every error keeps its cause.
+// Retry-After. Other errors are the driver's, wrapped, with their cause.
 package blobstore

@@ -218,8 +218,8 @@ func exprCols(cols string) string {
 	return strings.Join(parts, ", ")
 }
 
-// Stale statements (PostgreSQL; package doc, "Stale prepared
-// statements"). The server refuses to run a statement whose result types
+// Stale statements (PostgreSQL; DESIGN.md, "Prepared statements: the
+// statement cache"). The server refuses to run a statement whose result types
 // a schema change changed (stalePlan), on every connection it was
 // prepared on, until it is prepared again. The caller that meets the
 // error drops it (stale) and runs its operation again: outside a

@@ -32,7 +32,7 @@ type Options struct {
 	// SQLSTATE 40001/40P01, MySQL errors 1213/1205), a busy SQLite
 	// database, or a prepared statement that a schema change made stale
 	// (PostgreSQL SQLSTATE 0A000, "cached plan must not change result
-	// type"; see "Stale prepared statements" in the package doc), before
+	// type": a newer instance's migration during a rolling deployment), before
 	// the error is returned. Default: 10.
 	MaxRetries int
 	// BusyTimeout is how long a SQLite connection waits for a lock held by
