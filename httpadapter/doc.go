@@ -43,7 +43,15 @@
 // (or a last_event_id parameter) resumes after that event, with every later
 // event the caller may see, none twice, or starts with an events.lost
 // event when that one is no longer kept. A stream whose client reads too
-// slowly is ended (the client resumes with its last id). Without that
+// slowly is ended (the client resumes with its last id). Streams end when
+// the http.Server that serves them shuts down: the handler learns its
+// server from the request (http.ServerContextKey) and registers with it
+// (RegisterOnShutdown), so Shutdown does not wait for them and the host
+// needs no step of its own; served without an http.Server, a stream ends
+// with its request's context. A caller holds at most
+// Options.MaxStreamsPerCaller streams (10) and the handler at most
+// Options.MaxStreams (10,000); one more is a 429 rate_limit_error, code
+// too_many_streams, with Retry-After. Without that
 // Accept, GET /v1/events is the list envelope of past events, newest
 // first, with limit, starting_after and ending_before. A deleted
 // resource's data.object is {"id": …, "object": …, "deleted": true}; an
@@ -77,6 +85,7 @@
 //	ErrTooLarge          413     invalid_request_error  too_large              (also a body over its limit)
 //	(Content-Type)       415     invalid_request_error  unsupported_media_type
 //	(Options.Limit)      429     rate_limit_error       rate_limited           + Retry-After
+//	(stream limits)      429     rate_limit_error       too_many_streams       + Retry-After
 //	ErrUnimplemented     501     api_error              unimplemented
 //	ErrUnavailable       503     api_error              unavailable            + Retry-After
 //	anything else        500     api_error              internal_error

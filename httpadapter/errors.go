@@ -39,6 +39,7 @@ const (
 	codeUnavailable      = "unavailable"
 	codeInternal         = "internal_error"
 	codeRateLimit        = "rate_limited"
+	codeTooManyStreams   = "too_many_streams"
 	retryAfterSeconds    = "5"
 	internalErrorMessage = "internal error"
 )

@@ -22,6 +22,10 @@ import (
 // defaultHeartbeat is how often an idle stream gets a comment line.
 const defaultHeartbeat = 15 * time.Second
 
+// shutdownWriteGrace is how long the write under way of a stream ended by
+// its server's shutdown may still take.
+const shutdownWriteGrace = 100 * time.Millisecond
+
 // minWriteTimeout is the least time a stream's write may take before the
 // client is deemed gone (or too slow) and the stream ends.
 const minWriteTimeout = 10 * time.Second
@@ -73,7 +77,9 @@ func acceptsEventStream(r *http.Request) bool {
 // a comment line after Options.EventHeartbeat without any. The stream
 // resumes after the Last-Event-ID header (or the last_event_id parameter),
 // and ends when the client is too slow (it resumes with its last id), when
-// it goes away, or when the Feed closes.
+// it goes away, when the http.Server that serves it shuts down (see
+// streams), or when the Feed closes. A caller beyond Options.MaxStreamsPerCaller open
+// streams, or any beyond Options.MaxStreams, gets a 429.
 func (a *api) streamEvents(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
 	q := r.URL.Query()
 	conv, err := single(q, "conversation_id")
@@ -89,31 +95,48 @@ func (a *api) streamEvents(w http.ResponseWriter, r *http.Request, caller messag
 	if h := strings.TrimSpace(r.Header.Get("Last-Event-ID")); h != "" {
 		after = h // what a reconnecting EventSource sends: newer than the URL's
 	}
-	ctx := r.Context()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
 	rc := http.NewResponseController(w)
 	// A client cut off for being too slow is likely stuck in a write: end
 	// the write at once (with a deadline in the past) rather than wait for
-	// writeTimeout.
+	// writeTimeout. A stream ended by its server's shutdown writes no more
+	// events, and what is being written gets a short deadline, so that the
+	// server's Shutdown need not wait for a client that does not read.
 	var mu sync.Mutex
 	cut := false
-	onCut := func() {
+	stopWrites := func(deadline time.Time) {
 		mu.Lock()
 		cut = true
-		_ = rc.SetWriteDeadline(time.Now().Add(-time.Second))
+		_ = rc.SetWriteDeadline(deadline)
 		mu.Unlock()
 	}
+	onCut := func() { stopWrites(time.Now().Add(-time.Second)) }
+	end := func() {
+		stopWrites(time.Now().Add(shutdownWriteGrace))
+		cancel()
+	}
+	st, err := a.streams.start(r, caller.ID, end)
+	if err != nil {
+		w.Header().Set("Retry-After", retryAfterSeconds)
+		a.writeError(w, r, err)
+		return
+	}
+	defer a.streams.stop(st)
 	sub, err := a.events.Subscribe(ctx, caller, events.SubscribeOptions{ConversationID: conv, After: after, OnTooSlow: onCut})
 	if err != nil {
+		if ctx.Err() != nil && r.Context().Err() == nil {
+			// Ended by the server's shutdown before it began: an empty
+			// stream, which an EventSource resumes (elsewhere).
+			writeStreamHead(w)
+			return
+		}
 		a.writeError(w, r, err)
 		return
 	}
 	defer sub.Close()
 
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no") // proxies such as nginx: do not buffer
-	w.WriteHeader(http.StatusOK)
+	writeStreamHead(w)
 	writeTimeout := max(minWriteTimeout, 2*a.heartbeat)
 	send := func(b []byte) bool {
 		mu.Lock()
@@ -170,6 +193,15 @@ func (a *api) streamEvents(w http.ResponseWriter, r *http.Request, caller messag
 			return
 		}
 	}
+}
+
+// writeStreamHead answers 200 with the headers of an event stream.
+func writeStreamHead(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // proxies such as nginx: do not buffer
+	w.WriteHeader(http.StatusOK)
 }
 
 // single returns the one value of a query parameter; twice is a 400, and

@@ -107,6 +107,17 @@ type Options struct {
 	// Default: 15 seconds.
 	EventHeartbeat time.Duration
 
+	// MaxStreamsPerCaller is the most event streams (GET /v1/events with
+	// Accept: text/event-stream) one caller may hold open at once; one
+	// more is answered 429 rate_limit_error, code too_many_streams, with
+	// Retry-After. Default: 10.
+	MaxStreamsPerCaller int
+
+	// MaxStreams is the most event streams this handler holds open at
+	// once, of all callers; one more is answered as beyond
+	// MaxStreamsPerCaller. Default: 10,000.
+	MaxStreams int
+
 	// Logger receives unexpected errors (with the request id sent to the
 	// client) and failures that do not fail a request. Default:
 	// slog.Default().
@@ -126,6 +137,12 @@ func (o *Options) validate() error {
 	}
 	if o.EventHeartbeat <= 0 {
 		o.EventHeartbeat = defaultHeartbeat
+	}
+	if o.MaxStreamsPerCaller <= 0 {
+		o.MaxStreamsPerCaller = defaultMaxStreamsPerCaller
+	}
+	if o.MaxStreams <= 0 {
+		o.MaxStreams = defaultMaxStreams
 	}
 	for _, h := range o.Hosts {
 		if h == "" || strings.ContainsAny(h, "/?#@ ") {
@@ -154,6 +171,7 @@ type api struct {
 	limit      func(*http.Request, messaging.Contact) (time.Duration, bool)
 	events     *events.Feed
 	heartbeat  time.Duration
+	streams    *streams    // the open event streams
 	rendered   renderCache // JSON of recent events
 	hosts      []string    // Options.Hosts
 
@@ -198,6 +216,7 @@ func New(msgs *messaging.Service, files *attachments.Service, opts *Options) (ht
 		limit:      o.Limit,
 		events:     o.Events,
 		heartbeat:  o.EventHeartbeat,
+		streams:    newStreams(o.MaxStreamsPerCaller, o.MaxStreams),
 		hosts:      o.Hosts,
 	}
 	if o.BaseURL != "" {
