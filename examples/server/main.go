@@ -289,9 +289,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
-	// End the event streams first: the server waits for every request,
-	// and a stream lasts until it is ended.
-	_ = feed.Close()
+	// Shutdown waits for the requests under way; the event streams end
+	// by themselves as it begins (the handler registered with srv), and
+	// the Feed closes after, with the deferred closes.
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/http"
 	"reflect"
 	"runtime"
 	"testing"
@@ -80,4 +81,60 @@ func waitListening(tb testing.TB, addr string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	tb.Fatalf("nothing listens on %s", addr)
+}
+
+// TestRunShutsDownWithOpenStreams: with ten event streams open, run
+// returns within a second of its context's end: the streams end with the
+// server's Shutdown, and nothing closes the Feed before it.
+func TestRunShutsDownWithOpenStreams(t *testing.T) {
+	addr := testnet.FreeAddr(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", addr, "-data", t.TempDir(), "-tokens", "alice=tok-alice,bob=tok-bob"}, io.Discard, io.Discard)
+	}()
+	waitListening(t, addr)
+	var streams []<-chan sseFrame
+	for i := range 10 {
+		token := []string{"tok-alice", "tok-bob"}[i%2]
+		streams = append(streams, openStreamEventually(t, "http://"+addr, token))
+	}
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not return with streams open")
+	}
+	elapsed := time.Since(start)
+	t.Logf("run returned %v after its context ended, with %d open streams", elapsed, len(streams))
+	assert.Less(t, elapsed, time.Second)
+	for _, frames := range streams {
+		for range frames { // ends when the server ended the stream
+		}
+	}
+}
+
+// openStreamEventually opens a stream as openStream does, retrying while
+// the server is not yet serving (it takes its address before it opens
+// storage).
+func openStreamEventually(t testing.TB, base, token string) <-chan sseFrame {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		req, err := http.NewRequest("GET", base+"/v1/events", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return openStream(t, base, token, "")
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "the server does not serve /v1/events: %v", err)
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -83,8 +83,7 @@ func run(ctx context.Context) error {
 	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: api}
 	go func() {
 		<-ctx.Done()
-		_ = feed.Close() // end the event streams, which Shutdown would wait for
-		_ = srv.Shutdown(context.Background())
+		_ = srv.Shutdown(context.Background()) // ends the event streams too
 	}()
 	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 		return err
