@@ -78,8 +78,9 @@ func acceptsEventStream(r *http.Request) bool {
 // resumes after the Last-Event-ID header (or the last_event_id parameter),
 // and ends when the client is too slow (it resumes with its last id), when
 // it goes away, when the http.Server that serves it shuts down (see
-// streams), or when the Feed closes. A caller beyond Options.MaxStreamsPerCaller open
-// streams, or any beyond Options.MaxStreams, gets a 429.
+// streams), or when the Feed closes. A caller beyond
+// Options.MaxStreamsPerCaller open streams, or any stream beyond
+// Options.MaxStreams, gets a 429.
 func (a *api) streamEvents(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
 	q := r.URL.Query()
 	conv, err := single(q, "conversation_id")
