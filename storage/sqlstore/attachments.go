@@ -332,7 +332,7 @@ func (s *Store) ForgetDeletion(ctx context.Context, key string) error {
 }
 
 // UploadedBytes returns the sum of the sizes of the attachments that
-// uploaderID uploaded, read from the index uploaderSizeVersion makes
+// uploaderID uploaded, read from the index attachments_uploader_size
 // (without the rows): a caller of 100,000 files costs a read of 100,000
 // index entries.
 func (s *Store) UploadedBytes(ctx context.Context, uploaderID string) (int64, error) {
@@ -347,19 +347,6 @@ func (s *Store) UploadedBytes(ctx context.Context, uploaderID string) (int64, er
 }
 
 const uploadedBytesSQL = "SELECT COALESCE(SUM(file_size), 0) FROM attachments WHERE uploader_id = ?"
-
-// uploaderSizeVersion indexes the sizes of each uploader's attachments,
-// so that UploadedBytes reads an index alone.
-var uploaderSizeVersion = version{
-	Name:    "20261126000001",
-	Comment: "attachments_uploader_size",
-	SQL: map[flavor][]string{
-		flavorSQLite:   {`CREATE INDEX attachments_uploader_size ON attachments (uploader_id, file_size)`},
-		flavorPostgres: {`CREATE INDEX attachments_uploader_size ON attachments (uploader_id, file_size)`},
-		flavorMySQL:    {`ALTER TABLE attachments ADD KEY attachments_uploader_size (uploader_id, file_size)`},
-	},
-	MySQLDone: []uint16{1061}, // the key exists
-}
 
 // KeysInUse reports which of keys belong to an attachment row or a
 // pending deletion.

@@ -45,8 +45,8 @@
 //
 // PostgreSQL behind PgBouncer in transaction pooling mode is not supported
 // yet: the store keeps prepared statements and a temporary table on its
-// connections and takes a session advisory lock in Migrate. Connect it to
-// the server directly (issue 28 will lift this).
+// connections (Migrate alone is safe there). Connect it to the server
+// directly (issue 28 will lift this).
 //
 // How the store works inside (migrations, the outbox's order, deferred
 // counters, combined writes, prepared statements) is in DESIGN.md at the

@@ -61,7 +61,7 @@ func (s *Store) checkVersion(ctx context.Context) error {
 	if err := s.w.NewRaw("SELECT name FROM "+migrationsTable+" ORDER BY name DESC LIMIT 1").Scan(ctx, &names); err != nil {
 		return fmt.Errorf("read the schema version (run Migrate): %w", err)
 	}
-	want := versions[len(versions)-1].Name
+	want := s.schemaVersion()
 	switch {
 	case len(names) == 0 || names[0] < want:
 		return &messaging.Error{Kind: messaging.ErrInvalid, Message: fmt.Sprintf(

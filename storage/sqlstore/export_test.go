@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"io/fs"
 	"math"
 	"slices"
 	"strings"
@@ -41,18 +42,10 @@ func Write(s *Store, ctx context.Context, fn func(ctx context.Context, tx bun.Tx
 	return s.write(ctx, fn)
 }
 
-// Versions returns the names of the schema versions, in order.
-func Versions() []string {
-	names := make([]string, len(versions))
-	for i, v := range versions {
-		names[i] = v.Name
-	}
-	return names
-}
-
-// MigrateTo applies the schema versions up to and including last.
-func MigrateTo(s *Store, ctx context.Context, last string) error {
-	return s.migrateTo(ctx, last)
+// Migrations returns the number of migrations of s's engine.
+func Migrations(s *Store) int {
+	entries, _ := fs.ReadDir(migrationFiles, "migrations/"+s.flavor.String())
+	return len(entries)
 }
 
 // CountReads makes s count the queries it reads with outside
@@ -197,10 +190,6 @@ func RunStale(s *Store, ctx context.Context, query string, drop bool) (again boo
 func ExecWrite(s *Store, ctx context.Context, db bun.IConn, query string, args ...any) (sql.Result, error) {
 	return s.execWrite(ctx, db, query, args...)
 }
-
-// ForgetEventIDs makes s forget whether events are stored with their ids,
-// as a newly started instance (PostgreSQL).
-func ForgetEventIDs(s *Store) { s.eventIDs.Store(eventIDsUnknown) }
 
 // Queued returns the number of changes to the message id that wait for a
 // transaction on it, and whether one runs (combine.go).

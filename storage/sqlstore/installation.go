@@ -14,48 +14,7 @@ var (
 	_ driver.KeyLister    = (*Store)(nil)
 )
 
-// installationVersion gives the database its identity: one row (one = 1)
-// holding a random installation id, made when the version is applied, and
-// the reconcile epoch (see driver.Installation). A repeated run on
-// MySQL (which cannot roll DDL back) keeps the row that exists.
-var installationVersion = version{
-	Name:    "20261123000004",
-	Comment: "installation",
-	SQL: map[flavor][]string{
-		flavorSQLite: {
-			`CREATE TABLE IF NOT EXISTS parley_installation (
-				one INTEGER PRIMARY KEY NOT NULL CHECK (one = 1),
-				id TEXT NOT NULL,
-				epoch INTEGER NOT NULL DEFAULT 0,
-				created_at TIMESTAMP NOT NULL)`,
-			`INSERT INTO parley_installation (one, id, epoch, created_at)
-				VALUES (1, 'ins_' || lower(hex(randomblob(16))), 0, strftime('%Y-%m-%d %H:%M:%f', 'now'))
-				ON CONFLICT (one) DO NOTHING`,
-		},
-		flavorPostgres: {
-			`CREATE TABLE IF NOT EXISTS parley_installation (
-				one integer PRIMARY KEY CHECK (one = 1),
-				id text COLLATE "C" NOT NULL,
-				epoch bigint NOT NULL DEFAULT 0,
-				created_at timestamptz NOT NULL)`,
-			`INSERT INTO parley_installation (one, id, epoch, created_at)
-				VALUES (1, 'ins_' || replace(gen_random_uuid()::text, '-', ''), 0, now())
-				ON CONFLICT (one) DO NOTHING`,
-		},
-		flavorMySQL: {
-			`CREATE TABLE IF NOT EXISTS parley_installation (
-				one INT NOT NULL PRIMARY KEY,
-				id VARCHAR(64) NOT NULL,
-				epoch BIGINT NOT NULL DEFAULT 0,
-				created_at DATETIME(6) NOT NULL
-			) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
-			`INSERT IGNORE INTO parley_installation (one, id, epoch, created_at)
-				VALUES (1, CONCAT('ins_', LEFT(SHA2(CONCAT(UUID(), RAND(), SYSDATE(6)), 256), 32)), 0, UTC_TIMESTAMP(6))`,
-		},
-	},
-}
-
-// errNoInstallation: the schema is older than the installation version.
+// errNoInstallation: the installation row, which Migrate makes, is missing.
 var errNoInstallation = errors.New("the database has no installation row: run Migrate")
 
 // InstallationID returns the database's installation id, made by Migrate.

@@ -48,8 +48,7 @@ var _ driver.EventStore = (*Store)(nil)
 // given one made of the created time and the seq (numberedID), which
 // GetEvent reads back, so that a send writes no entry of an index of
 // random ids. Readers see only numbered events, so every event they see
-// has one. MySQL stores the Recorder's ids. An event stored before
-// (eventIDsVersion, postgresEventIDsVersion) keeps its id.
+// has one. MySQL stores the Recorder's ids.
 //
 // The payload is the JSON of the event's object (its Go value, as package
 // encoding/json writes it): an internal format of the store, read back by
@@ -69,60 +68,10 @@ type eventRow struct {
 	Payload        string    `bun:"payload"`
 }
 
-// Store.eventIDs on PostgreSQL: whether postgresEventIDsVersion, from
-// which events are stored without their ids, is applied.
-const (
-	eventIDsUnknown  int32 = iota // not asked yet: ids are stored
-	eventIDsStored                // not applied when last asked (Store.eventIDsAsked)
-	eventIDsNumbered              // applied
-)
-
 // numberedEvents reports whether events are stored without their ids,
-// which readers make of their seqs (numberedID): on SQLite; on PostgreSQL
-// once postgresEventIDsVersion is applied, as Migrate or the first
-// sequencing (knowEventIDs) found. Until then (a newer instance beside a
-// database that is not migrated yet) ids are stored, which every version
-// of the schema accepts. MySQL stores them always. It never queries: it
-// may run in a transaction.
-func (s *Store) numberedEvents() bool {
-	switch s.flavor {
-	case flavorSQLite:
-		return true
-	case flavorPostgres:
-		return s.eventIDs.Load() == eventIDsNumbered
-	}
-	return false
-}
-
-// knowEventIDs asks whether postgresEventIDsVersion is applied
-// (PostgreSQL), for numberedEvents: once, and again at most once a minute
-// while it is not, as another process may migrate meanwhile. It runs
-// before every sequencing, outside transactions: an instance with a Feed
-// asks when the Feed starts (LastEvent); an instance without one records
-// no events.
-func (s *Store) knowEventIDs(ctx context.Context) {
-	if s.flavor != flavorPostgres {
-		return
-	}
-	switch s.eventIDs.Load() {
-	case eventIDsNumbered:
-		return
-	case eventIDsStored:
-		if time.Since(time.Unix(0, s.eventIDsAsked.Load())) < time.Minute {
-			return
-		}
-	}
-	s.eventIDsAsked.Store(time.Now().UnixNano())
-	var n []int
-	if err := s.w.NewRaw("SELECT COUNT(*) FROM "+migrationsTable+" WHERE name = ?", postgresEventIDsVersion.Name).Scan(ctx, &n); err != nil || len(n) == 0 {
-		return // no migrations table yet: ask again later
-	}
-	if n[0] > 0 {
-		s.eventIDs.Store(eventIDsNumbered)
-	} else {
-		s.eventIDs.CompareAndSwap(eventIDsUnknown, eventIDsStored)
-	}
-}
+// which readers make of their seqs (numberedID): on SQLite and
+// PostgreSQL. MySQL stores them.
+func (s *Store) numberedEvents() bool { return s.flavor != flavorMySQL }
 
 // numberedID is the id of a numbered event, which stores none: one that
 // carries its seq, so that GetEvent finds it by seq. The id of an event
@@ -318,7 +267,6 @@ func (s *Store) sequence(ctx context.Context) error {
 	if s.flavor == flavorSQLite {
 		return nil
 	}
-	s.knowEventIDs(ctx)
 	// The unnumbered events, read through a plain scan of their partial
 	// index (PostgreSQL: events_unnumbered): it marks the entries of the
 	// rows that numbering left dead, so that the next pass skips them
@@ -612,153 +560,4 @@ func (s *Store) SaveCursor(ctx context.Context, name, owner string, seq int64, u
 		}
 		return err
 	}))
-}
-
-// eventsVersion is the migration of the outbox: the events, the counter of
-// their seqs (PostgreSQL, MySQL) and the handlers' positions.
-var eventsVersion = version{
-	Name:    "20261123000003",
-	Comment: "events",
-	SQL: map[flavor][]string{
-		flavorSQLite: {
-			// The rowid is the seq: one more than the greatest at insert
-			// (PruneEvents keeps the newest, so none is given twice).
-			`CREATE TABLE IF NOT EXISTS events (
-				seq INTEGER PRIMARY KEY,
-				id TEXT NOT NULL UNIQUE,
-				type TEXT NOT NULL,
-				conversation_id TEXT,
-				audience_id TEXT,
-				created_at TIMESTAMP NOT NULL,
-				payload TEXT NOT NULL)`,
-			// No index by conversation, unlike the server engines: each index
-			// is a page more that every send writes to the WAL (about 6% of a
-			// send), and the reads of one conversation's events scan the seq
-			// range they ask for (a stream resuming: what it missed) or, for
-			// a list, the newest events until a page is found.
-			`CREATE TABLE IF NOT EXISTS event_cursors (
-				name TEXT PRIMARY KEY NOT NULL,
-				seq INTEGER NOT NULL,
-				owner TEXT NOT NULL DEFAULT '',
-				lease_until TIMESTAMP)`,
-		},
-		flavorPostgres: {
-			`CREATE TABLE IF NOT EXISTS events (
-				pos bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-				seq bigint UNIQUE,
-				id text COLLATE "C" NOT NULL UNIQUE,
-				type text NOT NULL,
-				conversation_id text COLLATE "C",
-				audience_id text COLLATE "C",
-				created_at timestamptz NOT NULL,
-				payload text NOT NULL)`,
-			`CREATE INDEX IF NOT EXISTS events_conversation ON events (conversation_id, seq)`,
-			`CREATE TABLE IF NOT EXISTS event_sequence (id integer PRIMARY KEY, last_seq bigint NOT NULL)`,
-			`INSERT INTO event_sequence (id, last_seq) VALUES (1, 0) ON CONFLICT (id) DO NOTHING`,
-			`CREATE TABLE IF NOT EXISTS event_cursors (
-				name text COLLATE "C" PRIMARY KEY,
-				seq bigint NOT NULL,
-				owner text COLLATE "C" NOT NULL DEFAULT '',
-				lease_until timestamptz)`,
-		},
-		// Not transactional: every statement can be run again.
-		flavorMySQL: {
-			`CREATE TABLE IF NOT EXISTS events (
-				pos BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
-				seq BIGINT NULL,
-				id VARCHAR(64) NOT NULL,
-				type VARCHAR(64) NOT NULL,
-				conversation_id VARCHAR(128) NULL,
-				audience_id VARCHAR(64) NULL,
-				created_at DATETIME(6) NOT NULL,
-				payload MEDIUMTEXT NOT NULL,
-				KEY events_seq (seq),
-				UNIQUE KEY events_id (id),
-				KEY events_conversation (conversation_id, seq)
-			) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
-			`CREATE TABLE IF NOT EXISTS event_sequence (
-				id INT NOT NULL PRIMARY KEY,
-				last_seq BIGINT NOT NULL
-			) ENGINE=InnoDB`,
-			`INSERT IGNORE INTO event_sequence (id, last_seq) VALUES (1, 0)`,
-			`CREATE TABLE IF NOT EXISTS event_cursors (
-				name VARCHAR(191) NOT NULL PRIMARY KEY,
-				seq BIGINT NOT NULL,
-				owner VARCHAR(191) NOT NULL DEFAULT '',
-				lease_until DATETIME(6) NULL
-			) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
-		},
-	},
-}
-
-// eventIDsVersion stops SQLite storing event ids (postgresEventIDsVersion
-// stops PostgreSQL's): the events table is
-// rebuilt with its id nullable and indexed only where it is set (the events
-// stored before this version), and new events are stored without one (see
-// numberedID). The UNIQUE index on a random id was a page more in every
-// send's commit. Nothing to do on the others here.
-var eventIDsVersion = version{
-	Name:    "20261123000005",
-	Comment: "event_ids",
-	SQL: map[flavor][]string{
-		flavorSQLite: {
-			`CREATE TABLE events_numbered (
-				seq INTEGER PRIMARY KEY,
-				id TEXT,
-				type TEXT NOT NULL,
-				conversation_id TEXT,
-				audience_id TEXT,
-				created_at TIMESTAMP NOT NULL,
-				payload TEXT NOT NULL)`,
-			`INSERT INTO events_numbered (seq, id, type, conversation_id, audience_id, created_at, payload)
-				SELECT seq, id, type, conversation_id, audience_id, created_at, payload FROM events`,
-			`DROP TABLE events`,
-			`ALTER TABLE events_numbered RENAME TO events`,
-			`CREATE UNIQUE INDEX events_stored_id ON events (id) WHERE id IS NOT NULL`,
-		},
-		flavorPostgres: {},
-		flavorMySQL:    {},
-	},
-}
-
-// postgresEventIDsVersion does on PostgreSQL what eventIDsVersion did on
-// SQLite: new events are stored without their ids (see numberedID), and
-// the id is indexed only where it is set (the events stored before). It
-// also makes the indexes of seq hold only the numbered rows: a send
-// inserts its events with no seq, and every index entry it wrote for
-// them was a NULL that no reader looks up. Readers ask for seq > n, which
-// implies the indexes' predicate. Together a send writes three index
-// entries fewer, and the sequencer's UPDATE one fewer (13 WAL records
-// to 10 per send, in pg_stat_statements). MySQL, which has no partial
-// indexes, keeps its ids.
-//
-// An instance of an earlier version, running beside one of this version
-// while a deployment rolls, still stores ids, which this version reads;
-// it cannot find by id (GetEvent) an event stored without one: a stream
-// resuming there from such an event starts with events.lost, and a list
-// with such a cursor is refused (400). A newer instance beside a database
-// that is not migrated yet stores ids, as the schema requires, until it
-// has seen this version applied (numberedEvents).
-//
-// The migration holds the lock of the table events while it builds the
-// three indexes over the events kept (a day's, by default): sends wait
-// for it. Not CONCURRENTLY: PostgreSQL's concurrent build waits for every
-// older snapshot of the database, among them those of the other
-// processes' Migrate waiting for the migration lock, which waits for it.
-var postgresEventIDsVersion = version{
-	Name:    "20261124000001",
-	Comment: "event_ids_postgres",
-	SQL: map[flavor][]string{
-		flavorSQLite: {},
-		flavorPostgres: {
-			`ALTER TABLE events ALTER COLUMN id DROP NOT NULL`,
-			`CREATE UNIQUE INDEX IF NOT EXISTS events_stored_id ON events (id) WHERE id IS NOT NULL`,
-			`ALTER TABLE events DROP CONSTRAINT IF EXISTS events_id_key`,
-			`CREATE UNIQUE INDEX IF NOT EXISTS events_numbered ON events (seq) WHERE seq IS NOT NULL`,
-			`ALTER TABLE events DROP CONSTRAINT IF EXISTS events_seq_key`,
-			`CREATE INDEX IF NOT EXISTS events_conversation_numbered ON events (conversation_id, seq) WHERE seq IS NOT NULL`,
-			`DROP INDEX IF EXISTS events_conversation`,
-		},
-		flavorMySQL: {},
-	},
 }

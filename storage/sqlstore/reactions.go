@@ -38,122 +38,12 @@ func headSQL(msg, name string) string {
 // embeddedOffset is messaging.MaxEmbeddedReactors - 1, for SQL.
 const embeddedOffset = "99"
 
-// reactorsVersion stores reactions by the reactor's contact id instead of
-// its username, so that a renamed contact keeps its reactions and whoever
-// takes the old name next does not inherit them, with each reactor's
-// time, and counts the reactors of each name in place. Existing rows are
-// converted: a reactor becomes the contact that has its username now (a
-// username that no contact has any more, after a rename, cannot be told
-// apart and is dropped), reacted at its message's last update (or
-// creation); the counters are backfilled.
-var reactorsVersion = version{
-	Name:    "20261123000006",
-	Comment: "reactions_by_contact",
-	SQL: map[flavor][]string{
-		// SQLite cannot change a table's unique key: the table is made
-		// anew and the rows copied, seq kept.
-		flavorSQLite: {
-			`ALTER TABLE reaction_names ADD COLUMN reactors INTEGER NOT NULL DEFAULT 0`,
-			`ALTER TABLE reaction_names ADD COLUMN head_seq INTEGER NOT NULL DEFAULT ` + noHead,
-			`CREATE TABLE reactions_by_contact (
-				seq INTEGER PRIMARY KEY,
-				message_id TEXT NOT NULL,
-				name TEXT NOT NULL,
-				contact_id TEXT NOT NULL,
-				created_at TIMESTAMP NOT NULL,
-				UNIQUE (message_id, contact_id, name),
-				FOREIGN KEY (message_id, name) REFERENCES reaction_names (message_id, name) ON DELETE CASCADE)`,
-			`INSERT INTO reactions_by_contact (seq, message_id, name, contact_id, created_at)
-				SELECT r.seq, r.message_id, r.name, c.id, COALESCE(m.updated_at, m.created_at)
-				FROM reactions AS r JOIN contacts AS c ON c.username = r.reactor JOIN messages AS m ON m.id = r.message_id`,
-			`DROP TABLE reactions`,
-			`ALTER TABLE reactions_by_contact RENAME TO reactions`,
-			`CREATE INDEX reactions_order ON reactions (message_id, name, seq)`,
-			`CREATE INDEX reaction_names_order ON reaction_names (message_id, seq)`,
-			backfillReactorCounts, dropEmptyNames, backfillHeads, backfillNameCounts,
-		},
-		flavorPostgres: {
-			`ALTER TABLE reaction_names ADD COLUMN reactors bigint NOT NULL DEFAULT 0`,
-			`ALTER TABLE reaction_names ADD COLUMN head_seq bigint NOT NULL DEFAULT ` + noHead,
-			`ALTER TABLE reactions ADD COLUMN contact_id text COLLATE "C", ADD COLUMN created_at timestamptz`,
-			`UPDATE reactions AS r SET contact_id = c.id, created_at = COALESCE(m.updated_at, m.created_at)
-				FROM contacts AS c, messages AS m WHERE c.username = r.reactor AND m.id = r.message_id`,
-			`DELETE FROM reactions WHERE contact_id IS NULL OR created_at IS NULL`,
-			// Dropping reactor drops the unique key it is part of.
-			`ALTER TABLE reactions DROP COLUMN reactor,
-				ALTER COLUMN contact_id SET NOT NULL, ALTER COLUMN created_at SET NOT NULL,
-				ADD CONSTRAINT reactions_message_contact_name UNIQUE (message_id, contact_id, name)`,
-			`CREATE INDEX reactions_order ON reactions (message_id, name, seq)`,
-			`CREATE INDEX reaction_names_order ON reaction_names (message_id, seq)`,
-			backfillReactorCounts, dropEmptyNames, backfillHeads, backfillNameCounts,
-		},
-		// Not transactional: a repeated run skips what an interrupted one
-		// did (see MySQLDone). The new keys come before the old one goes,
-		// since the foreign key of (message_id, name) needs one.
-		flavorMySQL: {
-			`ALTER TABLE reaction_names ADD COLUMN reactors BIGINT NOT NULL DEFAULT 0, ADD COLUMN head_seq BIGINT NOT NULL DEFAULT ` + noHead,
-			`ALTER TABLE reactions ADD COLUMN contact_id VARCHAR(64) NULL, ADD COLUMN created_at DATETIME(6) NULL`,
-			`UPDATE reactions AS r JOIN contacts AS c ON c.username = r.reactor JOIN messages AS m ON m.id = r.message_id
-				SET r.contact_id = c.id, r.created_at = COALESCE(m.updated_at, m.created_at) WHERE r.contact_id IS NULL`,
-			`DELETE FROM reactions WHERE contact_id IS NULL OR created_at IS NULL`,
-			`ALTER TABLE reactions ADD KEY reactions_order (message_id, name, seq)`,
-			`ALTER TABLE reactions DROP INDEX reactions_message_name_reactor, DROP COLUMN reactor,
-				MODIFY contact_id VARCHAR(64) NOT NULL, MODIFY created_at DATETIME(6) NOT NULL,
-				ADD UNIQUE KEY reactions_message_contact_name (message_id, contact_id, name)`,
-			`ALTER TABLE reaction_names ADD KEY reaction_names_order (message_id, seq)`,
-			backfillReactorCounts, dropEmptyNames, backfillHeads, backfillNameCounts,
-		},
-	},
-	// 1054: reactor is gone (the conversion ran); 1061: a key that
-	// exists; 1091: a key or column dropped already.
-	MySQLDone: []uint16{1054, 1061, 1091},
-}
-
-// reactorsEmbedVersion replaces the index (message_id, name, seq) of
-// reactions with (message_id, name, seq, contact_id), which holds the
-// contact of each reactor: the embedded reactors of a message (and a page
-// of ListReactors) are read from the index alone, without a seek into the
-// table for each reactor (on SQLite about a fifth of the read of 100).
-// The new index serves everything the old one did, the foreign key of
-// (message_id, name) included, so it comes first and the old one goes.
-var reactorsEmbedVersion = version{
-	Name:    "20261123000008",
-	Comment: "reactions_embed_index",
-	SQL: map[flavor][]string{
-		flavorSQLite: {
-			`CREATE INDEX reactions_embed ON reactions (message_id, name, seq, contact_id)`,
-			`DROP INDEX reactions_order`,
-		},
-		flavorPostgres: {
-			`CREATE INDEX reactions_embed ON reactions (message_id, name, seq, contact_id)`,
-			`DROP INDEX reactions_order`,
-		},
-		flavorMySQL: {
-			`ALTER TABLE reactions ADD KEY reactions_embed (message_id, name, seq, contact_id)`,
-			`ALTER TABLE reactions DROP INDEX reactions_order`,
-		},
-	},
-	// 1061: the key exists; 1091: the old one is gone.
-	MySQLDone: []uint16{1061, 1091},
-}
-
-// backfillHeads sets the head_seq of the names that have enough reactors.
-var backfillHeads = `UPDATE reaction_names SET head_seq = ` + headSQL("reaction_names.message_id", "reaction_names.name") +
-	` WHERE reactors >= ` + embeddedCount
-
 // embeddedCount is messaging.MaxEmbeddedReactors, for SQL.
 const embeddedCount = "100"
 
-// The backfill of reactorsVersion.
-const (
-	backfillReactorCounts = `UPDATE reaction_names SET reactors = (SELECT COUNT(*) FROM reactions AS r
-		WHERE r.message_id = reaction_names.message_id AND r.name = reaction_names.name)`
-	// dropEmptyNames removes the names whose every reactor was dropped.
-	dropEmptyNames = `DELETE FROM reaction_names WHERE reactors = 0`
-	// backfillNameCounts recounts the names of the messages that have some.
-	backfillNameCounts = `UPDATE messages SET reaction_count = (SELECT COUNT(*) FROM reaction_names AS n WHERE n.message_id = messages.id)
-		WHERE reaction_count > 0`
-)
+// backfillReactorCounts sets the number of reactors of each name (Load).
+const backfillReactorCounts = `UPDATE reaction_names SET reactors = (SELECT COUNT(*) FROM reactions AS r
+	WHERE r.message_id = reaction_names.message_id AND r.name = reaction_names.name)`
 
 // reactionRow is a reaction of a message with its embedded reactors, or
 // some of them: their usernames joined by reactorSep, in their order.

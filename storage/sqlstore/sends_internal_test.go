@@ -85,7 +85,6 @@ func TestSendAloneInBatchPanic(t *testing.T) {
 func TestSendPanicAfterContextEnds(t *testing.T) {
 	for i := range 20 {
 		s := &Store{opts: Options{Logger: slog.New(slog.DiscardHandler)}}
-		s.eventIDs.Store(eventIDsNumbered)
 		sc := &s.sending
 		sc.slots = []*sendSlot{{since: time.Now().Add(time.Hour)}, {since: time.Now().Add(time.Hour)}} // held, never stalled
 		ctx, cancel := context.WithCancel(context.Background())

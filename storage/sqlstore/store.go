@@ -153,8 +153,6 @@ type Store struct {
 	folding   sync.Mutex   // held while a send folds tallies (tallies.go)
 
 	writesPrepared atomic.Bool  // wstmts holds the statements of sends (prepareWrites)
-	eventIDs       atomic.Int32 // PostgreSQL: whether events are stored with their ids (outbox.go, numberedEvents)
-	eventIDsAsked  atomic.Int64 // when knowEventIDs last asked (UnixNano)
 	planStats      planStats    // the size of messages, for genericPlans (PostgreSQL)
 	combine        combiner     // changes to one message, made together (combine.go)
 	sending        sendCombiner // sends alone, stored together (sends.go)

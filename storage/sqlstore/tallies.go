@@ -47,42 +47,6 @@ const foldEvery = 64
 // foldBatch is the most tallies one fold transaction counts.
 const foldBatch = 1000
 
-// talliesVersion adds the tallies of messages not counted yet.
-var talliesVersion = version{
-	Name:    "20261123000007",
-	Comment: "message_tallies",
-	SQL: map[flavor][]string{
-		flavorSQLite: {},
-		flavorPostgres: {
-			`CREATE TABLE IF NOT EXISTS message_tallies (
-				message_id text COLLATE "C" PRIMARY KEY,
-				conversation_id text COLLATE "C" NOT NULL,
-				contact_id text COLLATE "C" NOT NULL,
-				created_at timestamptz NOT NULL)`,
-			`CREATE INDEX IF NOT EXISTS message_tallies_conversation ON message_tallies (conversation_id, created_at, message_id)`,
-			// Every tally is deleted soon after its insert, and every
-			// event updated (numbered) soon after: their dead rows, and
-			// their entries in the indexes the sequencer and the folds
-			// read, would otherwise wait for a vacuum at a fifth of the
-			// table, each pass reading all of them. The sequencer reads a
-			// partial index of the unnumbered events, not the seq index's
-			// NULLs (which held every event ever inserted until a vacuum).
-			`ALTER TABLE message_tallies SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000)`,
-			`CREATE INDEX IF NOT EXISTS events_unnumbered ON events (pos) WHERE seq IS NULL`,
-			`ALTER TABLE events SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000)`,
-		},
-		flavorMySQL: {
-			`CREATE TABLE IF NOT EXISTS message_tallies (
-				message_id VARCHAR(64) NOT NULL PRIMARY KEY,
-				conversation_id VARCHAR(128) NOT NULL,
-				contact_id VARCHAR(64) NOT NULL,
-				created_at DATETIME(6) NOT NULL,
-				KEY message_tallies_conversation (conversation_id, created_at, message_id)
-			) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`,
-		},
-	},
-}
-
 // deferred reports whether sends leave their counting to fold.
 func (s *Store) deferred() bool { return s.flavor != flavorSQLite }
 

@@ -46,7 +46,7 @@ func counterRows(t *testing.T, s *sqlstore.Store) ([]storecopy.Conversation, []s
 }
 
 // eachMigrated runs fn, in a subtest of each SQL engine of the tests but
-// except ("" for none), on a new store migrated to this version.
+// except ("" for none), on a new migrated store.
 func eachMigrated(t *testing.T, except string, fn func(t *testing.T, engine string, s *sqlstore.Store)) {
 	t.Helper()
 	for _, e := range backendtest.SQL(t) {

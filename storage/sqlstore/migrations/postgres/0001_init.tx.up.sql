@@ -1,0 +1,273 @@
+-- The schema of PostgreSQL, applied in one transaction. Until the first
+-- release it is changed in place; from then on migrations are immutable.
+-- Identifiers sort by bytes (COLLATE "C"), as Go compares strings.
+
+CREATE TABLE contacts (
+	id text COLLATE "C" PRIMARY KEY,
+	username text COLLATE "C" NOT NULL UNIQUE,
+	phone_number text NOT NULL DEFAULT '',
+	avatar_url text NOT NULL DEFAULT '',
+	last_active_at timestamptz,
+	created_at timestamptz NOT NULL)
+
+--bun:split
+
+-- reaction_count and attachment_count count the message's reaction names
+-- and linked attachments, so that a read skips those queries when there
+-- are none.
+CREATE TABLE messages (
+	id text COLLATE "C" PRIMARY KEY,
+	conversation_id text COLLATE "C" NOT NULL,
+	contact_id text COLLATE "C" NOT NULL,
+	text text NOT NULL,
+	read_at timestamptz,
+	created_at timestamptz NOT NULL,
+	updated_at timestamptz,
+	reaction_count integer NOT NULL DEFAULT 0,
+	attachment_count integer NOT NULL DEFAULT 0)
+
+--bun:split
+
+CREATE INDEX messages_conversation_created ON messages (conversation_id, created_at DESC, id DESC)
+
+--bun:split
+
+CREATE INDEX messages_created ON messages (created_at DESC, id DESC)
+
+--bun:split
+
+-- A reaction name keeps its place (seq) while it has reactors (counted in
+-- place); reactors come in their own seq order. head_seq is the seq of the
+-- name's last embedded reactor, or the largest bigint.
+CREATE TABLE reaction_names (
+	seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	message_id text COLLATE "C" NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+	name text COLLATE "C" NOT NULL,
+	reactors bigint NOT NULL DEFAULT 0,
+	head_seq bigint NOT NULL DEFAULT 9223372036854775807,
+	UNIQUE (message_id, name))
+
+--bun:split
+
+CREATE INDEX reaction_names_order ON reaction_names (message_id, seq)
+
+--bun:split
+
+-- Reactions by the reactor's contact id, so that a renamed contact keeps
+-- its reactions.
+CREATE TABLE reactions (
+	seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	message_id text COLLATE "C" NOT NULL,
+	name text COLLATE "C" NOT NULL,
+	contact_id text COLLATE "C" NOT NULL,
+	created_at timestamptz NOT NULL,
+	CONSTRAINT reactions_message_contact_name UNIQUE (message_id, contact_id, name),
+	FOREIGN KEY (message_id, name) REFERENCES reaction_names (message_id, name) ON DELETE CASCADE)
+
+--bun:split
+
+-- Holds the contact of each reactor: embedded reactors are read from the
+-- index alone. It serves the foreign key of (message_id, name) too.
+CREATE INDEX reactions_embed ON reactions (message_id, name, seq, contact_id)
+
+--bun:split
+
+CREATE TABLE attachments (
+	id text COLLATE "C" PRIMARY KEY,
+	message_id text COLLATE "C" REFERENCES messages (id),
+	conversation_id text COLLATE "C",
+	uploader_id text COLLATE "C" NOT NULL,
+	filename text NOT NULL,
+	file_type text NOT NULL,
+	file_size bigint NOT NULL,
+	sha256 text NOT NULL,
+	blob_key text COLLATE "C" NOT NULL UNIQUE,
+	created_at timestamptz NOT NULL)
+
+--bun:split
+
+CREATE INDEX attachments_conversation_created ON attachments (conversation_id, created_at DESC, id DESC)
+
+--bun:split
+
+CREATE INDEX attachments_uploader_created ON attachments (uploader_id, created_at DESC, id DESC)
+
+--bun:split
+
+CREATE INDEX attachments_created ON attachments (created_at DESC, id DESC)
+
+--bun:split
+
+CREATE INDEX attachments_message ON attachments (message_id)
+
+--bun:split
+
+-- UploadedBytes reads this index alone.
+CREATE INDEX attachments_uploader_size ON attachments (uploader_id, file_size)
+
+--bun:split
+
+-- The blob keys whose rows are gone.
+CREATE TABLE pending_deletions (
+	blob_key text COLLATE "C" PRIMARY KEY,
+	created_at timestamptz NOT NULL)
+
+--bun:split
+
+CREATE INDEX pending_deletions_created ON pending_deletions (created_at, blob_key)
+
+--bun:split
+
+-- One row per conversation with its counters and last message.
+CREATE TABLE conversations (
+	id text COLLATE "C" PRIMARY KEY,
+	created_at timestamptz NOT NULL,
+	updated_at timestamptz NOT NULL,
+	message_count bigint NOT NULL DEFAULT 0,
+	last_message_id text COLLATE "C")
+
+--bun:split
+
+CREATE INDEX conversations_updated ON conversations (updated_at DESC, id DESC)
+
+--bun:split
+
+-- Each contact's state in a conversation: membership, read position and
+-- the counters its unread count is made of.
+CREATE TABLE conversation_members (
+	conversation_id text COLLATE "C" NOT NULL,
+	contact_id text COLLATE "C" NOT NULL,
+	is_member boolean NOT NULL DEFAULT false,
+	joined_at timestamptz,
+	read_created timestamptz,
+	read_message_id text COLLATE "C",
+	read_count bigint NOT NULL DEFAULT 0,
+	own_count bigint NOT NULL DEFAULT 0,
+	own_read_count bigint NOT NULL DEFAULT 0,
+	PRIMARY KEY (conversation_id, contact_id))
+
+--bun:split
+
+CREATE INDEX conversation_members_contact ON conversation_members (contact_id, is_member, conversation_id)
+
+--bun:split
+
+CREATE INDEX conversation_members_read ON conversation_members (conversation_id, read_created, read_message_id)
+
+--bun:split
+
+-- The messages not counted in their conversation's counters yet
+-- (tallies.go). Every tally is deleted soon after its insert: its dead
+-- rows would otherwise wait for a vacuum at a fifth of the table.
+CREATE TABLE message_tallies (
+	message_id text COLLATE "C" PRIMARY KEY,
+	conversation_id text COLLATE "C" NOT NULL,
+	contact_id text COLLATE "C" NOT NULL,
+	created_at timestamptz NOT NULL)
+	WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000)
+
+--bun:split
+
+CREATE INDEX message_tallies_conversation ON message_tallies (conversation_id, created_at, message_id)
+
+--bun:split
+
+-- One record per caller and idempotency key, stored with its result in the
+-- transaction of the write it answers, or claimed first by a long write;
+-- pruned when expired.
+CREATE TABLE idempotency_keys (
+	scope text COLLATE "C" NOT NULL,
+	client_key text COLLATE "C" NOT NULL,
+	fingerprint text NOT NULL,
+	lock_token text NOT NULL DEFAULT '',
+	result bytea,
+	created_at timestamptz NOT NULL,
+	expires_at timestamptz NOT NULL,
+	PRIMARY KEY (scope, client_key))
+
+--bun:split
+
+CREATE INDEX idempotency_keys_expires ON idempotency_keys (expires_at)
+
+--bun:split
+
+-- The earlier texts of edited messages, removed with their message.
+CREATE TABLE message_revisions (
+	id text COLLATE "C" PRIMARY KEY,
+	message_id text COLLATE "C" NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+	text text NOT NULL,
+	created_at timestamptz NOT NULL)
+
+--bun:split
+
+CREATE INDEX message_revisions_message_created ON message_revisions (message_id, created_at DESC, id DESC)
+
+--bun:split
+
+-- The outbox. A send inserts its events with no seq; the sequencer numbers
+-- them in commit order (outbox.go). No id is stored (id stays NULL: readers
+-- are given one made of the created time and the seq, numberedID). The
+-- indexes of seq hold only the numbered rows, which readers ask for
+-- (seq > n implies the predicate): a send writes none of them. The
+-- sequencer reads the partial index of the unnumbered events. Every event
+-- is updated (numbered) soon after its insert: its dead row would
+-- otherwise wait for a vacuum at a fifth of the table.
+CREATE TABLE events (
+	pos bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	seq bigint,
+	id text COLLATE "C",
+	type text NOT NULL,
+	conversation_id text COLLATE "C",
+	audience_id text COLLATE "C",
+	created_at timestamptz NOT NULL,
+	payload text NOT NULL)
+	WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000)
+
+--bun:split
+
+CREATE UNIQUE INDEX events_stored_id ON events (id) WHERE id IS NOT NULL
+
+--bun:split
+
+CREATE UNIQUE INDEX events_numbered ON events (seq) WHERE seq IS NOT NULL
+
+--bun:split
+
+CREATE INDEX events_conversation_numbered ON events (conversation_id, seq) WHERE seq IS NOT NULL
+
+--bun:split
+
+CREATE INDEX events_unnumbered ON events (pos) WHERE seq IS NULL
+
+--bun:split
+
+-- The last seq given.
+CREATE TABLE event_sequence (id integer PRIMARY KEY, last_seq bigint NOT NULL)
+
+--bun:split
+
+INSERT INTO event_sequence (id, last_seq) VALUES (1, 0)
+
+--bun:split
+
+-- The handlers' positions.
+CREATE TABLE event_cursors (
+	name text COLLATE "C" PRIMARY KEY,
+	seq bigint NOT NULL,
+	owner text COLLATE "C" NOT NULL DEFAULT '',
+	lease_until timestamptz)
+
+--bun:split
+
+-- The database's identity: one row holding a random installation id, made
+-- here, and the reconcile epoch (see driver.Installation).
+CREATE TABLE parley_installation (
+	one integer PRIMARY KEY CHECK (one = 1),
+	id text COLLATE "C" NOT NULL,
+	epoch bigint NOT NULL DEFAULT 0,
+	created_at timestamptz NOT NULL)
+
+--bun:split
+
+INSERT INTO parley_installation (one, id, epoch, created_at)
+	VALUES (1, 'ins_' || replace(gen_random_uuid()::text, '-', ''), 0, now())

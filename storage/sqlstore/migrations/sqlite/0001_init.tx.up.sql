@@ -1,0 +1,234 @@
+-- The schema of SQLite, applied in one transaction. Until the first
+-- release it is changed in place; from then on migrations are immutable.
+
+CREATE TABLE contacts (
+	id TEXT PRIMARY KEY NOT NULL,
+	username TEXT NOT NULL UNIQUE,
+	phone_number TEXT NOT NULL DEFAULT '',
+	avatar_url TEXT NOT NULL DEFAULT '',
+	last_active_at TIMESTAMP,
+	created_at TIMESTAMP NOT NULL)
+
+--bun:split
+
+-- reaction_count and attachment_count count the message's reaction names
+-- and linked attachments, so that a read skips those queries when there
+-- are none.
+CREATE TABLE messages (
+	id TEXT PRIMARY KEY NOT NULL,
+	conversation_id TEXT NOT NULL,
+	contact_id TEXT NOT NULL,
+	text TEXT NOT NULL,
+	read_at TIMESTAMP,
+	created_at TIMESTAMP NOT NULL,
+	updated_at TIMESTAMP,
+	reaction_count INTEGER NOT NULL DEFAULT 0,
+	attachment_count INTEGER NOT NULL DEFAULT 0)
+
+--bun:split
+
+CREATE INDEX messages_conversation_created ON messages (conversation_id, created_at DESC, id DESC)
+
+--bun:split
+
+CREATE INDEX messages_created ON messages (created_at DESC, id DESC)
+
+--bun:split
+
+-- A reaction name keeps its place (seq) while it has reactors (counted in
+-- place); reactors come in their own seq order. An INTEGER PRIMARY KEY is
+-- the rowid: a new row gets one more than the largest. head_seq is the seq
+-- of the name's last embedded reactor, or the largest integer.
+CREATE TABLE reaction_names (
+	seq INTEGER PRIMARY KEY,
+	message_id TEXT NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+	name TEXT NOT NULL,
+	reactors INTEGER NOT NULL DEFAULT 0,
+	head_seq INTEGER NOT NULL DEFAULT 9223372036854775807,
+	UNIQUE (message_id, name))
+
+--bun:split
+
+CREATE INDEX reaction_names_order ON reaction_names (message_id, seq)
+
+--bun:split
+
+-- Reactions by the reactor's contact id, so that a renamed contact keeps
+-- its reactions.
+CREATE TABLE reactions (
+	seq INTEGER PRIMARY KEY,
+	message_id TEXT NOT NULL,
+	name TEXT NOT NULL,
+	contact_id TEXT NOT NULL,
+	created_at TIMESTAMP NOT NULL,
+	UNIQUE (message_id, contact_id, name),
+	FOREIGN KEY (message_id, name) REFERENCES reaction_names (message_id, name) ON DELETE CASCADE)
+
+--bun:split
+
+-- Holds the contact of each reactor: embedded reactors are read from the
+-- index alone. It serves the foreign key of (message_id, name) too.
+CREATE INDEX reactions_embed ON reactions (message_id, name, seq, contact_id)
+
+--bun:split
+
+CREATE TABLE attachments (
+	id TEXT PRIMARY KEY NOT NULL,
+	message_id TEXT REFERENCES messages (id),
+	conversation_id TEXT,
+	uploader_id TEXT NOT NULL,
+	filename TEXT NOT NULL,
+	file_type TEXT NOT NULL,
+	file_size INTEGER NOT NULL,
+	sha256 TEXT NOT NULL,
+	blob_key TEXT NOT NULL UNIQUE,
+	created_at TIMESTAMP NOT NULL)
+
+--bun:split
+
+CREATE INDEX attachments_conversation_created ON attachments (conversation_id, created_at DESC, id DESC)
+
+--bun:split
+
+CREATE INDEX attachments_uploader_created ON attachments (uploader_id, created_at DESC, id DESC)
+
+--bun:split
+
+CREATE INDEX attachments_created ON attachments (created_at DESC, id DESC)
+
+--bun:split
+
+CREATE INDEX attachments_message ON attachments (message_id)
+
+--bun:split
+
+-- UploadedBytes reads this index alone.
+CREATE INDEX attachments_uploader_size ON attachments (uploader_id, file_size)
+
+--bun:split
+
+-- The blob keys whose rows are gone.
+CREATE TABLE pending_deletions (
+	blob_key TEXT PRIMARY KEY NOT NULL,
+	created_at TIMESTAMP NOT NULL)
+
+--bun:split
+
+CREATE INDEX pending_deletions_created ON pending_deletions (created_at, blob_key)
+
+--bun:split
+
+-- One row per conversation with its counters and last message.
+CREATE TABLE conversations (
+	id TEXT PRIMARY KEY NOT NULL,
+	created_at TIMESTAMP NOT NULL,
+	updated_at TIMESTAMP NOT NULL,
+	message_count INTEGER NOT NULL DEFAULT 0,
+	last_message_id TEXT)
+
+--bun:split
+
+CREATE INDEX conversations_updated ON conversations (updated_at DESC, id DESC)
+
+--bun:split
+
+-- Each contact's state in a conversation: membership, read position and
+-- the counters its unread count is made of.
+CREATE TABLE conversation_members (
+	conversation_id TEXT NOT NULL,
+	contact_id TEXT NOT NULL,
+	is_member INTEGER NOT NULL DEFAULT 0,
+	joined_at TIMESTAMP,
+	read_created TIMESTAMP,
+	read_message_id TEXT,
+	read_count INTEGER NOT NULL DEFAULT 0,
+	own_count INTEGER NOT NULL DEFAULT 0,
+	own_read_count INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (conversation_id, contact_id))
+
+--bun:split
+
+CREATE INDEX conversation_members_contact ON conversation_members (contact_id, is_member, conversation_id)
+
+--bun:split
+
+CREATE INDEX conversation_members_read ON conversation_members (conversation_id, read_created, read_message_id)
+
+--bun:split
+
+-- One record per caller and idempotency key, stored with its result in the
+-- transaction of the write it answers, or claimed first by a long write;
+-- pruned when expired.
+CREATE TABLE idempotency_keys (
+	scope TEXT NOT NULL,
+	client_key TEXT NOT NULL,
+	fingerprint TEXT NOT NULL,
+	lock_token TEXT NOT NULL DEFAULT '',
+	result BLOB,
+	created_at TIMESTAMP NOT NULL,
+	expires_at TIMESTAMP NOT NULL,
+	PRIMARY KEY (scope, client_key))
+
+--bun:split
+
+CREATE INDEX idempotency_keys_expires ON idempotency_keys (expires_at)
+
+--bun:split
+
+-- The earlier texts of edited messages, removed with their message.
+CREATE TABLE message_revisions (
+	id TEXT PRIMARY KEY NOT NULL,
+	message_id TEXT NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+	text TEXT NOT NULL,
+	created_at TIMESTAMP NOT NULL)
+
+--bun:split
+
+CREATE INDEX message_revisions_message_created ON message_revisions (message_id, created_at DESC, id DESC)
+
+--bun:split
+
+-- The outbox. The rowid is the seq: one more than the greatest at insert
+-- (PruneEvents keeps the newest, so none is given twice). No id is stored
+-- (id stays NULL: readers are given one made of the created time and the
+-- seq, numberedID). No index by conversation, unlike the
+-- server engines: each index is a page more that every send writes to
+-- the WAL (about 6% of a send), and the reads of one conversation's events
+-- scan the seq range they ask for, or, for a list, the newest events until
+-- a page is found.
+CREATE TABLE events (
+	seq INTEGER PRIMARY KEY,
+	id TEXT,
+	type TEXT NOT NULL,
+	conversation_id TEXT,
+	audience_id TEXT,
+	created_at TIMESTAMP NOT NULL,
+	payload TEXT NOT NULL)
+
+--bun:split
+
+CREATE UNIQUE INDEX events_stored_id ON events (id) WHERE id IS NOT NULL
+
+--bun:split
+
+-- The handlers' positions.
+CREATE TABLE event_cursors (
+	name TEXT PRIMARY KEY NOT NULL,
+	seq INTEGER NOT NULL,
+	owner TEXT NOT NULL DEFAULT '',
+	lease_until TIMESTAMP)
+
+--bun:split
+
+-- The database's identity: one row holding a random installation id, made
+-- here, and the reconcile epoch (see driver.Installation).
+CREATE TABLE parley_installation (
+	one INTEGER PRIMARY KEY NOT NULL CHECK (one = 1),
+	id TEXT NOT NULL,
+	epoch INTEGER NOT NULL DEFAULT 0,
+	created_at TIMESTAMP NOT NULL)
+
+--bun:split
+
+INSERT INTO parley_installation (one, id, epoch, created_at)
+	VALUES (1, 'ins_' || lower(hex(randomblob(16))), 0, strftime('%Y-%m-%d %H:%M:%f', 'now'))
