@@ -33,7 +33,7 @@ func TestUploadRowCommittedThenCanceled(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		h.repo.createAttachment = func(rctx context.Context, a messaging.Attachment) error {
-			if err := h.repo.Store.CreateAttachment(rctx, a, nil); err != nil {
+			if err := h.repo.fullStore.CreateAttachment(rctx, a, nil); err != nil {
 				return err
 			}
 			cancel()
@@ -157,7 +157,7 @@ func TestUploadsCanceledWhileRowIsWritten(t *testing.T) {
 			require.NoError(t, err)
 			assert.Zero(t, rep.Missing, "rows whose file is missing")
 
-			keys, err := store.AttachmentKeys(context.Background(), "", n+1)
+			keys, err := store.Driver().(driver.KeyLister).AttachmentKeys(context.Background(), "", n+1)
 			require.NoError(t, err)
 			var objects []string
 			require.NoError(t, blobs.List(context.Background(), attachments.KeyPrefix, func(o driver.Object) error {

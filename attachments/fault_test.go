@@ -26,6 +26,7 @@ import (
 	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/blobstore"
 	"github.com/parleychat/parley/storage/memstore"
+	"github.com/parleychat/parley/storage/storetest"
 )
 
 // These tests inject a failure at each step of the attachment flows and
@@ -89,10 +90,17 @@ func (f *faultBlobs) List(ctx context.Context, prefix string, fn func(driver.Obj
 	return f.next.List(ctx, prefix, fn)
 }
 
+// fullStore is a driver.Store with the optional interfaces of memstore's.
+type fullStore interface {
+	driver.Store
+	driver.Installation
+	driver.KeyLister
+}
+
 // faultRepo wraps a memstore.Store (both repositories); a non-nil function
 // field replaces the call it names.
 type faultRepo struct {
-	*memstore.Store
+	fullStore
 
 	mu               sync.Mutex
 	createAttachment func(ctx context.Context, a messaging.Attachment) error
@@ -106,7 +114,7 @@ func (r *faultRepo) CreateAttachment(ctx context.Context, a messaging.Attachment
 	if fn != nil {
 		return fn(ctx, a)
 	}
-	return r.Store.CreateAttachment(ctx, a, rec)
+	return r.fullStore.CreateAttachment(ctx, a, rec)
 }
 
 func (r *faultRepo) ForgetDeletion(ctx context.Context, key string) error {
@@ -116,7 +124,7 @@ func (r *faultRepo) ForgetDeletion(ctx context.Context, key string) error {
 	if fn != nil {
 		return fn(ctx, key)
 	}
-	return r.Store.ForgetDeletion(ctx, key)
+	return r.fullStore.ForgetDeletion(ctx, key)
 }
 
 // clock is the Service's Now: real time plus an offset the test moves.
@@ -218,7 +226,7 @@ func eachBackend(t *testing.T, opts *attachments.Options, fn func(t *testing.T, 
 func newHarness(tb testing.TB, blobs listingBlobs, opts *attachments.Options) *harness {
 	tb.Helper()
 	h := &harness{
-		repo:  &faultRepo{Store: memstore.New()},
+		repo:  &faultRepo{fullStore: memstore.New().Driver().(fullStore)},
 		blobs: &faultBlobs{next: blobs},
 		clock: &clock{},
 		logs:  &syncBuffer{},
@@ -230,8 +238,8 @@ func newHarness(tb testing.TB, blobs listingBlobs, opts *attachments.Options) *h
 	o.OrphanGrace = grace
 	o.Now = h.clock.now
 	o.Logger = slog.New(slog.NewTextHandler(h.logs, nil))
-	h.msgs = messaging.New(h.repo, &messaging.Options{Now: h.clock.now, Logger: o.Logger})
-	h.svc = attachments.New(h.repo, h.blobs, h.msgs, &o)
+	h.msgs = messaging.New(storetest.Storage(h.repo), &messaging.Options{Now: h.clock.now, Logger: o.Logger})
+	h.svc = attachments.New(storetest.Storage(h.repo), h.blobs, h.msgs, &o)
 	var err error
 	h.alice, err = h.msgs.SaveContact(context.Background(), messaging.Contact{Username: "alice"})
 	require.NoError(tb, err)

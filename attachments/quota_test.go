@@ -66,7 +66,7 @@ func TestUploadQuota(t *testing.T) {
 		_, err = upload(files, alice, size, "")
 		assertOverQuota(t, err)
 	}
-	n, err := store.UploadedBytes(context.Background(), alice.ID)
+	n, err := store.Driver().UploadedBytes(context.Background(), alice.ID)
 	require.NoError(t, err)
 	assert.Equal(t, int64(10_000), n)
 	assert.Equal(t, 3, objectCount(t, blobs), "nothing stored by the refused uploads")
@@ -122,7 +122,7 @@ func TestUploadQuotaCountsUploadsStoredMeanwhile(t *testing.T) {
 	require.NoError(t, err)
 	close(slow.gate)
 	assertOverQuota(t, <-done)
-	n, err := store.UploadedBytes(context.Background(), alice.ID)
+	n, err := store.Driver().UploadedBytes(context.Background(), alice.ID)
 	require.NoError(t, err)
 	assert.Equal(t, int64(6000), n)
 }
@@ -168,7 +168,7 @@ func TestUploadQuotaConcurrent(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		n, err := store.UploadedBytes(context.Background(), alice.ID)
+		n, err := store.Driver().UploadedBytes(context.Background(), alice.ID)
 		require.NoError(t, err)
 		assert.Equal(t, stored, n, "round %d", round)
 		assert.LessOrEqual(t, n, int64(quota), "round %d", round)
@@ -209,7 +209,7 @@ func TestUploadQuotaAcrossInstances(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // every upload has begun
 	close(gates)
 	wg.Wait()
-	n, err := store.UploadedBytes(context.Background(), alice.ID)
+	n, err := store.Driver().UploadedBytes(context.Background(), alice.ID)
 	require.NoError(t, err)
 	t.Logf("stored %d of a quota of %d (%d left when the uploads began)", n, quota, quota-used)
 	assert.LessOrEqual(t, n, int64(quota+(len(instances)-1)*(quota-used)))

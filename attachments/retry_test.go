@@ -15,6 +15,7 @@ import (
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/storage/storetest"
 )
 
 // These tests check uploads and renames with an idempotency key on every
@@ -177,7 +178,7 @@ func TestUploadKeyTakenOver(t *testing.T) {
 		h.clock.advance(2 * time.Minute) // past IdempotencyLockTimeout
 		_, err := h.svc.Upload(ctx, h.alice, keyedUpload("stall", "a.txt", "bytes", nil))
 		assert.Equal(t, messaging.CodeKeyInUse, code(err), "the first upload's instance knows it is under way")
-		other := attachments.New(h.repo, h.blobs, messaging.New(h.repo, &messaging.Options{Now: h.clock.now}), &attachments.Options{Now: h.clock.now})
+		other := attachments.New(storetest.Storage(h.repo), h.blobs, messaging.New(storetest.Storage(h.repo), &messaging.Options{Now: h.clock.now}), &attachments.Options{Now: h.clock.now})
 		second, err := other.Upload(ctx, h.alice, keyedUpload("stall", "a.txt", "bytes", nil))
 		require.NoError(t, err, "a retry on another instance takes the stale key over")
 		close(release)

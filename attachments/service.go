@@ -109,8 +109,8 @@ type Service struct {
 // conversation Policy and page size limit, an upload can be linked to a
 // message of msgs at once, and msgs removes the files of the messages it
 // deletes through this Service.
-func New(repo driver.AttachmentStore, blobs BlobStore, msgs *messaging.Service, opts *Options) *Service {
-	s := &Service{repo: repo, blobs: blobs, msgs: msgs, opts: opts.withDefaults()}
+func New(storage messaging.Storage, blobs BlobStore, msgs *messaging.Service, opts *Options) *Service {
+	s := &Service{repo: storage.Driver(), blobs: blobs, msgs: msgs, opts: opts.withDefaults()}
 	s.domain = wiring.Bind(msgs, s.removeFiles)
 	s.msgsAPI = wiring.Files(msgs).(messagingAPI)
 	return s

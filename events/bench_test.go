@@ -100,7 +100,7 @@ type benchSender struct {
 
 func newBenchSender(b *testing.B, store storetest.Store, mode string) *benchSender {
 	ctx := context.Background()
-	s := &benchSender{msgs: messaging.New(store, &messaging.Options{Logger: quiet})}
+	s := &benchSender{msgs: messaging.New(storetest.Storage(store), &messaging.Options{Logger: quiet})}
 	var err error
 	s.alice, err = s.msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(b, err)
@@ -111,7 +111,7 @@ func newBenchSender(b *testing.B, store storetest.Store, mode string) *benchSend
 	if mode == "Record" {
 		o.Gate = func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
 	}
-	feed, err := events.New(ctx, store, s.msgs, o)
+	feed, err := events.New(ctx, storetest.Storage(store), s.msgs, o)
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = feed.Close() })
 	s.sub, err = feed.Subscribe(ctx, s.alice, events.SubscribeOptions{})

@@ -71,8 +71,8 @@ func newEnv(t testing.TB, store storetest.Store, opts *events.Options) *env {
 	t.Helper()
 	e := &env{t: t, ctx: context.Background(), store: store, clock: &fakeClock{}}
 	pol := &privatePolicy{}
-	e.msgs = messaging.New(store, &messaging.Options{Policy: pol, Logger: quiet, Now: e.clock.now})
-	e.files = attachments.New(store, memstore.NewBlobStore(), e.msgs, &attachments.Options{Logger: quiet, Now: e.clock.now})
+	e.msgs = messaging.New(storetest.Storage(store), &messaging.Options{Policy: pol, Logger: quiet, Now: e.clock.now})
+	e.files = attachments.New(storetest.Storage(store), memstore.NewBlobStore(), e.msgs, &attachments.Options{Logger: quiet, Now: e.clock.now})
 	var err error
 	for _, u := range []struct {
 		c    *messaging.Contact
@@ -100,7 +100,7 @@ func (e *env) newFeed(opts *events.Options) *events.Feed {
 	if o.Now == nil {
 		o.Now = e.clock.now
 	}
-	f, err := events.New(e.ctx, e.store, e.msgs, &o)
+	f, err := events.New(e.ctx, storetest.Storage(e.store), e.msgs, &o)
 	require.NoError(e.t, err)
 	e.t.Cleanup(func() { _ = f.Close() })
 	return f

@@ -167,10 +167,11 @@ type Feed struct {
 // and wake the Feed when they commit. A Feed delivers the events recorded
 // from now on live; subscribers and handlers resume from older ones. New
 // reads the outbox once, and fails if it cannot.
-func New(ctx context.Context, store driver.EventStore, msgs *messaging.Service, opts *Options) (*Feed, error) {
-	if store == nil || msgs == nil {
-		return nil, errors.New("events: New needs a driver.EventStore and a messaging Service")
+func New(ctx context.Context, storage messaging.Storage, msgs *messaging.Service, opts *Options) (*Feed, error) {
+	if storage == nil || msgs == nil {
+		return nil, errors.New("events: New needs a storage and a messaging Service")
 	}
+	store := storage.Driver()
 	f := &Feed{
 		store:    store,
 		msgs:     msgs,

@@ -380,7 +380,7 @@ func TestListPollsPastEvents(t *testing.T) {
 
 // TestSubscribeArguments checks the errors of Subscribe.
 func TestSubscribeArguments(t *testing.T) {
-	e := newEnv(t, memstore.New(), nil)
+	e := newEnv(t, memstore.New().Driver(), nil)
 	for _, tc := range []struct {
 		o     events.SubscribeOptions
 		param string

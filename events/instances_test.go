@@ -21,7 +21,10 @@ import (
 // connection pools of one SQL database.
 func sharedStores(t *testing.T) map[string]func(t *testing.T) (storetest.Store, storetest.Store) {
 	out := map[string]func(t *testing.T) (storetest.Store, storetest.Store){
-		"memstore": func(*testing.T) (storetest.Store, storetest.Store) { s := memstore.New(); return s, s },
+		"memstore": func(*testing.T) (storetest.Store, storetest.Store) {
+			s := memstore.New()
+			return s.Driver(), s.Driver()
+		},
 	}
 	for _, engine := range backendtest.SQL(t) {
 		out[engine.Name] = func(t *testing.T) (storetest.Store, storetest.Store) {
@@ -31,7 +34,7 @@ func sharedStores(t *testing.T) map[string]func(t *testing.T) (storetest.Store, 
 				require.NoError(t, err)
 				t.Cleanup(func() { _ = s.Close() })
 				require.NoError(t, s.Migrate(t.Context()))
-				return s
+				return s.Driver()
 			}
 			return open(), open()
 		}

@@ -39,7 +39,7 @@ func TestAdapterS3(t *testing.T) {
 	}
 	sqlite := backendtest.SQL(t)[0]
 	runAdapterTests(t, func(t *testing.T) storetest.Store {
-		return withBlobs{Store: sqlite.Open(t), blobs: s3Blobs(t, bucketURL)}
+		return withBlobs{Store: sqlite.Open(t).Driver(), blobs: s3Blobs(t, bucketURL)}
 	})
 }
 

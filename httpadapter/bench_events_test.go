@@ -34,8 +34,8 @@ type eventsBenchServer struct {
 func newEventsBenchServer(b *testing.B, store storetest.Store, withEvents bool) *eventsBenchServer {
 	b.Helper()
 	ctx := context.Background()
-	msgs := messaging.New(store, &messaging.Options{Logger: quietLog})
-	files := attachments.New(store, memstore.NewBlobStore(), msgs, &attachments.Options{Logger: quietLog})
+	msgs := messaging.New(storetest.Storage(store), &messaging.Options{Logger: quietLog})
+	files := attachments.New(storetest.Storage(store), memstore.NewBlobStore(), msgs, &attachments.Options{Logger: quietLog})
 	table := map[string]messaging.Contact{}
 	for _, name := range []string{"alice", "bob"} {
 		c, err := msgs.SaveContact(ctx, messaging.Contact{Username: name})
@@ -45,7 +45,7 @@ func newEventsBenchServer(b *testing.B, store storetest.Store, withEvents bool) 
 	o := &httpadapter.Options{Authenticator: httpadapter.StaticTokens(table), Logger: quietLog}
 	s := &eventsBenchServer{}
 	if withEvents {
-		feed, err := events.New(ctx, store, msgs, &events.Options{Logger: quietLog})
+		feed, err := events.New(ctx, storetest.Storage(store), msgs, &events.Options{Logger: quietLog})
 		require.NoError(b, err)
 		b.Cleanup(func() { _ = feed.Close() })
 		o.Events, s.feed = feed, feed

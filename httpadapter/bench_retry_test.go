@@ -13,6 +13,7 @@ import (
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/httpadapter"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/storage/storetest"
 )
 
 // BenchmarkRetries measures what an Idempotency-Key costs a send: the same
@@ -30,8 +31,8 @@ func BenchmarkRetries(b *testing.B) {
 		b.Run(be.name, func(b *testing.B) {
 			store, blobs := be.new(b)
 			quiet := slog.New(slog.DiscardHandler)
-			msgs := messaging.New(store, &messaging.Options{Logger: quiet})
-			files := attachments.New(store, blobs, msgs, &attachments.Options{Logger: quiet})
+			msgs := messaging.New(storetest.Storage(store), &messaging.Options{Logger: quiet})
+			files := attachments.New(storetest.Storage(store), blobs, msgs, &attachments.Options{Logger: quiet})
 			alice, err := msgs.SaveContact(context.Background(), messaging.Contact{Username: "alice", PhoneNumber: "+15550100"})
 			require.NoError(b, err)
 			h, err := httpadapter.New(msgs, files, &httpadapter.Options{

@@ -63,11 +63,11 @@ type benchBackend struct {
 // variables are set), each with a file:// bucket in a temporary directory.
 func benchBackends(b *testing.B) []benchBackend {
 	out := []benchBackend{{"memstore", func(*testing.B) (storetest.Store, attachments.BlobStore) {
-		return memstore.New(), memstore.NewBlobStore()
+		return memstore.New().Driver(), memstore.NewBlobStore()
 	}}}
 	for _, e := range backendtest.SQL(b) {
 		out = append(out, benchBackend{e.Name, func(b *testing.B) (storetest.Store, attachments.BlobStore) {
-			return e.Open(b), fileBucket(b)
+			return e.Open(b).Driver(), fileBucket(b)
 		}})
 	}
 	return out
@@ -94,8 +94,8 @@ func newBenchEnv(b *testing.B, store storetest.Store, blobs attachments.BlobStor
 	b.Helper()
 	ctx := context.Background()
 	quiet := slog.New(slog.DiscardHandler)
-	msgs := messaging.New(store, &messaging.Options{Logger: quiet})
-	files := attachments.New(store, blobs, msgs, &attachments.Options{MaxUploadBytes: 4 * benchFileSize, Logger: quiet})
+	msgs := messaging.New(storetest.Storage(store), &messaging.Options{Logger: quiet})
+	files := attachments.New(storetest.Storage(store), blobs, msgs, &attachments.Options{MaxUploadBytes: 4 * benchFileSize, Logger: quiet})
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice", PhoneNumber: "+15550100"})
 	require.NoError(b, err)
 	e := &benchEnv{files: files, alice: alice, conv: "bench-conv"}

@@ -105,7 +105,7 @@ func TestDatabaseHangsAnswers503(t *testing.T) {
 			t.Cleanup(func() { _ = store.Close() })
 			require.NoError(t, store.Migrate(context.Background()))
 
-			e := newEnv(t, store, envConfig{files: attachments.Options{FinishTimeout: requestDeadline}, wrap: func(h http.Handler) http.Handler {
+			e := newEnv(t, store.Driver(), envConfig{files: attachments.Options{FinishTimeout: requestDeadline}, wrap: func(h http.Handler) http.Handler {
 				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					ctx, cancel := context.WithTimeout(r.Context(), requestDeadline)
 					defer cancel()

@@ -30,7 +30,7 @@ func TestLocalDiskErrorIs500(t *testing.T) {
 	disk := blobstore.New(b)
 	t.Cleanup(func() { _ = disk.Close() })
 	var logs bytes.Buffer
-	e := newEnv(t, memstore.New(), envConfig{
+	e := newEnv(t, memstore.New().Driver(), envConfig{
 		blobs: func(listingBlobs) attachments.BlobStore { return disk },
 		opts:  httpadapter.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))},
 	})

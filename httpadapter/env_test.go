@@ -120,13 +120,13 @@ func newEnv(t testing.TB, store storetest.Store, cfg envConfig) *env {
 	if cfg.store != nil {
 		under = cfg.store(store)
 	}
-	e.msgs = messaging.New(under, &messaging.Options{Policy: pol, Logger: quiet})
+	e.msgs = messaging.New(storetest.Storage(under), &messaging.Options{Policy: pol, Logger: quiet})
 	fo := cfg.files
 	fo.MaxUploadBytes = testMaxUpload
 	if fo.Logger == nil {
 		fo.Logger = quiet
 	}
-	e.files = attachments.New(under, e.blobs, e.msgs, &fo)
+	e.files = attachments.New(storetest.Storage(under), e.blobs, e.msgs, &fo)
 	names := slices.Clone(users)
 	for i := range cfg.extraUs {
 		names = append(names, fmt.Sprintf("user%03d", i))
@@ -159,7 +159,7 @@ func newEnv(t testing.TB, store storetest.Store, cfg envConfig) *env {
 		if eo.Logger == nil {
 			eo.Logger = quiet
 		}
-		feed, err := events.New(e.ctx, store, e.msgs, &eo)
+		feed, err := events.New(e.ctx, storetest.Storage(store), e.msgs, &eo)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = feed.Close() })
 		e.feed, opts.Events = feed, feed

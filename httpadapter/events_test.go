@@ -269,7 +269,7 @@ func TestEventStreamResumes(t *testing.T) {
 
 // TestEventStreamHeartbeat checks the comment line of an idle stream.
 func TestEventStreamHeartbeat(t *testing.T) {
-	e := newEnv(t, memstore.New(), envConfig{events: &events.Options{}, opts: httpadapter.Options{EventHeartbeat: 30 * time.Millisecond}})
+	e := newEnv(t, memstore.New().Driver(), envConfig{events: &events.Options{}, opts: httpadapter.Options{EventHeartbeat: 30 * time.Millisecond}})
 	s := e.stream(t, "bob", "")
 	var comments []string
 	timeout := time.After(5 * time.Second)

@@ -276,7 +276,7 @@ func TestFaultMatrix(t *testing.T) {
 	modes := []faultMode{failBefore, unavailable, hang, failAfter}
 	backends := []backendtest.Backend{backendtest.All(t)[0]} // memstore
 	if sql := backendtest.SQL(t); !testing.Short() {
-		backends = append(backends, backendtest.Backend{Name: "sqlite", New: func(tb testing.TB) storetest.Store { return sql[0].Open(tb) }})
+		backends = append(backends, backendtest.Backend{Name: "sqlite", New: func(tb testing.TB) storetest.Store { return sql[0].Open(tb).Driver() }})
 	}
 	injected, scenarios := 0, 0
 	for _, b := range backends {

@@ -521,7 +521,7 @@ func testRateLimit(t *testing.T, newStore newStoreFunc) {
 func TestRateLimitSeesRefusedTokens(t *testing.T) {
 	var mu sync.Mutex
 	guesses := map[string]int{} // by client address
-	e := newEnv(t, memstore.New(), envConfig{opts: httpadapter.Options{
+	e := newEnv(t, memstore.New().Driver(), envConfig{opts: httpadapter.Options{
 		Limit: func(r *http.Request, caller messaging.Contact) (time.Duration, bool) {
 			if caller.ID != "" {
 				return 0, true

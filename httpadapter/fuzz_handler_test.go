@@ -64,7 +64,7 @@ func FuzzUpload(f *testing.F) {
 		"Content-Disposition: form-data; name=\"file\"; filename*=UTF-8''r%C3%A9sum%C3%A9.txt\r\n\r\nx"))
 	f.Add([]byte("--" + fuzzBoundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\"\r\n\r\nunterminated"))
 
-	e := newEnv(f, memstore.New(), envConfig{})
+	e := newEnv(f, memstore.New().Driver(), envConfig{})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		before := e.blobCount(t)
 		res := e.as(t, "alice", "POST", "/v1/attachments", raw("multipart/form-data; boundary="+fuzzBoundary, string(body)))
@@ -99,7 +99,7 @@ func FuzzRange(f *testing.F) {
 		"bytes=0-1,0-1,0-1", "bytes=" + strings.Repeat("0-0,", 20) + "0-0", "items=0-1", "bytes=1-0", "bytes=-0"} {
 		f.Add(s)
 	}
-	e := newEnv(f, memstore.New(), envConfig{})
+	e := newEnv(f, memstore.New().Driver(), envConfig{})
 	data := strings.Repeat("0123456789abcdef", 64) // 1 KiB
 	id := e.upload(f, "alice", "general", "r.txt", "text/plain", data)
 	path := "/v1/attachments/" + id + "/r.txt"
@@ -175,7 +175,7 @@ func FuzzAuthorization(f *testing.F) {
 		"Bearer", "Bearer ", "tok-alice", "Bearer tok-alice tok-bob", "Bearer\ttok-alice"} {
 		f.Add(s)
 	}
-	e := newEnv(f, memstore.New(), envConfig{})
+	e := newEnv(f, memstore.New().Driver(), envConfig{})
 	f.Fuzz(func(t *testing.T, v string) {
 		if strings.ContainsAny(v, "\r\n\x00") || !validHeaderValue(v) {
 			return

@@ -76,7 +76,7 @@ func timePUT(t *testing.T, e *env, path string, body *reqBody) (*response, time.
 
 func TestManyReactionsAreCheap(t *testing.T) {
 	const size = 1 << 20
-	e := newEnv(t, memstore.New(), envConfig{opts: httpadapter.Options{MaxBodyBytes: 2 * size}})
+	e := newEnv(t, memstore.New().Driver(), envConfig{opts: httpadapter.Options{MaxBodyBytes: 2 * size}})
 	fx := e.fixture(t)
 	// The yardstick: a body of the same size whose parameters each cost a
 	// constant (one pair of an unknown name), so that the bound holds on a
@@ -100,7 +100,7 @@ func TestManyReactionsAreCheap(t *testing.T) {
 // TestPairsPerRequestBounded: a body of more than 1,000 parameters is a
 // 400; 1,000 are served (unknown parameters are ignored).
 func TestPairsPerRequestBounded(t *testing.T) {
-	e := newEnv(t, memstore.New(), envConfig{opts: httpadapter.Options{MaxBodyBytes: 1 << 20}})
+	e := newEnv(t, memstore.New().Driver(), envConfig{opts: httpadapter.Options{MaxBodyBytes: 1 << 20}})
 	fx := e.fixture(t)
 	body := func(n int) string {
 		return "read=true" + strings.Repeat("&x=1", n-1)
@@ -129,7 +129,7 @@ func TestPairsPerRequestBounded(t *testing.T) {
 // JSON body is a 400, as in a form (issue 10, defect 6: JSON read them as
 // U+FFFD).
 func TestJSONTextMustBeValid(t *testing.T) {
-	e := newEnv(t, memstore.New(), envConfig{})
+	e := newEnv(t, memstore.New().Driver(), envConfig{})
 	for _, body := range []string{
 		"{\"conversation_id\": \"general\", \"message\": \"a\xffb\"}",
 		`{"conversation_id": "general", "message": "a\ud800b"}`,
@@ -159,7 +159,7 @@ func TestHostsBoundDerivedURLs(t *testing.T) {
 		{[]string{"chat.example.com", "127.0.0.1:1"}, "evil.example", "http://chat.example.com/v1/attachments/"},
 		{[]string{"chat.example.com", "alt.example.com"}, "ALT.example.com", "http://ALT.example.com/v1/attachments/"},
 	} {
-		e := newEnv(t, memstore.New(), envConfig{opts: httpadapter.Options{Hosts: tc.hosts}})
+		e := newEnv(t, memstore.New().Driver(), envConfig{opts: httpadapter.Options{Hosts: tc.hosts}})
 		id := e.upload(t, "alice", "general", "a.txt", "text/plain", "x")
 		res := e.as(t, "alice", "GET", "/v1/attachments/"+id, nil, "Host", tc.host)
 		require.Equal(t, 200, res.StatusCode, "%s", res.body)

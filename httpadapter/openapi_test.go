@@ -59,7 +59,7 @@ var pendingOperations = []string{}
 // authentication, with an ETag for conditional requests; other methods are
 // a 405.
 func TestOpenAPIServed(t *testing.T) {
-	e := newEnv(t, memstore.New(), envConfig{})
+	e := newEnv(t, memstore.New().Driver(), envConfig{})
 	res := e.do(t, "GET", "/v1/openapi.json", "", nil)
 	require.Equal(t, http.StatusOK, res.StatusCode, "body: %s", res.body)
 	assert.Equal(t, "application/json; charset=utf-8", res.Header.Get("Content-Type"))

@@ -15,7 +15,7 @@ import (
 // under the test server's header limit). Past 16 ranges
 // the file is served whole; up to 16 are served as asked.
 func TestManyRangesServeWholeFile(t *testing.T) {
-	e := newEnv(t, memstore.New(), envConfig{})
+	e := newEnv(t, memstore.New().Driver(), envConfig{})
 	data := strings.Repeat("0123456789", 300)
 	id := e.upload(t, "alice", "general", "n.txt", "text/plain", data)
 	path := "/v1/attachments/" + id + "/n.txt"

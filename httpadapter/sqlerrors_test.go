@@ -24,7 +24,7 @@ func TestFailingDatabaseShowsNoSQL(t *testing.T) {
 		t.Run(eng.Name, func(t *testing.T) {
 			store := eng.Open(t)
 			var logs bytes.Buffer
-			e := newEnv(t, store, envConfig{opts: httpadapter.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}})
+			e := newEnv(t, store.Driver(), envConfig{opts: httpadapter.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}})
 			fx := e.fixture(t)
 			for _, table := range []string{"message_revisions", "reactions", "reaction_names", "attachments", "messages"} {
 				_, err := store.DB().ExecContext(e.ctx, "DROP TABLE "+table)

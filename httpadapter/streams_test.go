@@ -20,7 +20,7 @@ import (
 // http.Server shuts down within a second, without closing the Feed first:
 // the handler ends its streams when its server shuts down.
 func TestEventStreamsEndAtShutdown(t *testing.T) {
-	e := newEnv(t, memstore.New(), envConfig{events: &events.Options{}})
+	e := newEnv(t, memstore.New().Driver(), envConfig{events: &events.Options{}})
 	var open []*sseStream
 	for i := range 10 {
 		open = append(open, e.stream(t, users[i%2], ""))
@@ -48,7 +48,7 @@ func TestEventStreamsEndAtShutdown(t *testing.T) {
 // TestEventStreamEndsWithRequest: served without an http.Server (ServeHTTP
 // called directly), a stream ends when the request's context is done.
 func TestEventStreamEndsWithRequest(t *testing.T) {
-	e := newEnv(t, memstore.New(), envConfig{events: &events.Options{}})
+	e := newEnv(t, memstore.New().Driver(), envConfig{events: &events.Options{}})
 	ctx, cancel := context.WithCancel(context.Background())
 	req := httptest.NewRequestWithContext(ctx, "GET", "/v1/events", nil)
 	req.Header.Set("Authorization", "Bearer tok-alice")
@@ -79,7 +79,7 @@ func TestEventStreamEndsWithRequest(t *testing.T) {
 // MaxStreams in all.
 func TestEventStreamLimits(t *testing.T) {
 	t.Run("per caller", func(t *testing.T) {
-		e := newEnv(t, memstore.New(), envConfig{events: &events.Options{}})
+		e := newEnv(t, memstore.New().Driver(), envConfig{events: &events.Options{}})
 		var alice []*sseStream
 		for range 10 {
 			alice = append(alice, e.stream(t, "alice", ""))
@@ -111,7 +111,7 @@ func TestEventStreamLimits(t *testing.T) {
 	})
 
 	t.Run("in all", func(t *testing.T) {
-		e := newEnv(t, memstore.New(), envConfig{events: &events.Options{}, opts: httpadapter.Options{MaxStreams: 2}})
+		e := newEnv(t, memstore.New().Driver(), envConfig{events: &events.Options{}, opts: httpadapter.Options{MaxStreams: 2}})
 		e.stream(t, "alice", "")
 		e.stream(t, "bob", "")
 		e.tooManyStreams(t, "mallory")

@@ -51,7 +51,7 @@ func TestUnreachableBucket(t *testing.T) {
 	t.Cleanup(func() { _ = down.Close() })
 
 	store := memstore.New()
-	e := newEnv(t, store, envConfig{blobs: func(listingBlobs) attachments.BlobStore { return down }})
+	e := newEnv(t, store.Driver(), envConfig{blobs: func(listingBlobs) attachments.BlobStore { return down }})
 	assert503 := func(t *testing.T, res *response) {
 		t.Helper()
 		assertError(t, res, http.StatusServiceUnavailable, wantErr{"api_error", "unavailable", ""})
@@ -66,7 +66,7 @@ func TestUnreachableBucket(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
 	att := messaging.Attachment{ID: "att_01jzzzzzzzzzzzzzzzzzzzzzzz", ConversationID: "c", UploaderID: e.users["alice"].ID,
 		Filename: "a.txt", FileType: "text/plain", FileSize: 5, Key: "attachments/att_01jzzzzzzzzzzzzzzzzzzzzzzz", CreatedAt: now}
-	require.NoError(t, store.CreateAttachment(e.ctx, att, nil))
+	require.NoError(t, store.Driver().CreateAttachment(e.ctx, att, nil))
 	res = e.as(t, "alice", "GET", "/v1/attachments/"+att.ID+"/a.txt", nil)
 	assert503(t, res)
 }
@@ -110,7 +110,7 @@ func TestClientHangUp(t *testing.T) {
 	logs := &levelRecorder{}
 	started := make(chan struct{}, 1)
 	var cancelOwn atomic.Bool
-	e := newEnv(t, memstore.New(), envConfig{
+	e := newEnv(t, memstore.New().Driver(), envConfig{
 		opts: httpadapter.Options{Logger: slog.New(logs)},
 		auth: func(httpadapter.Authenticator) httpadapter.Authenticator {
 			return httpadapter.AuthenticatorFunc(func(r *http.Request) (messaging.Contact, error) {
@@ -157,7 +157,7 @@ func TestClientHangUpDuringCommit(t *testing.T) {
 	logs := &levelRecorder{}
 	started := make(chan struct{}, 1)
 	armed := &atomic.Bool{}
-	e := newEnv(t, memstore.New(), envConfig{
+	e := newEnv(t, memstore.New().Driver(), envConfig{
 		opts: httpadapter.Options{Logger: slog.New(logs)},
 		store: func(s storetest.Store) storetest.Store {
 			return commitAfterHangUp{Store: s, started: started, armed: armed}

@@ -15,7 +15,7 @@ import (
 func TestMembersOnly(t *testing.T) {
 	ctx := t.Context()
 	store := memstore.New()
-	msgs := messaging.New(store, &messaging.Options{Policy: messaging.MembersOnly(store)})
+	msgs := messaging.New(store, &messaging.Options{Policy: messaging.MembersOnly()})
 	files := attachments.New(store, memstore.NewBlobStore(), msgs, nil)
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(t, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/memstore"
+	"github.com/parleychat/parley/storage/storetest"
 )
 
 var kinds = []messaging.ErrorKind{
@@ -95,7 +96,7 @@ func TestKindNames(t *testing.T) {
 
 // vanishingAttachments is a store whose attachments disappear between the
 // Service's check and the repository's link.
-type vanishingAttachments struct{ *memstore.Store }
+type vanishingAttachments struct{ driver.Store }
 
 func (v vanishingAttachments) CreateMessage(ctx context.Context, m messaging.Message, attIDs []string, rec driver.Recorder) error {
 	if len(attIDs) > 0 {
@@ -107,11 +108,11 @@ func (v vanishingAttachments) CreateMessage(ctx context.Context, m messaging.Mes
 func TestAttachmentGoneBeforeTheLinkIsInvalidNotNotFound(t *testing.T) {
 	ctx := t.Context()
 	store := memstore.New()
-	msgs := messaging.New(vanishingAttachments{store}, nil)
+	msgs := messaging.New(storetest.Storage(vanishingAttachments{store.Driver()}), nil)
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(t, err)
 	att := messaging.Attachment{ID: "att_01jz8k3x4y5z6a7b8c9d0e1f2g", UploaderID: alice.ID, Filename: "a.txt", Key: "attachments/x"}
-	require.NoError(t, store.CreateAttachment(ctx, att, nil))
+	require.NoError(t, store.Driver().CreateAttachment(ctx, att, nil))
 
 	_, err = msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "general", Text: "see attached", Attachments: []string{att.ID}})
 	require.Error(t, err)

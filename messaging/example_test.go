@@ -150,7 +150,7 @@ func ExampleService_SaveContact_hostIDs() {
 func ExampleService_Conversations() {
 	ctx := context.Background()
 	store := memstore.New()
-	msgs := messaging.New(store, &messaging.Options{Policy: messaging.MembersOnly(store)})
+	msgs := messaging.New(store, &messaging.Options{Policy: messaging.MembersOnly()})
 	alice, _ := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	bob, _ := msgs.SaveContact(ctx, messaging.Contact{Username: "bob"})
 	for _, who := range []messaging.Contact{alice, bob} {

@@ -19,7 +19,7 @@ import (
 func FuzzForgedCursor(f *testing.F) {
 	ctx := context.Background()
 	store := memstore.New()
-	msgs := messaging.New(store, &messaging.Options{Policy: messaging.MembersOnly(store)})
+	msgs := messaging.New(store, &messaging.Options{Policy: messaging.MembersOnly()})
 	files := attachments.New(store, memstore.NewBlobStore(), msgs, nil)
 	must := func(err error) {
 		if err != nil {

@@ -1,6 +1,10 @@
 package messaging
 
-import "context"
+import (
+	"context"
+
+	"github.com/parleychat/parley/messaging/driver"
+)
 
 // Policy decides who may see a conversation. It is the host's to supply, in
 // Options.Policy, and governs messages, conversations and attachments alike
@@ -41,21 +45,16 @@ func (Everyone) CanView(context.Context, string, string) (bool, error) { return 
 // Scope selects every conversation.
 func (Everyone) Scope(context.Context, string) (Scope, error) { return Scope{All: true}, nil }
 
-// MembershipReader tells whether a contact is a member of a conversation;
-// every Repository is one.
-type MembershipReader interface {
-	// IsMember reports whether the contact is a member of the conversation.
-	IsMember(ctx context.Context, conversationID, contactID string) (bool, error)
-}
-
 // MembersOnly returns the Policy under which a contact sees exactly the
-// conversations it is a member of, as r (the Service's Repository) records
-// them: members are added and removed with Service.AddMember and
+// conversations it is a member of, as the Service's storage records them:
+// members are added and removed with Service.AddMember and
 // Service.RemoveMember. Lists are filtered by the store (a join on the
 // members), whatever the number of conversations a contact is in.
-func MembersOnly(r MembershipReader) Policy { return membersOnly{r} }
+func MembersOnly() Policy { return membersOnly{} }
 
-type membersOnly struct{ r MembershipReader }
+// membersOnly is MembersOnly before New binds it to its storage; r is nil
+// until then.
+type membersOnly struct{ r driver.MessageStore }
 
 func (p membersOnly) CanView(ctx context.Context, contactID, conversationID string) (bool, error) {
 	return p.r.IsMember(ctx, conversationID, contactID)

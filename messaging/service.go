@@ -137,11 +137,22 @@ type Service struct {
 	inflight sync.Map
 }
 
-// New returns a Service over repo. Build the attachments Service on it
+// Storage is a backend as a host holds it (*sqlstore.Store,
+// *memstore.Store, or a host's own): Driver returns the contract it
+// implements (see package driver), which only the services call.
+type Storage interface {
+	Driver() driver.Store
+}
+
+// New returns a Service over storage. Build the attachments Service on it
 // (attachments.New) to upload files and to remove the files of deleted
 // messages.
-func New(repo driver.MessageStore, opts *Options) *Service {
+func New(storage Storage, opts *Options) *Service {
 	o := opts.withDefaults()
+	repo := storage.Driver()
+	if _, ok := o.Policy.(membersOnly); ok {
+		o.Policy = membersOnly{repo}
+	}
 	s := &Service{repo: repo, policy: o.Policy, opts: o}
 	s.lastPrune.Store(s.now().UnixNano())
 	return s

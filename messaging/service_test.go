@@ -13,6 +13,7 @@ import (
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/memstore"
+	"github.com/parleychat/parley/storage/storetest"
 )
 
 // onlyConversations lets each contact see the listed conversations.
@@ -160,7 +161,7 @@ func TestCreateShowsTheContactAsStored(t *testing.T) {
 	// A change made behind the Service's back (another process) shows once
 	// the cached copy is older than the touch interval.
 	alice.PhoneNumber = "+15550199"
-	require.NoError(t, store.PutContact(ctx, alice))
+	require.NoError(t, store.Driver().PutContact(ctx, alice))
 	now = now.Add(time.Minute)
 	m, err = msgs.Create(ctx, stale, messaging.NewMessage{ConversationID: "c", Text: "four"})
 	require.NoError(t, err)
@@ -234,13 +235,13 @@ func (signingBlobs) SignedURL(_ context.Context, key, _, _ string, _ time.Durati
 
 // lookupCounter counts the LookupMessage calls of a repository.
 type lookupCounter struct {
-	driver.MessageStore
+	driver.Store
 	n int
 }
 
 func (c *lookupCounter) LookupMessage(ctx context.Context, id string) (driver.MessageRef, error) {
 	c.n++
-	return c.MessageStore.LookupMessage(ctx, id)
+	return c.Store.LookupMessage(ctx, id)
 }
 
 // TestWritesLookUpAMessageOnce: the conversation and sender of a message
@@ -249,9 +250,9 @@ func (c *lookupCounter) LookupMessage(ctx context.Context, id string) (driver.Me
 func TestWritesLookUpAMessageOnce(t *testing.T) {
 	ctx := t.Context()
 	store := memstore.New()
-	repo := &lookupCounter{MessageStore: store}
+	repo := &lookupCounter{Store: store.Driver()}
 	policy := onlyConversations{}
-	msgs := messaging.New(repo, &messaging.Options{Policy: policy})
+	msgs := messaging.New(storetest.Storage(repo), &messaging.Options{Policy: policy})
 	other := messaging.New(store, &messaging.Options{Policy: policy}) // another process
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(t, err)
@@ -284,7 +285,7 @@ func TestWritesLookUpAMessageOnce(t *testing.T) {
 	_, err = msgs.RemoveReaction(ctx, alice, m.ID, "heart")
 	assert.ErrorIs(t, err, messaging.ErrNotFound)
 	assert.ErrorIs(t, msgs.Delete(ctx, alice, m.ID), messaging.ErrNotFound)
-	got, err := store.GetMessage(ctx, m.ID)
+	got, err := store.Driver().GetMessage(ctx, m.ID)
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "nothing made again: %+v", got)
 }
 

@@ -26,7 +26,7 @@ import (
 // Options configure a Server. A nil *Options means all defaults.
 type Options struct {
 	// Store, when set, is the in-memory storage to use, so that options
-	// can name it: a Messaging Policy of messaging.MembersOnly(store).
+	// can name it: a Messaging Policy of messaging.MembersOnly().
 	// Default: a new memstore.Store.
 	Store *memstore.Store
 	// Messaging are the options of the messaging Service (a Policy,

@@ -252,7 +252,7 @@ func TestOptions(t *testing.T) {
 	store := memstore.New()
 	chat := parleytest.New(t, &parleytest.Options{
 		Store:       store,
-		Messaging:   &messaging.Options{Policy: messaging.MembersOnly(store)},
+		Messaging:   &messaging.Options{Policy: messaging.MembersOnly()},
 		Attachments: &attachments.Options{MaxUploadBytes: 4},
 	})
 	assert.Same(t, store, chat.Store)

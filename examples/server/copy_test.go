@@ -190,7 +190,7 @@ func TestCopyCommandKilledAndResumed(t *testing.T) {
 	bucket, err := blobstore.Open(ctx, fileURL(filepath.Join(data, "files")))
 	require.NoError(t, err)
 	const nMsgs, nFiles = 20000, 300
-	require.NoError(t, src.PutContact(ctx, messaging.Contact{ID: "ctc_1", Username: "alice", CreatedAt: time.Now()}))
+	require.NoError(t, src.Driver().PutContact(ctx, messaging.Contact{ID: "ctc_1", Username: "alice", CreatedAt: time.Now()}))
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var msgs []messaging.Message
 	for i := range nMsgs {
@@ -205,7 +205,7 @@ func TestCopyCommandKilledAndResumed(t *testing.T) {
 			FileType: "application/octet-stream", FileSize: int64(len(body)), SHA256: hex.EncodeToString(sum[:]),
 			Key: attachments.KeyPrefix + "ins_test/" + fmt.Sprintf("att_%04d", i), CreatedAt: base}
 		require.NoError(t, bucket.Put(ctx, a.Key, a.FileType, bytes.NewReader(body)))
-		require.NoError(t, src.CreateAttachment(ctx, a, nil))
+		require.NoError(t, src.Driver().CreateAttachment(ctx, a, nil))
 	}
 	require.NoError(t, bucket.Close())
 	require.NoError(t, src.Close())

@@ -317,7 +317,7 @@ func assertNothingHalfMade(t *testing.T, data, dsn string) {
 	assert.Zero(t, rep.Unowned+rep.Failed, "%+v", rep)
 	var rows []string
 	for after := ""; ; {
-		keys, err := store.AttachmentKeys(ctx, after, 500)
+		keys, err := store.Driver().(driver.KeyLister).AttachmentKeys(ctx, after, 500)
 		require.NoError(t, err)
 		rows = append(rows, keys...)
 		if len(keys) < 500 {

@@ -43,9 +43,9 @@ type Backend struct {
 // environment variables are set.
 func All(tb testing.TB) []Backend {
 	tb.Helper()
-	out := []Backend{{Name: "memstore", New: func(testing.TB) storetest.Store { return memstore.New() }}}
+	out := []Backend{{Name: "memstore", New: func(testing.TB) storetest.Store { return memstore.New().Driver() }}}
 	for _, e := range SQL(tb) {
-		out = append(out, Backend{Name: e.Name, New: func(tb testing.TB) storetest.Store { return e.Open(tb) }})
+		out = append(out, Backend{Name: e.Name, New: func(tb testing.TB) storetest.Store { return e.Open(tb).Driver() }})
 	}
 	return out
 }

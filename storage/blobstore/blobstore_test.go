@@ -28,6 +28,7 @@ import (
 	pdriver "github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/blobstore"
 	_ "github.com/parleychat/parley/storage/blobstore/s3" // s3:// URLs, signed with response headers
+	"github.com/parleychat/parley/storage/memstore"
 )
 
 // driver makes a fresh, empty Store of one gocloud driver.
@@ -371,7 +372,8 @@ func TestSignedURLUnimplemented(t *testing.T) {
 		assert.ErrorIs(t, err, messaging.ErrUnimplemented, u)
 
 		// Through the Service too.
-		svc := attachments.New(nil, s, messaging.New(nil, nil), nil)
+		mem := memstore.New()
+		svc := attachments.New(mem, s, messaging.New(mem, nil), nil)
 		_, err = svc.SignedURL(context.Background(), messaging.Contact{ID: "ctc_a"}, messaging.Attachment{ID: "att_a", Key: "attachments/att_a", UploaderID: "ctc_a"}, time.Minute)
 		assert.ErrorIs(t, err, messaging.ErrUnimplemented, u)
 	}

@@ -15,17 +15,17 @@ func attPos(a messaging.Attachment) driver.Cursor {
 
 // CreateAttachment stores a new attachment row. An existing ID is an
 // error matching messaging.ErrConflict.
-func (s *Store) CreateAttachment(ctx context.Context, a messaging.Attachment, rec driver.Recorder) error {
+func (s *store) CreateAttachment(ctx context.Context, a messaging.Attachment, rec driver.Recorder) error {
 	return s.createAttachment(ctx, a, rec, nil)
 }
 
 // CreateAttachmentKeyed is CreateAttachment that also stores done, the
 // record of an idempotency key; on any error neither is stored.
-func (s *Store) CreateAttachmentKeyed(ctx context.Context, a messaging.Attachment, rec driver.Recorder, done driver.IdempotencyRecord) error {
+func (s *store) CreateAttachmentKeyed(ctx context.Context, a messaging.Attachment, rec driver.Recorder, done driver.IdempotencyRecord) error {
 	return s.createAttachment(ctx, a, rec, &done)
 }
 
-func (s *Store) createAttachment(ctx context.Context, a messaging.Attachment, rec driver.Recorder, done *driver.IdempotencyRecord) error {
+func (s *store) createAttachment(ctx context.Context, a messaging.Attachment, rec driver.Recorder, done *driver.IdempotencyRecord) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func (s *Store) createAttachment(ctx context.Context, a messaging.Attachment, re
 
 // GetAttachment returns the attachment, or an error matching
 // messaging.ErrNotFound.
-func (s *Store) GetAttachment(ctx context.Context, id string) (messaging.Attachment, error) {
+func (s *store) GetAttachment(ctx context.Context, id string) (messaging.Attachment, error) {
 	if err := ctx.Err(); err != nil {
 		return messaging.Attachment{}, err
 	}
@@ -70,7 +70,7 @@ func (s *Store) GetAttachment(ctx context.Context, id string) (messaging.Attachm
 // conversations q.ConversationIDs (of every conversation when q.All), and,
 // when q.UploaderID is set, those that contact uploaded in no conversation.
 // A Limit below 1 is an error matching messaging.ErrInvalid.
-func (s *Store) ListAttachments(ctx context.Context, q driver.AttachmentQuery) ([]messaging.Attachment, bool, error) {
+func (s *store) ListAttachments(ctx context.Context, q driver.AttachmentQuery) ([]messaging.Attachment, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
@@ -98,17 +98,17 @@ func (s *Store) ListAttachments(ctx context.Context, q driver.AttachmentQuery) (
 
 // RenameAttachment sets the file name and returns the updated row, or an
 // error matching messaging.ErrNotFound.
-func (s *Store) RenameAttachment(ctx context.Context, id, filename string, rec driver.Recorder) (messaging.Attachment, error) {
+func (s *store) RenameAttachment(ctx context.Context, id, filename string, rec driver.Recorder) (messaging.Attachment, error) {
 	return s.renameAttachment(ctx, id, filename, rec, nil)
 }
 
 // RenameAttachmentKeyed is RenameAttachment that also stores done, the
 // record of an idempotency key; on any error neither changes.
-func (s *Store) RenameAttachmentKeyed(ctx context.Context, id, filename string, rec driver.Recorder, done driver.IdempotencyRecord) (messaging.Attachment, error) {
+func (s *store) RenameAttachmentKeyed(ctx context.Context, id, filename string, rec driver.Recorder, done driver.IdempotencyRecord) (messaging.Attachment, error) {
 	return s.renameAttachment(ctx, id, filename, rec, &done)
 }
 
-func (s *Store) renameAttachment(ctx context.Context, id, filename string, rec driver.Recorder, done *driver.IdempotencyRecord) (messaging.Attachment, error) {
+func (s *store) renameAttachment(ctx context.Context, id, filename string, rec driver.Recorder, done *driver.IdempotencyRecord) (messaging.Attachment, error) {
 	if err := ctx.Err(); err != nil {
 		return messaging.Attachment{}, err
 	}
@@ -131,7 +131,7 @@ func (s *Store) renameAttachment(ctx context.Context, id, filename string, rec d
 // DeleteAttachment removes the row (and so the attachment from its
 // message), records its Key as a pending deletion and returns the row, or
 // an error matching messaging.ErrNotFound.
-func (s *Store) DeleteAttachment(ctx context.Context, id string, rec driver.Recorder) (messaging.Attachment, error) {
+func (s *store) DeleteAttachment(ctx context.Context, id string, rec driver.Recorder) (messaging.Attachment, error) {
 	if err := ctx.Err(); err != nil {
 		return messaging.Attachment{}, err
 	}
@@ -157,7 +157,7 @@ func (s *Store) DeleteAttachment(ctx context.Context, id string, rec driver.Reco
 
 // PendingDeletions returns up to limit keys of pending deletions, oldest
 // first; all of them when limit < 1.
-func (s *Store) PendingDeletions(ctx context.Context, limit int) ([]string, error) {
+func (s *store) PendingDeletions(ctx context.Context, limit int) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -172,7 +172,7 @@ func (s *Store) PendingDeletions(ctx context.Context, limit int) ([]string, erro
 
 // ForgetDeletion removes key from the pending deletions; a key that is not
 // pending is no error.
-func (s *Store) ForgetDeletion(ctx context.Context, key string) error {
+func (s *store) ForgetDeletion(ctx context.Context, key string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -184,7 +184,7 @@ func (s *Store) ForgetDeletion(ctx context.Context, key string) error {
 
 // UploadedBytes returns the sum of the sizes of the attachments that
 // uploaderID uploaded (a walk of every attachment: memstore is for tests).
-func (s *Store) UploadedBytes(ctx context.Context, uploaderID string) (int64, error) {
+func (s *store) UploadedBytes(ctx context.Context, uploaderID string) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -201,7 +201,7 @@ func (s *Store) UploadedBytes(ctx context.Context, uploaderID string) (int64, er
 
 // KeysInUse reports, for each of keys, whether it belongs to an attachment
 // row or a pending deletion.
-func (s *Store) KeysInUse(ctx context.Context, keys []string) (map[string]bool, error) {
+func (s *store) KeysInUse(ctx context.Context, keys []string) (map[string]bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -11,7 +11,7 @@ import (
 // PutContact inserts c, or replaces every field of the contact with c's ID.
 // It returns an error matching messaging.ErrConflict if another contact has
 // c's Username.
-func (s *Store) PutContact(ctx context.Context, c messaging.Contact) error {
+func (s *store) PutContact(ctx context.Context, c messaging.Contact) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -31,7 +31,7 @@ func (s *Store) PutContact(ctx context.Context, c messaging.Contact) error {
 }
 
 // GetContact returns the contact, or an error matching messaging.ErrNotFound.
-func (s *Store) GetContact(ctx context.Context, id string) (messaging.Contact, error) {
+func (s *store) GetContact(ctx context.Context, id string) (messaging.Contact, error) {
 	if err := ctx.Err(); err != nil {
 		return messaging.Contact{}, err
 	}
@@ -46,7 +46,7 @@ func (s *Store) GetContact(ctx context.Context, id string) (messaging.Contact, e
 
 // ContactByUsername returns the contact with that username, or an error
 // matching messaging.ErrNotFound.
-func (s *Store) ContactByUsername(ctx context.Context, username string) (messaging.Contact, error) {
+func (s *store) ContactByUsername(ctx context.Context, username string) (messaging.Contact, error) {
 	if err := ctx.Err(); err != nil {
 		return messaging.Contact{}, err
 	}
@@ -61,7 +61,7 @@ func (s *Store) ContactByUsername(ctx context.Context, username string) (messagi
 
 // TouchContact sets the contact's LastActiveAt, or returns an error matching
 // messaging.ErrNotFound.
-func (s *Store) TouchContact(ctx context.Context, id string, at time.Time) error {
+func (s *store) TouchContact(ctx context.Context, id string, at time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

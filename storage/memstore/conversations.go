@@ -34,7 +34,7 @@ func (p readPos) after(m *messaging.Message) bool {
 
 // conversation returns the stored conversation id, storing it, created at
 // at, if it is new.
-func (s *Store) conversation(id string, at time.Time) *conversation {
+func (s *store) conversation(id string, at time.Time) *conversation {
 	c, ok := s.convs[id]
 	if !ok {
 		c = &conversation{id: id, createdAt: norm(at)}
@@ -44,7 +44,7 @@ func (s *Store) conversation(id string, at time.Time) *conversation {
 }
 
 // viewConversation returns c as viewer sees it.
-func (s *Store) viewConversation(c *conversation, viewer string) messaging.Conversation {
+func (s *store) viewConversation(c *conversation, viewer string) messaging.Conversation {
 	v := messaging.Conversation{ID: c.id, CreatedAt: c.createdAt, UpdatedAt: c.createdAt, MessageCount: int64(len(c.msgs))}
 	pos := s.reads[member{c.id, viewer}]
 	v.LastReadMessageID = pos.msgID
@@ -66,7 +66,7 @@ func (s *Store) viewConversation(c *conversation, viewer string) messaging.Conve
 }
 
 // isMember reports whether contact ("" for none) is a member of conv.
-func (s *Store) isMember(conv, contact string) bool {
+func (s *store) isMember(conv, contact string) bool {
 	if contact == "" {
 		return false
 	}
@@ -76,7 +76,7 @@ func (s *Store) isMember(conv, contact string) bool {
 
 // GetConversation returns the conversation as viewerID sees it, or an
 // error matching messaging.ErrNotFound.
-func (s *Store) GetConversation(ctx context.Context, id, viewerID string) (messaging.Conversation, error) {
+func (s *store) GetConversation(ctx context.Context, id, viewerID string) (messaging.Conversation, error) {
 	if err := ctx.Err(); err != nil {
 		return messaging.Conversation{}, err
 	}
@@ -91,7 +91,7 @@ func (s *Store) GetConversation(ctx context.Context, id, viewerID string) (messa
 
 // ListConversations returns a page of the conversations q selects, most
 // recently active first.
-func (s *Store) ListConversations(ctx context.Context, q driver.ConversationQuery) ([]messaging.Conversation, bool, error) {
+func (s *store) ListConversations(ctx context.Context, q driver.ConversationQuery) ([]messaging.Conversation, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
@@ -109,7 +109,7 @@ func (s *Store) ListConversations(ctx context.Context, q driver.ConversationQuer
 }
 
 // MarkRead moves contactID's read position forward to messageID.
-func (s *Store) MarkRead(ctx context.Context, conversationID, contactID, messageID string, rec driver.Recorder) error {
+func (s *store) MarkRead(ctx context.Context, conversationID, contactID, messageID string, rec driver.Recorder) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (s *Store) MarkRead(ctx context.Context, conversationID, contactID, message
 }
 
 // AddMember records the membership, keeping an existing one.
-func (s *Store) AddMember(ctx context.Context, conversationID, contactID string, at time.Time) error {
+func (s *store) AddMember(ctx context.Context, conversationID, contactID string, at time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func (s *Store) AddMember(ctx context.Context, conversationID, contactID string,
 }
 
 // RemoveMember ends the membership.
-func (s *Store) RemoveMember(ctx context.Context, conversationID, contactID string) error {
+func (s *store) RemoveMember(ctx context.Context, conversationID, contactID string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func (s *Store) RemoveMember(ctx context.Context, conversationID, contactID stri
 }
 
 // IsMember reports whether the contact is a member of the conversation.
-func (s *Store) IsMember(ctx context.Context, conversationID, contactID string) (bool, error) {
+func (s *store) IsMember(ctx context.Context, conversationID, contactID string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
@@ -168,7 +168,7 @@ func (s *Store) IsMember(ctx context.Context, conversationID, contactID string) 
 }
 
 // ListMembers returns a page of the members q selects, by id.
-func (s *Store) ListMembers(ctx context.Context, q driver.MemberQuery) ([]messaging.Member, bool, error) {
+func (s *store) ListMembers(ctx context.Context, q driver.MemberQuery) ([]messaging.Member, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}

@@ -21,17 +21,17 @@ func TestReturnsCopies(t *testing.T) {
 	s := memstore.New()
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	alice := messaging.Contact{ID: "ctc_1", Username: "alice", CreatedAt: now}
-	require.NoError(t, s.PutContact(ctx, alice))
+	require.NoError(t, s.Driver().PutContact(ctx, alice))
 	att := messaging.Attachment{ID: "att_1", ConversationID: "c", UploaderID: alice.ID, Filename: "a.txt", Key: "k1", CreatedAt: now}
-	require.NoError(t, s.CreateAttachment(ctx, att, nil))
+	require.NoError(t, s.Driver().CreateAttachment(ctx, att, nil))
 	add := []messaging.Reaction{{Name: "👍", Reactors: []string{alice.ID}}} // reactors by contact id
 	m := messaging.Message{ID: "msg_1", ConversationID: "c", Contact: messaging.Contact{ID: alice.ID}, Text: "hi", CreatedAt: now}
-	require.NoError(t, s.CreateMessage(ctx, m, []string{att.ID}, nil))
-	_, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: add})
+	require.NoError(t, s.Driver().CreateMessage(ctx, m, []string{att.ID}, nil))
+	_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: add})
 	require.NoError(t, err)
 	add[0].Reactors[0] = "mallory" // the caller's slice is not kept
 
-	got, err := s.GetMessage(ctx, m.ID)
+	got, err := s.Driver().GetMessage(ctx, m.ID)
 	require.NoError(t, err)
 	want := got
 	want.Reactions = []messaging.Reaction{{Name: "👍", Reactors: []string{"alice"}, Count: 1}}
@@ -42,21 +42,21 @@ func TestReturnsCopies(t *testing.T) {
 	got.Reactions[0].Name = "x"
 	got.Attachments[0].Filename = "evil"
 	got.Contact.Username = "mallory"
-	items, _, err := s.ListMessages(ctx, driver.MessageQuery{All: true, Limit: 10})
+	items, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{All: true, Limit: 10})
 	require.NoError(t, err)
 	items[0].Reactions[0].Reactors[0] = "mallory"
 
-	again, err := s.GetMessage(ctx, m.ID)
+	again, err := s.Driver().GetMessage(ctx, m.ID)
 	require.NoError(t, err)
 	assert.Equal(t, want, again)
 
-	atts, _, err := s.ListAttachments(ctx, driver.AttachmentQuery{All: true, Limit: 10})
+	atts, _, err := s.Driver().ListAttachments(ctx, driver.AttachmentQuery{All: true, Limit: 10})
 	require.NoError(t, err)
 	atts[0].Filename = "evil"
-	pending, err := s.PendingDeletions(ctx, 10)
+	pending, err := s.Driver().PendingDeletions(ctx, 10)
 	require.NoError(t, err)
 	assert.Empty(t, pending)
-	a, err := s.GetAttachment(ctx, att.ID)
+	a, err := s.Driver().GetAttachment(ctx, att.ID)
 	require.NoError(t, err)
 	assert.Equal(t, "a.txt", a.Filename)
 }

@@ -13,13 +13,13 @@ import (
 	"github.com/parleychat/parley/storage/storecopy"
 )
 
-var _ storecopy.Sink = (*Store)(nil)
+var _ storecopy.Sink = (*store)(nil)
 
 // Snapshot returns a copy of every row of the Store, made under its lock
 // (storecopy.Source): it takes as much memory again as the rows. Like
 // InstallationID, it makes the Store's installation id if it has none
 // yet; it changes nothing else.
-func (s *Store) Snapshot(ctx context.Context) (storecopy.Snapshot, error) {
+func (s *store) Snapshot(ctx context.Context) (storecopy.Snapshot, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func (s *Store) Snapshot(ctx context.Context) (storecopy.Snapshot, error) {
 }
 
 // conversationRow returns c's row, its counters counted; under s.mu.
-func (s *Store) conversationRow(c *conversation) storecopy.Conversation {
+func (s *store) conversationRow(c *conversation) storecopy.Conversation {
 	r := storecopy.Conversation{ID: c.id, CreatedAt: c.createdAt, UpdatedAt: c.createdAt, MessageCount: int64(len(c.msgs))}
 	var last *messaging.Message
 	for _, id := range c.msgs {
@@ -87,7 +87,7 @@ func (s *Store) conversationRow(c *conversation) storecopy.Conversation {
 // memberRows returns the state of each contact in each conversation that
 // has some (a membership, a read position, messages of its own), by
 // conversation and contact; under s.mu.
-func (s *Store) memberRows() []storecopy.Member {
+func (s *store) memberRows() []storecopy.Member {
 	rows := map[member]*storecopy.Member{}
 	get := func(k member) *storecopy.Member {
 		r, ok := rows[k]
@@ -199,7 +199,7 @@ func (d *dump) Close() error { return nil }
 
 // SetInstallation gives the Store the installation id and epoch of in
 // (storecopy.Sink).
-func (s *Store) SetInstallation(ctx context.Context, in storecopy.Installation) error {
+func (s *store) SetInstallation(ctx context.Context, in storecopy.Installation) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -214,7 +214,7 @@ func (s *Store) SetInstallation(ctx context.Context, in storecopy.Installation) 
 // with an error matching messaging.ErrConflict. The counters of
 // conversations, members and messages are the Store's own, counted from
 // its rows.
-func (s *Store) Load(ctx context.Context, b *storecopy.Batch) error {
+func (s *store) Load(ctx context.Context, b *storecopy.Batch) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

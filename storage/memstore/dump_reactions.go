@@ -9,7 +9,7 @@ import (
 
 // reactionRows returns the reaction names and reactors of msgs (sorted by
 // id), numbered in the order the messages show them; under s.mu.
-func (s *Store) reactionRows(msgs []storecopy.Message) ([]storecopy.ReactionName, []storecopy.Reaction) {
+func (s *store) reactionRows(msgs []storecopy.Message) ([]storecopy.ReactionName, []storecopy.Reaction) {
 	var names []storecopy.ReactionName
 	var reactors []storecopy.Reaction
 	for _, row := range msgs {
@@ -25,7 +25,7 @@ func (s *Store) reactionRows(msgs []storecopy.Message) ([]storecopy.ReactionName
 
 // loadReactions adds the reaction names or reactors of b, which come in
 // the order their messages show them, that the messages lack; under s.mu.
-func (s *Store) loadReactions(b *storecopy.Batch) {
+func (s *store) loadReactions(b *storecopy.Batch) {
 	for _, n := range b.ReactionNames {
 		if _, ok := s.messages[n.MessageID]; ok && !slices.ContainsFunc(s.reacts[n.MessageID], func(r reaction) bool { return r.name == n.Name }) {
 			s.reacts[n.MessageID] = append(s.reacts[n.MessageID], reaction{name: n.Name})

@@ -23,15 +23,15 @@ func TestErrorKinds(t *testing.T) {
 	s, blobs := memstore.New(), memstore.NewBlobStore()
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	alice := messaging.Contact{ID: "ctc_1", Username: "alice", CreatedAt: now}
-	require.NoError(t, s.PutContact(ctx, alice))
+	require.NoError(t, s.Driver().PutContact(ctx, alice))
 	att := messaging.Attachment{ID: "att_1", ConversationID: "c", UploaderID: alice.ID, Filename: "a.txt", Key: "k1", CreatedAt: now}
-	require.NoError(t, s.CreateAttachment(ctx, att, nil))
+	require.NoError(t, s.Driver().CreateAttachment(ctx, att, nil))
 	other := messaging.Attachment{ID: "att_2", ConversationID: "elsewhere", UploaderID: alice.ID, Filename: "b.txt", Key: "k2", CreatedAt: now}
-	require.NoError(t, s.CreateAttachment(ctx, other, nil))
+	require.NoError(t, s.Driver().CreateAttachment(ctx, other, nil))
 	third := messaging.Attachment{ID: "att_3", ConversationID: "c", UploaderID: alice.ID, Filename: "c.txt", Key: "k3", CreatedAt: now}
-	require.NoError(t, s.CreateAttachment(ctx, third, nil))
+	require.NoError(t, s.Driver().CreateAttachment(ctx, third, nil))
 	m := messaging.Message{ID: "msg_1", ConversationID: "c", Contact: messaging.Contact{ID: alice.ID}, Text: "hi", CreatedAt: now}
-	require.NoError(t, s.CreateMessage(ctx, m, []string{att.ID}, nil))
+	require.NoError(t, s.Driver().CreateMessage(ctx, m, []string{att.ID}, nil))
 	reacted := []messaging.Reaction{{Name: "a", Reactors: []string{"alice"}}, {Name: "b", Reactors: []string{"alice"}}}
 	after := &driver.Cursor{Time: now, ID: "x"}
 	mafter := &driver.Cursor{Time: now, ID: "x"}
@@ -41,31 +41,31 @@ func TestErrorKinds(t *testing.T) {
 		err  error
 		kind messaging.ErrorKind
 	}{
-		{"message not found", func() error { _, err := s.GetMessage(ctx, "msg_9"); return err }(), messaging.ErrNotFound},
-		{"contact not found", func() error { _, err := s.GetContact(ctx, "ctc_9"); return err }(), messaging.ErrNotFound},
-		{"attachment not found", func() error { _, err := s.GetAttachment(ctx, "att_9"); return err }(), messaging.ErrNotFound},
-		{"username taken", s.PutContact(ctx, messaging.Contact{ID: "ctc_2", Username: "alice", CreatedAt: now}), messaging.ErrConflict},
-		{"message exists", s.CreateMessage(ctx, m, nil, nil), messaging.ErrConflict},
-		{"attachment exists", s.CreateAttachment(ctx, att, nil), messaging.ErrConflict},
-		{"attachment linked elsewhere", s.CreateMessage(ctx, messaging.Message{ID: "msg_2", ConversationID: "c", Contact: messaging.Contact{ID: alice.ID}, CreatedAt: now}, []string{att.ID}, nil),
+		{"message not found", func() error { _, err := s.Driver().GetMessage(ctx, "msg_9"); return err }(), messaging.ErrNotFound},
+		{"contact not found", func() error { _, err := s.Driver().GetContact(ctx, "ctc_9"); return err }(), messaging.ErrNotFound},
+		{"attachment not found", func() error { _, err := s.Driver().GetAttachment(ctx, "att_9"); return err }(), messaging.ErrNotFound},
+		{"username taken", s.Driver().PutContact(ctx, messaging.Contact{ID: "ctc_2", Username: "alice", CreatedAt: now}), messaging.ErrConflict},
+		{"message exists", s.Driver().CreateMessage(ctx, m, nil, nil), messaging.ErrConflict},
+		{"attachment exists", s.Driver().CreateAttachment(ctx, att, nil), messaging.ErrConflict},
+		{"attachment linked elsewhere", s.Driver().CreateMessage(ctx, messaging.Message{ID: "msg_2", ConversationID: "c", Contact: messaging.Contact{ID: alice.ID}, CreatedAt: now}, []string{att.ID}, nil),
 			messaging.ErrConflict},
-		{"attachment of another conversation", s.CreateMessage(ctx, messaging.Message{ID: "msg_3", ConversationID: "c", Contact: messaging.Contact{ID: alice.ID}, CreatedAt: now}, []string{other.ID}, nil),
+		{"attachment of another conversation", s.Driver().CreateMessage(ctx, messaging.Message{ID: "msg_3", ConversationID: "c", Contact: messaging.Contact{ID: alice.ID}, CreatedAt: now}, []string{other.ID}, nil),
 			messaging.ErrConflict},
 		{"too many reactions", func() error {
-			_, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: reacted, Check: storetest.Limits(1, 0)})
+			_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: reacted, Check: storetest.Limits(1, 0)})
 			return err
 		}(), messaging.ErrInvalid},
 		{"too many attachments", func() error {
-			_, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{LinkAttachments: []string{"att_3"}, Check: storetest.Limits(0, 1)})
+			_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{LinkAttachments: []string{"att_3"}, Check: storetest.Limits(0, 1)})
 			return err
 		}(), messaging.ErrInvalid},
-		{"limit", func() error { _, _, err := s.ListMessages(ctx, driver.MessageQuery{All: true}); return err }(), messaging.ErrInvalid},
+		{"limit", func() error { _, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{All: true}); return err }(), messaging.ErrInvalid},
 		{"both cursors", func() error {
-			_, _, err := s.ListAttachments(ctx, driver.AttachmentQuery{All: true, Limit: 1, After: after, Before: after})
+			_, _, err := s.Driver().ListAttachments(ctx, driver.AttachmentQuery{All: true, Limit: 1, After: after, Before: after})
 			return err
 		}(), messaging.ErrInvalid},
 		{"both message cursors", func() error {
-			_, _, err := s.ListMessages(ctx, driver.MessageQuery{All: true, Limit: 1, After: mafter, Before: mafter})
+			_, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{All: true, Limit: 1, After: mafter, Before: mafter})
 			return err
 		}(), messaging.ErrInvalid},
 		{"no such object", func() error { _, err := blobs.Open(ctx, "attachments/none"); return err }(), messaging.ErrNotFound},

@@ -16,7 +16,7 @@ type keyID struct{ scope, key string }
 
 // GetIdempotencyKey returns the record of the key, or an error matching
 // messaging.ErrNotFound.
-func (s *Store) GetIdempotencyKey(ctx context.Context, scope, key string) (driver.IdempotencyRecord, error) {
+func (s *store) GetIdempotencyKey(ctx context.Context, scope, key string) (driver.IdempotencyRecord, error) {
 	if err := ctx.Err(); err != nil {
 		return driver.IdempotencyRecord{}, err
 	}
@@ -32,7 +32,7 @@ func (s *Store) GetIdempotencyKey(ctx context.Context, scope, key string) (drive
 // ClaimIdempotencyKey stores rec unless an unexpired record of its key is
 // done, or claimed at or after staleBefore; it reports whether it stored
 // rec, and returns the record in the way when it did not.
-func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec driver.IdempotencyRecord, staleBefore time.Time) (driver.IdempotencyRecord, bool, error) {
+func (s *store) ClaimIdempotencyKey(ctx context.Context, rec driver.IdempotencyRecord, staleBefore time.Time) (driver.IdempotencyRecord, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return driver.IdempotencyRecord{}, false, err
 	}
@@ -51,7 +51,7 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec driver.IdempotencyR
 
 // ReleaseIdempotencyKey removes the record of the key if it is claimed with
 // lock.
-func (s *Store) ReleaseIdempotencyKey(ctx context.Context, scope, key, lock string) error {
+func (s *store) ReleaseIdempotencyKey(ctx context.Context, scope, key, lock string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -66,13 +66,13 @@ func (s *Store) ReleaseIdempotencyKey(ctx context.Context, scope, key, lock stri
 
 // CreateMessageKeyed is CreateMessage that also stores done, the record of
 // an idempotency key; on any error nothing is stored.
-func (s *Store) CreateMessageKeyed(ctx context.Context, m messaging.Message, attachmentIDs []string, rec driver.Recorder, done driver.IdempotencyRecord) error {
+func (s *store) CreateMessageKeyed(ctx context.Context, m messaging.Message, attachmentIDs []string, rec driver.Recorder, done driver.IdempotencyRecord) error {
 	return s.createMessage(ctx, m, attachmentIDs, rec, &done)
 }
 
 // PruneIdempotencyKeys removes up to limit records that expired at or
 // before before, oldest expiry first.
-func (s *Store) PruneIdempotencyKeys(ctx context.Context, before time.Time, limit int) (int, error) {
+func (s *store) PruneIdempotencyKeys(ctx context.Context, before time.Time, limit int) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -97,7 +97,7 @@ func (s *Store) PruneIdempotencyKeys(ctx context.Context, before time.Time, limi
 // holds checks, under s.mu, that done (when not nil) may be stored: its key
 // has no record, an expired one, or the claim of done.Lock. Otherwise the
 // error matches driver.ErrKeyTaken.
-func (s *Store) holds(done *driver.IdempotencyRecord) error {
+func (s *store) holds(done *driver.IdempotencyRecord) error {
 	if done == nil {
 		return nil
 	}
@@ -110,7 +110,7 @@ func (s *Store) holds(done *driver.IdempotencyRecord) error {
 
 // keep stores done (when not nil; see holds) as the done record of its
 // key; its Result is result's JSON unless set.
-func (s *Store) keep(done *driver.IdempotencyRecord, result any) {
+func (s *store) keep(done *driver.IdempotencyRecord, result any) {
 	if done == nil {
 		return
 	}

@@ -10,12 +10,12 @@ import (
 )
 
 var (
-	_ driver.Installation = (*Store)(nil)
-	_ driver.KeyLister    = (*Store)(nil)
+	_ driver.Installation = (*store)(nil)
+	_ driver.KeyLister    = (*store)(nil)
 )
 
 // InstallationID returns the Store's id, made when it was created.
-func (s *Store) InstallationID(ctx context.Context) (string, error) {
+func (s *store) InstallationID(ctx context.Context) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
@@ -29,7 +29,7 @@ func (s *Store) InstallationID(ctx context.Context) (string, error) {
 
 // Epoch returns the reconcile epoch: 0 at first, then that of the last
 // AdvanceEpoch.
-func (s *Store) Epoch(ctx context.Context) (int64, error) {
+func (s *store) Epoch(ctx context.Context) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -39,7 +39,7 @@ func (s *Store) Epoch(ctx context.Context) (int64, error) {
 }
 
 // AdvanceEpoch adds one to the reconcile epoch and returns it.
-func (s *Store) AdvanceEpoch(ctx context.Context) (int64, error) {
+func (s *store) AdvanceEpoch(ctx context.Context) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -51,7 +51,7 @@ func (s *Store) AdvanceEpoch(ctx context.Context) (int64, error) {
 
 // AttachmentKeys returns up to limit keys of attachment rows after after,
 // in ascending order.
-func (s *Store) AttachmentKeys(ctx context.Context, after string, limit int) ([]string, error) {
+func (s *store) AttachmentKeys(ctx context.Context, after string, limit int) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

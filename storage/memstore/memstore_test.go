@@ -9,7 +9,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	storetest.RunConformanceTests(t, func(*testing.T) storetest.Store { return memstore.New() })
+	storetest.RunConformanceTests(t, func(*testing.T) storetest.Store { return memstore.New().Driver() })
 }
 
 func TestBlobConformance(t *testing.T) {
@@ -17,5 +17,5 @@ func TestBlobConformance(t *testing.T) {
 }
 
 func BenchmarkStore(b *testing.B) {
-	storetest.RunBenchmarks(b, func(*testing.B) storetest.Store { return memstore.New() })
+	storetest.RunBenchmarks(b, func(*testing.B) storetest.Store { return memstore.New().Driver() })
 }

@@ -15,13 +15,13 @@ import (
 // or nothing. Errors: messaging.ErrNotFound for a missing attachment,
 // messaging.ErrConflict for an attachment linked to another message or of
 // another conversation, or for an existing message ID.
-func (s *Store) CreateMessage(ctx context.Context, m messaging.Message, attachmentIDs []string, rec driver.Recorder) error {
+func (s *store) CreateMessage(ctx context.Context, m messaging.Message, attachmentIDs []string, rec driver.Recorder) error {
 	return s.createMessage(ctx, m, attachmentIDs, rec, nil)
 }
 
 // createMessage is CreateMessage, storing done (the record of an
 // idempotency key) when not nil.
-func (s *Store) createMessage(ctx context.Context, m messaging.Message, attachmentIDs []string, rec driver.Recorder, done *driver.IdempotencyRecord) error {
+func (s *store) createMessage(ctx context.Context, m messaging.Message, attachmentIDs []string, rec driver.Recorder, done *driver.IdempotencyRecord) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func (s *Store) createMessage(ctx context.Context, m messaging.Message, attachme
 // checkLinks returns the ids of attachmentIDs, once each, that are not yet
 // linked to message msgID of conversation conv, or the error that forbids
 // linking one of them.
-func (s *Store) checkLinks(msgID, conv string, attachmentIDs []string) ([]string, error) {
+func (s *store) checkLinks(msgID, conv string, attachmentIDs []string) ([]string, error) {
 	var links []string
 	for _, id := range attachmentIDs {
 		a, ok := s.atts[id]
@@ -80,7 +80,7 @@ func (s *Store) checkLinks(msgID, conv string, attachmentIDs []string) ([]string
 }
 
 // link links the attachments ids (checked by checkLinks) to m.
-func (s *Store) link(m *messaging.Message, ids []string) {
+func (s *store) link(m *messaging.Message, ids []string) {
 	for _, id := range ids {
 		a := s.atts[id]
 		a.MessageID, a.ConversationID = m.ID, m.ConversationID
@@ -90,7 +90,7 @@ func (s *Store) link(m *messaging.Message, ids []string) {
 }
 
 // view returns a deep copy of m as GetMessage returns it.
-func (s *Store) view(m *messaging.Message) messaging.Message {
+func (s *store) view(m *messaging.Message) messaging.Message {
 	v := *m
 	if c, ok := s.contacts[m.Contact.ID]; ok {
 		v.Contact = c
@@ -101,7 +101,7 @@ func (s *Store) view(m *messaging.Message) messaging.Message {
 }
 
 // attachmentsOf returns copies of the message's attachments, oldest first.
-func (s *Store) attachmentsOf(msgID string) []messaging.Attachment {
+func (s *store) attachmentsOf(msgID string) []messaging.Attachment {
 	ids := s.linked[msgID]
 	out := make([]messaging.Attachment, 0, len(ids))
 	for _, id := range ids {
@@ -113,7 +113,7 @@ func (s *Store) attachmentsOf(msgID string) []messaging.Attachment {
 
 // GetMessage returns the message with its contact, reactions and
 // attachments, or an error matching messaging.ErrNotFound.
-func (s *Store) GetMessage(ctx context.Context, id string) (messaging.Message, error) {
+func (s *store) GetMessage(ctx context.Context, id string) (messaging.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return messaging.Message{}, err
 	}
@@ -133,7 +133,7 @@ func msgPos(m *messaging.Message) driver.Cursor {
 // ListMessages returns a page of the messages q selects, newest first, and
 // whether more exist in the direction of travel. A Limit below 1 is an
 // error matching messaging.ErrInvalid.
-func (s *Store) ListMessages(ctx context.Context, q driver.MessageQuery) ([]messaging.Message, bool, error) {
+func (s *store) ListMessages(ctx context.Context, q driver.MessageQuery) ([]messaging.Message, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
@@ -176,7 +176,7 @@ func (s *Store) ListMessages(ctx context.Context, q driver.MessageQuery) ([]mess
 // message or attachment, messaging.ErrConflict for an attachment linked to
 // another message or of another conversation, ch.Check's error; on error
 // nothing changes.
-func (s *Store) UpdateMessage(ctx context.Context, id string, ch driver.MessageChange) (messaging.Message, error) {
+func (s *store) UpdateMessage(ctx context.Context, id string, ch driver.MessageChange) (messaging.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return messaging.Message{}, err
 	}
@@ -254,7 +254,7 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, ch driver.MessageC
 // records the attachments' keys as pending deletions, and returns the
 // removed attachments (oldest first), or an error matching
 // messaging.ErrNotFound.
-func (s *Store) DeleteMessage(ctx context.Context, id string, rec driver.Recorder) ([]messaging.Attachment, error) {
+func (s *store) DeleteMessage(ctx context.Context, id string, rec driver.Recorder) ([]messaging.Attachment, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/parleychat/parley/messaging/driver"
 )
 
-var _ driver.EventStore = (*Store)(nil)
+var _ driver.EventStore = (*store)(nil)
 
 // outbox is the Store's events, in Seq order: each write records its
 // Recorder's events under the Store's lock, as it makes its change, so
@@ -30,7 +30,7 @@ type handlerCursor struct {
 
 // record stores the events rec makes of c; the caller holds s.mu and has
 // made the change.
-func (s *Store) record(rec driver.Recorder, c driver.Change) {
+func (s *store) record(rec driver.Recorder, c driver.Change) {
 	if rec == nil {
 		return
 	}
@@ -70,7 +70,7 @@ func copyMessage(m messaging.Message) messaging.Message {
 }
 
 // matches reports whether q selects e; the caller holds s.mu.
-func (s *Store) matches(q driver.EventQuery, e *messaging.Event) bool {
+func (s *store) matches(q driver.EventQuery, e *messaging.Event) bool {
 	if q.ViewerID != "" && e.AudienceID != "" && e.AudienceID != q.ViewerID {
 		return false
 	}
@@ -81,7 +81,7 @@ func (s *Store) matches(q driver.EventQuery, e *messaging.Event) bool {
 }
 
 // ReadEvents returns up to q.Limit events matching q in Seq order.
-func (s *Store) ReadEvents(ctx context.Context, q driver.EventQuery) ([]messaging.Event, error) {
+func (s *store) ReadEvents(ctx context.Context, q driver.EventQuery) ([]messaging.Event, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func cmpSeq(a, b int64) int {
 
 // GetEvent returns the event with this id, or an error matching
 // messaging.ErrNotFound.
-func (s *Store) GetEvent(ctx context.Context, id string) (messaging.Event, error) {
+func (s *store) GetEvent(ctx context.Context, id string) (messaging.Event, error) {
 	if err := ctx.Err(); err != nil {
 		return messaging.Event{}, err
 	}
@@ -143,7 +143,7 @@ func (s *Store) GetEvent(ctx context.Context, id string) (messaging.Event, error
 
 // LastEvent returns the event of greatest Seq, or an error matching
 // messaging.ErrNotFound.
-func (s *Store) LastEvent(ctx context.Context) (messaging.Event, error) {
+func (s *store) LastEvent(ctx context.Context) (messaging.Event, error) {
 	if err := ctx.Err(); err != nil {
 		return messaging.Event{}, err
 	}
@@ -157,7 +157,7 @@ func (s *Store) LastEvent(ctx context.Context) (messaging.Event, error) {
 
 // PruneEvents removes the events created before before, with every event
 // of a lower Seq.
-func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int, error) {
+func (s *store) PruneEvents(ctx context.Context, before time.Time) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -174,7 +174,7 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int, error) 
 }
 
 // ClaimCursor claims the handler position name for owner until until.
-func (s *Store) ClaimCursor(ctx context.Context, name, owner string, start int64, now, until time.Time) (int64, bool, error) {
+func (s *store) ClaimCursor(ctx context.Context, name, owner string, start int64, now, until time.Time) (int64, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, err
 	}
@@ -196,7 +196,7 @@ func (s *Store) ClaimCursor(ctx context.Context, name, owner string, start int64
 }
 
 // SaveCursor stores the handler position name, if owner holds its claim.
-func (s *Store) SaveCursor(ctx context.Context, name, owner string, seq int64, until time.Time) error {
+func (s *store) SaveCursor(ctx context.Context, name, owner string, seq int64, until time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

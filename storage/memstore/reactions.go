@@ -23,7 +23,7 @@ type reactor struct {
 }
 
 // reactionsOf returns a deep copy of the reactions of the message id.
-func (s *Store) reactionsOf(id string) []reaction {
+func (s *store) reactionsOf(id string) []reaction {
 	rs := slices.Clone(s.reacts[id])
 	for i := range rs {
 		rs[i].reactors = slices.Clone(rs[i].reactors)
@@ -34,7 +34,7 @@ func (s *Store) reactionsOf(id string) []reaction {
 // viewReactions returns rs as a Message carries them: each name with its
 // count and its first messaging.MaxEmbeddedReactors reactors by their
 // usernames as stored now; never nil.
-func (s *Store) viewReactions(rs []reaction) []messaging.Reaction {
+func (s *store) viewReactions(rs []reaction) []messaging.Reaction {
 	out := make([]messaging.Reaction, len(rs))
 	for i, r := range rs {
 		head := r.reactors[:min(len(r.reactors), messaging.MaxEmbeddedReactors)]
@@ -110,7 +110,7 @@ func copyReactions(rs []messaging.Reaction) []messaging.Reaction {
 
 // LookupMessage returns the conversation, sender and creation time of the
 // message, or an error matching messaging.ErrNotFound.
-func (s *Store) LookupMessage(ctx context.Context, id string) (driver.MessageRef, error) {
+func (s *store) LookupMessage(ctx context.Context, id string) (driver.MessageRef, error) {
 	if err := ctx.Err(); err != nil {
 		return driver.MessageRef{}, err
 	}
@@ -126,7 +126,7 @@ func (s *Store) LookupMessage(ctx context.Context, id string) (driver.MessageRef
 // ListReactors returns a page of the reactors of a reaction, in the order
 // they came. A cursor that is not a reactor of it is an error matching
 // messaging.ErrNotFound.
-func (s *Store) ListReactors(ctx context.Context, q driver.ReactorQuery) ([]messaging.Reactor, bool, error) {
+func (s *store) ListReactors(ctx context.Context, q driver.ReactorQuery) ([]messaging.Reactor, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}

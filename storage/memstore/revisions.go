@@ -14,7 +14,7 @@ func revPos(r messaging.Revision) driver.Cursor {
 
 // ListRevisions returns a page of the message's revisions, newest first,
 // and whether more exist in the direction of travel.
-func (s *Store) ListRevisions(ctx context.Context, q driver.RevisionQuery) ([]messaging.Revision, bool, error) {
+func (s *store) ListRevisions(ctx context.Context, q driver.RevisionQuery) ([]messaging.Revision, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
@@ -36,7 +36,7 @@ func (s *Store) ListRevisions(ctx context.Context, q driver.RevisionQuery) ([]me
 
 // GetRevision returns the revision, or an error matching
 // messaging.ErrNotFound.
-func (s *Store) GetRevision(ctx context.Context, id string) (messaging.Revision, error) {
+func (s *store) GetRevision(ctx context.Context, id string) (messaging.Revision, error) {
 	if err := ctx.Err(); err != nil {
 		return messaging.Revision{}, err
 	}
@@ -50,13 +50,13 @@ func (s *Store) GetRevision(ctx context.Context, id string) (messaging.Revision,
 }
 
 // addRevision keeps r, under s.mu.
-func (s *Store) addRevision(r messaging.Revision) {
+func (s *store) addRevision(r messaging.Revision) {
 	s.revisions[r.ID] = r
 	s.revsOf[r.MessageID] = append(s.revsOf[r.MessageID], r.ID)
 }
 
 // removeRevisions forgets the revisions of a message, under s.mu.
-func (s *Store) removeRevisions(messageID string) {
+func (s *store) removeRevisions(messageID string) {
 	for _, id := range s.revsOf[messageID] {
 		delete(s.revisions, id)
 	}

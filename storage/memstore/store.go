@@ -12,10 +12,17 @@ import (
 	"github.com/parleychat/parley/messaging/driver"
 )
 
-// Store is an in-memory driver.MessageStore and driver.AttachmentStore.
-// One mutex guards all of its state, so every call is atomic and calls are
-// serialized. The zero value is not usable; call New.
-type Store struct {
+// Store is Parley's storage in memory, for tests: hand it to
+// messaging.New. The zero value is not usable; call New.
+type Store struct{ s *store }
+
+// Driver returns the contract the Store implements, for the services (see
+// messaging/driver); hosts do not call it.
+func (st *Store) Driver() driver.Store { return st.s }
+
+// store implements driver.Store in memory. One mutex guards all of its
+// state, so every call is atomic and calls are serialized.
+type store struct {
 	mu        sync.Mutex
 	contacts  map[string]messaging.Contact    // by id
 	usernames map[string]string               // username -> contact id
@@ -40,13 +47,14 @@ type Store struct {
 }
 
 var (
-	_ driver.MessageStore    = (*Store)(nil)
-	_ driver.AttachmentStore = (*Store)(nil)
+	_ driver.Store = (*store)(nil)
 )
 
 // New returns an empty Store.
-func New() *Store {
-	return &Store{
+func New() *Store { return &Store{newStore()} }
+
+func newStore() *store {
+	return &store{
 		contacts:  make(map[string]messaging.Contact),
 		usernames: make(map[string]string),
 		messages:  make(map[string]*messaging.Message),

@@ -46,19 +46,19 @@ func (r attachmentRow) attachment() messaging.Attachment {
 
 // CreateAttachment stores a new attachment row. Errors: ErrConflict if its
 // id or key exists.
-func (s *Store) CreateAttachment(ctx context.Context, a messaging.Attachment, rec driver.Recorder) error {
+func (s *store) CreateAttachment(ctx context.Context, a messaging.Attachment, rec driver.Recorder) error {
 	return wrapErr("sqlstore.CreateAttachment", s.createAttachment(ctx, a, rec, nil))
 }
 
 // CreateAttachmentKeyed is CreateAttachment that also stores done, the
 // record of an idempotency key, in the same transaction; on any error
 // neither is stored.
-func (s *Store) CreateAttachmentKeyed(ctx context.Context, a messaging.Attachment, rec driver.Recorder, done driver.IdempotencyRecord) error {
+func (s *store) CreateAttachmentKeyed(ctx context.Context, a messaging.Attachment, rec driver.Recorder, done driver.IdempotencyRecord) error {
 	s.prepareKeyed(ctx)
 	return wrapErr("sqlstore.CreateAttachment", s.createAttachment(ctx, a, rec, &done))
 }
 
-func (s *Store) createAttachment(ctx context.Context, a messaging.Attachment, rec driver.Recorder, done *driver.IdempotencyRecord) error {
+func (s *store) createAttachment(ctx context.Context, a messaging.Attachment, rec driver.Recorder, done *driver.IdempotencyRecord) error {
 	stored := a
 	stored.CreatedAt = a.CreatedAt.UTC()
 	change := driver.Change{Attachments: []messaging.Attachment{stored}}
@@ -105,7 +105,7 @@ func insertAttachment(ctx context.Context, db bun.IConn, a messaging.Attachment)
 }
 
 // GetAttachment returns the attachment, or an error matching ErrNotFound.
-func (s *Store) GetAttachment(ctx context.Context, id string) (messaging.Attachment, error) {
+func (s *store) GetAttachment(ctx context.Context, id string) (messaging.Attachment, error) {
 	a, err := getAttachment(ctx, s.readPrepared, id)
 	return a, wrapErr("sqlstore.GetAttachment", err)
 }
@@ -123,12 +123,12 @@ func getAttachment(ctx context.Context, query queryFn, id string) (messaging.Att
 
 // ListAttachments returns up to q.Limit attachments matching q, newest
 // first, and whether more exist beyond them in the direction of travel.
-func (s *Store) ListAttachments(ctx context.Context, q driver.AttachmentQuery) ([]messaging.Attachment, bool, error) {
+func (s *store) ListAttachments(ctx context.Context, q driver.AttachmentQuery) ([]messaging.Attachment, bool, error) {
 	items, more, err := s.listAttachments(ctx, q)
 	return items, more, wrapErr("sqlstore.ListAttachments", err)
 }
 
-func (s *Store) listAttachments(ctx context.Context, q driver.AttachmentQuery) ([]messaging.Attachment, bool, error) {
+func (s *store) listAttachments(ctx context.Context, q driver.AttachmentQuery) ([]messaging.Attachment, bool, error) {
 	if q.Limit < 1 {
 		return nil, false, invalid("limit must be at least 1")
 	}
@@ -175,7 +175,7 @@ func (s *Store) listAttachments(ctx context.Context, q driver.AttachmentQuery) (
 
 // RenameAttachment sets the file name and returns the updated row, or an
 // error matching ErrNotFound.
-func (s *Store) RenameAttachment(ctx context.Context, id, filename string, rec driver.Recorder) (messaging.Attachment, error) {
+func (s *store) RenameAttachment(ctx context.Context, id, filename string, rec driver.Recorder) (messaging.Attachment, error) {
 	var out messaging.Attachment
 	const update = "UPDATE attachments SET filename = ? WHERE id = ?"
 	returning := func(ctx context.Context, db bun.IDB) error {
@@ -217,7 +217,7 @@ func (s *Store) RenameAttachment(ctx context.Context, id, filename string, rec d
 // deletion, in one transaction; it returns the removed row, or an error
 // matching ErrNotFound. A linked attachment is uncounted from its message,
 // whose row is locked before the attachment's, in the order of links.
-func (s *Store) DeleteAttachment(ctx context.Context, id string, rec driver.Recorder) (messaging.Attachment, error) {
+func (s *store) DeleteAttachment(ctx context.Context, id string, rec driver.Recorder) (messaging.Attachment, error) {
 	var out messaging.Attachment
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var err error
@@ -288,7 +288,7 @@ var errRelinked = errors.New("sqlstore: attachment linked meanwhile")
 
 // addPending records keys as pending deletions; a key already pending
 // stays as it is.
-func (s *Store) addPending(ctx context.Context, tx bun.Tx, keys ...string) error {
+func (s *store) addPending(ctx context.Context, tx bun.Tx, keys ...string) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -310,7 +310,7 @@ func (s *Store) addPending(ctx context.Context, tx bun.Tx, keys ...string) error
 
 // PendingDeletions returns up to limit keys of pending deletions, oldest
 // first.
-func (s *Store) PendingDeletions(ctx context.Context, limit int) ([]string, error) {
+func (s *store) PendingDeletions(ctx context.Context, limit int) ([]string, error) {
 	if limit < 1 {
 		return []string{}, nil
 	}
@@ -324,7 +324,7 @@ func (s *Store) PendingDeletions(ctx context.Context, limit int) ([]string, erro
 
 // ForgetDeletion removes key from the pending deletions; a key that is
 // not pending is no error.
-func (s *Store) ForgetDeletion(ctx context.Context, key string) error {
+func (s *store) ForgetDeletion(ctx context.Context, key string) error {
 	return wrapErr("sqlstore.ForgetDeletion", s.retry(ctx, func(ctx context.Context) error {
 		_, err := s.w.ExecContext(ctx, "DELETE FROM pending_deletions WHERE blob_key = ?", key)
 		return err
@@ -335,7 +335,7 @@ func (s *Store) ForgetDeletion(ctx context.Context, key string) error {
 // uploaderID uploaded, read from the index attachments_uploader_size
 // (without the rows): a caller of 100,000 files costs a read of 100,000
 // index entries.
-func (s *Store) UploadedBytes(ctx context.Context, uploaderID string) (int64, error) {
+func (s *store) UploadedBytes(ctx context.Context, uploaderID string) (int64, error) {
 	var sums []int64
 	if err := s.readPrepared(ctx, &sums, uploadedBytesSQL, uploaderID); err != nil {
 		return 0, wrapErr("sqlstore.UploadedBytes", err)
@@ -350,7 +350,7 @@ const uploadedBytesSQL = "SELECT COALESCE(SUM(file_size), 0) FROM attachments WH
 
 // KeysInUse reports which of keys belong to an attachment row or a
 // pending deletion.
-func (s *Store) KeysInUse(ctx context.Context, keys []string) (map[string]bool, error) {
+func (s *store) KeysInUse(ctx context.Context, keys []string) (map[string]bool, error) {
 	used := make(map[string]bool)
 	const batch = 500
 	for len(keys) > 0 {

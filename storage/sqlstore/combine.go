@@ -99,7 +99,7 @@ type combined struct {
 
 // update makes ch on the message id, combined with the changes to it of
 // other callers (see combiner).
-func (s *Store) update(ctx context.Context, id string, ch driver.MessageChange) (messaging.Message, error) {
+func (s *store) update(ctx context.Context, id string, ch driver.MessageChange) (messaging.Message, error) {
 	c := &combined{ctx: ctx, ch: ch, done: make(chan struct{})}
 	cb := &s.combine
 	cb.mu.Lock()
@@ -139,7 +139,7 @@ func (s *Store) update(ctx context.Context, id string, ch driver.MessageChange) 
 
 // run makes the changes of batch, then those that arrived meanwhile, until
 // the message's queue is empty.
-func (s *Store) run(id string, batch []*combined) {
+func (s *store) run(id string, batch []*combined) {
 	for len(batch) > 0 {
 		s.makeCaught(id, batch)
 		batch = s.next(id)
@@ -148,7 +148,7 @@ func (s *Store) run(id string, batch []*combined) {
 
 // next takes the changes to the message id that wait (up to
 // maxCombined), or ends the message's queue and returns none.
-func (s *Store) next(id string) []*combined {
+func (s *store) next(id string) []*combined {
 	cb := &s.combine
 	cb.mu.Lock()
 	defer cb.mu.Unlock()
@@ -165,7 +165,7 @@ func (s *Store) next(id string) []*combined {
 // makeCaught is makeAll, on run's goroutine, where a panic would end the
 // program: a panic outside the changes (a change's own is its failure,
 // updateCaught) gives the callers not yet answered errCombinedPanic.
-func (s *Store) makeCaught(id string, batch []*combined) {
+func (s *store) makeCaught(id string, batch []*combined) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.opts.Logger.Error("sqlstore: a transaction of combined changes panicked", "message_id", id, "panic", p, "stack", string(debug.Stack()))
@@ -189,7 +189,7 @@ var errCombinedPanic = errors.New("sqlstore: the transaction of combined changes
 // makeAll makes the changes of batch whose callers still wait, in order,
 // in as few transactions as their failures allow, and gives each caller
 // its outcome.
-func (s *Store) makeAll(id string, batch []*combined) {
+func (s *store) makeAll(id string, batch []*combined) {
 	todo, many := batch, true
 	for {
 		// Changes whose callers have left are not made.
@@ -243,7 +243,7 @@ const (
 // and what failed: the index of the change that failed, failedAll,
 // failedTogether or failedMany; and gives no outcome. With many,
 // consecutive quick reactions go in one round trip (reactMany).
-func (s *Store) makeTogether(id string, todo []*combined, many bool) (failed int, err error) {
+func (s *store) makeTogether(id string, todo []*combined, many bool) (failed int, err error) {
 	// The transaction runs while one of its callers waits for it.
 	ctxs := make([]context.Context, len(todo))
 	for i, c := range todo {
@@ -368,7 +368,7 @@ func (s *Store) makeTogether(id string, todo []*combined, many bool) (failed int
 // changes, is the transaction's rather than one change's: the database
 // unreachable or too busy, a lock or statement timeout, the transaction's
 // context ended, a COMMIT whose outcome is unknown.
-func (s *Store) txFailure(err error) bool {
+func (s *store) txFailure(err error) bool {
 	if unavailable(err) || s.retryable(err) || errors.Is(err, context.Canceled) || errors.Is(err, pgtx.ErrCommitUnknown) {
 		return true
 	}
@@ -388,7 +388,7 @@ func (p *panicked) Error() string { return fmt.Sprintf("sqlstore: the change pan
 // updateCaught is updateRecorded, with a panic of the change returned as a
 // *panicked error: the transaction, which may hold the changes of other
 // callers, rolls back, and they are made again without it.
-func (s *Store) updateCaught(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, row *messageRow, made *reactedOne, evs *[]messaging.Event) (out messaging.Message, err error) {
+func (s *store) updateCaught(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, row *messageRow, made *reactedOne, evs *[]messaging.Event) (out messaging.Message, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = &panicked{value: p}
@@ -402,7 +402,7 @@ const maxReactMany = 32
 
 // quickMany reports whether reactMany makes ch: a quickReaction change
 // (PostgreSQL).
-func (s *Store) quickMany(ch driver.MessageChange) bool {
+func (s *store) quickMany(ch driver.MessageChange) bool {
 	_, _, ok := s.quickReaction(ch)
 	return ok
 }
@@ -442,7 +442,7 @@ type reactManyRow struct {
 // name already there), reactMany is not tried there for reactManyOff, and
 // the failure is logged. Either way the transaction is made again, one
 // statement a change (failedMany).
-func (s *Store) reactMany(ctx context.Context, tx bun.Tx, id string, cs []*combined, base, backend int) (made []reactedOne, createdTable bool, err error) {
+func (s *store) reactMany(ctx context.Context, tx bun.Tx, id string, cs []*combined, base, backend int) (made []reactedOne, createdTable bool, err error) {
 	var b strings.Builder
 	var args []any
 	shapes := map[string]string{} // prepared statement's name -> its statement
@@ -506,7 +506,7 @@ func (s *Store) reactMany(ctx context.Context, tx bun.Tx, id string, cs []*combi
 
 // reactManyOn reports whether reactMany may be tried on the connection of
 // the server process backend (0: not known).
-func (s *Store) reactManyOn(backend int) bool {
+func (s *store) reactManyOn(backend int) bool {
 	cb := &s.combine
 	cb.mu.Lock()
 	defer cb.mu.Unlock()
@@ -518,7 +518,7 @@ func (s *Store) reactManyOn(backend int) bool {
 // on the connection of backend: the statements of shapes, prepared; or,
 // when it failed, that the connection lost what it had (forgotten) or
 // cannot run it (off for reactManyOff).
-func (s *Store) reactManyDone(ctx context.Context, backend int, shapes map[string]string, err error) {
+func (s *store) reactManyDone(ctx context.Context, backend int, shapes map[string]string, err error) {
 	cb := &s.combine
 	cb.mu.Lock()
 	defer cb.mu.Unlock()
@@ -553,7 +553,7 @@ func (s *Store) reactManyDone(ctx context.Context, backend int, shapes map[strin
 
 // reactManyCommitted records that the connection of backend keeps the
 // table parley_reacted that its committed transaction created.
-func (s *Store) reactManyCommitted(backend int) {
+func (s *store) reactManyCommitted(backend int) {
 	cb := &s.combine
 	cb.mu.Lock()
 	defer cb.mu.Unlock()

@@ -153,7 +153,7 @@ func TestCombinedCommitAnswerLost(t *testing.T) {
 	assert.Error(t, o1.err, "the outcome is unknown")
 	assert.Error(t, o2.err, "the outcome is unknown")
 
-	got, err := s.ReadEvents(ctx, driver.EventQuery{All: true, Limit: 100})
+	got, err := s.Driver().ReadEvents(ctx, driver.EventQuery{All: true, Limit: 100})
 	require.NoError(t, err)
 	assert.Len(t, got, 2, "one event per change (c1, c2): the committed transaction is not made again")
 }
@@ -180,7 +180,7 @@ func TestCombinedDeadConnection(t *testing.T) {
 		assert.NoError(t, wait(t, c).err, "change %d", i+1)
 	}
 	require.EqualValues(t, 1, p.cut.Load())
-	got, err := s.GetMessage(ctx, f.msg.ID)
+	got, err := s.Driver().GetMessage(ctx, f.msg.ID)
 	require.NoError(t, err)
 	assert.Equal(t, map[string][]string{"a": {"r0"}, "b": {"r1", "r2", "r3"}}, reactors(got))
 }

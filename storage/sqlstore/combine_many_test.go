@@ -80,7 +80,7 @@ func TestReactManyTempTableStaysSmall(t *testing.T) {
 	r := f.reactors
 	// 12 names, so that each change's statement leaves 12-13 rows.
 	for i := range 12 {
-		_, err := s.UpdateMessage(ctx, f.msg.ID, add(fmt.Sprintf("n%d", i), r[0], nil))
+		_, err := s.Driver().UpdateMessage(ctx, f.msg.ID, add(fmt.Sprintf("n%d", i), r[0], nil))
 		require.NoError(t, err)
 	}
 	size := func() (pages int64) {
@@ -216,10 +216,10 @@ func TestReactManyAsAlone(t *testing.T) {
 	rs := append(f.reactors, "ctc_nocontact")
 	other := f.msg
 	other.ID = ids.NewAt(ids.Message, other.CreatedAt)
-	require.NoError(t, s.CreateMessage(ctx, other, nil, nil))
+	require.NoError(t, s.Driver().CreateMessage(ctx, other, nil, nil))
 	for i := range 101 { // "a" past 100 on both
 		for _, id := range []string{f.msg.ID, other.ID} {
-			_, err := s.UpdateMessage(ctx, id, add("a", rs[i], nil))
+			_, err := s.Driver().UpdateMessage(ctx, id, add("a", rs[i], nil))
 			require.NoError(t, err)
 		}
 	}
@@ -255,12 +255,12 @@ func TestReactManyAsAlone(t *testing.T) {
 		got := combinedRound(t, f, first, rest)
 		for k, ch := range append([]driver.MessageChange{first}, rest...) {
 			ch.Record = nil
-			alone, err := s.UpdateMessage(ctx, other.ID, ch)
+			alone, err := s.Driver().UpdateMessage(ctx, other.ID, ch)
 			require.Equal(t, err == nil, got[k].err == nil, "round %d change %d: %v / %v", round, k, err, got[k].err)
 			require.Equal(t, alone.Reactions, got[k].m.Reactions, "round %d change %d: %+v", round, k, ch)
 			require.Equal(t, alone.UpdatedAt, got[k].m.UpdatedAt, "round %d change %d", round, k)
 		}
-		stored, err := s.GetMessage(ctx, f.msg.ID)
+		stored, err := s.Driver().GetMessage(ctx, f.msg.ID)
 		require.NoError(t, err)
 		require.Equal(t, stored, got[len(got)-1].m, "round %d", round)
 	}
@@ -288,7 +288,7 @@ func TestReactManyQuoting(t *testing.T) {
 	f := newCombineFixture(t, s, 2)
 	other := f.msg
 	other.ID = ids.NewAt(ids.Message, other.CreatedAt)
-	require.NoError(t, s.CreateMessage(ctx, other, nil, nil))
+	require.NoError(t, s.Driver().CreateMessage(ctx, other, nil, nil))
 	odd := []string{`it's`, `a\b`, `a\'b`, `$q$`, `$parley$`, `$1`, `?`, `?x`, `?0`, `'); DROP TABLE reactions; --`, `"`, `%s`, `é👍`, `E'\x41'`, `$$`, `\`, `''`}
 	var rest []driver.MessageChange
 	for _, n := range odd {
@@ -298,17 +298,17 @@ func TestReactManyQuoting(t *testing.T) {
 	rest = append(rest, remove(`it's`, `it's`), remove(`$q$`, odd[3]))
 	got := combinedRound(t, f, add("first", f.reactors[0], nil), rest)
 	require.NoError(t, got[0].err)
-	_, err := s.UpdateMessage(ctx, other.ID, add("first", f.reactors[0], nil))
+	_, err := s.Driver().UpdateMessage(ctx, other.ID, add("first", f.reactors[0], nil))
 	require.NoError(t, err)
 	for k, ch := range rest {
 		ch.Record = nil
-		alone, err := s.UpdateMessage(ctx, other.ID, ch)
+		alone, err := s.Driver().UpdateMessage(ctx, other.ID, ch)
 		o := got[k+1]
 		require.NoError(t, err, "alone %d", k)
 		require.NoError(t, o.err, "change %d", k)
 		assert.Equal(t, alone.Reactions, o.m.Reactions, "change %d: %+v", k, ch)
 	}
-	stored, err := s.GetMessage(ctx, f.msg.ID)
+	stored, err := s.Driver().GetMessage(ctx, f.msg.ID)
 	require.NoError(t, err)
 	assert.Equal(t, stored.Reactions, got[len(got)-1].m.Reactions)
 	var txs int

@@ -36,12 +36,12 @@ func newCombineFixture(t *testing.T, s *sqlstore.Store, reactors int) *combineFi
 	f := &combineFixture{t: t, s: s}
 	for i := range reactors {
 		c := messaging.Contact{ID: ids.New(ids.Contact), Username: fmt.Sprintf("r%d", i), CreatedAt: at}
-		require.NoError(t, s.PutContact(ctx, c))
+		require.NoError(t, s.Driver().PutContact(ctx, c))
 		f.reactors = append(f.reactors, c.ID)
 	}
 	f.msg = messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c",
 		Contact: messaging.Contact{ID: f.reactors[0]}, Text: "m", CreatedAt: at}
-	require.NoError(t, s.CreateMessage(ctx, f.msg, nil, nil))
+	require.NoError(t, s.Driver().CreateMessage(ctx, f.msg, nil, nil))
 	return f
 }
 
@@ -89,7 +89,7 @@ func (f *combineFixture) launch(ctx context.Context, ch driver.MessageChange, re
 				}
 			}()
 		}
-		m, err := f.s.UpdateMessage(ctx, f.msg.ID, ch)
+		m, err := f.s.Driver().UpdateMessage(ctx, f.msg.ID, ch)
 		out <- outcome{m, err}
 	}()
 	if running {
@@ -213,12 +213,12 @@ func TestCombinedChanges(t *testing.T) {
 			assert.ErrorIs(t, o.err, errLimit)
 			assert.EqualValues(t, 2, recorded1.Load(), "c1 was made with c2, which failed, then again without it")
 
-			got, err := f.s.GetMessage(ctx, f.msg.ID)
+			got, err := f.s.Driver().GetMessage(ctx, f.msg.ID)
 			require.NoError(t, err)
 			assert.Equal(t, want[len(want)-1], reactors(got))
 			names, _ := counters(t, f.s, f.msg.ID)
 			assert.Equal(t, 3, names, "the message counts its names")
-			evs, err := f.s.ReadEvents(ctx, driver.EventQuery{All: true, Limit: 100})
+			evs, err := f.s.Driver().ReadEvents(ctx, driver.EventQuery{All: true, Limit: 100})
 			require.NoError(t, err)
 			require.Len(t, evs, len(want), "one event for each change made")
 			for i, e := range evs {
@@ -243,7 +243,7 @@ func TestCombinedCallerLeaves(t *testing.T) {
 			close(release)
 			require.NoError(t, wait(t, c0).err)
 
-			got, err := f.s.GetMessage(ctx, f.msg.ID)
+			got, err := f.s.Driver().GetMessage(ctx, f.msg.ID)
 			require.NoError(t, err)
 			assert.Equal(t, map[string][]string{"a": {"r0"}}, reactors(got))
 			assert.Eventually(t, func() bool { n, running := sqlstore.Queued(f.s, f.msg.ID); return n == 0 && !running },
@@ -287,7 +287,7 @@ func TestCombinedCallerLeavesDuringTransaction(t *testing.T) {
 			assert.ErrorIs(t, wait(t, c3).err, context.Canceled)
 			close(release3)
 			require.Eventually(t, func() bool { _, running := sqlstore.Queued(f.s, f.msg.ID); return !running }, 10*time.Second, time.Millisecond)
-			got, err := f.s.GetMessage(ctx, f.msg.ID)
+			got, err := f.s.Driver().GetMessage(ctx, f.msg.ID)
 			require.NoError(t, err)
 			assert.Equal(t, map[string][]string{"a": {"r0", "r1", "r2"}}, reactors(got), "b was rolled back")
 		})
@@ -310,7 +310,7 @@ func TestCombinedPanic(t *testing.T) {
 			panicked := make(chan any, 1)
 			go func() {
 				defer func() { panicked <- recover() }()
-				_, _ = f.s.UpdateMessage(ctx, f.msg.ID, bad)
+				_, _ = f.s.Driver().UpdateMessage(ctx, f.msg.ID, bad)
 			}()
 			require.Eventually(t, func() bool { n, _ := sqlstore.Queued(f.s, f.msg.ID); return n == 2 }, 10*time.Second, time.Millisecond)
 			close(release)
@@ -355,7 +355,7 @@ func TestCombinedPanicFreesTheQueue(t *testing.T) {
 
 			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 			defer cancel()
-			_, err := f.s.UpdateMessage(ctx, f.msg.ID, add("a", f.reactors[1], record))
+			_, err := f.s.Driver().UpdateMessage(ctx, f.msg.ID, add("a", f.reactors[1], record))
 			assert.NoError(t, err, "a later change of the message is made")
 			assert.Eventually(t, func() bool { _, running := sqlstore.Queued(f.s, f.msg.ID); return !running },
 				10*time.Second, time.Millisecond, "the message's queue ends")
@@ -489,13 +489,13 @@ func TestCombinedCarriedRow(t *testing.T) {
 			assert.Equal(t, map[string][]string{"a": {"r0"}, "b": {"r1"}}, reactors(o5.m))
 			assert.Equal(t, at(5), o5.m.UpdatedAt)
 			assert.Equal(t, map[string][]string{"b": {"r1"}}, reactors(o6.m))
-			got, err := f.s.GetMessage(ctx, f.msg.ID)
+			got, err := f.s.Driver().GetMessage(ctx, f.msg.ID)
 			require.NoError(t, err)
 			assert.Equal(t, got, o6.m, "the last answer is the message as stored")
-			rev, err := f.s.GetRevision(ctx, "rev_2")
+			rev, err := f.s.Driver().GetRevision(ctx, "rev_2")
 			require.NoError(t, err)
 			assert.Equal(t, "t1", rev.Text, "c2 kept the text c1 left")
-			rev, err = f.s.GetRevision(ctx, "rev_1")
+			rev, err = f.s.Driver().GetRevision(ctx, "rev_1")
 			require.NoError(t, err)
 			assert.Equal(t, "m", rev.Text)
 		})
@@ -519,7 +519,7 @@ func TestReactOneAnswerIsStored(t *testing.T) {
 			names := []string{"a", "b", "c", "d", "e"}
 			// Fill "a" past 100 first, so that the boundary is crossed often.
 			for i := range 103 {
-				_, err := f.s.UpdateMessage(ctx, f.msg.ID, add("a", rs[i], nil))
+				_, err := f.s.Driver().UpdateMessage(ctx, f.msg.ID, add("a", rs[i], nil))
 				require.NoError(t, err)
 			}
 			for step := range 600 {
@@ -538,9 +538,9 @@ func TestReactOneAnswerIsStored(t *testing.T) {
 				if rnd.IntN(2) == 0 {
 					ch.UpdatedAt = time.Date(2025, 4, 1, 0, 0, step, 0, time.UTC)
 				}
-				got, err := f.s.UpdateMessage(ctx, f.msg.ID, ch)
+				got, err := f.s.Driver().UpdateMessage(ctx, f.msg.ID, ch)
 				require.NoError(t, err)
-				stored, err := f.s.GetMessage(ctx, f.msg.ID)
+				stored, err := f.s.Driver().GetMessage(ctx, f.msg.ID)
 				require.NoError(t, err)
 				require.Equal(t, stored, got, "step %d: %+v", step, ch)
 			}
@@ -634,7 +634,7 @@ func TestCombinedEventsAsRecorded(t *testing.T) {
 			for _, c := range cs {
 				require.NoError(t, wait(t, c).err)
 			}
-			got, err := f.s.ReadEvents(ctx, driver.EventQuery{All: true, Limit: 100})
+			got, err := f.s.Driver().ReadEvents(ctx, driver.EventQuery{All: true, Limit: 100})
 			require.NoError(t, err)
 			require.Len(t, got, 1+len(recorded))
 			for i, want := range recorded {

@@ -61,7 +61,7 @@ var errUsernameTaken = fmt.Errorf("sqlstore: username taken: %w", messaging.ErrC
 
 // PutContact inserts the contact, or replaces every field of the contact
 // with the same ID. Errors: ErrConflict if another contact has the username.
-func (s *Store) PutContact(ctx context.Context, c messaging.Contact) error {
+func (s *store) PutContact(ctx context.Context, c messaging.Contact) error {
 	args := []any{c.ID, c.Username, c.PhoneNumber, c.AvatarURL, ts(c.LastActiveAt), c.CreatedAt.UTC()}
 	if s.flavor != flavorMySQL {
 		// One statement, atomic on its own.
@@ -111,17 +111,17 @@ func (s *Store) PutContact(ctx context.Context, c messaging.Contact) error {
 }
 
 // GetContact returns the contact, or an error matching ErrNotFound.
-func (s *Store) GetContact(ctx context.Context, id string) (messaging.Contact, error) {
+func (s *store) GetContact(ctx context.Context, id string) (messaging.Contact, error) {
 	return s.contactWhere(ctx, "id = ?", id)
 }
 
 // ContactByUsername returns the contact with that username, or an error
 // matching ErrNotFound.
-func (s *Store) ContactByUsername(ctx context.Context, username string) (messaging.Contact, error) {
+func (s *store) ContactByUsername(ctx context.Context, username string) (messaging.Contact, error) {
 	return s.contactWhere(ctx, "username = ?", username)
 }
 
-func (s *Store) contactWhere(ctx context.Context, where string, arg string) (messaging.Contact, error) {
+func (s *store) contactWhere(ctx context.Context, where string, arg string) (messaging.Contact, error) {
 	var rows []contactRow
 	if err := s.readPrepared(ctx, &rows, "SELECT "+contactCols+" FROM contacts WHERE "+where, arg); err != nil {
 		return messaging.Contact{}, wrapErr("sqlstore.GetContact", err)
@@ -134,7 +134,7 @@ func (s *Store) contactWhere(ctx context.Context, where string, arg string) (mes
 
 // TouchContact sets the contact's LastActiveAt, or returns an error
 // matching ErrNotFound.
-func (s *Store) TouchContact(ctx context.Context, id string, at time.Time) error {
+func (s *store) TouchContact(ctx context.Context, id string, at time.Time) error {
 	return wrapErr("sqlstore.TouchContact", s.retry(ctx, func(ctx context.Context) error {
 		// One statement, atomic on its own.
 		res, err := s.w.ExecContext(ctx, "UPDATE contacts SET last_active_at = ? WHERE id = ?", ts(at), id)

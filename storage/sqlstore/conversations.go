@@ -61,7 +61,7 @@ const (
 // a semi-join that reads every membership and sorts their rows, and SQLite
 // would first build a Bloom filter of every membership; a scalar subquery
 // keeps the walk on both.
-func (s *Store) memberOf(col string) string {
+func (s *store) memberOf(col string) string {
 	if s.flavor != flavorPostgres {
 		return "(SELECT cm.is_member FROM conversation_members AS cm WHERE cm.conversation_id = " + col + " AND cm.contact_id = ?) = TRUE"
 	}
@@ -73,7 +73,7 @@ func (s *Store) memberOf(col string) string {
 // few conversations reads each one's own index range; over many, it walks
 // the time index and probes each row's membership (memberOf), which finds
 // a page soon because most rows match.
-func (s *Store) memberships(ctx context.Context, contact string) (ids []string, many bool, err error) {
+func (s *store) memberships(ctx context.Context, contact string) (ids []string, many bool, err error) {
 	// In the index's order, so that the planner reads the index: by its
 	// statistics a seq scan would find a few rows of a contact in many as
 	// soon, but a contact's rows lie together, after everyone else's.
@@ -88,7 +88,7 @@ func (s *Store) memberships(ctx context.Context, contact string) (ids []string, 
 // scope resolves the conversations a list selects: all, or ids and those
 // of memberID's memberships, given as a list of ids when they are few
 // (byMember is then ""), else as memberID to probe for.
-func (s *Store) scope(ctx context.Context, all bool, memberID string, ids []string) (convs []string, byMember string, err error) {
+func (s *store) scope(ctx context.Context, all bool, memberID string, ids []string) (convs []string, byMember string, err error) {
 	if all || memberID == "" {
 		return ids, "", nil
 	}
@@ -149,7 +149,7 @@ func completeConversations(ctx context.Context, f flavor, query queryFn, rows []
 
 // GetConversation returns the conversation as viewerID sees it, or an
 // error matching ErrNotFound.
-func (s *Store) GetConversation(ctx context.Context, id, viewerID string) (messaging.Conversation, error) {
+func (s *store) GetConversation(ctx context.Context, id, viewerID string) (messaging.Conversation, error) {
 	var rows []conversationRow
 	err := s.fold(ctx, id)
 	if err == nil {
@@ -170,12 +170,12 @@ func (s *Store) GetConversation(ctx context.Context, id, viewerID string) (messa
 
 // ListConversations returns up to q.Limit conversations matching q, most
 // recently active first, in at most four queries.
-func (s *Store) ListConversations(ctx context.Context, q driver.ConversationQuery) ([]messaging.Conversation, bool, error) {
+func (s *store) ListConversations(ctx context.Context, q driver.ConversationQuery) ([]messaging.Conversation, bool, error) {
 	cs, more, err := s.listConversations(ctx, q)
 	return cs, more, wrapErr("sqlstore.ListConversations", err)
 }
 
-func (s *Store) listConversations(ctx context.Context, q driver.ConversationQuery) ([]messaging.Conversation, bool, error) {
+func (s *store) listConversations(ctx context.Context, q driver.ConversationQuery) ([]messaging.Conversation, bool, error) {
 	if q.Limit < 1 {
 		return nil, false, invalid("limit must be at least 1")
 	}
@@ -206,7 +206,7 @@ func (s *Store) listConversations(ctx context.Context, q driver.ConversationQuer
 // scopeBranch returns the one branch of a list over column col of every
 // conversation (all), or of those of ids and of contact memberID's
 // memberships; false when that is none.
-func (s *Store) scopeBranch(col string, all bool, memberID string, ids []string) (branch, bool) {
+func (s *store) scopeBranch(col string, all bool, memberID string, ids []string) (branch, bool) {
 	ids = dedupe(ids)
 	switch {
 	case all:
@@ -226,7 +226,7 @@ func (s *Store) scopeBranch(col string, all bool, memberID string, ids []string)
 // older than the last, and it counts as read for every reader whose
 // position is after it. The conversation row stays locked until the
 // transaction ends.
-func (s *Store) touchConversation(ctx context.Context, tx bun.Tx, m messaging.Message) error {
+func (s *store) touchConversation(ctx context.Context, tx bun.Tx, m messaging.Message) error {
 	at := m.CreatedAt.UTC()
 	q := countSendSQL
 	if s.flavor == flavorMySQL {
@@ -274,7 +274,7 @@ const (
 )
 
 // countOwn counts a new message of contact in conv.
-func (s *Store) countOwn(ctx context.Context, tx bun.Tx, conv, contact string) error {
+func (s *store) countOwn(ctx context.Context, tx bun.Tx, conv, contact string) error {
 	q := countOwnSQL
 	if s.flavor == flavorMySQL {
 		q = `INSERT INTO conversation_members (conversation_id, contact_id, own_count) VALUES (?, ?, 1)
@@ -285,7 +285,7 @@ func (s *Store) countOwn(ctx context.Context, tx bun.Tx, conv, contact string) e
 }
 
 // fileConversation stores conv, created at at, unless it is stored.
-func (s *Store) fileConversation(ctx context.Context, db bun.IConn, conv string, at time.Time) error {
+func (s *store) fileConversation(ctx context.Context, db bun.IConn, conv string, at time.Time) error {
 	q := "INSERT INTO conversations (id, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING"
 	if s.flavor == flavorMySQL {
 		q = "INSERT INTO conversations (id, created_at, updated_at) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE id = id"
@@ -296,7 +296,7 @@ func (s *Store) fileConversation(ctx context.Context, db bun.IConn, conv string,
 
 // uncountMessage takes m, about to be deleted in the same transaction,
 // out of the counters of its conversation.
-func (s *Store) uncountMessage(ctx context.Context, tx bun.Tx, m *messageRow) error {
+func (s *store) uncountMessage(ctx context.Context, tx bun.Tx, m *messageRow) error {
 	if s.deferred() {
 		// Lock the conversation as folds do (tallies.go): then a message
 		// still tallied was never counted.
@@ -328,7 +328,7 @@ func (s *Store) uncountMessage(ctx context.Context, tx bun.Tx, m *messageRow) er
 
 // lastMessageGone makes the newest remaining message of conv its last
 // message, if the last one was id (deleted in this transaction).
-func (s *Store) lastMessageGone(ctx context.Context, tx bun.Tx, conv, id string) error {
+func (s *store) lastMessageGone(ctx context.Context, tx bun.Tx, conv, id string) error {
 	_, err := s.execWrite(ctx, tx, `UPDATE conversations SET
 		last_message_id = (SELECT m.id FROM messages AS m WHERE m.conversation_id = ? ORDER BY m.created_at DESC, m.id DESC LIMIT 1),
 		updated_at = COALESCE((SELECT m.created_at FROM messages AS m WHERE m.conversation_id = ? ORDER BY m.created_at DESC, m.id DESC LIMIT 1), created_at)
@@ -366,7 +366,7 @@ const tailCap = 1000
 // (none, when it reads through the newest), or, when there are more than
 // tailCap of them, from the messages it passes: the cost grows with
 // neither the conversation nor a long way back.
-func (s *Store) MarkRead(ctx context.Context, conversationID, contactID, messageID string, rec driver.Recorder) error {
+func (s *store) MarkRead(ctx context.Context, conversationID, contactID, messageID string, rec driver.Recorder) error {
 	return wrapErr("sqlstore.MarkRead", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		// Lock the conversation first, as deletes, imports and folds do
 		// (and sends on SQLite); on MySQL this also makes the reads below
@@ -472,7 +472,7 @@ func (s *Store) MarkRead(ctx context.Context, conversationID, contactID, message
 }
 
 // AddMember records the membership, keeping an existing one.
-func (s *Store) AddMember(ctx context.Context, conversationID, contactID string, at time.Time) error {
+func (s *store) AddMember(ctx context.Context, conversationID, contactID string, at time.Time) error {
 	return wrapErr("sqlstore.AddMember", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var ids []string
 		if err := tx.NewRaw("SELECT id FROM contacts WHERE id = ?", contactID).Scan(ctx, &ids); err != nil {
@@ -493,7 +493,7 @@ func (s *Store) AddMember(ctx context.Context, conversationID, contactID string,
 }
 
 // RemoveMember ends the membership, keeping the contact's read state.
-func (s *Store) RemoveMember(ctx context.Context, conversationID, contactID string) error {
+func (s *store) RemoveMember(ctx context.Context, conversationID, contactID string) error {
 	return wrapErr("sqlstore.RemoveMember", s.retry(ctx, func(ctx context.Context) error {
 		_, err := s.w.ExecContext(ctx, "UPDATE conversation_members SET is_member = FALSE, joined_at = NULL WHERE conversation_id = ? AND contact_id = ?",
 			conversationID, contactID)
@@ -502,7 +502,7 @@ func (s *Store) RemoveMember(ctx context.Context, conversationID, contactID stri
 }
 
 // IsMember reports whether the contact is a member of the conversation.
-func (s *Store) IsMember(ctx context.Context, conversationID, contactID string) (bool, error) {
+func (s *store) IsMember(ctx context.Context, conversationID, contactID string) (bool, error) {
 	var n []int
 	err := s.read(ctx, &n, "SELECT 1 FROM conversation_members WHERE conversation_id = ? AND contact_id = ? AND is_member = TRUE",
 		conversationID, contactID)
@@ -517,7 +517,7 @@ type memberRow struct {
 }
 
 // ListMembers returns up to q.Limit members as q selects them, by id.
-func (s *Store) ListMembers(ctx context.Context, q driver.MemberQuery) ([]messaging.Member, bool, error) {
+func (s *store) ListMembers(ctx context.Context, q driver.MemberQuery) ([]messaging.Member, bool, error) {
 	if q.Limit < 1 {
 		return nil, false, wrapErr("sqlstore.ListMembers", invalid("limit must be at least 1"))
 	}

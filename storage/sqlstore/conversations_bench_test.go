@@ -43,7 +43,7 @@ func BenchmarkConversations(b *testing.B) {
 		b.Run(e.Name, func(b *testing.B) {
 			ctx := b.Context()
 			s := e.Open(b)
-			msgs := messaging.New(s, &messaging.Options{Policy: messaging.MembersOnly(s)})
+			msgs := messaging.New(s, &messaging.Options{Policy: messaging.MembersOnly()})
 			at := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Microsecond)
 			contact := func(name string) messaging.Contact {
 				c, err := msgs.SaveContact(ctx, messaging.Contact{Username: name})

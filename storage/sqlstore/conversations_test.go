@@ -26,8 +26,8 @@ func TestMarkReadFarBack(t *testing.T) {
 			at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 			alice := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: at}
 			bob := messaging.Contact{ID: ids.New(ids.Contact), Username: "bob", CreatedAt: at}
-			require.NoError(t, s.PutContact(ctx, alice))
-			require.NoError(t, s.PutContact(ctx, bob))
+			require.NoError(t, s.Driver().PutContact(ctx, alice))
+			require.NoError(t, s.Driver().PutContact(ctx, bob))
 			const n = 2500
 			msgs := make([]messaging.Message, n)
 			for i := range msgs {
@@ -41,7 +41,7 @@ func TestMarkReadFarBack(t *testing.T) {
 			require.NoError(t, s.ImportMessages(ctx, msgs))
 			unread := func() int64 {
 				t.Helper()
-				c, err := s.GetConversation(ctx, "c", bob.ID)
+				c, err := s.Driver().GetConversation(ctx, "c", bob.ID)
 				require.NoError(t, err)
 				return c.UnreadCount
 			}
@@ -56,7 +56,7 @@ func TestMarkReadFarBack(t *testing.T) {
 			}
 			assert.Equal(t, others(-1), unread())
 			for _, i := range []int{99, 1200, 1499, 2400, n - 1} { // far back, far, near, near, the newest
-				require.NoError(t, s.MarkRead(ctx, "c", bob.ID, msgs[i].ID, nil))
+				require.NoError(t, s.Driver().MarkRead(ctx, "c", bob.ID, msgs[i].ID, nil))
 				assert.Equal(t, others(i), unread(), "read through %d", i)
 			}
 		})
@@ -74,17 +74,17 @@ func TestConversationsPageInFixedQueries(t *testing.T) {
 			s := e.Open(t)
 			start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 			c := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: start}
-			require.NoError(t, s.PutContact(ctx, c))
+			require.NoError(t, s.Driver().PutContact(ctx, c))
 			for i := range 40 {
 				at := start.Add(time.Duration(i) * time.Second)
 				conv := fmt.Sprintf("c%02d", i)
 				a := messaging.Attachment{ID: ids.NewAt(ids.Attachment, at), UploaderID: c.ID, Filename: "f.txt", FileType: "text/plain", Key: fmt.Sprintf("k/%d", i), CreatedAt: at}
-				require.NoError(t, s.CreateAttachment(ctx, a, nil))
+				require.NoError(t, s.Driver().CreateAttachment(ctx, a, nil))
 				m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: conv, Contact: c, Text: "m", CreatedAt: at}
-				require.NoError(t, s.CreateMessage(ctx, m, []string{a.ID}, nil))
-				_, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"alice"}}}})
+				require.NoError(t, s.Driver().CreateMessage(ctx, m, []string{a.ID}, nil))
+				_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"alice"}}}})
 				require.NoError(t, err)
-				require.NoError(t, s.AddMember(ctx, conv, c.ID, at))
+				require.NoError(t, s.Driver().AddMember(ctx, conv, c.ID, at))
 			}
 			reads := sqlstore.CountReads(s)
 			for _, q := range []struct {
@@ -98,7 +98,7 @@ func TestConversationsPageInFixedQueries(t *testing.T) {
 				for _, limit := range []int{1, 5, 30} {
 					reads.Store(0)
 					q.q.Limit = limit
-					items, _, err := s.ListConversations(ctx, q.q)
+					items, _, err := s.Driver().ListConversations(ctx, q.q)
 					require.NoError(t, err)
 					require.Len(t, items, limit)
 					for _, it := range items {

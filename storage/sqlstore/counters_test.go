@@ -35,9 +35,9 @@ func TestCountersFollowChanges(t *testing.T) {
 			s := e.Open(t)
 			at := time.Now().UTC().Truncate(time.Microsecond)
 			c := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: at}
-			require.NoError(t, s.PutContact(ctx, c))
+			require.NoError(t, s.Driver().PutContact(ctx, c))
 			for _, id := range []string{"u", "v"} { // reactors by contact id
-				require.NoError(t, s.PutContact(ctx, messaging.Contact{ID: id, Username: "user " + id, CreatedAt: at}))
+				require.NoError(t, s.Driver().PutContact(ctx, messaging.Contact{ID: id, Username: "user " + id, CreatedAt: at}))
 			}
 			newAtt := func(msg string) string {
 				t.Helper()
@@ -45,7 +45,7 @@ func TestCountersFollowChanges(t *testing.T) {
 				if msg != "" {
 					a.ConversationID = "c"
 				}
-				require.NoError(t, s.CreateAttachment(ctx, a, nil))
+				require.NoError(t, s.Driver().CreateAttachment(ctx, a, nil))
 				return a.ID
 			}
 			want := func(id string, reactions, atts int) {
@@ -53,7 +53,7 @@ func TestCountersFollowChanges(t *testing.T) {
 				r, a := counters(t, s, id)
 				assert.Equal(t, reactions, r, "reaction_count")
 				assert.Equal(t, atts, a, "attachment_count")
-				m, err := s.GetMessage(ctx, id)
+				m, err := s.Driver().GetMessage(ctx, id)
 				require.NoError(t, err)
 				assert.Len(t, m.Reactions, reactions)
 				assert.Len(t, m.Attachments, atts)
@@ -61,60 +61,60 @@ func TestCountersFollowChanges(t *testing.T) {
 
 			a1, a2 := newAtt(""), newAtt("")
 			m := messaging.Message{ID: ids.New(ids.Message), ConversationID: "c", Contact: c, Text: "m", CreatedAt: at}
-			require.NoError(t, s.CreateMessage(ctx, m, []string{a1, a2, a1}, nil))
+			require.NoError(t, s.Driver().CreateMessage(ctx, m, []string{a1, a2, a1}, nil))
 			want(m.ID, 0, 2)
 
-			got, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"u", "v"}}, {Name: "y", Reactors: []string{"u"}}}})
+			got, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"u", "v"}}, {Name: "y", Reactors: []string{"u"}}}})
 			require.NoError(t, err)
 			assert.Len(t, got.Reactions, 2)
 			want(m.ID, 2, 2)
 
-			_, err = s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "z", Reactors: []string{"u"}}}, Check: storetest.Limits(2, 0)})
+			_, err = s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "z", Reactors: []string{"u"}}}, Check: storetest.Limits(2, 0)})
 			require.ErrorIs(t, err, messaging.ErrInvalid)
 			want(m.ID, 2, 2)
 
-			got, err = s.UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "y", Reactors: []string{"u"}}})
+			got, err = s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "y", Reactors: []string{"u"}}})
 			require.NoError(t, err)
 			assert.Equal(t, []messaging.Reaction{{Name: "x", Reactors: []string{"user u", "user v"}, Count: 2}}, got.Reactions)
 			want(m.ID, 1, 2)
 
-			got, err = s.UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{"v"}}})
+			got, err = s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{"v"}}})
 			require.NoError(t, err)
 			assert.Len(t, got.Reactions, 1, "x keeps a reactor")
 			want(m.ID, 1, 2)
 
 			a3 := newAtt("")
-			_, err = s.UpdateMessage(ctx, m.ID, driver.MessageChange{LinkAttachments: []string{a3}, Check: storetest.Limits(0, 2)})
+			_, err = s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{LinkAttachments: []string{a3}, Check: storetest.Limits(0, 2)})
 			require.ErrorIs(t, err, messaging.ErrInvalid)
 			want(m.ID, 1, 2)
-			got, err = s.UpdateMessage(ctx, m.ID, driver.MessageChange{LinkAttachments: []string{a3, a1}})
+			got, err = s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{LinkAttachments: []string{a3, a1}})
 			require.NoError(t, err)
 			assert.Len(t, got.Attachments, 3)
 			want(m.ID, 1, 3)
 
-			_, err = s.DeleteAttachment(ctx, a1, nil)
+			_, err = s.Driver().DeleteAttachment(ctx, a1, nil)
 			require.NoError(t, err)
 			want(m.ID, 1, 2)
-			_, err = s.DeleteAttachment(ctx, a1, nil)
+			_, err = s.Driver().DeleteAttachment(ctx, a1, nil)
 			require.ErrorIs(t, err, messaging.ErrNotFound)
 			want(m.ID, 1, 2)
 
 			newAtt(m.ID) // created linked
 			want(m.ID, 1, 3)
 
-			got, err = s.UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{"u"}}})
+			got, err = s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{"u"}}})
 			require.NoError(t, err)
 			assert.Empty(t, got.Reactions)
 			want(m.ID, 0, 3)
 
-			removed, err := s.DeleteMessage(ctx, m.ID, nil)
+			removed, err := s.Driver().DeleteMessage(ctx, m.ID, nil)
 			require.NoError(t, err)
 			assert.Len(t, removed, 3)
 
 			plain := messaging.Message{ID: ids.New(ids.Message), ConversationID: "c", Contact: c, Text: "p", CreatedAt: at}
-			require.NoError(t, s.CreateMessage(ctx, plain, nil, nil))
+			require.NoError(t, s.Driver().CreateMessage(ctx, plain, nil, nil))
 			want(plain.ID, 0, 0)
-			removed, err = s.DeleteMessage(ctx, plain.ID, nil)
+			removed, err = s.Driver().DeleteMessage(ctx, plain.ID, nil)
 			require.NoError(t, err)
 			assert.Empty(t, removed)
 			assert.NotNil(t, removed)
@@ -145,12 +145,12 @@ func TestDeleteKeepsCountersExact(t *testing.T) {
 			at := base.Add(time.Duration(i/2)*time.Second + time.Duration(i%3)*250*time.Millisecond + time.Microsecond*time.Duration(i%2))
 			ms = append(ms, send(t, s, "c", who[i%3], at))
 		}
-		require.NoError(t, s.MarkRead(ctx, "c", bob.ID, ms[20].ID, nil))
-		require.NoError(t, s.MarkRead(ctx, "c", carol.ID, ms[9].ID, nil))
-		require.NoError(t, s.MarkRead(ctx, "c", alice.ID, ms[29].ID, nil))
+		require.NoError(t, s.Driver().MarkRead(ctx, "c", bob.ID, ms[20].ID, nil))
+		require.NoError(t, s.Driver().MarkRead(ctx, "c", carol.ID, ms[9].ID, nil))
+		require.NoError(t, s.Driver().MarkRead(ctx, "c", alice.ID, ms[29].ID, nil))
 		check := func(step string) {
 			t.Helper()
-			_, err := s.GetConversation(ctx, "c", bob.ID) // folds
+			_, err := s.Driver().GetConversation(ctx, "c", bob.ID) // folds
 			require.NoError(t, err)
 			var got []memberCounts
 			require.NoError(t, s.DB().NewRaw(`SELECT conversation_id, contact_id, read_count, own_read_count, own_count FROM conversation_members WHERE conversation_id = 'c' ORDER BY contact_id`).Scan(ctx, &got))
@@ -169,7 +169,7 @@ func TestDeleteKeepsCountersExact(t *testing.T) {
 		check("before")
 		// delete at, before and after positions, including the positions themselves
 		for _, i := range []int{20, 9, 5, 21, 19, 29, 0, 10, 8, 28, 15, 14, 1, 2, 3} {
-			_, err := s.DeleteMessage(ctx, ms[i].ID, nil)
+			_, err := s.Driver().DeleteMessage(ctx, ms[i].ID, nil)
 			require.NoError(t, err)
 			check("after delete " + ms[i].ID)
 		}
@@ -180,9 +180,9 @@ func TestDeleteKeepsCountersExact(t *testing.T) {
 				at := base.Add(time.Duration(40+round*10+i/2)*time.Second + time.Duration(i%3)*250*time.Millisecond)
 				fresh = append(fresh, send(t, s, "c", who[i%3], at))
 			}
-			require.NoError(t, s.MarkRead(ctx, "c", carol.ID, fresh[2].ID, nil))
+			require.NoError(t, s.Driver().MarkRead(ctx, "c", carol.ID, fresh[2].ID, nil))
 			for _, i := range []int{2, 0, 5} {
-				_, err := s.DeleteMessage(ctx, fresh[i].ID, nil)
+				_, err := s.Driver().DeleteMessage(ctx, fresh[i].ID, nil)
 				require.NoError(t, err)
 			}
 			check("after tallied deletes")

@@ -21,14 +21,14 @@ import (
 // writes each batch with multi-row INSERTs that skip the rows already
 // there, in one transaction.
 
-var _ storecopy.Sink = (*Store)(nil)
+var _ storecopy.Sink = (*store)(nil)
 
 // Snapshot opens a read-only transaction that sees the rows as of one
 // moment (storecopy.Source): REPEATABLE READ on PostgreSQL and MySQL
 // (InnoDB's consistent snapshot, taken by its first read, here), a read
 // transaction of SQLite's WAL. It holds one connection until closed. The
 // schema must be this version's (Migrate); Snapshot never writes.
-func (s *Store) Snapshot(ctx context.Context) (storecopy.Snapshot, error) {
+func (s *store) Snapshot(ctx context.Context) (storecopy.Snapshot, error) {
 	if err := s.checkVersion(ctx); err != nil {
 		return nil, wrapErr("sqlstore.Snapshot", err)
 	}
@@ -56,7 +56,7 @@ func (s *Store) Snapshot(ctx context.Context) (storecopy.Snapshot, error) {
 
 // checkVersion checks that the schema is the one this version of the
 // store reads and writes.
-func (s *Store) checkVersion(ctx context.Context) error {
+func (s *store) checkVersion(ctx context.Context) error {
 	var names []string
 	if err := s.w.NewRaw("SELECT name FROM "+migrationsTable+" ORDER BY name DESC LIMIT 1").Scan(ctx, &names); err != nil {
 		return fmt.Errorf("read the schema version (run Migrate): %w", err)
@@ -75,7 +75,7 @@ func (s *Store) checkVersion(ctx context.Context) error {
 
 // snapshot is a Store's storecopy.Snapshot.
 type snapshot struct {
-	s  *Store
+	s  *store
 	tx bun.Tx
 	in storecopy.Installation
 
@@ -154,7 +154,7 @@ var dumpFrom = map[storecopy.Kind]string{
 
 // membersFrom is the FROM (and WHERE) of the members: those with
 // something to say, a tallied message among it (tallies.go).
-func (s *Store) membersFrom() string {
+func (s *store) membersFrom() string {
 	if !s.deferred() {
 		return dumpFrom[storecopy.Members]
 	}
@@ -314,7 +314,7 @@ func scanBatches[T any](ctx context.Context, p *snapshot, query string, size int
 
 // SetInstallation gives the database the installation id and epoch of in
 // (storecopy.Sink).
-func (s *Store) SetInstallation(ctx context.Context, in storecopy.Installation) error {
+func (s *store) SetInstallation(ctx context.Context, in storecopy.Installation) error {
 	return wrapErr("sqlstore.SetInstallation", s.retry(ctx, func(ctx context.Context) error {
 		_, err := s.w.ExecContext(ctx, "UPDATE parley_installation SET id = ?, epoch = ? WHERE one = 1", in.ID, in.Epoch)
 		return err
@@ -324,7 +324,7 @@ func (s *Store) SetInstallation(ctx context.Context, in storecopy.Installation) 
 // Load stores the rows of b as they are, counters included, skipping those
 // whose key (or other unique key) is stored already, in one transaction of
 // multi-row INSERTs (storecopy.Sink).
-func (s *Store) Load(ctx context.Context, b *storecopy.Batch) error {
+func (s *store) Load(ctx context.Context, b *storecopy.Batch) error {
 	return wrapErr("sqlstore.Load", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		ins := inserter{s: s, tx: tx, ctx: ctx}
 		switch b.Kind {
@@ -379,7 +379,7 @@ const loadStatementBytes = 1 << 20
 // inserter builds multi-row INSERTs that skip rows whose keys exist, and
 // runs one whenever its values reach loadStatementBytes.
 type inserter struct {
-	s      *Store
+	s      *store
 	tx     bun.Tx
 	head   string // INSERT INTO t (cols) VALUES
 	tail   string // the clause that skips existing rows

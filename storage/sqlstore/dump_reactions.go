@@ -58,7 +58,7 @@ func (p *snapshot) reactionRows(ctx context.Context, k storecopy.Kind, size int)
 // loadReactions stores the reaction names or reactions of b with their
 // seq; on PostgreSQL, whose seq is an identity column, the identity then
 // continues after the greatest.
-func (s *Store) loadReactions(ctx context.Context, ins *inserter, b *storecopy.Batch) error {
+func (s *store) loadReactions(ctx context.Context, ins *inserter, b *storecopy.Batch) error {
 	overriding := ""
 	if s.flavor == flavorPostgres {
 		overriding = "OVERRIDING SYSTEM VALUE "

@@ -93,7 +93,7 @@ func broken(err error) bool {
 
 // retryable reports whether a transaction that failed with err may succeed
 // if run again.
-func (s *Store) retryable(err error) bool {
+func (s *store) retryable(err error) bool {
 	var stale *staleError
 	var first *firstFailed
 	if errors.As(err, &stale) || errors.As(err, &first) {

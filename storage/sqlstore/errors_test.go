@@ -159,8 +159,8 @@ func TestSQLiteMemory(t *testing.T) {
 	s := open(t, ":memory:")
 	require.NoError(t, s.Migrate(t.Context()))
 	c := messaging.Contact{ID: "ctc_1", Username: "alice", CreatedAt: time.Now().UTC()}
-	require.NoError(t, s.PutContact(t.Context(), c))
-	got, err := s.ContactByUsername(t.Context(), "alice")
+	require.NoError(t, s.Driver().PutContact(t.Context(), c))
+	got, err := s.Driver().ContactByUsername(t.Context(), "alice")
 	require.NoError(t, err, "reads see writes: one database")
 	assert.Equal(t, "ctc_1", got.ID)
 }

@@ -26,7 +26,7 @@ func seed(t *testing.T, s *sqlstore.Store, engine string, n, convs int) {
 	ctx := t.Context()
 	c := messaging.Contact{ID: ids.New(ids.Contact), CreatedAt: time.Now().UTC()}
 	c.Username = "seed_" + c.ID // a contact of each seed
-	require.NoError(t, s.PutContact(ctx, c))
+	require.NoError(t, s.Driver().PutContact(ctx, c))
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	const batch = 500
 	for done := 0; done < n; done += batch {
@@ -58,7 +58,7 @@ func explainQueries(t *testing.T, s *sqlstore.Store) map[string]struct {
 } {
 	t.Helper()
 	var last messaging.Message
-	items, _, err := s.ListMessages(t.Context(), driver.MessageQuery{ConversationIDs: []string{"conv_7"}, Limit: 10})
+	items, _, err := s.Driver().ListMessages(t.Context(), driver.MessageQuery{ConversationIDs: []string{"conv_7"}, Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, items, 10)
 	last = items[9]
@@ -139,7 +139,7 @@ func TestExplainSQLiteCursorByID(t *testing.T) {
 	e := engine(t, "sqlite")
 	s := e.Open(t)
 	seed(t, s, e.Name, 5000, 50)
-	items, _, err := s.ListMessages(t.Context(), driver.MessageQuery{ConversationIDs: []string{"conv_7"}, Limit: 40})
+	items, _, err := s.Driver().ListMessages(t.Context(), driver.MessageQuery{ConversationIDs: []string{"conv_7"}, Limit: 40})
 	require.NoError(t, err)
 	for name, q := range map[string]driver.MessageQuery{
 		"after":  {ConversationIDs: []string{"conv_7"}, Limit: 10, AfterID: items[20].ID},
@@ -163,7 +163,7 @@ func TestExplainSQLiteCursorByID(t *testing.T) {
 			assert.Regexp(t, `SEARCH m USING INDEX messages_conversation_created \(conversation_id=\? AND created_at[<>]\?\)`, text, "a range bounded by the cursor")
 			assert.Regexp(t, `SEARCH x USING INDEX sqlite_autoindex_messages_1 \(id=\?\)`, text, "the cursor's row by key")
 			assert.NotContains(t, text, "TEMP B-TREE")
-			page, _, err := s.ListMessages(t.Context(), q)
+			page, _, err := s.Driver().ListMessages(t.Context(), q)
 			require.NoError(t, err)
 			want := items[21:31]
 			if q.BeforeID != "" {
@@ -222,7 +222,7 @@ func TestExplainMySQLDeepCursor(t *testing.T) {
 	var deep []messaging.Message
 	q := driver.MessageQuery{ConversationIDs: []string{"conv_0"}, Limit: 100}
 	for range 90 { // 9,000 deep
-		page, _, err := s.ListMessages(t.Context(), q)
+		page, _, err := s.Driver().ListMessages(t.Context(), q)
 		require.NoError(t, err)
 		require.Len(t, page, 100)
 		deep = page
@@ -278,21 +278,21 @@ func TestListReadsAPageInAtMostThreeQueries(t *testing.T) {
 			ctx := t.Context()
 			s := e.Open(t)
 			c := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
-			require.NoError(t, s.PutContact(ctx, c))
+			require.NoError(t, s.Driver().PutContact(ctx, c))
 			start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 			for i := range 30 {
 				at := start.Add(time.Duration(i) * time.Second)
 				a := messaging.Attachment{ID: ids.NewAt(ids.Attachment, at), UploaderID: c.ID, Filename: "f.txt", FileType: "text/plain", Key: fmt.Sprintf("k/%d", i), CreatedAt: at}
-				require.NoError(t, s.CreateAttachment(ctx, a, nil))
+				require.NoError(t, s.Driver().CreateAttachment(ctx, a, nil))
 				m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: c, Text: "m", CreatedAt: at}
-				require.NoError(t, s.CreateMessage(ctx, m, []string{a.ID}, nil))
-				_, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"alice"}}, {Name: "y", Reactors: []string{"alice"}}}})
+				require.NoError(t, s.Driver().CreateMessage(ctx, m, []string{a.ID}, nil))
+				_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"alice"}}, {Name: "y", Reactors: []string{"alice"}}}})
 				require.NoError(t, err)
 			}
 			reads := sqlstore.CountReads(s)
 			for _, limit := range []int{1, 5, 30} {
 				reads.Store(0)
-				items, _, err := s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: limit})
+				items, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: limit})
 				require.NoError(t, err)
 				require.Len(t, items, limit)
 				for _, m := range items {
@@ -306,24 +306,24 @@ func TestListReadsAPageInAtMostThreeQueries(t *testing.T) {
 			var plain []string
 			for i := range 5 {
 				m := messaging.Message{ID: ids.NewAt(ids.Message, start.Add(time.Duration(i)*time.Second)), ConversationID: "plain", Contact: c, Text: "p", CreatedAt: start.Add(time.Duration(i) * time.Second)}
-				require.NoError(t, s.CreateMessage(ctx, m, nil, nil))
+				require.NoError(t, s.Driver().CreateMessage(ctx, m, nil, nil))
 				plain = append(plain, m.ID)
 			}
 			reads.Store(0)
-			items, _, err := s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"plain"}, Limit: 10})
+			items, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"plain"}, Limit: 10})
 			require.NoError(t, err)
 			require.Len(t, items, 5)
 			assert.Equal(t, int64(1), reads.Load(), "queries for a page of plain messages")
 			// A cursor by id is found by the page's own query (a second
 			// one on MySQL), and an unknown one by one more after an empty page.
 			reads.Store(0)
-			items, _, err = s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"plain"}, Limit: 10, AfterID: plain[3]})
+			items, _, err = s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"plain"}, Limit: 10, AfterID: plain[3]})
 			require.NoError(t, err)
 			require.Len(t, items, 3)
 			want := map[string]int64{"mysql": 2}[e.Name]
 			assert.Equal(t, max(want, 1), reads.Load(), "queries for a page after a cursor by id")
 			reads.Store(0)
-			_, _, err = s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10, BeforeID: plain[0]})
+			_, _, err = s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10, BeforeID: plain[0]})
 			assert.ErrorIs(t, err, messaging.ErrNotFound, "a cursor of another conversation")
 			want = 2 // the empty page, then the cursor
 			if e.Name == "mysql" {
@@ -331,7 +331,7 @@ func TestListReadsAPageInAtMostThreeQueries(t *testing.T) {
 			}
 			assert.Equal(t, want, reads.Load(), "queries for a page after an unknown cursor")
 			reads.Store(0)
-			got, err := s.GetMessage(ctx, plain[0])
+			got, err := s.Driver().GetMessage(ctx, plain[0])
 			require.NoError(t, err)
 			assert.Equal(t, "alice", got.Contact.Username)
 			assert.Equal(t, int64(1), reads.Load(), "queries for a plain message")
@@ -349,7 +349,7 @@ func TestExplainPostgresDominantConversation(t *testing.T) {
 	s := e.Open(t)
 	ctx := t.Context()
 	c := messaging.Contact{ID: ids.New(ids.Contact), Username: "seed", CreatedAt: time.Now().UTC()}
-	require.NoError(t, s.PutContact(ctx, c))
+	require.NoError(t, s.Driver().PutContact(ctx, c))
 	for _, part := range []struct {
 		conv  string
 		n     int
@@ -384,7 +384,7 @@ func TestExplainPostgresDominantConversation(t *testing.T) {
 		assert.NotContains(t, text, "Rows Removed by Filter", name)
 		assert.NotContains(t, text, "Sort", name)
 	}
-	items, more, err := s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"conv_big"}, Limit: 3})
+	items, more, err := s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"conv_big"}, Limit: 3})
 	require.NoError(t, err)
 	assert.True(t, more)
 	require.Len(t, items, 3)
@@ -405,7 +405,7 @@ func TestExplainPostgresGenericPlans(t *testing.T) {
 	// 60,000 in 100 conversations.
 	seed(t, s, e.Name, 54000, 100)
 	assert.True(t, sqlstore.GenericPlans(s, ctx), "a page of a large table is prepared")
-	items, _, err := s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"conv_7"}, Limit: 10})
+	items, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"conv_7"}, Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, items, 10)
 	conn, err := s.DB().Conn(ctx)

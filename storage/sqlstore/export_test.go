@@ -17,34 +17,38 @@ import (
 )
 
 // MessagePageSQL exposes the query of a page of messages, for EXPLAIN.
-func MessagePageSQL(s *Store, q driver.MessageQuery) (string, []any) {
+func MessagePageSQL(st *Store, q driver.MessageQuery) (string, []any) {
+	s := st.s
 	query, args, _, _ := s.messagePageSQL(q)
 	return query, args
 }
 
 // PreparedSQL returns query and args as s prepares them, or false.
-func PreparedSQL(s *Store, query string, args []any) (string, []any, bool) {
+func PreparedSQL(st *Store, query string, args []any) (string, []any, bool) {
+	s := st.s
 	return expandArgs(query, args, s.flavor == flavorPostgres)
 }
 
 // GenericPlans reports whether s prepares the page of a conversation,
 // reading the size of messages now.
-func GenericPlans(s *Store, ctx context.Context) bool {
+func GenericPlans(st *Store, ctx context.Context) bool {
+	s := st.s
 	s.planStats.checked.Store(0)
 	return s.genericPlans(ctx)
 }
 
 // ReaderDB returns the database the Store reads from outside transactions.
-func ReaderDB(s *Store) *bun.DB { return s.r }
+func ReaderDB(st *Store) *bun.DB { return st.s.r }
 
 // Write exposes the Store's retrying write transaction.
-func Write(s *Store, ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
+func Write(st *Store, ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
+	s := st.s
 	return s.write(ctx, fn)
 }
 
 // Migrations returns the number of migrations of s's engine.
-func Migrations(s *Store) int {
-	entries, _ := fs.ReadDir(migrationFiles, "migrations/"+s.flavor.String())
+func Migrations(st *Store) int {
+	entries, _ := fs.ReadDir(migrationFiles, "migrations/"+st.s.flavor.String())
 	return len(entries)
 }
 
@@ -52,7 +56,8 @@ func Migrations(s *Store) int {
 // transactions and returns the counter. The count comes from a bun query
 // hook, which SQLite's prepared reads do not pass: CountReads turns them
 // off. Reads take the same queries either way.
-func CountReads(s *Store) *atomic.Int64 {
+func CountReads(st *Store) *atomic.Int64 {
+	s := st.s
 	n := new(atomic.Int64)
 	if s.stmts != nil {
 		_ = s.stmts.close()
@@ -65,7 +70,8 @@ func CountReads(s *Store) *atomic.Int64 {
 // CountWrites makes s count the statements that bun formats on its
 // writer (not the prepared ones, nor BEGIN and COMMIT), and returns the
 // counter.
-func CountWrites(s *Store) *atomic.Int64 {
+func CountWrites(st *Store) *atomic.Int64 {
+	s := st.s
 	n := new(atomic.Int64)
 	s.w = s.w.WithQueryHook(readHook{n: n, statementsOnly: true})
 	return n
@@ -89,7 +95,8 @@ func (readHook) AfterQuery(context.Context, *bun.QueryEvent) {}
 // SetPreparedReads turns the prepared reads of SQLite and PostgreSQL on or
 // off (on PostgreSQL, the prepared statements of transactions too); it
 // does nothing on MySQL.
-func SetPreparedReads(s *Store, on bool) {
+func SetPreparedReads(st *Store, on bool) {
+	s := st.s
 	if s.flavor == flavorMySQL || (s.flavor == flavorSQLite && s.r == s.w) {
 		return
 	}
@@ -108,7 +115,8 @@ func SetPreparedReads(s *Store, on bool) {
 
 // Prepared returns the number of statements the cache of prepared reads
 // holds (SQLite's reader pool, or PostgreSQL's pool).
-func Prepared(s *Store) int {
+func Prepared(st *Store) int {
+	s := st.s
 	if s.stmts == nil {
 		return 0
 	}
@@ -129,7 +137,8 @@ var ReactionsSQL = [2]string{
 
 // SetFoldEvery sets how many sends of s pass between two folds of
 // tallies (0: never).
-func SetFoldEvery(s *Store, n int64) {
+func SetFoldEvery(st *Store, n int64) {
+	s := st.s
 	if n == 0 {
 		n = math.MaxInt64
 	}
@@ -138,7 +147,8 @@ func SetFoldEvery(s *Store, n int64) {
 
 // RecordWrites makes s record the statements that bun formats on its
 // writer, in order, and returns a function that gives them.
-func RecordWrites(s *Store) func() []string {
+func RecordWrites(st *Store) func() []string {
+	s := st.s
 	var mu sync.Mutex
 	var qs []string
 	s.w = s.w.WithQueryHook(recordHook(func(q string) {
@@ -168,7 +178,8 @@ func (recordHook) AfterQuery(context.Context, *bun.QueryEvent) {}
 // and runs it as a caller that took it before. It returns the error of
 // the run (nil for one that gave rows), and whether the cache tells the
 // caller to run query again (stmtCache.stale).
-func RunStale(s *Store, ctx context.Context, query string, drop bool) (again bool, err error) {
+func RunStale(store *Store, ctx context.Context, query string, drop bool) (again bool, err error) {
+	s := store.s
 	st, err := s.stmts.get(ctx, query)
 	if err != nil || st == nil {
 		return false, err
@@ -187,13 +198,15 @@ func RunStale(s *Store, ctx context.Context, query string, drop bool) (again boo
 
 // ExecWrite exposes the Store's prepared writes (execWrite), on the
 // Store's database or in a transaction of Write.
-func ExecWrite(s *Store, ctx context.Context, db bun.IConn, query string, args ...any) (sql.Result, error) {
+func ExecWrite(st *Store, ctx context.Context, db bun.IConn, query string, args ...any) (sql.Result, error) {
+	s := st.s
 	return s.execWrite(ctx, db, query, args...)
 }
 
 // Queued returns the number of changes to the message id that wait for a
 // transaction on it, and whether one runs (combine.go).
-func Queued(s *Store, id string) (waiting int, running bool) {
+func Queued(st *Store, id string) (waiting int, running bool) {
+	s := st.s
 	s.combine.mu.Lock()
 	defer s.combine.mu.Unlock()
 	q, running := s.combine.queues[id]
@@ -205,7 +218,8 @@ func Queued(s *Store, id string) (waiting int, running bool) {
 // statements are new as long as the test holds them). queued returns how
 // many wait; release hands the slots back, the first to the sends that
 // wait, which one statement then stores.
-func HoldSends(s *Store) (queued func() int, release func()) {
+func HoldSends(st *Store) (queued func() int, release func()) {
+	s := st.s
 	sc := &s.sending
 	held := make([]*sendSlot, maxSending)
 	sc.mu.Lock()
@@ -228,7 +242,8 @@ func HoldSends(s *Store) (queued func() int, release func()) {
 
 // AgeSends makes the statements of sends under way look as if they had
 // run for an hour (stalled: sends.go's stallAfter).
-func AgeSends(s *Store) {
+func AgeSends(st *Store) {
+	s := st.s
 	sc := &s.sending
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
@@ -240,10 +255,11 @@ func AgeSends(s *Store) {
 // HookWrites adds h to the query hooks of s's writer (the statements that
 // are not prepared: turn prepared statements off with SetPreparedReads to
 // see them all). Call it before s is used concurrently.
-func HookWrites(s *Store, h bun.QueryHook) { s.w = s.w.WithQueryHook(h) }
+func HookWrites(st *Store, h bun.QueryHook) { st.s.w = st.s.w.WithQueryHook(h) }
 
 // SendSlots returns the number of statement slots of sends taken.
-func SendSlots(s *Store) int {
+func SendSlots(st *Store) int {
+	s := st.s
 	s.sending.mu.Lock()
 	defer s.sending.mu.Unlock()
 	return len(s.sending.slots)

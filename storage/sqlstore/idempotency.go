@@ -44,7 +44,7 @@ func (r keyRow) record() driver.IdempotencyRecord {
 
 // GetIdempotencyKey returns the record of the key, or an error matching
 // ErrNotFound.
-func (s *Store) GetIdempotencyKey(ctx context.Context, scope, key string) (driver.IdempotencyRecord, error) {
+func (s *store) GetIdempotencyKey(ctx context.Context, scope, key string) (driver.IdempotencyRecord, error) {
 	var rows []keyRow
 	if err := s.read(ctx, &rows, "SELECT "+keyCols+" FROM idempotency_keys WHERE scope = ? AND client_key = ?", scope, key); err != nil {
 		return driver.IdempotencyRecord{}, wrapErr("sqlstore.GetIdempotencyKey", err)
@@ -60,12 +60,12 @@ func (s *Store) GetIdempotencyKey(ctx context.Context, scope, key string) (drive
 // INSERT that does nothing when the key is there; only then does a
 // transaction read the record in the way and replace it if it is expired
 // or stale.
-func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec driver.IdempotencyRecord, staleBefore time.Time) (driver.IdempotencyRecord, bool, error) {
+func (s *store) ClaimIdempotencyKey(ctx context.Context, rec driver.IdempotencyRecord, staleBefore time.Time) (driver.IdempotencyRecord, bool, error) {
 	got, ok, err := s.claimKey(ctx, rec, staleBefore)
 	return got, ok, wrapErr("sqlstore.ClaimIdempotencyKey", err)
 }
 
-func (s *Store) claimKey(ctx context.Context, rec driver.IdempotencyRecord, staleBefore time.Time) (driver.IdempotencyRecord, bool, error) {
+func (s *store) claimKey(ctx context.Context, rec driver.IdempotencyRecord, staleBefore time.Time) (driver.IdempotencyRecord, bool, error) {
 	rec.Result = nil
 	var insert string
 	switch s.flavor {
@@ -129,7 +129,7 @@ func (s *Store) claimKey(ctx context.Context, rec driver.IdempotencyRecord, stal
 
 // ReleaseIdempotencyKey removes the record of the key if it is claimed with
 // lock.
-func (s *Store) ReleaseIdempotencyKey(ctx context.Context, scope, key, lock string) error {
+func (s *store) ReleaseIdempotencyKey(ctx context.Context, scope, key, lock string) error {
 	err := s.retry(ctx, func(ctx context.Context) error {
 		_, err := s.w.ExecContext(ctx, "DELETE FROM idempotency_keys WHERE scope = ? AND client_key = ? AND lock_token = ? AND lock_token <> ''", scope, key, lock)
 		return err
@@ -139,7 +139,7 @@ func (s *Store) ReleaseIdempotencyKey(ctx context.Context, scope, key, lock stri
 
 // PruneIdempotencyKeys removes up to limit records that expired at or
 // before before, oldest expiry first, in one statement.
-func (s *Store) PruneIdempotencyKeys(ctx context.Context, before time.Time, limit int) (int, error) {
+func (s *store) PruneIdempotencyKeys(ctx context.Context, before time.Time, limit int) (int, error) {
 	if limit < 1 {
 		return 0, wrapErr("sqlstore.PruneIdempotencyKeys", invalid("limit must be at least 1"))
 	}
@@ -169,7 +169,7 @@ func (s *Store) PruneIdempotencyKeys(ctx context.Context, before time.Time, limi
 // transaction (see driver.IdempotencyStore, Keyed writes): its
 // Result is result's JSON unless set. A record in the way fails the
 // transaction with ErrKeyTaken.
-func (s *Store) storeKey(ctx context.Context, tx bun.Tx, done driver.IdempotencyRecord, result any) error {
+func (s *store) storeKey(ctx context.Context, tx bun.Tx, done driver.IdempotencyRecord, result any) error {
 	if done.Result == nil {
 		b, err := json.Marshal(result)
 		if err != nil {
@@ -215,7 +215,7 @@ func (s *Store) storeKey(ctx context.Context, tx bun.Tx, done driver.Idempotency
 // prepareKeyed prepares the statements of keyed writes on SQLite's writer,
 // once, before a keyed write's transaction begins (preparing takes the
 // writer's one connection, which the transaction then holds).
-func (s *Store) prepareKeyed(ctx context.Context) {
+func (s *store) prepareKeyed(ctx context.Context) {
 	if s.wstmts != nil {
 		_, _ = s.wstmts.get(ctx, upsertKey) // its placeholders are the driver's too
 	}
@@ -230,7 +230,7 @@ const upsertKey = `INSERT INTO idempotency_keys AS k (scope, client_key, fingerp
 		result = excluded.result, created_at = excluded.created_at, expires_at = excluded.expires_at
 	WHERE k.expires_at <= excluded.created_at OR (k.lock_token <> '' AND k.lock_token = ?)`
 
-func (s *Store) upsertKeyArgs(done driver.IdempotencyRecord) []any {
+func (s *store) upsertKeyArgs(done driver.IdempotencyRecord) []any {
 	created, expires := any(done.CreatedAt.UTC()), any(done.ExpiresAt.UTC())
 	return []any{done.Scope, done.Key, done.Fingerprint, done.Result, created, expires, done.Lock}
 }
@@ -238,7 +238,7 @@ func (s *Store) upsertKeyArgs(done driver.IdempotencyRecord) []any {
 // CreateMessageKeyed is CreateMessage that also stores done, the record of
 // an idempotency key, in the same transaction; on any error nothing is
 // stored.
-func (s *Store) CreateMessageKeyed(ctx context.Context, m messaging.Message, attachmentIDs []string, rec driver.Recorder, done driver.IdempotencyRecord) error {
+func (s *store) CreateMessageKeyed(ctx context.Context, m messaging.Message, attachmentIDs []string, rec driver.Recorder, done driver.IdempotencyRecord) error {
 	s.prepareKeyed(ctx)
 	return wrapErr("sqlstore.CreateMessage", s.createMessage(ctx, m, attachmentIDs, rec, &done))
 }
@@ -246,7 +246,7 @@ func (s *Store) CreateMessageKeyed(ctx context.Context, m messaging.Message, att
 // RenameAttachmentKeyed is RenameAttachment that also stores done, the
 // record of an idempotency key, in the same transaction, its result the
 // renamed row; on any error neither changes.
-func (s *Store) RenameAttachmentKeyed(ctx context.Context, id, filename string, rec driver.Recorder, done driver.IdempotencyRecord) (messaging.Attachment, error) {
+func (s *store) RenameAttachmentKeyed(ctx context.Context, id, filename string, rec driver.Recorder, done driver.IdempotencyRecord) (messaging.Attachment, error) {
 	s.prepareKeyed(ctx)
 	var out messaging.Attachment
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {

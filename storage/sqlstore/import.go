@@ -33,12 +33,13 @@ type importRow struct {
 // ImportMessages inserts msgs, for bulk loads and migrations: multi-row
 // INSERTs of up to 1,000 rows, all of msgs in one transaction (pass chunks
 // of some thousands to keep the transaction, and on SQLite the write lock,
-// short). It is many times faster than one CreateMessage per message.
+// short). It is many times faster than one messaging.Service.Create per
+// message, and records no events.
 //
-// It checks much less than CreateMessage, and the caller is responsible
+// It checks much less than the Service, and the caller is responsible
 // for the rest: each message needs an ID (time-ordered, as from
 // internal/ids), a ConversationID, a CreatedAt, and a sender
-// (Contact.ID) that exists (PutContact it first); their ReadAt and
+// (Contact.ID) that exists (messaging.Service.SaveContact it first); their ReadAt and
 // UpdatedAt are stored as unset, and their Reactions and Attachments must
 // be empty (an import of messages with either fails with an error matching
 // messaging.ErrInvalid, storing nothing). A message id that exists already
@@ -48,7 +49,11 @@ type importRow struct {
 // them): a messaging.Service remembers what never changes of the messages
 // it wrote to. The messages are counted in their conversations' counters
 // as sends are.
-func (s *Store) ImportMessages(ctx context.Context, msgs []messaging.Message) error {
+func (st *Store) ImportMessages(ctx context.Context, msgs []messaging.Message) error {
+	return st.s.importMessages(ctx, msgs)
+}
+
+func (s *store) importMessages(ctx context.Context, msgs []messaging.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -92,7 +97,7 @@ func (s *Store) ImportMessages(ctx context.Context, msgs []messaging.Message) er
 // placeImports counts rows (sorted by conversation, then time) in their
 // conversations' counters, as sends are; a reader whose position is after
 // an imported message has its counts made again from the rows.
-func (s *Store) placeImports(ctx context.Context, tx bun.Tx, rows []importRow) error {
+func (s *store) placeImports(ctx context.Context, tx bun.Tx, rows []importRow) error {
 	for start := 0; start < len(rows); {
 		conv := rows[start].ConversationID
 		end := start
@@ -135,7 +140,7 @@ func (s *Store) placeImports(ctx context.Context, tx bun.Tx, rows []importRow) e
 // recountReaders makes again, from the rows, the counts of the readers of
 // convs who have a read position (after an import, whose messages may sit
 // before some of them).
-func (s *Store) recountReaders(ctx context.Context, tx bun.Tx, convs []string) error {
+func (s *store) recountReaders(ctx context.Context, tx bun.Tx, convs []string) error {
 	before := `m.conversation_id = conversation_members.conversation_id AND (m.created_at < conversation_members.read_created
 		OR (m.created_at = conversation_members.read_created AND m.id <= conversation_members.read_message_id))`
 	if s.deferred() {

@@ -34,7 +34,7 @@ func TestImportMessages(t *testing.T) {
 			ctx := context.Background()
 			s := e.Open(t)
 			alice := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
-			require.NoError(t, s.PutContact(ctx, alice))
+			require.NoError(t, s.Driver().PutContact(ctx, alice))
 
 			const n = 5000
 			msgs := importFixture(t, alice, "conv_import", n)
@@ -48,7 +48,7 @@ func TestImportMessages(t *testing.T) {
 			var got []messaging.Message
 			q := driver.MessageQuery{ConversationIDs: []string{"conv_import"}, Limit: 100}
 			for {
-				page, more, err := s.ListMessages(ctx, q)
+				page, more, err := s.Driver().ListMessages(ctx, q)
 				require.NoError(t, err)
 				got = append(got, page...)
 				if !more {
@@ -69,23 +69,23 @@ func TestImportMessages(t *testing.T) {
 
 			// Imports are counted in their conversations as sends are.
 			bob := messaging.Contact{ID: ids.New(ids.Contact), Username: "bob", CreatedAt: alice.CreatedAt}
-			require.NoError(t, s.PutContact(ctx, bob))
-			c, err := s.GetConversation(ctx, "conv_import", bob.ID)
+			require.NoError(t, s.Driver().PutContact(ctx, bob))
+			c, err := s.Driver().GetConversation(ctx, "conv_import", bob.ID)
 			require.NoError(t, err)
 			assert.EqualValues(t, n, c.MessageCount)
 			assert.EqualValues(t, n, c.UnreadCount)
 			require.NotNil(t, c.LastMessage)
 			assert.Equal(t, msgs[n-1].ID, c.LastMessage.ID)
-			require.NoError(t, s.MarkRead(ctx, "conv_import", bob.ID, msgs[999].ID, nil))
-			c, err = s.GetConversation(ctx, "conv_import", bob.ID)
+			require.NoError(t, s.Driver().MarkRead(ctx, "conv_import", bob.ID, msgs[999].ID, nil))
+			c, err = s.Driver().GetConversation(ctx, "conv_import", bob.ID)
 			require.NoError(t, err)
 			assert.EqualValues(t, n-1000, c.UnreadCount, "places follow the order of creation")
-			c, err = s.GetConversation(ctx, "conv_import", alice.ID)
+			c, err = s.Driver().GetConversation(ctx, "conv_import", alice.ID)
 			require.NoError(t, err)
 			assert.Zero(t, c.UnreadCount, "the importer's own")
 
 			// An imported message reads back like any other.
-			m, err := s.GetMessage(ctx, msgs[1234].ID)
+			m, err := s.Driver().GetMessage(ctx, msgs[1234].ID)
 			require.NoError(t, err)
 			assert.Equal(t, "conv_import", m.ConversationID)
 			assert.Equal(t, alice.ID, m.Contact.ID)
@@ -97,7 +97,7 @@ func TestImportMessages(t *testing.T) {
 			// An import of an id that exists stores nothing of it.
 			again := append(importFixture(t, alice, "conv_import", 2), msgs[0])
 			assert.ErrorIs(t, s.ImportMessages(ctx, again), messaging.ErrConflict)
-			_, err = s.GetMessage(ctx, again[0].ID)
+			_, err = s.Driver().GetMessage(ctx, again[0].ID)
 			assert.ErrorIs(t, err, messaging.ErrNotFound, "the failed import left a message")
 
 			// Messages with reactions are refused.
@@ -114,7 +114,7 @@ func BenchmarkImportMessages(b *testing.B) {
 			ctx := context.Background()
 			s := e.Open(b)
 			alice := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: time.Now().UTC()}
-			require.NoError(b, s.PutContact(ctx, alice))
+			require.NoError(b, s.Driver().PutContact(ctx, alice))
 			b.ResetTimer()
 			for b.Loop() {
 				require.NoError(b, s.ImportMessages(ctx, importFixture(b, alice, "conv_bench", 10000)))

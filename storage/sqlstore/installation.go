@@ -10,15 +10,15 @@ import (
 )
 
 var (
-	_ driver.Installation = (*Store)(nil)
-	_ driver.KeyLister    = (*Store)(nil)
+	_ driver.Installation = (*store)(nil)
+	_ driver.KeyLister    = (*store)(nil)
 )
 
 // errNoInstallation: the installation row, which Migrate makes, is missing.
 var errNoInstallation = errors.New("the database has no installation row: run Migrate")
 
 // InstallationID returns the database's installation id, made by Migrate.
-func (s *Store) InstallationID(ctx context.Context) (string, error) {
+func (s *store) InstallationID(ctx context.Context) (string, error) {
 	var ids []string
 	if err := s.w.NewRaw("SELECT id FROM parley_installation WHERE one = 1").Scan(ctx, &ids); err != nil {
 		return "", wrapErr("sqlstore.InstallationID", err)
@@ -30,12 +30,12 @@ func (s *Store) InstallationID(ctx context.Context) (string, error) {
 }
 
 // Epoch returns the database's reconcile epoch.
-func (s *Store) Epoch(ctx context.Context) (int64, error) {
+func (s *store) Epoch(ctx context.Context) (int64, error) {
 	e, err := s.epoch(ctx, s.w)
 	return e, wrapErr("sqlstore.Epoch", err)
 }
 
-func (s *Store) epoch(ctx context.Context, db bun.IDB) (int64, error) {
+func (s *store) epoch(ctx context.Context, db bun.IDB) (int64, error) {
 	var es []int64
 	if err := db.NewRaw("SELECT epoch FROM parley_installation WHERE one = 1").Scan(ctx, &es); err != nil {
 		return 0, err
@@ -47,7 +47,7 @@ func (s *Store) epoch(ctx context.Context, db bun.IDB) (int64, error) {
 }
 
 // AdvanceEpoch adds one to the reconcile epoch and returns it.
-func (s *Store) AdvanceEpoch(ctx context.Context) (int64, error) {
+func (s *store) AdvanceEpoch(ctx context.Context) (int64, error) {
 	var e int64
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.ExecContext(ctx, "UPDATE parley_installation SET epoch = epoch + 1 WHERE one = 1")
@@ -65,7 +65,7 @@ func (s *Store) AdvanceEpoch(ctx context.Context) (int64, error) {
 
 // AttachmentKeys returns up to limit keys of attachment rows after after,
 // in ascending byte order (the blob_key index).
-func (s *Store) AttachmentKeys(ctx context.Context, after string, limit int) ([]string, error) {
+func (s *store) AttachmentKeys(ctx context.Context, after string, limit int) ([]string, error) {
 	keys := []string{}
 	if limit < 1 {
 		return keys, nil

@@ -48,7 +48,7 @@ type pageQuery struct {
 }
 
 // sql returns the query and its arguments.
-func (s *Store) pageSQL(p pageQuery) (string, []any) {
+func (s *store) pageSQL(p pageQuery) (string, []any) {
 	dir, cmp, cur := "DESC", "<", p.after
 	if p.before != nil || (p.cursorRow != "" && !p.afterID) {
 		dir, cmp, cur = "ASC", ">", p.before

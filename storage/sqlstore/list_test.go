@@ -23,7 +23,7 @@ func TestListManyConversations(t *testing.T) {
 			ctx := t.Context()
 			s := e.Open(t)
 			c := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
-			require.NoError(t, s.PutContact(ctx, c))
+			require.NoError(t, s.Driver().PutContact(ctx, c))
 			start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 			type item struct {
 				id, conv string
@@ -34,7 +34,7 @@ func TestListManyConversations(t *testing.T) {
 				at := start.Add(time.Duration(i/2) * time.Millisecond) // pairs share a time
 				it := item{ids.NewAt(ids.Message, start), fmt.Sprintf("conv_%d", i%40), at}
 				all = append(all, it)
-				require.NoError(t, s.CreateMessage(ctx, messaging.Message{ID: it.id, ConversationID: it.conv, Contact: c, Text: "m", CreatedAt: at}, nil, nil))
+				require.NoError(t, s.Driver().CreateMessage(ctx, messaging.Message{ID: it.id, ConversationID: it.conv, Contact: c, Text: "m", CreatedAt: at}, nil, nil))
 			}
 			slices.SortFunc(all, func(a, b item) int {
 				if c := b.at.Compare(a.at); c != 0 {
@@ -60,7 +60,7 @@ func TestListManyConversations(t *testing.T) {
 				var got []string
 				var after *driver.Cursor
 				for {
-					items, more, err := s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: convs, Limit: 7, After: after})
+					items, more, err := s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: convs, Limit: 7, After: after})
 					require.NoError(t, err)
 					for _, m := range items {
 						got = append(got, m.ID)
@@ -77,7 +77,7 @@ func TestListManyConversations(t *testing.T) {
 				before := &driver.Cursor{Time: oldest.at, ID: oldest.id}
 				got = []string{oldest.id}
 				for {
-					items, more, err := s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: convs, Limit: 7, Before: before})
+					items, more, err := s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: convs, Limit: 7, Before: before})
 					require.NoError(t, err)
 					ids := make([]string, len(items))
 					for i, m := range items {

@@ -51,13 +51,13 @@ const (
 // one transaction. Errors: ErrNotFound for a missing attachment,
 // ErrConflict for one linked to another message or of another
 // conversation, or for a message id that exists.
-func (s *Store) CreateMessage(ctx context.Context, m messaging.Message, attachmentIDs []string, rec driver.Recorder) error {
+func (s *store) CreateMessage(ctx context.Context, m messaging.Message, attachmentIDs []string, rec driver.Recorder) error {
 	return wrapErr("sqlstore.CreateMessage", s.createMessage(ctx, m, attachmentIDs, rec, nil))
 }
 
 // createMessage is CreateMessage, storing done (the record of an
 // idempotency key) in the same transaction when not nil.
-func (s *Store) createMessage(ctx context.Context, m messaging.Message, attachmentIDs []string, rec driver.Recorder, done *driver.IdempotencyRecord) error {
+func (s *store) createMessage(ctx context.Context, m messaging.Message, attachmentIDs []string, rec driver.Recorder, done *driver.IdempotencyRecord) error {
 	// A link fails the transaction unless the attachment ends up linked
 	// here: the message has as many as there are distinct ids.
 	atts := dedupe(attachmentIDs)
@@ -142,7 +142,7 @@ func (s *Store) createMessage(ctx context.Context, m messaging.Message, attachme
 // tally (tallies.go), its events evs and done, the record of its key,
 // unless nil (inserted: a row in its way fails the statement, with
 // ErrConflict), in one statement (PostgreSQL).
-func (s *Store) insertSent(ctx context.Context, db bun.IConn, m messaging.Message, evs []messaging.Event, done *driver.IdempotencyRecord) error {
+func (s *store) insertSent(ctx context.Context, db bun.IConn, m messaging.Message, evs []messaging.Event, done *driver.IdempotencyRecord) error {
 	ensure, args := ensureWith(m.ConversationID, m.Contact.ID, m.CreatedAt)
 	with := []string{ensure}
 	if done != nil {
@@ -177,7 +177,7 @@ func (s *Store) insertSent(ctx context.Context, db bun.IConn, m messaging.Messag
 // which holds the writer's one connection). As bun formats it otherwise.
 // A send's statements took about as long to parse and plan as to run, and
 // parsing took a third of a SQLite reaction's CPU.
-func (s *Store) execWrite(ctx context.Context, db bun.IConn, query string, args ...any) (sql.Result, error) {
+func (s *store) execWrite(ctx context.Context, db bun.IConn, query string, args ...any) (sql.Result, error) {
 	if tx, inTx := db.(bun.Tx); inTx {
 		if st, dargs, q, from := s.txStmt(ctx, tx, query, args); st != nil {
 			res, err := st.ExecContext(ctx, dargs...)
@@ -211,7 +211,7 @@ func (s *Store) execWrite(ctx context.Context, db bun.IConn, query string, args 
 // txCache is the cache of the statements that write transactions run:
 // the writer's (SQLite), or the one of every statement (PostgreSQL); nil
 // when there is none (MySQL, a Store made by New).
-func (s *Store) txCache() *stmtCache {
+func (s *store) txCache() *stmtCache {
 	if s.wstmts != nil {
 		return s.wstmts
 	}
@@ -227,7 +227,7 @@ func (s *Store) txCache() *stmtCache {
 // returns nil otherwise (also for a list of more than maxPreparedIDs ids);
 // it never prepares. q is the query as prepared and from the cache's
 // statement, for staleInTx.
-func (s *Store) txStmt(ctx context.Context, tx bun.Tx, query string, args []any) (st *sql.Stmt, dargs []any, q string, from *sql.Stmt) {
+func (s *store) txStmt(ctx context.Context, tx bun.Tx, query string, args []any) (st *sql.Stmt, dargs []any, q string, from *sql.Stmt) {
 	c := s.txCache()
 	if c == nil || longList(args) {
 		return nil, nil, "", nil
@@ -248,7 +248,7 @@ func (s *Store) txStmt(ctx context.Context, tx bun.Tx, query string, args []any)
 // staleError when from was stale (stmtCache.stale), which the error
 // aborted the transaction for; run again (retryable), it finds the
 // statement dropped and runs it unprepared.
-func (s *Store) staleInTx(q string, from *sql.Stmt, err error) error {
+func (s *store) staleInTx(q string, from *sql.Stmt, err error) error {
 	if s.txCache().stale(q, from, err) {
 		return &staleError{err: err}
 	}
@@ -263,7 +263,7 @@ const insertMessageSQL = `INSERT INTO messages (id, conversation_id, contact_id,
 // with, when not "", holds WITH queries (PostgreSQL: the inserts of events
 // and of the tally, data-modifying) that run in the same statement; their
 // arguments come first.
-func (s *Store) insertMessage(ctx context.Context, db bun.IConn, m messaging.Message, attachments int, with string, withArgs ...any) error {
+func (s *store) insertMessage(ctx context.Context, db bun.IConn, m messaging.Message, attachments int, with string, withArgs ...any) error {
 	q := insertMessageSQL
 	if with != "" {
 		q = "WITH " + with + " " + q
@@ -279,7 +279,7 @@ func (s *Store) insertMessage(ctx context.Context, db bun.IConn, m messaging.Mes
 // link links the attachments ids to the message, each by one conditional
 // UPDATE, so that of two transactions linking one attachment elsewhere
 // exactly one succeeds. The caller keeps the message's attachment_count.
-func (s *Store) link(ctx context.Context, tx bun.Tx, messageID, conversationID string, ids []string) error {
+func (s *store) link(ctx context.Context, tx bun.Tx, messageID, conversationID string, ids []string) error {
 	for _, id := range ids {
 		res, err := tx.ExecContext(ctx, `UPDATE attachments SET message_id = ?, conversation_id = ?
 			WHERE id = ? AND (message_id IS NULL OR message_id = ?) AND (conversation_id IS NULL OR conversation_id = ?)`,
@@ -315,12 +315,12 @@ func (s *Store) link(ctx context.Context, tx bun.Tx, messageID, conversationID s
 // GetMessage returns the message with its contact, reactions and
 // attachments, or an error matching ErrNotFound. A message without
 // reactions or attachments takes one query.
-func (s *Store) GetMessage(ctx context.Context, id string) (messaging.Message, error) {
+func (s *store) GetMessage(ctx context.Context, id string) (messaging.Message, error) {
 	m, err := s.getMessage(ctx, id)
 	return m, wrapErr("sqlstore.GetMessage", err)
 }
 
-func (s *Store) getMessage(ctx context.Context, id string) (messaging.Message, error) {
+func (s *store) getMessage(ctx context.Context, id string) (messaging.Message, error) {
 	var rows []messageRow
 	if err := s.readPrepared(ctx, &rows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id); err != nil {
 		return messaging.Message{}, err
@@ -474,12 +474,12 @@ func loadAttachments(ctx context.Context, query queryFn, ids []string) ([]attach
 // page's query (by one before it on MySQL), and by one more after a page
 // that comes back empty, to tell an unknown cursor from the end of the
 // list.
-func (s *Store) ListMessages(ctx context.Context, q driver.MessageQuery) ([]messaging.Message, bool, error) {
+func (s *store) ListMessages(ctx context.Context, q driver.MessageQuery) ([]messaging.Message, bool, error) {
 	items, more, err := s.listMessages(ctx, q)
 	return items, more, wrapErr("sqlstore.ListMessages", err)
 }
 
-func (s *Store) listMessages(ctx context.Context, q driver.MessageQuery) ([]messaging.Message, bool, error) {
+func (s *store) listMessages(ctx context.Context, q driver.MessageQuery) ([]messaging.Message, bool, error) {
 	if q.Limit < 1 {
 		return nil, false, invalid("limit must be at least 1")
 	}
@@ -531,7 +531,7 @@ func (s *Store) listMessages(ctx context.Context, q driver.MessageQuery) ([]mess
 // messageCursor returns the cursor of q.AfterID (as after) or q.BeforeID
 // (as before), a message of q's one conversation, or an error matching
 // ErrNotFound.
-func (s *Store) messageCursor(ctx context.Context, q driver.MessageQuery) (after, before *driver.Cursor, err error) {
+func (s *store) messageCursor(ctx context.Context, q driver.MessageQuery) (after, before *driver.Cursor, err error) {
 	id := cmp.Or(q.AfterID, q.BeforeID)
 	var rows []messageRefRow
 	if err := s.readPrepared(ctx, &rows, "SELECT m.id, m.conversation_id, m.contact_id, m.created_at FROM messages AS m WHERE m.id = ? AND m.conversation_id = ?", id, q.ConversationIDs[0]); err != nil {
@@ -550,7 +550,7 @@ func (s *Store) messageCursor(ctx context.Context, q driver.MessageQuery) (after
 // messagePageSQL returns the query of a page of messages (with contacts),
 // whether its plan suits every value of its arguments (one conversation,
 // or all: a range of one index), or false when q matches nothing.
-func (s *Store) messagePageSQL(q driver.MessageQuery) (query string, args []any, fixed, ok bool) {
+func (s *store) messagePageSQL(q driver.MessageQuery) (query string, args []any, fixed, ok bool) {
 	p := pageQuery{cols: messageCols, from: messageFrom, alias: "m", after: q.After, before: q.Before, limit: q.Limit}
 	switch convs := dedupe(q.ConversationIDs); {
 	case q.All:
@@ -608,7 +608,7 @@ func dedupe(ss []string) []string {
 // for new names and one per new reactor, and counted in place, never by
 // reading and rewriting them (see react); on PostgreSQL, one reactor's
 // change is one statement (reactOne).
-func (s *Store) UpdateMessage(ctx context.Context, id string, ch driver.MessageChange) (messaging.Message, error) {
+func (s *store) UpdateMessage(ctx context.Context, id string, ch driver.MessageChange) (messaging.Message, error) {
 	if ch.Done != nil {
 		s.prepareKeyed(ctx)
 	}
@@ -619,7 +619,7 @@ func (s *Store) UpdateMessage(ctx context.Context, id string, ch driver.MessageC
 // updateRecorded makes ch on the message id in tx, with its idempotency
 // record, and returns the message as it leaves it; its events are added
 // to evs, which the caller stores. row is as updateMessage's.
-func (s *Store) updateRecorded(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, row *messageRow, made *reactedOne, evs *[]messaging.Event) (messaging.Message, error) {
+func (s *store) updateRecorded(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, row *messageRow, made *reactedOne, evs *[]messaging.Event) (messaging.Message, error) {
 	out, err := s.updateMessage(ctx, tx, id, ch, row, made)
 	if err != nil {
 		return messaging.Message{}, err
@@ -646,7 +646,7 @@ type updatedRow struct {
 // lockMessage locks the row of the message id in tx and reads it into
 // row: with its contact, except on MySQL, whose locking reads would lock
 // the contact row too. SQLite's transaction holds the database already.
-func (s *Store) lockMessage(ctx context.Context, tx bun.Tx, id string, row *messageRow) error {
+func (s *store) lockMessage(ctx context.Context, tx bun.Tx, id string, row *messageRow) error {
 	_, err := s.lockMessageBackend(ctx, tx, id, row)
 	return err
 }
@@ -654,7 +654,7 @@ func (s *Store) lockMessage(ctx context.Context, tx bun.Tx, id string, row *mess
 // lockMessageBackend is lockMessage, which also returns the pid of the
 // server process of tx's connection on PostgreSQL (reactMany), 0
 // elsewhere.
-func (s *Store) lockMessageBackend(ctx context.Context, tx bun.Tx, id string, row *messageRow) (int, error) {
+func (s *store) lockMessageBackend(ctx context.Context, tx bun.Tx, id string, row *messageRow) (int, error) {
 	var rows []struct {
 		Backend int `bun:"backend"`
 		messageRow
@@ -699,7 +699,7 @@ const lockMessageSQL = "SELECT pg_backend_pid() AS backend, " + messageCols + " 
 //
 // made, when not nil, is what reactMany made of ch, a quickReaction change,
 // after the changes before it: updateMessage then sends no statement.
-func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, row *messageRow, made *reactedOne) (messaging.Message, error) {
+func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, row *messageRow, made *reactedOne) (messaging.Message, error) {
 	var err error
 	if row.ID == "" {
 		if err := s.lockMessage(ctx, tx, id, row); err != nil {
@@ -833,7 +833,7 @@ func (s *Store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 // transaction. It returns the removed attachments, oldest first, or an
 // error matching ErrNotFound. The message's counters spare the statements
 // on reactions and attachments it has none of.
-func (s *Store) DeleteMessage(ctx context.Context, id string, rec driver.Recorder) ([]messaging.Attachment, error) {
+func (s *store) DeleteMessage(ctx context.Context, id string, rec driver.Recorder) ([]messaging.Attachment, error) {
 	var out []messaging.Attachment
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var rows []messageRow

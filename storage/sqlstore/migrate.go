@@ -50,7 +50,9 @@ var migrationFiles embed.FS
 // event_sequence, message_tallies (PostgreSQL and MySQL: the messages not
 // counted yet), parley_installation, and bun/migrate's parley_migrations
 // and parley_migration_locks.
-func (s *Store) Migrate(ctx context.Context) error {
+func (st *Store) Migrate(ctx context.Context) error { return st.s.Migrate(ctx) }
+
+func (s *store) Migrate(ctx context.Context) error {
 	err := s.migrate(ctx)
 	if err == nil {
 		s.prepareWrites(ctx)
@@ -62,7 +64,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 // one waited for the lock.
 var errApplied = errors.New("applied by another process")
 
-func (s *Store) migrate(ctx context.Context) error {
+func (s *store) migrate(ctx context.Context) error {
 	files, err := fs.Sub(migrationFiles, "migrations/"+s.flavor.String())
 	if err != nil {
 		return err
@@ -109,7 +111,7 @@ func (s *Store) migrate(ctx context.Context) error {
 // creating one table at once can fail, it does so in a transaction that
 // holds the migration lock (and so does not call m.Init, which runs on
 // the pool), as Migrator.Init would.
-func (s *Store) initMigrations(ctx context.Context, m *migrate.Migrator) error {
+func (s *store) initMigrations(ctx context.Context, m *migrate.Migrator) error {
 	if s.flavor != flavorPostgres {
 		return m.Init(ctx)
 	}
@@ -145,7 +147,7 @@ type migrationLock struct {
 // transaction's end releases (SQLite's IMMEDIATE transaction holds the
 // database's), and it returns errApplied if another process applied the
 // migration while this one waited.
-func (s *Store) claimMigration(ctx context.Context, db bun.IConn, mig *migrate.Migration) error {
+func (s *store) claimMigration(ctx context.Context, db bun.IConn, mig *migrate.Migration) error {
 	if s.flavor == flavorPostgres {
 		if err := s.lockPostgres(ctx, db); err != nil {
 			return err
@@ -173,7 +175,7 @@ func recordMigration(ctx context.Context, db bun.IConn, mig *migrate.Migration) 
 // lockPostgres takes the migration lock of the schema (Options.Schema or
 // the current one, which need not exist yet) in db's transaction, until
 // it ends.
-func (s *Store) lockPostgres(ctx context.Context, db bun.IConn) error {
+func (s *store) lockPostgres(ctx context.Context, db bun.IConn) error {
 	_, err := db.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext('parley.migrate:' || current_database() || '.' || COALESCE(?, current_schema(), '')))",
 		nullable(s.opts.Schema))
 	return err
@@ -183,7 +185,7 @@ func (s *Store) lockPostgres(ctx context.Context, db bun.IConn) error {
 // its own (GET_LOCK is held by the session; MySQL does not sit behind a
 // transaction pooler); unlock releases it, or closes the connection if
 // that fails.
-func (s *Store) lockMySQL(ctx context.Context) (unlock func(), err error) {
+func (s *store) lockMySQL(ctx context.Context) (unlock func(), err error) {
 	const key = "CONCAT('parley.migrate:', SHA1(DATABASE()))"
 	conn, err := s.w.Conn(ctx)
 	if err != nil {
@@ -213,7 +215,7 @@ func (s *Store) lockMySQL(ctx context.Context) (unlock func(), err error) {
 }
 
 // schemaVersion returns the name of the last migration of s's engine.
-func (s *Store) schemaVersion() string {
+func (s *store) schemaVersion() string {
 	entries, _ := fs.ReadDir(migrationFiles, "migrations/"+s.flavor.String()) // sorted by name
 	if len(entries) == 0 {
 		return ""

@@ -20,6 +20,7 @@ import (
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/sqlstore"
 )
 
@@ -46,12 +47,12 @@ func TestMigrateIdempotent(t *testing.T) {
 			require.NoError(t, s.Migrate(ctx), "on an empty database")
 
 			c := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
-			require.NoError(t, s.PutContact(ctx, c))
+			require.NoError(t, s.Driver().PutContact(ctx, c))
 			m := messaging.Message{ID: ids.New(ids.Message), ConversationID: "c", Contact: c, Text: "hi", CreatedAt: c.CreatedAt}
-			require.NoError(t, s.CreateMessage(ctx, m, nil, nil))
+			require.NoError(t, s.Driver().CreateMessage(ctx, m, nil, nil))
 
 			require.NoError(t, s.Migrate(ctx), "again on top")
-			got, err := s.GetMessage(ctx, m.ID)
+			got, err := s.Driver().GetMessage(ctx, m.ID)
 			require.NoError(t, err, "the data survives")
 			assert.Equal(t, "hi", got.Text)
 
@@ -90,14 +91,14 @@ func TestMigrateConcurrentStarts(t *testing.T) {
 			require.NoError(t, stores[0].DB().NewRaw("SELECT COUNT(*) FROM parley_migrations").Scan(ctx, &count))
 			assert.Equal(t, sqlstore.Migrations(stores[0]), count, "each migration is recorded once")
 			c := messaging.Contact{ID: ids.New(ids.Contact), Username: "bob", CreatedAt: time.Now().UTC()}
-			assert.NoError(t, stores[n-1].PutContact(ctx, c), "the schema works")
+			assert.NoError(t, stores[n-1].Driver().PutContact(ctx, c), "the schema works")
 		})
 	}
 }
 
 func TestOpenDoesNotMigrate(t *testing.T) {
 	s := open(t, t.TempDir()+"/x.db")
-	_, err := s.GetContact(context.Background(), "ctc_x")
+	_, err := s.Driver().GetContact(context.Background(), "ctc_x")
 	require.Error(t, err, "no tables before Migrate")
 	assert.NotErrorIs(t, err, messaging.ErrNotFound)
 }
@@ -145,7 +146,7 @@ func TestMigratePgBouncer(t *testing.T) {
 	require.NoError(t, s.Migrate(ctx), "on an empty database")
 	require.NoError(t, s.Migrate(ctx), "again")
 	c := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
-	require.NoError(t, s.PutContact(ctx, c), "the schema works")
+	require.NoError(t, s.Driver().PutContact(ctx, c), "the schema works")
 
 	dsn := fresh()
 	stores := []*sqlstore.Store{newStore(dsn), newStore(dsn)}
@@ -177,7 +178,7 @@ func TestMigrateMySQLInterrupted(t *testing.T) {
 		ctx := t.Context()
 		s := open(t, e.DSN(t))
 		require.NoError(t, s.Migrate(ctx))
-		id, err := s.InstallationID(ctx)
+		id, err := s.Driver().(driver.Installation).InstallationID(ctx)
 		require.NoError(t, err)
 		// As a run cut short after its first statements would leave it.
 		for _, q := range []string{"DELETE FROM parley_migrations", "DROP TABLE event_cursors", "DROP TABLE events"} {
@@ -185,7 +186,7 @@ func TestMigrateMySQLInterrupted(t *testing.T) {
 			require.NoError(t, err)
 		}
 		require.NoError(t, s.Migrate(ctx), "again after an interrupted run")
-		again, err := s.InstallationID(ctx)
+		again, err := s.Driver().(driver.Installation).InstallationID(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, id, again, "the installation keeps its id")
 		var n int

@@ -14,7 +14,7 @@ import (
 	"github.com/parleychat/parley/messaging/driver"
 )
 
-var _ driver.EventStore = (*Store)(nil)
+var _ driver.EventStore = (*store)(nil)
 
 // The outbox: the writes store the events of their changes in the table
 // events, in their transactions (record). Each event has a seq, its place
@@ -71,7 +71,7 @@ type eventRow struct {
 // numberedEvents reports whether events are stored without their ids,
 // which readers make of their seqs (numberedID): on SQLite and
 // PostgreSQL. MySQL stores them.
-func (s *Store) numberedEvents() bool { return s.flavor != flavorMySQL }
+func (s *store) numberedEvents() bool { return s.flavor != flavorMySQL }
 
 // numberedID is the id of a numbered event, which stores none: one that
 // carries its seq, so that GetEvent finds it by seq. The id of an event
@@ -120,7 +120,7 @@ func (r *eventRow) event() (messaging.Event, error) {
 
 // record stores the events rec makes of c, in tx. A nil rec records
 // nothing.
-func (s *Store) record(ctx context.Context, tx bun.Tx, rec driver.Recorder, c driver.Change) error {
+func (s *store) record(ctx context.Context, tx bun.Tx, rec driver.Recorder, c driver.Change) error {
 	if rec == nil {
 		return nil
 	}
@@ -128,7 +128,7 @@ func (s *Store) record(ctx context.Context, tx bun.Tx, rec driver.Recorder, c dr
 }
 
 // insertEvents stores evs in tx, in their order, in one statement.
-func (s *Store) insertEvents(ctx context.Context, tx bun.Tx, evs []messaging.Event) error {
+func (s *store) insertEvents(ctx context.Context, tx bun.Tx, evs []messaging.Event) error {
 	insert, args, err := eventsInsert(evs, s.numberedEvents())
 	if err != nil || insert == "" {
 		return err
@@ -244,7 +244,7 @@ const maxPrepared = 4
 // prepareWrites prepares the statements of SQLite's sends (the inserts of
 // the message and its events, its counting) on the writer, once the
 // tables exist: after Migrate, or at the first send or read of events.
-func (s *Store) prepareWrites(ctx context.Context) {
+func (s *store) prepareWrites(ctx context.Context) {
 	if s.wstmts == nil || s.writesPrepared.Load() {
 		return
 	}
@@ -263,7 +263,7 @@ func (s *Store) prepareWrites(ctx context.Context) {
 
 // sequence numbers the committed events that have no seq yet (PostgreSQL
 // and MySQL; see the top of this file), in batches of maxSequence.
-func (s *Store) sequence(ctx context.Context) error {
+func (s *store) sequence(ctx context.Context) error {
 	if s.flavor == flavorSQLite {
 		return nil
 	}
@@ -350,12 +350,12 @@ func numberSQL(f flavor, pending []int64, last int64) string {
 
 // ReadEvents returns up to q.Limit events matching q in seq order, after
 // numbering the events committed since the last call (PostgreSQL, MySQL).
-func (s *Store) ReadEvents(ctx context.Context, q driver.EventQuery) ([]messaging.Event, error) {
+func (s *store) ReadEvents(ctx context.Context, q driver.EventQuery) ([]messaging.Event, error) {
 	evs, err := s.readEvents(ctx, q)
 	return evs, wrapErr("sqlstore.ReadEvents", err)
 }
 
-func (s *Store) readEvents(ctx context.Context, q driver.EventQuery) ([]messaging.Event, error) {
+func (s *store) readEvents(ctx context.Context, q driver.EventQuery) ([]messaging.Event, error) {
 	if q.Limit < 1 {
 		return nil, invalid("limit must be at least 1")
 	}
@@ -415,7 +415,7 @@ func eventsOf(rows []eventRow) ([]messaging.Event, error) {
 // GetEvent returns the event with this id, or an error matching
 // messaging.ErrNotFound (also for an event not numbered yet, which no
 // reader has seen).
-func (s *Store) GetEvent(ctx context.Context, id string) (messaging.Event, error) {
+func (s *store) GetEvent(ctx context.Context, id string) (messaging.Event, error) {
 	var rows []eventRow
 	var err error
 	// A numbered id is never a stored one (ids.SeqOf): looked up by seq
@@ -442,7 +442,7 @@ func (s *Store) GetEvent(ctx context.Context, id string) (messaging.Event, error
 
 // LastEvent returns the event of greatest seq, or an error matching
 // messaging.ErrNotFound.
-func (s *Store) LastEvent(ctx context.Context) (messaging.Event, error) {
+func (s *store) LastEvent(ctx context.Context) (messaging.Event, error) {
 	err := s.sequence(ctx)
 	var rows []eventRow
 	if err == nil {
@@ -467,7 +467,7 @@ const pruneBatch = 1000
 // PruneEvents removes events oldest first while they were created before
 // before, in batches, walking the seq index (no index on the time is kept
 // for it). On SQLite it keeps the newest event.
-func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int, error) {
+func (s *store) PruneEvents(ctx context.Context, before time.Time) (int, error) {
 	total := 0
 	var newest int64
 	if s.flavor == flavorSQLite {
@@ -514,7 +514,7 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int, error) 
 }
 
 // ClaimCursor claims the handler position name for owner until until.
-func (s *Store) ClaimCursor(ctx context.Context, name, owner string, start int64, now, until time.Time) (int64, bool, error) {
+func (s *store) ClaimCursor(ctx context.Context, name, owner string, start int64, now, until time.Time) (int64, bool, error) {
 	var seq []int64
 	var ok bool
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
@@ -548,7 +548,7 @@ func (s *Store) ClaimCursor(ctx context.Context, name, owner string, start int64
 }
 
 // SaveCursor stores the handler position name, if owner holds its claim.
-func (s *Store) SaveCursor(ctx context.Context, name, owner string, seq int64, until time.Time) error {
+func (s *store) SaveCursor(ctx context.Context, name, owner string, seq int64, until time.Time) error {
 	return wrapErr("sqlstore.SaveCursor", s.retry(ctx, func(ctx context.Context) error {
 		res, err := s.w.ExecContext(ctx, "UPDATE event_cursors SET seq = ?, lease_until = ? WHERE name = ? AND owner = ?", seq, until.UTC(), name, owner)
 		if err != nil {

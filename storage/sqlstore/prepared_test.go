@@ -39,20 +39,20 @@ func newReadFixture(tb testing.TB, n int) *readFixture {
 	f := &readFixture{s: s}
 	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	f.contact = messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: base}
-	require.NoError(tb, s.PutContact(ctx, f.contact))
+	require.NoError(tb, s.Driver().PutContact(ctx, f.contact))
 	for i := range n {
 		at := base.Add(time.Duration(i)*time.Second + 123456*time.Microsecond)
 		m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: f.contact, Text: fmt.Sprint("m", i), CreatedAt: at}
 		var link []string
 		if i%5 == 0 {
 			a := messaging.Attachment{ID: ids.NewAt(ids.Attachment, at), UploaderID: f.contact.ID, Filename: "f.txt", FileType: "text/plain", Key: fmt.Sprint("k/", i), CreatedAt: at}
-			require.NoError(tb, s.CreateAttachment(ctx, a, nil))
+			require.NoError(tb, s.Driver().CreateAttachment(ctx, a, nil))
 			link = []string{a.ID}
 			f.atts = append(f.atts, a)
 		}
-		require.NoError(tb, s.CreateMessage(ctx, m, link, nil))
+		require.NoError(tb, s.Driver().CreateMessage(ctx, m, link, nil))
 		if i%3 == 0 {
-			_, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"alice"}}}})
+			_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"alice"}}}})
 			require.NoError(tb, err)
 		}
 		f.messages = append(f.messages, m)
@@ -60,9 +60,9 @@ func newReadFixture(tb testing.TB, n int) *readFixture {
 	for i := range 40 {
 		conv := fmt.Sprint("conv_", i)
 		at := base.Add(time.Duration(i) * time.Minute)
-		require.NoError(tb, s.CreateMessage(ctx, messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: conv, Contact: f.contact, Text: "x", CreatedAt: at}, nil, nil))
+		require.NoError(tb, s.Driver().CreateMessage(ctx, messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: conv, Contact: f.contact, Text: "x", CreatedAt: at}, nil, nil))
 		if i%2 == 0 { // alice is a member of 20 conversations
-			require.NoError(tb, s.AddMember(ctx, conv, f.contact.ID, at))
+			require.NoError(tb, s.Driver().AddMember(ctx, conv, f.contact.ID, at))
 		}
 		f.convs = append(f.convs, conv)
 	}
@@ -78,47 +78,47 @@ func TestPreparedReadsMatchBun(t *testing.T) {
 	mid := f.messages[30]
 	cursor := &driver.Cursor{Time: mid.CreatedAt, ID: mid.ID}
 	reads := map[string]func() (any, error){
-		"GetMessage with reactions and attachments": func() (any, error) { return f.s.GetMessage(ctx, f.messages[0].ID) },
-		"GetMessage missing":                        func() (any, error) { return f.s.GetMessage(ctx, "msg_none") },
-		"GetContact":                                func() (any, error) { return f.s.GetContact(ctx, f.contact.ID) },
-		"ContactByUsername":                         func() (any, error) { return f.s.ContactByUsername(ctx, "alice") },
-		"GetAttachment":                             func() (any, error) { return f.s.GetAttachment(ctx, f.atts[3].ID) },
+		"GetMessage with reactions and attachments": func() (any, error) { return f.s.Driver().GetMessage(ctx, f.messages[0].ID) },
+		"GetMessage missing":                        func() (any, error) { return f.s.Driver().GetMessage(ctx, "msg_none") },
+		"GetContact":                                func() (any, error) { return f.s.Driver().GetContact(ctx, f.contact.ID) },
+		"ContactByUsername":                         func() (any, error) { return f.s.Driver().ContactByUsername(ctx, "alice") },
+		"GetAttachment":                             func() (any, error) { return f.s.Driver().GetAttachment(ctx, f.atts[3].ID) },
 		"ListMessages first page": func() (any, error) {
-			items, more, err := f.s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 20})
+			items, more, err := f.s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 20})
 			return []any{items, more}, err
 		},
 		"ListMessages after a cursor": func() (any, error) {
-			items, more, err := f.s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 7, After: cursor})
+			items, more, err := f.s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 7, After: cursor})
 			return []any{items, more}, err
 		},
 		"ListMessages before a cursor": func() (any, error) {
-			items, more, err := f.s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 7, Before: cursor})
+			items, more, err := f.s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 7, Before: cursor})
 			return []any{items, more}, err
 		},
 		"ListMessages of many conversations": func() (any, error) {
-			items, more, err := f.s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: f.convs, Limit: 50})
+			items, more, err := f.s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: f.convs, Limit: 50})
 			return []any{items, more}, err
 		},
 		"ListAttachments": func() (any, error) {
-			items, more, err := f.s.ListAttachments(ctx, driver.AttachmentQuery{ConversationIDs: []string{"c"}, Limit: 5, After: cursor})
+			items, more, err := f.s.Driver().ListAttachments(ctx, driver.AttachmentQuery{ConversationIDs: []string{"c"}, Limit: 5, After: cursor})
 			return []any{items, more}, err
 		},
 		"ListMessages of a member": func() (any, error) {
-			items, more, err := f.s.ListMessages(ctx, driver.MessageQuery{MemberID: f.contact.ID, ConversationIDs: []string{"c"}, Limit: 30})
+			items, more, err := f.s.Driver().ListMessages(ctx, driver.MessageQuery{MemberID: f.contact.ID, ConversationIDs: []string{"c"}, Limit: 30})
 			return []any{items, more}, err
 		},
-		"GetConversation": func() (any, error) { return f.s.GetConversation(ctx, "c", f.contact.ID) },
+		"GetConversation": func() (any, error) { return f.s.Driver().GetConversation(ctx, "c", f.contact.ID) },
 		"ListConversations": func() (any, error) {
-			items, more, err := f.s.ListConversations(ctx, driver.ConversationQuery{ViewerID: f.contact.ID, MemberID: f.contact.ID, ConversationIDs: []string{"c"}, Limit: 10})
+			items, more, err := f.s.Driver().ListConversations(ctx, driver.ConversationQuery{ViewerID: f.contact.ID, MemberID: f.contact.ID, ConversationIDs: []string{"c"}, Limit: 10})
 			return []any{items, more}, err
 		},
-		"IsMember": func() (any, error) { return f.s.IsMember(ctx, "conv_2", f.contact.ID) },
+		"IsMember": func() (any, error) { return f.s.Driver().IsMember(ctx, "conv_2", f.contact.ID) },
 		"ListMembers": func() (any, error) {
-			items, more, err := f.s.ListMembers(ctx, driver.MemberQuery{ContactID: f.contact.ID, After: "conv_1", Limit: 5})
+			items, more, err := f.s.Driver().ListMembers(ctx, driver.MemberQuery{ContactID: f.contact.ID, After: "conv_1", Limit: 5})
 			return []any{items, more}, err
 		},
-		"KeysInUse":        func() (any, error) { return f.s.KeysInUse(ctx, []string{"k/0", "k/5", "k/none"}) },
-		"PendingDeletions": func() (any, error) { return f.s.PendingDeletions(ctx, 10) },
+		"KeysInUse":        func() (any, error) { return f.s.Driver().KeysInUse(ctx, []string{"k/0", "k/5", "k/none"}) },
+		"PendingDeletions": func() (any, error) { return f.s.Driver().PendingDeletions(ctx, 10) },
 	}
 	for name, read := range reads {
 		t.Run(name, func(t *testing.T) {
@@ -131,7 +131,7 @@ func TestPreparedReadsMatchBun(t *testing.T) {
 			assert.Positive(t, sqlstore.Prepared(f.s), "the read was prepared")
 		})
 	}
-	if items, _, err := f.s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 60}); assert.NoError(t, err) {
+	if items, _, err := f.s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 60}); assert.NoError(t, err) {
 		assert.Len(t, items, 60, "the fixture")
 	}
 }
@@ -149,12 +149,12 @@ func BenchmarkSQLiteReads(b *testing.B) {
 		name string
 		read func() error
 	}{
-		{"GetMessage", func() error { _, err := f.s.GetMessage(ctx, last); return err }},
-		{"GetMessageFull", func() error { _, err := f.s.GetMessage(ctx, first); return err }},
-		{"GetContact", func() error { _, err := f.s.GetContact(ctx, f.contact.ID); return err }},
-		{"ListMessages", func() error { _, _, err := f.s.ListMessages(ctx, page); return err }},
+		{"GetMessage", func() error { _, err := f.s.Driver().GetMessage(ctx, last); return err }},
+		{"GetMessageFull", func() error { _, err := f.s.Driver().GetMessage(ctx, first); return err }},
+		{"GetContact", func() error { _, err := f.s.Driver().GetContact(ctx, f.contact.ID); return err }},
+		{"ListMessages", func() error { _, _, err := f.s.Driver().ListMessages(ctx, page); return err }},
 		{"ListAttachments", func() error {
-			_, _, err := f.s.ListAttachments(ctx, driver.AttachmentQuery{ConversationIDs: []string{"c"}, Limit: 20})
+			_, _, err := f.s.Driver().ListAttachments(ctx, driver.AttachmentQuery{ConversationIDs: []string{"c"}, Limit: 20})
 			return err
 		}},
 	}
@@ -199,10 +199,10 @@ func TestPostgresPagePartsPrepared(t *testing.T) {
 	for i := range 20 {
 		at := sec(i)
 		a := messaging.Attachment{ID: ids.NewAt(ids.Attachment, at), UploaderID: c.ID, Filename: "f.txt", FileType: "text/plain", Key: fmt.Sprint("k/", i), CreatedAt: at}
-		require.NoError(t, s.CreateAttachment(ctx, a, nil))
+		require.NoError(t, s.Driver().CreateAttachment(ctx, a, nil))
 		m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: c, Text: "m", CreatedAt: at}
-		require.NoError(t, s.CreateMessage(ctx, m, []string{a.ID}, nil))
-		_, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{c.ID}}}})
+		require.NoError(t, s.Driver().CreateMessage(ctx, m, []string{a.ID}, nil))
+		_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{c.ID}}}})
 		require.NoError(t, err)
 	}
 	// The statements of reactions and of attachments by a list of ids
@@ -223,7 +223,7 @@ func TestPostgresPagePartsPrepared(t *testing.T) {
 	// Below 50,000 messages nothing is prepared (genericPlans), as the
 	// pages are not: a generic plan made while the tables are young may
 	// read every reactor of a message until the next ANALYZE.
-	page, _, err := s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
+	page, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, page, 10)
 	reactions, attachments := prepared()
@@ -237,7 +237,7 @@ func TestPostgresPagePartsPrepared(t *testing.T) {
 	require.True(t, sqlstore.GenericPlans(s, ctx))
 
 	for _, limit := range []int{10, 20} {
-		page, _, err := s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: limit})
+		page, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: limit})
 		require.NoError(t, err)
 		require.Len(t, page, limit)
 		for _, m := range page {

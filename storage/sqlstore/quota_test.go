@@ -38,10 +38,10 @@ func TestUploadedBytesReadsTheIndex(t *testing.T) {
 			s := e.Open(t)
 			seedUploads(t, s, e.Name, "ctc_big", 20_000)
 			seedUploads(t, s, e.Name, "ctc_few", 3)
-			n, err := s.UploadedBytes(t.Context(), "ctc_big")
+			n, err := s.Driver().UploadedBytes(t.Context(), "ctc_big")
 			require.NoError(t, err)
 			assert.Equal(t, int64(20_000_000), n)
-			n, err = s.UploadedBytes(t.Context(), "ctc_few")
+			n, err = s.Driver().UploadedBytes(t.Context(), "ctc_few")
 			require.NoError(t, err)
 			assert.Equal(t, int64(3000), n)
 
@@ -99,7 +99,7 @@ func BenchmarkUploadedBytes(b *testing.B) {
 			}{{"files=10", "ctc_few", 10}, {fmt.Sprintf("files=%d", big), "ctc_big", big}} {
 				b.Run(who.name, func(b *testing.B) {
 					for b.Loop() {
-						n, err := s.UploadedBytes(b.Context(), who.id)
+						n, err := s.Driver().UploadedBytes(b.Context(), who.id)
 						if err != nil || n != int64(who.files)*1000 {
 							b.Fatalf("UploadedBytes = %d, %v", n, err)
 						}

@@ -220,7 +220,7 @@ type reacted struct {
 // the names and reactors it names, and at most
 // messaging.MaxEmbeddedReactors index entries of a name: never every
 // reactor. With count, it counts each reactor's names before and after.
-func (s *Store) react(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, hasReactions, count bool) (reacted, error) {
+func (s *store) react(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, hasReactions, count bool) (reacted, error) {
 	type pair struct{ name, reactor string }
 	var out reacted
 	var names, reactors []string
@@ -366,7 +366,7 @@ type messageRefRow struct {
 
 // LookupMessage returns the conversation, sender and creation time of the
 // message in one query on its row, or an error matching ErrNotFound.
-func (s *Store) LookupMessage(ctx context.Context, id string) (driver.MessageRef, error) {
+func (s *store) LookupMessage(ctx context.Context, id string) (driver.MessageRef, error) {
 	var rows []messageRefRow
 	if err := s.readPrepared(ctx, &rows, "SELECT m.id, m.conversation_id, m.contact_id, m.created_at FROM messages AS m WHERE m.id = ?", id); err != nil {
 		return driver.MessageRef{}, wrapErr("sqlstore.LookupMessage", err)
@@ -389,12 +389,12 @@ type reactorRow struct {
 // they came, by a range of the index (message_id, name, seq, contact_id): its cost
 // does not depend on the number of reactors. A cursor that is not a
 // reactor is an error matching ErrNotFound.
-func (s *Store) ListReactors(ctx context.Context, q driver.ReactorQuery) ([]messaging.Reactor, bool, error) {
+func (s *store) ListReactors(ctx context.Context, q driver.ReactorQuery) ([]messaging.Reactor, bool, error) {
 	items, more, err := s.listReactors(ctx, q)
 	return items, more, wrapErr("sqlstore.ListReactors", err)
 }
 
-func (s *Store) listReactors(ctx context.Context, q driver.ReactorQuery) ([]messaging.Reactor, bool, error) {
+func (s *store) listReactors(ctx context.Context, q driver.ReactorQuery) ([]messaging.Reactor, bool, error) {
 	if q.Limit < 1 {
 		return nil, false, invalid("limit must be at least 1")
 	}
@@ -441,7 +441,7 @@ func (s *Store) listReactors(ctx context.Context, q driver.ReactorQuery) ([]mess
 // either reactions added in one reactor's name or one reactor's reaction
 // taken back, not both; every Service change to reactions is one of them.
 // It returns the reactor and the names added, in their first order.
-func (s *Store) quickReaction(ch driver.MessageChange) (reactor string, names []string, ok bool) {
+func (s *store) quickReaction(ch driver.MessageChange) (reactor string, names []string, ok bool) {
 	if s.flavor != flavorPostgres || ch.Text != nil || ch.Read != nil || ch.NewAttachment != nil || len(ch.LinkAttachments) > 0 {
 		return "", nil, false
 	}
@@ -521,7 +521,7 @@ type reactOneRow struct {
 //
 // The change's Check, when set, runs after, with the counts the statement
 // returns, and rolls everything back by its error.
-func (s *Store) reactOne(ctx context.Context, tx bun.Tx, id, reactor string, names []string, ch driver.MessageChange) (reactedOne, error) {
+func (s *store) reactOne(ctx context.Context, tx bun.Tx, id, reactor string, names []string, ch driver.MessageChange) (reactedOne, error) {
 	q, args := reactOneSQL(id, reactor, names, ch, -1)
 	var rows []reactOneRow
 	if err := s.txRead(ctx, tx, &rows, q, args...); err != nil {

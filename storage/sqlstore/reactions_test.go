@@ -61,33 +61,33 @@ func TestEmbeddedReactorsOrder(t *testing.T) {
 			var cids, names []string
 			for i := range n {
 				c := messaging.Contact{ID: fmt.Sprintf("ctc_%05d", n-i), Username: fmt.Sprintf("u%03d", i), CreatedAt: at}
-				require.NoError(t, s.PutContact(ctx, c))
+				require.NoError(t, s.Driver().PutContact(ctx, c))
 				cids, names = append(cids, c.ID), append(names, c.Username)
 			}
 			var ms []messaging.Message
 			for i := range 2 {
 				m := messaging.Message{ID: ids.NewAt(ids.Message, at.Add(time.Duration(i)*time.Second)), ConversationID: "c",
 					Contact: messaging.Contact{ID: cids[0], Username: names[0]}, Text: "m", CreatedAt: at}
-				require.NoError(t, s.CreateMessage(ctx, m, nil, nil))
+				require.NoError(t, s.Driver().CreateMessage(ctx, m, nil, nil))
 				ms = append(ms, m)
 			}
 			var last messaging.Message
 			for i, id := range cids {
 				var err error
-				last, err = s.UpdateMessage(ctx, ms[0].ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "a", Reactors: []string{id}}}})
+				last, err = s.Driver().UpdateMessage(ctx, ms[0].ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "a", Reactors: []string{id}}}})
 				require.NoError(t, err)
 				if i < 3 {
-					_, err = s.UpdateMessage(ctx, ms[1].ID, driver.MessageChange{AddReactions: []messaging.Reaction{
+					_, err = s.Driver().UpdateMessage(ctx, ms[1].ID, driver.MessageChange{AddReactions: []messaging.Reaction{
 						{Name: "z", Reactors: []string{cids[2-i]}}, {Name: "b", Reactors: []string{id}}}})
 					require.NoError(t, err)
 				}
 			}
 			want := []messaging.Reaction{{Name: "a", Reactors: names[:messaging.MaxEmbeddedReactors], Count: n}}
 			assert.Equal(t, want, last.Reactions, "UpdateMessage's answer")
-			got, err := s.GetMessage(ctx, ms[0].ID)
+			got, err := s.Driver().GetMessage(ctx, ms[0].ID)
 			require.NoError(t, err)
 			assert.Equal(t, want, got.Reactions, "GetMessage")
-			page, _, err := s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
+			page, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
 			require.NoError(t, err)
 			require.Len(t, page, 2)
 			for _, m := range page {
@@ -102,7 +102,7 @@ func TestEmbeddedReactorsOrder(t *testing.T) {
 			}
 			_, err = s.DB().ExecContext(ctx, "DELETE FROM contacts WHERE id = ?", cids[1])
 			require.NoError(t, err)
-			got, err = s.GetMessage(ctx, ms[0].ID)
+			got, err = s.Driver().GetMessage(ctx, ms[0].ID)
 			require.NoError(t, err)
 			want[0].Reactors = slices.Clone(want[0].Reactors)
 			want[0].Reactors[1] = ""
@@ -131,19 +131,19 @@ func TestReactionsPreparedOnPostgres(t *testing.T) {
 	m := send(t, s, "c", alice, sec(1))
 	react := func(who messaging.Contact) messaging.Message {
 		t.Helper()
-		got, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{who.ID}}}, UpdatedAt: sec(2)})
+		got, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{who.ID}}}, UpdatedAt: sec(2)})
 		require.NoError(t, err)
 		return got
 	}
 	takeBack := func(who messaging.Contact) messaging.Message {
 		t.Helper()
-		got, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{who.ID}}})
+		got, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{who.ID}}})
 		require.NoError(t, err)
 		return got
 	}
 	react(alice)
 	takeBack(alice)
-	_, err := s.GetMessage(ctx, m.ID)
+	_, err := s.Driver().GetMessage(ctx, m.ID)
 	require.NoError(t, err)
 	before := sqlstore.Prepared(s)
 
@@ -151,13 +151,13 @@ func TestReactionsPreparedOnPostgres(t *testing.T) {
 	react(alice)
 	added := react(bob)
 	assert.Equal(t, []messaging.Reaction{{Name: "x", Reactors: []string{"alice", "bob"}, Count: 2}}, added.Reactions)
-	got, err := s.GetMessage(ctx, m.ID)
+	got, err := s.Driver().GetMessage(ctx, m.ID)
 	require.NoError(t, err)
 	assert.Equal(t, got, added, "the answer is the message as stored")
 	takeBack(bob)
 	left := takeBack(alice)
 	assert.Empty(t, left.Reactions)
-	got, err = s.GetMessage(ctx, m.ID)
+	got, err = s.Driver().GetMessage(ctx, m.ID)
 	require.NoError(t, err)
 	assert.Equal(t, got, left)
 	assert.Equal(t, []string{"BEGIN", "COMMIT", "BEGIN", "COMMIT", "BEGIN", "COMMIT", "BEGIN", "COMMIT"}, besidesLocks(statements()),
@@ -210,11 +210,11 @@ func TestReactOneWritesTheMessageOnlyWhenItChanges(t *testing.T) {
 	}
 	for _, step := range steps {
 		before := version()
-		got, err := s.UpdateMessage(ctx, m.ID, step.ch)
+		got, err := s.Driver().UpdateMessage(ctx, m.ID, step.ch)
 		require.NoError(t, err, step.what)
 		assert.Equal(t, step.writes, version() != before, "%s: the message's row written", step.what)
 		assert.Len(t, got.Reactions, step.names, step.what)
-		stored, err := s.GetMessage(ctx, m.ID)
+		stored, err := s.Driver().GetMessage(ctx, m.ID)
 		require.NoError(t, err)
 		assert.Equal(t, stored, got, "%s: the answer is the message as stored", step.what)
 	}
@@ -238,25 +238,25 @@ func TestReactOneHeadAfterASequenceReset(t *testing.T) {
 	// Seqs 1 to 200 taken and freed, so that the sequence can go back.
 	for _, id := range cids {
 		for _, name := range []string{"a", "b"} {
-			_, err := s.UpdateMessage(ctx, other.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: name, Reactors: []string{id}}}})
+			_, err := s.Driver().UpdateMessage(ctx, other.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: name, Reactors: []string{id}}}})
 			require.NoError(t, err)
 		}
 	}
 	_, err := s.DB().ExecContext(ctx, "DELETE FROM reaction_names WHERE message_id = ?", other.ID)
 	require.NoError(t, err)
 	for _, id := range cids[:max-1] {
-		_, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{id}}}})
+		_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{id}}}})
 		require.NoError(t, err)
 	}
 	_, err = s.DB().ExecContext(ctx, "SELECT setval(pg_get_serial_sequence('reactions', 'seq'), 1)")
 	require.NoError(t, err)
-	got, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{cids[max-1]}}}})
+	got, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{cids[max-1]}}}})
 	require.NoError(t, err)
 	require.Len(t, got.Reactions, 1)
 	assert.Equal(t, max, got.Reactions[0].Count)
 	assert.Len(t, got.Reactions[0].Reactors, max, "the 100 are embedded")
 	assert.Equal(t, "u99", got.Reactions[0].Reactors[0], "the last, with the lowest seq, first")
-	stored, err := s.GetMessage(ctx, m.ID)
+	stored, err := s.Driver().GetMessage(ctx, m.ID)
 	require.NoError(t, err)
 	assert.Equal(t, got, stored)
 }

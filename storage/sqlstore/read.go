@@ -294,7 +294,7 @@ func (c *stmtCache) close() error {
 // scans its rows into dst (a pointer to a slice of rows). query has bun's
 // "?" placeholders; args are strings, ints, times, nils and idLists. On
 // SQLite the statement is prepared once and reused.
-func (s *Store) read(ctx context.Context, dst any, query string, args ...any) error {
+func (s *store) read(ctx context.Context, dst any, query string, args ...any) error {
 	if s.flavor == flavorPostgres {
 		return s.r.NewRaw(query, bunArgs(args)...).Scan(ctx, dst)
 	}
@@ -314,7 +314,7 @@ const maxPreparedIDs = 16
 // were empty and never analyzed may read every reactor of a message, until
 // the next ANALYZE. Planning them took about as long as a page without
 // them.
-func (s *Store) readByIDs(ctx context.Context, dst any, query string, args ...any) error {
+func (s *store) readByIDs(ctx context.Context, dst any, query string, args ...any) error {
 	if s.flavor != flavorPostgres || longList(args) || !s.genericPlans(ctx) {
 		return s.read(ctx, dst, query, args...)
 	}
@@ -347,7 +347,7 @@ func longList(args []any) bool {
 // nor plans again: planning a page of messages took about twice as long
 // as running it. Other reads are planned with their values, as statements
 // of their own.
-func (s *Store) readPrepared(ctx context.Context, dst any, query string, args ...any) error {
+func (s *store) readPrepared(ctx context.Context, dst any, query string, args ...any) error {
 	if s.stmts != nil {
 		if q, dargs, ok := expandArgs(query, args, s.stmts.dollar); ok {
 			st, err := s.stmts.get(ctx, q)
@@ -496,7 +496,7 @@ func txQuery(tx bun.IDB) queryFn {
 // a write: as the statement txStmt gives (on PostgreSQL, prepared once a
 // transaction ran it), for a query whose plan suits every value of its
 // arguments (as readPrepared's); as bun formats it otherwise.
-func (s *Store) txRead(ctx context.Context, tx bun.Tx, dst any, query string, args ...any) error {
+func (s *store) txRead(ctx context.Context, tx bun.Tx, dst any, query string, args ...any) error {
 	if st, dargs, q, from := s.txStmt(ctx, tx, query, args); st != nil {
 		rows, err := st.QueryContext(ctx, dargs...)
 		if err != nil {
@@ -508,7 +508,7 @@ func (s *Store) txRead(ctx context.Context, tx bun.Tx, dst any, query string, ar
 }
 
 // txReads returns the queryFn of txRead in tx.
-func (s *Store) txReads(tx bun.Tx) queryFn {
+func (s *store) txReads(tx bun.Tx) queryFn {
 	return func(ctx context.Context, dst any, query string, args ...any) error {
 		return s.txRead(ctx, tx, dst, query, args...)
 	}
@@ -538,7 +538,7 @@ type planStats struct {
 // messages holds at least genericPlanRows rows by the planner's
 // statistics (pg_class.reltuples, which ANALYZE and autovacuum keep),
 // read at most once a minute.
-func (s *Store) genericPlans(ctx context.Context) bool {
+func (s *store) genericPlans(ctx context.Context) bool {
 	if s.flavor != flavorPostgres {
 		return true
 	}

@@ -33,7 +33,7 @@ func TestDeadlockIsRetried(t *testing.T) {
 			var cids [2]string
 			for i, name := range []string{"a", "b"} {
 				cids[i] = ids.New(ids.Contact)
-				require.NoError(t, s.PutContact(ctx, messaging.Contact{ID: cids[i], Username: name, CreatedAt: time.Now().UTC()}))
+				require.NoError(t, s.Driver().PutContact(ctx, messaging.Contact{ID: cids[i], Username: name, CreatedAt: time.Now().UTC()}))
 			}
 			var attempts [2]atomic.Int32
 			var holding sync.WaitGroup
@@ -100,7 +100,7 @@ func TestPruneKeepsARenewedKey(t *testing.T) {
 			}
 			pruned := make(chan result, 1)
 			go func() {
-				n, err := s.PruneIdempotencyKeys(ctx, now, 10)
+				n, err := s.Driver().PruneIdempotencyKeys(ctx, now, 10)
 				pruned <- result{n, err}
 			}()
 			if e.Name == "postgres" {
@@ -118,7 +118,7 @@ func TestPruneKeepsARenewedKey(t *testing.T) {
 			got := <-pruned
 			require.NoError(t, got.err)
 			assert.Zero(t, got.n, "the renewed record is not pruned")
-			rec, err := s.GetIdempotencyKey(ctx, "ctc_a", "k")
+			rec, err := s.Driver().GetIdempotencyKey(ctx, "ctc_a", "k")
 			require.NoError(t, err)
 			assert.Equal(t, now.Add(24*time.Hour), rec.ExpiresAt)
 		})

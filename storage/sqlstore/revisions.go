@@ -27,7 +27,7 @@ func (r revisionRow) revision() messaging.Revision {
 
 // keepRevision keeps old, the text of the locked message id, as a revision
 // when ch replaces it with another text (see MessageChange.RevisionID).
-func (s *Store) keepRevision(ctx context.Context, tx bun.Tx, id, old string, ch driver.MessageChange) error {
+func (s *store) keepRevision(ctx context.Context, tx bun.Tx, id, old string, ch driver.MessageChange) error {
 	if ch.Text == nil || ch.RevisionID == "" || *ch.Text == old {
 		return nil
 	}
@@ -42,7 +42,7 @@ func (s *Store) keepRevision(ctx context.Context, tx bun.Tx, id, old string, ch 
 // ListRevisions returns up to q.Limit revisions of the message, newest
 // first, and whether more exist beyond them in the direction of travel, in
 // one query along the index of the message's revisions.
-func (s *Store) ListRevisions(ctx context.Context, q driver.RevisionQuery) ([]messaging.Revision, bool, error) {
+func (s *store) ListRevisions(ctx context.Context, q driver.RevisionQuery) ([]messaging.Revision, bool, error) {
 	if q.Limit < 1 {
 		return nil, false, wrapErr("sqlstore.ListRevisions", invalid("limit must be at least 1"))
 	}
@@ -62,7 +62,7 @@ func (s *Store) ListRevisions(ctx context.Context, q driver.RevisionQuery) ([]me
 }
 
 // GetRevision returns the revision, or an error matching ErrNotFound.
-func (s *Store) GetRevision(ctx context.Context, id string) (messaging.Revision, error) {
+func (s *store) GetRevision(ctx context.Context, id string) (messaging.Revision, error) {
 	var rows []revisionRow
 	if err := s.read(ctx, &rows, "SELECT "+revisionCols+" FROM message_revisions AS r WHERE r.id = ?", id); err != nil {
 		return messaging.Revision{}, wrapErr("sqlstore.GetRevision", err)

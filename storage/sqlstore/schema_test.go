@@ -77,14 +77,14 @@ func TestSchemaPostgres(t *testing.T) {
 
 	c := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
 	m := messaging.Message{ID: ids.New(ids.Message), ConversationID: "c", Contact: c, Text: "in a", CreatedAt: c.CreatedAt}
-	require.NoError(t, sa.PutContact(ctx, c))
-	require.NoError(t, sa.CreateMessage(ctx, m, nil, nil))
-	got, err := stores[1].GetMessage(ctx, m.ID)
+	require.NoError(t, sa.Driver().PutContact(ctx, c))
+	require.NoError(t, sa.Driver().CreateMessage(ctx, m, nil, nil))
+	got, err := stores[1].Driver().GetMessage(ctx, m.ID)
 	require.NoError(t, err, "another store of schema a sees it")
 	assert.Equal(t, "in a", got.Text)
-	_, err = sb.GetMessage(ctx, m.ID)
+	_, err = sb.Driver().GetMessage(ctx, m.ID)
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "schema b is another store")
-	require.NoError(t, sb.PutContact(ctx, c), "the same username is free in b")
+	require.NoError(t, sb.Driver().PutContact(ctx, c), "the same username is free in b")
 
 	for schema, want := range map[string]int{a: 1, b: 0} {
 		var n int

@@ -85,7 +85,7 @@ type pendingSend struct {
 }
 
 // send stores p, alone or combined with other sends (see sendCombiner).
-func (s *Store) send(ctx context.Context, p *pendingSend) error {
+func (s *store) send(ctx context.Context, p *pendingSend) error {
 	if !s.numberedEvents() {
 		return s.sendAlone(ctx, p)
 	}
@@ -167,13 +167,13 @@ func (sc *sendCombiner) slot() *sendSlot {
 }
 
 // sendAlone stores p in a statement of its own.
-func (s *Store) sendAlone(ctx context.Context, p *pendingSend) error {
+func (s *store) sendAlone(ctx context.Context, p *pendingSend) error {
 	return s.retry(ctx, func(ctx context.Context) error { return s.insertSent(ctx, s.w, p.m, p.evs, p.done) })
 }
 
 // sendNext hands slot, whose statement ended, to the sends that wait, on
 // a goroutine of its own, or frees it.
-func (s *Store) sendNext(slot *sendSlot) {
+func (s *store) sendNext(slot *sendSlot) {
 	batch := s.takeSends(slot)
 	if batch == nil {
 		return
@@ -188,7 +188,7 @@ func (s *Store) sendNext(slot *sendSlot) {
 
 // sendAllCaught is sendAll, on a goroutine where a panic would end the
 // program: a panic gives the callers not yet answered errCombinedPanic.
-func (s *Store) sendAllCaught(batch []*pendingSend) {
+func (s *store) sendAllCaught(batch []*pendingSend) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.opts.Logger.Error("sqlstore: a statement of combined sends panicked", "panic", p, "stack", string(debug.Stack()))
@@ -205,7 +205,7 @@ func (s *Store) sendAllCaught(batch []*pendingSend) {
 
 // takeSends takes the sends that wait (up to maxSent) for slot's next
 // statement, or frees slot and returns none.
-func (s *Store) takeSends(slot *sendSlot) []*pendingSend {
+func (s *store) takeSends(slot *sendSlot) []*pendingSend {
 	sc := &s.sending
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
@@ -226,7 +226,7 @@ func (s *Store) takeSends(slot *sendSlot) []*pendingSend {
 // sendAll stores the sends of batch whose callers still wait in one
 // statement, or, when the server answers it with an error, again as
 // sendCombiner says; and gives each caller its outcome.
-func (s *Store) sendAll(batch []*pendingSend) {
+func (s *store) sendAll(batch []*pendingSend) {
 	batch = slices.DeleteFunc(slices.Clone(batch), func(p *pendingSend) bool {
 		if err := p.ctx.Err(); err != nil {
 			p.out <- err
@@ -281,7 +281,7 @@ func (s *Store) sendAll(batch []*pendingSend) {
 // allStored reports whether the messages of batch are stored: the
 // statement that stored them all or none of them committed. No when it
 // cannot tell.
-func (s *Store) allStored(ctx context.Context, batch []*pendingSend) bool {
+func (s *store) allStored(ctx context.Context, batch []*pendingSend) bool {
 	col := make(pgArrays, 1)
 	for _, p := range batch {
 		col.add(0, p.m.ID)
@@ -300,7 +300,7 @@ func (s *Store) allStored(ctx context.Context, batch []*pendingSend) bool {
 // eachAlone stores each send of batch in a statement of its own, at once,
 // and gives each caller its outcome. A panic is its caller's, as alone
 // (send panics with it).
-func (s *Store) eachAlone(batch []*pendingSend) {
+func (s *store) eachAlone(batch []*pendingSend) {
 	var wg sync.WaitGroup
 	for _, p := range batch {
 		wg.Go(func() {

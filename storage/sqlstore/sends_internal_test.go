@@ -28,7 +28,7 @@ func pendingFor(ctx context.Context, i int) *pendingSend {
 // caller left gives the others errCombinedPanic, and the panic goes no
 // further (on the goroutine of sendNext it would end the program).
 func TestSendAllCaughtPanicAfterLeft(t *testing.T) {
-	s := &Store{opts: Options{Logger: slog.New(slog.DiscardHandler)}}
+	s := &store{opts: Options{Logger: slog.New(slog.DiscardHandler)}}
 	left, leave := context.WithCancel(t.Context())
 	leave()
 	batch := []*pendingSend{pendingFor(left, 0), pendingFor(t.Context(), 1), pendingFor(t.Context(), 2)}
@@ -52,7 +52,7 @@ func TestSendAllCaughtPanicAfterLeft(t *testing.T) {
 // panic is handed to its caller, and does not end the program.
 func TestSendAloneInBatchPanic(t *testing.T) {
 	if os.Getenv("PARLEY_SEND_PANIC_CHILD") == "1" {
-		s := &Store{opts: Options{Logger: slog.New(slog.DiscardHandler)}}
+		s := &store{opts: Options{Logger: slog.New(slog.DiscardHandler)}}
 		p := pendingFor(context.Background(), 0)
 		s.sendAllCaught([]*pendingSend{p})
 		var pn *panicked
@@ -84,7 +84,7 @@ func TestSendAloneInBatchPanic(t *testing.T) {
 // its statement panics (as in TestSendAllCaughtPanicAfterLeft).
 func TestSendPanicAfterContextEnds(t *testing.T) {
 	for i := range 20 {
-		s := &Store{opts: Options{Logger: slog.New(slog.DiscardHandler)}}
+		s := &store{opts: Options{Logger: slog.New(slog.DiscardHandler)}}
 		sc := &s.sending
 		sc.slots = []*sendSlot{{since: time.Now().Add(time.Hour)}, {since: time.Now().Add(time.Hour)}} // held, never stalled
 		ctx, cancel := context.WithCancel(context.Background())

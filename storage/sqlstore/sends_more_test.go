@@ -22,11 +22,11 @@ func newSendFixtureOn(t *testing.T, s *sqlstore.Store, contacts int) *sendFixtur
 	f := &sendFixture{t: t, s: s, at: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
 	for i := range contacts {
 		c := messaging.Contact{ID: ids.New(ids.Contact), Username: fmt.Sprintf("u%d", i), CreatedAt: f.at}
-		require.NoError(t, f.s.PutContact(t.Context(), c))
+		require.NoError(t, f.s.Driver().PutContact(t.Context(), c))
 		f.contacts = append(f.contacts, c.ID)
 	}
 	// A first send alone learns that events are numbered (numberedEvents).
-	require.NoError(t, f.s.CreateMessage(t.Context(), f.message("warm", 0), nil, record))
+	require.NoError(t, f.s.Driver().CreateMessage(t.Context(), f.message("warm", 0), nil, record))
 	f.queued, f.release = sqlstore.HoldSends(f.s)
 	return f
 }
@@ -57,7 +57,7 @@ func TestSendsTogetherTextAndTimes(t *testing.T) {
 	}
 	assert.Equal(t, 1, f.transactions(ms...))
 	for _, m := range ms {
-		got, err := f.s.GetMessage(ctx, m.ID)
+		got, err := f.s.Driver().GetMessage(ctx, m.ID)
 		require.NoError(t, err)
 		assert.Equal(t, m.Text, got.Text)
 		assert.Equal(t, m.ConversationID, got.ConversationID)
@@ -65,7 +65,7 @@ func TestSendsTogetherTextAndTimes(t *testing.T) {
 		assert.True(t, m.UpdatedAt.Truncate(time.Microsecond).Equal(got.UpdatedAt), "updated at %v, stored %v", m.UpdatedAt, got.UpdatedAt)
 	}
 	for _, c := range convs {
-		conv, err := f.s.GetConversation(ctx, c, f.contacts[0])
+		conv, err := f.s.Driver().GetConversation(ctx, c, f.contacts[0])
 		require.NoError(t, err, "conversation %q", c)
 		assert.Equal(t, c, conv.ID)
 	}
@@ -95,7 +95,7 @@ func TestSendsAnswerLost(t *testing.T) {
 	}{{a, errA}, {b, errB}} {
 		var gerr error
 		for range 3 { // the pool may hand out the cut connection once more
-			if _, gerr = s.GetMessage(ctx, c.m.ID); gerr == nil || errors.Is(gerr, messaging.ErrNotFound) {
+			if _, gerr = s.Driver().GetMessage(ctx, c.m.ID); gerr == nil || errors.Is(gerr, messaging.ErrNotFound) {
 				break
 			}
 		}
@@ -141,7 +141,7 @@ func TestSendsLockTimeoutIsOneSends(t *testing.T) {
 	errHeld, errFree := <-outHeld, <-outFree
 	t.Logf("held: %v; free: %v", errHeld, errFree)
 	assert.NoError(t, errFree, "the send to a free conversation fails of another send's lock wait")
-	_, err = s.GetMessage(ctx, free.ID)
+	_, err = s.Driver().GetMessage(ctx, free.ID)
 	assert.NoError(t, err)
 }
 
@@ -153,7 +153,7 @@ func TestSendsStalledByALock(t *testing.T) {
 	f := &sendFixture{t: t, s: postgresOnly(t).Open(t), at: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
 	for i := range 2 {
 		c := messaging.Contact{ID: ids.New(ids.Contact), Username: fmt.Sprintf("u%d", i), CreatedAt: f.at}
-		require.NoError(t, f.s.PutContact(ctx, c))
+		require.NoError(t, f.s.Driver().PutContact(ctx, c))
 		f.contacts = append(f.contacts, c.ID)
 	}
 	tx, err := f.s.DB().BeginTx(ctx, nil)
@@ -165,14 +165,14 @@ func TestSendsStalledByALock(t *testing.T) {
 	blocked := make(chan error, 2)
 	for i := range 2 {
 		m := f.message("held", i)
-		go func() { blocked <- f.s.CreateMessage(ctx, m, nil, record) }()
+		go func() { blocked <- f.s.Driver().CreateMessage(ctx, m, nil, record) }()
 	}
 	time.Sleep(300 * time.Millisecond) // both wait for the row
 
 	other, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	start := time.Now()
-	err = f.s.CreateMessage(other, f.message("unrelated", 0), nil, record)
+	err = f.s.Driver().CreateMessage(other, f.message("unrelated", 0), nil, record)
 	assert.NoError(t, err, "a send to an unrelated conversation, after %v", time.Since(start))
 	require.NoError(t, tx.Rollback())
 	for range 2 {

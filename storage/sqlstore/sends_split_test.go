@@ -58,7 +58,7 @@ func splitPanicFixture(t *testing.T) (f *sendFixture, h *splitPanicHook, keyed m
 	f = newSendFixtureOn(t, s, 2)
 	f.release()
 	first := f.message("c", 0)
-	require.NoError(t, s.CreateMessage(ctx, first, nil, record))
+	require.NoError(t, s.Driver().CreateMessage(ctx, first, nil, record))
 	sqlstore.SetPreparedReads(s, false) // every write through bun's hooks
 	h = &splitPanicHook{keyMarker: "k-split"}
 	sqlstore.HookWrites(s, h)
@@ -81,7 +81,7 @@ func TestSendsPanicWhileKeyedAlone(t *testing.T) {
 	f, h, keyed, outKeyed := splitPanicFixture(t)
 	errKeyed := <-outKeyed
 	require.Eventually(t, h.keyedDone.Load, 5*time.Second, 10*time.Millisecond, "the keyed send alone ran")
-	_, gerr := f.s.GetMessage(ctx, keyed.ID)
+	_, gerr := f.s.Driver().GetMessage(ctx, keyed.ID)
 	stored := gerr == nil
 	t.Logf("keyed caller got %v; stored: %v", errKeyed, stored)
 	if errKeyed != nil {
@@ -123,7 +123,7 @@ func TestSendsTogetherUnprepared(t *testing.T) {
 	f.wg.Wait()
 	assert.Equal(t, 1, f.transactions(ms...))
 	for _, m := range ms {
-		got, err := s.GetMessage(ctx, m.ID)
+		got, err := s.Driver().GetMessage(ctx, m.ID)
 		require.NoError(t, err)
 		assert.Equal(t, m.Text, got.Text)
 		assert.Equal(t, m.ConversationID, got.ConversationID)

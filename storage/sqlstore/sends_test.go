@@ -32,7 +32,7 @@ func newSendFixture(t *testing.T, contacts int) *sendFixture {
 	f := &sendFixture{t: t, s: postgresOnly(t).Open(t), at: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
 	for i := range contacts {
 		c := messaging.Contact{ID: ids.New(ids.Contact), Username: fmt.Sprintf("u%d", i), CreatedAt: f.at}
-		require.NoError(t, f.s.PutContact(t.Context(), c))
+		require.NoError(t, f.s.Driver().PutContact(t.Context(), c))
 		f.contacts = append(f.contacts, c.ID)
 	}
 	f.queued, f.release = sqlstore.HoldSends(f.s)
@@ -55,9 +55,9 @@ func (f *sendFixture) send(ctx context.Context, m messaging.Message, done *drive
 	before := f.queued()
 	f.wg.Go(func() {
 		if done != nil {
-			out <- f.s.CreateMessageKeyed(ctx, m, nil, record, *done)
+			out <- f.s.Driver().CreateMessageKeyed(ctx, m, nil, record, *done)
 		} else {
-			out <- f.s.CreateMessage(ctx, m, nil, record)
+			out <- f.s.Driver().CreateMessage(ctx, m, nil, record)
 		}
 	})
 	require.Eventually(f.t, func() bool { return f.queued() == before+1 }, 5*time.Second, time.Millisecond, "the send waits")
@@ -114,7 +114,7 @@ func TestSendsTogether(t *testing.T) {
 	assert.Equal(t, 1, f.transactions(ms...), "one statement stored them all")
 
 	for _, m := range ms {
-		got, err := f.s.GetMessage(ctx, m.ID)
+		got, err := f.s.Driver().GetMessage(ctx, m.ID)
 		require.NoError(t, err)
 		assert.Equal(t, m.Text, got.Text)
 		assert.Equal(t, m.Contact.ID, got.Contact.ID)
@@ -122,12 +122,12 @@ func TestSendsTogether(t *testing.T) {
 		assert.True(t, m.CreatedAt.Truncate(time.Microsecond).Equal(got.CreatedAt), "created at %v, stored %v", m.CreatedAt, got.CreatedAt)
 		assert.True(t, got.ReadAt.IsZero() && got.UpdatedAt.IsZero())
 	}
-	c1, err := f.s.GetConversation(ctx, "c1", f.contacts[0])
+	c1, err := f.s.Driver().GetConversation(ctx, "c1", f.contacts[0])
 	require.NoError(t, err)
 	assert.EqualValues(t, 4, c1.MessageCount)
 	assert.EqualValues(t, 2, c1.UnreadCount, "c1's messages but u0's own, unread by u0")
 	assert.True(t, ms[0].CreatedAt.Truncate(time.Microsecond).Equal(c1.CreatedAt), "created by its first message")
-	c2, err := f.s.GetConversation(ctx, "c2", f.contacts[0])
+	c2, err := f.s.Driver().GetConversation(ctx, "c2", f.contacts[0])
 	require.NoError(t, err)
 	assert.EqualValues(t, 2, c2.MessageCount)
 	assert.EqualValues(t, 2, c2.UnreadCount)
@@ -136,14 +136,14 @@ func TestSendsTogether(t *testing.T) {
 	assert.ElementsMatch(t, []string{"c1 " + f.contacts[0], "c1 " + f.contacts[2], "c2 " + f.contacts[1]}, rows,
 		"a row of each sender in each conversation, for its read state")
 
-	evs, err := f.s.ReadEvents(ctx, driver.EventQuery{All: true, Limit: 100})
+	evs, err := f.s.Driver().ReadEvents(ctx, driver.EventQuery{All: true, Limit: 100})
 	require.NoError(t, err)
 	require.Len(t, evs, len(ms))
 	for i, e := range evs {
 		assert.Equal(t, ms[i].ID, e.Message.ID, "event %d, in the order of the sends", i)
 	}
 	for i, k := range keys {
-		got, err := f.s.GetIdempotencyKey(ctx, k.Scope, k.Key)
+		got, err := f.s.Driver().GetIdempotencyKey(ctx, k.Scope, k.Key)
 		require.NoError(t, err, "send %d's key", i)
 		assert.Equal(t, k.Fingerprint, got.Fingerprint)
 		assert.Equal(t, k.Result, got.Result)
@@ -159,8 +159,8 @@ func TestSendsTogetherFailAlone(t *testing.T) {
 	ctx := t.Context()
 	first := f.message("c", 0)
 	f.release() // the first send alone
-	require.NoError(t, f.s.CreateMessageKeyed(ctx, f.message("c", 0), nil, record, *f.key("taken")))
-	require.NoError(t, f.s.CreateMessage(ctx, first, nil, record))
+	require.NoError(t, f.s.Driver().CreateMessageKeyed(ctx, f.message("c", 0), nil, record, *f.key("taken")))
+	require.NoError(t, f.s.Driver().CreateMessage(ctx, first, nil, record))
 	f.queued, f.release = sqlstore.HoldSends(f.s)
 
 	ok1, ok2 := f.message("c", 1), f.message("d", 0)
@@ -176,10 +176,10 @@ func TestSendsTogetherFailAlone(t *testing.T) {
 	assert.ErrorIs(t, <-outs[2], driver.ErrKeyTaken)
 	require.NoError(t, <-outs[3])
 	assert.Equal(t, 2, f.transactions(ok1, ok2), "made again alone")
-	evs, err := f.s.ReadEvents(ctx, driver.EventQuery{All: true, Limit: 100})
+	evs, err := f.s.Driver().ReadEvents(ctx, driver.EventQuery{All: true, Limit: 100})
 	require.NoError(t, err)
 	assert.Len(t, evs, 4, "the events of the four sends made")
-	_, err = f.s.GetIdempotencyKey(ctx, f.contacts[0], "free")
+	_, err = f.s.Driver().GetIdempotencyKey(ctx, f.contacts[0], "free")
 	assert.NoError(t, err)
 }
 
@@ -201,9 +201,9 @@ func TestSendsCallerLeaves(t *testing.T) {
 	}
 	f.release()
 	require.NoError(t, <-out1)
-	_, err := f.s.GetMessage(ctx, left.ID)
+	_, err := f.s.Driver().GetMessage(ctx, left.ID)
 	assert.ErrorIs(t, err, messaging.ErrNotFound)
-	_, err = f.s.GetMessage(ctx, stays.ID)
+	_, err = f.s.Driver().GetMessage(ctx, stays.ID)
 	assert.NoError(t, err)
 	f.wg.Wait()
 }
@@ -222,7 +222,7 @@ func TestSendsConcurrent(t *testing.T) {
 			for i := range each {
 				m := messaging.Message{ID: ids.New(ids.Message), ConversationID: fmt.Sprintf("c%d", i%3),
 					Contact: messaging.Contact{ID: f.contacts[c%4]}, Text: "m", CreatedAt: time.Now().UTC()}
-				errs <- f.s.CreateMessage(ctx, m, nil, record)
+				errs <- f.s.Driver().CreateMessage(ctx, m, nil, record)
 			}
 		})
 	}
@@ -233,12 +233,12 @@ func TestSendsConcurrent(t *testing.T) {
 	}
 	var total int64
 	for i := range 3 {
-		c, err := f.s.GetConversation(ctx, fmt.Sprintf("c%d", i), f.contacts[0])
+		c, err := f.s.Driver().GetConversation(ctx, fmt.Sprintf("c%d", i), f.contacts[0])
 		require.NoError(t, err)
 		total += c.MessageCount
 	}
 	assert.EqualValues(t, callers*each, total)
-	evs, err := f.s.ReadEvents(ctx, driver.EventQuery{All: true, Limit: callers * each * 2})
+	evs, err := f.s.Driver().ReadEvents(ctx, driver.EventQuery{All: true, Limit: callers * each * 2})
 	require.NoError(t, err)
 	assert.Len(t, evs, callers*each)
 }
@@ -250,7 +250,7 @@ func TestSendsRetriedKey(t *testing.T) {
 	f := newSendFixture(t, 2)
 	ctx := t.Context()
 	f.release()
-	require.NoError(t, f.s.CreateMessageKeyed(ctx, f.message("c", 0), nil, record, *f.key("taken")))
+	require.NoError(t, f.s.Driver().CreateMessageKeyed(ctx, f.message("c", 0), nil, record, *f.key("taken")))
 	f.queued, f.release = sqlstore.HoldSends(f.s)
 
 	unkeyed := []messaging.Message{f.message("c", 0), f.message("c", 1), f.message("d", 1)}
@@ -288,7 +288,7 @@ func TestSendsWaitingBehindStalledStatements(t *testing.T) {
 		t.Fatal("the send still waits behind stalled statements")
 	}
 	assert.Zero(t, f.queued())
-	_, err := f.s.GetMessage(ctx, m.ID)
+	_, err := f.s.Driver().GetMessage(ctx, m.ID)
 	assert.NoError(t, err)
 	f.release()
 }

@@ -14,7 +14,7 @@ import (
 func TestConformance(t *testing.T) {
 	for _, e := range backendtest.SQL(t) {
 		t.Run(e.Name, func(t *testing.T) {
-			storetest.RunConformanceTests(t, func(t *testing.T) storetest.Store { return e.Open(t) })
+			storetest.RunConformanceTests(t, func(t *testing.T) storetest.Store { return e.Open(t).Driver() })
 		})
 	}
 }
@@ -22,7 +22,7 @@ func TestConformance(t *testing.T) {
 func BenchmarkStore(b *testing.B) {
 	for _, e := range backendtest.SQL(b) {
 		b.Run(e.Name, func(b *testing.B) {
-			storetest.RunBenchmarks(b, func(b *testing.B) storetest.Store { return e.Open(b) })
+			storetest.RunBenchmarks(b, func(b *testing.B) storetest.Store { return e.Open(b).Driver() })
 		})
 	}
 }

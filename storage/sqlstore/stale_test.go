@@ -43,9 +43,9 @@ func TestStaleReadOnPostgres(t *testing.T) {
 	ctx := t.Context()
 	alice := putContact(t, s, "alice")
 	m := send(t, s, "c", alice, sec(1))
-	_, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{alice.ID}}}})
+	_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{alice.ID}}}})
 	require.NoError(t, err)
-	want, err := s.GetMessage(ctx, m.ID)
+	want, err := s.Driver().GetMessage(ctx, m.ID)
 	require.NoError(t, err)
 	require.Equal(t, "hi", want.Text)
 	require.Len(t, want.Reactions, 1)
@@ -65,7 +65,7 @@ func TestStaleReadOnPostgres(t *testing.T) {
 
 	alter("varchar(20000)")
 	for range 3 {
-		got, err := s.GetMessage(ctx, m.ID)
+		got, err := s.Driver().GetMessage(ctx, m.ID)
 		require.NoError(t, err)
 		assert.Equal(t, want, got)
 	}
@@ -85,7 +85,7 @@ func TestStaleReadsConcurrentOnPostgres(t *testing.T) {
 	ctx := t.Context()
 	alice := putContact(t, s, "alice")
 	m := send(t, s, "c", alice, sec(1))
-	want, err := s.GetMessage(ctx, m.ID)
+	want, err := s.Driver().GetMessage(ctx, m.ID)
 	require.NoError(t, err)
 	reads := func() []error {
 		errs := make([]error, 8)
@@ -93,7 +93,7 @@ func TestStaleReadsConcurrentOnPostgres(t *testing.T) {
 		for i := range errs {
 			wg.Go(func() {
 				for range 5 {
-					got, err := s.GetMessage(ctx, m.ID)
+					got, err := s.Driver().GetMessage(ctx, m.ID)
 					if err == nil && got.Text != want.Text {
 						err = assert.AnError
 					}
@@ -134,8 +134,8 @@ func TestStaleSendOnPostgres(t *testing.T) {
 	alter("varchar(20000)")
 	at := sec(2)
 	m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: alice, Text: "after", CreatedAt: at}
-	require.NoError(t, s.CreateMessage(ctx, m, nil, nil))
-	items, _, err := s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
+	require.NoError(t, s.Driver().CreateMessage(ctx, m, nil, nil))
+	items, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, items, 2)
 	assert.Equal(t, "after", items[0].Text)
@@ -155,19 +155,19 @@ func TestStaleTransactionOnPostgres(t *testing.T) {
 	m := send(t, s, "c", alice, sec(1))
 	react := func(who messaging.Contact) messaging.Message {
 		t.Helper()
-		got, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{who.ID}}}})
+		got, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{who.ID}}}})
 		require.NoError(t, err)
 		return got
 	}
 	takeBack := func(who messaging.Contact) messaging.Message {
 		t.Helper()
-		got, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{who.ID}}})
+		got, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{who.ID}}})
 		require.NoError(t, err)
 		return got
 	}
 	edit := func(text string, at int) messaging.Message {
 		t.Helper()
-		got, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{Text: &text, UpdatedAt: sec(at)})
+		got, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Text: &text, UpdatedAt: sec(at)})
 		require.NoError(t, err)
 		return got
 	}
@@ -176,7 +176,7 @@ func TestStaleTransactionOnPostgres(t *testing.T) {
 		edit("edited", 2) // with a reaction to read
 		takeBack(alice)
 	}
-	_, err := s.GetMessage(ctx, m.ID)
+	_, err := s.Driver().GetMessage(ctx, m.ID)
 	require.NoError(t, err)
 	prepared := sqlstore.Prepared(s)
 
@@ -188,7 +188,7 @@ func TestStaleTransactionOnPostgres(t *testing.T) {
 	assert.Equal(t, "edited again", edited.Text)
 	assert.Equal(t, sec(3), edited.UpdatedAt)
 	assert.Equal(t, added.Reactions, edited.Reactions)
-	got, err := s.GetMessage(ctx, m.ID)
+	got, err := s.Driver().GetMessage(ctx, m.ID)
 	require.NoError(t, err)
 	assert.Equal(t, got, edited, "the answer is the message as stored")
 	left := takeBack(bob)
@@ -201,7 +201,7 @@ func TestStaleTransactionOnPostgres(t *testing.T) {
 	edit("edited once more", 4)
 	assert.Equal(t, []string{"BEGIN", "COMMIT", "BEGIN", "COMMIT", "BEGIN", "COMMIT"}, besidesLocks(statements()),
 		"prepared again after the transactions that recovered")
-	_, err = s.GetMessage(ctx, m.ID)
+	_, err = s.Driver().GetMessage(ctx, m.ID)
 	require.NoError(t, err)
 	assert.Equal(t, prepared, sqlstore.Prepared(s))
 }
@@ -250,7 +250,7 @@ func TestStaleExecWriteOnPostgres(t *testing.T) {
 			assert.EqualValues(t, 1, n)
 		}
 		assert.Equal(t, prepared+1, sqlstore.Prepared(s), "prepared again")
-		got, err := s.GetMessage(ctx, m.ID)
+		got, err := s.Driver().GetMessage(ctx, m.ID)
 		require.NoError(t, err)
 		assert.Equal(t, "hi!!!", got.Text, "each write made once")
 	})
@@ -279,7 +279,7 @@ func TestStaleExecWriteOnPostgres(t *testing.T) {
 		write()
 		assert.Equal(t, 1, runs)
 		assert.Equal(t, prepared, sqlstore.Prepared(s), "prepared again")
-		got, err := s.GetMessage(ctx, m.ID)
+		got, err := s.Driver().GetMessage(ctx, m.ID)
 		require.NoError(t, err)
 		assert.Equal(t, "hi!!!!", got.Text, "each write made once")
 	})

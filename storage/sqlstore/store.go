@@ -133,11 +133,18 @@ func (f flavor) String() string {
 	return "sqlite"
 }
 
-// Store is a driver.MessageStore and an driver.AttachmentStore over one SQL
-// database. It is safe for concurrent use. Times are stored with
-// microsecond precision (timestamptz, DATETIME(6), text in UTC on SQLite)
-// and returned in UTC.
-type Store struct {
+// Store is Parley's storage in one SQL database: hand it to messaging.New.
+// It is safe for concurrent use.
+type Store struct{ s *store }
+
+// Driver returns the contract the Store implements, for the services (see
+// messaging/driver); hosts do not call it.
+func (st *Store) Driver() driver.Store { return st.s }
+
+// store implements driver.Store over one SQL database. Times are stored
+// with microsecond precision (timestamptz, DATETIME(6), text in UTC on
+// SQLite) and returned in UTC.
+type store struct {
 	w      *bun.DB // writes and transactions
 	r      *bun.DB // reads outside transactions; w itself except for SQLite files
 	flavor flavor
@@ -160,8 +167,7 @@ type Store struct {
 }
 
 var (
-	_ driver.MessageStore    = (*Store)(nil)
-	_ driver.AttachmentStore = (*Store)(nil)
+	_ driver.Store = (*store)(nil)
 )
 
 // Open opens a store by DSN, through the driver registered for its
@@ -185,6 +191,14 @@ var (
 // messaging.ErrUnavailable) when it cannot) but does not create or change
 // the schema: call Migrate.
 func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
+	s, err := open(ctx, dsn, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{s}, nil
+}
+
+func open(ctx context.Context, dsn string, opts *Options) (*store, error) {
 	o := opts.withDefaults()
 	d, err := driverFor(dsn)
 	if err != nil {
@@ -213,7 +227,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 			return nil, wrapErr("sqlstore.Open", err)
 		}
 	}
-	s := &Store{flavor: f, opts: o, foldEvery: foldEvery}
+	s := &store{flavor: f, opts: o, foldEvery: foldEvery}
 	s.w = bun.NewDB(w, d.Dialect())
 	s.r = s.w
 	s.foldsTx = foldsTx(w)
@@ -247,7 +261,15 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 // takes no Options.Schema: set the search_path of db's connections
 // instead, and create the schema.
 func New(db *bun.DB, opts *Options) (*Store, error) {
-	s := &Store{w: db, r: db, opts: opts.withDefaults(), foldEvery: foldEvery}
+	s, err := newStore(db, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{s}, nil
+}
+
+func newStore(db *bun.DB, opts *Options) (*store, error) {
+	s := &store{w: db, r: db, opts: opts.withDefaults(), foldEvery: foldEvery}
 	name := db.Dialect().Name()
 	f, ok := flavorOf(name)
 	if !ok {
@@ -270,7 +292,9 @@ func New(db *bun.DB, opts *Options) (*Store, error) {
 // Open, the single writer connection's pool). On PostgreSQL, its
 // connections send a transaction's BEGIN with its first statement (see
 // package postgres).
-func (s *Store) DB() *bun.DB { return s.w }
+func (st *Store) DB() *bun.DB { return st.s.DB() }
+
+func (s *store) DB() *bun.DB { return s.w }
 
 // Close waits for the transactions of changes to messages, and the
 // statements of sends that waited for one another (sends.go), under way
@@ -278,7 +302,9 @@ func (s *Store) DB() *bun.DB { return s.w }
 // databases that Open opened; it leaves those of a Store made by New open.
 // Call it once the Store's other calls have returned (as for sql.DB, a
 // call that starts during Close may fail).
-func (s *Store) Close() error {
+func (st *Store) Close() error { return st.s.Close() }
+
+func (s *store) Close() error {
 	s.combine.running.Wait()
 	s.sending.running.Wait()
 	var errs []error
@@ -297,7 +323,7 @@ func (s *Store) Close() error {
 // write runs fn in a write transaction, again (up to MaxRetries times) when
 // it fails with a serialization failure, deadlock, busy database or stale
 // prepared statement (retryable).
-func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
+func (s *store) write(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
 	var txo *sql.TxOptions
 	if s.flavor == flavorMySQL {
 		// REPEATABLE READ (InnoDB's default) takes gap locks and reads a
@@ -329,7 +355,7 @@ func foldsTx(db *sql.DB) bool {
 // retry runs fn, again (up to MaxRetries times) when it fails with a
 // serialization failure, deadlock or busy database. fn is a write
 // transaction, or a single statement on s.w (atomic on its own).
-func (s *Store) retry(ctx context.Context, fn func(ctx context.Context) error) error {
+func (s *store) retry(ctx context.Context, fn func(ctx context.Context) error) error {
 	for attempt := 1; ; attempt++ {
 		err := fn(ctx)
 		if err == nil || attempt > s.opts.MaxRetries || !s.retryable(err) || ctx.Err() != nil {
@@ -351,7 +377,7 @@ func (s *Store) retry(ctx context.Context, fn func(ctx context.Context) error) e
 // forUpdate is the locking clause of a SELECT that a transaction writes
 // after: SQLite transactions are IMMEDIATE (they hold the write lock from
 // the start) and need none.
-func (s *Store) forUpdate() string {
+func (s *store) forUpdate() string {
 	if s.flavor == flavorSQLite {
 		return ""
 	}

@@ -48,7 +48,7 @@ const foldEvery = 64
 const foldBatch = 1000
 
 // deferred reports whether sends leave their counting to fold.
-func (s *Store) deferred() bool { return s.flavor != flavorSQLite }
+func (s *store) deferred() bool { return s.flavor != flavorSQLite }
 
 // tallyRow is a message not counted yet.
 type tallyRow struct {
@@ -74,7 +74,7 @@ func ensureWith(conv, contact string, at time.Time) (string, []any) {
 
 // ensureRows is ensureWith on MySQL, in tx (READ COMMITTED: each NOT
 // EXISTS is a consistent read, which takes no lock).
-func (s *Store) ensureRows(ctx context.Context, tx bun.Tx, conv, contact string, at time.Time) error {
+func (s *store) ensureRows(ctx context.Context, tx bun.Tx, conv, contact string, at time.Time) error {
 	at = at.UTC()
 	for _, q := range []struct {
 		sql  string
@@ -103,7 +103,7 @@ func tallyInsert(conv, contact, id string, at time.Time) (string, []any) {
 // tallies of every conversation, unless it is folding already, so that
 // they stay few however many conversations the sends go to. The send has
 // committed: a failed fold is only logged.
-func (s *Store) sent(ctx context.Context, conv string) {
+func (s *store) sent(ctx context.Context, conv string) {
 	if !s.deferred() || s.sends.Add(1)%s.foldEvery != 0 || !s.folding.TryLock() {
 		return
 	}
@@ -123,7 +123,7 @@ const (
 
 // fold counts the tallies of conversation conv, or of every conversation
 // when conv is "" (see the top of this file).
-func (s *Store) fold(ctx context.Context, conv string) error {
+func (s *store) fold(ctx context.Context, conv string) error {
 	if !s.deferred() {
 		return nil
 	}
@@ -151,7 +151,7 @@ func (s *Store) fold(ctx context.Context, conv string) error {
 
 // foldLocked counts up to foldBatch tallies of the conversations convs in
 // tx, after locking their rows, and returns how many it counted.
-func (s *Store) foldLocked(ctx context.Context, tx bun.Tx, convs []string) (int, error) {
+func (s *store) foldLocked(ctx context.Context, tx bun.Tx, convs []string) (int, error) {
 	type convRow struct {
 		ID            string    `bun:"id"`
 		UpdatedAt     time.Time `bun:"updated_at"`
@@ -286,7 +286,7 @@ func (s *Store) foldLocked(ctx context.Context, tx bun.Tx, convs []string) (int,
 // them (folds and the sequencer read rows that churn). The reads it is for
 // are not prepared statements: a plan made under it would be kept for the
 // connection.
-func (s *Store) noBitmapScans(ctx context.Context, tx bun.Tx) error {
+func (s *store) noBitmapScans(ctx context.Context, tx bun.Tx) error {
 	if s.flavor != flavorPostgres {
 		return nil
 	}
@@ -297,7 +297,7 @@ func (s *Store) noBitmapScans(ctx context.Context, tx bun.Tx) error {
 // untally removes the tally of message id, about to be deleted in tx
 // (which holds its conversation's row lock), and reports whether there
 // was one: its message was never counted.
-func (s *Store) untally(ctx context.Context, tx bun.Tx, id string) (bool, error) {
+func (s *store) untally(ctx context.Context, tx bun.Tx, id string) (bool, error) {
 	if !s.deferred() {
 		return false, nil
 	}

@@ -22,7 +22,7 @@ import (
 func counterRows(t *testing.T, s *sqlstore.Store) ([]storecopy.Conversation, []storecopy.Member, int) {
 	t.Helper()
 	ctx := t.Context()
-	snap, err := s.Snapshot(ctx)
+	snap, err := s.Driver().(storecopy.Source).Snapshot(ctx)
 	require.NoError(t, err)
 	defer snap.Close()
 	var convs []storecopy.Conversation
@@ -68,7 +68,7 @@ var base = time.Date(2025, 5, 1, 12, 0, 0, 0, time.UTC)
 func putContact(t *testing.T, s *sqlstore.Store, name string) messaging.Contact {
 	t.Helper()
 	c := messaging.Contact{ID: ids.New(ids.Contact), Username: name, CreatedAt: base}
-	require.NoError(t, s.PutContact(t.Context(), c))
+	require.NoError(t, s.Driver().PutContact(t.Context(), c))
 	return c
 }
 
@@ -76,7 +76,7 @@ func putContact(t *testing.T, s *sqlstore.Store, name string) messaging.Contact 
 func send(t *testing.T, s *sqlstore.Store, conv string, who messaging.Contact, at time.Time) messaging.Message {
 	t.Helper()
 	m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: conv, Contact: who, Text: "hi", CreatedAt: at}
-	require.NoError(t, s.CreateMessage(t.Context(), m, nil, nil))
+	require.NoError(t, s.Driver().CreateMessage(t.Context(), m, nil, nil))
 	return m
 }
 
@@ -93,7 +93,7 @@ func TestSnapshotCountsTallies(t *testing.T) {
 		alice, bob, carol := putContact(t, s, "alice"), putContact(t, s, "bob"), putContact(t, s, "carol")
 		send(t, s, "c", alice, sec(1))
 		m3 := send(t, s, "c", alice, sec(3))
-		require.NoError(t, s.MarkRead(ctx, "c", bob.ID, m3.ID, nil))
+		require.NoError(t, s.Driver().MarkRead(ctx, "c", bob.ID, m3.ID, nil))
 
 		send(t, s, "c", alice, sec(2)) // before bob's position
 		send(t, s, "c", alice, sec(4))
@@ -104,7 +104,7 @@ func TestSnapshotCountsTallies(t *testing.T) {
 			assert.Equal(t, 4, tallies, "the sends after the read are not counted yet")
 		}
 
-		got, err := s.GetConversation(ctx, "c", bob.ID) // folds
+		got, err := s.Driver().GetConversation(ctx, "c", bob.ID) // folds
 		require.NoError(t, err)
 		assert.EqualValues(t, 6, got.MessageCount)
 		assert.EqualValues(t, 2, got.UnreadCount, "alice's message after the position, and carol's")
@@ -135,7 +135,7 @@ func TestSendIsPrepared(t *testing.T) {
 		send(t, s, "b", alice, time.Now().UTC())
 		assert.Equal(t, first, sqlstore.Prepared(s), "later sends reuse it")
 		assert.Zero(t, formatted.Load(), "statements formatted by bun")
-		got, err := s.GetConversation(t.Context(), "a", alice.ID)
+		got, err := s.Driver().GetConversation(t.Context(), "a", alice.ID)
 		require.NoError(t, err)
 		assert.EqualValues(t, 2, got.MessageCount)
 	})
@@ -152,7 +152,7 @@ func TestFoldReachesEveryConversation(t *testing.T) {
 		for i := range convs {
 			send(t, s, fmt.Sprintf("c%03d", i), alice, time.Now().UTC())
 		}
-		got, more, err := s.ListConversations(t.Context(), driver.ConversationQuery{All: true, ViewerID: alice.ID, Limit: convs})
+		got, more, err := s.Driver().ListConversations(t.Context(), driver.ConversationQuery{All: true, ViewerID: alice.ID, Limit: convs})
 		require.NoError(t, err)
 		assert.False(t, more)
 		require.Len(t, got, convs)
@@ -173,11 +173,11 @@ func TestImportBeforeAPosition(t *testing.T) {
 		ctx := t.Context()
 		alice, bob := putContact(t, s, "alice"), putContact(t, s, "bob")
 		m3 := send(t, s, "c", alice, sec(3))
-		require.NoError(t, s.MarkRead(ctx, "c", bob.ID, m3.ID, nil))
+		require.NoError(t, s.Driver().MarkRead(ctx, "c", bob.ID, m3.ID, nil))
 		send(t, s, "c", alice, sec(2)) // tallied, before bob's position
 		m1 := messaging.Message{ID: ids.NewAt(ids.Message, sec(1)), ConversationID: "c", Contact: alice, Text: "hi", CreatedAt: sec(1)}
 		require.NoError(t, s.ImportMessages(ctx, []messaging.Message{m1}))
-		got, err := s.GetConversation(ctx, "c", bob.ID)
+		got, err := s.Driver().GetConversation(ctx, "c", bob.ID)
 		require.NoError(t, err)
 		assert.EqualValues(t, 3, got.MessageCount)
 		assert.EqualValues(t, 0, got.UnreadCount)
@@ -195,7 +195,7 @@ func TestFoldMakesAMissingConversation(t *testing.T) {
 		m := send(t, s, "c", alice, time.Now().UTC().Truncate(time.Microsecond))
 		_, err := s.DB().ExecContext(ctx, "DELETE FROM conversations WHERE id = 'c'")
 		require.NoError(t, err)
-		got, err := s.GetConversation(ctx, "c", alice.ID)
+		got, err := s.Driver().GetConversation(ctx, "c", alice.ID)
 		require.NoError(t, err)
 		assert.EqualValues(t, 1, got.MessageCount)
 		require.NotNil(t, got.LastMessage)
@@ -221,18 +221,18 @@ func TestSequencerReadsUnnumberedIndex(t *testing.T) {
 		for i := range n {
 			at := time.Now().UTC()
 			m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: alice, Text: fmt.Sprint(i), CreatedAt: at}
-			require.NoError(t, s.CreateMessage(ctx, m, nil, rec))
+			require.NoError(t, s.Driver().CreateMessage(ctx, m, nil, rec))
 		}
 	}
 	sendEvents(300)
-	_, err := s.ReadEvents(ctx, driver.EventQuery{All: true, Limit: 1}) // numbers them: 300 dead entries
+	_, err := s.Driver().ReadEvents(ctx, driver.EventQuery{All: true, Limit: 1}) // numbers them: 300 dead entries
 	require.NoError(t, err)
 	sendEvents(5)
 	_, err = s.DB().ExecContext(ctx, "ANALYZE events")
 	require.NoError(t, err)
 
 	statements := sqlstore.RecordWrites(s)
-	_, err = s.ReadEvents(ctx, driver.EventQuery{All: true, Limit: 1})
+	_, err = s.Driver().ReadEvents(ctx, driver.EventQuery{All: true, Limit: 1})
 	require.NoError(t, err)
 	var numbering []string // the statements of the numbering transaction
 	for _, q := range statements() {
@@ -273,7 +273,7 @@ func TestFoldReadsTalliesByIndexScan(t *testing.T) {
 	for i := range 300 {
 		send(t, s, "c", alice, sec(i))
 	}
-	_, err := s.GetConversation(ctx, "c", alice.ID) // folds them: 300 dead entries
+	_, err := s.Driver().GetConversation(ctx, "c", alice.ID) // folds them: 300 dead entries
 	require.NoError(t, err)
 	for i := range 5 {
 		send(t, s, "c", alice, sec(300+i))
@@ -287,7 +287,7 @@ func TestFoldReadsTalliesByIndexScan(t *testing.T) {
 	require.NoError(t, err)
 
 	statements := sqlstore.RecordWrites(s)
-	got, err := s.GetConversation(ctx, "c", alice.ID)
+	got, err := s.Driver().GetConversation(ctx, "c", alice.ID)
 	require.NoError(t, err)
 	assert.EqualValues(t, 305, got.MessageCount)
 	var read string

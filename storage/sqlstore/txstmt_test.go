@@ -59,7 +59,7 @@ func sqliteStore(t *testing.T) (*Store, messaging.Contact) {
 	t.Cleanup(func() { _ = s.Close() })
 	require.NoError(t, s.Migrate(ctx))
 	alice := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	require.NoError(t, s.PutContact(ctx, alice))
+	require.NoError(t, s.Driver().PutContact(ctx, alice))
 	return s, alice
 }
 
@@ -72,20 +72,20 @@ func TestSQLiteWriteTransactionsPrepared(t *testing.T) {
 	ctx := t.Context()
 	s, alice := sqliteStore(t)
 	hook := &unpreparedHook{}
-	s.w = s.w.WithQueryHook(hook) // the writer, whose transactions run every write
+	s.s.w = s.s.w.WithQueryHook(hook) // the writer, whose transactions run every write
 	at := alice.CreatedAt
 	round := func() []string {
 		m := messaging.Message{ID: ids.New(ids.Message), ConversationID: "c", Contact: alice, Text: "hi", CreatedAt: at}
-		require.NoError(t, s.CreateMessage(ctx, m, nil, nil))
+		require.NoError(t, s.Driver().CreateMessage(ctx, m, nil, nil))
 		hook.take()
-		got, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{UpdatedAt: at.Add(time.Minute), AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{alice.ID}}}})
+		got, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{UpdatedAt: at.Add(time.Minute), AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{alice.ID}}}})
 		require.NoError(t, err)
-		read, err := s.GetMessage(ctx, m.ID)
+		read, err := s.Driver().GetMessage(ctx, m.ID)
 		require.NoError(t, err)
 		assert.Equal(t, read, got, "the answer, read on the writer, is what a read gives")
-		_, err = s.UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{alice.ID}}})
+		_, err = s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{alice.ID}}})
 		require.NoError(t, err)
-		_, err = s.DeleteMessage(ctx, m.ID, nil)
+		_, err = s.Driver().DeleteMessage(ctx, m.ID, nil)
 		require.NoError(t, err)
 		return hook.take()
 	}
@@ -105,23 +105,23 @@ func TestSQLiteConcurrentWritesPrepare(t *testing.T) {
 		wg.Go(func() {
 			for i := range 40 {
 				m := messaging.Message{ID: ids.New(ids.Message), ConversationID: "c", Contact: alice, Text: "hi", CreatedAt: alice.CreatedAt}
-				if !assert.NoError(t, s.CreateMessage(ctx, m, nil, nil)) {
+				if !assert.NoError(t, s.Driver().CreateMessage(ctx, m, nil, nil)) {
 					return
 				}
 				names := []messaging.Reaction{{Name: "x", Reactors: []string{alice.ID}}}
 				if i%3 == g%3 {
 					names = append(names, messaging.Reaction{Name: "y", Reactors: []string{alice.ID}})
 				}
-				_, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: names})
+				_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: names})
 				if !assert.NoError(t, err) {
 					return
 				}
-				_, err = s.UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{alice.ID}}})
+				_, err = s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{alice.ID}}})
 				if !assert.NoError(t, err) {
 					return
 				}
 				if i%2 == 0 {
-					if _, err := s.DeleteMessage(ctx, m.ID, nil); !assert.NoError(t, err) {
+					if _, err := s.Driver().DeleteMessage(ctx, m.ID, nil); !assert.NoError(t, err) {
 						return
 					}
 				}
@@ -146,16 +146,16 @@ func TestLongListsNotPrepared(t *testing.T) {
 		return l
 	}
 	for _, n := range []int{maxPreparedIDs + 1, maxPreparedIDs} {
-		err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+		err := s.s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 			var got []string
-			return s.txRead(ctx, tx, &got, "SELECT id FROM messages WHERE id IN (?)", ids(n))
+			return s.s.txRead(ctx, tx, &got, "SELECT id FROM messages WHERE id IN (?)", ids(n))
 		})
 		require.NoError(t, err)
 	}
-	s.wstmts.mu.RLock()
-	defer s.wstmts.mu.RUnlock()
+	s.s.wstmts.mu.RLock()
+	defer s.s.wstmts.mu.RUnlock()
 	var lists []int
-	for q := range s.wstmts.m {
+	for q := range s.s.wstmts.m {
 		if strings.HasPrefix(q, "SELECT id FROM messages WHERE id IN (") {
 			lists = append(lists, strings.Count(q, "?"))
 		}

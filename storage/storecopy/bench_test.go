@@ -41,7 +41,7 @@ func benchMessage(i int) messaging.Message {
 // benchContacts stores the senders of benchMessage.
 func benchContacts(tb testing.TB, s *sqlstore.Store) {
 	for i := range 100 {
-		require.NoError(tb, s.PutContact(context.Background(), messaging.Contact{ID: fmt.Sprintf("ctc_%03d", i), Username: fmt.Sprintf("user%03d", i),
+		require.NoError(tb, s.Driver().PutContact(context.Background(), messaging.Contact{ID: fmt.Sprintf("ctc_%03d", i), Username: fmt.Sprintf("user%03d", i),
 			CreatedAt: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}))
 	}
 }
@@ -87,7 +87,7 @@ func BenchmarkCopy(b *testing.B) {
 			Filename: "f.bin", FileType: "application/octet-stream", FileSize: int64(len(data)), SHA256: hex.EncodeToString(sum[:]),
 			Key: attachments.KeyPrefix + "ins_bench/" + fmt.Sprintf("att_%06d", i), CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 		require.NoError(b, srcFiles.Put(ctx, a.Key, a.FileType, bytes.NewReader(data)))
-		require.NoError(b, src.CreateAttachment(ctx, a, nil))
+		require.NoError(b, src.Driver().CreateAttachment(ctx, a, nil))
 	}
 
 	engine := backendtest.SQL(b)[0]

@@ -141,14 +141,21 @@ func (e *MismatchError) Is(target error) bool { return target == ErrMismatch }
 // A verification that finds differences returns a *MismatchError
 // (errors.Is(err, ErrMismatch)). A file of a row that srcFiles does not
 // hold, or whose bytes are not its row's, is such a difference.
-func Copy(ctx context.Context, dst Sink, dstFiles attachments.BlobStore, src Source, srcFiles attachments.BlobStore, opts *Options) (Report, error) {
+//
+// The Driver of dst must be a Sink, and that of src a Source; if not, Copy
+// fails with an error matching messaging.ErrUnimplemented.
+func Copy(ctx context.Context, dst messaging.Storage, dstFiles attachments.BlobStore, src messaging.Storage, srcFiles attachments.BlobStore, opts *Options) (Report, error) {
+	sink, source, err := ends(dst, src)
+	if err != nil {
+		return Report{}, err
+	}
 	o := opts.withDefaults()
 	start := time.Now()
 	rep := Report{Rows: map[Kind]int64{}}
 	if (dstFiles == nil) != (srcFiles == nil) {
 		return rep, &messaging.Error{Kind: messaging.ErrInvalid, Op: "storecopy.Copy", Message: "give both blob stores, or neither"}
 	}
-	snap, err := src.Snapshot(ctx)
+	snap, err := source.Snapshot(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("storecopy: open the source's snapshot: %w", err)
 	}
@@ -158,11 +165,11 @@ func Copy(ctx context.Context, dst Sink, dstFiles attachments.BlobStore, src Sou
 	if err != nil {
 		return rep, fmt.Errorf("storecopy: read the source's installation: %w", err)
 	}
-	if err := prepare(ctx, dst, dstFiles, snap, in, o.BatchSize); err != nil {
+	if err := prepare(ctx, sink, dstFiles, snap, in, o.BatchSize); err != nil {
 		return rep, err
 	}
 	for _, k := range Kinds() {
-		if err := copyRows(ctx, k, dst, snap, &o, cut); err != nil {
+		if err := copyRows(ctx, k, sink, snap, &o, cut); err != nil {
 			return rep, err
 		}
 	}
@@ -178,7 +185,7 @@ func Copy(ctx context.Context, dst Sink, dstFiles attachments.BlobStore, src Sou
 		}
 	}
 	rep.FilesTook = time.Since(start) - rep.RowsTook
-	err = verify(ctx, dst, dstFiles, snap, nil, &o, cut, &rep, diffs)
+	err = verify(ctx, sink, dstFiles, snap, nil, &o, cut, &rep, diffs)
 	rep.Took = time.Since(start)
 	rep.VerifyTook = rep.Took - rep.RowsTook - rep.FilesTook
 	return rep, err
@@ -191,11 +198,15 @@ func Copy(ctx context.Context, dst Sink, dstFiles attachments.BlobStore, src Sou
 // compare the rows only). It changes nothing. Differences are reported as
 // a *MismatchError (errors.Is(err, ErrMismatch)); other errors are those
 // of reading either side.
-func Verify(ctx context.Context, dst Sink, dstFiles attachments.BlobStore, src Source, srcFiles attachments.BlobStore, opts *Options) (Report, error) {
+func Verify(ctx context.Context, dst messaging.Storage, dstFiles attachments.BlobStore, src messaging.Storage, srcFiles attachments.BlobStore, opts *Options) (Report, error) {
+	sink, source, err := ends(dst, src)
+	if err != nil {
+		return Report{}, err
+	}
 	o := opts.withDefaults()
 	start := time.Now()
 	rep := Report{Rows: map[Kind]int64{}}
-	snap, err := src.Snapshot(ctx)
+	snap, err := source.Snapshot(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("storecopy: open the source's snapshot: %w", err)
 	}
@@ -203,7 +214,7 @@ func Verify(ctx context.Context, dst Sink, dstFiles attachments.BlobStore, src S
 	if dstFiles == nil {
 		srcFiles = nil
 	}
-	err = verify(ctx, dst, dstFiles, snap, srcFiles, &o, o.Now(), &rep, nil)
+	err = verify(ctx, sink, dstFiles, snap, srcFiles, &o, o.Now(), &rep, nil)
 	rep.Took = time.Since(start)
 	rep.VerifyTook = rep.Took
 	return rep, err
@@ -397,4 +408,18 @@ func (p *progress) tick(done bool) {
 	p.last = now
 	p.Elapsed, p.Done = now.Sub(p.start), done
 	p.o.Progress(p.Progress)
+}
+
+// ends returns the Sink of dst and the Source of src: the contracts of a
+// copy, which a backend implements beside driver.Store.
+func ends(dst, src messaging.Storage) (Sink, Source, error) {
+	sink, ok := dst.Driver().(Sink)
+	if !ok {
+		return nil, nil, &messaging.Error{Kind: messaging.ErrUnimplemented, Op: "storecopy", Message: fmt.Sprintf("the destination's backend (%T) cannot receive a copy", dst)}
+	}
+	source, ok := src.Driver().(Source)
+	if !ok {
+		return nil, nil, &messaging.Error{Kind: messaging.ErrUnimplemented, Op: "storecopy", Message: fmt.Sprintf("the source's backend (%T) cannot be copied", src)}
+	}
+	return sink, source, nil
 }

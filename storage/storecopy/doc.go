@@ -59,8 +59,9 @@
 //
 // # Backends
 //
-// sqlstore.Store (SQLite, PostgreSQL, MySQL/MariaDB) and memstore.Store
-// implement Source and Sink; any attachments.BlobStore (storage/blobstore
+// The Drivers of sqlstore.Store (SQLite, PostgreSQL, MySQL/MariaDB) and
+// memstore.Store implement Source and Sink, optional interfaces beside
+// driver.Store that Copy finds by type assertion; any attachments.BlobStore (storage/blobstore
 // over any gocloud.dev bucket, memstore.BlobStore) holds the files; a
 // destination bucket that is an driver.Lister is checked for files
 // of another store.

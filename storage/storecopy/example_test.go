@@ -19,10 +19,10 @@ func ExampleCopy() {
 	ctx := context.Background()
 	src, srcFiles := memstore.New(), memstore.NewBlobStore()
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	_ = src.PutContact(ctx, messaging.Contact{ID: "ctc_1", Username: "alice", CreatedAt: at})
-	_ = src.CreateMessage(ctx, messaging.Message{ID: "msg_1", ConversationID: "general", Contact: messaging.Contact{ID: "ctc_1"}, Text: "hello", CreatedAt: at}, nil, nil)
+	_ = src.Driver().PutContact(ctx, messaging.Contact{ID: "ctc_1", Username: "alice", CreatedAt: at})
+	_ = src.Driver().CreateMessage(ctx, messaging.Message{ID: "msg_1", ConversationID: "general", Contact: messaging.Contact{ID: "ctc_1"}, Text: "hello", CreatedAt: at}, nil, nil)
 	_ = srcFiles.Put(ctx, attachments.KeyPrefix+"att_1", "text/plain", strings.NewReader("notes"))
-	_ = src.CreateAttachment(ctx, messaging.Attachment{ID: "att_1", ConversationID: "general", UploaderID: "ctc_1", Filename: "notes.txt",
+	_ = src.Driver().CreateAttachment(ctx, messaging.Attachment{ID: "att_1", ConversationID: "general", UploaderID: "ctc_1", Filename: "notes.txt",
 		FileType: "text/plain", FileSize: 5, SHA256: "ab5aa97074c454a0632057e704220d9a6678fbf773a0a5806fc09b8173b07309", Key: attachments.KeyPrefix + "att_1", CreatedAt: at}, nil)
 
 	dst, dstFiles := memstore.New(), memstore.NewBlobStore()

@@ -23,9 +23,11 @@ import (
 	"github.com/parleychat/parley/storage/storecopy"
 )
 
-// CopyStore is a Store that storage/storecopy can copy into and out of.
-type CopyStore interface {
+// copyStore is the contract of a backend that storage/storecopy can copy
+// into and out of.
+type copyStore interface {
 	Store
+	storecopy.Source
 	storecopy.Sink
 }
 
@@ -33,9 +35,10 @@ type CopyStore interface {
 type CopyBackend struct {
 	// Name names the backend in the tests' names.
 	Name string
-	// New returns a fresh, empty store and a fresh, empty blob store for
-	// its files (an driver.Lister), removed when tb ends.
-	New func(tb testing.TB) (CopyStore, attachments.BlobStore)
+	// New returns a fresh, empty store, whose Driver implements
+	// storecopy.Source and storecopy.Sink, and a fresh, empty blob store
+	// for its files (a driver.Lister), removed when tb ends.
+	New func(tb testing.TB) (messaging.Storage, attachments.BlobStore)
 }
 
 // RunCopyTests runs the tests of copies (storage/storecopy) between the
@@ -52,7 +55,11 @@ func RunCopyTests(t *testing.T, backends []CopyBackend) {
 	for _, b := range backends {
 		bs = append(bs, backend{b.Name, func(tb testing.TB) end {
 			s, files := b.New(tb)
-			return end{b.Name, s, files}
+			cs, ok := s.Driver().(copyStore)
+			if !ok {
+				tb.Fatalf("the Driver of backend %s (%T) implements no storecopy.Source and storecopy.Sink", b.Name, s.Driver())
+			}
+			return end{b.Name, cs, files}
 		}})
 	}
 	for _, tc := range []struct {
@@ -76,7 +83,7 @@ func RunCopyTests(t *testing.T, backends []CopyBackend) {
 // end is one side of a copy: a store and its bucket.
 type end struct {
 	name  string
-	store CopyStore
+	store copyStore
 	files attachments.BlobStore
 }
 
@@ -88,7 +95,7 @@ type backend struct {
 
 func copyAll(t testing.TB, dst, src end) storecopy.Report {
 	t.Helper()
-	rep, err := storecopy.Copy(context.Background(), dst.store, dst.files, src.store, src.files, nil)
+	rep, err := storecopy.Copy(context.Background(), storage{dst.store}, dst.files, storage{src.store}, src.files, nil)
 	require.NoError(t, err, "copy %s to %s", src.name, dst.name)
 	require.True(t, rep.Verified)
 	return rep
@@ -118,7 +125,7 @@ func testCopyChain(t *testing.T, bs []backend) {
 
 // takesWrites checks that a copy serves writes: new reactions after the
 // copied ones (sequences continue), a new message counted.
-func takesWrites(t *testing.T, s CopyStore, f fixture) {
+func takesWrites(t *testing.T, s copyStore, f fixture) {
 	t.Helper()
 	ctx := context.Background()
 	m, err := s.UpdateMessage(ctx, f.messages[1], driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "new", Reactors: []string{f.contacts[0]}}}})
@@ -164,7 +171,7 @@ func testCopyAgainChangesNothing(t *testing.T, bs []backend) {
 			assert.Equal(t, int64(4), rep.Files)
 			assert.Equal(t, before, view(t, dst.store, dst.files, f))
 			assert.Equal(t, keys, objects(t, dst.files))
-			rep, err := storecopy.Verify(context.Background(), dst.store, dst.files, src.store, src.files, nil)
+			rep, err := storecopy.Verify(context.Background(), storage{dst.store}, dst.files, storage{src.store}, src.files, nil)
 			require.NoError(t, err)
 			assert.True(t, rep.Verified)
 		})
@@ -179,7 +186,7 @@ func testCopyRefusesNonEmptyDestination(t *testing.T, bs []backend) {
 			src, dst := bs[0].new(t), b.new(t)
 			fill(t, src.store, src.files, 8)
 			require.NoError(t, dst.store.PutContact(context.Background(), messaging.Contact{ID: "ctc_other", Username: "other", CreatedAt: copyBase}))
-			_, err := storecopy.Copy(context.Background(), dst.store, dst.files, src.store, src.files, nil)
+			_, err := storecopy.Copy(context.Background(), storage{dst.store}, dst.files, storage{src.store}, src.files, nil)
 			require.Error(t, err)
 			assert.True(t, errors.Is(err, messaging.ErrConflict), "%v", err)
 			assert.Contains(t, err.Error(), "1 contacts")
@@ -190,12 +197,12 @@ func testCopyRefusesNonEmptyDestination(t *testing.T, bs []backend) {
 	}
 }
 
-// A bucket holding files of another CopyStore is refused.
+// A bucket holding files of another copyStore is refused.
 func testCopyRefusesBucketWithFiles(t *testing.T, bs []backend) {
 	src, dst := bs[0].new(t), bs[0].new(t)
 	fill(t, src.store, src.files, 8)
 	require.NoError(t, dst.files.Put(context.Background(), attachments.KeyPrefix+"ins_x/att_9", "text/plain", strings.NewReader("x")))
-	_, err := storecopy.Copy(context.Background(), dst.store, dst.files, src.store, src.files, nil)
+	_, err := storecopy.Copy(context.Background(), storage{dst.store}, dst.files, storage{src.store}, src.files, nil)
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, messaging.ErrConflict), "%v", err)
 	assert.Contains(t, err.Error(), "ins_x/att_9")
@@ -209,7 +216,7 @@ func testCopyDatabaseOnly(t *testing.T, bs []backend) {
 			src, dst := bs[0].new(t), b.new(t)
 			f := fill(t, src.store, src.files, 10)
 			keys := objects(t, src.files)
-			rep, err := storecopy.Copy(context.Background(), dst.store, src.files, src.store, src.files, nil)
+			rep, err := storecopy.Copy(context.Background(), storage{dst.store}, src.files, storage{src.store}, src.files, nil)
 			require.NoError(t, err)
 			assert.True(t, rep.Verified)
 			assert.Equal(t, int64(4), rep.Files)
@@ -234,7 +241,7 @@ func testCopyVerifyNamesDifferences(t *testing.T, bs []backend) {
 	require.NoError(t, dst.files.Put(ctx, a.Key, a.FileType, strings.NewReader("tampered")))
 	require.NoError(t, dst.store.PutContact(ctx, messaging.Contact{ID: "ctc_zz", Username: "extra", CreatedAt: copyBase}))
 
-	_, err = storecopy.Verify(ctx, dst.store, dst.files, src.store, src.files, nil)
+	_, err = storecopy.Verify(ctx, storage{dst.store}, dst.files, storage{src.store}, src.files, nil)
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, storecopy.ErrMismatch))
 	var mm *storecopy.MismatchError
@@ -249,7 +256,7 @@ func testCopyVerifyNamesDifferences(t *testing.T, bs []backend) {
 // cancelling is a Sink and a bucket that cancel the copy's context at the
 // n-th Load or Put (counted together), so that it stops there.
 type cancelling struct {
-	CopyStore
+	copyStore
 	files  attachments.BlobStore
 	n      atomic.Int64 // calls left; Puts come from several goroutines
 	cancel context.CancelFunc
@@ -263,7 +270,7 @@ func (c *cancelling) tick() {
 
 func (c *cancelling) Load(ctx context.Context, b *storecopy.Batch) error {
 	c.tick()
-	return c.CopyStore.Load(ctx, b)
+	return c.copyStore.Load(ctx, b)
 }
 
 func (c *cancelling) Put(ctx context.Context, key, contentType string, r io.Reader) error {
@@ -288,9 +295,9 @@ func testCopyInterruptedAndResumed(t *testing.T, bs []backend) {
 			stopped := 0
 			for range 8 {
 				ctx, cancel := context.WithCancel(context.Background())
-				c := &cancelling{CopyStore: dst.store, files: dst.files, cancel: cancel}
+				c := &cancelling{copyStore: dst.store, files: dst.files, cancel: cancel}
 				c.n.Store(1 + rand.Int64N(40))
-				_, err := storecopy.Copy(ctx, c, c, src.store, src.files, opts)
+				_, err := storecopy.Copy(ctx, storage{c}, c, storage{src.store}, src.files, opts)
 				cancel()
 				if err != nil {
 					require.ErrorIs(t, err, context.Canceled)
@@ -298,7 +305,7 @@ func testCopyInterruptedAndResumed(t *testing.T, bs []backend) {
 				}
 			}
 			require.NotZero(t, stopped, "some runs were cut")
-			rep, err := storecopy.Copy(context.Background(), dst.store, dst.files, src.store, src.files, opts)
+			rep, err := storecopy.Copy(context.Background(), storage{dst.store}, dst.files, storage{src.store}, src.files, opts)
 			require.NoError(t, err)
 			require.True(t, rep.Verified)
 			require.Equal(t, view(t, src.store, src.files, f), view(t, dst.store, dst.files, f))
@@ -308,11 +315,11 @@ func testCopyInterruptedAndResumed(t *testing.T, bs []backend) {
 
 // slow is a Sink whose loads take a while, so that a copy lasts long
 // enough for writes to the source to interleave with it.
-type slow struct{ CopyStore }
+type slow struct{ copyStore }
 
 func (s slow) Load(ctx context.Context, b *storecopy.Batch) error {
 	time.Sleep(2 * time.Millisecond)
-	return s.CopyStore.Load(ctx, b)
+	return s.copyStore.Load(ctx, b)
 }
 
 // A source written to while it is copied gives a coherent copy: the
@@ -359,7 +366,7 @@ func testCopyOfSourceWrittenMeanwhile(t *testing.T, bs []backend) {
 			for wrote.Load() < 5 {
 				time.Sleep(time.Millisecond)
 			}
-			rep, err := storecopy.Copy(ctx, slow{dst.store}, dst.files, src.store, src.files, &storecopy.Options{BatchSize: 2})
+			rep, err := storecopy.Copy(ctx, storage{slow{dst.store}}, dst.files, storage{src.store}, src.files, &storecopy.Options{BatchSize: 2})
 			close(stop)
 			wg.Wait()
 			require.NoError(t, err, "the copy equals the snapshot it read")

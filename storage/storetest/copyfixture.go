@@ -36,7 +36,7 @@ type fixture struct {
 
 // fill stores a little of everything in s, and the files of its
 // attachments in files; n messages (at least 8) in its conversations.
-func fill(t testing.TB, s CopyStore, files attachments.BlobStore, n int) fixture {
+func fill(t testing.TB, s copyStore, files attachments.BlobStore, n int) fixture {
 	t.Helper()
 	ctx := context.Background()
 	var f fixture
@@ -153,7 +153,7 @@ func fill(t testing.TB, s CopyStore, files attachments.BlobStore, n int) fixture
 // view reads back, through the Repository, everything a client can see
 // of f in s, as JSON: pages walked with cursors both ways, each viewer's
 // conversations, members, revisions, idempotency records, and the files.
-func view(t testing.TB, s CopyStore, files attachments.BlobStore, f fixture) string {
+func view(t testing.TB, s copyStore, files attachments.BlobStore, f fixture) string {
 	t.Helper()
 	ctx := context.Background()
 	out := map[string]any{}
@@ -262,7 +262,7 @@ func view(t testing.TB, s CopyStore, files attachments.BlobStore, f fixture) str
 }
 
 // expiredGone checks that the expired idempotency record of f is not in s.
-func expiredGone(t testing.TB, s CopyStore, f fixture) {
+func expiredGone(t testing.TB, s copyStore, f fixture) {
 	t.Helper()
 	_, err := s.GetIdempotencyKey(context.Background(), f.expired[0], f.expired[1])
 	require.True(t, errors.Is(err, messaging.ErrNotFound), "the expired key is not copied: %v", err)

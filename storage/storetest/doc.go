@@ -23,7 +23,7 @@
 //		storetest.RunBenchmarks(b, func(b *testing.B) storetest.Store { return newStore(b) })
 //	}
 //
-// A backend that implements storecopy.Source and storecopy.Sink (so that
+// A backend whose Driver implements storecopy.Source and storecopy.Sink (so that
 // storage/storecopy can move a whole Parley into and out of it) runs the
 // copy tests with the other backends, each pair both ways:
 //

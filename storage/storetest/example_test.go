@@ -18,7 +18,7 @@ import (
 // driver.MessageStore, driver.AttachmentStore and driver.EventStore
 // whole, over one storage.
 type countingStore struct {
-	*memstore.Store
+	driver.Store
 	created atomic.Int64
 }
 
@@ -35,7 +35,7 @@ func (s *countingStore) CreateMessage(ctx context.Context, m messaging.Message, 
 // suite, each subtest on a fresh, empty store.
 func TestCountingStoreConformance(t *testing.T) {
 	storetest.RunConformanceTests(t, func(t *testing.T) storetest.Store {
-		return &countingStore{Store: memstore.New()}
+		return &countingStore{Store: memstore.New().Driver()}
 	})
 }
 
@@ -47,16 +47,16 @@ func TestCountingStoreConformance(t *testing.T) {
 //
 //	func TestConformance(t *testing.T) {
 //		storetest.RunConformanceTests(t, func(t *testing.T) storetest.Store {
-//			return &countingStore{Store: memstore.New()}
+//			return &countingStore{Store: memstore.New().Driver()}
 //		})
 //	}
 //
 // A store that passes works under the services as every backend does.
 func ExampleRunConformanceTests() {
 	ctx := context.Background()
-	store := &countingStore{Store: memstore.New()}
-	msgs := messaging.New(store, nil)
-	attachments.New(store, memstore.NewBlobStore(), msgs, nil)
+	store := &countingStore{Store: memstore.New().Driver()}
+	msgs := messaging.New(storetest.Storage(store), nil)
+	attachments.New(storetest.Storage(store), memstore.NewBlobStore(), msgs, nil)
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	if err != nil {
 		panic(err)

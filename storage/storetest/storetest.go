@@ -318,3 +318,12 @@ func Limits(names, atts int) func(before, after driver.MessageCounts) error {
 		return nil
 	}
 }
+
+// Storage returns s as a host holds a backend, for messaging.New: its
+// Driver method returns s. Tests use it to hand the services a Store
+// whose methods they wrap.
+func Storage(s driver.Store) messaging.Storage { return storage{s} }
+
+type storage struct{ s driver.Store }
+
+func (st storage) Driver() driver.Store { return st.s }

@@ -518,12 +518,12 @@ func TestSeed(t *testing.T) {
 	s, err := sqlstore.Open(ctx, dsn, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
-	c, err := s.ContactByUsername(ctx, "alice")
+	c, err := s.Driver().ContactByUsername(ctx, "alice")
 	require.NoError(t, err)
 	var all []messaging.Message
 	q := driver.MessageQuery{ConversationIDs: []string{"conv_seed"}, Limit: 100}
 	for {
-		page, more, err := s.ListMessages(ctx, q)
+		page, more, err := s.Driver().ListMessages(ctx, q)
 		require.NoError(t, err)
 		all = append(all, page...)
 		if !more {

@@ -35,13 +35,14 @@ func seed(ctx context.Context, dsn, conv, user string, n int, out io.Writer) (ti
 		return 0, err
 	}
 
+	drv := store.Driver()
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	base := now.Add(-time.Duration(n) * time.Microsecond)
-	c, err := store.ContactByUsername(ctx, user)
+	c, err := drv.ContactByUsername(ctx, user)
 	if errors.Is(err, messaging.ErrNotFound) {
 		// An id of before the messages', so that theirs keep their own times.
 		c = messaging.Contact{ID: ids.NewAt(ids.Contact, base.Add(-time.Millisecond)), Username: user, CreatedAt: now}
-		err = store.PutContact(ctx, c)
+		err = drv.PutContact(ctx, c)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("contact %q: %w", user, err)
