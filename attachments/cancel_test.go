@@ -15,6 +15,7 @@ import (
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/memstore"
@@ -130,8 +131,8 @@ func TestUploadsCanceledWhileRowIsWritten(t *testing.T) {
 			store := e.Open(t)
 			blobs := &cancelAfterPut{listingBlobs: memstore.NewBlobStore(), max: 100 * time.Microsecond}
 			log := slog.New(slog.DiscardHandler)
-			msgs := messaging.New(store, &messaging.Options{Logger: log})
-			svc := attachments.New(store, blobs, msgs, &attachments.Options{Logger: log})
+			msgs := svctest.New(t, store, blobs, &messaging.Options{Logger: log, Files: &attachments.Options{Logger: log}})
+			svc := msgs.Files()
 			alice, err := msgs.SaveContact(context.Background(), messaging.Contact{Username: "alice"})
 			require.NoError(t, err)
 

@@ -2,14 +2,14 @@
 // contacts, filed in conversations and linked to messages, with their bytes
 // in any object store.
 //
-// A Service holds the rules; a Repository stores the rows and a BlobStore
-// the bytes. The Service is built on a messaging Service, whose Policy
-// decides who sees the files of a conversation (an unfiled upload is seen
-// by its uploader only), whose page size limit bounds the lists, and which
-// removes the files of the messages it deletes:
+// A Service holds the rules; the storage stores the rows and a BlobStore
+// the bytes. messaging.New builds the Service with a messaging Service,
+// whose Policy decides who sees the files of a conversation (an unfiled
+// upload is seen by its uploader only), whose page size limit bounds the
+// lists, and which removes the files of the messages it deletes:
 //
-//	msgs := messaging.New(store, &messaging.Options{Policy: myPolicy})
-//	files := attachments.New(store, blobs, msgs, nil)
+//	msgs, err := messaging.New(ctx, store, blobs, &messaging.Options{Policy: myPolicy})
+//	files := msgs.Files()
 //	a, err := files.Upload(ctx, alice, attachments.Upload{Filename: "notes.txt", ConversationID: "general", Body: r})
 //
 // Attachment values are messaging.Attachment: a message carries those
@@ -80,8 +80,7 @@
 //
 // # Events
 //
-// Once an events Feed is built on the messaging Service, uploads, renames
-// and deletes record attachment.created, attachment.updated and
+// Uploads, renames and deletes record attachment.created, attachment.updated and
 // attachment.deleted events (and message.updated for the message a
 // deleted attachment leaves) in their transactions; see package events.
 // The events of an attachment in no conversation are its uploader's only.

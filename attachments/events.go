@@ -3,7 +3,6 @@ package attachments
 import (
 	"time"
 
-	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 )
 
@@ -16,25 +15,19 @@ import (
 
 func (s *Service) now() time.Time { return s.opts.Now().UTC().Truncate(time.Microsecond) }
 
-// recorder returns mk, or nil while no events Feed is built on the
-// messaging Service (see package events): writes then record no events.
-func (s *Service) recorder(mk driver.Recorder) driver.Recorder {
-	if s.domain.Committed() == nil {
-		return nil
-	}
-	return mk
-}
+// recorder returns mk: every write records its events.
+func (s *Service) recorder(mk driver.Recorder) driver.Recorder { return mk }
 
 // notify tells the Feed that a write that recorded events has committed.
 func (s *Service) notify() {
-	if f := s.domain.Committed(); f != nil {
-		f()
+	if s.m.Committed != nil {
+		s.m.Committed()
 	}
 }
 
 // attachmentEvents returns an event of type t for each of atts, made at at.
-func attachmentEvents(t messaging.EventType, atts []messaging.Attachment, at time.Time) []messaging.Event {
-	out := make([]messaging.Event, 0, len(atts))
+func attachmentEvents(t driver.EventType, atts []driver.Attachment, at time.Time) []driver.Event {
+	out := make([]driver.Event, 0, len(atts))
 	for i := range atts {
 		a := atts[i]
 		e := driver.NewEvent(t, a.ConversationID, a.UploaderID, at)
@@ -46,15 +39,15 @@ func attachmentEvents(t messaging.EventType, atts []messaging.Attachment, at tim
 
 // deleteEvents returns the events of a deleted attachment: attachment.deleted,
 // and message.updated for the message it was linked to.
-func deleteEvents(c driver.Change, at time.Time) []messaging.Event {
-	var out []messaging.Event
+func deleteEvents(c driver.Change, at time.Time) []driver.Event {
+	var out []driver.Event
 	for _, a := range c.Removed {
-		e := driver.NewEvent(messaging.EventAttachmentDeleted, a.ConversationID, a.UploaderID, at)
+		e := driver.NewEvent(driver.EventAttachmentDeleted, a.ConversationID, a.UploaderID, at)
 		e.DeletedID = a.ID
 		out = append(out, e)
 	}
 	if m := c.Message; m != nil {
-		e := driver.NewEvent(messaging.EventMessageUpdated, m.ConversationID, "", at)
+		e := driver.NewEvent(driver.EventMessageUpdated, m.ConversationID, "", at)
 		e.Message = m
 		out = append(out, e)
 	}

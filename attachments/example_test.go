@@ -16,7 +16,12 @@ import (
 func ExampleService_Upload() {
 	ctx := context.Background()
 	store := memstore.New()
-	files := attachments.New(store, memstore.NewBlobStore(), messaging.New(store, nil), nil)
+	msgs, err := messaging.New(ctx, store, memstore.NewBlobStore(), nil)
+	if err != nil {
+		panic(err)
+	}
+	defer msgs.Close()
+	files := msgs.Files()
 
 	a, err := files.Upload(ctx, messaging.Contact{ID: "ctc_alice"}, attachments.Upload{
 		Filename:       "../../etc/report.csv", // cleaned to its base name
@@ -49,8 +54,12 @@ func ExampleService_Upload() {
 func ExampleService_Upload_link() {
 	ctx := context.Background()
 	store := memstore.New()
-	msgs := messaging.New(store, nil)
-	files := attachments.New(store, memstore.NewBlobStore(), msgs, nil)
+	msgs, err := messaging.New(ctx, store, memstore.NewBlobStore(), nil)
+	if err != nil {
+		panic(err)
+	}
+	defer msgs.Close()
+	files := msgs.Files()
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	if err != nil {
 		panic(err)

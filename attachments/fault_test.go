@@ -22,6 +22,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/blobstore"
@@ -238,8 +239,8 @@ func newHarness(tb testing.TB, blobs listingBlobs, opts *attachments.Options) *h
 	o.OrphanGrace = grace
 	o.Now = h.clock.now
 	o.Logger = slog.New(slog.NewTextHandler(h.logs, nil))
-	h.msgs = messaging.New(storetest.Storage(h.repo), &messaging.Options{Now: h.clock.now, Logger: o.Logger})
-	h.svc = attachments.New(storetest.Storage(h.repo), h.blobs, h.msgs, &o)
+	h.msgs = svctest.New(tb, storetest.Storage(h.repo), h.blobs, &messaging.Options{Now: h.clock.now, Logger: o.Logger, Files: &o})
+	h.svc = h.msgs.Files()
 	var err error
 	h.alice, err = h.msgs.SaveContact(context.Background(), messaging.Contact{Username: "alice"})
 	require.NoError(tb, err)

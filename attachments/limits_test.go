@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/memstore"
@@ -22,8 +23,8 @@ func fullMessage(t *testing.T) (*attachments.Service, *memstore.BlobStore, messa
 	t.Helper()
 	ctx := context.Background()
 	store, blobs := memstore.New(), memstore.NewBlobStore()
-	msgs := messaging.New(store, &messaging.Options{MaxAttachments: 2})
-	files := attachments.New(store, blobs, msgs, &attachments.Options{MaxUploadBytes: 32 << 20})
+	msgs := svctest.New(t, store, blobs, &messaging.Options{MaxAttachments: 2, Files: &attachments.Options{MaxUploadBytes: 32 << 20}})
+	files := msgs.Files()
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(t, err)
 	m, err := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "c", Text: "two files"})
@@ -89,8 +90,8 @@ func (b *gatedBody) Read(p []byte) (int, error) {
 func TestUploadToMessageFilledMeanwhile(t *testing.T) {
 	ctx := context.Background()
 	store, blobs := memstore.New(), memstore.NewBlobStore()
-	msgs := messaging.New(store, &messaging.Options{MaxAttachments: 1})
-	files := attachments.New(store, blobs, msgs, nil)
+	msgs := svctest.New(t, store, blobs, &messaging.Options{MaxAttachments: 1})
+	files := msgs.Files()
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(t, err)
 	m, err := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "c", Text: "one file"})

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/memstore"
 )
@@ -107,7 +108,7 @@ func TestUploadStreams(t *testing.T) {
 
 	store := memstore.New()
 	blobs := &discardBlobs{every: 8 << 20}
-	svc := attachments.New(store, blobs, messaging.New(store, nil), &attachments.Options{MaxUploadBytes: 2 * size})
+	svc := svctest.New(t, store, blobs, &messaging.Options{Files: &attachments.Options{MaxUploadBytes: 2 * size}}).Files()
 	body := newPatternReader(size)
 
 	runtime.GC()

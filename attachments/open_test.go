@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/memstore"
 )
@@ -34,7 +35,7 @@ func TestOpenNamed(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New()
 	blobs := &countingOpens{BlobStore: memstore.NewBlobStore()}
-	files := attachments.New(store, blobs, messaging.New(store, nil), nil)
+	files := svctest.New(t, store, blobs, nil).Files()
 	alice, bob := messaging.Contact{ID: "ctc_alice"}, messaging.Contact{ID: "ctc_bob"}
 	a, err := files.Upload(ctx, alice, attachments.Upload{Filename: "a.txt", Body: strings.NewReader("hello")})
 	require.NoError(t, err)

@@ -9,8 +9,7 @@ import (
 	"sync"
 
 	"github.com/parleychat/parley/internal/claim"
-	"github.com/parleychat/parley/internal/wiring"
-	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/internal/domain"
 	"github.com/parleychat/parley/messaging/driver"
 )
 
@@ -85,7 +84,7 @@ func (s *Service) keyPrefix(ctx context.Context) (string, error) {
 // a.ID: KeyPrefix, this database's installation id and "/" (or, for a file
 // stored before installation ids, nothing), then the id. Keys are made
 // only by the upload (see keyPrefix), never from user input.
-func (s *Service) isKeyOf(ctx context.Context, a messaging.Attachment) bool {
+func (s *Service) isKeyOf(ctx context.Context, a driver.Attachment) bool {
 	if a.Key == KeyPrefix+a.ID {
 		return true
 	}
@@ -106,7 +105,7 @@ func (s *Service) isKeyOf(ctx context.Context, a messaging.Attachment) bool {
 // Installation. The message says what to do.
 func (s *Service) Claim(ctx context.Context) error {
 	_, err := s.claim(ctx, false)
-	return wiring.Wrap("attachments.Claim", err)
+	return domain.Wrap("attachments.Claim", err)
 }
 
 // claim checks (and, for a bucket without one, writes) the claim. With
@@ -120,7 +119,7 @@ func (s *Service) claim(ctx context.Context, sweep bool) (ownPrefix string, err 
 		return "", err
 	}
 	if id == "" {
-		return "", &messaging.Error{Kind: messaging.ErrUnimplemented,
+		return "", &driver.Error{Kind: driver.ErrUnimplemented,
 			Message: "the repository does not name its database (driver.Installation): the blob store cannot be claimed"}
 	}
 	inst := s.repo.(driver.Installation)
@@ -130,7 +129,7 @@ func (s *Service) claim(ctx context.Context, sweep bool) (ownPrefix string, err 
 		return "", err
 	}
 	if found && c.Installation != id {
-		return "", &messaging.Error{Kind: messaging.ErrConflict, Message: fmt.Sprintf(
+		return "", &driver.Error{Kind: driver.ErrConflict, Message: fmt.Sprintf(
 			"the blob store belongs to another Parley database (installation %s; this database is %s): "+
 				"use the database that owns these files, or another bucket or folder for this one", c.Installation, id)}
 	}
@@ -147,7 +146,7 @@ func (s *Service) claim(ctx context.Context, sweep bool) (ownPrefix string, err 
 		if !sweep {
 			return own, nil // serving is safe; only the sweep is not
 		}
-		return "", &messaging.Error{Kind: messaging.ErrConflict, Message: fmt.Sprintf(
+		return "", &driver.Error{Kind: driver.ErrConflict, Message: fmt.Sprintf(
 			"the database is older than its blob store (reconcile epoch %d, the bucket's claim says %d): "+
 				"it was restored from a backup and does not know every file, so objects without a row are left alone; "+
 				"once the files it lost are dealt with, delete the object %s from the bucket to let this database claim it again",
@@ -172,7 +171,7 @@ func (s *Service) claim(ctx context.Context, sweep bool) (ownPrefix string, err 
 			return "", err
 		}
 		if !found || c.Installation != id {
-			return "", &messaging.Error{Kind: messaging.ErrConflict,
+			return "", &driver.Error{Kind: driver.ErrConflict,
 				Message: "another Parley database claimed the blob store at the same time: use another bucket or folder for this one"}
 		}
 	}
@@ -183,7 +182,7 @@ func (s *Service) claim(ctx context.Context, sweep bool) (ownPrefix string, err 
 func (s *Service) readClaim(ctx context.Context) (claim.Doc, bool, error) {
 	c, _, found, err := claim.Load(ctx, s.blobs)
 	if errors.Is(err, claim.ErrMalformed) {
-		return claim.Doc{}, false, &messaging.Error{Kind: messaging.ErrConflict,
+		return claim.Doc{}, false, &driver.Error{Kind: driver.ErrConflict,
 			Message: "the blob store's claim " + ClaimKey + " cannot be read: restore it, or delete it if this database owns the bucket",
 			Err:     err}
 	}
@@ -252,7 +251,7 @@ func (s *Service) mayAdopt(ctx context.Context, own string) error {
 	if len(keys) == adoptSample {
 		more = " or more"
 	}
-	return &messaging.Error{Kind: messaging.ErrConflict, Message: fmt.Sprintf(
+	return &driver.Error{Kind: driver.ErrConflict, Message: fmt.Sprintf(
 		"the blob store holds %d%s files that this database does not know: it is another Parley database's "+
 			"(or this database is new, or was restored from an old backup): use the database that owns these files, "+
 			"or another bucket or folder for this one", len(keys), more)}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/sqlstore"
 	_ "github.com/parleychat/parley/storage/sqlstore/sqlite"
@@ -214,8 +215,8 @@ func TestRestoredDatabaseKeepsNewerFiles(t *testing.T) {
 				require.NoError(t, store.Migrate(ctx))
 				h := &harness{blobs: &faultBlobs{next: shared}, clock: clk, logs: &syncBuffer{}}
 				log := slog.New(slog.NewTextHandler(h.logs, nil))
-				h.msgs = messaging.New(store, &messaging.Options{Now: clk.now, Logger: log})
-				h.svc = attachments.New(store, h.blobs, h.msgs, &attachments.Options{OrphanGrace: grace, Now: clk.now, Logger: log})
+				h.msgs = svctest.New(t, store, h.blobs, &messaging.Options{Now: clk.now, Logger: log, Files: &attachments.Options{OrphanGrace: grace, Now: clk.now, Logger: log}})
+				h.svc = h.msgs.Files()
 				h.alice, err = h.msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 				require.NoError(t, err)
 				return store, h

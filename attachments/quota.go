@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // CodeQuotaExceeded is the Code of the ErrTooLarge error of an upload that
@@ -16,7 +16,7 @@ const CodeQuotaExceeded = "upload_quota_exceeded"
 // held used bytes when it began.
 func (s *Service) quotaExceeded(used int64) error {
 	q := s.opts.UploadQuota
-	return &messaging.Error{Kind: messaging.ErrTooLarge, Code: CodeQuotaExceeded, Param: "file",
+	return &driver.Error{Kind: driver.ErrTooLarge, Code: CodeQuotaExceeded, Param: "file",
 		Message: "this upload would take your files beyond your quota of " + strconv.FormatInt(q, 10) +
 			" bytes (" + strconv.FormatInt(min(used, q), 10) + " in use): delete files to make room"}
 }
@@ -144,7 +144,7 @@ func (up *upload) end(stored bool) {
 // beginQuota starts the quota's watch of an upload of caller, or returns
 // nil when there is no quota. It fails with the quota's error when the
 // caller has no room left, before anything is read.
-func (s *Service) beginQuota(ctx context.Context, caller messaging.Contact) (*upload, error) {
+func (s *Service) beginQuota(ctx context.Context, caller driver.Contact) (*upload, error) {
 	if s.opts.UploadQuota <= 0 {
 		return nil, nil
 	}

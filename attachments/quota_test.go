@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/memstore"
 )
@@ -24,8 +25,8 @@ import (
 func quotaFiles(t *testing.T, quota int64) (*attachments.Service, *memstore.Store, *memstore.BlobStore, messaging.Contact, messaging.Contact) {
 	t.Helper()
 	store, blobs := memstore.New(), memstore.NewBlobStore()
-	msgs := messaging.New(store, nil)
-	files := attachments.New(store, blobs, msgs, &attachments.Options{UploadQuota: quota})
+	msgs := svctest.New(t, store, blobs, &messaging.Options{Files: &attachments.Options{UploadQuota: quota}})
+	files := msgs.Files()
 	alice, err := msgs.SaveContact(context.Background(), messaging.Contact{Username: "alice"})
 	require.NoError(t, err)
 	bob, err := msgs.SaveContact(context.Background(), messaging.Contact{Username: "bob"})
@@ -183,12 +184,12 @@ func TestUploadQuotaConcurrent(t *testing.T) {
 func TestUploadQuotaAcrossInstances(t *testing.T) {
 	const quota, used = 10_000, 4_000
 	store, blobs := memstore.New(), memstore.NewBlobStore()
-	msgs := messaging.New(store, nil)
+	msgs := svctest.New(t, store, nil, nil)
 	alice, err := msgs.SaveContact(context.Background(), messaging.Contact{Username: "alice"})
 	require.NoError(t, err)
 	var instances []*attachments.Service
 	for range 2 {
-		instances = append(instances, attachments.New(store, blobs, messaging.New(store, nil), &attachments.Options{UploadQuota: quota}))
+		instances = append(instances, svctest.New(t, store, blobs, &messaging.Options{Files: &attachments.Options{UploadQuota: quota}}).Files())
 	}
 	_, err = upload(instances[0], alice, used, "")
 	require.NoError(t, err)

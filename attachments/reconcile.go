@@ -7,8 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/parleychat/parley/internal/wiring"
-	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/internal/domain"
 	"github.com/parleychat/parley/messaging/driver"
 )
 
@@ -59,15 +58,15 @@ type ReconcileReport struct {
 func (s *Service) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	var rep ReconcileReport
 	if err := s.finishDeletions(ctx, &rep); err != nil {
-		return rep, wiring.Wrap("attachments.Reconcile", err)
+		return rep, domain.Wrap("attachments.Reconcile", err)
 	}
 	lister, ok := s.blobs.(driver.Lister)
 	if !ok {
 		return rep, nil
 	}
 	own, claimErr := s.claim(ctx, true)
-	if claimErr != nil && messaging.KindOf(claimErr) != messaging.ErrConflict && messaging.KindOf(claimErr) != messaging.ErrUnimplemented {
-		return rep, wiring.Wrap("attachments.Reconcile", claimErr)
+	if claimErr != nil && driver.KindOf(claimErr) != driver.ErrConflict && driver.KindOf(claimErr) != driver.ErrUnimplemented {
+		return rep, domain.Wrap("attachments.Reconcile", claimErr)
 	}
 	seen, err := s.sweep(ctx, lister, own, &rep)
 	if err == nil && own != "" {
@@ -77,10 +76,10 @@ func (s *Service) Reconcile(ctx context.Context) (ReconcileReport, error) {
 		err = s.findMissing(ctx, seen, &rep)
 	}
 	if err != nil {
-		return rep, wiring.Wrap("attachments.Reconcile", err)
+		return rep, domain.Wrap("attachments.Reconcile", err)
 	}
-	if messaging.KindOf(claimErr) == messaging.ErrConflict {
-		return rep, wiring.Wrap("attachments.Reconcile", claimErr)
+	if driver.KindOf(claimErr) == driver.ErrConflict {
+		return rep, domain.Wrap("attachments.Reconcile", claimErr)
 	}
 	return rep, nil
 }
@@ -94,7 +93,7 @@ func (s *Service) finishDeletions(ctx context.Context, rep *ReconcileReport) err
 		}
 		progress := false
 		for _, key := range keys {
-			if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, messaging.ErrNotFound) {
+			if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, driver.ErrNotFound) {
 				rep.Failed++
 				continue
 			}
@@ -179,7 +178,7 @@ func (s *Service) sweep(ctx context.Context, lister driver.Lister, own string, r
 // it. Should the copy fail, the object stays where it is.
 func (s *Service) moveAside(ctx context.Context, key string) error {
 	r, err := s.blobs.Open(ctx, key)
-	if errors.Is(err, messaging.ErrNotFound) {
+	if errors.Is(err, driver.ErrNotFound) {
 		return nil // gone meanwhile
 	}
 	if err != nil {
@@ -192,7 +191,7 @@ func (s *Service) moveAside(ctx context.Context, key string) error {
 		s.opts.Logger.WarnContext(ctx, "attachments: cannot move an orphan aside", "key", key, "err", err)
 		return err
 	}
-	if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, messaging.ErrNotFound) {
+	if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, driver.ErrNotFound) {
 		s.opts.Logger.WarnContext(ctx, "attachments: cannot remove an orphan moved aside", "key", key, "err", err)
 		return err
 	}
@@ -208,7 +207,7 @@ func (s *Service) purge(ctx context.Context, lister driver.Lister, own string, r
 		if o.ModTime.After(cutoff) {
 			return nil
 		}
-		if err := s.blobs.Delete(ctx, o.Key); err != nil && !errors.Is(err, messaging.ErrNotFound) {
+		if err := s.blobs.Delete(ctx, o.Key); err != nil && !errors.Is(err, driver.ErrNotFound) {
 			rep.Failed++
 			return nil
 		}
@@ -240,7 +239,7 @@ func (s *Service) findMissing(ctx context.Context, seen *keySet, rep *ReconcileR
 				_ = r.Close()
 				continue
 			}
-			if !errors.Is(err, messaging.ErrNotFound) {
+			if !errors.Is(err, driver.ErrNotFound) {
 				return err
 			}
 			rep.Missing++

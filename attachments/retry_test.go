@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/storetest"
 )
@@ -178,7 +179,7 @@ func TestUploadKeyTakenOver(t *testing.T) {
 		h.clock.advance(2 * time.Minute) // past IdempotencyLockTimeout
 		_, err := h.svc.Upload(ctx, h.alice, keyedUpload("stall", "a.txt", "bytes", nil))
 		assert.Equal(t, messaging.CodeKeyInUse, code(err), "the first upload's instance knows it is under way")
-		other := attachments.New(storetest.Storage(h.repo), h.blobs, messaging.New(storetest.Storage(h.repo), &messaging.Options{Now: h.clock.now}), &attachments.Options{Now: h.clock.now})
+		other := svctest.New(t, storetest.Storage(h.repo), h.blobs, &messaging.Options{Now: h.clock.now, Files: &attachments.Options{Now: h.clock.now}}).Files()
 		second, err := other.Upload(ctx, h.alice, keyedUpload("stall", "a.txt", "bytes", nil))
 		require.NoError(t, err, "a retry on another instance takes the stale key over")
 		close(release)

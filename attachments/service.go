@@ -17,10 +17,9 @@ import (
 	"time"
 
 	"github.com/parleychat/parley/internal/check"
+	"github.com/parleychat/parley/internal/domain"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/internal/paging"
-	"github.com/parleychat/parley/internal/wiring"
-	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 )
 
@@ -96,24 +95,22 @@ func (o *Options) withDefaults() Options {
 type Service struct {
 	repo    driver.AttachmentStore
 	blobs   BlobStore
-	msgs    *messaging.Service
-	domain  wiring.Domain // msgs' Policy and page size limit
-	msgsAPI messagingAPI  // msgs' idempotency keys and linked uploads
+	m       domain.Messaging // the messaging Service's rules
+	msgsAPI domain.Files     // its messages and idempotency keys
 	opts    Options
 	own     owner   // the database's installation id, once known
 	uploads uploads // the uploads under way, per caller, for the quota
 }
 
-// New returns a Service over the given repository and blob store, built on
-// msgs, the messaging Service over the same storage: files follow msgs'
-// conversation Policy and page size limit, an upload can be linked to a
-// message of msgs at once, and msgs removes the files of the messages it
-// deletes through this Service.
-func New(storage messaging.Storage, blobs BlobStore, msgs *messaging.Service, opts *Options) *Service {
-	s := &Service{repo: storage.Driver(), blobs: blobs, msgs: msgs, opts: opts.withDefaults()}
-	s.domain = wiring.Bind(msgs, s.removeFiles)
-	s.msgsAPI = wiring.Files(msgs).(messagingAPI)
-	return s
+// New returns a Service over the given repository and blob store. It is
+// for messaging.New, which builds the Service with the messaging Service
+// over the same storage (see messaging.Service.Files): files follow its
+// conversation Policy and page size limit, an upload can be linked to one
+// of its messages at once, and it removes the files of the messages it
+// deletes with the FileRemover that New returns.
+func New(m domain.Messaging, repo driver.AttachmentStore, blobs BlobStore, opts *Options) (*Service, domain.FileRemover) {
+	s := &Service{repo: repo, blobs: blobs, m: m, msgsAPI: m.Files, opts: opts.withDefaults()}
+	return s, s.removeFiles
 }
 
 // MaxUploadBytes returns the configured upload size limit.
@@ -139,7 +136,7 @@ type Upload struct {
 	// retry with the same key, fields and file bytes (compared by their
 	// SHA-256) returns the first call's attachment and stores nothing, not
 	// even the file (see messaging's Retries).
-	Idempotency messaging.Idempotency
+	Idempotency driver.Idempotency
 }
 
 // Upload streams u.Body into the blob store and records the attachment,
@@ -153,16 +150,16 @@ type Upload struct {
 // idempotency key: ErrInvalid (messaging.CodeKeyReused) for a key first
 // used with other fields or bytes, ErrConflict (messaging.CodeKeyInUse)
 // while a call with the key is under way.
-func (s *Service) Upload(ctx context.Context, caller messaging.Contact, u Upload) (messaging.Attachment, error) {
+func (s *Service) Upload(ctx context.Context, caller driver.Contact, u Upload) (driver.Attachment, error) {
 	const op = "attachments.Upload"
 	a, err := s.upload(ctx, caller, u)
-	return a, wiring.Wrap(op, err)
+	return a, domain.Wrap(op, err)
 }
 
-func (s *Service) upload(ctx context.Context, caller messaging.Contact, u Upload) (messaging.Attachment, error) {
+func (s *Service) upload(ctx context.Context, caller driver.Contact, u Upload) (driver.Attachment, error) {
 	name, err := check.Filename("filename", u.Filename)
 	if err != nil {
-		return messaging.Attachment{}, err
+		return driver.Attachment{}, err
 	}
 	if u.Idempotency.Key != "" {
 		return s.uploadKeyed(ctx, caller, u, name)
@@ -175,43 +172,43 @@ func (s *Service) upload(ctx context.Context, caller messaging.Contact, u Upload
 // an idempotency key (done, whose Fingerprint is that of the fields), the
 // row is stored with the record: the fingerprint completed with the file's
 // SHA-256, the result the attachment.
-func (s *Service) store(ctx context.Context, caller messaging.Contact, u Upload, name string, done *driver.IdempotencyRecord) (messaging.Attachment, error) {
+func (s *Service) store(ctx context.Context, caller driver.Contact, u Upload, name string, done *driver.IdempotencyRecord) (driver.Attachment, error) {
 	if u.MessageID != "" {
-		m, err := s.msgs.Get(ctx, caller, u.MessageID)
-		if messaging.KindOf(err) == messaging.ErrNotFound {
-			return messaging.Attachment{}, noMessage(u.MessageID)
+		m, err := s.msgsAPI.Get(ctx, caller, u.MessageID)
+		if driver.KindOf(err) == driver.ErrNotFound {
+			return driver.Attachment{}, noMessage(u.MessageID)
 		}
 		if err != nil {
-			return messaging.Attachment{}, err
+			return driver.Attachment{}, err
 		}
 		if m.Contact.ID != caller.ID {
-			return messaging.Attachment{}, &messaging.Error{Kind: messaging.ErrPermission, Param: "message_id", Message: "only the sender may add attachments to a message"}
+			return driver.Attachment{}, &driver.Error{Kind: driver.ErrPermission, Param: "message_id", Message: "only the sender may add attachments to a message"}
 		}
 		if u.ConversationID != "" && u.ConversationID != m.ConversationID {
-			return messaging.Attachment{}, check.BadParam("conversation_id", "conversation_id differs from the message's conversation")
+			return driver.Attachment{}, check.BadParam("conversation_id", "conversation_id differs from the message's conversation")
 		}
 		if len(m.Attachments) >= s.msgsAPI.MaxAttachments() {
 			// Refused before the file is read; Attach checks again, in the
 			// transaction that links it.
-			return messaging.Attachment{}, s.messageFull()
+			return driver.Attachment{}, s.messageFull()
 		}
 		u.ConversationID = m.ConversationID
 	}
 	if u.ConversationID != "" {
 		if err := check.ConversationID("conversation_id", u.ConversationID); err != nil {
-			return messaging.Attachment{}, err
+			return driver.Attachment{}, err
 		}
 		if err := s.mustView(ctx, caller, u.ConversationID); err != nil {
-			return messaging.Attachment{}, err
+			return driver.Attachment{}, err
 		}
 	}
 	if u.Body == nil {
-		return messaging.Attachment{}, check.Missing("file")
+		return driver.Attachment{}, check.Missing("file")
 	}
 	// The quota, too, is checked before the file is read.
 	quota, err := s.beginQuota(ctx, caller)
 	if err != nil {
-		return messaging.Attachment{}, err
+		return driver.Attachment{}, err
 	}
 	stored := false
 	if quota != nil {
@@ -220,7 +217,7 @@ func (s *Service) store(ctx context.Context, caller messaging.Contact, u Upload,
 	body := bufio.NewReaderSize(u.Body, 512)
 	head, err := body.Peek(512)
 	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
-		return messaging.Attachment{}, err
+		return driver.Attachment{}, err
 	}
 	ctype := declaredType(u.ContentType)
 	if ctype == "" {
@@ -229,11 +226,11 @@ func (s *Service) store(ctx context.Context, caller messaging.Contact, u Upload,
 
 	prefix, err := s.keyPrefix(ctx)
 	if err != nil {
-		return messaging.Attachment{}, err
+		return driver.Attachment{}, err
 	}
 	now := s.now()
 	id := ids.NewAt(ids.Attachment, now)
-	a := messaging.Attachment{
+	a := driver.Attachment{
 		ID:             id,
 		ConversationID: u.ConversationID,
 		UploaderID:     caller.ID,
@@ -247,12 +244,12 @@ func (s *Service) store(ctx context.Context, caller messaging.Contact, u Upload,
 	if err := s.blobs.Put(ctx, a.Key, ctype, cr); err != nil {
 		s.removeBlob(ctx, a.Key) // the store should have left nothing; make sure
 		if cr.tooLarge {
-			return messaging.Attachment{}, s.tooLarge()
+			return driver.Attachment{}, s.tooLarge()
 		}
 		if cr.overQuota {
-			return messaging.Attachment{}, s.quotaExceeded(quota.used)
+			return driver.Attachment{}, s.quotaExceeded(quota.used)
 		}
-		return messaging.Attachment{}, err
+		return driver.Attachment{}, err
 	}
 	// From here the upload's bytes count as stored for the uploads of the
 	// caller under way: its row is written, or may be, or it fails and
@@ -269,7 +266,7 @@ func (s *Service) store(ctx context.Context, caller messaging.Contact, u Upload,
 		done.Fingerprint = s.msgsAPI.Fingerprint(done.Fingerprint, a.SHA256)
 		if done.Result, err = json.Marshal(out); err != nil {
 			s.removeBlob(ctx, a.Key)
-			return messaging.Attachment{}, err
+			return driver.Attachment{}, err
 		}
 	}
 
@@ -280,8 +277,8 @@ func (s *Service) store(ctx context.Context, caller messaging.Contact, u Upload,
 	fctx, cancel := s.finishing(ctx)
 	defer cancel()
 	if u.MessageID == "" {
-		rec := s.recorder(func(c driver.Change) []messaging.Event {
-			return attachmentEvents(messaging.EventAttachmentCreated, c.Attachments, a.CreatedAt)
+		rec := s.recorder(func(c driver.Change) []driver.Event {
+			return attachmentEvents(driver.EventAttachmentCreated, c.Attachments, a.CreatedAt)
 		})
 		if done != nil {
 			err = s.repo.CreateAttachmentKeyed(fctx, a, rec, *done)
@@ -291,7 +288,7 @@ func (s *Service) store(ctx context.Context, caller messaging.Contact, u Upload,
 		if err != nil {
 			got, ok := s.settleRow(fctx, a, err)
 			if !ok {
-				return messaging.Attachment{}, err
+				return driver.Attachment{}, err
 			}
 			a = got // the row was written after all
 		}
@@ -305,13 +302,13 @@ func (s *Service) store(ctx context.Context, caller messaging.Contact, u Upload,
 		if got, ok := s.settleRow(fctx, a, err); ok {
 			return got, nil // stored, linked, after all
 		}
-		if messaging.KindOf(err) == messaging.ErrNotFound {
-			return messaging.Attachment{}, noMessage(u.MessageID)
+		if driver.KindOf(err) == driver.ErrNotFound {
+			return driver.Attachment{}, noMessage(u.MessageID)
 		}
 		if ce := (*check.Error)(nil); errors.As(err, &ce) && ce.Param == "attachments" {
-			return messaging.Attachment{}, s.messageFull() // filled meanwhile
+			return driver.Attachment{}, s.messageFull() // filled meanwhile
 		}
-		return messaging.Attachment{}, err
+		return driver.Attachment{}, err
 	}
 	if done == nil {
 		for _, got := range m.Attachments {
@@ -328,72 +325,59 @@ func (s *Service) store(ctx context.Context, caller messaging.Contact, u Upload,
 // is long: a retry while the first is under way, on any instance, is
 // refused before its file is read; a retry of an upload that is done reads
 // the file only to hash it, and stores no object.
-func (s *Service) uploadKeyed(ctx context.Context, caller messaging.Contact, u Upload, name string) (messaging.Attachment, error) {
+func (s *Service) uploadKeyed(ctx context.Context, caller driver.Contact, u Upload, name string) (driver.Attachment, error) {
 	idem := u.Idempotency
 	if err := check.IdempotencyKey("idempotency_key", idem.Key); err != nil {
-		return messaging.Attachment{}, err
+		return driver.Attachment{}, err
 	}
 	if u.Body == nil {
-		return messaging.Attachment{}, check.Missing("file")
+		return driver.Attachment{}, check.Missing("file")
 	}
 	release, err := s.msgsAPI.Hold(caller.ID, idem.Key)
 	if err != nil {
-		return messaging.Attachment{}, err
+		return driver.Attachment{}, err
 	}
 	defer release()
 	// The fingerprint of the fields; the file's SHA-256 completes it.
 	fields := s.msgsAPI.Fingerprint("attachments.upload", u.Filename, u.ContentType, u.ConversationID, u.MessageID)
 	rec, done, err := s.msgsAPI.Claim(ctx, caller.ID, idem.Key, fields)
 	if err != nil {
-		return messaging.Attachment{}, err
+		return driver.Attachment{}, err
 	}
 	if done {
 		cr := newCountingReader(u.Body, s.opts.MaxUploadBytes)
 		_, err := io.Copy(io.Discard, cr)
 		sum := cr.Sum()
 		if cr.tooLarge {
-			return messaging.Attachment{}, s.tooLarge()
+			return driver.Attachment{}, s.tooLarge()
 		}
 		if err != nil {
-			return messaging.Attachment{}, err
+			return driver.Attachment{}, err
 		}
-		var a messaging.Attachment
+		var a driver.Attachment
 		if err := s.msgsAPI.Replay(rec, s.msgsAPI.Fingerprint(fields, sum), &a); err != nil {
-			return messaging.Attachment{}, err
+			return driver.Attachment{}, err
 		}
 		setReplayed(idem, true)
 		return a, nil
 	}
 	a, err := s.store(ctx, caller, u, name, &rec)
 	if err != nil {
-		return messaging.Attachment{}, s.msgsAPI.Release(ctx, rec, err)
+		return driver.Attachment{}, s.msgsAPI.Release(ctx, rec, err)
 	}
 	setReplayed(idem, false)
 	return a, nil
 }
 
-func setReplayed(idem messaging.Idempotency, v bool) {
+func setReplayed(idem driver.Idempotency, v bool) {
 	if idem.Replayed != nil {
 		*idem.Replayed = v
 	}
 }
 
 func (s *Service) tooLarge() error {
-	return &messaging.Error{Kind: messaging.ErrTooLarge, Param: "file",
+	return &driver.Error{Kind: driver.ErrTooLarge, Param: "file",
 		Message: "the file is larger than the limit of " + strconv.FormatInt(s.opts.MaxUploadBytes, 10) + " bytes"}
-}
-
-// messagingAPI is what the Service needs of the messaging Service it is
-// built on beyond its exported API (see package wiring).
-type messagingAPI interface {
-	Hold(scope, key string) (release func(), err error)
-	Once(ctx context.Context, scope string, idem messaging.Idempotency, fp string, out any, write func(done driver.IdempotencyRecord) error) (replayed bool, err error)
-	Claim(ctx context.Context, scope, key, fp string) (driver.IdempotencyRecord, bool, error)
-	Release(ctx context.Context, rec driver.IdempotencyRecord, err error) error
-	Replay(rec driver.IdempotencyRecord, fp string, v any) error
-	Fingerprint(parts ...string) string
-	MaxAttachments() int
-	Attach(ctx context.Context, caller messaging.Contact, messageID string, a messaging.Attachment, done *driver.IdempotencyRecord) (messaging.Message, error)
 }
 
 // settleRow decides what a failed CreateAttachment of a leaves: when the
@@ -403,22 +387,22 @@ type messagingAPI interface {
 // be known (the database cannot be reached, or did not answer in time),
 // the object stays for Reconcile, which removes it after Options.
 // OrphanGrace if no row names it by then.
-func (s *Service) settleRow(ctx context.Context, a messaging.Attachment, err error) (messaging.Attachment, bool) {
-	uncertain := func(why error) (messaging.Attachment, bool) {
+func (s *Service) settleRow(ctx context.Context, a driver.Attachment, err error) (driver.Attachment, bool) {
+	uncertain := func(why error) (driver.Attachment, bool) {
 		s.opts.Logger.WarnContext(ctx, "attachments: an upload's row may or may not be stored; its object is left for Reconcile",
 			"attachment", a.ID, "key", a.Key, "err", err, "check", why)
-		return messaging.Attachment{}, false
+		return driver.Attachment{}, false
 	}
-	if messaging.KindOf(err) == messaging.ErrUnavailable || errors.Is(err, context.DeadlineExceeded) {
+	if driver.KindOf(err) == driver.ErrUnavailable || errors.Is(err, context.DeadlineExceeded) {
 		return uncertain(err)
 	}
 	got, gerr := s.repo.GetAttachment(ctx, a.ID)
 	switch {
 	case gerr == nil:
 		return got, true
-	case errors.Is(gerr, messaging.ErrNotFound):
+	case errors.Is(gerr, driver.ErrNotFound):
 		s.removeBlob(ctx, a.Key)
-		return messaging.Attachment{}, false
+		return driver.Attachment{}, false
 	default:
 		return uncertain(gerr)
 	}
@@ -439,7 +423,7 @@ func (s *Service) messageFull() error {
 }
 
 func noMessage(id string) error {
-	return &messaging.Error{Kind: messaging.ErrNotFound, Param: "message_id", Message: "no such message: " + id}
+	return &driver.Error{Kind: driver.ErrNotFound, Param: "message_id", Message: "no such message: " + id}
 }
 
 // maxTypeLen bounds a stored content type.
@@ -558,71 +542,71 @@ func (c *countingReader) Sum() string {
 func (s *Service) removeBlob(ctx context.Context, key string) {
 	ctx, cancel := s.finishing(ctx)
 	defer cancel()
-	if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, messaging.ErrNotFound) {
+	if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, driver.ErrNotFound) {
 		s.opts.Logger.ErrorContext(ctx, "attachments: cannot remove object; Reconcile will retry", "key", key, "err", err)
 	}
 }
 
 // Get returns the attachment, or ErrNotFound if it does not exist or the
 // caller may not see it.
-func (s *Service) Get(ctx context.Context, caller messaging.Contact, id string) (messaging.Attachment, error) {
+func (s *Service) Get(ctx context.Context, caller driver.Contact, id string) (driver.Attachment, error) {
 	a, err := s.get(ctx, caller, id)
-	return a, wiring.Wrap("attachments.Get "+strconv.Quote(id), err)
+	return a, domain.Wrap("attachments.Get "+strconv.Quote(id), err)
 }
 
-func (s *Service) get(ctx context.Context, caller messaging.Contact, id string) (messaging.Attachment, error) {
+func (s *Service) get(ctx context.Context, caller driver.Contact, id string) (driver.Attachment, error) {
 	if !ids.Valid(ids.Attachment, id) {
-		return messaging.Attachment{}, notFound(id)
+		return driver.Attachment{}, notFound(id)
 	}
 	a, err := s.repo.GetAttachment(ctx, id)
-	if errors.Is(err, messaging.ErrNotFound) {
-		return messaging.Attachment{}, notFound(id)
+	if errors.Is(err, driver.ErrNotFound) {
+		return driver.Attachment{}, notFound(id)
 	}
 	if err != nil {
-		return messaging.Attachment{}, err
+		return driver.Attachment{}, err
 	}
 	ok, err := s.canView(ctx, caller, a)
 	if err != nil {
-		return messaging.Attachment{}, err
+		return driver.Attachment{}, err
 	}
 	if !ok {
-		return messaging.Attachment{}, notFound(id)
+		return driver.Attachment{}, notFound(id)
 	}
 	return a, nil
 }
 
 func notFound(id string) error {
-	return &messaging.Error{Kind: messaging.ErrNotFound, Message: "no such attachment: " + id}
+	return &driver.Error{Kind: driver.ErrNotFound, Message: "no such attachment: " + id}
 }
 
-func (s *Service) canView(ctx context.Context, caller messaging.Contact, a messaging.Attachment) (bool, error) {
+func (s *Service) canView(ctx context.Context, caller driver.Contact, a driver.Attachment) (bool, error) {
 	if a.UploaderID == caller.ID {
 		return true, nil
 	}
 	if a.ConversationID == "" {
 		return false, nil
 	}
-	return s.domain.CanView(ctx, caller.ID, a.ConversationID)
+	return s.m.CanView(ctx, caller.ID, a.ConversationID)
 }
 
-func (s *Service) mustView(ctx context.Context, caller messaging.Contact, conversationID string) error {
-	ok, err := s.domain.CanView(ctx, caller.ID, conversationID)
+func (s *Service) mustView(ctx context.Context, caller driver.Contact, conversationID string) error {
+	ok, err := s.m.CanView(ctx, caller.ID, conversationID)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return &messaging.Error{Kind: messaging.ErrNotFound, Param: "conversation_id", Message: "no such conversation: " + conversationID}
+		return &driver.Error{Kind: driver.ErrNotFound, Param: "conversation_id", Message: "no such conversation: " + conversationID}
 	}
 	return nil
 }
 
 // Open returns the attachment and a reader of its bytes, which the caller
 // must close. Errors as for Get.
-func (s *Service) Open(ctx context.Context, caller messaging.Contact, id string) (messaging.Attachment, io.ReadSeekCloser, error) {
+func (s *Service) Open(ctx context.Context, caller driver.Contact, id string) (driver.Attachment, io.ReadSeekCloser, error) {
 	op := "attachments.Open " + strconv.Quote(id)
 	a, err := s.get(ctx, caller, id)
 	if err != nil {
-		return messaging.Attachment{}, nil, wiring.Wrap(op, err)
+		return driver.Attachment{}, nil, domain.Wrap(op, err)
 	}
 	return s.open(ctx, op, a)
 }
@@ -633,11 +617,11 @@ func (s *Service) Open(ctx context.Context, caller messaging.Contact, id string)
 // nothing from the blob store, so that the caller can point to the
 // current name. Errors as for Get: an attachment the caller may not see is
 // not found whatever the name.
-func (s *Service) OpenNamed(ctx context.Context, caller messaging.Contact, id, filename string) (messaging.Attachment, io.ReadSeekCloser, error) {
+func (s *Service) OpenNamed(ctx context.Context, caller driver.Contact, id, filename string) (driver.Attachment, io.ReadSeekCloser, error) {
 	op := "attachments.OpenNamed " + strconv.Quote(id)
 	a, err := s.get(ctx, caller, id)
 	if err != nil {
-		return messaging.Attachment{}, nil, wiring.Wrap(op, err)
+		return driver.Attachment{}, nil, domain.Wrap(op, err)
 	}
 	if a.Filename != filename {
 		return a, nil, nil
@@ -645,10 +629,10 @@ func (s *Service) OpenNamed(ctx context.Context, caller messaging.Contact, id, f
 	return s.open(ctx, op, a)
 }
 
-func (s *Service) open(ctx context.Context, op string, a messaging.Attachment) (messaging.Attachment, io.ReadSeekCloser, error) {
+func (s *Service) open(ctx context.Context, op string, a driver.Attachment) (driver.Attachment, io.ReadSeekCloser, error) {
 	r, err := s.blobs.Open(ctx, a.Key)
 	if err != nil {
-		return messaging.Attachment{}, nil, wiring.Wrap(op, err)
+		return driver.Attachment{}, nil, domain.Wrap(op, err)
 	}
 	return a, r, nil
 }
@@ -659,25 +643,25 @@ func (s *Service) open(ctx context.Context, op string, a messaging.Attachment) (
 // query each): one whose Key is not the key the Service gave the file of
 // a.ID is not found. Errors: ErrNotFound when the caller may not see a,
 // ErrUnimplemented when the store cannot sign.
-func (s *Service) SignedURL(ctx context.Context, caller messaging.Contact, a messaging.Attachment, expiry time.Duration) (string, error) {
+func (s *Service) SignedURL(ctx context.Context, caller driver.Contact, a driver.Attachment, expiry time.Duration) (string, error) {
 	const op = "attachments.SignedURL"
 	if !s.isKeyOf(ctx, a) {
 		// Not an attachment as the Service returns it: its key is not the
 		// one the Service gave its file.
-		return "", wiring.Wrap(op, notFound(a.ID))
+		return "", domain.Wrap(op, notFound(a.ID))
 	}
 	if ok, err := s.canView(ctx, caller, a); err != nil || !ok {
 		if err == nil {
 			err = notFound(a.ID)
 		}
-		return "", wiring.Wrap(op, err)
+		return "", domain.Wrap(op, err)
 	}
 	signer, ok := s.blobs.(driver.URLSigner)
 	if !ok {
-		return "", wiring.Wrap(op, &messaging.Error{Kind: messaging.ErrUnimplemented, Message: "the blob store cannot sign URLs"})
+		return "", domain.Wrap(op, &driver.Error{Kind: driver.ErrUnimplemented, Message: "the blob store cannot sign URLs"})
 	}
 	u, err := signer.SignedURL(ctx, a.Key, a.Filename, a.FileType, expiry)
-	return u, wiring.Wrap(op, err)
+	return u, domain.Wrap(op, err)
 }
 
 // ListOptions select a page of attachments.
@@ -702,7 +686,7 @@ type ListOptions struct {
 // Page is one page of a list.
 type Page struct {
 	// Data are the attachments of the page, newest first.
-	Data []messaging.Attachment
+	Data []driver.Attachment
 	// HasMore reports whether more attachments exist beyond the page in the
 	// direction of travel (older, or newer with EndingBefore).
 	HasMore bool
@@ -711,13 +695,13 @@ type Page struct {
 // List returns a page of the attachments the caller may see, newest first.
 // Errors: ErrInvalid for a bad limit, conversation id or cursor (an id that
 // is not in the list).
-func (s *Service) List(ctx context.Context, caller messaging.Contact, o ListOptions) (Page, error) {
+func (s *Service) List(ctx context.Context, caller driver.Contact, o ListOptions) (Page, error) {
 	p, err := s.list(ctx, caller, o)
-	return p, wiring.Wrap("attachments.List", err)
+	return p, domain.Wrap("attachments.List", err)
 }
 
-func (s *Service) list(ctx context.Context, caller messaging.Contact, o ListOptions) (Page, error) {
-	limit, err := check.Limit(o.Limit, s.domain.MaxListLimit)
+func (s *Service) list(ctx context.Context, caller driver.Contact, o ListOptions) (Page, error) {
+	limit, err := check.Limit(o.Limit, s.m.MaxListLimit)
 	if err != nil {
 		return Page{}, err
 	}
@@ -726,22 +710,22 @@ func (s *Service) list(ctx context.Context, caller messaging.Contact, o ListOpti
 		if err := check.ConversationID("conversation_id", o.ConversationID); err != nil {
 			return Page{}, err
 		}
-		ok, err := s.domain.CanView(ctx, caller.ID, o.ConversationID)
+		ok, err := s.m.CanView(ctx, caller.ID, o.ConversationID)
 		if err != nil {
 			return Page{}, err
 		}
 		if !ok {
-			return Page{Data: []messaging.Attachment{}}, nil
+			return Page{Data: []driver.Attachment{}}, nil
 		}
 		q.ConversationIDs = []string{o.ConversationID}
 	} else {
-		all, member, convs, err := s.domain.Scope(ctx, caller.ID)
+		all, member, convs, err := s.m.Scope(ctx, caller.ID)
 		if err != nil {
 			return Page{}, err
 		}
 		q.All, q.MemberID, q.ConversationIDs, q.UploaderID = all, member, convs, caller.ID
 	}
-	inList := func(a messaging.Attachment) bool {
+	inList := func(a driver.Attachment) bool {
 		if o.ConversationID != "" {
 			return a.ConversationID == o.ConversationID
 		}
@@ -752,7 +736,7 @@ func (s *Service) list(ctx context.Context, caller messaging.Contact, o ListOpti
 	}
 	q.After, q.Before, err = check.Cursors(o.StartingAfter, o.EndingBefore, func(id string) (driver.Cursor, bool, error) {
 		a, err := s.get(ctx, caller, id)
-		if errors.Is(err, messaging.ErrNotFound) {
+		if errors.Is(err, driver.ErrNotFound) {
 			return driver.Cursor{}, false, nil
 		}
 		return driver.Cursor{Time: a.CreatedAt, ID: a.ID}, inList(a), err
@@ -765,7 +749,7 @@ func (s *Service) list(ctx context.Context, caller messaging.Contact, o ListOpti
 		return Page{}, err
 	}
 	if items == nil {
-		items = []messaging.Attachment{}
+		items = []driver.Attachment{}
 	}
 	return Page{Data: items, HasMore: more}, nil
 }
@@ -775,29 +759,29 @@ func (s *Service) list(ctx context.Context, caller messaging.Contact, o ListOpti
 // newest or from just older than o.StartingAfter. o.EndingBefore must be
 // empty. The iterator yields the first error (with a zero Attachment) and
 // stops; break out of the loop to stop early.
-func (s *Service) All(ctx context.Context, caller messaging.Contact, o ListOptions) iter.Seq2[messaging.Attachment, error] {
+func (s *Service) All(ctx context.Context, caller driver.Contact, o ListOptions) iter.Seq2[driver.Attachment, error] {
 	if o.Limit == 0 {
-		o.Limit = s.domain.MaxListLimit
+		o.Limit = s.m.MaxListLimit
 	}
 	if o.EndingBefore != "" {
-		return func(yield func(messaging.Attachment, error) bool) {
-			yield(messaging.Attachment{}, wiring.Wrap("attachments.All", check.BadParam("ending_before", "All walks toward older attachments: ending_before cannot be used")))
+		return func(yield func(driver.Attachment, error) bool) {
+			yield(driver.Attachment{}, domain.Wrap("attachments.All", check.BadParam("ending_before", "All walks toward older attachments: ending_before cannot be used")))
 		}
 	}
-	return paging.All(o.StartingAfter, func(after string) ([]messaging.Attachment, bool, error) {
+	return paging.All(o.StartingAfter, func(after string) ([]driver.Attachment, bool, error) {
 		o.StartingAfter = after
 		p, err := s.List(ctx, caller, o)
 		return p.Data, p.HasMore, err
-	}, func(a messaging.Attachment) string { return a.ID })
+	}, func(a driver.Attachment) string { return a.ID })
 }
 
 // Rename changes the attachment's file name (cleaned as on upload); the
 // bytes are not copied. Only the uploader may rename: ErrPermission for
 // others, ErrNotFound for those who may not see it, ErrInvalid for a bad
 // name. It is Update with Filename only.
-func (s *Service) Rename(ctx context.Context, caller messaging.Contact, id, filename string) (messaging.Attachment, error) {
+func (s *Service) Rename(ctx context.Context, caller driver.Contact, id, filename string) (driver.Attachment, error) {
 	a, err := s.update(ctx, caller, id, Update{Filename: &filename})
-	return a, wiring.Wrap("attachments.Rename "+strconv.Quote(id), err)
+	return a, domain.Wrap("attachments.Rename "+strconv.Quote(id), err)
 }
 
 // Update is a change to an attachment. Nil fields change nothing; at least
@@ -809,34 +793,34 @@ type Update struct {
 	// Idempotency, when its Key is set, makes the call safe to retry: a
 	// retry with the same key and fields returns the first call's
 	// attachment and changes nothing (see messaging's Retries).
-	Idempotency messaging.Idempotency
+	Idempotency driver.Idempotency
 }
 
 // Update applies u as caller and returns the attachment as stored. Only
 // the uploader may change an attachment: ErrPermission for others,
 // ErrNotFound for those who may not see it, ErrInvalid for an empty update
 // or a bad name; with an idempotency key, those of Upload.
-func (s *Service) Update(ctx context.Context, caller messaging.Contact, id string, u Update) (messaging.Attachment, error) {
+func (s *Service) Update(ctx context.Context, caller driver.Contact, id string, u Update) (driver.Attachment, error) {
 	a, err := s.update(ctx, caller, id, u)
-	return a, wiring.Wrap("attachments.Update "+strconv.Quote(id), err)
+	return a, domain.Wrap("attachments.Update "+strconv.Quote(id), err)
 }
 
-func (s *Service) update(ctx context.Context, caller messaging.Contact, id string, u Update) (messaging.Attachment, error) {
+func (s *Service) update(ctx context.Context, caller driver.Contact, id string, u Update) (driver.Attachment, error) {
 	if u.Filename == nil {
-		return messaging.Attachment{}, check.Missing("filename")
+		return driver.Attachment{}, check.Missing("filename")
 	}
 	name, err := check.Filename("filename", *u.Filename)
 	if err != nil {
-		return messaging.Attachment{}, err
+		return driver.Attachment{}, err
 	}
 	idem := u.Idempotency
 	if idem.Key == "" {
 		return s.rename(ctx, caller, id, name, nil)
 	}
 	if err := check.IdempotencyKey("idempotency_key", idem.Key); err != nil {
-		return messaging.Attachment{}, err
+		return driver.Attachment{}, err
 	}
-	var a messaging.Attachment
+	var a driver.Attachment
 	fp := s.msgsAPI.Fingerprint("attachments.update", id, *u.Filename)
 	_, err = s.msgsAPI.Once(ctx, caller.ID, idem, fp, &a, func(done driver.IdempotencyRecord) error {
 		var err error
@@ -844,32 +828,32 @@ func (s *Service) update(ctx context.Context, caller messaging.Contact, id strin
 		return err
 	})
 	if err != nil {
-		return messaging.Attachment{}, err
+		return driver.Attachment{}, err
 	}
 	return a, nil
 }
 
 // rename sets the attachment's name, checked and cleaned, storing done
 // (when not nil) in the same transaction.
-func (s *Service) rename(ctx context.Context, caller messaging.Contact, id, name string, done *driver.IdempotencyRecord) (messaging.Attachment, error) {
+func (s *Service) rename(ctx context.Context, caller driver.Contact, id, name string, done *driver.IdempotencyRecord) (driver.Attachment, error) {
 	a, err := s.get(ctx, caller, id)
 	if err != nil {
-		return messaging.Attachment{}, err
+		return driver.Attachment{}, err
 	}
 	if a.UploaderID != caller.ID {
-		return messaging.Attachment{}, &messaging.Error{Kind: messaging.ErrPermission, Message: "only the uploader may rename an attachment"}
+		return driver.Attachment{}, &driver.Error{Kind: driver.ErrPermission, Message: "only the uploader may rename an attachment"}
 	}
 	now := s.now()
-	rec := s.recorder(func(c driver.Change) []messaging.Event {
-		return attachmentEvents(messaging.EventAttachmentUpdated, c.Attachments, now)
+	rec := s.recorder(func(c driver.Change) []driver.Event {
+		return attachmentEvents(driver.EventAttachmentUpdated, c.Attachments, now)
 	})
 	if done != nil {
 		a, err = s.repo.RenameAttachmentKeyed(ctx, id, name, rec, *done)
 	} else {
 		a, err = s.repo.RenameAttachment(ctx, id, name, rec)
 	}
-	if errors.Is(err, messaging.ErrNotFound) {
-		return messaging.Attachment{}, notFound(id)
+	if errors.Is(err, driver.ErrNotFound) {
+		return driver.Attachment{}, notFound(id)
 	}
 	if err == nil {
 		s.notify()
@@ -880,23 +864,23 @@ func (s *Service) rename(ctx context.Context, caller messaging.Contact, id, name
 // Delete removes the attachment's row and file; it disappears from its
 // message. Only the uploader may delete: ErrPermission for others,
 // ErrNotFound for those who may not see it.
-func (s *Service) Delete(ctx context.Context, caller messaging.Contact, id string) error {
-	return wiring.Wrap("attachments.Delete "+strconv.Quote(id), s.delete(ctx, caller, id))
+func (s *Service) Delete(ctx context.Context, caller driver.Contact, id string) error {
+	return domain.Wrap("attachments.Delete "+strconv.Quote(id), s.delete(ctx, caller, id))
 }
 
-func (s *Service) delete(ctx context.Context, caller messaging.Contact, id string) error {
+func (s *Service) delete(ctx context.Context, caller driver.Contact, id string) error {
 	a, err := s.get(ctx, caller, id)
 	if err != nil {
 		return err
 	}
 	if a.UploaderID != caller.ID {
-		return &messaging.Error{Kind: messaging.ErrPermission, Message: "only the uploader may delete an attachment"}
+		return &driver.Error{Kind: driver.ErrPermission, Message: "only the uploader may delete an attachment"}
 	}
 	now := s.now()
-	a, err = s.repo.DeleteAttachment(ctx, id, s.recorder(func(c driver.Change) []messaging.Event {
+	a, err = s.repo.DeleteAttachment(ctx, id, s.recorder(func(c driver.Change) []driver.Event {
 		return deleteEvents(c, now)
 	}))
-	if errors.Is(err, messaging.ErrNotFound) {
+	if errors.Is(err, driver.ErrNotFound) {
 		return notFound(id)
 	}
 	if err != nil {
@@ -915,7 +899,7 @@ func (s *Service) removeFiles(ctx context.Context, keys []string) {
 	ctx, cancel := s.finishing(ctx)
 	defer cancel()
 	for _, key := range keys {
-		if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, messaging.ErrNotFound) {
+		if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, driver.ErrNotFound) {
 			s.opts.Logger.WarnContext(ctx, "attachments: object delete failed; Reconcile will retry", "key", key, "err", err)
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/memstore"
 )
@@ -16,7 +17,7 @@ import (
 func TestDeclaredTypeIsKeptOnlyWhenSpecificAndShort(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New()
-	files := attachments.New(store, memstore.NewBlobStore(), messaging.New(store, nil), nil)
+	files := svctest.New(t, store, memstore.NewBlobStore(), nil).Files()
 	for _, tc := range []struct{ declared, want string }{
 		{"image/png", "image/png"},
 		{"text/plain; charset=latin1; x=1", "text/plain; charset=latin1"},

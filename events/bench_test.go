@@ -12,14 +12,18 @@ import (
 
 	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/storetest"
 )
 
-// BenchmarkOutboxCost measures what events add to a send: each iteration
-// sends one message through a Service with no Feed (no event recorded) and
-// one through a Service with a Feed, on two stores of the same backend, in
-// alternating order. It reports the time of each kind of send and their
+// BenchmarkOutboxCost measures what delivery adds to a send: each
+// iteration sends one message through a Service whose Feed has no
+// subscriber and one through a Service whose Feed has one, on two stores of
+// the same backend, in alternating order. (Since every Service records its
+// events, issue 27, the cost of storing an event is in both: the ratio of
+// Record is about 1; the figures of BENCHMARKS.md were taken before, with
+// a Service without a Feed as the plain side.) It reports the time of each kind of send and their
 // ratio (goal: at most 1.15), by the clock and by the CPU time of the
 // sending thread (cpu-ratio: the benchmark's goroutine is locked to its
 // thread, and SQLite works in the caller's goroutine, so this is what the
@@ -90,8 +94,9 @@ func threadCPU(b *testing.B) time.Duration {
 	return time.Duration(ts.Nano())
 }
 
-// benchSender sends messages as alice, with no events (mode ""), or with a
-// Feed that holds delivery ("Record") or delivers to sub ("Deliver").
+// benchSender sends messages as alice, with no subscription (mode ""), or
+// with a Feed that holds delivery ("Record") or delivers to sub
+// ("Deliver").
 type benchSender struct {
 	msgs  *messaging.Service
 	alice messaging.Contact
@@ -100,21 +105,18 @@ type benchSender struct {
 
 func newBenchSender(b *testing.B, store storetest.Store, mode string) *benchSender {
 	ctx := context.Background()
-	s := &benchSender{msgs: messaging.New(storetest.Storage(store), &messaging.Options{Logger: quiet})}
+	o := &events.Options{Logger: quiet, Buffer: 1 << 20}
+	if mode == "Record" {
+		o.Gate = func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+	}
+	s := &benchSender{msgs: svctest.New(b, storetest.Storage(store), nil, &messaging.Options{Logger: quiet, Events: o})}
 	var err error
 	s.alice, err = s.msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(b, err)
 	if mode == "" {
 		return s
 	}
-	o := &events.Options{Logger: quiet, Buffer: 1 << 20}
-	if mode == "Record" {
-		o.Gate = func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
-	}
-	feed, err := events.New(ctx, storetest.Storage(store), s.msgs, o)
-	require.NoError(b, err)
-	b.Cleanup(func() { _ = feed.Close() })
-	s.sub, err = feed.Subscribe(ctx, s.alice, events.SubscribeOptions{})
+	s.sub, err = s.msgs.Events().Subscribe(ctx, s.alice, events.SubscribeOptions{})
 	require.NoError(b, err)
 	return s
 }

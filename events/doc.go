@@ -5,11 +5,10 @@
 // HTTP clients follow live, and which host code handles (notifications,
 // search indexing, webhooks).
 //
-//	msgs := messaging.New(store, nil)
-//	files := attachments.New(store, blobs, msgs, nil)
-//	feed, err := events.New(ctx, store, msgs, nil) // msgs and files record events from now on
+//	msgs, err := messaging.New(ctx, store, blobs, nil) // Options.Events configure the Feed
 //	if err != nil { … }
-//	defer feed.Close()
+//	defer msgs.Close() // closes the Feed
+//	feed := msgs.Events()
 //
 //	sub, err := feed.Subscribe(ctx, alice, events.SubscribeOptions{ConversationID: "general"})
 //	for {

@@ -13,6 +13,7 @@ import (
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/memstore"
 	"github.com/parleychat/parley/storage/storetest"
@@ -46,6 +47,8 @@ type env struct {
 	bob   messaging.Contact
 	mal   messaging.Contact // mallory, who may not see "private…"
 	clock *fakeClock        // of the services and the Feeds
+	pol   *privatePolicy
+	blobs attachments.BlobStore
 }
 
 // fakeClock is a clock that runs with time.Now, moved forward by add.
@@ -66,13 +69,11 @@ func (c *fakeClock) add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// newEnv builds the services and a Feed over store; opts may be nil.
+// newEnv builds the services and their Feed over store; opts may be nil.
 func newEnv(t testing.TB, store storetest.Store, opts *events.Options) *env {
 	t.Helper()
-	e := &env{t: t, ctx: context.Background(), store: store, clock: &fakeClock{}}
-	pol := &privatePolicy{}
-	e.msgs = messaging.New(storetest.Storage(store), &messaging.Options{Policy: pol, Logger: quiet, Now: e.clock.now})
-	e.files = attachments.New(storetest.Storage(store), memstore.NewBlobStore(), e.msgs, &attachments.Options{Logger: quiet, Now: e.clock.now})
+	e := &env{t: t, ctx: context.Background(), store: store, clock: &fakeClock{}, pol: &privatePolicy{}, blobs: memstore.NewBlobStore()}
+	e.feed = e.newFeed(opts)
 	var err error
 	for _, u := range []struct {
 		c    *messaging.Contact
@@ -81,13 +82,13 @@ func newEnv(t testing.TB, store storetest.Store, opts *events.Options) *env {
 		*u.c, err = e.msgs.SaveContact(e.ctx, messaging.Contact{Username: u.name})
 		require.NoError(t, err)
 	}
-	pol.malloryID = e.mal.ID
-	e.feed = e.newFeed(opts)
+	e.pol.malloryID = e.mal.ID
 	return e
 }
 
-// newFeed starts a Feed over the env's store and services, closed when the
-// test ends.
+// newFeed starts the services over the env's store anew, as a restart
+// does, and returns their Feed; the services and the Feed are closed when
+// the test ends.
 func (e *env) newFeed(opts *events.Options) *events.Feed {
 	e.t.Helper()
 	var o events.Options
@@ -100,10 +101,10 @@ func (e *env) newFeed(opts *events.Options) *events.Feed {
 	if o.Now == nil {
 		o.Now = e.clock.now
 	}
-	f, err := events.New(e.ctx, storetest.Storage(e.store), e.msgs, &o)
-	require.NoError(e.t, err)
-	e.t.Cleanup(func() { _ = f.Close() })
-	return f
+	e.msgs = svctest.New(e.t, storetest.Storage(e.store), e.blobs, &messaging.Options{Policy: e.pol, Logger: quiet, Now: e.clock.now,
+		Files: &attachments.Options{Logger: quiet, Now: e.clock.now}, Events: &o})
+	e.files = e.msgs.Files()
+	return e.msgs.Events()
 }
 
 // eachBackend runs f on memstore, SQLite, and PostgreSQL and MySQL when

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/memstore"
@@ -15,13 +14,12 @@ import (
 func Example() {
 	ctx := context.Background()
 	store := memstore.New() // or sqlstore.Open(ctx, dsn, nil)
-	msgs := messaging.New(store, nil)
-	attachments.New(store, memstore.NewBlobStore(), msgs, nil)
-	feed, err := events.New(ctx, store, msgs, nil) // writes record events from now on
+	msgs, err := messaging.New(ctx, store, memstore.NewBlobStore(), nil)
 	if err != nil {
 		panic(err)
 	}
-	defer feed.Close()
+	defer msgs.Close()
+	feed := msgs.Events() // every write records its events
 
 	alice, _ := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	bob, _ := msgs.SaveContact(ctx, messaging.Contact{Username: "bob"})
@@ -58,12 +56,12 @@ func Example() {
 func ExampleFeed_Handle() {
 	ctx := context.Background()
 	store := memstore.New()
-	msgs := messaging.New(store, nil)
-	feed, err := events.New(ctx, store, msgs, nil)
+	msgs, err := messaging.New(ctx, store, memstore.NewBlobStore(), nil)
 	if err != nil {
 		panic(err)
 	}
-	defer feed.Close()
+	defer msgs.Close()
+	feed := msgs.Events()
 
 	notified := make(chan string)
 	err = feed.Handle(ctx, "notify", func(ctx context.Context, e messaging.Event) error {

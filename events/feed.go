@@ -11,8 +11,7 @@ import (
 
 	"gocloud.dev/pubsub"
 
-	"github.com/parleychat/parley/internal/wiring"
-	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/internal/domain"
 	"github.com/parleychat/parley/messaging/driver"
 )
 
@@ -138,8 +137,7 @@ const readBatch = 256
 // concurrent use.
 type Feed struct {
 	store    driver.EventStore
-	msgs     *messaging.Service
-	domain   wiring.Domain
+	m        domain.Messaging // the messaging Service's rules
 	opts     Options
 	instance string // this Feed's id, in its pub/sub wake-ups
 
@@ -162,19 +160,20 @@ type Feed struct {
 }
 
 // New returns a Feed of the events in store, the outbox of the storage
-// that msgs (and the attachments Service built on it) write to, and binds
-// it to msgs: from now on their writes record an event for every change,
-// and wake the Feed when they commit. A Feed delivers the events recorded
-// from now on live; subscribers and handlers resume from older ones. New
-// reads the outbox once, and fails if it cannot.
-func New(ctx context.Context, storage messaging.Storage, msgs *messaging.Service, opts *Options) (*Feed, error) {
-	if storage == nil || msgs == nil {
-		return nil, errors.New("events: New needs a storage and a messaging Service")
+// that the messaging Service (and the attachments Service built with it)
+// write to. It is for messaging.New, which builds the Feed with the
+// messaging Service (see messaging.Service.Events) and calls the
+// Committed that New returns after each write that recorded events, to
+// wake the Feed. A Feed delivers the events recorded from now on live;
+// subscribers and handlers resume from older ones. New reads the outbox
+// once, and fails if it cannot.
+func New(ctx context.Context, m domain.Messaging, store driver.EventStore, opts *Options) (*Feed, domain.Committed, error) {
+	if store == nil || m.CanSeeEvent == nil {
+		return nil, nil, errors.New("events: New needs a driver.EventStore and the messaging Service's rules")
 	}
-	store := storage.Driver()
 	f := &Feed{
 		store:    store,
-		msgs:     msgs,
+		m:        m,
 		opts:     opts.withDefaults(),
 		instance: newInstanceID(),
 		wake:     make(chan struct{}, 1),
@@ -187,11 +186,10 @@ func New(ctx context.Context, storage messaging.Storage, msgs *messaging.Service
 	switch {
 	case err == nil:
 		f.cursor = last.Seq
-	case !errors.Is(err, messaging.ErrNotFound):
-		return nil, wiring.Wrap("events.New", err)
+	case !errors.Is(err, driver.ErrNotFound):
+		return nil, nil, domain.Wrap("events.New", err)
 	}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
-	f.domain = wiring.BindFeed(msgs, f.committed)
 	f.wg.Go(f.dispatch)
 	f.wg.Go(f.prune)
 	if f.opts.Topic != nil {
@@ -200,7 +198,7 @@ func New(ctx context.Context, storage messaging.Storage, msgs *messaging.Service
 	if f.opts.Subscription != nil {
 		f.wg.Go(f.receiveWakeUps)
 	}
-	return f, nil
+	return f, f.committed, nil
 }
 
 func newInstanceID() string {
@@ -328,7 +326,7 @@ func (f *Feed) idle() bool { return len(f.subs) == 0 && len(f.handlers) == 0 }
 // subscription that starts gets the events since).
 func (f *Feed) skip(ctx context.Context) bool {
 	last, err := f.store.LastEvent(ctx)
-	if err != nil && !errors.Is(err, messaging.ErrNotFound) {
+	if err != nil && !errors.Is(err, driver.ErrNotFound) {
 		if ctx.Err() == nil {
 			f.logOnce("read", "events: cannot read the outbox; will retry", err)
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 )
 
@@ -14,7 +13,7 @@ import (
 // index, a webhook. An error (or a panic) has it called again with the same
 // event, after a backoff, up to Options.HandlerAttempts times. It never
 // fails the write that made the event, which has committed before.
-type Handler func(ctx context.Context, e messaging.Event) error
+type Handler func(ctx context.Context, e driver.Event) error
 
 // handler is a registered Handler and its wake-up.
 type handler struct {
@@ -44,7 +43,7 @@ func (h *handler) poke() {
 // ErrClosed after Close, ErrUnavailable when the outbox cannot be read.
 func (f *Feed) Handle(ctx context.Context, name string, fn Handler) error {
 	if name == "" || fn == nil {
-		return &messaging.Error{Kind: messaging.ErrInvalid, Op: "events.Handle", Message: "a handler needs a name and a function"}
+		return &driver.Error{Kind: driver.ErrInvalid, Op: "events.Handle", Message: "a handler needs a name and a function"}
 	}
 	// A new handler starts after the newest event.
 	var start int64
@@ -52,8 +51,8 @@ func (f *Feed) Handle(ctx context.Context, name string, fn Handler) error {
 	switch {
 	case err == nil:
 		start = last.Seq
-	case !errors.Is(err, messaging.ErrNotFound):
-		return &messaging.Error{Kind: messaging.KindOf(err), Op: "events.Handle", Message: "cannot read the outbox", Err: err}
+	case !errors.Is(err, driver.ErrNotFound):
+		return &driver.Error{Kind: driver.KindOf(err), Op: "events.Handle", Message: "cannot read the outbox", Err: err}
 	}
 	h := &handler{name: name, fn: fn, wake: make(chan struct{}, 1)}
 	f.mu.Lock()
@@ -62,7 +61,7 @@ func (f *Feed) Handle(ctx context.Context, name string, fn Handler) error {
 		return ErrClosed
 	}
 	if _, ok := f.handlers[name]; ok {
-		return &messaging.Error{Kind: messaging.ErrInvalid, Op: "events.Handle", Message: "a handler named " + name + " is registered already"}
+		return &driver.Error{Kind: driver.ErrInvalid, Op: "events.Handle", Message: "a handler named " + name + " is registered already"}
 	}
 	f.handlers[name] = h
 	f.wg.Go(func() { f.runHandler(h, start) })
@@ -177,7 +176,7 @@ func (f *Feed) save(h *handler, seq int64) bool {
 
 // handleOne calls the handler with e until it succeeds or has failed
 // HandlerAttempts times; false when the Feed is closing.
-func (f *Feed) handleOne(h *handler, e messaging.Event) bool {
+func (f *Feed) handleOne(h *handler, e driver.Event) bool {
 	backoff := f.opts.HandlerBackoff
 	for attempt := 1; ; attempt++ {
 		err := call(f.ctx, h.fn, e)
@@ -202,7 +201,7 @@ func (f *Feed) handleOne(h *handler, e messaging.Event) bool {
 }
 
 // call runs fn, turning a panic into an error.
-func call(ctx context.Context, fn Handler, e messaging.Event) (err error) {
+func call(ctx context.Context, fn Handler, e driver.Event) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("handler panicked: %v", r)

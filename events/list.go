@@ -6,9 +6,8 @@ import (
 	"slices"
 
 	"github.com/parleychat/parley/internal/check"
+	"github.com/parleychat/parley/internal/domain"
 	"github.com/parleychat/parley/internal/ids"
-	"github.com/parleychat/parley/internal/wiring"
-	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 )
 
@@ -32,7 +31,7 @@ type ListOptions struct {
 // Page is one page of events.
 type Page struct {
 	// Data are the events, newest first (Seq descending).
-	Data []messaging.Event
+	Data []driver.Event
 	// HasMore reports whether more exist beyond the page in the direction
 	// of travel.
 	HasMore bool
@@ -41,13 +40,13 @@ type Page struct {
 // List returns a page of the events the caller may see that are still
 // kept, newest first. Errors: ErrInvalid for a bad limit, conversation id
 // or cursor (an id that is not in the list, or no longer kept).
-func (f *Feed) List(ctx context.Context, caller messaging.Contact, o ListOptions) (Page, error) {
+func (f *Feed) List(ctx context.Context, caller driver.Contact, o ListOptions) (Page, error) {
 	p, err := f.list(ctx, caller, o)
-	return p, wiring.Wrap("events.List", err)
+	return p, domain.Wrap("events.List", err)
 }
 
-func (f *Feed) list(ctx context.Context, caller messaging.Contact, o ListOptions) (Page, error) {
-	limit, err := check.Limit(o.Limit, f.domain.MaxListLimit)
+func (f *Feed) list(ctx context.Context, caller driver.Contact, o ListOptions) (Page, error) {
+	limit, err := check.Limit(o.Limit, f.m.MaxListLimit)
 	if err != nil {
 		return Page{}, err
 	}
@@ -56,16 +55,16 @@ func (f *Feed) list(ctx context.Context, caller messaging.Contact, o ListOptions
 		if err := check.ConversationID("conversation_id", o.ConversationID); err != nil {
 			return Page{}, err
 		}
-		ok, err := f.domain.CanView(ctx, caller.ID, o.ConversationID)
+		ok, err := f.m.CanView(ctx, caller.ID, o.ConversationID)
 		if err != nil {
 			return Page{}, err
 		}
 		if !ok {
-			return Page{Data: []messaging.Event{}}, nil
+			return Page{Data: []driver.Event{}}, nil
 		}
 		q.ConversationIDs = []string{o.ConversationID}
 	} else {
-		all, member, convs, err := f.domain.Scope(ctx, caller.ID)
+		all, member, convs, err := f.m.Scope(ctx, caller.ID)
 		if err != nil {
 			return Page{}, err
 		}
@@ -76,7 +75,7 @@ func (f *Feed) list(ctx context.Context, caller messaging.Contact, o ListOptions
 			return 0, false, nil
 		}
 		e, err := f.store.GetEvent(ctx, id)
-		if errors.Is(err, messaging.ErrNotFound) {
+		if errors.Is(err, driver.ErrNotFound) {
 			return 0, false, nil
 		}
 		if err != nil {
@@ -85,7 +84,7 @@ func (f *Feed) list(ctx context.Context, caller messaging.Contact, o ListOptions
 		if o.ConversationID != "" && e.ConversationID != o.ConversationID {
 			return 0, false, nil
 		}
-		ok, err := f.msgs.CanSeeEvent(ctx, caller, e)
+		ok, err := f.m.CanSeeEvent(ctx, caller, e)
 		return e.Seq, ok, err
 	})
 	if err != nil {

@@ -7,9 +7,8 @@ import (
 	"time"
 
 	"github.com/parleychat/parley/internal/check"
+	"github.com/parleychat/parley/internal/domain"
 	"github.com/parleychat/parley/internal/ids"
-	"github.com/parleychat/parley/internal/wiring"
-	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 )
 
@@ -22,7 +21,7 @@ type SubscribeOptions struct {
 	// the subscription starts with every later event it may see, in
 	// order, then goes on live. When that event is no longer kept (older
 	// than Options.Retention), the subscription starts with an event of
-	// type messaging.EventsLost instead. When "", the subscription starts
+	// type driver.EventsLost instead. When "", the subscription starts
 	// live, with the events committed from about now on.
 	After string
 	// OnTooSlow, when set, is called once if the Feed cuts the
@@ -40,23 +39,23 @@ type SubscribeOptions struct {
 // goroutine) when done.
 type Subscription struct {
 	feed   *Feed
-	caller messaging.Contact
+	caller driver.Contact
 	conv   string
 	onCut  func()
 
 	// Read by the dispatcher under feed.mu.
-	ch      chan *messaging.Event // live events, bounded
-	cut     chan struct{}         // closed when the reader fell behind
+	ch      chan *driver.Event // live events, bounded
+	cut     chan struct{}      // closed when the reader fell behind
 	cutOnce sync.Once
 
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
 
 	// The reader's own state.
-	floor   int64             // every event up to it has been considered
-	pending []messaging.Event // read from the outbox, not yet returned
-	live    bool              // registered with the dispatcher
-	lost    *messaging.Event  // to return first
+	floor   int64          // every event up to it has been considered
+	pending []driver.Event // read from the outbox, not yet returned
+	live    bool           // registered with the dispatcher
+	lost    *driver.Event  // to return first
 	seen    map[string]visibility
 	ended   error // ErrTooSlow or ErrClosed, once the subscription is over
 }
@@ -72,12 +71,12 @@ type visibility struct {
 // (Param "last_event_id"), ErrUnavailable when the outbox cannot be read.
 // A conversation the caller may not see gives a subscription that gets
 // none of its events (until the Policy lets the caller see it).
-func (f *Feed) Subscribe(ctx context.Context, caller messaging.Contact, o SubscribeOptions) (*Subscription, error) {
+func (f *Feed) Subscribe(ctx context.Context, caller driver.Contact, o SubscribeOptions) (*Subscription, error) {
 	s, err := f.subscribe(ctx, caller, o)
-	return s, wiring.Wrap("events.Subscribe", err)
+	return s, domain.Wrap("events.Subscribe", err)
 }
 
-func (f *Feed) subscribe(ctx context.Context, caller messaging.Contact, o SubscribeOptions) (*Subscription, error) {
+func (f *Feed) subscribe(ctx context.Context, caller driver.Contact, o SubscribeOptions) (*Subscription, error) {
 	if o.ConversationID != "" {
 		if err := check.ConversationID("conversation_id", o.ConversationID); err != nil {
 			return nil, err
@@ -91,7 +90,7 @@ func (f *Feed) subscribe(ctx context.Context, caller messaging.Contact, o Subscr
 		caller: caller,
 		conv:   o.ConversationID,
 		onCut:  o.OnTooSlow,
-		ch:     make(chan *messaging.Event, f.opts.Buffer),
+		ch:     make(chan *driver.Event, f.opts.Buffer),
 		cut:    make(chan struct{}),
 		done:   make(chan struct{}),
 		seen:   make(map[string]visibility),
@@ -111,14 +110,14 @@ func (f *Feed) subscribe(ctx context.Context, caller messaging.Contact, o Subscr
 	switch {
 	case err == nil:
 		s.floor = e.Seq
-	case errors.Is(err, messaging.ErrNotFound):
+	case errors.Is(err, driver.ErrNotFound):
 		// Pruned (or never stored): say so, and go on from the newest.
-		lost := messaging.Event{Type: messaging.EventsLost, ConversationID: o.ConversationID, Created: f.opts.Now().UTC()}
+		lost := driver.Event{Type: driver.EventsLost, ConversationID: o.ConversationID, Created: f.opts.Now().UTC()}
 		last, err := f.store.LastEvent(ctx)
 		switch {
 		case err == nil:
 			lost.ID, s.floor = last.ID, last.Seq
-		case !errors.Is(err, messaging.ErrNotFound):
+		case !errors.Is(err, driver.ErrNotFound):
 			return nil, err
 		}
 		s.lost = &lost
@@ -130,7 +129,7 @@ func (f *Feed) subscribe(ctx context.Context, caller messaging.Contact, o Subscr
 
 // offer queues e for the subscription, or cuts it off when its queue is
 // full; the caller holds feed.mu. It never blocks.
-func (s *Subscription) offer(e *messaging.Event) {
+func (s *Subscription) offer(e *driver.Event) {
 	if s.conv != "" && e.ConversationID != s.conv || e.AudienceID != "" && e.AudienceID != s.caller.ID {
 		return
 	}
@@ -154,22 +153,22 @@ func (s *Subscription) offer(e *messaging.Event) {
 // ErrUnavailable when the outbox or the Policy cannot be read (Next may be
 // called again). After ErrTooSlow or ErrClosed the subscription is over:
 // subscribe again with After set to the last event's ID.
-func (s *Subscription) Next(ctx context.Context) (messaging.Event, error) {
+func (s *Subscription) Next(ctx context.Context) (driver.Event, error) {
 	e, err := s.next(ctx)
 	if err != nil && !errors.Is(err, ErrTooSlow) && !errors.Is(err, ErrClosed) && ctx.Err() == nil {
-		err = wiring.Wrap("events.Next", err)
+		err = domain.Wrap("events.Next", err)
 	}
 	return e, err
 }
 
-func (s *Subscription) next(ctx context.Context) (messaging.Event, error) {
+func (s *Subscription) next(ctx context.Context) (driver.Event, error) {
 	select {
 	case <-s.done:
 		s.ended = ErrClosed
 	default:
 	}
 	if s.ended != nil {
-		return messaging.Event{}, s.ended
+		return driver.Event{}, s.ended
 	}
 	if s.lost != nil {
 		e := *s.lost
@@ -181,7 +180,7 @@ func (s *Subscription) next(ctx context.Context) (messaging.Event, error) {
 			e := s.pending[0]
 			ok, err := s.visible(ctx, e)
 			if err != nil {
-				return messaging.Event{}, err // e stays pending
+				return driver.Event{}, err // e stays pending
 			}
 			s.pending = s.pending[1:]
 			s.floor = max(s.floor, e.Seq)
@@ -191,7 +190,7 @@ func (s *Subscription) next(ctx context.Context) (messaging.Event, error) {
 		}
 		if !s.live {
 			if err := s.catchUp(ctx); err != nil {
-				return messaging.Event{}, err
+				return driver.Event{}, err
 			}
 			continue
 		}
@@ -202,15 +201,15 @@ func (s *Subscription) next(ctx context.Context) (messaging.Event, error) {
 			}
 		case <-s.cut:
 			s.ended = ErrTooSlow
-			return messaging.Event{}, ErrTooSlow
+			return driver.Event{}, ErrTooSlow
 		case <-s.feed.ctx.Done():
 			s.ended = ErrClosed
-			return messaging.Event{}, ErrClosed
+			return driver.Event{}, ErrClosed
 		case <-s.done:
 			s.ended = ErrClosed
-			return messaging.Event{}, ErrClosed
+			return driver.Event{}, ErrClosed
 		case <-ctx.Done():
-			return messaging.Event{}, ctx.Err()
+			return driver.Event{}, ctx.Err()
 		}
 	}
 }
@@ -258,7 +257,7 @@ func (s *Subscription) catchUp(ctx context.Context) error {
 // visible reports whether the caller may see e: the rule of
 // messaging.Service.CanSeeEvent, with the Policy's answer for a
 // conversation kept for Options.PolicyTTL.
-func (s *Subscription) visible(ctx context.Context, e messaging.Event) (bool, error) {
+func (s *Subscription) visible(ctx context.Context, e driver.Event) (bool, error) {
 	if s.conv != "" && e.ConversationID != s.conv {
 		return false, nil
 	}
@@ -272,7 +271,7 @@ func (s *Subscription) visible(ctx context.Context, e messaging.Event) (bool, er
 	if v, ok := s.seen[e.ConversationID]; ok && now.Before(v.until) {
 		return v.ok, nil
 	}
-	ok, err := s.feed.domain.CanView(ctx, s.caller.ID, e.ConversationID)
+	ok, err := s.feed.m.CanView(ctx, s.caller.ID, e.ConversationID)
 	if err != nil {
 		return false, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/httpadapter"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/memstore"
 	"github.com/parleychat/parley/storage/storetest"
@@ -34,8 +35,7 @@ type eventsBenchServer struct {
 func newEventsBenchServer(b *testing.B, store storetest.Store, withEvents bool) *eventsBenchServer {
 	b.Helper()
 	ctx := context.Background()
-	msgs := messaging.New(storetest.Storage(store), &messaging.Options{Logger: quietLog})
-	files := attachments.New(storetest.Storage(store), memstore.NewBlobStore(), msgs, &attachments.Options{Logger: quietLog})
+	msgs := svctest.New(b, storetest.Storage(store), memstore.NewBlobStore(), &messaging.Options{Logger: quietLog, Files: &attachments.Options{Logger: quietLog}, Events: &events.Options{Logger: quietLog}})
 	table := map[string]messaging.Contact{}
 	for _, name := range []string{"alice", "bob"} {
 		c, err := msgs.SaveContact(ctx, messaging.Contact{Username: name})
@@ -45,12 +45,9 @@ func newEventsBenchServer(b *testing.B, store storetest.Store, withEvents bool) 
 	o := &httpadapter.Options{Authenticator: httpadapter.StaticTokens(table), Logger: quietLog}
 	s := &eventsBenchServer{}
 	if withEvents {
-		feed, err := events.New(ctx, storetest.Storage(store), msgs, &events.Options{Logger: quietLog})
-		require.NoError(b, err)
-		b.Cleanup(func() { _ = feed.Close() })
-		o.Events, s.feed = feed, feed
+		o.Events, s.feed = true, msgs.Events()
 	}
-	h, err := httpadapter.New(msgs, files, o)
+	h, err := httpadapter.New(msgs, o)
 	require.NoError(b, err)
 	srv := httptest.NewServer(h)
 	b.Cleanup(srv.Close)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/httpadapter"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/storetest"
 )
@@ -31,11 +32,10 @@ func BenchmarkRetries(b *testing.B) {
 		b.Run(be.name, func(b *testing.B) {
 			store, blobs := be.new(b)
 			quiet := slog.New(slog.DiscardHandler)
-			msgs := messaging.New(storetest.Storage(store), &messaging.Options{Logger: quiet})
-			files := attachments.New(storetest.Storage(store), blobs, msgs, &attachments.Options{Logger: quiet})
+			msgs := svctest.New(b, storetest.Storage(store), blobs, &messaging.Options{Logger: quiet, Files: &attachments.Options{Logger: quiet}})
 			alice, err := msgs.SaveContact(context.Background(), messaging.Contact{Username: "alice", PhoneNumber: "+15550100"})
 			require.NoError(b, err)
-			h, err := httpadapter.New(msgs, files, &httpadapter.Options{
+			h, err := httpadapter.New(msgs, &httpadapter.Options{
 				Authenticator: httpadapter.StaticTokens(map[string]messaging.Contact{benchToken: alice}),
 				Logger:        quiet,
 			})

@@ -23,6 +23,7 @@ import (
 	"github.com/parleychat/parley/httpadapter"
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/internal/ids"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/blobstore"
 	"github.com/parleychat/parley/storage/memstore"
@@ -94,8 +95,8 @@ func newBenchEnv(b *testing.B, store storetest.Store, blobs attachments.BlobStor
 	b.Helper()
 	ctx := context.Background()
 	quiet := slog.New(slog.DiscardHandler)
-	msgs := messaging.New(storetest.Storage(store), &messaging.Options{Logger: quiet})
-	files := attachments.New(storetest.Storage(store), blobs, msgs, &attachments.Options{MaxUploadBytes: 4 * benchFileSize, Logger: quiet})
+	msgs := svctest.New(b, storetest.Storage(store), blobs, &messaging.Options{Logger: quiet, Files: &attachments.Options{MaxUploadBytes: 4 * benchFileSize, Logger: quiet}})
+	files := msgs.Files()
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice", PhoneNumber: "+15550100"})
 	require.NoError(b, err)
 	e := &benchEnv{files: files, alice: alice, conv: "bench-conv"}
@@ -140,7 +141,7 @@ func newBenchEnv(b *testing.B, store storetest.Store, blobs attachments.BlobStor
 		require.Len(b, m.Attachments, 1)
 	}
 
-	e.h, err = httpadapter.New(msgs, files, &httpadapter.Options{
+	e.h, err = httpadapter.New(msgs, &httpadapter.Options{
 		Authenticator: httpadapter.StaticTokens(map[string]messaging.Contact{benchToken: alice}),
 		Logger:        quiet,
 	})

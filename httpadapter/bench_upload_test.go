@@ -22,6 +22,7 @@ import (
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/httpadapter"
 	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 )
 
@@ -44,11 +45,11 @@ func BenchmarkUploadLoopback(b *testing.B) {
 	ctx := context.Background()
 	quiet := slog.New(slog.DiscardHandler)
 	store := backendtest.SQL(b)[0].Open(b) // SQLite
-	msgs := messaging.New(store, &messaging.Options{Logger: quiet})
-	files := attachments.New(store, fileBucket(b), msgs, &attachments.Options{MaxUploadBytes: size, Logger: quiet})
+	msgs := svctest.New(b, store, fileBucket(b), &messaging.Options{Logger: quiet, Files: &attachments.Options{MaxUploadBytes: size, Logger: quiet}})
+	files := msgs.Files()
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(b, err)
-	api, err := httpadapter.New(msgs, files, &httpadapter.Options{
+	api, err := httpadapter.New(msgs, &httpadapter.Options{
 		Authenticator: httpadapter.StaticTokens(map[string]messaging.Contact{benchToken: alice}),
 		Logger:        quiet,
 	})

@@ -11,9 +11,8 @@
 // StaticTokens for examples and tests, or an AuthenticatorFunc that reads a
 // session cookie or an API key.
 //
-//	msgs := messaging.New(store, nil) // store: sqlstore.Open(…) or memstore.New()
-//	files := attachments.New(store, blobs, msgs, nil)
-//	api, err := httpadapter.New(msgs, files, &httpadapter.Options{
+//	msgs, err := messaging.New(ctx, store, blobs, nil) // store: sqlstore.Open(…) or memstore.New()
+//	api, err := httpadapter.New(msgs, &httpadapter.Options{
 //		Authenticator: httpadapter.StaticTokens(map[string]messaging.Contact{"secret-token": alice}),
 //	})
 //	if err != nil {
@@ -30,8 +29,8 @@
 //
 // # Events
 //
-// With Options.Events (an events.Feed built on the same messaging
-// Service), GET /v1/events serves the caller's events. With Accept:
+// With Options.Events (the Feed of the messaging Service,
+// messaging.Service.Events), GET /v1/events serves the caller's events. With Accept:
 // text/event-stream it is a Server-Sent Events stream: each event as
 //
 //	id: evt_…

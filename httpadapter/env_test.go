@@ -25,6 +25,7 @@ import (
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/httpadapter"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/memstore"
@@ -120,13 +121,21 @@ func newEnv(t testing.TB, store storetest.Store, cfg envConfig) *env {
 	if cfg.store != nil {
 		under = cfg.store(store)
 	}
-	e.msgs = messaging.New(storetest.Storage(under), &messaging.Options{Policy: pol, Logger: quiet})
 	fo := cfg.files
 	fo.MaxUploadBytes = testMaxUpload
 	if fo.Logger == nil {
 		fo.Logger = quiet
 	}
-	e.files = attachments.New(storetest.Storage(under), e.blobs, e.msgs, &fo)
+	eo := &events.Options{Logger: quiet}
+	if cfg.events != nil {
+		o := *cfg.events
+		if o.Logger == nil {
+			o.Logger = quiet
+		}
+		eo = &o
+	}
+	e.msgs = svctest.New(t, storetest.Storage(under), e.blobs, &messaging.Options{Policy: pol, Logger: quiet, Files: &fo, Events: eo})
+	e.files = e.msgs.Files()
 	names := slices.Clone(users)
 	for i := range cfg.extraUs {
 		names = append(names, fmt.Sprintf("user%03d", i))
@@ -155,16 +164,9 @@ func newEnv(t testing.TB, store storetest.Store, cfg envConfig) *env {
 		}
 	}
 	if cfg.events != nil {
-		eo := *cfg.events
-		if eo.Logger == nil {
-			eo.Logger = quiet
-		}
-		feed, err := events.New(e.ctx, storetest.Storage(store), e.msgs, &eo)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = feed.Close() })
-		e.feed, opts.Events = feed, feed
+		e.feed, opts.Events = e.msgs.Events(), true
 	}
-	h, err := httpadapter.New(e.msgs, e.files, &opts)
+	h, err := httpadapter.New(e.msgs, &opts)
 	require.NoError(t, err)
 	if cfg.wrap != nil {
 		h = cfg.wrap(h)

@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"strings"
 
-	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/httpadapter"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/memstore"
@@ -19,14 +18,17 @@ import (
 func Example() {
 	ctx := context.Background()
 	store, blobs := memstore.New(), memstore.NewBlobStore()
-	msgs := messaging.New(store, nil)
-	files := attachments.New(store, blobs, msgs, nil)
+	msgs, err := messaging.New(ctx, store, blobs, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer msgs.Close()
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	if err != nil {
 		log.Fatal(err)
 	}
 
-	api, err := httpadapter.New(msgs, files, &httpadapter.Options{
+	api, err := httpadapter.New(msgs, &httpadapter.Options{
 		Authenticator: httpadapter.StaticTokens(map[string]messaging.Contact{"alice-token": alice}),
 	})
 	if err != nil {

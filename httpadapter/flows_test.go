@@ -238,7 +238,7 @@ func testMount(t *testing.T, newStore newStoreFunc) {
 	// http.StripPrefix with a trailing slash works too.
 	e2 := newEnv(t, newStore(t), envConfig{})
 	mux := http.NewServeMux()
-	api, err := httpadapter.New(e2.msgs, e2.files, &httpadapter.Options{Authenticator: httpadapter.StaticTokens(e2.tokens)})
+	api, err := httpadapter.New(e2.msgs, &httpadapter.Options{Authenticator: httpadapter.StaticTokens(e2.tokens)})
 	require.NoError(t, err)
 	mux.Handle("/x/", http.StripPrefix("/x/", checkAPI(t, api, false)))
 	srv := httptest.NewServer(mux)

@@ -96,11 +96,11 @@ type Options struct {
 	// golang.org/x/time/rate per caller or per address. Default: none.
 	Limit func(r *http.Request, caller messaging.Contact) (retryAfter time.Duration, ok bool)
 
-	// Events, when set, serves GET /v1/events from this Feed (built on
-	// the same messaging Service): a Server-Sent Events stream of the
-	// caller's events, or a list of past ones. Default: none, and
+	// Events, when true, serves GET /v1/events from the Service's events
+	// Feed (messaging.Service.Events): a Server-Sent Events stream of the
+	// caller's events, or a list of past ones. Default: false, and
 	// /v1/events is an unknown path.
-	Events *events.Feed
+	Events bool
 
 	// EventHeartbeat is how long an event stream stays silent before it
 	// gets a comment line, so that proxies and clients see it alive.
@@ -181,22 +181,22 @@ type api struct {
 	notFound http.Handler
 }
 
-// New returns an http.Handler that serves the /v1 API over the services
-// (the routes are listed in README.md). Every GET route also answers HEAD;
+// New returns an http.Handler that serves the /v1 API over svc and its
+// files Service and events Feed (the routes are listed in README.md). Every GET route also answers HEAD;
 // any other path is a 404 and any other method a 405 with an Allow header,
 // both as JSON error objects, and a path that is not clean (//, . or ..
 // segments) is a 404 rather than a redirect. It expects request paths that
 // start with /v1; mount it under a prefix with http.StripPrefix:
 //
-//	api, err := httpadapter.New(msgs, files, opts)
+//	api, err := httpadapter.New(svc, opts)
 //	…
 //	mux.Handle("/api/", http.StripPrefix("/api", api)) // the API at /api/v1/…
 //
-// New fails if a service is nil or the options are not valid (a malformed
+// New fails if svc is nil or the options are not valid (a malformed
 // BaseURL).
-func New(msgs *messaging.Service, files *attachments.Service, opts *Options) (http.Handler, error) {
-	if msgs == nil || files == nil {
-		return nil, errors.New("httpadapter: New needs a messaging Service and an attachments Service")
+func New(svc *messaging.Service, opts *Options) (http.Handler, error) {
+	if svc == nil {
+		return nil, errors.New("httpadapter: New needs a messaging Service")
 	}
 	var o Options
 	if opts != nil {
@@ -206,15 +206,15 @@ func New(msgs *messaging.Service, files *attachments.Service, opts *Options) (ht
 		return nil, err
 	}
 	a := &api{
-		msgs:       msgs,
-		files:      files,
+		msgs:       svc,
+		files:      svc.Files(),
 		auth:       o.Authenticator,
 		csrf:       o.CrossOriginProtection,
 		log:        o.Logger,
 		maxBody:    o.MaxBodyBytes,
 		signExpiry: o.SignedURLExpiry,
 		limit:      o.Limit,
-		events:     o.Events,
+		events:     eventsOf(svc, o.Events),
 		heartbeat:  o.EventHeartbeat,
 		streams:    newStreams(o.MaxStreamsPerCaller, o.MaxStreams),
 		hosts:      o.Hosts,
@@ -410,4 +410,12 @@ func (a *api) limited(w http.ResponseWriter, r *http.Request, caller messaging.C
 	a.writeError(w, r, newHTTPError(http.StatusTooManyRequests, typeRateLimit, codeRateLimit,
 		"too many requests; retry after "+strconv.FormatInt(secs, 10)+" s"))
 	return true
+}
+
+// eventsOf returns the Feed of svc when the events are served, else nil.
+func eventsOf(svc *messaging.Service, served bool) *events.Feed {
+	if !served {
+		return nil
+	}
+	return svc.Events()
 }

@@ -20,8 +20,10 @@ import (
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/httpadapter"
 	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/blobstore"
+	"github.com/parleychat/parley/storage/memstore"
 	"github.com/parleychat/parley/storage/sqlstore"
 )
 
@@ -42,15 +44,14 @@ func startInstance(t *testing.T, ctx context.Context, dsn, bucketURL string, tok
 	blobs, err := blobstore.Open(ctx, bucketURL)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = blobs.Close() })
-	msgs := messaging.New(store, &messaging.Options{Logger: quiet})
-	files := attachments.New(store, blobs, msgs, &attachments.Options{Logger: quiet})
+	msgs := svctest.New(t, store, blobs, &messaging.Options{Logger: quiet, Files: &attachments.Options{Logger: quiet}})
 	table := map[string]messaging.Contact{}
 	for user, tok := range tokens {
 		c, err := msgs.SaveContact(ctx, messaging.Contact{Username: user})
 		require.NoError(t, err)
 		table[tok] = c
 	}
-	api, err := httpadapter.New(msgs, files, &httpadapter.Options{
+	api, err := httpadapter.New(msgs, &httpadapter.Options{
 		Authenticator: httpadapter.StaticTokens(table), Logger: quiet})
 	require.NoError(t, err)
 	srv := httptest.NewServer(checkAPI(t, api, false))
@@ -141,7 +142,11 @@ func startConcurrently(ctx context.Context, dsn string, tokens map[string]string
 	if err := store.Migrate(ctx); err != nil {
 		return err
 	}
-	msgs := messaging.New(store, nil)
+	msgs, err := messaging.New(ctx, store, memstore.NewBlobStore(), &messaging.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return err
+	}
+	defer msgs.Close()
 	for user := range tokens {
 		if _, err := msgs.SaveContact(ctx, messaging.Contact{Username: user}); err != nil {
 			return err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/httpadapter"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/memstore"
 )
@@ -42,13 +43,13 @@ func bigUploadEnv(t *testing.T, files *attachments.Options) (h http.Handler, ali
 	t.Helper()
 	ctx := context.Background()
 	store := memstore.New()
-	msgs := messaging.New(store, &messaging.Options{MaxAttachments: 2})
 	fo := attachments.Options{}
 	if files != nil {
 		fo = *files
 	}
 	fo.MaxUploadBytes = 32 << 20
-	svc := attachments.New(store, memstore.NewBlobStore(), msgs, &fo)
+	msgs := svctest.New(t, store, memstore.NewBlobStore(), &messaging.Options{MaxAttachments: 2, Files: &fo})
+	svc := msgs.Files()
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(t, err)
 	m, err := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "c", Text: "full"})
@@ -57,7 +58,7 @@ func bigUploadEnv(t *testing.T, files *attachments.Options) (h http.Handler, ali
 		_, err := svc.Upload(ctx, alice, attachments.Upload{Filename: "a.txt", MessageID: m.ID, Body: strings.NewReader("a")})
 		require.NoError(t, err)
 	}
-	h, err = httpadapter.New(msgs, svc, &httpadapter.Options{Authenticator: httpadapter.StaticTokens(map[string]messaging.Contact{"tok-alice": alice})})
+	h, err = httpadapter.New(msgs, &httpadapter.Options{Authenticator: httpadapter.StaticTokens(map[string]messaging.Contact{"tok-alice": alice})})
 	require.NoError(t, err)
 	return h, alice, m.ID
 }

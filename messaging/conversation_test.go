@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/memstore"
 )
@@ -15,8 +16,8 @@ import (
 func TestMembersOnly(t *testing.T) {
 	ctx := t.Context()
 	store := memstore.New()
-	msgs := messaging.New(store, &messaging.Options{Policy: messaging.MembersOnly()})
-	files := attachments.New(store, memstore.NewBlobStore(), msgs, nil)
+	msgs := svctest.New(t, store, memstore.NewBlobStore(), &messaging.Options{Policy: messaging.MembersOnly()})
+	files := msgs.Files()
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(t, err)
 	bob, err := msgs.SaveContact(ctx, messaging.Contact{Username: "bob"})
@@ -92,8 +93,8 @@ func TestMembersOnly(t *testing.T) {
 func TestListLimits(t *testing.T) {
 	ctx := t.Context()
 	store := memstore.New()
-	msgs := messaging.New(store, &messaging.Options{MaxListLimit: 20})
-	files := attachments.New(store, memstore.NewBlobStore(), msgs, nil)
+	msgs := svctest.New(t, store, memstore.NewBlobStore(), &messaging.Options{MaxListLimit: 20})
+	files := msgs.Files()
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(t, err)
 	for _, limit := range []int{21, -1} {

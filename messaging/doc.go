@@ -9,8 +9,10 @@
 // attachments builds the files service on a messaging Service.
 //
 //	store := memstore.New() // or sqlstore.Open(ctx, dsn, nil)
-//	msgs := messaging.New(store, &messaging.Options{Policy: myPolicy})
-//	files := attachments.New(store, blobs, msgs, nil)
+//	msgs, err := messaging.New(ctx, store, blobs, &messaging.Options{Policy: myPolicy})
+//	if err != nil { … }
+//	defer msgs.Close()
+//	files, feed := msgs.Files(), msgs.Events() // the attachments Service, the events Feed
 //	alice, _ := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 //	m, err := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "general", Text: "hi"})
 //
@@ -34,8 +36,8 @@
 //     attachment belongs to one message and one conversation. Deleting a
 //     message removes its attachments, rows and files.
 //   - Who may see a conversation is the host's Policy, set once in
-//     Options.Policy; it governs messages and, through the attachments
-//     Service built on this one, files. The default, Everyone, lets every
+//     Options.Policy; it governs messages and, through the Service's
+//     files Service (Files), files. The default, Everyone, lets every
 //     contact see every conversation. What the caller may not see is
 //     reported as not found.
 //
@@ -68,9 +70,8 @@
 // moved; its AudienceID is the reader, who alone may see it). An event
 // carries the resource after the change (Message, Attachment,
 // Conversation) or the id of the deleted one. The Service makes the events
-// and the Repository stores them in the change's transaction (see
-// Recorder), once package events has built a Feed on the Service; the
-// Feed delivers them after the commit. CanSeeEvent is the rule of who may
+// and the storage stores them in the change's transaction; the Service's
+// events Feed (Events) delivers them after the commit. CanSeeEvent is the rule of who may
 // see an event: its audience, and the Policy of its conversation.
 //
 // # Revisions
@@ -139,18 +140,16 @@
 //
 // # Backends
 //
-// Repository (with IdempotencyRepository and RevisionRepository),
-// MessageQuery, MessageChange, MessageCounts, ConversationQuery,
-// MemberQuery, Cursor, Change, Recorder, IdempotencyRecord, RevisionQuery
-// and ErrKeyTaken are the contract of a storage backend; applications never
-// need them. Each write of a Repository takes a Recorder and stores the
-// events it makes in the write's transaction: a transactional outbox, which
-// driver.EventStore reads. A keyed write stores its idempotency record in
-// the same transaction, and a replay writes nothing, so a retried request
-// makes no second event.
-// storage/sqlstore (SQLite, PostgreSQL, MySQL/MariaDB) and storage/memstore
-// implement Repository together with driver.AttachmentStore; a new backend
-// proves itself with storage/storetest.RunConformanceTests. A backend
+// New takes a Storage: a backend as a host holds it, whose Driver method
+// returns the contract it implements, driver.Store (package
+// messaging/driver), which only the services call; applications never need
+// it. Each write of the contract takes a Recorder and stores the events it
+// makes in the write's transaction: a transactional outbox, which the
+// events Feed reads. A keyed write stores its idempotency record in the
+// same transaction, and a replay writes nothing, so a retried request
+// makes no second event. storage/sqlstore (SQLite, PostgreSQL,
+// MySQL/MariaDB) and storage/memstore are Storages; a new backend proves
+// itself with storage/storetest.RunConformanceTests. A backend
 // returns bare kinds (wrapped with fmt.Errorf's %w if it likes); the words
 // people read are the Service's, the same on every backend.
 package messaging

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/memstore"
@@ -108,7 +109,7 @@ func (v vanishingAttachments) CreateMessage(ctx context.Context, m messaging.Mes
 func TestAttachmentGoneBeforeTheLinkIsInvalidNotNotFound(t *testing.T) {
 	ctx := t.Context()
 	store := memstore.New()
-	msgs := messaging.New(storetest.Storage(vanishingAttachments{store.Driver()}), nil)
+	msgs := svctest.New(t, storetest.Storage(vanishingAttachments{store.Driver()}), nil, nil)
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(t, err)
 	att := messaging.Attachment{ID: "att_01jz8k3x4y5z6a7b8c9d0e1f2g", UploaderID: alice.ID, Filename: "a.txt", Key: "attachments/x"}

@@ -28,23 +28,12 @@ func (s *Service) CanSeeEvent(ctx context.Context, caller Contact, ev Event) (bo
 	return s.policy.CanView(ctx, caller.ID, ev.ConversationID)
 }
 
-// recorder returns the Recorder that makes events with mk, or nil when no
-// events Feed is built on the Service (events are recorded only once one
-// is: see package events).
-func (s *Service) recorder(mk driver.Recorder) driver.Recorder {
-	if s.committed.Load() == nil {
-		return nil
-	}
-	return mk
-}
+// recorder returns the Recorder that makes events with mk: every write
+// records its events.
+func (s *Service) recorder(mk driver.Recorder) driver.Recorder { return mk }
 
-// notify tells the Feed built on the Service that a write that recorded
-// events has committed.
-func (s *Service) notify() {
-	if f := s.committed.Load(); f != nil {
-		(*f)()
-	}
-}
+// notify tells the Feed that a write that recorded events has committed.
+func (s *Service) notify() { s.committed() }
 
 // messageEvent returns the event of type t carrying m.
 func messageEvent(t EventType, m Message, at time.Time) Event {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/memstore"
 )
@@ -14,8 +13,10 @@ import (
 // newServices wires the services over in-memory storage.
 func newServices() *messaging.Service {
 	store := memstore.New()
-	msgs := messaging.New(store, nil)
-	attachments.New(store, memstore.NewBlobStore(), msgs, nil)
+	msgs, err := messaging.New(context.Background(), store, memstore.NewBlobStore(), nil)
+	if err != nil {
+		panic(err)
+	}
 	return msgs
 }
 
@@ -150,7 +151,11 @@ func ExampleService_SaveContact_hostIDs() {
 func ExampleService_Conversations() {
 	ctx := context.Background()
 	store := memstore.New()
-	msgs := messaging.New(store, &messaging.Options{Policy: messaging.MembersOnly()})
+	msgs, err := messaging.New(ctx, store, memstore.NewBlobStore(), &messaging.Options{Policy: messaging.MembersOnly()})
+	if err != nil {
+		panic(err)
+	}
+	defer msgs.Close()
 	alice, _ := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	bob, _ := msgs.SaveContact(ctx, messaging.Contact{Username: "bob"})
 	for _, who := range []messaging.Contact{alice, bob} {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/ids"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/memstore"
 )
@@ -19,8 +20,8 @@ import (
 func FuzzForgedCursor(f *testing.F) {
 	ctx := context.Background()
 	store := memstore.New()
-	msgs := messaging.New(store, &messaging.Options{Policy: messaging.MembersOnly()})
-	files := attachments.New(store, memstore.NewBlobStore(), msgs, nil)
+	msgs := svctest.New(f, store, memstore.NewBlobStore(), &messaging.Options{Policy: messaging.MembersOnly()})
+	files := msgs.Files()
 	must := func(err error) {
 		if err != nil {
 			f.Fatal(err)

@@ -20,17 +20,10 @@ import (
 // 24 hours by default); a later call from the same caller with the same
 // Key and the same arguments returns the kept result and changes nothing.
 // See "Retries" in the package documentation.
-type Idempotency struct {
-	// Key names the write among the caller's writes: 1 to 255 characters,
-	// no control characters. Empty: the write is carried out every time.
-	Key string
-	// Replayed, when not nil, is set when the call succeeds: true when it
-	// returned the kept result of an earlier call with Key (and changed
-	// nothing), false when it carried the write out.
-	Replayed *bool
-}
+type Idempotency = driver.Idempotency
 
-func (idem Idempotency) replayed(v bool) {
+// setReplayed sets *idem.Replayed, if any, to v.
+func setReplayed(idem Idempotency, v bool) {
 	if idem.Replayed != nil {
 		*idem.Replayed = v
 	}
@@ -135,7 +128,7 @@ func (s *Service) once(ctx context.Context, scope string, idem Idempotency, fp s
 	done := s.newRecord(scope, idem.Key, fp)
 	err = write(done)
 	if err == nil {
-		idem.replayed(false)
+		setReplayed(idem, false)
 		return false, nil
 	}
 	rec, rerr := s.repo.GetIdempotencyKey(ctx, scope, idem.Key)
@@ -151,7 +144,7 @@ func (s *Service) once(ctx context.Context, scope string, idem Idempotency, fp s
 		if err := replay(rec, fp, out); err != nil {
 			return false, err
 		}
-		idem.replayed(true)
+		setReplayed(idem, true)
 		return true, nil
 	case rec.CreatedAt.Before(done.CreatedAt.Add(-s.opts.IdempotencyLockTimeout)):
 		// The stale claim of a call that died (an upload): take it over,
@@ -167,7 +160,7 @@ func (s *Service) once(ctx context.Context, scope string, idem Idempotency, fp s
 			}
 			return false, err
 		}
-		idem.replayed(false)
+		setReplayed(idem, false)
 		return false, nil
 	default:
 		return false, keyInUse(idem.Key) // claimed by a call under way
@@ -293,12 +286,16 @@ func (s *Service) prunePeriodically(ctx context.Context) {
 	}()
 }
 
-// files is what an attachments Service built on this one needs of it
-// beyond its exported API (handed over through package wiring): the
-// protocol of idempotency keys, so that one set of rules and one store of
-// records serve both services, and the storing of an upload linked to a
-// message.
+// files is what the attachments Service built with this one needs of it
+// beyond its rules (domain.Files): the protocol of idempotency keys, so
+// that one set of rules and one store of records serve both services, and
+// the messages uploads are linked to.
 type files struct{ s *Service }
+
+// Get returns the message if the caller may see it (Service.Get).
+func (f files) Get(ctx context.Context, caller Contact, id string) (Message, error) {
+	return f.s.Get(ctx, caller, id)
+}
 
 // Hold holds key of scope in this process (hold).
 func (f files) Hold(scope, key string) (func(), error) { return f.s.hold(scope, key) }

@@ -13,18 +13,19 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/internal/check"
+	"github.com/parleychat/parley/internal/domain"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/internal/paging"
-	"github.com/parleychat/parley/internal/wiring"
 	"github.com/parleychat/parley/messaging/driver"
 )
 
 // Options configure a Service. A nil *Options means all defaults.
 type Options struct {
-	// Policy decides who may see which conversation, for messages and, in
-	// an attachments Service built on this one, for files. Default:
-	// Everyone.
+	// Policy decides who may see which conversation, for messages and,
+	// in the files Service (Service.Files), for files. Default: Everyone.
 	Policy Policy
 	// MaxMessageChars is the longest text, in characters. Default: 4000.
 	MaxMessageChars int
@@ -60,6 +61,13 @@ type Options struct {
 	// Logger receives failures that are not returned to callers.
 	// Default: slog.Default().
 	Logger *slog.Logger
+
+	// Files configure the files Service (Service.Files). Default: nil,
+	// all defaults.
+	Files *attachments.Options
+	// Events configure the events Feed (Service.Events). Default: nil,
+	// all defaults.
+	Events *events.Options
 }
 
 func (o *Options) withDefaults() Options {
@@ -111,14 +119,14 @@ type Service struct {
 	repo   driver.MessageStore
 	policy Policy
 	opts   Options
-	// removeFiles removes the objects of deleted attachments; set by the
-	// attachments Service built on this one (see package wiring). Without
-	// one, the keys stay pending deletions for attachments' Reconcile.
-	removeFiles atomic.Pointer[func(ctx context.Context, keys []string)]
-	// committed is called after each write that recorded events; set by the
-	// events Feed built on this Service (see package wiring). While it is
-	// nil, writes record no events.
-	committed atomic.Pointer[func()]
+	files  *attachments.Service
+	feed   *events.Feed
+	// removeFiles removes the objects of deleted attachments (the files
+	// Service's).
+	removeFiles domain.FileRemover
+	// committed is called after each write that recorded events: it wakes
+	// the Feed.
+	committed domain.Committed
 	touched   sync.Map // contact id -> time.Time of the last TouchContact
 	// contacts caches contacts as read from the repository, for the
 	// responses of Create: contact id -> cachedContact.
@@ -144,10 +152,15 @@ type Storage interface {
 	Driver() driver.Store
 }
 
-// New returns a Service over storage. Build the attachments Service on it
-// (attachments.New) to upload files and to remove the files of deleted
-// messages.
-func New(storage Storage, opts *Options) *Service {
+// New returns a Service over storage, with its files Service over blobs
+// (Files) and its events Feed (Events), built together: they follow one
+// Policy and one page size limit, and every write of either Service
+// records its events in its transaction. New reads the storage's outbox
+// once, and fails if it cannot. Call Close at shutdown.
+func New(ctx context.Context, storage Storage, blobs attachments.BlobStore, opts *Options) (*Service, error) {
+	if storage == nil || blobs == nil {
+		return nil, errors.New("messaging: New needs a Storage and an attachments.BlobStore")
+	}
 	o := opts.withDefaults()
 	repo := storage.Driver()
 	if _, ok := o.Policy.(membersOnly); ok {
@@ -155,27 +168,7 @@ func New(storage Storage, opts *Options) *Service {
 	}
 	s := &Service{repo: repo, policy: o.Policy, opts: o}
 	s.lastPrune.Store(s.now().UnixNano())
-	return s
-}
-
-func init() {
-	wiring.Wrap = wrapErr
-	wiring.Bind = func(msgs any, removeFiles func(ctx context.Context, keys []string)) wiring.Domain {
-		s := msgs.(*Service)
-		s.removeFiles.Store(&removeFiles)
-		return s.domain()
-	}
-	wiring.BindFeed = func(msgs any, committed func()) wiring.Domain {
-		s := msgs.(*Service)
-		s.committed.Store(&committed)
-		return s.domain()
-	}
-	wiring.Files = func(msgs any) any { return files{msgs.(*Service)} }
-}
-
-// domain is what the services built on s enforce as s does.
-func (s *Service) domain() wiring.Domain {
-	return wiring.Domain{
+	m := domain.Messaging{
 		CanView: s.policy.CanView,
 		Scope: func(ctx context.Context, contactID string) (bool, string, []string, error) {
 			sc, err := s.policy.Scope(ctx, contactID)
@@ -186,39 +179,34 @@ func (s *Service) domain() wiring.Domain {
 			return sc.All, member, sc.ConversationIDs, err
 		},
 		MaxListLimit: s.opts.MaxListLimit,
-		Committed: func() func() {
-			if f := s.committed.Load(); f != nil {
-				return *f
-			}
-			return nil
-		},
+		CanSeeEvent:  s.CanSeeEvent,
 	}
+	feed, committed, err := events.New(ctx, m, repo, o.Events)
+	if err != nil {
+		return nil, err
+	}
+	m.Committed, m.Files = committed, files{s}
+	s.files, s.removeFiles = attachments.New(m, repo, blobs, o.Files)
+	s.feed, s.committed = feed, committed
+	return s, nil
 }
 
-// wrapErr annotates err with op once: an *Error gains Op if it has none; an
-// argument that breaks a rule becomes an *Error of kind ErrInvalid; any
-// other error becomes an *Error of the kind it carries (zero, internal,
-// when none) with that kind's name as its message.
-func wrapErr(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var e *Error
-	if errors.As(err, &e) {
-		if e.Op == "" {
-			c := *e
-			c.Op = op
-			return &c
-		}
-		return err
-	}
-	var p *check.Error
-	if errors.As(err, &p) {
-		return &Error{Kind: ErrInvalid, Code: p.Code, Param: p.Param, Message: p.Message, Op: op}
-	}
-	k := KindOf(err)
-	return &Error{Kind: k, Op: op, Message: k.Error(), Err: err}
-}
+// Files returns the files Service built with s: uploads, lists, renames
+// and deletions of attachments, under s's Policy.
+func (s *Service) Files() *attachments.Service { return s.files }
+
+// Events returns the events Feed built with s, which delivers the events
+// of s's writes and of its files Service's to subscribers and handlers. A
+// host that offers no live events simply does not use it.
+func (s *Service) Events() *events.Feed { return s.feed }
+
+// Close closes the events Feed (see events.Feed.Close). The Service's
+// other calls keep working; the storage and the blob store are the
+// host's to close.
+func (s *Service) Close() error { return s.feed.Close() }
+
+// wrapErr annotates err with op once (see domain.Wrap).
+func wrapErr(op string, err error) error { return domain.Wrap(op, err) }
 
 func (s *Service) now() time.Time { return s.opts.Now().UTC().Truncate(time.Microsecond) }
 
@@ -1027,12 +1015,12 @@ func (s *Service) delete(ctx context.Context, caller Contact, id string) error {
 		return err
 	}
 	s.notify()
-	if remove := s.removeFiles.Load(); remove != nil && len(atts) > 0 {
+	if len(atts) > 0 {
 		keys := make([]string, len(atts))
 		for i, a := range atts {
 			keys[i] = a.Key
 		}
-		(*remove)(context.WithoutCancel(ctx), keys)
+		s.removeFiles(context.WithoutCancel(ctx), keys)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/memstore"
@@ -36,8 +37,8 @@ func TestPolicyHidesConversations(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New()
 	policy := onlyConversations{}
-	msgs := messaging.New(store, &messaging.Options{Policy: policy})
-	files := attachments.New(store, memstore.NewBlobStore(), msgs, nil)
+	msgs := svctest.New(t, store, memstore.NewBlobStore(), &messaging.Options{Policy: policy})
+	files := msgs.Files()
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(t, err)
 	bob, err := msgs.SaveContact(ctx, messaging.Contact{Username: "bob"})
@@ -89,8 +90,7 @@ func TestTouchWritesAtMostOncePerInterval(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	msgs := messaging.New(store,
-		&messaging.Options{Now: func() time.Time { return now }})
+	msgs := svctest.New(t, store, nil, &messaging.Options{Now: func() time.Time { return now }})
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(t, err)
 
@@ -114,7 +114,7 @@ func TestTouchWritesAtMostOncePerInterval(t *testing.T) {
 func TestSaveContactFindsByUsername(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New()
-	msgs := messaging.New(store, nil)
+	msgs := svctest.New(t, store, nil, nil)
 	a, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice", PhoneNumber: "+1"})
 	require.NoError(t, err)
 	again, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
@@ -135,8 +135,7 @@ func TestCreateShowsTheContactAsStored(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	msgs := messaging.New(store,
-		&messaging.Options{Now: func() time.Time { return now }})
+	msgs := svctest.New(t, store, signingBlobs{memstore.NewBlobStore()}, &messaging.Options{Now: func() time.Time { return now }})
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(t, err)
 	stale := alice // what an authenticator loaded at start
@@ -188,8 +187,7 @@ func TestSaveContactKeepsTimesNotGiven(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	msgs := messaging.New(store,
-		&messaging.Options{Now: func() time.Time { return now }})
+	msgs := svctest.New(t, store, nil, &messaging.Options{Now: func() time.Time { return now }})
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(t, err)
 	created := now
@@ -210,8 +208,8 @@ func TestSaveContactKeepsTimesNotGiven(t *testing.T) {
 func TestSignedURLOnlyOfTheServicesOwnAttachments(t *testing.T) {
 	ctx := t.Context()
 	store := memstore.New()
-	msgs := messaging.New(store, nil)
-	files := attachments.New(store, signingBlobs{memstore.NewBlobStore()}, msgs, nil)
+	msgs := svctest.New(t, store, signingBlobs{memstore.NewBlobStore()}, nil)
+	files := msgs.Files()
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(t, err)
 	a, err := files.Upload(ctx, alice, attachments.Upload{Filename: "a.txt", ConversationID: "c", Body: strings.NewReader("a")})
@@ -252,8 +250,8 @@ func TestWritesLookUpAMessageOnce(t *testing.T) {
 	store := memstore.New()
 	repo := &lookupCounter{Store: store.Driver()}
 	policy := onlyConversations{}
-	msgs := messaging.New(storetest.Storage(repo), &messaging.Options{Policy: policy})
-	other := messaging.New(store, &messaging.Options{Policy: policy}) // another process
+	msgs := svctest.New(t, storetest.Storage(repo), memstore.NewBlobStore(), &messaging.Options{Policy: policy})
+	other := svctest.New(t, store, nil, &messaging.Options{Policy: policy}) // another process
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(t, err)
 	bob, err := msgs.SaveContact(ctx, messaging.Contact{Username: "bob"})
@@ -298,9 +296,9 @@ func TestRememberedRefOfADeletedMessage(t *testing.T) {
 	ctx := t.Context()
 	store := memstore.New()
 	policy := onlyConversations{}
-	msgs := messaging.New(store, &messaging.Options{Policy: policy})
-	other := messaging.New(store, &messaging.Options{Policy: policy}) // another process
-	files := attachments.New(store, memstore.NewBlobStore(), msgs, nil)
+	msgs := svctest.New(t, store, nil, &messaging.Options{Policy: policy})
+	other := svctest.New(t, store, nil, &messaging.Options{Policy: policy}) // another process
+	files := msgs.Files()
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(t, err)
 	bob, err := msgs.SaveContact(ctx, messaging.Contact{Username: "bob"})

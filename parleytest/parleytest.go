@@ -33,16 +33,17 @@ type Options struct {
 	// limits). Default: nil, the service's defaults.
 	Messaging *messaging.Options
 	// Attachments are the options of the attachments Service (the upload
-	// limit). Default: nil, the service's defaults.
-	Attachments *attachments.Options
-	// Events are the options of the events Feed. Default: nil, the Feed's
+	// limit), when Messaging.Files is nil. Default: nil, the service's
 	// defaults.
+	Attachments *attachments.Options
+	// Events are the options of the events Feed, when Messaging.Events
+	// is nil. Default: nil, the Feed's defaults.
 	Events *events.Options
 	// HTTP are the options of the adapter. When its Authenticator is nil,
 	// the Server's callers' tokens authenticate requests; set one to test
 	// the host's own authentication (the callers' tokens then count only
-	// if it accepts them). When its Events is nil, it is the Server's
-	// Feed. Default: nil, which means just those two.
+	// if it accepts them). Its Events is set: the Server serves
+	// /v1/events. Default: nil, which means just those two.
 	HTTP *httpadapter.Options
 }
 
@@ -106,13 +107,21 @@ func NewServer(opts *Options) (*Server, error) {
 	if s.Store == nil {
 		s.Store = memstore.New()
 	}
-	s.Messages = messaging.New(s.Store, o.Messaging)
-	s.Files = attachments.New(s.Store, s.Blobs, s.Messages, o.Attachments)
-	feed, err := events.New(context.Background(), s.Store, s.Messages, o.Events)
+	var mo messaging.Options
+	if o.Messaging != nil {
+		mo = *o.Messaging
+	}
+	if mo.Files == nil {
+		mo.Files = o.Attachments
+	}
+	if mo.Events == nil {
+		mo.Events = o.Events
+	}
+	msgs, err := messaging.New(context.Background(), s.Store, s.Blobs, &mo)
 	if err != nil {
 		return nil, fmt.Errorf("parleytest: %w", err)
 	}
-	s.Events = feed
+	s.Messages, s.Files, s.Events = msgs, msgs.Files(), msgs.Events()
 
 	var h httpadapter.Options
 	if o.HTTP != nil {
@@ -121,12 +130,10 @@ func NewServer(opts *Options) (*Server, error) {
 	if h.Authenticator == nil {
 		h.Authenticator = httpadapter.BearerToken(s.lookup)
 	}
-	if h.Events == nil {
-		h.Events = feed
-	}
-	s.Handler, err = httpadapter.New(s.Messages, s.Files, &h)
+	h.Events = true
+	s.Handler, err = httpadapter.New(s.Messages, &h)
 	if err != nil {
-		_ = feed.Close()
+		_ = msgs.Close()
 		return nil, fmt.Errorf("parleytest: %w", err)
 	}
 	s.HTTP = httptest.NewServer(s.Handler)
@@ -146,7 +153,7 @@ func (s *Server) Close() {
 	s.mu.Unlock()
 	// The Feed first: its Close ends the open event streams, which the
 	// server would otherwise wait for.
-	_ = s.Events.Close()
+	_ = s.Messages.Close()
 	s.HTTP.Close()
 }
 

@@ -40,7 +40,6 @@ import (
 
 	_ "gocloud.dev/blob/fileblob" // file:// buckets
 
-	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/httpadapter"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/blobstore"
@@ -97,10 +96,13 @@ func run(ctx context.Context, addr string, logger *log.Logger) error {
 		return err
 	}
 	defer blobs.Close()
-	msgs := messaging.New(store, nil)
-	files := attachments.New(store, blobs, msgs, nil)
+	msgs, err := messaging.New(ctx, store, blobs, nil)
+	if err != nil {
+		return err
+	}
+	defer msgs.Close()
 
-	mux, err := newHost(msgs, files)
+	mux, err := newHost(msgs)
 	if err != nil {
 		return err
 	}
@@ -166,7 +168,7 @@ type host struct {
 }
 
 // newHost returns the host's mux, with Parley's API under /chat.
-func newHost(msgs *messaging.Service, files *attachments.Service) (http.Handler, error) {
+func newHost(msgs *messaging.Service) (http.Handler, error) {
 	h := &host{apiKeys: map[string]string{"key-ann": "ann", "key-ben": "ben"}, sessions: map[string]string{}}
 
 	// The host's authentication, as a Parley Authenticator. A request that
@@ -193,7 +195,7 @@ func newHost(msgs *messaging.Service, files *attachments.Service) (http.Handler,
 	// Requests with the session cookie are safe from other sites: the
 	// adapter refuses cross-origin POST, PUT and DELETE that carry no bearer
 	// token (httpadapter.Options.CrossOriginProtection).
-	api, err := httpadapter.New(msgs, files, &httpadapter.Options{Authenticator: auth})
+	api, err := httpadapter.New(msgs, &httpadapter.Options{Authenticator: auth})
 	if err != nil {
 		return nil, err
 	}

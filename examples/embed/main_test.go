@@ -15,8 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/parleychat/parley/attachments"
-	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/storage/memstore"
 )
 
@@ -25,9 +24,8 @@ import (
 // cookie, and a program's key works from anywhere.
 func TestHost(t *testing.T) {
 	store := memstore.New()
-	msgs := messaging.New(store, nil)
-	files := attachments.New(store, memstore.NewBlobStore(), msgs, nil)
-	h, err := newHost(msgs, files)
+	msgs := svctest.New(t, store, memstore.NewBlobStore(), nil)
+	h, err := newHost(msgs)
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/attachments"
-	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/httpadapter"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/memstore"
@@ -62,18 +61,17 @@ func newChatServerWith(t *testing.T, blobs attachments.BlobStore, opts *httpadap
 	t.Helper()
 	ctx := t.Context()
 	store := memstore.New()
-	s := &chatServer{msgs: messaging.New(store, &messaging.Options{Now: cfg.now})}
-	s.files = attachments.New(store, blobs, s.msgs, nil)
-	feed, err := events.New(ctx, store, s.msgs, nil)
+	msgs, err := messaging.New(ctx, store, blobs, &messaging.Options{Now: cfg.now})
 	require.NoError(t, err)
+	s := &chatServer{msgs: msgs, files: msgs.Files()}
 	s.alice, err = s.msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(t, err)
 	s.bob, err = s.msgs.SaveContact(ctx, messaging.Contact{Username: "bob"})
 	require.NoError(t, err)
 	o := *opts
 	o.Authenticator = httpadapter.StaticTokens(map[string]messaging.Contact{"alice-secret": s.alice, "bob-secret": s.bob})
-	o.Events = feed
-	api, err := httpadapter.New(s.msgs, s.files, &o)
+	o.Events = true
+	api, err := httpadapter.New(s.msgs, &o)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
@@ -83,7 +81,7 @@ func newChatServerWith(t *testing.T, blobs attachments.BlobStore, opts *httpadap
 		h = cfg.wrap(mux)
 	}
 	page := httptest.NewServer(h)
-	t.Cleanup(func() { _ = feed.Close(); page.Close() })
+	t.Cleanup(func() { _ = msgs.Close(); page.Close() })
 	s.url = page.URL
 	return s
 }

@@ -29,6 +29,7 @@ import (
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/internal/testnet"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
@@ -310,7 +311,7 @@ func assertNothingHalfMade(t *testing.T, data, dsn string) {
 	require.NoError(t, err)
 	defer blobs.Close()
 	later := func() time.Time { return time.Now().Add(2 * time.Hour) }
-	files := attachments.New(store, blobs, messaging.New(store, &messaging.Options{Logger: quiet}), &attachments.Options{Now: later, Logger: quiet})
+	files := svctest.New(t, store, blobs, &messaging.Options{Logger: quiet, Files: &attachments.Options{Now: later, Logger: quiet}}).Files()
 	rep, err := files.Reconcile(ctx)
 	require.NoError(t, err)
 	assert.Zero(t, rep.Missing, "rows without their object")

@@ -175,24 +175,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// 3. The services: every rule of the API lives here, whatever the backend.
 	// They keep the answers of writes sent with an Idempotency-Key in the
 	// same database as the data (so a retry after a restart replays), and
-	// prune them after 24 hours on their own.
-	msgs := messaging.New(store, &messaging.Options{Logger: log})
-	files := attachments.New(store, blobs, msgs, &attachments.Options{MaxUploadBytes: *maxUpload, UploadQuota: *quota, Logger: log})
-	// The bucket must be this database's: a new database, or another one,
-	// over the same files refuses to start rather than touch them.
-	if err := files.Claim(ctx); err != nil {
-		if newSQLite {
-			removeSQLite(store, *dsn) // leave no empty database behind
-		}
-		return fmt.Errorf("the files at %s: %w", redact(*bucketURL), err)
-	}
-
-	// 4. Events: from here on every change is recorded in its transaction,
-	// and the Feed delivers it after the commit, to /v1/events and to the
-	// handlers. With -pubsub, a write here wakes the Feeds of the other
-	// instances (and theirs wake this one); without it, this instance
-	// delivers what is written through it at once and reads the outbox
-	// every -event-poll for the rest.
+	// prune them after 24 hours on their own. Every change is recorded
+	// with its events in its transaction, and the events Feed delivers
+	// them after the commit, to /v1/events and to the handlers. With
+	// -pubsub, a write here wakes the Feeds of the other instances (and
+	// theirs wake this one); without it, this instance delivers what is
+	// written through it at once and reads the outbox every -event-poll
+	// for the rest.
 	feedOpts := &events.Options{Retention: *retention, PollInterval: *poll, Logger: log}
 	if *pubsubURL != "" {
 		topic, err := pubsub.OpenTopic(ctx, *pubsubURL)
@@ -210,11 +199,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *hold {
 		feedOpts.Gate = func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
 	}
-	feed, err := events.New(ctx, store, msgs, feedOpts)
+	msgs, err := messaging.New(ctx, store, blobs, &messaging.Options{Logger: log,
+		Files:  &attachments.Options{MaxUploadBytes: *maxUpload, UploadQuota: *quota, Logger: log},
+		Events: feedOpts,
+	})
 	if err != nil {
-		return fmt.Errorf("start events: %w", err)
+		return fmt.Errorf("start the services: %w", err)
 	}
-	defer feed.Close() // first of the deferred closes: before the store's
+	defer msgs.Close() // first of the deferred closes: before the store's
+	files, feed := msgs.Files(), msgs.Events()
+	// 4. The bucket must be this database's: a new database, or another
+	// one, over the same files refuses to start rather than touch them.
+	if err := files.Claim(ctx); err != nil {
+		if newSQLite {
+			_ = msgs.Close()
+			removeSQLite(store, *dsn) // leave no empty database behind
+		}
+		return fmt.Errorf("the files at %s: %w", redact(*bucketURL), err)
+	}
 	if *eventLog != "" {
 		// A host-side handler: after the commit, at least once, in order,
 		// resumed after a restart from its stored position.
@@ -248,7 +250,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		BaseURL:         *baseURL,
 		Hosts:           splitList(*hosts),
 		SignedURLExpiry: *signed,
-		Events:          feed,
+		Events:          true,
 		Logger:          log,
 	}
 	var limit func(*http.Request, messaging.Contact) (time.Duration, bool)
@@ -256,7 +258,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		limit = lim.Limit
 		opts.Limit = limit
 	}
-	api, err := httpadapter.New(msgs, files, opts)
+	api, err := httpadapter.New(msgs, opts)
 	if err != nil {
 		return fmt.Errorf("-base-url or -hosts: %w", err)
 	}

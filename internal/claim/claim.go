@@ -12,7 +12,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // Key is the key of the claim object in a bucket; attachments.ClaimKey
@@ -50,7 +50,7 @@ type Opener interface {
 // matches ErrMalformed (and wraps the JSON error, if any).
 func Load(ctx context.Context, b Opener) (d Doc, data []byte, found bool, err error) {
 	r, err := b.Open(ctx, Key)
-	if errors.Is(err, messaging.ErrNotFound) {
+	if errors.Is(err, driver.ErrNotFound) {
 		return Doc{}, nil, false, nil
 	}
 	if err != nil {

@@ -157,3 +157,18 @@ type Revision struct {
 	// CreatedAt is when the edit replaced it.
 	CreatedAt time.Time
 }
+
+// Idempotency makes a write safe to retry: the first call with Key from a
+// caller is carried out and its result kept (messaging.Options.
+// IdempotencyKeyTTL); a later call from the same caller with the same Key
+// and the same arguments returns the kept result and changes nothing. See
+// "Retries" in the documentation of package messaging.
+type Idempotency struct {
+	// Key names the write among the caller's writes: 1 to 255 characters,
+	// no control characters. Empty: the write is carried out every time.
+	Key string
+	// Replayed, when not nil, is set when the call succeeds: true when it
+	// returned the kept result of an earlier call with Key (and changed
+	// nothing), false when it carried the write out.
+	Replayed *bool
+}

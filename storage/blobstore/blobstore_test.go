@@ -23,7 +23,7 @@ import (
 	"gocloud.dev/blob/fileblob"  // and file:// URLs
 	_ "gocloud.dev/blob/memblob" // mem:// URLs
 
-	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	pdriver "github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/blobstore"
@@ -210,16 +210,6 @@ func TestOpenMissing(t *testing.T) {
 	}
 }
 
-// TestOpenUnregisteredScheme checks that Open refuses a bucket URL whose
-// scheme no imported package registers, saying what to import
-// (TestCheckSchemeNamesPackage checks the packages it names).
-func TestOpenUnregisteredScheme(t *testing.T) {
-	_, err := blobstore.Open(context.Background(), "nosuch://bucket")
-	require.Error(t, err)
-	assert.ErrorIs(t, err, messaging.ErrUnimplemented)
-	assert.Contains(t, err.Error(), "no driver for nosuch:// buckets")
-}
-
 func TestDelete(t *testing.T) {
 	ctx := context.Background()
 	for _, d := range drivers(t) {
@@ -372,8 +362,7 @@ func TestSignedURLUnimplemented(t *testing.T) {
 		assert.ErrorIs(t, err, messaging.ErrUnimplemented, u)
 
 		// Through the Service too.
-		mem := memstore.New()
-		svc := attachments.New(mem, s, messaging.New(mem, nil), nil)
+		svc := svctest.New(t, memstore.New(), s, nil).Files()
 		_, err = svc.SignedURL(context.Background(), messaging.Contact{ID: "ctc_a"}, messaging.Attachment{ID: "att_a", Key: "attachments/att_a", UploaderID: "ctc_a"}, time.Minute)
 		assert.ErrorIs(t, err, messaging.ErrUnimplemented, u)
 	}

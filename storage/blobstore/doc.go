@@ -5,14 +5,14 @@
 //
 // The package links no gocloud driver. Import the driver package of each
 // URL scheme the program opens, for its effect, then open the bucket and
-// give it to attachments.New:
+// give it to messaging.New:
 //
 //	import _ "gocloud.dev/blob/fileblob"
 //
 //	files, err := blobstore.Open(ctx, "file:///var/lib/parley/files")
 //	if err != nil { … }
 //	defer files.Close()
-//	svc := attachments.New(store, files, msgs, nil)
+//	msgs, err := messaging.New(ctx, store, files, nil) // msgs.Files() keeps its files there
 //
 // A scheme whose driver is not imported is an error that names the package
 // to import. New wraps a *blob.Bucket the program opened itself; Close

@@ -3,8 +3,7 @@
 // for bytes, built on as the SQL and blob stores are.
 //
 //	store, blobs := memstore.New(), memstore.NewBlobStore()
-//	msgs := messaging.New(store, nil)
-//	files := attachments.New(store, blobs, msgs, nil)
+//	msgs, err := messaging.New(ctx, store, blobs, nil)
 //
 // Both are safe for concurrent use and pass the storetest conformance
 // suite, so they behave as the SQL and blob backends do: a change and its

@@ -17,8 +17,12 @@ func Example() {
 	ctx := context.Background()
 
 	store, blobs := memstore.New(), memstore.NewBlobStore()
-	msgs := messaging.New(store, nil)
-	files := attachments.New(store, blobs, msgs, nil)
+	msgs, err := messaging.New(ctx, store, blobs, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer msgs.Close()
+	files := msgs.Files()
 
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	if err != nil {

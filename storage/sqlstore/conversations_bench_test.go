@@ -12,6 +12,7 @@ import (
 
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/internal/ids"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/sqlstore"
 )
@@ -43,7 +44,7 @@ func BenchmarkConversations(b *testing.B) {
 		b.Run(e.Name, func(b *testing.B) {
 			ctx := b.Context()
 			s := e.Open(b)
-			msgs := messaging.New(s, &messaging.Options{Policy: messaging.MembersOnly()})
+			msgs := svctest.New(b, s, nil, &messaging.Options{Policy: messaging.MembersOnly()})
 			at := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Microsecond)
 			contact := func(name string) messaging.Contact {
 				c, err := msgs.SaveContact(ctx, messaging.Contact{Username: name})

@@ -16,9 +16,10 @@
 //	if err != nil { … }
 //	defer store.Close()
 //	if err := store.Migrate(ctx); err != nil { … } // at every start
-//	msgs := messaging.New(store, nil)
-//	files := attachments.New(store, blobs, msgs, nil)
-//	if err := files.Claim(ctx); err != nil { … } // the bucket is this database's
+//	msgs, err := messaging.New(ctx, store, blobs, nil)
+//	if err != nil { … }
+//	defer msgs.Close()
+//	if err := msgs.Files().Claim(ctx); err != nil { … } // the bucket is this database's
 //
 // Each driver package documents its DSN parameters. A DSN whose driver the
 // program does not import is an error that names the package. New wraps a

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/sqlstore"
 )
@@ -98,8 +98,8 @@ func TestBadDSNIsInvalid(t *testing.T) {
 func TestErrorsShowNoSQL(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "parley.db"))
 	require.NoError(t, s.Migrate(t.Context()))
-	msgs := messaging.New(s, nil)
-	files := attachments.New(s, nil, msgs, nil)
+	msgs := svctest.New(t, s, nil, nil)
+	files := msgs.Files()
 	caller := messaging.Contact{ID: "ctc_x"}
 	calls := func() []error {
 		return []error{

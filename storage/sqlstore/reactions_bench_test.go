@@ -10,6 +10,7 @@ import (
 
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/internal/cputime"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 )
 
@@ -41,7 +42,7 @@ func BenchmarkReactionReactors(b *testing.B) {
 				b.Run(fmt.Sprintf("reactors=%d", n), func(b *testing.B) {
 					ctx := b.Context()
 					s := e.Open(b)
-					msgs := messaging.New(s, nil)
+					msgs := svctest.New(b, s, nil, nil)
 					alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 					require.NoError(b, err)
 					caller, err := msgs.SaveContact(ctx, messaging.Contact{Username: "caller"})

@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/memstore"
@@ -55,8 +54,12 @@ func TestCountingStoreConformance(t *testing.T) {
 func ExampleRunConformanceTests() {
 	ctx := context.Background()
 	store := &countingStore{Store: memstore.New().Driver()}
-	msgs := messaging.New(storetest.Storage(store), nil)
-	attachments.New(storetest.Storage(store), memstore.NewBlobStore(), msgs, nil)
+	msgs, err := messaging.New(ctx, storetest.Storage(store), memstore.NewBlobStore(), nil)
+	if err != nil {
+		panic(err)
+	}
+	defer msgs.Close()
+
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	if err != nil {
 		panic(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/internal/ids"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 )
@@ -494,7 +495,7 @@ func testPrune(t *testing.T, h *harness) {
 // clock now (nil: time.Now), and its contact alice.
 func (h *harness) keyedService(now func() time.Time) (*messaging.Service, messaging.Contact) {
 	h.t.Helper()
-	msgs := messaging.New(storage{h.s}, &messaging.Options{Now: now, Logger: slog.New(slog.DiscardHandler)})
+	msgs := svctest.New(h.t, storage{h.s}, nil, &messaging.Options{Now: now, Logger: slog.New(slog.DiscardHandler)})
 	alice, err := msgs.SaveContact(h.ctx, messaging.Contact{Username: "alice"})
 	require.NoError(h.t, err)
 	return msgs, alice
@@ -572,7 +573,7 @@ func testServiceConcurrentRetries(t *testing.T, h *harness) {
 // told the key is in use: never is the message sent twice.
 func testServiceTwoInstances(t *testing.T, h *harness) {
 	one, alice := h.keyedService(nil)
-	two := messaging.New(storage{h.s}, &messaging.Options{Logger: slog.New(slog.DiscardHandler)})
+	two := svctest.New(h.t, storage{h.s}, nil, &messaging.Options{Logger: slog.New(slog.DiscardHandler)})
 	const n = 10
 	got := make([]messaging.Message, n)
 	errs := parallel(n, func(i int) error {

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/internal/ids"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 )
 
@@ -24,7 +25,7 @@ var serviceTests = []test{
 // of its MaxReactionNames; others still can react, and the caller can
 // again once it took one back.
 func testReactionNamesPerCaller(t *testing.T, h *harness) {
-	msgs := messaging.New(storage{h.s}, &messaging.Options{MaxReactionNames: 5, MaxReactionNamesPerCaller: 2})
+	msgs := svctest.New(h.t, storage{h.s}, nil, &messaging.Options{MaxReactionNames: 5, MaxReactionNamesPerCaller: 2})
 	alice, err := msgs.SaveContact(h.ctx, messaging.Contact{Username: "alice"})
 	require.NoError(t, err)
 	bob, err := msgs.SaveContact(h.ctx, messaging.Contact{Username: "bob"})
@@ -70,7 +71,7 @@ func testReactionNamesPerCaller(t *testing.T, h *harness) {
 // username to a new contact: the reactions stay with the renamed contact,
 // under its new name, and the newcomer inherits none.
 func testRenamedReactor(t *testing.T, h *harness) {
-	msgs := messaging.New(storage{h.s}, nil)
+	msgs := svctest.New(h.t, storage{h.s}, nil, nil)
 	alice, err := msgs.SaveContact(h.ctx, messaging.Contact{Username: "alice"})
 	require.NoError(t, err)
 	bob, err := msgs.SaveContact(h.ctx, messaging.Contact{Username: "bob"})
@@ -114,7 +115,7 @@ func testRenamedReactor(t *testing.T, h *harness) {
 }
 
 func testSameWords(t *testing.T, h *harness) {
-	msgs := messaging.New(storage{h.s}, &messaging.Options{MaxReactionNames: 1, MaxAttachments: 1})
+	msgs := svctest.New(h.t, storage{h.s}, nil, &messaging.Options{MaxReactionNames: 1, MaxAttachments: 1})
 	alice, err := msgs.SaveContact(h.ctx, messaging.Contact{Username: "alice"})
 	require.NoError(t, err)
 	m, err := msgs.Create(h.ctx, alice, messaging.NewMessage{ConversationID: "general", Text: "hi"})

@@ -23,8 +23,6 @@ import (
 
 	_ "gocloud.dev/blob/fileblob" // file:// buckets
 
-	"github.com/parleychat/parley/attachments"
-	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/httpadapter"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/blobstore"
@@ -59,23 +57,21 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer blobs.Close()
-	msgs := messaging.New(store, nil)
-	files := attachments.New(store, blobs, msgs, nil)
-	if err := files.Claim(ctx); err != nil {
-		return err
-	}
-	feed, err := events.New(ctx, store, msgs, nil)
+	msgs, err := messaging.New(ctx, store, blobs, nil)
 	if err != nil {
 		return err
 	}
-	defer feed.Close()
+	defer msgs.Close()
+	if err := msgs.Files().Claim(ctx); err != nil {
+		return err
+	}
 	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	if err != nil {
 		return err
 	}
-	api, err := httpadapter.New(msgs, files, &httpadapter.Options{
+	api, err := httpadapter.New(msgs, &httpadapter.Options{
 		Authenticator: httpadapter.StaticTokens(map[string]messaging.Contact{"alice-secret": alice}),
-		Events:        feed,
+		Events:        true,
 	})
 	if err != nil {
 		return err

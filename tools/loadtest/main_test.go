@@ -20,8 +20,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/httpadapter"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/memstore"
@@ -127,11 +127,10 @@ func (p *parley) count(key string) int {
 func newParley(tb testing.TB) *parley {
 	tb.Helper()
 	store := memstore.New()
-	msgs := messaging.New(store, nil)
-	files := attachments.New(store, memstore.NewBlobStore(), msgs, nil)
+	msgs := svctest.New(tb, store, memstore.NewBlobStore(), nil)
 	alice, err := msgs.SaveContact(context.Background(), messaging.Contact{Username: "alice"})
 	require.NoError(tb, err)
-	api, err := httpadapter.New(msgs, files, &httpadapter.Options{
+	api, err := httpadapter.New(msgs, &httpadapter.Options{
 		Authenticator: httpadapter.StaticTokens(map[string]messaging.Contact{"tok-alice": alice}),
 	})
 	require.NoError(tb, err)
