@@ -3,6 +3,7 @@ package attachments
 import (
 	"time"
 
+	"github.com/parleychat/parley/internal/domain"
 	"github.com/parleychat/parley/messaging/driver"
 )
 
@@ -30,7 +31,7 @@ func attachmentEvents(t driver.EventType, atts []driver.Attachment, at time.Time
 	out := make([]driver.Event, 0, len(atts))
 	for i := range atts {
 		a := atts[i]
-		e := driver.NewEvent(t, a.ConversationID, a.UploaderID, at)
+		e := domain.NewEvent(t, a.ConversationID, a.UploaderID, at)
 		e.Attachment = &a
 		out = append(out, e)
 	}
@@ -42,12 +43,12 @@ func attachmentEvents(t driver.EventType, atts []driver.Attachment, at time.Time
 func deleteEvents(c driver.Change, at time.Time) []driver.Event {
 	var out []driver.Event
 	for _, a := range c.Removed {
-		e := driver.NewEvent(driver.EventAttachmentDeleted, a.ConversationID, a.UploaderID, at)
+		e := domain.NewEvent(driver.EventAttachmentDeleted, a.ConversationID, a.UploaderID, at)
 		e.DeletedID = a.ID
 		out = append(out, e)
 	}
 	if m := c.Message; m != nil {
-		e := driver.NewEvent(driver.EventMessageUpdated, m.ConversationID, "", at)
+		e := domain.NewEvent(driver.EventMessageUpdated, m.ConversationID, "", at)
 		e.Message = m
 		out = append(out, e)
 	}

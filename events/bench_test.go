@@ -12,6 +12,7 @@ import (
 
 	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/internal/eventstest"
 	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/storetest"
@@ -30,7 +31,7 @@ import (
 // sends cost the process whatever else the machine runs; on PostgreSQL and
 // MySQL it leaves out the database server's work).
 //
-//   - Record: the Feed holds delivery (Options.Gate): the cost of storing
+//   - Record: the Feed holds delivery (eventstest.Hold): the cost of storing
 //     the event in the send's transaction.
 //
 //   - Deliver: the Feed delivers as usual, to a subscription, while the
@@ -106,10 +107,11 @@ type benchSender struct {
 func newBenchSender(b *testing.B, store storetest.Store, mode string) *benchSender {
 	ctx := context.Background()
 	o := &events.Options{Logger: quiet, Buffer: 1 << 20}
+	start := ctx
 	if mode == "Record" {
-		o.Gate = func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+		start = eventstest.WithGate(ctx, eventstest.Hold)
 	}
-	s := &benchSender{msgs: svctest.New(b, storetest.Storage(store), nil, &messaging.Options{Logger: quiet, Events: o})}
+	s := &benchSender{msgs: svctest.NewContext(b, start, storetest.Storage(store), nil, &messaging.Options{Logger: quiet, Events: o})}
 	var err error
 	s.alice, err = s.msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	require.NoError(b, err)

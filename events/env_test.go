@@ -13,6 +13,7 @@ import (
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/internal/eventstest"
 	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/memstore"
@@ -69,11 +70,12 @@ func (c *fakeClock) add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// newEnv builds the services and their Feed over store; opts may be nil.
-func newEnv(t testing.TB, store storetest.Store, opts *events.Options) *env {
+// newEnv builds the services and their Feed over store; opts may be nil,
+// and gate, when given, holds the Feed's delivery (see newFeed).
+func newEnv(t testing.TB, store storetest.Store, opts *events.Options, gate ...func(context.Context) error) *env {
 	t.Helper()
 	e := &env{t: t, ctx: context.Background(), store: store, clock: &fakeClock{}, pol: &privatePolicy{}, blobs: memstore.NewBlobStore()}
-	e.feed = e.newFeed(opts)
+	e.feed = e.newFeed(opts, gate...)
 	var err error
 	for _, u := range []struct {
 		c    *messaging.Contact
@@ -87,9 +89,10 @@ func newEnv(t testing.TB, store storetest.Store, opts *events.Options) *env {
 }
 
 // newFeed starts the services over the env's store anew, as a restart
-// does, and returns their Feed; the services and the Feed are closed when
-// the test ends.
-func (e *env) newFeed(opts *events.Options) *events.Feed {
+// does, and returns their Feed, whose delivery waits for gate when not nil
+// (eventstest.WithGate); the services and the Feed are closed when the
+// test ends.
+func (e *env) newFeed(opts *events.Options, gate ...func(context.Context) error) *events.Feed {
 	e.t.Helper()
 	var o events.Options
 	if opts != nil {
@@ -101,7 +104,11 @@ func (e *env) newFeed(opts *events.Options) *events.Feed {
 	if o.Now == nil {
 		o.Now = e.clock.now
 	}
-	e.msgs = svctest.New(e.t, storetest.Storage(e.store), e.blobs, &messaging.Options{Policy: e.pol, Logger: quiet, Now: e.clock.now,
+	ctx := e.ctx
+	if len(gate) > 0 {
+		ctx = eventstest.WithGate(ctx, gate[0])
+	}
+	e.msgs = svctest.NewContext(e.t, ctx, storetest.Storage(e.store), e.blobs, &messaging.Options{Policy: e.pol, Logger: quiet, Now: e.clock.now,
 		Files: &attachments.Options{Logger: quiet, Now: e.clock.now}, Events: &o})
 	e.files = e.msgs.Files()
 	return e.msgs.Events()

@@ -12,6 +12,7 @@ import (
 	"gocloud.dev/pubsub"
 
 	"github.com/parleychat/parley/internal/domain"
+	"github.com/parleychat/parley/internal/eventstest"
 	"github.com/parleychat/parley/messaging/driver"
 )
 
@@ -65,12 +66,6 @@ type Options struct {
 	// a handler whose claim has expired. Default: 30 seconds.
 	HandlerLease time.Duration
 
-	// Gate, when set, is called before each round of delivery, to
-	// subscriptions and to handlers alike; the round waits while it
-	// blocks, and is skipped when it returns an error. It is a seam for
-	// tests that hold delivery back (the events are still recorded).
-	// Default: none.
-	Gate func(ctx context.Context) error
 	// Now returns the current time. Default: time.Now.
 	Now func() time.Time
 	// Logger receives failures that no caller sees: of reads, pruning,
@@ -137,7 +132,8 @@ const readBatch = 256
 // concurrent use.
 type Feed struct {
 	store    driver.EventStore
-	m        domain.Messaging // the messaging Service's rules
+	m        domain.Messaging                // the messaging Service's rules
+	gate     func(ctx context.Context) error // eventstest.Gate of New's ctx
 	opts     Options
 	instance string // this Feed's id, in its pub/sub wake-ups
 
@@ -174,6 +170,7 @@ func New(ctx context.Context, m domain.Messaging, store driver.EventStore, opts 
 	f := &Feed{
 		store:    store,
 		m:        m,
+		gate:     eventstest.Gate(ctx),
 		opts:     opts.withDefaults(),
 		instance: newInstanceID(),
 		wake:     make(chan struct{}, 1),
@@ -239,12 +236,13 @@ func (f *Feed) committed() {
 	}
 }
 
-// gate waits for Options.Gate; false means skip this round.
-func (f *Feed) gate() bool {
-	if f.opts.Gate == nil {
+// open waits for the gate of the tests (eventstest.WithGate), if any;
+// false means skip this round.
+func (f *Feed) open() bool {
+	if f.gate == nil {
 		return f.ctx.Err() == nil
 	}
-	return f.opts.Gate(f.ctx) == nil && f.ctx.Err() == nil
+	return f.gate(f.ctx) == nil && f.ctx.Err() == nil
 }
 
 // dispatch reads the outbox when woken or every PollInterval, and offers
@@ -259,7 +257,7 @@ func (f *Feed) dispatch() {
 		case <-f.wake:
 		case <-poll.C:
 		}
-		if f.gate() {
+		if f.open() {
 			f.deliver()
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/events"
+	"github.com/parleychat/parley/internal/eventstest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/memstore"
@@ -225,7 +226,7 @@ func TestSlowSubscriberIsCutOffFastOneKeepsUp(t *testing.T) {
 	})
 }
 
-// TestHeldDeliveryResumesAfterRestart holds delivery (Options.Gate), so
+// TestHeldDeliveryResumesAfterRestart holds delivery (eventstest.Hold), so
 // that a committed event is not delivered, closes the Feed as a crash
 // would stop it, and starts another: the event reaches a subscriber that
 // resumes, and the handler.
@@ -247,7 +248,7 @@ func TestHeldDeliveryResumesAfterRestart(t *testing.T) {
 		require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(handled) == 1 }, 10*time.Second, 5*time.Millisecond)
 		require.NoError(t, e.feed.Close())
 
-		held := e.newFeed(&events.Options{Gate: func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }})
+		held := e.newFeed(nil, eventstest.Hold)
 		require.NoError(t, held.Handle(e.ctx, "log", handler))
 		hs, err := held.Subscribe(e.ctx, e.bob, events.SubscribeOptions{})
 		require.NoError(t, err)

@@ -95,7 +95,7 @@ func (f *Feed) runHandler(h *handler, start int64) {
 		}
 	}()
 	for {
-		if !f.gate() {
+		if !f.open() {
 			if !wait() {
 				return
 			}

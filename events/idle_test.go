@@ -55,7 +55,7 @@ func TestConcurrentLiveSubscriptionsOfAnIdleFeed(t *testing.T) {
 			}
 			return nil
 		}
-		e := newEnv(t, hs, &events.Options{PollInterval: time.Minute, Gate: gate})
+		e := newEnv(t, hs, &events.Options{PollInterval: time.Minute}, gate)
 		e.send(e.alice, "general", "m0")
 		m0, err := store.LastEvent(e.ctx)
 		require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/parleychat/parley/internal/domain"
 	"github.com/parleychat/parley/messaging/driver"
 )
 
@@ -353,7 +354,7 @@ func (f files) Attach(ctx context.Context, caller Contact, messageID string, a A
 			var out []Event
 			for i := range c.Message.Attachments {
 				if got := c.Message.Attachments[i]; got.ID == a.ID {
-					e := driver.NewEvent(EventAttachmentCreated, got.ConversationID, got.UploaderID, now)
+					e := domain.NewEvent(EventAttachmentCreated, got.ConversationID, got.UploaderID, now)
 					e.Attachment = &got
 					out = append(out, e)
 				}

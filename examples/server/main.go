@@ -59,6 +59,7 @@ import (
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/httpadapter"
+	"github.com/parleychat/parley/internal/eventstest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/blobstore"
 	"github.com/parleychat/parley/storage/sqlstore"
@@ -196,10 +197,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer sub.Shutdown(context.Background())
 		feedOpts.Topic, feedOpts.Subscription = topic, sub
 	}
+	start := ctx
 	if *hold {
-		feedOpts.Gate = func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+		start = eventstest.WithGate(ctx, eventstest.Hold)
 	}
-	msgs, err := messaging.New(ctx, store, blobs, &messaging.Options{Logger: log,
+	msgs, err := messaging.New(start, store, blobs, &messaging.Options{Logger: log,
 		Files:  &attachments.Options{MaxUploadBytes: *maxUpload, UploadQuota: *quota, Logger: log},
 		Events: feedOpts,
 	})

@@ -11,8 +11,10 @@ package domain
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/parleychat/parley/internal/check"
+	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging/driver"
 )
 
@@ -97,4 +99,15 @@ func Wrap(op string, err error) error {
 	}
 	k := driver.KindOf(err)
 	return &driver.Error{Kind: k, Op: op, Message: k.Error(), Err: err}
+}
+
+// NewEvent returns the event of type t in conversation conv made at at,
+// with a new id. Its audience is audienceID when conv is "" (a file in no
+// conversation is seen by its uploader only).
+func NewEvent(t driver.EventType, conv, audienceID string, at time.Time) driver.Event {
+	e := driver.Event{ID: ids.NewAt(ids.Event, at), Type: t, ConversationID: conv, Created: at}
+	if conv == "" {
+		e.AudienceID = audienceID
+	}
+	return e
 }

@@ -15,10 +15,17 @@ import (
 // fails.
 func New(tb testing.TB, storage messaging.Storage, blobs attachments.BlobStore, opts *messaging.Options) *messaging.Service {
 	tb.Helper()
+	return NewContext(tb, context.Background(), storage, blobs, opts)
+}
+
+// NewContext is New with the context messaging.New is given (one that
+// carries an eventstest gate, say).
+func NewContext(tb testing.TB, ctx context.Context, storage messaging.Storage, blobs attachments.BlobStore, opts *messaging.Options) *messaging.Service {
+	tb.Helper()
 	if blobs == nil {
 		blobs = memstore.NewBlobStore()
 	}
-	svc, err := messaging.New(context.Background(), storage, blobs, opts)
+	svc, err := messaging.New(ctx, storage, blobs, opts)
 	if err != nil {
 		tb.Fatalf("messaging.New: %v", err)
 	}

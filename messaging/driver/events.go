@@ -1,10 +1,6 @@
 package driver
 
-import (
-	"time"
-
-	"github.com/parleychat/parley/internal/ids"
-)
+import "time"
 
 // EventType names what changed, as the API's event "type".
 type EventType string
@@ -108,15 +104,3 @@ type Change struct {
 // another goroutine than the write's caller. A Recorder does no I/O and
 // never calls the repository. A nil Recorder records nothing.
 type Recorder func(Change) []Event
-
-// NewEvent is for the services built on this one (attachments): the event
-// of type t in conversation conv made at at, with a new id. Its audience is
-// audienceID when conv is "" (a file in no conversation is seen by its
-// uploader only).
-func NewEvent(t EventType, conv, audienceID string, at time.Time) Event {
-	e := Event{ID: ids.NewAt(ids.Event, at), Type: t, ConversationID: conv, Created: at}
-	if conv == "" {
-		e.AudienceID = audienceID
-	}
-	return e
-}

@@ -18,6 +18,7 @@ import (
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
+	"github.com/parleychat/parley/storage/blobstore/internal/drivers"
 )
 
 // Store is an attachments.BlobStore, driver.Lister and
@@ -215,7 +216,7 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(driver.Object) 
 }
 
 // SignedURL returns a GET URL of the object valid for expiry (0 means the
-// gocloud default of an hour). Where a registered SignHook knows the
+// gocloud default of an hour). Where a registered sign hook knows the
 // driver (S3, with storage/blobstore/s3 imported), the URL makes the
 // server answer with contentType and
 // attachments.ContentDisposition(contentType, filename). Otherwise the
@@ -242,7 +243,7 @@ func (s *Store) SignedURL(ctx context.Context, key, filename, contentType string
 		Expiry: expiry,
 		Method: http.MethodGet,
 		BeforeSign: func(as func(any) bool) error {
-			for _, h := range signHooks() {
+			for _, h := range drivers.SignHooks() {
 				if h(as, contentType, disp) {
 					break
 				}

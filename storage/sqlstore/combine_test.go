@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/internal/domain"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
@@ -109,7 +110,7 @@ func (f *combineFixture) launch(ctx context.Context, ch driver.MessageChange, re
 // record is a Recorder that stores the message after the change in an
 // event, so that the events say what each change left.
 func record(c driver.Change) []messaging.Event {
-	e := driver.NewEvent(messaging.EventMessageUpdated, c.Message.ConversationID, "", time.Now())
+	e := domain.NewEvent(messaging.EventMessageUpdated, c.Message.ConversationID, "", time.Now())
 	e.Message = c.Message
 	return []messaging.Event{e}
 }
@@ -613,11 +614,11 @@ func TestCombinedEventsAsRecorded(t *testing.T) {
 			var recorded []messaging.Event
 			twice := func(c driver.Change) []messaging.Event {
 				at := time.Date(2025, 5, 1, 12, 0, 0, 123456789, time.UTC).Add(time.Duration(len(recorded)) * time.Millisecond)
-				a := driver.NewEvent(messaging.EventMessageUpdated, c.Message.ConversationID, "", at)
+				a := domain.NewEvent(messaging.EventMessageUpdated, c.Message.ConversationID, "", at)
 				odd := *c.Message // a payload with what array and JSON literals escape
 				odd.Text = `say "hi" \ {a,b} NULL ' $q$ ?`
 				a.Message = &odd
-				b := driver.NewEvent(messaging.EventMessageUpdated, c.Message.ConversationID, "", at.Add(time.Nanosecond))
+				b := domain.NewEvent(messaging.EventMessageUpdated, c.Message.ConversationID, "", at.Add(time.Nanosecond))
 				b.Message, b.AudienceID = c.Message, r[3] // one reader's, as conversation.read's
 				mu.Lock()
 				defer mu.Unlock()

@@ -23,10 +23,10 @@ import (
 	"cloud.google.com/go/storage"
 	_ "gocloud.dev/blob/gcsblob" // gs:// URLs
 
-	"github.com/parleychat/parley/storage/blobstore"
+	"github.com/parleychat/parley/storage/blobstore/internal/drivers"
 )
 
-func init() { blobstore.RegisterSignHook(responseHeaders) }
+func init() { drivers.RegisterSignHook(responseHeaders) }
 
 // responseHeaders sets the response headers of a signed GET.
 func responseHeaders(as func(any) bool, contentType, disposition string) bool {

@@ -24,10 +24,10 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	_ "gocloud.dev/blob/s3blob" // s3:// URLs
 
-	"github.com/parleychat/parley/storage/blobstore"
+	"github.com/parleychat/parley/storage/blobstore/internal/drivers"
 )
 
-func init() { blobstore.RegisterSignHook(responseHeaders) }
+func init() { drivers.RegisterSignHook(responseHeaders) }
 
 // responseHeaders sets the response headers of a signed S3 GET.
 func responseHeaders(as func(any) bool, contentType, disposition string) bool {
