@@ -24,9 +24,9 @@ import (
 // the same backend, in alternating order. (Since every Service records its
 // events, issue 27, the cost of storing an event is in both: the ratio of
 // Record is about 1; the figures of BENCHMARKS.md were taken before, with
-// a Service without a Feed as the plain side.) It reports the time of each kind of send and their
-// ratio (goal: at most 1.15), by the clock and by the CPU time of the
-// sending thread (cpu-ratio: the benchmark's goroutine is locked to its
+// a Service without a Feed as the plain side.) It reports the time of
+// each kind of send and their ratio (goal: at most 1.15), by the clock and
+// by the CPU time of the sending thread (cpu-ratio: the benchmark's goroutine is locked to its
 // thread, and SQLite works in the caller's goroutine, so this is what the
 // sends cost the process whatever else the machine runs; on PostgreSQL and
 // MySQL it leaves out the database server's work).

@@ -26,7 +26,7 @@ import (
 )
 
 // eventsBenchServer is a handler over fresh services on a store, served on
-// loopback, with or without a Feed.
+// loopback, with or without /v1/events served.
 type eventsBenchServer struct {
 	url  string
 	feed *events.Feed
