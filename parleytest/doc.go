@@ -26,7 +26,9 @@
 // in-memory storage, and Server.URL the address to give a host's code.
 //
 // Options pass options on to the services and to the adapter (a Policy, a
-// smaller upload limit, the host's own Authenticator). Outside a test (a
+// smaller upload limit, the host's own Authenticator); Options.Setup runs
+// with the built services before the server answers, to seed the contacts
+// and memberships that the host's Authenticator and Policy look up. Outside a test (a
 // TestMain, an Example), NewServer returns a Server that the caller closes.
 //
 // # Errors
@@ -35,6 +37,6 @@
 // a 2xx (read it with errors.As: Status, Type, Code, Param, Message, as in
 // the API's error object), and the transport's or the decoder's error
 // otherwise. New fails the test, and NewServer returns an error, when the
-// options are not valid; Server.Caller panics on a username that is not
+// options are not valid or Options.Setup fails; Server.Caller panics on a username that is not
 // valid (1 to 64 characters, no white space or brackets).
 package parleytest

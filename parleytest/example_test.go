@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/parleychat/parley/events"
+	"github.com/parleychat/parley/httpadapter"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/parleytest"
 )
@@ -160,4 +162,49 @@ func ExampleError() {
 	// Output:
 	// 400 invalid_request_error parameter_missing conversation_id
 	// true
+}
+
+// A host's own Authenticator and a Policy look up contacts and
+// memberships: Setup stores them with the built services before the
+// server answers, so the test's first request finds them.
+func ExampleOptions_setup() {
+	sessions := map[string]messaging.Contact{} // the host's sessions, filled by Setup
+	chat, err := parleytest.NewServer(&parleytest.Options{
+		Messaging: &messaging.Options{Policy: messaging.MembersOnly()},
+		Setup: func(ctx context.Context, msgs *messaging.Service) error {
+			ann, err := msgs.SaveContact(ctx, messaging.Contact{ID: "user-1", Username: "ann"}) // the host's user id
+			if err != nil {
+				return err
+			}
+			sessions["session-ann"] = ann
+			return msgs.AddMember(ctx, "team", ann.ID)
+		},
+		HTTP: &httpadapter.Options{
+			Authenticator: httpadapter.AuthenticatorFunc(func(r *http.Request) (messaging.Contact, error) {
+				if c, ok := sessions[r.Header.Get("X-Session")]; ok {
+					return c, nil
+				}
+				return messaging.Contact{}, messaging.ErrUnauthenticated
+			}),
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer chat.Close()
+
+	for _, session := range []string{"session-ann", "session-nobody"} {
+		req, _ := http.NewRequest("POST", chat.URL+"/v1/messages", strings.NewReader("conversation_id=team&message=hi"))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-Session", session)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			panic(err)
+		}
+		res.Body.Close()
+		fmt.Println(session, res.StatusCode)
+	}
+	// Output:
+	// session-ann 201
+	// session-nobody 401
 }

@@ -45,6 +45,12 @@ type Options struct {
 	// if it accepts them). Its Events is set: the Server serves
 	// /v1/events. Default: nil, which means just those two.
 	HTTP *httpadapter.Options
+	// Setup, when set, runs once with the built services (msgs, with
+	// msgs.Files() and msgs.Events()) before the server answers its first
+	// request: it seeds what the test's requests rely on, such as the
+	// contacts and memberships that the host's own Authenticator and a
+	// Policy look up. Its error fails New (and NewServer). Default: none.
+	Setup func(ctx context.Context, msgs *messaging.Service) error
 }
 
 // Server is a running /v1 API over in-memory storage, with the services
@@ -122,6 +128,12 @@ func NewServer(opts *Options) (*Server, error) {
 		return nil, fmt.Errorf("parleytest: %w", err)
 	}
 	s.Messages, s.Files, s.Events = msgs, msgs.Files(), msgs.Events()
+	if o.Setup != nil {
+		if err := o.Setup(context.Background(), msgs); err != nil {
+			_ = msgs.Close()
+			return nil, fmt.Errorf("parleytest: Setup: %w", err)
+		}
+	}
 
 	var h httpadapter.Options
 	if o.HTTP != nil {

@@ -2,6 +2,7 @@ package parleytest_test
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -302,4 +303,64 @@ func TestCloseTwice(t *testing.T) {
 	var e *parleytest.Error
 	assert.False(t, errors.As(err, &e), "a closed server answers nothing: %v", err)
 	assert.Error(t, err)
+}
+
+// TestSetup: Setup runs with the built services before the server answers,
+// so a host's Authenticator and a MembersOnly Policy find what it stored
+// from the first request on, with no map filled after New; its error
+// fails NewServer.
+func TestSetup(t *testing.T) {
+	var sessions map[string]messaging.Contact // written by Setup only, before any request
+	var setupMsgs *messaging.Service
+	chat := parleytest.New(t, &parleytest.Options{
+		Messaging: &messaging.Options{Policy: messaging.MembersOnly()},
+		Setup: func(ctx context.Context, msgs *messaging.Service) error {
+			setupMsgs = msgs
+			require.NotNil(t, msgs.Files())
+			require.NotNil(t, msgs.Events())
+			ann, err := msgs.SaveContact(ctx, messaging.Contact{ID: "user-1", Username: "ann"})
+			if err != nil {
+				return err
+			}
+			ben, err := msgs.SaveContact(ctx, messaging.Contact{ID: "user-2", Username: "ben"})
+			if err != nil {
+				return err
+			}
+			sessions = map[string]messaging.Contact{"s-ann": ann, "s-ben": ben}
+			return msgs.AddMember(ctx, "team", ann.ID)
+		},
+		HTTP: &httpadapter.Options{
+			Authenticator: httpadapter.AuthenticatorFunc(func(r *http.Request) (messaging.Contact, error) {
+				if c, ok := sessions[r.Header.Get("X-Session")]; ok {
+					return c, nil
+				}
+				return messaging.Contact{}, messaging.ErrUnauthenticated
+			}),
+		},
+	})
+	assert.Same(t, chat.Messages, setupMsgs, "Setup gets the services behind the API")
+
+	post := func(session string) int {
+		req, err := http.NewRequest("POST", chat.URL+"/v1/messages", strings.NewReader("conversation_id=team&message=hi"))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-Session", session)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	assert.Equal(t, http.StatusCreated, post("s-ann"), "a member")
+	assert.Equal(t, http.StatusNotFound, post("s-ben"), "not a member")
+	assert.Equal(t, http.StatusUnauthorized, post("s-nobody"), "no session")
+
+	// The seeded contacts are the services' too.
+	page, err := chat.Messages.List(t.Context(), sessions["s-ann"], messaging.ListOptions{ConversationID: "team"})
+	require.NoError(t, err)
+	require.Len(t, page.Data, 1)
+	assert.Equal(t, "user-1", page.Data[0].Contact.ID)
+
+	boom := errors.New("boom")
+	_, err = parleytest.NewServer(&parleytest.Options{Setup: func(context.Context, *messaging.Service) error { return boom }})
+	assert.ErrorIs(t, err, boom)
 }
