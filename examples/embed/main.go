@@ -9,8 +9,11 @@
 //	go run ./examples/embed              # or -addr 127.0.0.1:9000
 //
 // It keeps its SQLite database and files in a temporary folder, which it
-// removes when it stops: on Ctrl-C (SIGINT) or SIGTERM it finishes the
-// requests under way, closes storage and deletes the folder.
+// removes when it stops: on Ctrl-C (SIGINT) or SIGTERM it ends the event
+// streams, finishes the requests under way, closes storage and deletes the
+// folder. The setup is the README's embedding program: the database claims
+// its files folder, a handler logs each event, and the caller's live
+// events are served at /chat/v1/events.
 //
 // A program calls with an API key as bearer token; a browser signs in at the
 // host's /login and calls with its session cookie:
@@ -19,6 +22,7 @@
 //	     http://127.0.0.1:8081/chat/v1/messages
 //	curl -c jar -d key=key-ben http://127.0.0.1:8081/login
 //	curl -b jar 'http://127.0.0.1:8081/chat/v1/messages?conversation_id=team'
+//	curl -N -b jar -H 'Accept: text/event-stream' http://127.0.0.1:8081/chat/v1/events
 package main
 
 import (
@@ -91,16 +95,35 @@ func run(ctx context.Context, addr string, logger *log.Logger) error {
 	if err := store.Migrate(ctx); err != nil {
 		return err
 	}
-	blobs, err := blobstore.Open(ctx, "file://"+filepath.ToSlash(dir))
+	// The files in a folder of their own; create_dir makes it.
+	blobs, err := blobstore.Open(ctx, "file://"+filepath.ToSlash(filepath.Join(dir, "files"))+"?create_dir=true")
 	if err != nil {
 		return err
 	}
 	defer blobs.Close()
+	// The messaging Service, with its files Service and events Feed;
+	// closed after the server's shutdown (deferred calls run last first).
 	msgs, err := messaging.New(ctx, store, blobs, nil)
 	if err != nil {
 		return err
 	}
 	defer msgs.Close()
+	// The folder must be this database's files: another database's (or a
+	// new database over old files) is refused rather than touched.
+	if err := msgs.Files().Claim(ctx); err != nil {
+		return err
+	}
+	// Every write records its events; after the commit the Feed delivers
+	// them to /chat/v1/events (see newHost), to Go subscribers
+	// (msgs.Events().Subscribe) and to the host's handlers, such as this
+	// one: at least once, in order, retried, resumed after a restart.
+	err = msgs.Events().Handle(ctx, "log", func(ctx context.Context, e messaging.Event) error {
+		logger.Printf("event: %s in %s", e.Type, e.ConversationID) // or send a push notification
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 
 	mux, err := newHost(msgs)
 	if err != nil {
@@ -120,6 +143,8 @@ func run(ctx context.Context, addr string, logger *log.Logger) error {
 		return err
 	case <-ctx.Done():
 	}
+	// Shutdown ends the event streams (their clients resume after their
+	// last event) and waits for the other requests under way.
 	logger.Print("stopping: finishing the requests under way, then removing ", dir)
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -195,7 +220,10 @@ func newHost(msgs *messaging.Service) (http.Handler, error) {
 	// Requests with the session cookie are safe from other sites: the
 	// adapter refuses cross-origin POST, PUT and DELETE that carry no bearer
 	// token (httpadapter.Options.CrossOriginProtection).
-	api, err := httpadapter.New(msgs, &httpadapter.Options{Authenticator: auth})
+	api, err := httpadapter.New(msgs, &httpadapter.Options{
+		Authenticator: auth,
+		Events:        true, // GET /chat/v1/events: the caller's live events (server-sent events)
+	})
 	if err != nil {
 		return nil, err
 	}

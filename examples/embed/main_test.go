@@ -78,6 +78,17 @@ func TestHost(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.StatusCode, "%s", b)
 	assert.Contains(t, string(b), "from ben's browser")
 	assert.NotContains(t, string(b), "forged")
+
+	// The event feed is mounted: ben's events, as a page here (a stream
+	// with Accept: text/event-stream; see TestRunRemovesItsFolder).
+	require.Eventually(t, func() bool {
+		res, err := browser.Get(srv.URL + "/chat/v1/events")
+		require.NoError(t, err)
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		require.Equal(t, http.StatusOK, res.StatusCode, "%s", b)
+		return strings.Count(string(b), `"type":"message.created"`) == 3
+	}, 5*time.Second, 10*time.Millisecond, "the three messages' events")
 }
 
 // TestServerCutsSlowClients: a body that trickles in is cut off at the

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"io"
 	"log"
@@ -10,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/testnet"
 )
 
@@ -59,30 +60,57 @@ func empty(t *testing.T, dir string) {
 	assert.Empty(t, names, "left behind in the temporary directory")
 }
 
-// TestRunRemovesItsFolder: when its context ends, run stops serving,
-// closes storage and removes its temporary folder, which held the
-// database and the files meanwhile.
+// TestRunRemovesItsFolder: run sets up as the README's embedding program
+// does: its database claims the files folder, and /chat/v1/events streams
+// the caller's events. When its context ends, run ends the open stream,
+// stops serving, closes storage and removes its temporary folder, which
+// held the database and the files meanwhile.
 func TestRunRemovesItsFolder(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	addr := testnet.FreeAddr(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var logs bytes.Buffer
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, addr, log.New(&logs, "", 0)) }()
+	go func() { done <- run(ctx, addr, log.New(io.Discard, "", 0)) }()
 	waitUp(t, addr)
+
+	// ann's live events, open before she writes.
+	req, err := http.NewRequest("GET", "http://"+addr+"/chat/v1/events", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer key-ann")
+	req.Header.Set("Accept", "text/event-stream")
+	stream, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer stream.Body.Close()
+	require.Equal(t, http.StatusOK, stream.StatusCode)
+	require.Contains(t, stream.Header.Get("Content-Type"), "text/event-stream")
+	lines := bufio.NewScanner(stream.Body)
+	require.True(t, lines.Scan(), "the stream begins") // its opening comment
+
 	send(t, addr)
+	var event string
+	for event == "" && lines.Scan() {
+		if e, ok := strings.CutPrefix(lines.Text(), "event: "); ok {
+			event = e
+		}
+	}
+	assert.Equal(t, "message.created", event, "ann's message reaches her stream")
+
 	dirs, err := os.ReadDir(tmp)
 	require.NoError(t, err)
 	require.Len(t, dirs, 1, "run keeps its data in one temporary folder")
+	assert.FileExists(t, filepath.Join(tmp, dirs[0].Name(), "files", attachments.ClaimKey),
+		"the database claims its files folder")
 
 	cancel()
 	select {
 	case err := <-done:
 		require.NoError(t, err)
 	case <-time.After(20 * time.Second):
-		t.Fatal("run did not return after its context ended")
+		t.Fatal("run did not return after its context ended (with an event stream open)")
+	}
+	for lines.Scan() {
 	}
 	empty(t, tmp)
 	_, err = net.Dial("tcp", addr)
