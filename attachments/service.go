@@ -664,70 +664,44 @@ func (s *Service) SignedURL(ctx context.Context, caller driver.Contact, a driver
 	return u, domain.Wrap(op, err)
 }
 
-// ListOptions select a page of attachments.
-type ListOptions struct {
-	// ConversationID restricts the list to one conversation. When empty,
-	// every conversation the caller may see is listed, and the caller's own
-	// uploads that are in no conversation.
-	ConversationID string
-	// Limit is the page size: 0 for the default of 10, at most
-	// the messaging Service's
-	// Options.MaxListLimit (the one page size limit of every list); a
-	// larger or negative one is an error of kind ErrInvalid naming "limit".
-	Limit int
-	// StartingAfter is the id of an item of the list; the page holds the
-	// items just older than it.
-	StartingAfter string
-	// EndingBefore is the id of an item of the list; the page holds the items
-	// just newer than it, still newest first.
-	EndingBefore string
+// Attachments returns a page of the attachments of the conversation, or
+// when conversationID is "" of every conversation the caller may see and
+// the caller's own uploads that are in no conversation, newest first.
+// Errors: ErrInvalid for a bad limit, conversation id or cursor (an id
+// that is not in the list).
+func (s *Service) Attachments(ctx context.Context, caller driver.Contact, conversationID string, o driver.ListOptions) (driver.Page[driver.Attachment], error) {
+	p, err := s.attachments(ctx, caller, conversationID, o)
+	return p, domain.Wrap("attachments.Attachments", err)
 }
 
-// Page is one page of a list.
-type Page struct {
-	// Data are the attachments of the page, newest first.
-	Data []driver.Attachment
-	// HasMore reports whether more attachments exist beyond the page in the
-	// direction of travel (older, or newer with EndingBefore).
-	HasMore bool
-}
-
-// List returns a page of the attachments the caller may see, newest first.
-// Errors: ErrInvalid for a bad limit, conversation id or cursor (an id that
-// is not in the list).
-func (s *Service) List(ctx context.Context, caller driver.Contact, o ListOptions) (Page, error) {
-	p, err := s.list(ctx, caller, o)
-	return p, domain.Wrap("attachments.List", err)
-}
-
-func (s *Service) list(ctx context.Context, caller driver.Contact, o ListOptions) (Page, error) {
+func (s *Service) attachments(ctx context.Context, caller driver.Contact, conversationID string, o driver.ListOptions) (driver.Page[driver.Attachment], error) {
 	limit, err := check.Limit(o.Limit, s.m.MaxListLimit)
 	if err != nil {
-		return Page{}, err
+		return driver.Page[driver.Attachment]{}, err
 	}
 	q := driver.AttachmentQuery{Limit: limit}
-	if o.ConversationID != "" {
-		if err := check.ConversationID("conversation_id", o.ConversationID); err != nil {
-			return Page{}, err
+	if conversationID != "" {
+		if err := check.ConversationID("conversation_id", conversationID); err != nil {
+			return driver.Page[driver.Attachment]{}, err
 		}
-		ok, err := s.m.CanView(ctx, caller.ID, o.ConversationID)
+		ok, err := s.m.CanView(ctx, caller.ID, conversationID)
 		if err != nil {
-			return Page{}, err
+			return driver.Page[driver.Attachment]{}, err
 		}
 		if !ok {
-			return Page{Data: []driver.Attachment{}}, nil
+			return driver.Page[driver.Attachment]{Data: []driver.Attachment{}}, nil
 		}
-		q.ConversationIDs = []string{o.ConversationID}
+		q.ConversationIDs = []string{conversationID}
 	} else {
 		all, member, convs, err := s.m.Scope(ctx, caller.ID)
 		if err != nil {
-			return Page{}, err
+			return driver.Page[driver.Attachment]{}, err
 		}
 		q.All, q.MemberID, q.ConversationIDs, q.UploaderID = all, member, convs, caller.ID
 	}
 	inList := func(a driver.Attachment) bool {
-		if o.ConversationID != "" {
-			return a.ConversationID == o.ConversationID
+		if conversationID != "" {
+			return a.ConversationID == conversationID
 		}
 		if a.ConversationID == "" {
 			return a.UploaderID == caller.ID
@@ -742,37 +716,30 @@ func (s *Service) list(ctx context.Context, caller driver.Contact, o ListOptions
 		return driver.Cursor{Time: a.CreatedAt, ID: a.ID}, inList(a), err
 	})
 	if err != nil {
-		return Page{}, err
+		return driver.Page[driver.Attachment]{}, err
 	}
 	items, more, err := s.repo.ListAttachments(ctx, q)
 	if err != nil {
-		return Page{}, err
+		return driver.Page[driver.Attachment]{}, err
 	}
 	if items == nil {
 		items = []driver.Attachment{}
 	}
-	return Page{Data: items, HasMore: more}, nil
+	return driver.Page[driver.Attachment]{Data: items, HasMore: more}, nil
 }
 
-// All returns an iterator over every attachment that o selects, newest
-// first, read page by page (o.Limit a page; 0 for the largest), from the
-// newest or from just older than o.StartingAfter. o.EndingBefore must be
-// empty. The iterator yields the first error (with a zero Attachment) and
-// stops; break out of the loop to stop early.
-func (s *Service) All(ctx context.Context, caller driver.Contact, o ListOptions) iter.Seq2[driver.Attachment, error] {
-	if o.Limit == 0 {
-		o.Limit = s.m.MaxListLimit
-	}
-	if o.EndingBefore != "" {
-		return func(yield func(driver.Attachment, error) bool) {
-			yield(driver.Attachment{}, domain.Wrap("attachments.All", check.BadParam("ending_before", "All walks toward older attachments: ending_before cannot be used")))
-		}
-	}
-	return paging.All(o.StartingAfter, func(after string) ([]driver.Attachment, bool, error) {
-		o.StartingAfter = after
-		p, err := s.List(ctx, caller, o)
-		return p.Data, p.HasMore, err
-	}, func(a driver.Attachment) string { return a.ID })
+// AllAttachments returns an iterator over the attachments that
+// Attachments lists, newest first, read page by page (o.Limit a page; 0
+// for the largest), from the newest or from just older than
+// o.StartingAfter. o.EndingBefore must be empty. The iterator yields the
+// first error (with a zero Attachment) and stops; break out of the loop to
+// stop early.
+func (s *Service) AllAttachments(ctx context.Context, caller driver.Contact, conversationID string, o driver.ListOptions) iter.Seq2[driver.Attachment, error] {
+	return paging.All("attachments.AllAttachments", o, s.m.MaxListLimit,
+		func(o driver.ListOptions) (driver.Page[driver.Attachment], error) {
+			return s.Attachments(ctx, caller, conversationID, o)
+		},
+		func(a driver.Attachment) string { return a.ID })
 }
 
 // Rename changes the attachment's file name (cleaned as on upload); the

@@ -94,7 +94,7 @@
 //
 // # Errors
 //
-// Subscribe, List and Handle return *messaging.Error values (ErrInvalid
+// Subscribe, Events and Handle return *messaging.Error values (ErrInvalid
 // for a bad argument, ErrUnavailable when the store cannot be reached).
 // Next ends a subscription with ErrTooSlow or ErrClosed.
 //

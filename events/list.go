@@ -3,70 +3,62 @@ package events
 import (
 	"context"
 	"errors"
+	"iter"
 	"slices"
 
 	"github.com/parleychat/parley/internal/check"
 	"github.com/parleychat/parley/internal/domain"
 	"github.com/parleychat/parley/internal/ids"
+	"github.com/parleychat/parley/internal/paging"
 	"github.com/parleychat/parley/messaging/driver"
 )
 
-// ListOptions select a page of past events, for clients that poll.
-type ListOptions struct {
-	// ConversationID narrows the list to one conversation; when "", the
-	// list holds the events of every conversation the caller may see, and
-	// those of the caller's attachments in none.
-	ConversationID string
-	// Limit is the page size: 0 for the default of 10, at most the
-	// messaging Service's Options.MaxListLimit.
-	Limit int
-	// StartingAfter is the id of an event of the list; the page holds the
-	// events just older than it.
-	StartingAfter string
-	// EndingBefore is the id of an event of the list; the page holds the
-	// events just newer than it, still newest first.
-	EndingBefore string
+// Events returns a page of the past events the caller may see that are
+// still kept, newest first, for clients that poll: those of the
+// conversation, or when conversationID is "" those of every conversation
+// the caller may see and of the caller's attachments in none. Errors:
+// ErrInvalid for a bad limit, conversation id or cursor (an id that is not
+// in the list, or no longer kept).
+func (f *Feed) Events(ctx context.Context, caller driver.Contact, conversationID string, o driver.ListOptions) (driver.Page[driver.Event], error) {
+	p, err := f.events(ctx, caller, conversationID, o)
+	return p, domain.Wrap("events.Events", err)
 }
 
-// Page is one page of events.
-type Page struct {
-	// Data are the events, newest first (Seq descending).
-	Data []driver.Event
-	// HasMore reports whether more exist beyond the page in the direction
-	// of travel.
-	HasMore bool
+// AllEvents returns an iterator over the events that Events lists, newest
+// first, read page by page (o.Limit a page; 0 for the largest), from the
+// newest or from just older than o.StartingAfter. o.EndingBefore must be
+// empty. The iterator yields the first error (with a zero Event) and
+// stops; break out of the loop to stop early.
+func (f *Feed) AllEvents(ctx context.Context, caller driver.Contact, conversationID string, o driver.ListOptions) iter.Seq2[driver.Event, error] {
+	return paging.All("events.AllEvents", o, f.m.MaxListLimit,
+		func(o driver.ListOptions) (driver.Page[driver.Event], error) {
+			return f.Events(ctx, caller, conversationID, o)
+		},
+		func(e driver.Event) string { return e.ID })
 }
 
-// List returns a page of the events the caller may see that are still
-// kept, newest first. Errors: ErrInvalid for a bad limit, conversation id
-// or cursor (an id that is not in the list, or no longer kept).
-func (f *Feed) List(ctx context.Context, caller driver.Contact, o ListOptions) (Page, error) {
-	p, err := f.list(ctx, caller, o)
-	return p, domain.Wrap("events.List", err)
-}
-
-func (f *Feed) list(ctx context.Context, caller driver.Contact, o ListOptions) (Page, error) {
+func (f *Feed) events(ctx context.Context, caller driver.Contact, conversationID string, o driver.ListOptions) (driver.Page[driver.Event], error) {
 	limit, err := check.Limit(o.Limit, f.m.MaxListLimit)
 	if err != nil {
-		return Page{}, err
+		return driver.Page[driver.Event]{}, err
 	}
 	q := driver.EventQuery{ViewerID: caller.ID, Limit: limit + 1}
-	if o.ConversationID != "" {
-		if err := check.ConversationID("conversation_id", o.ConversationID); err != nil {
-			return Page{}, err
+	if conversationID != "" {
+		if err := check.ConversationID("conversation_id", conversationID); err != nil {
+			return driver.Page[driver.Event]{}, err
 		}
-		ok, err := f.m.CanView(ctx, caller.ID, o.ConversationID)
+		ok, err := f.m.CanView(ctx, caller.ID, conversationID)
 		if err != nil {
-			return Page{}, err
+			return driver.Page[driver.Event]{}, err
 		}
 		if !ok {
-			return Page{Data: []driver.Event{}}, nil
+			return driver.Page[driver.Event]{Data: []driver.Event{}}, nil
 		}
-		q.ConversationIDs = []string{o.ConversationID}
+		q.ConversationIDs = []string{conversationID}
 	} else {
 		all, member, convs, err := f.m.Scope(ctx, caller.ID)
 		if err != nil {
-			return Page{}, err
+			return driver.Page[driver.Event]{}, err
 		}
 		q.All, q.MemberID, q.ConversationIDs, q.Unfiled = all, member, convs, true
 	}
@@ -81,14 +73,14 @@ func (f *Feed) list(ctx context.Context, caller driver.Contact, o ListOptions) (
 		if err != nil {
 			return 0, false, err
 		}
-		if o.ConversationID != "" && e.ConversationID != o.ConversationID {
+		if conversationID != "" && e.ConversationID != conversationID {
 			return 0, false, nil
 		}
 		ok, err := f.m.CanSeeEvent(ctx, caller, e)
 		return e.Seq, ok, err
 	})
 	if err != nil {
-		return Page{}, err
+		return driver.Page[driver.Event]{}, err
 	}
 	switch {
 	case after != nil: // older than it
@@ -100,7 +92,7 @@ func (f *Feed) list(ctx context.Context, caller driver.Contact, o ListOptions) (
 	}
 	evs, err := f.store.ReadEvents(ctx, q)
 	if err != nil {
-		return Page{}, err
+		return driver.Page[driver.Event]{}, err
 	}
 	more := len(evs) > limit
 	if more {
@@ -109,5 +101,5 @@ func (f *Feed) list(ctx context.Context, caller driver.Contact, o ListOptions) (
 	if !q.Newest {
 		slices.Reverse(evs)
 	}
-	return Page{Data: evs, HasMore: more}, nil
+	return driver.Page[driver.Event]{Data: evs, HasMore: more}, nil
 }

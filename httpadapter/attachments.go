@@ -26,12 +26,7 @@ func (a *api) listAttachments(w http.ResponseWriter, r *http.Request, caller mes
 		return
 	}
 	ctx := r.Context()
-	page, err := a.files.List(ctx, caller, attachments.ListOptions{
-		ConversationID: p.conversationID,
-		Limit:          p.limit,
-		StartingAfter:  p.startingAfter,
-		EndingBefore:   p.endingBefore,
-	})
+	page, err := a.files.Attachments(ctx, caller, p.conversationID, messaging.ListOptions{Limit: p.limit, StartingAfter: p.startingAfter, EndingBefore: p.endingBefore})
 	if err != nil {
 		a.writeError(w, r, err)
 		return

@@ -133,7 +133,7 @@ func newBenchEnv(b *testing.B, store storetest.Store, blobs attachments.BlobStor
 	require.NoError(b, err)
 
 	// The first page is what the list benchmarks claim it is.
-	page, err := msgs.List(ctx, alice, messaging.ListOptions{ConversationID: e.conv})
+	page, err := msgs.Messages(ctx, alice, e.conv, messaging.ListOptions{})
 	require.NoError(b, err)
 	require.Len(b, page.Data, benchDecorated)
 	for _, m := range page.Data {

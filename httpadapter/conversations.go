@@ -14,7 +14,7 @@ func (a *api) listConversations(w http.ResponseWriter, r *http.Request, caller m
 		return
 	}
 	ctx := r.Context()
-	page, err := a.msgs.Conversations(ctx, caller, messaging.ConversationListOptions{
+	page, err := a.msgs.Conversations(ctx, caller, messaging.ListOptions{
 		Limit:         p.limit,
 		StartingAfter: p.startingAfter,
 		EndingBefore:  p.endingBefore,

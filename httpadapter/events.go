@@ -16,7 +16,7 @@ import (
 
 // GET /v1/events: with Accept: text/event-stream, a Server-Sent Events
 // stream of the caller's events (events.Feed.Subscribe); otherwise the
-// list of past events (events.Feed.List), newest first, for clients that
+// list of past events (events.Feed.Events), newest first, for clients that
 // poll.
 
 // defaultHeartbeat is how often an idle stream gets a comment line.
@@ -41,12 +41,7 @@ func (a *api) getEvents(w http.ResponseWriter, r *http.Request, caller messaging
 		return
 	}
 	ctx := r.Context()
-	page, err := a.events.List(ctx, caller, events.ListOptions{
-		ConversationID: p.conversationID,
-		Limit:          p.limit,
-		StartingAfter:  p.startingAfter,
-		EndingBefore:   p.endingBefore,
-	})
+	page, err := a.events.Events(ctx, caller, p.conversationID, messaging.ListOptions{Limit: p.limit, StartingAfter: p.startingAfter, EndingBefore: p.endingBefore})
 	if err != nil {
 		a.writeError(w, r, err)
 		return

@@ -71,12 +71,7 @@ func (a *api) listMessages(w http.ResponseWriter, r *http.Request, caller messag
 		return
 	}
 	ctx := r.Context()
-	page, err := a.msgs.List(ctx, caller, messaging.ListOptions{
-		ConversationID: p.conversationID,
-		Limit:          p.limit,
-		StartingAfter:  p.startingAfter,
-		EndingBefore:   p.endingBefore,
-	})
+	page, err := a.msgs.Messages(ctx, caller, p.conversationID, messaging.ListOptions{Limit: p.limit, StartingAfter: p.startingAfter, EndingBefore: p.endingBefore})
 	if err != nil {
 		a.writeError(w, r, err)
 		return

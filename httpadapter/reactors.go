@@ -30,7 +30,7 @@ func (a *api) listReactors(w http.ResponseWriter, r *http.Request, caller messag
 		a.writeError(w, r, err)
 		return
 	}
-	page, err := a.msgs.Reactors(r.Context(), caller, r.PathValue("id"), r.PathValue("name"), messaging.ReactorListOptions{
+	page, err := a.msgs.Reactors(r.Context(), caller, r.PathValue("id"), r.PathValue("name"), messaging.ListOptions{
 		Limit:         p.limit,
 		StartingAfter: p.startingAfter,
 		EndingBefore:  p.endingBefore,

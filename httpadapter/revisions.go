@@ -35,7 +35,7 @@ func (a *api) listRevisions(w http.ResponseWriter, r *http.Request, caller messa
 		a.writeError(w, r, err)
 		return
 	}
-	page, err := a.msgs.Revisions(r.Context(), caller, r.PathValue("id"), messaging.RevisionListOptions{
+	page, err := a.msgs.Revisions(r.Context(), caller, r.PathValue("id"), messaging.ListOptions{
 		Limit:         p.limit,
 		StartingAfter: p.startingAfter,
 		EndingBefore:  p.endingBefore,

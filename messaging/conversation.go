@@ -12,66 +12,25 @@ import (
 	"github.com/parleychat/parley/messaging/driver"
 )
 
-// ConversationListOptions select a page of conversations.
-type ConversationListOptions struct {
-	// Limit is the page size: 0 for the default of 10, at most
-	// Options.MaxListLimit; a larger or negative one is an error of kind
-	// ErrInvalid naming "limit".
-	Limit int
-	// StartingAfter is the id of a conversation of the list; the page
-	// holds the conversations active just before it.
-	StartingAfter string
-	// EndingBefore is the id of a conversation of the list; the page holds
-	// the conversations active just after it, still most recent first.
-	EndingBefore string
-}
-
-// ConversationPage is one page of conversations.
-type ConversationPage struct {
-	// Data are the conversations, most recently active first.
-	Data []Conversation
-	// HasMore reports whether more exist beyond the page in the direction
-	// of travel.
-	HasMore bool
-}
-
-// MemberListOptions select a page of members.
-type MemberListOptions struct {
-	// Limit is the page size: 0 for the default of 10, at most
-	// Options.MaxListLimit.
-	Limit int
-	// StartingAfter is the id of the last item of the previous page (a
-	// contact id for Members, a conversation id for Memberships).
-	StartingAfter string
-}
-
-// MemberPage is one page of members.
-type MemberPage struct {
-	// Data are the members, by id.
-	Data []Member
-	// HasMore reports whether more follow.
-	HasMore bool
-}
-
 // Conversations returns a page of the conversations the caller may see,
 // most recently active first (UpdatedAt, then ID, descending), with the
 // caller's own unread counts. A page costs a fixed number of queries, and
 // its unread counts are counters kept by the writes, whatever the size of
 // the conversations. Errors: ErrInvalid for a bad limit or cursor (an id
 // that is not in the list).
-func (s *Service) Conversations(ctx context.Context, caller Contact, o ConversationListOptions) (ConversationPage, error) {
+func (s *Service) Conversations(ctx context.Context, caller Contact, o ListOptions) (Page[Conversation], error) {
 	p, err := s.conversations(ctx, caller, o)
 	return p, wrapErr("messaging.Conversations", err)
 }
 
-func (s *Service) conversations(ctx context.Context, caller Contact, o ConversationListOptions) (ConversationPage, error) {
+func (s *Service) conversations(ctx context.Context, caller Contact, o ListOptions) (Page[Conversation], error) {
 	limit, err := check.Limit(o.Limit, s.opts.MaxListLimit)
 	if err != nil {
-		return ConversationPage{}, err
+		return Page[Conversation]{}, err
 	}
 	sc, err := s.policy.Scope(ctx, caller.ID)
 	if err != nil {
-		return ConversationPage{}, err
+		return Page[Conversation]{}, err
 	}
 	q := driver.ConversationQuery{ViewerID: caller.ID, All: sc.All, ConversationIDs: sc.ConversationIDs, Limit: limit}
 	if sc.Members {
@@ -85,19 +44,19 @@ func (s *Service) conversations(ctx context.Context, caller Contact, o Conversat
 		return driver.Cursor{Time: c.UpdatedAt, ID: c.ID}, err == nil, err
 	})
 	if err != nil {
-		return ConversationPage{}, err
+		return Page[Conversation]{}, err
 	}
 	if !q.All && q.MemberID == "" && len(q.ConversationIDs) == 0 {
-		return ConversationPage{Data: []Conversation{}}, nil
+		return Page[Conversation]{Data: []Conversation{}}, nil
 	}
 	items, more, err := s.repo.ListConversations(ctx, q)
 	if err != nil {
-		return ConversationPage{}, err
+		return Page[Conversation]{}, err
 	}
 	if items == nil {
 		items = []Conversation{}
 	}
-	return ConversationPage{Data: items, HasMore: more}, nil
+	return Page[Conversation]{Data: items, HasMore: more}, nil
 }
 
 // AllConversations returns an iterator over every conversation the caller
@@ -105,20 +64,10 @@ func (s *Service) conversations(ctx context.Context, caller Contact, o Conversat
 // 0 for the largest), from the first or from just after
 // o.StartingAfter. o.EndingBefore must be empty. It yields the first error
 // and stops.
-func (s *Service) AllConversations(ctx context.Context, caller Contact, o ConversationListOptions) iter.Seq2[Conversation, error] {
-	if o.Limit == 0 {
-		o.Limit = s.opts.MaxListLimit
-	}
-	if o.EndingBefore != "" {
-		return func(yield func(Conversation, error) bool) {
-			yield(Conversation{}, wrapErr("messaging.AllConversations", check.BadParam("ending_before", "AllConversations walks toward older activity: ending_before cannot be used")))
-		}
-	}
-	return paging.All(o.StartingAfter, func(after string) ([]Conversation, bool, error) {
-		o.StartingAfter = after
-		p, err := s.Conversations(ctx, caller, o)
-		return p.Data, p.HasMore, err
-	}, func(c Conversation) string { return c.ID })
+func (s *Service) AllConversations(ctx context.Context, caller Contact, o ListOptions) iter.Seq2[Conversation, error] {
+	return paging.All("messaging.AllConversations", o, s.opts.MaxListLimit,
+		func(o ListOptions) (Page[Conversation], error) { return s.Conversations(ctx, caller, o) },
+		func(c Conversation) string { return c.ID })
 }
 
 // Conversation returns one conversation as the caller sees it. Errors:
@@ -214,36 +163,62 @@ func (s *Service) RemoveMember(ctx context.Context, conversationID, contactID st
 	return wrapErr("messaging.RemoveMember "+strconv.Quote(conversationID), err)
 }
 
-// Members returns a page of the conversation's members, by contact id.
-func (s *Service) Members(ctx context.Context, conversationID string, o MemberListOptions) (MemberPage, error) {
+// Members returns a page of the conversation's members, by contact id
+// (o.StartingAfter a contact id). The list only goes forward. Errors:
+// ErrInvalid for a bad conversation id or limit, or with o.EndingBefore.
+func (s *Service) Members(ctx context.Context, conversationID string, o ListOptions) (Page[Member], error) {
 	p, err := s.members(ctx, driver.MemberQuery{ConversationID: conversationID}, o)
 	return p, wrapErr("messaging.Members "+strconv.Quote(conversationID), err)
 }
 
-// Memberships returns a page of the contact's memberships, by conversation
-// id.
-func (s *Service) Memberships(ctx context.Context, contactID string, o MemberListOptions) (MemberPage, error) {
+// AllMembers returns an iterator over every member of the conversation,
+// by contact id, read page by page (o.Limit a page; 0 for the largest),
+// from the first or from just after o.StartingAfter. It yields the first
+// error and stops.
+func (s *Service) AllMembers(ctx context.Context, conversationID string, o ListOptions) iter.Seq2[Member, error] {
+	return paging.All("messaging.AllMembers", o, s.opts.MaxListLimit,
+		func(o ListOptions) (Page[Member], error) { return s.Members(ctx, conversationID, o) },
+		func(m Member) string { return m.ContactID })
+}
+
+// Memberships returns a page of the contact's memberships, by
+// conversation id (o.StartingAfter a conversation id). The list only goes
+// forward. Errors: ErrInvalid for a bad limit, or with o.EndingBefore.
+func (s *Service) Memberships(ctx context.Context, contactID string, o ListOptions) (Page[Member], error) {
 	p, err := s.members(ctx, driver.MemberQuery{ContactID: contactID}, o)
 	return p, wrapErr("messaging.Memberships "+strconv.Quote(contactID), err)
 }
 
-func (s *Service) members(ctx context.Context, q driver.MemberQuery, o MemberListOptions) (MemberPage, error) {
+// AllMemberships returns an iterator over every membership of the
+// contact, by conversation id, read page by page (o.Limit a page; 0 for
+// the largest), from the first or from just after o.StartingAfter. It
+// yields the first error and stops.
+func (s *Service) AllMemberships(ctx context.Context, contactID string, o ListOptions) iter.Seq2[Member, error] {
+	return paging.All("messaging.AllMemberships", o, s.opts.MaxListLimit,
+		func(o ListOptions) (Page[Member], error) { return s.Memberships(ctx, contactID, o) },
+		func(m Member) string { return m.ConversationID })
+}
+
+func (s *Service) members(ctx context.Context, q driver.MemberQuery, o ListOptions) (Page[Member], error) {
 	limit, err := check.Limit(o.Limit, s.opts.MaxListLimit)
 	if err != nil {
-		return MemberPage{}, err
+		return Page[Member]{}, err
+	}
+	if o.EndingBefore != "" {
+		return Page[Member]{}, check.BadParam("ending_before", "members are listed forward only: ending_before cannot be used")
 	}
 	if q.ConversationID != "" {
 		if err := check.ConversationID("conversation_id", q.ConversationID); err != nil {
-			return MemberPage{}, err
+			return Page[Member]{}, err
 		}
 	}
 	q.Limit, q.After = limit, o.StartingAfter
 	items, more, err := s.repo.ListMembers(ctx, q)
 	if err != nil {
-		return MemberPage{}, err
+		return Page[Member]{}, err
 	}
 	if items == nil {
 		items = []Member{}
 	}
-	return MemberPage{Data: items, HasMore: more}, nil
+	return Page[Member]{Data: items, HasMore: more}, nil
 }

@@ -39,12 +39,12 @@ func TestMembersOnly(t *testing.T) {
 	_, err = files.Upload(ctx, alice, attachments.Upload{Filename: "plan.txt", ConversationID: "secret", Body: strings.NewReader("plan")})
 	require.NoError(t, err)
 
-	convs, err := msgs.Conversations(ctx, bob, messaging.ConversationListOptions{})
+	convs, err := msgs.Conversations(ctx, bob, messaging.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, convs.Data, 1)
 	assert.Equal(t, "team", convs.Data[0].ID)
 	assert.EqualValues(t, 1, convs.Data[0].UnreadCount)
-	page, err := msgs.List(ctx, bob, messaging.ListOptions{})
+	page, err := msgs.Messages(ctx, bob, "", messaging.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, page.Data, 1)
 	assert.Equal(t, team.ID, page.Data[0].ID)
@@ -52,7 +52,7 @@ func TestMembersOnly(t *testing.T) {
 	assert.ErrorIs(t, err, messaging.ErrNotFound)
 	_, err = msgs.Conversation(ctx, bob, "secret")
 	assert.ErrorIs(t, err, messaging.ErrNotFound)
-	fp, err := files.List(ctx, bob, attachments.ListOptions{})
+	fp, err := files.Attachments(ctx, bob, "", messaging.ListOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, fp.Data)
 
@@ -65,22 +65,22 @@ func TestMembersOnly(t *testing.T) {
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, "read_through", e.Param)
 
-	members, err := msgs.Members(ctx, "team", messaging.MemberListOptions{})
+	members, err := msgs.Members(ctx, "team", messaging.ListOptions{})
 	require.NoError(t, err)
 	assert.Len(t, members.Data, 2)
-	of, err := msgs.Memberships(ctx, alice.ID, messaging.MemberListOptions{})
+	of, err := msgs.Memberships(ctx, alice.ID, messaging.ListOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"secret", "team"}, []string{of.Data[0].ConversationID, of.Data[1].ConversationID})
 
 	require.NoError(t, msgs.RemoveMember(ctx, "team", bob.ID))
 	_, err = msgs.Get(ctx, bob, team.ID)
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "a member removed sees nothing more")
-	convs, err = msgs.Conversations(ctx, bob, messaging.ConversationListOptions{})
+	convs, err = msgs.Conversations(ctx, bob, messaging.ListOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, convs.Data)
 
 	var all []string
-	for c, err := range msgs.AllConversations(ctx, alice, messaging.ConversationListOptions{Limit: 1}) {
+	for c, err := range msgs.AllConversations(ctx, alice, messaging.ListOptions{Limit: 1}) {
 		require.NoError(t, err)
 		all = append(all, c.ID)
 	}
@@ -99,13 +99,13 @@ func TestListLimits(t *testing.T) {
 	require.NoError(t, err)
 	for _, limit := range []int{21, -1} {
 		var errs []error
-		_, err := msgs.List(ctx, alice, messaging.ListOptions{Limit: limit})
+		_, err := msgs.Messages(ctx, alice, "", messaging.ListOptions{Limit: limit})
 		errs = append(errs, err)
-		_, err = msgs.Conversations(ctx, alice, messaging.ConversationListOptions{Limit: limit})
+		_, err = msgs.Conversations(ctx, alice, messaging.ListOptions{Limit: limit})
 		errs = append(errs, err)
-		_, err = msgs.Members(ctx, "team", messaging.MemberListOptions{Limit: limit})
+		_, err = msgs.Members(ctx, "team", messaging.ListOptions{Limit: limit})
 		errs = append(errs, err)
-		_, err = files.List(ctx, alice, attachments.ListOptions{Limit: limit})
+		_, err = files.Attachments(ctx, alice, "", messaging.ListOptions{Limit: limit})
 		errs = append(errs, err)
 		for i, err := range errs {
 			var e *messaging.Error
@@ -114,6 +114,6 @@ func TestListLimits(t *testing.T) {
 			assert.Equal(t, "limit", e.Param)
 		}
 	}
-	_, err = files.List(ctx, alice, attachments.ListOptions{Limit: 20})
+	_, err = files.Attachments(ctx, alice, "", messaging.ListOptions{Limit: 20})
 	assert.NoError(t, err, "the limit itself is allowed, for files too")
 }

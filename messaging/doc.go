@@ -60,6 +60,19 @@
 // is seen through its conversation: the domain has one notion of who sees
 // what, and the files service asks it.
 //
+// # Lists
+//
+// Every list is read the same way, in messaging, attachments and events
+// alike. A page method is named for what it lists, in the plural, and
+// returns a Page of them; its iterator is All and that plural, and walks
+// every page (an iter.Seq2 that yields the first error and stops):
+// Messages and AllMessages, Conversations and AllConversations, Members,
+// Memberships, Reactors and Revisions each with its All…, the attachments
+// Service's Attachments and AllAttachments, the Feed's Events and
+// AllEvents. Each takes one ListOptions (Limit, StartingAfter,
+// EndingBefore); what the list is narrowed by is an argument before it
+// (Messages(ctx, caller, conversationID, o), "" for every conversation).
+//
 // # Events
 //
 // Every change a Service makes (and the attachments Service built on it)

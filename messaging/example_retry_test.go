@@ -28,7 +28,7 @@ func ExampleIdempotency() {
 	var e *messaging.Error
 	fmt.Println(errors.As(err, &e) && e.Code == messaging.CodeKeyReused)
 
-	page, _ := msgs.List(ctx, alice, messaging.ListOptions{ConversationID: "team"})
+	page, _ := msgs.Messages(ctx, alice, "team", messaging.ListOptions{})
 	fmt.Println(len(page.Data), "message")
 	// Output:
 	// true true
@@ -47,7 +47,7 @@ func ExampleService_AllRevisions() {
 			panic(err)
 		}
 	}
-	for r, err := range msgs.AllRevisions(ctx, alice, m.ID, messaging.RevisionListOptions{}) {
+	for r, err := range msgs.AllRevisions(ctx, alice, m.ID, messaging.ListOptions{}) {
 		if err != nil {
 			panic(err)
 		}

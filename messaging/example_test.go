@@ -52,16 +52,16 @@ func ExampleService_Update_reactions() {
 
 // Lists are pages, newest first; StartingAfter the last item of a page
 // gives the next one.
-func ExampleService_List() {
+func ExampleService_Messages() {
 	ctx := context.Background()
 	msgs := newServices()
 	alice, _ := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	for i := 1; i <= 5; i++ {
 		_, _ = msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "team", Text: fmt.Sprint("message ", i)})
 	}
-	opts := messaging.ListOptions{ConversationID: "team", Limit: 2}
+	opts := messaging.ListOptions{Limit: 2}
 	for {
-		page, err := msgs.List(ctx, alice, opts)
+		page, err := msgs.Messages(ctx, alice, "team", opts)
 		if err != nil {
 			panic(err)
 		}
@@ -107,8 +107,9 @@ func Example_errors() {
 	// true not found
 }
 
-// All walks every page of a list; break out of the loop to stop early.
-func ExampleService_All() {
+// AllMessages walks every page of a list; break out of the loop to stop
+// early. Every list has such an iterator: All and the list's name.
+func ExampleService_AllMessages() {
 	ctx := context.Background()
 	msgs := newServices()
 	alice, _ := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
@@ -118,7 +119,7 @@ func ExampleService_All() {
 		}
 	}
 	// Two messages a page: three pages, read as they are needed.
-	for m, err := range msgs.All(ctx, alice, messaging.ListOptions{ConversationID: "team", Limit: 2}) {
+	for m, err := range msgs.AllMessages(ctx, alice, "team", messaging.ListOptions{Limit: 2}) {
 		if err != nil {
 			panic(err)
 		}
@@ -166,7 +167,7 @@ func ExampleService_Conversations() {
 	first, _ := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "team", Text: "one"})
 	_, _ = msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "team", Text: "two"})
 
-	page, _ := msgs.Conversations(ctx, bob, messaging.ConversationListOptions{})
+	page, _ := msgs.Conversations(ctx, bob, messaging.ListOptions{})
 	for _, c := range page.Data {
 		fmt.Println(c.ID, c.MessageCount, c.UnreadCount, c.LastMessage.Text)
 	}

@@ -61,14 +61,14 @@ func FuzzForgedCursor(f *testing.F) {
 		if int(convPick) < 4 {
 			conv = []string{"", "team", "secret", "other"}[convPick]
 		}
-		o := messaging.ListOptions{ConversationID: conv, Limit: int(limit % 101)}
-		ao := attachments.ListOptions{ConversationID: conv, Limit: int(limit % 101)}
+		o := messaging.ListOptions{Limit: int(limit % 101)}
+		ao := messaging.ListOptions{Limit: int(limit % 101)}
 		if before {
 			o.EndingBefore, ao.EndingBefore = cursor, cursor
 		} else {
 			o.StartingAfter, ao.StartingAfter = cursor, cursor
 		}
-		page, err := msgs.List(ctx, bob, o)
+		page, err := msgs.Messages(ctx, bob, conv, o)
 		check := func(itemConv string) {
 			if !visible(itemConv) && itemConv != "" || conv != "" && itemConv != conv {
 				t.Fatalf("listing %q with cursor %q gave an item of %q", conv, cursor, itemConv)
@@ -81,11 +81,11 @@ func FuzzForgedCursor(f *testing.F) {
 		} else {
 			sameAsUnknown(t, err, cursor, func(c string) error {
 				o.StartingAfter, o.EndingBefore = swap(before, c)
-				_, err := msgs.List(ctx, bob, o)
+				_, err := msgs.Messages(ctx, bob, conv, o)
 				return err
 			})
 		}
-		apage, err := files.List(ctx, bob, ao)
+		apage, err := files.Attachments(ctx, bob, conv, ao)
 		if err == nil {
 			for _, a := range apage.Data {
 				check(a.ConversationID)
@@ -96,7 +96,7 @@ func FuzzForgedCursor(f *testing.F) {
 		} else {
 			sameAsUnknown(t, err, cursor, func(c string) error {
 				ao.StartingAfter, ao.EndingBefore = swap(before, c)
-				_, err := files.List(ctx, bob, ao)
+				_, err := files.Attachments(ctx, bob, conv, ao)
 				return err
 			})
 		}

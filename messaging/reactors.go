@@ -3,35 +3,13 @@ package messaging
 import (
 	"context"
 	"errors"
+	"iter"
 	"strconv"
 
 	"github.com/parleychat/parley/internal/check"
+	"github.com/parleychat/parley/internal/paging"
 	"github.com/parleychat/parley/messaging/driver"
 )
-
-// ReactorListOptions select a page of the reactors of one reaction.
-type ReactorListOptions struct {
-	// Limit is the page size: 0 for the default of 10, at most
-	// Options.MaxListLimit; a larger or negative one is an error of kind
-	// ErrInvalid naming "limit".
-	Limit int
-	// StartingAfter is the username of a reactor of the reaction; the page
-	// holds the reactors who came just after it.
-	StartingAfter string
-	// EndingBefore is the username of a reactor of the reaction; the page
-	// holds the reactors who came just before it, still in the order they
-	// came.
-	EndingBefore string
-}
-
-// ReactorPage is one page of the reactors of a reaction.
-type ReactorPage struct {
-	// Data are the reactors of the page, in the order they came.
-	Data []Reactor
-	// HasMore reports whether more reactors exist beyond the page in the
-	// direction of travel.
-	HasMore bool
-}
 
 // Reactors returns a page of everyone who reacted to a message with the
 // reaction name, in the order they came, each by its username as stored
@@ -39,22 +17,34 @@ type ReactorPage struct {
 // first MaxEmbeddedReactors of each reaction.) A name nobody reacted with
 // has no reactors. Errors: ErrNotFound for a message that does not exist
 // or that the caller may not see, ErrInvalid for a bad name, limit or
-// cursor (a username that is not a reactor of the reaction).
-func (s *Service) Reactors(ctx context.Context, caller Contact, messageID, name string, o ReactorListOptions) (ReactorPage, error) {
+// cursor (a username that is not a reactor of the reaction): o.StartingAfter
+// and o.EndingBefore take a username.
+func (s *Service) Reactors(ctx context.Context, caller Contact, messageID, name string, o ListOptions) (Page[Reactor], error) {
 	p, err := s.reactors(ctx, caller, messageID, name, o)
 	return p, wrapErr("messaging.Reactors "+strconv.Quote(messageID), err)
 }
 
-func (s *Service) reactors(ctx context.Context, caller Contact, messageID, name string, o ReactorListOptions) (ReactorPage, error) {
+// AllReactors returns an iterator over everyone who reacted to the
+// message with the name, in the order they came, read page by page
+// (o.Limit a page; 0 for the largest), from the first or from just after
+// the username o.StartingAfter. o.EndingBefore must be empty. It yields
+// the first error and stops.
+func (s *Service) AllReactors(ctx context.Context, caller Contact, messageID, name string, o ListOptions) iter.Seq2[Reactor, error] {
+	return paging.All("messaging.AllReactors", o, s.opts.MaxListLimit,
+		func(o ListOptions) (Page[Reactor], error) { return s.Reactors(ctx, caller, messageID, name, o) },
+		func(r Reactor) string { return r.Username })
+}
+
+func (s *Service) reactors(ctx context.Context, caller Contact, messageID, name string, o ListOptions) (Page[Reactor], error) {
 	limit, err := check.Limit(o.Limit, s.opts.MaxListLimit)
 	if err != nil {
-		return ReactorPage{}, err
+		return Page[Reactor]{}, err
 	}
 	if err := check.ReactionName("name", name); err != nil {
-		return ReactorPage{}, err
+		return Page[Reactor]{}, err
 	}
 	if _, err := s.lookup(ctx, caller, messageID); err != nil {
-		return ReactorPage{}, err
+		return Page[Reactor]{}, err
 	}
 	q := driver.ReactorQuery{MessageID: messageID, Name: name, Limit: limit}
 	// A cursor is a username; the store pages by contact id.
@@ -66,7 +56,7 @@ func (s *Service) reactors(ctx context.Context, caller Contact, messageID, name 
 		return c.ID, err == nil, err
 	})
 	if err != nil {
-		return ReactorPage{}, err
+		return Page[Reactor]{}, err
 	}
 	if after != nil {
 		q.After = *after
@@ -80,13 +70,13 @@ func (s *Service) reactors(ctx context.Context, caller Contact, messageID, name 
 		if q.Before != "" {
 			param, username = "ending_before", o.EndingBefore
 		}
-		return ReactorPage{}, check.BadParam(param, param+" names no item of this list: "+username)
+		return Page[Reactor]{}, check.BadParam(param, param+" names no item of this list: "+username)
 	}
 	if err != nil {
-		return ReactorPage{}, err
+		return Page[Reactor]{}, err
 	}
 	if items == nil {
 		items = []Reactor{}
 	}
-	return ReactorPage{Data: items, HasMore: more}, nil
+	return Page[Reactor]{Data: items, HasMore: more}, nil
 }

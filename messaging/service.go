@@ -629,78 +629,54 @@ func notFound(id string) error {
 	return &Error{Kind: ErrNotFound, Message: "no such message: " + id}
 }
 
-// ListOptions select a page of messages.
-type ListOptions struct {
-	// ConversationID restricts the list to one conversation; when empty,
-	// every conversation the caller may see is listed.
-	ConversationID string
-	// Limit is the page size: 0 for the default of 10, at most
-	// Options.MaxListLimit (the one page size limit of every list); a
-	// larger or negative one is an error of kind ErrInvalid naming "limit".
-	Limit int
-	// StartingAfter is the id of a message of the list; the page holds the
-	// messages just older than it.
-	StartingAfter string
-	// EndingBefore is the id of a message of the list; the page holds the
-	// messages just newer than it, still newest first.
-	EndingBefore string
+// Messages returns a page of the messages of the conversation, or of
+// every conversation the caller may see when conversationID is "", newest
+// first. Errors: ErrInvalid for a bad limit, conversation id or cursor (an
+// id not in the list).
+func (s *Service) Messages(ctx context.Context, caller Contact, conversationID string, o ListOptions) (Page[Message], error) {
+	p, err := s.messages(ctx, caller, conversationID, o)
+	return p, wrapErr("messaging.Messages", err)
 }
 
-// Page is one page of a list.
-type Page struct {
-	// Data are the messages of the page, newest first.
-	Data []Message
-	// HasMore reports whether more messages exist beyond the page in the
-	// direction of travel (older, or newer with EndingBefore).
-	HasMore bool
-}
-
-// List returns a page of messages, newest first. Errors: ErrInvalid for a
-// bad limit, conversation id or cursor (an id not in the list).
-func (s *Service) List(ctx context.Context, caller Contact, o ListOptions) (Page, error) {
-	p, err := s.list(ctx, caller, o)
-	return p, wrapErr("messaging.List", err)
-}
-
-func (s *Service) list(ctx context.Context, caller Contact, o ListOptions) (Page, error) {
+func (s *Service) messages(ctx context.Context, caller Contact, conversationID string, o ListOptions) (Page[Message], error) {
 	limit, err := check.Limit(o.Limit, s.opts.MaxListLimit)
 	if err != nil {
-		return Page{}, err
+		return Page[Message]{}, err
 	}
 	q := driver.MessageQuery{Limit: limit}
-	if o.ConversationID != "" {
-		if err := check.ConversationID("conversation_id", o.ConversationID); err != nil {
-			return Page{}, err
+	if conversationID != "" {
+		if err := check.ConversationID("conversation_id", conversationID); err != nil {
+			return Page[Message]{}, err
 		}
-		ok, err := s.policy.CanView(ctx, caller.ID, o.ConversationID)
+		ok, err := s.policy.CanView(ctx, caller.ID, conversationID)
 		if err != nil {
-			return Page{}, err
+			return Page[Message]{}, err
 		}
 		if !ok {
-			return Page{Data: []Message{}}, nil
+			return Page[Message]{Data: []Message{}}, nil
 		}
-		q.ConversationIDs = []string{o.ConversationID}
+		q.ConversationIDs = []string{conversationID}
 	} else {
 		sc, err := s.policy.Scope(ctx, caller.ID)
 		if err != nil {
-			return Page{}, err
+			return Page[Message]{}, err
 		}
 		q.All, q.ConversationIDs = sc.All, sc.ConversationIDs
 		if sc.Members {
 			q.MemberID = caller.ID
 		}
 		if !q.All && q.MemberID == "" && len(q.ConversationIDs) == 0 {
-			return Page{Data: []Message{}}, nil
+			return Page[Message]{Data: []Message{}}, nil
 		}
 	}
-	if o.ConversationID != "" {
+	if conversationID != "" {
 		// In one conversation the caller may see, a cursor is any message
 		// of it: the repository finds it with the page.
 		after, before, err := check.Cursors(o.StartingAfter, o.EndingBefore, func(id string) (string, bool, error) {
 			return id, ids.Valid(ids.Message, id), nil
 		})
 		if err != nil {
-			return Page{}, err
+			return Page[Message]{}, err
 		}
 		if after != nil {
 			q.AfterID = *after
@@ -719,52 +695,43 @@ func (s *Service) list(ctx context.Context, caller Contact, o ListOptions) (Page
 			return driver.Cursor{Time: m.CreatedAt, ID: m.ID}, true, err
 		})
 		if err != nil {
-			return Page{}, err
+			return Page[Message]{}, err
 		}
 	}
 	items, more, err := s.repo.ListMessages(ctx, q)
 	if errors.Is(err, ErrNotFound) && (q.AfterID != "" || q.BeforeID != "") {
 		if q.AfterID != "" {
-			return Page{}, check.UnknownCursor("starting_after", q.AfterID)
+			return Page[Message]{}, check.UnknownCursor("starting_after", q.AfterID)
 		}
-		return Page{}, check.UnknownCursor("ending_before", q.BeforeID)
+		return Page[Message]{}, check.UnknownCursor("ending_before", q.BeforeID)
 	}
 	if err != nil {
-		return Page{}, err
+		return Page[Message]{}, err
 	}
 	if items == nil {
 		items = []Message{}
 	}
-	return Page{Data: items, HasMore: more}, nil
+	return Page[Message]{Data: items, HasMore: more}, nil
 }
 
-// All returns an iterator over every message that o selects, newest first,
-// read page by page (o.Limit messages a page; 0 for the largest,
-// Options.MaxListLimit), from the newest or from just older than
+// AllMessages returns an iterator over the messages of the conversation,
+// or of every conversation the caller may see when conversationID is "",
+// newest first, read page by page (o.Limit messages a page; 0 for the
+// largest, Options.MaxListLimit), from the newest or from just older than
 // o.StartingAfter. o.EndingBefore must be empty. The iterator yields the
 // first error (with a zero Message) and stops; break out of the loop to
 // stop early:
 //
-//	for m, err := range msgs.All(ctx, caller, messaging.ListOptions{ConversationID: "general"}) {
+//	for m, err := range msgs.AllMessages(ctx, caller, "general", messaging.ListOptions{}) {
 //		if err != nil {
 //			return err
 //		}
 //		fmt.Println(m.Text)
 //	}
-func (s *Service) All(ctx context.Context, caller Contact, o ListOptions) iter.Seq2[Message, error] {
-	if o.Limit == 0 {
-		o.Limit = s.opts.MaxListLimit
-	}
-	if o.EndingBefore != "" {
-		return func(yield func(Message, error) bool) {
-			yield(Message{}, wrapErr("messaging.All", check.BadParam("ending_before", "All walks toward older messages: ending_before cannot be used")))
-		}
-	}
-	return paging.All(o.StartingAfter, func(after string) ([]Message, bool, error) {
-		o.StartingAfter = after
-		p, err := s.List(ctx, caller, o)
-		return p.Data, p.HasMore, err
-	}, func(m Message) string { return m.ID })
+func (s *Service) AllMessages(ctx context.Context, caller Contact, conversationID string, o ListOptions) iter.Seq2[Message, error] {
+	return paging.All("messaging.AllMessages", o, s.opts.MaxListLimit,
+		func(o ListOptions) (Page[Message], error) { return s.Messages(ctx, caller, conversationID, o) },
+		func(m Message) string { return m.ID })
 }
 
 // Update is a change to a message. Nil fields change nothing; at least one

@@ -31,6 +31,15 @@ const MaxEmbeddedReactors = driver.MaxEmbeddedReactors
 // message; package attachments uploads, serves, renames and deletes them.
 type Attachment = driver.Attachment
 
+// Page is one page of a list: its items in the list's order, and whether
+// more exist beyond them. Every list of the services returns one.
+type Page[T any] = driver.Page[T]
+
+// ListOptions select a page of a list: its size and where it starts.
+// What a list is narrowed by (a conversation, a message) is an argument
+// of the call.
+type ListOptions = driver.ListOptions
+
 // Conversation is a conversation as one caller sees it.
 type Conversation = driver.Conversation
 

@@ -28,7 +28,7 @@ func TestThreeLines(t *testing.T) {
 	err := chat.Caller("alice").Call("POST", "/v1/messages", url.Values{"conversation_id": {"team"}, "message": {"hi"}}, nil)
 	require.NoError(t, err)
 
-	page, err := chat.Messages.List(t.Context(), chat.Caller("bob").Contact, messaging.ListOptions{ConversationID: "team"})
+	page, err := chat.Messages.Messages(t.Context(), chat.Caller("bob").Contact, "team", messaging.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, page.Data, 1)
 	assert.Equal(t, "hi", page.Data[0].Text)

@@ -196,7 +196,7 @@ func item(text string) string {
 // oldest first.
 func (s *chatServer) texts(t *testing.T, conv string) []string {
 	t.Helper()
-	page, err := s.msgs.List(t.Context(), s.alice, messaging.ListOptions{ConversationID: conv, Limit: 100})
+	page, err := s.msgs.Messages(t.Context(), s.alice, conv, messaging.ListOptions{Limit: 100})
 	require.NoError(t, err)
 	var out []string
 	for i := len(page.Data) - 1; i >= 0; i-- {
@@ -469,7 +469,7 @@ func TestChatPageReactions(t *testing.T) {
 				}
 				return out
 			}
-			page, err := s.msgs.List(ctx, s.alice, messaging.ListOptions{ConversationID: "general", Limit: 1})
+			page, err := s.msgs.Messages(ctx, s.alice, "general", messaging.ListOptions{Limit: 1})
 			require.NoError(t, err)
 			assert.Equal(t, []string{"🎉 alice"}, reactions(page.Data[0].ID), "alice's reaction is stored")
 			assert.Equal(t, []string{"👍 bob"}, reactions(m.ID))

@@ -6,29 +6,31 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // pages serves the ids n-1 … 0 (newest first) in pages of size.
-func pages(n, size int, calls *int) func(after string) ([]int, bool, error) {
-	return func(after string) ([]int, bool, error) {
+func pages(n int, calls *int) func(driver.ListOptions) (driver.Page[int], error) {
+	return func(o driver.ListOptions) (driver.Page[int], error) {
 		*calls++
 		start := n - 1
-		if after != "" {
-			a, _ := strconv.Atoi(after)
+		if o.StartingAfter != "" {
+			a, _ := strconv.Atoi(o.StartingAfter)
 			start = a - 1
 		}
-		var out []int
-		for i := start; i >= 0 && len(out) < size; i-- {
+		out := []int{}
+		for i := start; i >= 0 && len(out) < o.Limit; i-- {
 			out = append(out, i)
 		}
-		return out, len(out) > 0 && out[len(out)-1] > 0, nil
+		return driver.Page[int]{Data: out, HasMore: len(out) > 0 && out[len(out)-1] > 0}, nil
 	}
 }
 
 func TestAllWalksEveryPage(t *testing.T) {
 	var calls int
 	var got []int
-	for v, err := range All("", pages(25, 10, &calls), strconv.Itoa) {
+	for v, err := range All("op", driver.ListOptions{}, 10, pages(25, &calls), strconv.Itoa) {
 		assert.NoError(t, err)
 		got = append(got, v)
 	}
@@ -41,7 +43,7 @@ func TestAllWalksEveryPage(t *testing.T) {
 func TestAllStopsWhenTheCallerBreaks(t *testing.T) {
 	var calls int
 	n := 0
-	for range All("", pages(100, 10, &calls), strconv.Itoa) {
+	for range All("op", driver.ListOptions{Limit: 10}, 50, pages(100, &calls), strconv.Itoa) {
 		if n++; n == 12 {
 			break
 		}
@@ -53,9 +55,24 @@ func TestAllYieldsTheErrorAndStops(t *testing.T) {
 	boom := errors.New("boom")
 	calls := 0
 	var errs []error
-	for _, err := range All("", func(string) ([]int, bool, error) { calls++; return nil, true, boom }, strconv.Itoa) {
+	for _, err := range All("op", driver.ListOptions{}, 10, func(driver.ListOptions) (driver.Page[int], error) { calls++; return driver.Page[int]{}, boom }, strconv.Itoa) {
 		errs = append(errs, err)
 	}
 	assert.Equal(t, []error{boom}, errs)
 	assert.Equal(t, 1, calls)
+}
+
+func TestAllRefusesEndingBefore(t *testing.T) {
+	calls := 0
+	var errs []error
+	for _, err := range All("op", driver.ListOptions{EndingBefore: "3"}, 10, pages(5, &calls), strconv.Itoa) {
+		errs = append(errs, err)
+	}
+	if assert.Len(t, errs, 1) {
+		var e *driver.Error
+		assert.ErrorAs(t, errs[0], &e)
+		assert.Equal(t, driver.ErrInvalid, e.Kind)
+		assert.Equal(t, "ending_before", e.Param)
+	}
+	assert.Zero(t, calls)
 }

@@ -57,7 +57,7 @@ func Example() {
 		panic(err)
 	}
 
-	page, err := msgs.List(ctx, bob, messaging.ListOptions{ConversationID: "team"})
+	page, err := msgs.Messages(ctx, bob, "team", messaging.ListOptions{})
 	if err != nil {
 		panic(err)
 	}

@@ -106,7 +106,7 @@ func BenchmarkConversations(b *testing.B) {
 			}{{"member_of_10", few}, {"member_of_" + strconv.Itoa(many), crowd}} {
 				b.Run("conversations_first_page/"+who.name, func(b *testing.B) {
 					for b.Loop() {
-						p, err := msgs.Conversations(ctx, who.c, messaging.ConversationListOptions{})
+						p, err := msgs.Conversations(ctx, who.c, messaging.ListOptions{})
 						if err != nil || len(p.Data) != 10 {
 							b.Fatal(err, len(p.Data))
 						}
@@ -114,7 +114,7 @@ func BenchmarkConversations(b *testing.B) {
 				})
 				b.Run("messages_first_page/"+who.name, func(b *testing.B) {
 					for b.Loop() {
-						p, err := msgs.List(ctx, who.c, messaging.ListOptions{})
+						p, err := msgs.Messages(ctx, who.c, "", messaging.ListOptions{})
 						if err != nil || len(p.Data) != 10 {
 							b.Fatal(err, len(p.Data))
 						}

@@ -106,7 +106,7 @@ func TestErrorsShowNoSQL(t *testing.T) {
 			func() error { _, err := msgs.Get(t.Context(), caller, "msg_01jz8k3x4y5z6a7b8c9d0e1f2g"); return err }(),
 			func() error { _, err := files.Get(t.Context(), caller, "att_01jz8k3x4y5z6a7b8c9d0e1f2g"); return err }(),
 			func() error {
-				_, err := msgs.List(t.Context(), caller, messaging.ListOptions{ConversationID: "c"})
+				_, err := msgs.Messages(t.Context(), caller, "c", messaging.ListOptions{})
 				return err
 			}(),
 			msgs.Touch(t.Context(), "ctc_x"),

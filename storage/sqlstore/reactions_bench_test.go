@@ -110,15 +110,15 @@ func BenchmarkReactionReactors(b *testing.B) {
 						}
 						b.ReportMetric(float64(cputime.Process(b)-cpu)/float64(b.N), "cpu-ns/op")
 					})
-					after := messaging.ListOptions{ConversationID: "c", StartingAfter: m.ID, Limit: 10}
-					page, err := msgs.List(ctx, alice, after)
+					after := messaging.ListOptions{StartingAfter: m.ID, Limit: 10}
+					page, err := msgs.Messages(ctx, alice, "c", after)
 					require.NoError(b, err)
 					require.Len(b, page.Data, 10)
 					b.Run("page_after", func(b *testing.B) {
 						b.ReportAllocs()
 						cpu := cputime.Process(b)
 						for b.Loop() {
-							if _, err := msgs.List(ctx, alice, after); err != nil {
+							if _, err := msgs.Messages(ctx, alice, "c", after); err != nil {
 								b.Fatal(err)
 							}
 						}

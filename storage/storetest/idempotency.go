@@ -520,7 +520,7 @@ func testServiceRetries(t *testing.T, h *harness) {
 			assertMessage(t, first, m, "try %d answers as the first", i)
 		}
 	}
-	page, err := msgs.List(h.ctx, alice, messaging.ListOptions{ConversationID: "general"})
+	page, err := msgs.Messages(h.ctx, alice, "general", messaging.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, page.Data, 1, "one message")
 
@@ -536,7 +536,7 @@ func testServiceRetries(t *testing.T, h *harness) {
 	again, err := msgs.Create(h.ctx, alice, in)
 	require.NoError(t, err)
 	assertMessage(t, first, again)
-	page, err = msgs.List(h.ctx, alice, messaging.ListOptions{ConversationID: "general"})
+	page, err = msgs.Messages(h.ctx, alice, "general", messaging.ListOptions{})
 	require.NoError(t, err)
 	assert.Len(t, page.Data, 1, "only bob's")
 }
@@ -562,7 +562,7 @@ func testServiceConcurrentRetries(t *testing.T, h *harness) {
 		require.NoError(t, err, "call %d", i)
 		assertMessage(t, got[0], got[i], "call %d answers as the others", i)
 	}
-	page, err := msgs.List(h.ctx, alice, messaging.ListOptions{ConversationID: "general"})
+	page, err := msgs.Messages(h.ctx, alice, "general", messaging.ListOptions{})
 	require.NoError(t, err)
 	assert.Len(t, page.Data, 1, "one message")
 }
@@ -593,7 +593,7 @@ func testServiceTwoInstances(t *testing.T, h *harness) {
 		require.NoError(t, err, "call %d", i)
 		assertMessage(t, got[0], got[i], "call %d answers as the others", i)
 	}
-	page, err := one.List(h.ctx, alice, messaging.ListOptions{ConversationID: "general"})
+	page, err := one.Messages(h.ctx, alice, "general", messaging.ListOptions{})
 	require.NoError(t, err)
 	assert.Len(t, page.Data, 1, "one message")
 }
@@ -615,7 +615,7 @@ func testServiceKeyReused(t *testing.T, h *harness) {
 	}
 	_, err = msgs.Update(h.ctx, alice, ids.New(ids.Message), messaging.Update{Read: ptr(true), Idempotency: idem})
 	assert.Equal(t, messaging.CodeKeyReused, errCode(err), "another operation with the key")
-	page, err := msgs.List(h.ctx, alice, messaging.ListOptions{})
+	page, err := msgs.Messages(h.ctx, alice, "", messaging.ListOptions{})
 	require.NoError(t, err)
 	assert.Len(t, page.Data, 1, "nothing more was sent")
 
@@ -649,7 +649,7 @@ func testServiceKeyedUpdate(t *testing.T, h *harness) {
 	require.NoError(t, err)
 	assertMessage(t, first, again, "the retry answers as the first call")
 	assert.Equal(t, "v3", h.get(m.ID).Text, "and changes nothing")
-	revs, err := msgs.Revisions(h.ctx, alice, m.ID, messaging.RevisionListOptions{})
+	revs, err := msgs.Revisions(h.ctx, alice, m.ID, messaging.ListOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"v2", "v1"}, revisionTexts(revs.Data), "one revision per edit, none for the retry")
 

@@ -175,7 +175,7 @@ func testServiceRevisions(t *testing.T, h *harness) {
 	}
 	var texts []string
 	var prev time.Time
-	for rv, err := range msgs.AllRevisions(h.ctx, alice, m.ID, messaging.RevisionListOptions{Limit: 7}) {
+	for rv, err := range msgs.AllRevisions(h.ctx, alice, m.ID, messaging.ListOptions{Limit: 7}) {
 		require.NoError(t, err)
 		texts = append(texts, rv.Text)
 		if !prev.IsZero() {
@@ -188,13 +188,13 @@ func testServiceRevisions(t *testing.T, h *harness) {
 	assert.Equal(t, "v24", texts[0], "the newest revision holds the text the last edit replaced")
 	assert.Equal(t, "v0", texts[24])
 
-	page, err := msgs.Revisions(h.ctx, alice, m.ID, messaging.RevisionListOptions{Limit: 3})
+	page, err := msgs.Revisions(h.ctx, alice, m.ID, messaging.ListOptions{Limit: 3})
 	require.NoError(t, err)
 	assert.True(t, page.HasMore)
-	next, err := msgs.Revisions(h.ctx, alice, m.ID, messaging.RevisionListOptions{Limit: 3, StartingAfter: page.Data[2].ID})
+	next, err := msgs.Revisions(h.ctx, alice, m.ID, messaging.ListOptions{Limit: 3, StartingAfter: page.Data[2].ID})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"v21", "v20", "v19"}, revisionTexts(next.Data))
-	back, err := msgs.Revisions(h.ctx, alice, m.ID, messaging.RevisionListOptions{Limit: 3, EndingBefore: next.Data[0].ID})
+	back, err := msgs.Revisions(h.ctx, alice, m.ID, messaging.ListOptions{Limit: 3, EndingBefore: next.Data[0].ID})
 	require.NoError(t, err)
 	assert.Equal(t, revisionTexts(page.Data), revisionTexts(back.Data))
 
@@ -204,12 +204,12 @@ func testServiceRevisions(t *testing.T, h *harness) {
 	text := "o2"
 	_, err = msgs.Update(h.ctx, alice, other.ID, messaging.Update{Text: &text})
 	require.NoError(t, err)
-	otherRevs, err := msgs.Revisions(h.ctx, alice, other.ID, messaging.RevisionListOptions{})
+	otherRevs, err := msgs.Revisions(h.ctx, alice, other.ID, messaging.ListOptions{})
 	require.NoError(t, err)
-	_, err = msgs.Revisions(h.ctx, alice, m.ID, messaging.RevisionListOptions{StartingAfter: otherRevs.Data[0].ID})
+	_, err = msgs.Revisions(h.ctx, alice, m.ID, messaging.ListOptions{StartingAfter: otherRevs.Data[0].ID})
 	assert.ErrorIs(t, err, messaging.ErrInvalid)
 
 	require.NoError(t, msgs.Delete(h.ctx, alice, m.ID))
-	_, err = msgs.Revisions(h.ctx, alice, m.ID, messaging.RevisionListOptions{})
+	_, err = msgs.Revisions(h.ctx, alice, m.ID, messaging.ListOptions{})
 	assert.ErrorIs(t, err, messaging.ErrNotFound)
 }
