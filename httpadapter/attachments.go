@@ -20,23 +20,10 @@ import (
 const maxFieldBytes = 64 << 10
 
 func (a *api) listAttachments(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
-	p, err := readListParams(r)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	ctx := r.Context()
-	page, err := a.files.Attachments(ctx, caller, p.conversationID, messaging.ListOptions{Limit: p.limit, StartingAfter: p.startingAfter, EndingBefore: p.endingBefore})
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	u := a.urls(r, caller)
-	data := make([]attachmentJSON, len(page.Data))
-	for i, att := range page.Data {
-		data[i] = u.attachment(ctx, att)
-	}
-	writeJSON(w, http.StatusOK, list[attachmentJSON]{Object: "list", Data: data, HasMore: page.HasMore})
+	ctx, u := r.Context(), a.urls(r, caller)
+	serveList(a, w, r, func(conversationID string, o messaging.ListOptions) (messaging.Page[messaging.Attachment], error) {
+		return a.files.Attachments(ctx, caller, conversationID, o)
+	}, func(att messaging.Attachment) attachmentJSON { return u.attachment(ctx, att) })
 }
 
 // createAttachment streams a multipart/form-data upload into the blob

@@ -8,27 +8,10 @@ import (
 )
 
 func (a *api) listConversations(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
-	p, err := readListParams(r)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	ctx := r.Context()
-	page, err := a.msgs.Conversations(ctx, caller, messaging.ListOptions{
-		Limit:         p.limit,
-		StartingAfter: p.startingAfter,
-		EndingBefore:  p.endingBefore,
-	})
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	u := a.urls(r, caller)
-	data := make([]conversationJSON, len(page.Data))
-	for i, c := range page.Data {
-		data[i] = u.conversation(ctx, c)
-	}
-	writeJSON(w, http.StatusOK, list[conversationJSON]{Object: "list", Data: data, HasMore: page.HasMore})
+	ctx, u := r.Context(), a.urls(r, caller)
+	serveList(a, w, r, func(_ string, o messaging.ListOptions) (messaging.Page[messaging.Conversation], error) {
+		return a.msgs.Conversations(ctx, caller, o)
+	}, func(c messaging.Conversation) conversationJSON { return u.conversation(ctx, c) })
 }
 
 func (a *api) getConversation(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {

@@ -35,23 +35,10 @@ func (a *api) getEvents(w http.ResponseWriter, r *http.Request, caller messaging
 		a.streamEvents(w, r, caller)
 		return
 	}
-	p, err := readListParams(r)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	ctx := r.Context()
-	page, err := a.events.Events(ctx, caller, p.conversationID, messaging.ListOptions{Limit: p.limit, StartingAfter: p.startingAfter, EndingBefore: p.endingBefore})
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	u := a.urls(r, caller)
-	data := make([]eventJSON, len(page.Data))
-	for i, e := range page.Data {
-		data[i] = eventJSON{b: a.renderEvent(ctx, u, e)}
-	}
-	writeJSON(w, http.StatusOK, list[eventJSON]{Object: "list", Data: data, HasMore: page.HasMore})
+	ctx, u := r.Context(), a.urls(r, caller)
+	serveList(a, w, r, func(conversationID string, o messaging.ListOptions) (messaging.Page[messaging.Event], error) {
+		return a.events.Events(ctx, caller, conversationID, o)
+	}, func(e messaging.Event) eventJSON { return eventJSON{b: a.renderEvent(ctx, u, e)} })
 }
 
 // acceptsEventStream reports whether the request accepts

@@ -2,86 +2,17 @@ package httpadapter
 
 import (
 	"net/http"
-	"net/url"
-	"strconv"
 
 	"github.com/parleychat/parley/messaging"
 )
 
-// listParams reads the query of a list: conversation_id, limit,
-// starting_after, ending_before, each at most once. Other parameters are
-// ignored.
-type listParams struct {
-	conversationID, startingAfter, endingBefore string
-	limit                                       int
-}
-
-func readListParams(r *http.Request) (listParams, error) {
-	var p listParams
-	if r.URL.RawQuery == "" {
-		return p, nil
-	}
-	q, err := url.ParseQuery(r.URL.RawQuery)
-	if err != nil {
-		return p, badParam("", "the query string cannot be parsed")
-	}
-	one := func(name string, dst *string) error {
-		vs := q[name]
-		if len(vs) > 1 {
-			return twice(name)
-		}
-		if len(vs) == 1 {
-			*dst = vs[0]
-		}
-		return nil
-	}
-	var limit string
-	for _, f := range []struct {
-		name string
-		dst  *string
-	}{
-		{"conversation_id", &p.conversationID},
-		{"limit", &limit},
-		{"starting_after", &p.startingAfter},
-		{"ending_before", &p.endingBefore},
-	} {
-		if err := one(f.name, f.dst); err != nil {
-			return p, err
-		}
-	}
-	if _, ok := q["limit"]; ok {
-		n, err := strconv.Atoi(limit)
-		if err != nil || n < 1 {
-			return p, badParam("limit", "limit must be an integer between 1 and the maximum page size")
-		}
-		p.limit = n
-	}
-	for _, name := range []string{"conversation_id", "starting_after", "ending_before"} {
-		if vs, ok := q[name]; ok && vs[0] == "" {
-			return p, badParam(name, name+" must not be empty")
-		}
-	}
-	return p, nil
-}
-
+// listMessages answers GET /v1/messages: the messages of conversation_id,
+// or of every conversation the caller may see, newest first.
 func (a *api) listMessages(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
-	p, err := readListParams(r)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	ctx := r.Context()
-	page, err := a.msgs.Messages(ctx, caller, p.conversationID, messaging.ListOptions{Limit: p.limit, StartingAfter: p.startingAfter, EndingBefore: p.endingBefore})
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	u := a.urls(r, caller)
-	data := make([]messageJSON, len(page.Data))
-	for i, m := range page.Data {
-		data[i] = u.message(ctx, m)
-	}
-	writeJSON(w, http.StatusOK, list[messageJSON]{Object: "list", Data: data, HasMore: page.HasMore})
+	ctx, u := r.Context(), a.urls(r, caller)
+	serveList(a, w, r, func(conversationID string, o messaging.ListOptions) (messaging.Page[messaging.Message], error) {
+		return a.msgs.Messages(ctx, caller, conversationID, o)
+	}, func(m messaging.Message) messageJSON { return u.message(ctx, m) })
 }
 
 func (a *api) createMessage(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {

@@ -25,23 +25,9 @@ func (x reactorJSON) MarshalJSON() ([]byte, error) {
 // reacted with the name, in the order they came, in the list envelope
 // (starting_after and ending_before take a username).
 func (a *api) listReactors(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
-	p, err := readListParams(r)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	page, err := a.msgs.Reactors(r.Context(), caller, r.PathValue("id"), r.PathValue("name"), messaging.ListOptions{
-		Limit:         p.limit,
-		StartingAfter: p.startingAfter,
-		EndingBefore:  p.endingBefore,
+	serveList(a, w, r, func(_ string, o messaging.ListOptions) (messaging.Page[messaging.Reactor], error) {
+		return a.msgs.Reactors(r.Context(), caller, r.PathValue("id"), r.PathValue("name"), o)
+	}, func(rc messaging.Reactor) reactorJSON {
+		return reactorJSON{Object: "reactor", Username: rc.Username, ReactedAt: rc.ReactedAt.Unix()}
 	})
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	data := make([]reactorJSON, len(page.Data))
-	for i, rc := range page.Data {
-		data[i] = reactorJSON{Object: "reactor", Username: rc.Username, ReactedAt: rc.ReactedAt.Unix()}
-	}
-	writeJSON(w, http.StatusOK, list[reactorJSON]{Object: "list", Data: data, HasMore: page.HasMore})
 }

@@ -30,23 +30,7 @@ func wireRevision(r messaging.Revision) revisionJSON {
 // listRevisions answers GET /v1/messages/{id}/revisions: the earlier texts
 // of the message, newest first, in the list envelope.
 func (a *api) listRevisions(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
-	p, err := readListParams(r)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	page, err := a.msgs.Revisions(r.Context(), caller, r.PathValue("id"), messaging.ListOptions{
-		Limit:         p.limit,
-		StartingAfter: p.startingAfter,
-		EndingBefore:  p.endingBefore,
-	})
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	data := make([]revisionJSON, len(page.Data))
-	for i, rv := range page.Data {
-		data[i] = wireRevision(rv)
-	}
-	writeJSON(w, http.StatusOK, list[revisionJSON]{Object: "list", Data: data, HasMore: page.HasMore})
+	serveList(a, w, r, func(_ string, o messaging.ListOptions) (messaging.Page[messaging.Revision], error) {
+		return a.msgs.Revisions(r.Context(), caller, r.PathValue("id"), o)
+	}, wireRevision)
 }
