@@ -355,7 +355,7 @@ func TestSetup(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, post("s-nobody"), "no session")
 
 	// The seeded contacts are the services' too.
-	page, err := chat.Messages.List(t.Context(), sessions["s-ann"], messaging.ListOptions{ConversationID: "team"})
+	page, err := chat.Messages.Messages(t.Context(), sessions["s-ann"], "team", messaging.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, page.Data, 1)
 	assert.Equal(t, "user-1", page.Data[0].Contact.ID)
