@@ -30,7 +30,7 @@ func Example() {
 	defer sub.Close()
 
 	m, _ := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "team", Text: "Ship it?"})
-	_, _ = msgs.Update(ctx, bob, m.ID, messaging.Update{Reactions: []messaging.Reaction{{Name: "ship", Reactors: []string{"bob"}}}})
+	_, _ = msgs.Update(ctx, bob, m.ID, messaging.Update{React: []string{"ship"}})
 	_ = msgs.Delete(ctx, alice, m.ID)
 
 	for range 3 {

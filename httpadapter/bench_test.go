@@ -123,7 +123,7 @@ func newBenchEnv(b *testing.B, store storetest.Store, blobs attachments.BlobStor
 			ConversationID: e.conv, Body: strings.NewReader(pngData)})
 		require.NoError(b, err)
 		_, err = msgs.Update(ctx, alice, m.ID, messaging.Update{
-			Reactions:   []messaging.Reaction{{Name: "thumbs_up", Reactors: []string{"alice"}}},
+			React:       []string{"thumbs_up"},
 			Attachments: []string{att.ID},
 		})
 		require.NoError(b, err)

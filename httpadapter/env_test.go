@@ -353,9 +353,9 @@ func (e *env) fixture(t testing.TB) *fixture {
 	m, err = e.msgs.Create(e.ctx, bob, messaging.NewMessage{ConversationID: fx.conv, Text: "hi from bob"})
 	require.NoError(t, err)
 	fx.msgB = m.ID
-	_, err = e.msgs.Update(e.ctx, alice, fx.msgB, messaging.Update{Reactions: []messaging.Reaction{{Name: "thumbs_up", Reactors: []string{"alice"}}}})
+	_, err = e.msgs.Update(e.ctx, alice, fx.msgB, messaging.Update{React: []string{"thumbs_up"}})
 	require.NoError(t, err)
-	_, err = e.msgs.Update(e.ctx, bob, fx.msgB, messaging.Update{Reactions: []messaging.Reaction{{Name: "thumbs_up", Reactors: []string{"bob"}}}})
+	_, err = e.msgs.Update(e.ctx, bob, fx.msgB, messaging.Update{React: []string{"thumbs_up"}})
 	require.NoError(t, err)
 	m, err = e.msgs.Create(e.ctx, alice, messaging.NewMessage{ConversationID: fx.private, Text: "a secret"})
 	require.NoError(t, err)

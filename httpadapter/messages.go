@@ -3,6 +3,7 @@ package httpadapter
 import (
 	"net/http"
 
+	"github.com/parleychat/parley/internal/check"
 	"github.com/parleychat/parley/messaging"
 )
 
@@ -82,7 +83,12 @@ func (a *api) updateMessage(w http.ResponseWriter, r *http.Request, caller messa
 	if ok {
 		u.Text = &text
 	}
-	if u.Reactions, _, err = in.reactions("reactions"); err != nil {
+	rs, _, err := in.reactions("reactions")
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if u.React, err = ownReactions(caller, rs); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
@@ -113,9 +119,33 @@ func (a *api) deleteMessage(w http.ResponseWriter, r *http.Request, caller messa
 	writeJSON(w, http.StatusOK, deleted{ID: id, Object: "message", Deleted: true})
 }
 
+// ownReactions returns the names of rs, the reactions of a PUT, each of
+// which must name the caller (its username) as its reactor: the API's
+// form names the reactors, the Service reacts in the caller's name. A
+// reaction with a bad name or no reactor is a 400, one in another's name
+// a 403.
+func ownReactions(caller messaging.Contact, rs []messaging.Reaction) ([]string, error) {
+	var names []string
+	for _, r := range rs {
+		if err := check.ReactionName("reactions", r.Name); err != nil {
+			return nil, err
+		}
+		if len(r.Reactors) == 0 {
+			return nil, check.BadParam("reactions", "reaction "+r.Name+" names no reactor")
+		}
+		for _, who := range r.Reactors {
+			if who != caller.Username {
+				return nil, &messaging.Error{Kind: messaging.ErrPermission, Param: "reactions", Message: "you may react only in your own name (" + caller.Username + ")"}
+			}
+		}
+		names = append(names, r.Name)
+	}
+	return names, nil
+}
+
 func (a *api) removeReaction(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
 	ctx := r.Context()
-	m, err := a.msgs.RemoveReaction(ctx, caller, r.PathValue("id"), r.PathValue("name"))
+	m, err := a.msgs.Unreact(ctx, caller, r.PathValue("id"), r.PathValue("name"))
 	if err != nil {
 		a.writeError(w, r, err)
 		return

@@ -40,7 +40,7 @@ func TestPopularReaction(t *testing.T) {
 				c, err := e.msgs.SaveContact(e.ctx, messaging.Contact{Username: fmt.Sprintf("user%03d", i)})
 				require.NoError(t, err)
 				names[i] = c.Username
-				_, err = e.msgs.Update(e.ctx, c, fx.msgP, messaging.Update{Reactions: []messaging.Reaction{{Name: "tada", Reactors: []string{c.Username}}}})
+				_, err = e.msgs.Update(e.ctx, c, fx.msgP, messaging.Update{React: []string{"tada"}})
 				require.NoError(t, err)
 			}
 			res := e.as(t, "alice", "PUT", "/v1/messages/"+fx.msgP, form("reactions[eyes][]=alice"))

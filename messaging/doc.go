@@ -20,7 +20,8 @@
 //
 //   - Only the sender edits the text, adds attachments or deletes a message.
 //   - Reactions merge, never replace: a reactor is added to a reaction once.
-//     A caller reacts only in its own name (its Username); a reaction is
+//     A caller reacts (React, or Update's React with other changes) and
+//     takes reactions back (Unreact) only in its own name; a reaction is
 //     stored by the caller's contact id, so a renamed contact keeps its
 //     reactions and shows under its new name, and a contact that takes
 //     an old name inherits none. A message has at most

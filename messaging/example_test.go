@@ -20,34 +20,52 @@ func newServices() *messaging.Service {
 	return msgs
 }
 
-// Reactions merge: each caller adds itself, nobody is added twice, and the
-// order is the order of first use.
-func ExampleService_Update_reactions() {
+// Reactions merge: each caller reacts in its own name, nobody is added
+// twice, and the order is the order of first use. Unreact takes reactions
+// back.
+func ExampleService_React() {
 	ctx := context.Background()
 	msgs := newServices()
 	alice, _ := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
 	bob, _ := msgs.SaveContact(ctx, messaging.Contact{Username: "bob"})
 	m, _ := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "team", Text: "Ship it?"})
 
-	react := func(who messaging.Contact, name string) {
-		if _, err := msgs.Update(ctx, who, m.ID, messaging.Update{
-			Reactions: []messaging.Reaction{{Name: name, Reactors: []string{who.Username}}},
-		}); err != nil {
+	if _, err := msgs.React(ctx, bob, m.ID, "ship", "tada"); err != nil {
+		panic(err)
+	}
+	_, _ = msgs.React(ctx, alice, m.ID, "eyes", "ship")
+	_, _ = msgs.React(ctx, bob, m.ID, "ship") // already there: no change
+	m, err := msgs.Unreact(ctx, bob, m.ID, "tada")
+	if err != nil {
+		panic(err)
+	}
+	for _, r := range m.Reactions {
+		fmt.Println(r.Name, r.Reactors, r.Count)
+	}
+	// Output:
+	// ship [bob alice] 2
+	// eyes [alice] 1
+}
+
+// One Update edits the text and reacts, all of it or nothing; with an
+// idempotency key, a retry changes nothing more.
+func ExampleService_Update_reactions() {
+	ctx := context.Background()
+	msgs := newServices()
+	alice, _ := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
+	m, _ := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "team", Text: "Ship it?"})
+
+	text := "Ship it!"
+	u := messaging.Update{Text: &text, React: []string{"ship"}, Idempotency: messaging.Idempotency{Key: "edit-1"}}
+	for range 2 { // a retry after a timeout
+		var err error
+		if m, err = msgs.Update(ctx, alice, m.ID, u); err != nil {
 			panic(err)
 		}
 	}
-	react(bob, "ship")
-	react(alice, "eyes")
-	react(alice, "ship")
-	react(bob, "ship") // already there: no change
-
-	m, _ = msgs.Get(ctx, bob, m.ID)
-	for _, r := range m.Reactions {
-		fmt.Println(r.Name, r.Reactors)
-	}
+	fmt.Println(m.Text, m.Reactions[0].Name, m.Reactions[0].Reactors)
 	// Output:
-	// ship [bob alice]
-	// eyes [alice]
+	// Ship it! ship [alice]
 }
 
 // Lists are pages, newest first; StartingAfter the last item of a page

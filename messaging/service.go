@@ -739,10 +739,10 @@ func (s *Service) AllMessages(ctx context.Context, caller Contact, conversationI
 type Update struct {
 	// Text replaces the text; only the sender may edit.
 	Text *string
-	// Reactions are merged into the message's: each reactor is added to its
-	// reaction unless already there. A caller reacts only in its own name
-	// (its Username).
-	Reactions []Reaction
+	// React are reaction names the caller reacts with, in its own name:
+	// each is added to the message's reactions, with the caller as its
+	// reactor unless the caller is there already (see React).
+	React []string
 	// Attachments are ids to link, added to those already linked; only the
 	// sender may add.
 	Attachments []string
@@ -755,19 +755,20 @@ type Update struct {
 	Idempotency Idempotency
 }
 
-// Update applies u as caller and returns the message as stored. Editing
-// the text, adding a reaction or an attachment sets UpdatedAt; an edit that
-// changes the text keeps the text it replaces as a Revision. Errors:
-// ErrInvalid for an empty update or a bad field, ErrNotFound, ErrPermission
-// (another sender's message, a reaction in another's name), ErrConflict (an
-// attachment linked elsewhere); with an idempotency key, those of Create.
+// Update applies u as caller, all of it or nothing, and returns the message
+// as stored. Editing the text, adding a reaction or an attachment sets
+// UpdatedAt; an edit that changes the text keeps the text it replaces as a
+// Revision. Errors: ErrInvalid for an empty update or a bad field (a
+// reaction name, too many reactions or attachments), ErrNotFound,
+// ErrPermission (another sender's message), ErrConflict (an attachment
+// linked elsewhere); with an idempotency key, those of Create.
 func (s *Service) Update(ctx context.Context, caller Contact, id string, u Update) (Message, error) {
 	m, err := s.update(ctx, caller, id, u)
 	return m, wrapErr("messaging.Update "+strconv.Quote(id), err)
 }
 
 func (s *Service) update(ctx context.Context, caller Contact, id string, u Update) (Message, error) {
-	if u.Text == nil && len(u.Reactions) == 0 && len(u.Attachments) == 0 && u.Read == nil {
+	if u.Text == nil && len(u.React) == 0 && len(u.Attachments) == 0 && u.Read == nil {
 		return Message{}, &Error{Kind: ErrInvalid, Code: CodeMissing, Message: "nothing to update: give message, reactions, attachments or read"}
 	}
 	if u.Text != nil {
@@ -775,7 +776,7 @@ func (s *Service) update(ctx context.Context, caller Contact, id string, u Updat
 			return Message{}, err
 		}
 	}
-	if err := s.checkReactions(caller, u.Reactions); err != nil {
+	if err := s.checkReactions("reactions", u.React); err != nil {
 		return Message{}, err
 	}
 	if len(u.Attachments) > s.opts.MaxAttachments {
@@ -794,10 +795,7 @@ func (s *Service) update(ctx context.Context, caller Contact, id string, u Updat
 
 // updateFingerprint is the fingerprint of Update's arguments.
 func updateFingerprint(id string, u Update) string {
-	parts := []string{"messages.update", id, optional(u.Text), strconv.Itoa(len(u.Reactions))}
-	for _, r := range u.Reactions {
-		parts = append(parts, r.Name, list(r.Reactors))
-	}
+	parts := []string{"messages.update", id, optional(u.Text), list(u.React)}
 	read := "-"
 	if u.Read != nil {
 		read = strconv.FormatBool(*u.Read)
@@ -826,8 +824,6 @@ func (s *Service) apply(ctx context.Context, caller Contact, id string, u Update
 	now := s.now()
 	ch := driver.MessageChange{
 		Text:            u.Text,
-		AddReactions:    byID(caller, u.Reactions),
-		ReactedAt:       now,
 		LinkAttachments: u.Attachments,
 		Read:            u.Read,
 		ReadAt:          now,
@@ -837,7 +833,10 @@ func (s *Service) apply(ctx context.Context, caller Contact, id string, u Update
 		}),
 		Done: done,
 	}
-	if u.Text != nil || len(u.Reactions) > 0 || len(u.Attachments) > 0 {
+	if len(u.React) > 0 {
+		ch.Reactions = &driver.ReactionChange{ContactID: caller.ID, Add: distinct(u.React), At: now}
+	}
+	if u.Text != nil || len(u.React) > 0 || len(u.Attachments) > 0 {
 		ch.UpdatedAt = now
 	}
 	if u.Text != nil {
@@ -851,20 +850,6 @@ func (s *Service) apply(ctx context.Context, caller Contact, id string, u Update
 		s.notify()
 	}
 	return out, linkError(err)
-}
-
-// byID returns rs, whose reactors are all the caller's username (see
-// checkReactions), with the caller's contact id as their reactor, as
-// reactions are stored.
-func byID(caller Contact, rs []Reaction) []Reaction {
-	if len(rs) == 0 {
-		return nil
-	}
-	out := make([]Reaction, len(rs))
-	for i, r := range rs {
-		out[i] = Reaction{Name: r.Name, Reactors: []string{caller.ID}}
-	}
-	return out
 }
 
 // checkCounts is the rule on the counts of a message that only its stored
@@ -894,46 +879,81 @@ func (s *Service) gone(ctx context.Context, id string) bool {
 	return errors.Is(err, ErrNotFound)
 }
 
-func (s *Service) checkReactions(caller Contact, rs []Reaction) error {
-	names := make(map[string]bool)
-	for _, r := range rs {
-		if err := check.ReactionName("reactions", r.Name); err != nil {
+// checkReactions checks the reaction names of a change, given as param:
+// each valid, and no more distinct ones than a message may have.
+func (s *Service) checkReactions(param string, names []string) error {
+	seen := make(map[string]bool, len(names))
+	for _, name := range names {
+		if err := check.ReactionName(param, name); err != nil {
 			return err
 		}
-		if len(r.Reactors) == 0 {
-			return check.BadParam("reactions", "reaction "+r.Name+" names no reactor")
-		}
-		for _, who := range r.Reactors {
-			if who != caller.Username {
-				return &Error{Kind: ErrPermission, Param: "reactions", Message: "you may react only in your own name (" + caller.Username + ")"}
-			}
-		}
-		names[r.Name] = true
-		if len(names) > s.opts.MaxReactionNames {
-			return check.BadParam("reactions", "a message may have at most "+strconv.Itoa(s.opts.MaxReactionNames)+" distinct reactions")
+		seen[name] = true
+		if len(seen) > s.opts.MaxReactionNames {
+			return check.BadParam(param, "a message may have at most "+strconv.Itoa(s.opts.MaxReactionNames)+" distinct reactions")
 		}
 	}
 	return nil
 }
 
-// RemoveReaction removes the caller's own reaction name from the message
-// and returns the message; removing one that is not there is not an error.
-// Errors: ErrInvalid for a bad name, ErrNotFound.
-func (s *Service) RemoveReaction(ctx context.Context, caller Contact, id, name string) (Message, error) {
-	m, err := s.removeReaction(ctx, caller, id, name)
-	return m, wrapErr("messaging.RemoveReaction "+strconv.Quote(id), err)
+// distinct returns names without repeats, in the order of their first
+// use.
+func distinct(names []string) []string {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
-func (s *Service) removeReaction(ctx context.Context, caller Contact, id, name string) (Message, error) {
-	if err := check.ReactionName("name", name); err != nil {
-		return Message{}, err
+// React adds the caller's reactions with the names to the message and
+// returns the message as stored: the caller becomes a reactor of each
+// name, unless it is one already (a name it has is not an error); a new
+// name comes after the message's existing ones. It sets UpdatedAt. All
+// the names are added, or none. Errors: ErrInvalid for no name, a bad
+// name, or one more than a message may have (Options.MaxReactionNames)
+// or the caller may use on it (Options.MaxReactionNamesPerCaller);
+// ErrNotFound.
+//
+// React is Update with only React set; to retry a reaction safely, give
+// Update an Idempotency key.
+func (s *Service) React(ctx context.Context, caller Contact, id string, names ...string) (Message, error) {
+	m, err := s.react(ctx, caller, id, names)
+	return m, wrapErr("messaging.React "+strconv.Quote(id), err)
+}
+
+func (s *Service) react(ctx context.Context, caller Contact, id string, names []string) (Message, error) {
+	if len(names) == 0 {
+		return Message{}, &Error{Kind: ErrInvalid, Code: CodeMissing, Param: "reactions", Message: "give at least one reaction name"}
+	}
+	return s.update(ctx, caller, id, Update{React: names})
+}
+
+// Unreact removes the caller's reactions with the names from the message
+// and returns the message; a name the caller has not reacted with is not
+// an error, and a reaction left with no reactors disappears. Errors:
+// ErrInvalid for no name or a bad name, ErrNotFound.
+func (s *Service) Unreact(ctx context.Context, caller Contact, id string, names ...string) (Message, error) {
+	m, err := s.unreact(ctx, caller, id, names)
+	return m, wrapErr("messaging.Unreact "+strconv.Quote(id), err)
+}
+
+func (s *Service) unreact(ctx context.Context, caller Contact, id string, names []string) (Message, error) {
+	if len(names) == 0 {
+		return Message{}, &Error{Kind: ErrInvalid, Code: CodeMissing, Param: "name", Message: "give at least one reaction name"}
+	}
+	for _, name := range names {
+		if err := check.ReactionName("name", name); err != nil {
+			return Message{}, err
+		}
 	}
 	if _, _, err := s.lookupToWrite(ctx, caller, id); err != nil {
 		return Message{}, err
 	}
 	now := s.now()
 	m, err := s.repo.UpdateMessage(ctx, id, driver.MessageChange{
-		RemoveReaction: &Reaction{Name: name, Reactors: []string{caller.ID}},
+		Reactions: &driver.ReactionChange{ContactID: caller.ID, Remove: distinct(names)},
 		Record: s.recorder(func(c driver.Change) []Event {
 			return []Event{messageEvent(EventMessageUpdated, *c.Message, now)}
 		}),

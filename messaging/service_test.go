@@ -174,7 +174,7 @@ func TestUpdateWithNothingIsInvalid(t *testing.T) {
 	require.NoError(t, err)
 	m, err := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "c", Text: "hi"})
 	require.NoError(t, err)
-	for _, u := range []messaging.Update{{}, {Reactions: []messaging.Reaction{}}, {Attachments: []string{}}} {
+	for _, u := range []messaging.Update{{}, {React: []string{}}, {Attachments: []string{}}} {
 		_, err := msgs.Update(ctx, alice, m.ID, u)
 		assert.ErrorIs(t, err, messaging.ErrInvalid, "%+v", u)
 	}
@@ -262,11 +262,11 @@ func TestWritesLookUpAMessageOnce(t *testing.T) {
 	require.NoError(t, err)
 
 	react := func(who messaging.Contact) error {
-		_, err := msgs.Update(ctx, who, m.ID, messaging.Update{Reactions: []messaging.Reaction{{Name: "heart", Reactors: []string{who.Username}}}})
+		_, err := msgs.Update(ctx, who, m.ID, messaging.Update{React: []string{"heart"}})
 		return err
 	}
 	require.NoError(t, react(bob))
-	_, err = msgs.RemoveReaction(ctx, bob, m.ID, "heart")
+	_, err = msgs.Unreact(ctx, bob, m.ID, "heart")
 	require.NoError(t, err)
 	require.NoError(t, react(alice))
 	assert.Equal(t, 1, repo.n, "read once for all the writes")
@@ -280,7 +280,7 @@ func TestWritesLookUpAMessageOnce(t *testing.T) {
 
 	require.NoError(t, other.Delete(ctx, alice, m.ID))
 	assert.ErrorIs(t, react(alice), messaging.ErrNotFound, "deleted by another process")
-	_, err = msgs.RemoveReaction(ctx, alice, m.ID, "heart")
+	_, err = msgs.Unreact(ctx, alice, m.ID, "heart")
 	assert.ErrorIs(t, err, messaging.ErrNotFound)
 	assert.ErrorIs(t, msgs.Delete(ctx, alice, m.ID), messaging.ErrNotFound)
 	got, err := store.Driver().GetMessage(ctx, m.ID)
@@ -310,7 +310,7 @@ func TestRememberedRefOfADeletedMessage(t *testing.T) {
 	f, err := files.Upload(ctx, alice, attachments.Upload{Filename: "f.txt", ConversationID: "elsewhere", Body: strings.NewReader("x")})
 	require.NoError(t, err)
 	// Both write to it once: the ref is remembered.
-	_, err = msgs.Update(ctx, bob, m.ID, messaging.Update{Reactions: []messaging.Reaction{{Name: "heart", Reactors: []string{"bob"}}}})
+	_, err = msgs.Update(ctx, bob, m.ID, messaging.Update{React: []string{"heart"}})
 	require.NoError(t, err)
 
 	require.NoError(t, other.Delete(ctx, alice, m.ID))

@@ -426,7 +426,7 @@ func TestChatPageReactions(t *testing.T) {
 			require.NoError(t, err)
 			_, err = s.msgs.Create(ctx, s.bob, messaging.NewMessage{ConversationID: "general", Text: "sure"})
 			require.NoError(t, err)
-			_, err = s.msgs.Update(ctx, s.bob, m.ID, messaging.Update{Reactions: []messaging.Reaction{{Name: "👍", Reactors: []string{"bob"}}}})
+			_, err = s.msgs.Update(ctx, s.bob, m.ID, messaging.Update{React: []string{"👍"}})
 			require.NoError(t, err)
 
 			p := openTab(t, browser, s.url, "alice-secret", width)

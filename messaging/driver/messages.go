@@ -89,18 +89,8 @@ type MessageChange struct {
 	// a Revision with this ID, replaced at UpdatedAt, in the same
 	// transaction; when the text stays the same, no revision is kept.
 	RevisionID string
-	// AddReactions merges reactors into reactions; each Reactors entry is
-	// a contact id (the message shows the contact's username as stored
-	// now): a reactor already under a name is not added again; new names
-	// come after existing ones, new reactors after existing ones, in the
-	// order given, each reacted at ReactedAt.
-	AddReactions []Reaction
-	// ReactedAt is the time new reactors of AddReactions are stored with.
-	ReactedAt time.Time
-	// RemoveReaction removes the reactors (contact ids) from the reaction
-	// Name; a reaction left with no reactors disappears. Removing one that
-	// is not there is no error.
-	RemoveReaction *Reaction
+	// Reactions, when not nil, adds or removes reactions of one contact.
+	Reactions *ReactionChange
 	// LinkAttachments links these attachments to the message (see
 	// CreateMessage for the rules).
 	LinkAttachments []string
@@ -140,10 +130,30 @@ type MessageCounts struct {
 	ReactionNames int
 	// Attachments is the number of linked attachments.
 	Attachments int
-	// ReactorNames is the number of distinct reaction names that a
-	// reactor of the change's AddReactions has on the message (the largest,
-	// if the change names several reactors); 0 when it adds none.
+	// ReactorNames is the number of distinct reaction names that the
+	// contact of the change's Reactions has on the message; 0 when the
+	// change adds no reaction.
 	ReactorNames int
+}
+
+// ReactionChange is the change of one contact's reactions to a message,
+// part of a MessageChange: the repository applies it in the change's
+// transaction, with the change's other fields, or not at all. The Service
+// has checked the names (valid, each given once).
+type ReactionChange struct {
+	// ContactID is the contact who reacts: the caller.
+	ContactID string
+	// Add are reaction names the contact reacts with, in order: a name the
+	// contact has already is kept as it is; a new name comes after the
+	// message's existing names, and the contact after the name's existing
+	// reactors, reacted at At.
+	Add []string
+	// Remove are reaction names the contact no longer reacts with, removed
+	// after Add is applied; a name the contact does not have is no error,
+	// and a name left with no reactors disappears (and loses its place).
+	Remove []string
+	// At is when the reactions of Add were made.
+	At time.Time
 }
 
 // MessageRef is what the Service's checks read of a message: where it is

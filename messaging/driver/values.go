@@ -34,10 +34,9 @@ type Reaction struct {
 	Name string
 	// Reactors are the usernames (as stored now) of the first who reacted,
 	// at most MaxEmbeddedReactors of them, in the order they came; the
-	// Service's Reactors lists them all. (In a MessageChange, for backends,
-	// they are contact ids.)
+	// Service's Reactors lists them all.
 	Reactors []string
-	// Count is the number of all who reacted (0 in a change).
+	// Count is the number of all who reacted.
 	Count int
 }
 

@@ -24,12 +24,12 @@ func TestReturnsCopies(t *testing.T) {
 	require.NoError(t, s.Driver().PutContact(ctx, alice))
 	att := messaging.Attachment{ID: "att_1", ConversationID: "c", UploaderID: alice.ID, Filename: "a.txt", Key: "k1", CreatedAt: now}
 	require.NoError(t, s.Driver().CreateAttachment(ctx, att, nil))
-	add := []messaging.Reaction{{Name: "👍", Reactors: []string{alice.ID}}} // reactors by contact id
+	add := []string{"👍"}
 	m := messaging.Message{ID: "msg_1", ConversationID: "c", Contact: messaging.Contact{ID: alice.ID}, Text: "hi", CreatedAt: now}
 	require.NoError(t, s.Driver().CreateMessage(ctx, m, []string{att.ID}, nil))
-	_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: add})
+	_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: alice.ID, Add: add}})
 	require.NoError(t, err)
-	add[0].Reactors[0] = "mallory" // the caller's slice is not kept
+	add[0] = "mallory" // the caller's slice is not kept
 
 	got, err := s.Driver().GetMessage(ctx, m.ID)
 	require.NoError(t, err)

@@ -3,7 +3,6 @@ package memstore
 import (
 	"slices"
 
-	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/storecopy"
 )
 
@@ -33,7 +32,7 @@ func (s *store) loadReactions(b *storecopy.Batch) {
 	}
 	for _, r := range b.Reactions {
 		if _, ok := s.messages[r.MessageID]; ok {
-			s.reacts[r.MessageID], _ = addReactions(s.reacts[r.MessageID], []messaging.Reaction{{Name: r.Name, Reactors: []string{r.ContactID}}}, norm(r.ReactedAt))
+			s.reacts[r.MessageID] = addReactions(s.reacts[r.MessageID], r.ContactID, []string{r.Name}, norm(r.ReactedAt))
 		}
 	}
 }

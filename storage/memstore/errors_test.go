@@ -32,7 +32,7 @@ func TestErrorKinds(t *testing.T) {
 	require.NoError(t, s.Driver().CreateAttachment(ctx, third, nil))
 	m := messaging.Message{ID: "msg_1", ConversationID: "c", Contact: messaging.Contact{ID: alice.ID}, Text: "hi", CreatedAt: now}
 	require.NoError(t, s.Driver().CreateMessage(ctx, m, []string{att.ID}, nil))
-	reacted := []messaging.Reaction{{Name: "a", Reactors: []string{"alice"}}, {Name: "b", Reactors: []string{"alice"}}}
+	reacted := &driver.ReactionChange{ContactID: alice.ID, Add: []string{"a", "b"}}
 	after := &driver.Cursor{Time: now, ID: "x"}
 	mafter := &driver.Cursor{Time: now, ID: "x"}
 
@@ -52,7 +52,7 @@ func TestErrorKinds(t *testing.T) {
 		{"attachment of another conversation", s.Driver().CreateMessage(ctx, messaging.Message{ID: "msg_3", ConversationID: "c", Contact: messaging.Contact{ID: alice.ID}, CreatedAt: now}, []string{other.ID}, nil),
 			messaging.ErrConflict},
 		{"too many reactions", func() error {
-			_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: reacted, Check: storetest.Limits(1, 0)})
+			_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: reacted, Check: storetest.Limits(1, 0)})
 			return err
 		}(), messaging.ErrInvalid},
 		{"too many attachments", func() error {

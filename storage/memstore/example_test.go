@@ -50,9 +50,7 @@ func Example() {
 		panic(err)
 	}
 
-	_, err = msgs.Update(ctx, bob, m.ID, messaging.Update{
-		Reactions: []messaging.Reaction{{Name: "👍", Reactors: []string{"bob"}}},
-	})
+	_, err = msgs.React(ctx, bob, m.ID, "👍")
 	if err != nil {
 		panic(err)
 	}

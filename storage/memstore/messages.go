@@ -191,11 +191,17 @@ func (s *store) UpdateMessage(ctx context.Context, id string, ch driver.MessageC
 		m.Text = *ch.Text
 	}
 	rs := s.reactionsOf(id)
-	before := driver.MessageCounts{ReactionNames: len(rs), Attachments: len(s.linked[id]), ReactorNames: reactorNames(rs, ch.AddReactions)}
-	rs, reactorAfter := addReactions(rs, ch.AddReactions, norm(cmp.Or(ch.ReactedAt, time.Now())))
-	if r := ch.RemoveReaction; r != nil {
-		rs = removeReactors(rs, r.Name, r.Reactors)
-		reactorAfter = reactorNames(rs, ch.AddReactions)
+	before := driver.MessageCounts{ReactionNames: len(rs), Attachments: len(s.linked[id])}
+	reactorAfter := 0
+	if r := ch.Reactions; r != nil {
+		if len(r.Add) > 0 {
+			before.ReactorNames = ownNames(rs, r.ContactID)
+			rs = addReactions(rs, r.ContactID, r.Add, norm(cmp.Or(r.At, time.Now())))
+		}
+		rs = removeReactor(rs, r.ContactID, r.Remove)
+		if len(r.Add) > 0 {
+			reactorAfter = ownNames(rs, r.ContactID)
+		}
 	}
 	links, err := s.checkLinks(m.ID, m.ConversationID, ch.LinkAttachments)
 	if err != nil {

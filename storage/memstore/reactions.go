@@ -47,54 +47,48 @@ func (s *store) viewReactions(rs []reaction) []messaging.Reaction {
 	return out
 }
 
-// addReactions merges add (reactors by contact id) into rs, reacted at
-// at: a reactor already under a name is not added again; new names come
-// after existing ones and new reactors after existing ones, in the order
-// given. It returns the names each reactor of add has afterwards, at most.
-func addReactions(rs []reaction, add []messaging.Reaction, at time.Time) ([]reaction, int) {
-	for _, r := range add {
-		i := slices.IndexFunc(rs, func(x reaction) bool { return x.name == r.Name })
-		for _, who := range r.Reactors {
-			if i < 0 {
-				rs = append(rs, reaction{name: r.Name})
-				i = len(rs) - 1
-			}
-			if !slices.ContainsFunc(rs[i].reactors, func(x reactor) bool { return x.id == who }) {
-				rs[i].reactors = append(rs[i].reactors, reactor{who, at})
-			}
+// addReactions adds the contact who to the reactions names of rs,
+// reacted at at: a contact already under a name is not added again; new
+// names come after existing ones and new reactors after existing ones, in
+// the order given.
+func addReactions(rs []reaction, who string, names []string, at time.Time) []reaction {
+	for _, name := range names {
+		i := slices.IndexFunc(rs, func(x reaction) bool { return x.name == name })
+		if i < 0 {
+			rs = append(rs, reaction{name: name})
+			i = len(rs) - 1
+		}
+		if !slices.ContainsFunc(rs[i].reactors, func(x reactor) bool { return x.id == who }) {
+			rs[i].reactors = append(rs[i].reactors, reactor{who, at})
 		}
 	}
-	return rs, reactorNames(rs, add)
+	return rs
 }
 
-// reactorNames returns the most names that a reactor of change has in rs.
-func reactorNames(rs []reaction, change []messaging.Reaction) int {
-	most := 0
-	for _, c := range change {
-		for _, who := range c.Reactors {
-			n := 0
-			for _, r := range rs {
-				if slices.ContainsFunc(r.reactors, func(x reactor) bool { return x.id == who }) {
-					n++
-				}
-			}
-			most = max(most, n)
+// ownNames returns the number of names that the contact who has in rs.
+func ownNames(rs []reaction, who string) int {
+	n := 0
+	for _, r := range rs {
+		if slices.ContainsFunc(r.reactors, func(x reactor) bool { return x.id == who }) {
+			n++
 		}
 	}
-	return most
+	return n
 }
 
-// removeReactors removes reactors (contact ids) from the reaction name of
-// rs, and the reaction if none is left. rs must be a copy owned by the
+// removeReactor removes the contact who from the reactions names of rs,
+// and each reaction left with no reactor. rs must be a copy owned by the
 // caller.
-func removeReactors(rs []reaction, name string, reactors []string) []reaction {
-	i := slices.IndexFunc(rs, func(x reaction) bool { return x.name == name })
-	if i < 0 {
-		return rs
-	}
-	rs[i].reactors = slices.DeleteFunc(rs[i].reactors, func(x reactor) bool { return slices.Contains(reactors, x.id) })
-	if len(rs[i].reactors) == 0 {
-		rs = slices.Delete(rs, i, i+1)
+func removeReactor(rs []reaction, who string, names []string) []reaction {
+	for _, name := range names {
+		i := slices.IndexFunc(rs, func(x reaction) bool { return x.name == name })
+		if i < 0 {
+			continue
+		}
+		rs[i].reactors = slices.DeleteFunc(rs[i].reactors, func(x reactor) bool { return x.id == who })
+		if len(rs[i].reactors) == 0 {
+			rs = slices.Delete(rs, i, i+1)
+		}
 	}
 	return rs
 }

@@ -403,8 +403,7 @@ const maxReactMany = 32
 // quickMany reports whether reactMany makes ch: a quickReaction change
 // (PostgreSQL).
 func (s *store) quickMany(ch driver.MessageChange) bool {
-	_, _, ok := s.quickReaction(ch)
-	return ok
+	return s.quickReaction(ch)
 }
 
 // reactManyRow is a row of reactMany: a row of reactOne's statement for
@@ -447,8 +446,7 @@ func (s *store) reactMany(ctx context.Context, tx bun.Tx, id string, cs []*combi
 	var args []any
 	shapes := map[string]string{} // prepared statement's name -> its statement
 	for i, c := range cs {
-		reactor, names, _ := s.quickReaction(c.ch)
-		q, a := reactOneSQL(id, reactor, names, c.ch, base+i)
+		q, a := reactOneSQL(id, c.ch, base+i)
 		q, _, ok := expandArgs(q, a, true)
 		if !ok {
 			return nil, false, errors.New("sqlstore: reactMany: a statement's placeholders do not match its arguments")

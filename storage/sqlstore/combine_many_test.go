@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -62,7 +63,7 @@ func combinedRound(t *testing.T, f *combineFixture, first driver.MessageChange, 
 }
 
 func remove(name, reactor string) driver.MessageChange {
-	return driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: name, Reactors: []string{reactor}}, Record: record}
+	return driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: reactor, Remove: []string{name}}, Record: record}
 }
 
 // TestReactManyTempTableStaysSmall: the temporary table parley_reacted,
@@ -232,18 +233,20 @@ func TestReactManyAsAlone(t *testing.T) {
 		if rnd.IntN(3) == 0 {
 			who = rs[rnd.IntN(6)]
 		}
-		var ch driver.MessageChange
+		ch := driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: who}}
 		if rnd.IntN(3) == 0 {
-			ch.RemoveReaction = &messaging.Reaction{Name: names[rnd.IntN(len(names))], Reactors: []string{who}}
+			ch.Reactions.Remove = []string{names[rnd.IntN(len(names))]}
 		} else {
 			for range 1 + rnd.IntN(4) {
-				ch.AddReactions = append(ch.AddReactions, messaging.Reaction{Name: names[rnd.IntN(len(names))], Reactors: []string{who}})
+				if n := names[rnd.IntN(len(names))]; !slices.Contains(ch.Reactions.Add, n) {
+					ch.Reactions.Add = append(ch.Reactions.Add, n)
+				}
 			}
 		}
 		if rnd.IntN(2) == 0 {
 			ch.UpdatedAt = time.Date(2025, 4, 1, 0, 0, 0, step*1000, time.UTC)
 		}
-		ch.ReactedAt = time.Date(2025, 4, 2, 0, 0, 0, step*1000, time.UTC)
+		ch.Reactions.At = time.Date(2025, 4, 2, 0, 0, 0, step*1000, time.UTC)
 		return ch
 	}
 	for round := range 30 {
@@ -294,7 +297,7 @@ func TestReactManyQuoting(t *testing.T) {
 	for _, n := range odd {
 		rest = append(rest, add(n, odd[len(rest)%len(odd)], record)) // the reactor: another odd string (no contact)
 	}
-	rest = append(rest, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x1", Reactors: []string{`r'1`}}, {Name: `x'2`, Reactors: []string{`r'1`}}, {Name: `$q$x`, Reactors: []string{`r'1`}}}, Record: record})
+	rest = append(rest, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: `r'1`, Add: []string{"x1", `x'2`, `$q$x`}}, Record: record})
 	rest = append(rest, remove(`it's`, `it's`), remove(`$q$`, odd[3]))
 	got := combinedRound(t, f, add("first", f.reactors[0], nil), rest)
 	require.NoError(t, got[0].err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -145,7 +146,7 @@ func blocking() (rec driver.Recorder, release chan struct{}, entered chan struct
 }
 
 func add(name, reactor string, rec driver.Recorder) driver.MessageChange {
-	return driver.MessageChange{AddReactions: []messaging.Reaction{{Name: name, Reactors: []string{reactor}}}, Record: rec}
+	return driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: reactor, Add: []string{name}}, Record: rec}
 }
 
 // reactors returns the embedded reactors of each name of m.
@@ -194,7 +195,7 @@ func TestCombinedChanges(t *testing.T) {
 			c2 := f.start(ctx, bad)
 			c3 := f.start(ctx, add("b", r[3], record))
 			c4 := f.start(ctx, add("c", r[2], record))
-			c5 := f.start(ctx, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "a", Reactors: []string{r[0]}}, Record: record})
+			c5 := f.start(ctx, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: r[0], Remove: []string{"a"}}, Record: record})
 			close(release)
 
 			u := func(id int) string { return fmt.Sprintf("r%d", id) }
@@ -471,8 +472,8 @@ func TestCombinedCarriedRow(t *testing.T) {
 			c3 := f.start(ctx, driver.MessageChange{Read: &yes, ReadAt: at(3), Record: record})
 			att := messaging.Attachment{ID: "att_1", UploaderID: r[0], Filename: "f", FileType: "text/plain", FileSize: 1, SHA256: "x", Key: "k", CreatedAt: at(4)}
 			c4 := f.start(ctx, driver.MessageChange{NewAttachment: &att, UpdatedAt: at(4), Record: record})
-			c5 := f.start(ctx, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "b", Reactors: []string{r[1]}}}, UpdatedAt: at(5), Record: record})
-			c6 := f.start(ctx, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "a", Reactors: []string{r[0]}}, Record: record})
+			c5 := f.start(ctx, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: r[1], Add: []string{"b"}}, UpdatedAt: at(5), Record: record})
+			c6 := f.start(ctx, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: r[0], Remove: []string{"a"}}, Record: record})
 			close(release)
 			require.NoError(t, wait(t, c0).err)
 			o1, o2, o3, o4, o5, o6 := wait(t, c1), wait(t, c2), wait(t, c3), wait(t, c4), wait(t, c5), wait(t, c6)
@@ -524,16 +525,18 @@ func TestReactOneAnswerIsStored(t *testing.T) {
 				require.NoError(t, err)
 			}
 			for step := range 600 {
-				var ch driver.MessageChange
 				who := rs[rnd.IntN(len(rs))]
+				ch := driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: who}}
 				if rnd.IntN(5) == 0 {
-					ch.RemoveReaction = &messaging.Reaction{Name: names[rnd.IntN(len(names))], Reactors: []string{who}}
+					ch.Reactions.Remove = []string{names[rnd.IntN(len(names))]}
 					if rnd.IntN(2) == 0 {
-						ch.RemoveReaction.Name = "a"
+						ch.Reactions.Remove[0] = "a"
 					}
 				} else {
 					for range 1 + rnd.IntN(4) {
-						ch.AddReactions = append(ch.AddReactions, messaging.Reaction{Name: names[max(0, rnd.IntN(len(names)+2)-2)], Reactors: []string{who}})
+						if n := names[max(0, rnd.IntN(len(names)+2)-2)]; !slices.Contains(ch.Reactions.Add, n) {
+							ch.Reactions.Add = append(ch.Reactions.Add, n)
+						}
 					}
 				}
 				if rnd.IntN(2) == 0 {
@@ -571,7 +574,7 @@ func TestCombinedLeavesRaceTheNextTransaction(t *testing.T) {
 					if (i+k)%2 == 0 {
 						ch = add("b", r[1+k], record)
 					} else {
-						ch = driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "b", Reactors: []string{r[1+k]}}, Record: record}
+						ch = driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: r[1+k], Remove: []string{"b"}}, Record: record}
 					}
 					outs = append(outs, f.start(ctx, ch))
 				}

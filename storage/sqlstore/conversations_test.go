@@ -82,7 +82,7 @@ func TestConversationsPageInFixedQueries(t *testing.T) {
 				require.NoError(t, s.Driver().CreateAttachment(ctx, a, nil))
 				m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: conv, Contact: c, Text: "m", CreatedAt: at}
 				require.NoError(t, s.Driver().CreateMessage(ctx, m, []string{a.ID}, nil))
-				_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"alice"}}}})
+				_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: "alice", Add: []string{"x"}}})
 				require.NoError(t, err)
 				require.NoError(t, s.Driver().AddMember(ctx, conv, c.ID, at))
 			}

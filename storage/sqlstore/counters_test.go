@@ -64,21 +64,23 @@ func TestCountersFollowChanges(t *testing.T) {
 			require.NoError(t, s.Driver().CreateMessage(ctx, m, []string{a1, a2, a1}, nil))
 			want(m.ID, 0, 2)
 
-			got, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"u", "v"}}, {Name: "y", Reactors: []string{"u"}}}})
+			_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: "u", Add: []string{"x", "y"}}})
+			require.NoError(t, err)
+			got, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: "v", Add: []string{"x"}}})
 			require.NoError(t, err)
 			assert.Len(t, got.Reactions, 2)
 			want(m.ID, 2, 2)
 
-			_, err = s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "z", Reactors: []string{"u"}}}, Check: storetest.Limits(2, 0)})
+			_, err = s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: "u", Add: []string{"z"}}, Check: storetest.Limits(2, 0)})
 			require.ErrorIs(t, err, messaging.ErrInvalid)
 			want(m.ID, 2, 2)
 
-			got, err = s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "y", Reactors: []string{"u"}}})
+			got, err = s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: "u", Remove: []string{"y"}}})
 			require.NoError(t, err)
 			assert.Equal(t, []messaging.Reaction{{Name: "x", Reactors: []string{"user u", "user v"}, Count: 2}}, got.Reactions)
 			want(m.ID, 1, 2)
 
-			got, err = s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{"v"}}})
+			got, err = s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: "v", Remove: []string{"x"}}})
 			require.NoError(t, err)
 			assert.Len(t, got.Reactions, 1, "x keeps a reactor")
 			want(m.ID, 1, 2)
@@ -102,7 +104,7 @@ func TestCountersFollowChanges(t *testing.T) {
 			newAtt(m.ID) // created linked
 			want(m.ID, 1, 3)
 
-			got, err = s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{"u"}}})
+			got, err = s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: "u", Remove: []string{"x"}}})
 			require.NoError(t, err)
 			assert.Empty(t, got.Reactions)
 			want(m.ID, 0, 3)

@@ -286,7 +286,7 @@ func TestListReadsAPageInAtMostThreeQueries(t *testing.T) {
 				require.NoError(t, s.Driver().CreateAttachment(ctx, a, nil))
 				m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: c, Text: "m", CreatedAt: at}
 				require.NoError(t, s.Driver().CreateMessage(ctx, m, []string{a.ID}, nil))
-				_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"alice"}}, {Name: "y", Reactors: []string{"alice"}}}})
+				_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: "alice", Add: []string{"x", "y"}}})
 				require.NoError(t, err)
 			}
 			reads := sqlstore.CountReads(s)

@@ -713,13 +713,13 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 	quick := made != nil
 	if quick {
 		rc, stored, rs = made.rc, made.stored, made.reactions
-	} else if reactor, added, ok := s.quickReaction(ch); ok {
+	} else if s.quickReaction(ch) {
 		quick = true
 		var one reactedOne
-		one, err = s.reactOne(ctx, tx, id, reactor, added, ch)
+		one, err = s.reactOne(ctx, tx, id, ch)
 		rc, stored, rs = one.rc, one.stored, one.reactions
 	} else {
-		rc, err = s.react(ctx, tx, id, ch, row.ReactionCount > 0, ch.Check != nil)
+		rc, err = s.react(ctx, tx, id, ch.Reactions, row.ReactionCount > 0, ch.Check != nil)
 	}
 	if err != nil {
 		return messaging.Message{}, err

@@ -52,7 +52,7 @@ func newReadFixture(tb testing.TB, n int) *readFixture {
 		}
 		require.NoError(tb, s.Driver().CreateMessage(ctx, m, link, nil))
 		if i%3 == 0 {
-			_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{"alice"}}}})
+			_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: "alice", Add: []string{"x"}}})
 			require.NoError(tb, err)
 		}
 		f.messages = append(f.messages, m)
@@ -202,7 +202,7 @@ func TestPostgresPagePartsPrepared(t *testing.T) {
 		require.NoError(t, s.Driver().CreateAttachment(ctx, a, nil))
 		m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: c, Text: "m", CreatedAt: at}
 		require.NoError(t, s.Driver().CreateMessage(ctx, m, []string{a.ID}, nil))
-		_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{c.ID}}}})
+		_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: c.ID, Add: []string{"x"}}})
 		require.NoError(t, err)
 	}
 	// The statements of reactions and of attachments by a list of ids

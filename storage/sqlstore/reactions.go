@@ -209,35 +209,28 @@ func addReaction(m *messaging.Message, r reactionRow) {
 type reacted struct {
 	// names is the change in the number of reaction names.
 	names int
-	// reactorBefore and reactorAfter are the most names a reactor of the
+	// reactorBefore and reactorAfter are the names the reactor of the
 	// change had before it and has after it (MessageCounts.ReactorNames),
-	// counted only when count is set.
+	// counted only when count is set and the change adds names.
 	reactorBefore, reactorAfter int
 }
 
-// react applies ch's reaction changes to the locked message id, which has
-// reactions if hasReactions. Every statement reads or writes the rows of
-// the names and reactors it names, and at most
-// messaging.MaxEmbeddedReactors index entries of a name: never every
-// reactor. With count, it counts each reactor's names before and after.
-func (s *store) react(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, hasReactions, count bool) (reacted, error) {
-	type pair struct{ name, reactor string }
+// react applies rc, the reaction change of a MessageChange (nil: none),
+// to the locked message id, which has reactions if hasReactions. Every
+// statement reads or writes the rows of the names and reactor it names,
+// and at most messaging.MaxEmbeddedReactors index entries of a name:
+// never every reactor. With count, it counts the reactor's names before
+// and after.
+func (s *store) react(ctx context.Context, tx bun.Tx, id string, rc *driver.ReactionChange, hasReactions, count bool) (reacted, error) {
 	var out reacted
-	var names, reactors []string
-	var add []pair
-	seen := map[pair]bool{}
-	for _, r := range ch.AddReactions {
-		for _, who := range r.Reactors {
-			if p := (pair{r.Name, who}); !seen[p] {
-				seen[p] = true
-				add = append(add, p)
-				if !slices.Contains(names, r.Name) {
-					names = append(names, r.Name)
-				}
-				if !slices.Contains(reactors, who) {
-					reactors = append(reactors, who)
-				}
-			}
+	if rc == nil {
+		return out, nil
+	}
+	who := rc.ContactID
+	var names []string
+	for _, n := range rc.Add {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
 		}
 	}
 	// An insert that does nothing when the row is there, and counts no
@@ -248,17 +241,13 @@ func (s *store) react(ctx context.Context, tx bun.Tx, id string, ch driver.Messa
 	if s.flavor == flavorMySQL {
 		insert, onConflict = "INSERT IGNORE INTO", ""
 	}
-	if len(add) > 0 {
-		own := make(map[string]int, len(reactors)) // reactor -> names it has
+	if len(names) > 0 {
+		own := 0 // the names the reactor has
 		if count {
-			for _, who := range reactors {
-				var n int
-				if err := s.txRead(ctx, tx, &n, "SELECT COUNT(*) FROM reactions WHERE message_id = ? AND contact_id = ?", id, who); err != nil {
-					return out, err
-				}
-				own[who] = n
-				out.reactorBefore = max(out.reactorBefore, n)
+			if err := s.txRead(ctx, tx, &own, "SELECT COUNT(*) FROM reactions WHERE message_id = ? AND contact_id = ?", id, who); err != nil {
+				return out, err
 			}
+			out.reactorBefore = own
 		}
 		// Names first (a reactor's row refers to its name's), in the order
 		// given: seq follows it, and a name already there is skipped.
@@ -276,24 +265,24 @@ func (s *store) react(ctx context.Context, tx bun.Tx, id string, ch driver.Messa
 			return out, err
 		}
 		out.names += int(n)
-		// One insert per reactor of a name, which does nothing when it is
+		// One insert per name, which does nothing when the reactor is
 		// there: its count of affected rows says whether the name gained it.
 		gained := make(map[string]int, len(names))
-		at := ch.ReactedAt
+		at := rc.At
 		if at.IsZero() {
 			at = time.Now()
 		}
-		for _, p := range add {
+		for _, name := range names {
 			res, err := s.execWrite(ctx, tx, insert+" reactions (message_id, name, contact_id, created_at) VALUES (?, ?, ?, ?)"+onConflict,
-				id, p.name, p.reactor, at.UTC())
+				id, name, who, at.UTC())
 			if err != nil {
 				return out, err
 			}
 			if n, err := res.RowsAffected(); err != nil {
 				return out, err
 			} else if n > 0 {
-				gained[p.name]++
-				own[p.reactor]++
+				gained[name]++
+				own++
 			}
 		}
 		for _, name := range names {
@@ -310,40 +299,36 @@ func (s *store) react(ctx context.Context, tx bun.Tx, id string, ch driver.Messa
 				return out, err
 			}
 		}
-		for _, n := range own {
-			out.reactorAfter = max(out.reactorAfter, n)
-		}
+		out.reactorAfter = own
 	}
 	// Nothing to remove from a message without reactions.
-	if r := ch.RemoveReaction; r != nil && len(r.Reactors) > 0 && (hasReactions || len(add) > 0) {
+	if !hasReactions && len(names) == 0 {
+		return out, nil
+	}
+	for _, name := range rc.Remove {
 		var seqs []int64
-		if err := s.txRead(ctx, tx, &seqs, "SELECT seq FROM reactions WHERE message_id = ? AND name = ? AND contact_id IN (?) ORDER BY seq",
-			id, r.Name, idList(r.Reactors)); err != nil {
+		if err := s.txRead(ctx, tx, &seqs, "SELECT seq FROM reactions WHERE message_id = ? AND name = ? AND contact_id = ?",
+			id, name, who); err != nil {
 			return out, err
 		}
 		if len(seqs) == 0 {
-			return out, nil
+			continue
 		}
-		if count {
-			for _, who := range r.Reactors {
-				if slices.Contains(reactors, who) {
-					out.reactorAfter-- // at most one name of one reactor of the change
-					break
-				}
-			}
+		if count && len(names) > 0 {
+			out.reactorAfter--
 		}
-		if _, err := s.execWrite(ctx, tx, "DELETE FROM reactions WHERE message_id = ? AND name = ? AND contact_id IN (?)",
-			id, r.Name, idList(r.Reactors)); err != nil {
+		if _, err := s.execWrite(ctx, tx, "DELETE FROM reactions WHERE message_id = ? AND name = ? AND contact_id = ?",
+			id, name, who); err != nil {
 			return out, err
 		}
 		// A reactor removed from the embedded ones lets the next one in.
 		if _, err := s.execWrite(ctx, tx, `UPDATE reaction_names SET
 			head_seq = CASE WHEN head_seq >= ? THEN `+headSQL("?", "?")+` ELSE head_seq END,
-			reactors = reactors - ? WHERE message_id = ? AND name = ?`, seqs[0], id, r.Name, len(seqs), id, r.Name); err != nil {
+			reactors = reactors - 1 WHERE message_id = ? AND name = ?`, seqs[0], id, name, id, name); err != nil {
 			return out, err
 		}
 		// A name left with no reactors disappears (and loses its place).
-		res, err := s.execWrite(ctx, tx, "DELETE FROM reaction_names WHERE message_id = ? AND name = ? AND reactors <= 0", id, r.Name)
+		res, err := s.execWrite(ctx, tx, "DELETE FROM reaction_names WHERE message_id = ? AND name = ? AND reactors <= 0", id, name)
 		if err != nil {
 			return out, err
 		}
@@ -437,33 +422,19 @@ func (s *store) listReactors(ctx context.Context, q driver.ReactorQuery) ([]mess
 }
 
 // quickReaction reports whether ch is a change that reactOne makes: on
-// PostgreSQL, reactions only (no text, read state or attachments), and
-// either reactions added in one reactor's name or one reactor's reaction
-// taken back, not both; every Service change to reactions is one of them.
-// It returns the reactor and the names added, in their first order.
-func (s *store) quickReaction(ch driver.MessageChange) (reactor string, names []string, ok bool) {
-	if s.flavor != flavorPostgres || ch.Text != nil || ch.Read != nil || ch.NewAttachment != nil || len(ch.LinkAttachments) > 0 {
-		return "", nil, false
+// PostgreSQL, a change of Reactions only (no text, read state or
+// attachments), which adds up to maxQuickNames names or takes one back,
+// not both, and a taken back one with no Check. React and Unreact of one
+// name make such changes.
+func (s *store) quickReaction(ch driver.MessageChange) bool {
+	rc := ch.Reactions
+	if s.flavor != flavorPostgres || rc == nil || ch.Text != nil || ch.Read != nil || ch.NewAttachment != nil || len(ch.LinkAttachments) > 0 {
+		return false
 	}
-	if r := ch.RemoveReaction; r != nil {
-		if len(ch.AddReactions) > 0 || ch.Check != nil || len(r.Reactors) != 1 {
-			return "", nil, false
-		}
-		return r.Reactors[0], nil, true
+	if len(rc.Remove) > 0 {
+		return len(rc.Add) == 0 && len(rc.Remove) == 1 && ch.Check == nil
 	}
-	if len(ch.AddReactions) == 0 || len(ch.AddReactions) > maxQuickNames {
-		return "", nil, false
-	}
-	for i, r := range ch.AddReactions {
-		if len(r.Reactors) != 1 || (i > 0 && r.Reactors[0] != reactor) {
-			return "", nil, false
-		}
-		reactor = r.Reactors[0]
-		if !slices.Contains(names, r.Name) {
-			names = append(names, r.Name)
-		}
-	}
-	return reactor, names, true
+	return len(rc.Add) > 0 && len(rc.Add) <= maxQuickNames
 }
 
 // maxQuickNames bounds the names of one reactOne statement, and so the
@@ -521,8 +492,8 @@ type reactOneRow struct {
 //
 // The change's Check, when set, runs after, with the counts the statement
 // returns, and rolls everything back by its error.
-func (s *store) reactOne(ctx context.Context, tx bun.Tx, id, reactor string, names []string, ch driver.MessageChange) (reactedOne, error) {
-	q, args := reactOneSQL(id, reactor, names, ch, -1)
+func (s *store) reactOne(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange) (reactedOne, error) {
+	q, args := reactOneSQL(id, ch, -1)
 	var rows []reactOneRow
 	if err := s.txRead(ctx, tx, &rows, q, args...); err != nil {
 		return reactedOne{}, err
@@ -538,11 +509,13 @@ type reactedOne struct {
 	reactions []reactionRow
 }
 
-// reactOneSQL returns reactOne's statement for its arguments. With into
+// reactOneSQL returns reactOne's statement for ch, a quickReaction
+// change of the message id. With into
 // >= 0, the statement inserts its rows, with the column i = into first and
 // the column seq (the name's) last, into the table parley_reacted
 // (reactMany) instead of returning them.
-func reactOneSQL(id, reactor string, names []string, ch driver.MessageChange, into int) (string, []any) {
+func reactOneSQL(id string, ch driver.MessageChange, into int) (string, []any) {
+	reactor := ch.Reactions.ContactID
 	// Each placeholder takes an argument of its own, in order.
 	var args []any
 	arg := func(a any) string {
@@ -579,25 +552,27 @@ func reactOneSQL(id, reactor string, names []string, ch driver.MessageChange, in
 		end, order = ", a.seq", ""
 	}
 	var q string
-	if r := ch.RemoveReaction; r != nil {
-		q = `WITH d AS (DELETE FROM reactions WHERE message_id = ` + arg(id) + ` AND name = ` + arg(r.Name) + ` AND contact_id = ` + arg(reactor) + ` RETURNING seq),
+	if rm := ch.Reactions.Remove; len(rm) > 0 {
+		name := rm[0]
+		q = `WITH d AS (DELETE FROM reactions WHERE message_id = ` + arg(id) + ` AND name = ` + arg(name) + ` AND contact_id = ` + arg(reactor) + ` RETURNING seq),
 			up AS (UPDATE reaction_names AS n SET reactors = n.reactors - 1,
 				head_seq = CASE WHEN n.head_seq >= d.seq THEN COALESCE((SELECT h.seq FROM reactions AS h
 					WHERE h.message_id = n.message_id AND h.name = n.name AND h.seq <> d.seq
 					ORDER BY h.seq LIMIT 1 OFFSET ` + embeddedOffset + `), ` + noHead + `) ELSE n.head_seq END
-				FROM d WHERE n.message_id = ` + arg(id) + ` AND n.name = ` + arg(r.Name) + ` AND n.reactors > 1 RETURNING n.name),
-			gone AS (DELETE FROM reaction_names AS n USING d WHERE n.message_id = ` + arg(id) + ` AND n.name = ` + arg(r.Name) + ` AND n.reactors <= 1 RETURNING n.name),
+				FROM d WHERE n.message_id = ` + arg(id) + ` AND n.name = ` + arg(name) + ` AND n.reactors > 1 RETURNING n.name),
+			gone AS (DELETE FROM reaction_names AS n USING d WHERE n.message_id = ` + arg(id) + ` AND n.name = ` + arg(name) + ` AND n.reactors <= 1 RETURNING n.name),
 			m AS (UPDATE messages SET ` + setAt() + `reaction_count = reaction_count - (SELECT COUNT(*) FROM gone)
 				WHERE id = ` + arg(id) + changed("gone") + ` RETURNING text, read_at, updated_at),
-			a AS (SELECT n.name, n.seq, n.reactors - CASE WHEN n.name = ` + arg(r.Name) + ` THEN (SELECT COUNT(*) FROM d) ELSE 0 END AS cnt
+			a AS (SELECT n.name, n.seq, n.reactors - CASE WHEN n.name = ` + arg(name) + ` THEN (SELECT COUNT(*) FROM d) ELSE 0 END AS cnt
 				FROM reaction_names AS n WHERE n.message_id = ` + arg(id) + `)
 			` + sel() + `0 AS own, -(SELECT COUNT(*) FROM gone) AS names, -(SELECT COUNT(*) FROM d) AS reactors,
 				(SELECT COUNT(*) FROM m) AS updated, m.*, a.name, a.cnt AS reactor_count, ` +
 			embedded(`SELECT h.seq, h.contact_id FROM reactions AS h WHERE h.message_id = `+arg(id)+` AND h.name = a.name
-				AND NOT (h.name = `+arg(r.Name)+` AND h.contact_id = `+arg(reactor)+`) ORDER BY h.seq LIMIT `+embeddedCount) + end + `
+				AND NOT (h.name = `+arg(name)+` AND h.contact_id = `+arg(reactor)+`) ORDER BY h.seq LIMIT `+embeddedCount) + end + `
 			FROM (SELECT 1) AS one LEFT JOIN m ON true LEFT JOIN a ON a.cnt > 0` + order
 	} else {
-		at := ch.ReactedAt
+		names := ch.Reactions.Add
+		at := ch.Reactions.At
 		if at.IsZero() {
 			at = time.Now()
 		}
@@ -645,7 +620,7 @@ func reactedOf(id string, ch driver.MessageChange, rows []reactOneRow) (reactedO
 	}
 	r := rows[0]
 	out := reactedOne{rc: reacted{names: r.Names}}
-	if ch.RemoveReaction == nil { // as react counts them
+	if len(ch.Reactions.Remove) == 0 { // as react counts them
 		out.rc.reactorBefore, out.rc.reactorAfter = r.Own, r.Own+r.Reactors
 	}
 	out.reactions = make([]reactionRow, 0, len(rows))

@@ -96,7 +96,7 @@ func BenchmarkReactionReactors(b *testing.B) {
 						}
 						b.ReportMetric(float64(cputime.Process(b)-cpu)/float64(b.N), "cpu-ns/op")
 					})
-					react := messaging.Update{Reactions: []messaging.Reaction{{Name: "tada", Reactors: []string{"caller"}}}}
+					react := messaging.Update{React: []string{"tada"}}
 					b.Run("react_and_take_back", func(b *testing.B) {
 						b.ReportAllocs()
 						cpu := cputime.Process(b)
@@ -104,7 +104,7 @@ func BenchmarkReactionReactors(b *testing.B) {
 							if _, err := msgs.Update(ctx, caller, m.ID, react); err != nil {
 								b.Fatal(err)
 							}
-							if _, err := msgs.RemoveReaction(ctx, caller, m.ID, "tada"); err != nil {
+							if _, err := msgs.Unreact(ctx, caller, m.ID, "tada"); err != nil {
 								b.Fatal(err)
 							}
 						}
@@ -139,7 +139,7 @@ func BenchmarkReactionReactors(b *testing.B) {
 								}
 								_, err := msgs.Update(ctx, caller, m.ID, react)
 								if err == nil {
-									_, err = msgs.RemoveReaction(ctx, caller, m.ID, "tada")
+									_, err = msgs.Unreact(ctx, caller, m.ID, "tada")
 								}
 								if err != nil {
 									b.Error(err)

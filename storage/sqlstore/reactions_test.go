@@ -74,11 +74,12 @@ func TestEmbeddedReactorsOrder(t *testing.T) {
 			var last messaging.Message
 			for i, id := range cids {
 				var err error
-				last, err = s.Driver().UpdateMessage(ctx, ms[0].ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "a", Reactors: []string{id}}}})
+				last, err = s.Driver().UpdateMessage(ctx, ms[0].ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: id, Add: []string{"a"}}})
 				require.NoError(t, err)
 				if i < 3 {
-					_, err = s.Driver().UpdateMessage(ctx, ms[1].ID, driver.MessageChange{AddReactions: []messaging.Reaction{
-						{Name: "z", Reactors: []string{cids[2-i]}}, {Name: "b", Reactors: []string{id}}}})
+					_, err = s.Driver().UpdateMessage(ctx, ms[1].ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: cids[2-i], Add: []string{"z"}}})
+					require.NoError(t, err)
+					_, err = s.Driver().UpdateMessage(ctx, ms[1].ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: id, Add: []string{"b"}}})
 					require.NoError(t, err)
 				}
 			}
@@ -131,13 +132,13 @@ func TestReactionsPreparedOnPostgres(t *testing.T) {
 	m := send(t, s, "c", alice, sec(1))
 	react := func(who messaging.Contact) messaging.Message {
 		t.Helper()
-		got, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{who.ID}}}, UpdatedAt: sec(2)})
+		got, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: who.ID, Add: []string{"x"}}, UpdatedAt: sec(2)})
 		require.NoError(t, err)
 		return got
 	}
 	takeBack := func(who messaging.Contact) messaging.Message {
 		t.Helper()
-		got, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{who.ID}}})
+		got, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: who.ID, Remove: []string{"x"}}})
 		require.NoError(t, err)
 		return got
 	}
@@ -201,12 +202,12 @@ func TestReactOneWritesTheMessageOnlyWhenItChanges(t *testing.T) {
 		writes bool
 		names  int
 	}{
-		{"a new name", driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{alice.ID}}}}, true, 1},
-		{"a reactor more", driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{bob.ID}}}}, false, 1},
-		{"a reactor who is there", driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{bob.ID}}}}, false, 1},
-		{"a reactor less", driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{alice.ID}}}, false, 1},
-		{"a reactor who is not there", driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{carol.ID}}}, false, 1},
-		{"the name's last reactor", driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{bob.ID}}}, true, 0},
+		{"a new name", driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: alice.ID, Add: []string{"x"}}}, true, 1},
+		{"a reactor more", driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: bob.ID, Add: []string{"x"}}}, false, 1},
+		{"a reactor who is there", driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: bob.ID, Add: []string{"x"}}}, false, 1},
+		{"a reactor less", driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: alice.ID, Remove: []string{"x"}}}, false, 1},
+		{"a reactor who is not there", driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: carol.ID, Remove: []string{"x"}}}, false, 1},
+		{"the name's last reactor", driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: bob.ID, Remove: []string{"x"}}}, true, 0},
 	}
 	for _, step := range steps {
 		before := version()
@@ -238,19 +239,19 @@ func TestReactOneHeadAfterASequenceReset(t *testing.T) {
 	// Seqs 1 to 200 taken and freed, so that the sequence can go back.
 	for _, id := range cids {
 		for _, name := range []string{"a", "b"} {
-			_, err := s.Driver().UpdateMessage(ctx, other.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: name, Reactors: []string{id}}}})
+			_, err := s.Driver().UpdateMessage(ctx, other.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: id, Add: []string{name}}})
 			require.NoError(t, err)
 		}
 	}
 	_, err := s.DB().ExecContext(ctx, "DELETE FROM reaction_names WHERE message_id = ?", other.ID)
 	require.NoError(t, err)
 	for _, id := range cids[:max-1] {
-		_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{id}}}})
+		_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: id, Add: []string{"x"}}})
 		require.NoError(t, err)
 	}
 	_, err = s.DB().ExecContext(ctx, "SELECT setval(pg_get_serial_sequence('reactions', 'seq'), 1)")
 	require.NoError(t, err)
-	got, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{cids[max-1]}}}})
+	got, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: cids[max-1], Add: []string{"x"}}})
 	require.NoError(t, err)
 	require.Len(t, got.Reactions, 1)
 	assert.Equal(t, max, got.Reactions[0].Count)

@@ -43,7 +43,7 @@ func TestStaleReadOnPostgres(t *testing.T) {
 	ctx := t.Context()
 	alice := putContact(t, s, "alice")
 	m := send(t, s, "c", alice, sec(1))
-	_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{alice.ID}}}})
+	_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: alice.ID, Add: []string{"x"}}})
 	require.NoError(t, err)
 	want, err := s.Driver().GetMessage(ctx, m.ID)
 	require.NoError(t, err)
@@ -155,13 +155,13 @@ func TestStaleTransactionOnPostgres(t *testing.T) {
 	m := send(t, s, "c", alice, sec(1))
 	react := func(who messaging.Contact) messaging.Message {
 		t.Helper()
-		got, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{who.ID}}}})
+		got, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: who.ID, Add: []string{"x"}}})
 		require.NoError(t, err)
 		return got
 	}
 	takeBack := func(who messaging.Contact) messaging.Message {
 		t.Helper()
-		got, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{who.ID}}})
+		got, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: who.ID, Remove: []string{"x"}}})
 		require.NoError(t, err)
 		return got
 	}

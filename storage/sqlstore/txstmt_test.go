@@ -78,12 +78,12 @@ func TestSQLiteWriteTransactionsPrepared(t *testing.T) {
 		m := messaging.Message{ID: ids.New(ids.Message), ConversationID: "c", Contact: alice, Text: "hi", CreatedAt: at}
 		require.NoError(t, s.Driver().CreateMessage(ctx, m, nil, nil))
 		hook.take()
-		got, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{UpdatedAt: at.Add(time.Minute), AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{alice.ID}}}})
+		got, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{UpdatedAt: at.Add(time.Minute), Reactions: &driver.ReactionChange{ContactID: alice.ID, Add: []string{"x"}}})
 		require.NoError(t, err)
 		read, err := s.Driver().GetMessage(ctx, m.ID)
 		require.NoError(t, err)
 		assert.Equal(t, read, got, "the answer, read on the writer, is what a read gives")
-		_, err = s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{alice.ID}}})
+		_, err = s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: alice.ID, Remove: []string{"x"}}})
 		require.NoError(t, err)
 		_, err = s.Driver().DeleteMessage(ctx, m.ID, nil)
 		require.NoError(t, err)
@@ -108,15 +108,15 @@ func TestSQLiteConcurrentWritesPrepare(t *testing.T) {
 				if !assert.NoError(t, s.Driver().CreateMessage(ctx, m, nil, nil)) {
 					return
 				}
-				names := []messaging.Reaction{{Name: "x", Reactors: []string{alice.ID}}}
+				names := []string{"x"}
 				if i%3 == g%3 {
-					names = append(names, messaging.Reaction{Name: "y", Reactors: []string{alice.ID}})
+					names = append(names, "y")
 				}
-				_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: names})
+				_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: alice.ID, Add: names}})
 				if !assert.NoError(t, err) {
 					return
 				}
-				_, err = s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "x", Reactors: []string{alice.ID}}})
+				_, err = s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: alice.ID, Remove: []string{"x"}}})
 				if !assert.NoError(t, err) {
 					return
 				}

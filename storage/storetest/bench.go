@@ -39,7 +39,7 @@ func RunBenchmarks(b *testing.B, newStore func(b *testing.B) Store) {
 		}
 		m := newMessage("c", alice, at(3))
 		require.NoError(b, s.CreateMessage(ctx, m, atts, nil))
-		_, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{AddReactions: reactorIDs(b, ctx, s, r("👍", "alice"), r("🎉", "alice"))})
+		_, err := s.UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: alice.ID, Add: []string{"👍", "🎉"}}})
 		require.NoError(b, err)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -106,9 +106,9 @@ func RunBenchmarks(b *testing.B, newStore func(b *testing.B) Store) {
 			// user under every name (50,000 calls); after that they merge
 			// nothing new.
 			ch := driver.MessageChange{
-				AddReactions: []messaging.Reaction{r(reactions[i/(msgs*users)%len(reactions)], names[i/msgs%users])},
-				UpdatedAt:    at(i),
-				Check:        Limits(50, 0),
+				Reactions: &driver.ReactionChange{ContactID: names[i/msgs%users], Add: []string{reactions[i/(msgs*users)%len(reactions)]}},
+				UpdatedAt: at(i),
+				Check:     Limits(50, 0),
 			}
 			if _, err := s.UpdateMessage(ctx, mids[i%msgs], ch); err != nil {
 				b.Fatal(err)

@@ -49,7 +49,7 @@ func testConcurrentReactions(t *testing.T, h *harness) {
 	}
 	m := h.message("c", alice, at(1))
 	errs := parallel(n, func(i int) error {
-		_, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{AddReactions: h.as(r("👍", want[i])), Check: Limits(50, 0)})
+		_, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{Reactions: h.adds(want[i], "👍"), Check: Limits(50, 0)})
 		return err
 	})
 	for i, err := range errs {
@@ -152,7 +152,7 @@ func testConcurrentReactionLimit(t *testing.T, h *harness) {
 	alice := h.contact("alice")
 	m := h.message("c", alice, at(1))
 	errs := parallel(n, func(i int) error {
-		_, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{AddReactions: h.as(r("name"+itoa(i), "alice")), Check: Limits(limit, 0)})
+		_, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{Reactions: h.adds("alice", "name"+itoa(i)), Check: Limits(limit, 0)})
 		return err
 	})
 	ok := 0

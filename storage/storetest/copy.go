@@ -128,10 +128,10 @@ func testCopyChain(t *testing.T, bs []backend) {
 func takesWrites(t *testing.T, s copyStore, f fixture) {
 	t.Helper()
 	ctx := context.Background()
-	m, err := s.UpdateMessage(ctx, f.messages[1], driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "new", Reactors: []string{f.contacts[0]}}}})
+	m, err := s.UpdateMessage(ctx, f.messages[1], driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: f.contacts[0], Add: []string{"new"}}})
 	require.NoError(t, err)
 	assert.Equal(t, "new", m.Reactions[len(m.Reactions)-1].Name)
-	m, err = s.UpdateMessage(ctx, f.messages[6], driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "x", Reactors: []string{f.contacts[1]}}}})
+	m, err = s.UpdateMessage(ctx, f.messages[6], driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: f.contacts[1], Add: []string{"x"}}})
 	require.NoError(t, err)
 	assert.Len(t, m.Reactions, 1)
 	require.NoError(t, s.CreateMessage(ctx, messaging.Message{ID: "msg_zzz", ConversationID: "general", Contact: messaging.Contact{ID: f.contacts[2]},
@@ -349,7 +349,7 @@ func testCopyOfSourceWrittenMeanwhile(t *testing.T, bs []backend) {
 						return
 					}
 					_, err := src.store.UpdateMessage(ctx, f.messages[i%len(f.messages)], driver.MessageChange{
-						AddReactions: []messaging.Reaction{{Name: "w" + strconv.Itoa(i%5), Reactors: []string{f.contacts[i%4]}}}})
+						Reactions: &driver.ReactionChange{ContactID: f.contacts[i%4], Add: []string{"w" + strconv.Itoa(i%5)}}})
 					if err == nil {
 						err = src.store.MarkRead(ctx, conv, f.contacts[(i+1)%4], m.ID, nil)
 					}

@@ -86,13 +86,23 @@ func fill(t testing.TB, s copyStore, files attachments.BlobStore, n int) fixture
 		_, err := s.UpdateMessage(ctx, id, ch)
 		require.NoError(t, err)
 	}
-	r := func(name string, who ...string) messaging.Reaction {
-		return messaging.Reaction{Name: name, Reactors: who}
+	// react adds each reactor of each name in a change of its own.
+	react := func(id string, name string, who ...string) {
+		for _, c := range who {
+			update(id, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: c, Add: []string{name}}})
+		}
 	}
-	update(f.messages[1], driver.MessageChange{AddReactions: []messaging.Reaction{r("👍", bob, carol), r("tada", alice)}})
-	update(f.messages[1], driver.MessageChange{AddReactions: []messaging.Reaction{r("eyes", dave), r("👍", dave)}})
-	update(f.messages[1], driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "tada", Reactors: []string{alice}}})
-	update(f.messages[2], driver.MessageChange{AddReactions: []messaging.Reaction{r("fire", carol), r("heart", bob, alice)}})
+	unreact := func(id string, name string, who ...string) {
+		for _, c := range who {
+			update(id, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: c, Remove: []string{name}}})
+		}
+	}
+	react(f.messages[1], "👍", bob, carol)
+	react(f.messages[1], "tada", alice)
+	update(f.messages[1], driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: dave, Add: []string{"eyes", "👍"}}})
+	unreact(f.messages[1], "tada", alice)
+	react(f.messages[2], "fire", carol)
+	react(f.messages[2], "heart", bob, alice)
 	// A popular reaction: more reactors than a message embeds.
 	var crowd []string
 	for i := range messaging.MaxEmbeddedReactors + 20 {
@@ -100,9 +110,10 @@ func fill(t testing.TB, s copyStore, files attachments.BlobStore, n int) fixture
 		require.NoError(t, s.PutContact(ctx, c))
 		crowd = append(crowd, c.ID)
 	}
-	update(f.messages[4], driver.MessageChange{AddReactions: []messaging.Reaction{r("🔥", crowd[:70]...)}})
-	update(f.messages[4], driver.MessageChange{AddReactions: []messaging.Reaction{r("👍", alice), r("🔥", crowd[70:]...)}})
-	update(f.messages[4], driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "🔥", Reactors: []string{crowd[3], crowd[110]}}})
+	react(f.messages[4], "🔥", crowd[:70]...)
+	react(f.messages[4], "👍", alice)
+	react(f.messages[4], "🔥", crowd[70:]...)
+	unreact(f.messages[4], "🔥", crowd[3], crowd[110])
 	text := "edited once"
 	update(f.messages[2], driver.MessageChange{Text: &text, RevisionID: "rev_01", UpdatedAt: copyAt(500)})
 	text2 := "edited twice"

@@ -28,7 +28,7 @@ func testDeleteMessageCascades(t *testing.T, h *harness) {
 	loose := h.attachment("c", alice, at(4))
 	m1 := h.message("c", alice, at(5), a2.ID, a1.ID)
 	m2 := h.message("c", alice, at(6), a3.ID)
-	h.update(m1.ID, driver.MessageChange{AddReactions: h.as(r("👍", "alice", "bob"))})
+	h.react(m1.ID, r("👍", "alice", "bob"))
 	m2 = h.get(m2.ID)
 
 	removed, err := h.s.DeleteMessage(h.ctx, m1.ID, nil)
@@ -56,7 +56,7 @@ func testDeleteMessageCascades(t *testing.T, h *harness) {
 
 	_, err = h.s.DeleteMessage(h.ctx, m1.ID, nil)
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "deleting twice")
-	_, err = h.s.UpdateMessage(h.ctx, m1.ID, driver.MessageChange{AddReactions: h.as(r("👍", "bob"))})
+	_, err = h.s.UpdateMessage(h.ctx, m1.ID, driver.MessageChange{Reactions: h.adds("bob", "👍")})
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "updating a deleted message")
 }
 

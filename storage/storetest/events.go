@@ -121,7 +121,7 @@ func testRecordMessages(t *testing.T, h *harness) {
 
 	// UpdateMessage: the message after the change, as it returns it.
 	rec = newRecorder(messaging.EventMessageUpdated, at(4))
-	got, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{AddReactions: h.as(r("👍", "bob")), UpdatedAt: at(4), Record: rec.record})
+	got, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{Reactions: h.adds("bob", "👍"), UpdatedAt: at(4), Record: rec.record})
 	require.NoError(t, err)
 	require.NotNil(t, rec.last(t).Message)
 	assertMessage(t, got, *rec.last(t).Message)
@@ -269,9 +269,9 @@ func testFailedWritesRecordNothing(t *testing.T, h *harness) {
 	assert.ErrorIs(t, err, messaging.ErrConflict)
 	// A Check that refuses.
 	_, err = h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{
-		AddReactions: h.as(r("x", "alice")),
-		Check:        func(before, after driver.MessageCounts) error { return messaging.ErrInvalid },
-		Record:       rec.record,
+		Reactions: h.adds("alice", "x"),
+		Check:     func(before, after driver.MessageCounts) error { return messaging.ErrInvalid },
+		Record:    rec.record,
 	})
 	assert.ErrorIs(t, err, messaging.ErrInvalid)
 	// Writes of what does not exist.
@@ -474,7 +474,7 @@ func testReaderMissesNothing(t *testing.T, h *harness) {
 				err = h.s.CreateMessage(h.ctx, newMessage("conv"+itoa(w%3), alice, at(i)), nil, rec.record)
 			case 1:
 				_, err = h.s.UpdateMessage(h.ctx, target.ID, driver.MessageChange{
-					AddReactions: h.as(r("r"+itoa(i), users[w])), Record: rec.record})
+					Reactions: h.adds(users[w], "r"+itoa(i)), Record: rec.record})
 			default:
 				err = h.s.CreateAttachment(h.ctx, newAttachment("files", alice.ID, at(i)), rec.record)
 			}
@@ -510,7 +510,7 @@ func testCommitOrder(t *testing.T, h *harness) {
 	require.NoError(t, h.s.CreateMessage(h.ctx, m, nil, rec.record))
 	errs := parallel(n, func(i int) error {
 		rec := newRecorder(messaging.EventMessageUpdated, at(1))
-		_, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{AddReactions: h.as(r("👍", names[i])), Record: rec.record})
+		_, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{Reactions: h.adds(names[i], "👍"), Record: rec.record})
 		return err
 	})
 	require.NoError(t, errors.Join(errs...))

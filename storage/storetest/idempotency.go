@@ -253,7 +253,7 @@ func testKeyTaken(t *testing.T, h *harness) {
 
 	text := "edited"
 	_, err = h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{Text: &text, RevisionID: ids.NewAt(ids.Revision, at(4)),
-		AddReactions: h.as(r("x", "alice")), UpdatedAt: at(4), Done: &lost})
+		Reactions: h.adds("alice", "x"), UpdatedAt: at(4), Done: &lost})
 	assert.ErrorIs(t, err, driver.ErrKeyTaken)
 	assertMessage(t, m, h.get(m.ID), "the message is unchanged")
 	revs, _, err := h.s.ListRevisions(h.ctx, driver.RevisionQuery{MessageID: m.ID, Limit: 10})
@@ -276,7 +276,7 @@ func testKeyedUpdate(t *testing.T, h *harness) {
 	m := h.message("c", alice, at(1))
 	c := h.mustClaim(claim(alice.ID, "k", at(0)))
 	d := done(c, nil) // the result is the message UpdateMessage returns
-	got, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{AddReactions: h.as(r("x", "alice")), UpdatedAt: at(2), Done: &d})
+	got, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{Reactions: h.adds("alice", "x"), UpdatedAt: at(2), Done: &d})
 	require.NoError(t, err)
 	rec, _ := h.record(alice.ID, "k")
 	assert.Empty(t, rec.Lock)
@@ -295,7 +295,7 @@ func testKeyedUpdate(t *testing.T, h *harness) {
 	// A failed change keeps the claim.
 	c3 := h.mustClaim(claim(alice.ID, "k3", at(0)))
 	d3 := done(c3, nil)
-	_, err = h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{AddReactions: h.as(r("y", "alice")), Check: Limits(1, 0), Done: &d3})
+	_, err = h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{Reactions: h.adds("alice", "y"), Check: Limits(1, 0), Done: &d3})
 	assert.ErrorIs(t, err, messaging.ErrInvalid)
 	rec, _ = h.record(alice.ID, "k3")
 	assert.Equal(t, c3.Lock, rec.Lock)
@@ -639,7 +639,7 @@ func testServiceKeyedUpdate(t *testing.T, h *harness) {
 	m, err := msgs.Create(h.ctx, alice, messaging.NewMessage{ConversationID: "general", Text: "v1"})
 	require.NoError(t, err)
 	text := "v2"
-	u := messaging.Update{Text: &text, Reactions: []messaging.Reaction{r("ok", "alice")}, Idempotency: messaging.Idempotency{Key: "edit"}}
+	u := messaging.Update{Text: &text, React: []string{"ok"}, Idempotency: messaging.Idempotency{Key: "edit"}}
 	first, err := msgs.Update(h.ctx, alice, m.ID, u)
 	require.NoError(t, err)
 	text3 := "v3"

@@ -124,7 +124,7 @@ func testUpdateLinkErrors(t *testing.T, h *harness) {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := h.s.UpdateMessage(h.ctx, m2.ID, driver.MessageChange{
 				Text:            &text,
-				AddReactions:    h.as(r("👍", "alice")),
+				Reactions:       h.adds("alice", "👍"),
 				LinkAttachments: c.link,
 				UpdatedAt:       at(9),
 			})

@@ -192,9 +192,10 @@ func testListItemsFull(t *testing.T, h *harness) {
 	m1 := h.message("c", alice, at(2), a2.ID, a1.ID)
 	m2 := h.message("c", bob, at(3))
 	read := true
+	h.update(m1.ID, driver.MessageChange{Reactions: h.adds("bob", "👍")})
 	h.update(m1.ID, driver.MessageChange{
-		AddReactions: h.as(r("👍", "bob", "alice")),
-		Read:         &read, ReadAt: at(4), UpdatedAt: at(5),
+		Reactions: h.adds("alice", "👍"),
+		Read:      &read, ReadAt: at(4), UpdatedAt: at(5),
 	})
 	got, more, err := h.s.ListMessages(h.ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
 	require.NoError(t, err)

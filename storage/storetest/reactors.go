@@ -39,7 +39,7 @@ func (h *harness) contacts(prefix string, n int) (cids, names []string) {
 func (h *harness) reactAll(msgID, name string, cids []string) {
 	h.t.Helper()
 	for i, id := range cids {
-		_, err := h.s.UpdateMessage(h.ctx, msgID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: name, Reactors: []string{id}}}, ReactedAt: at(i)})
+		_, err := h.s.UpdateMessage(h.ctx, msgID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: id, Add: []string{name}, At: at(i)}})
 		require.NoError(h.t, err)
 	}
 }
@@ -80,7 +80,7 @@ func testEmbeddedReactors(t *testing.T, h *harness) {
 	m := h.message("c", alice, at(1))
 	cids, names := h.contacts("u", max+30)
 	h.reactAll(m.ID, "a", cids)
-	h.update(m.ID, driver.MessageChange{AddReactions: h.as(r("b", "alice"))})
+	h.update(m.ID, driver.MessageChange{Reactions: h.adds("alice", "b")})
 
 	check := func(want []string, count int, msgAndArgs ...any) {
 		t.Helper()
@@ -98,7 +98,7 @@ func testEmbeddedReactors(t *testing.T, h *harness) {
 
 	remove := func(i int) {
 		t.Helper()
-		h.update(m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "a", Reactors: []string{cids[i]}}})
+		h.update(m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: cids[i], Remove: []string{"a"}}})
 	}
 	left := slices.Clone(names)
 	drop := func(i int) {
@@ -116,7 +116,8 @@ func testEmbeddedReactors(t *testing.T, h *harness) {
 		drop(i)
 	}
 	check(left, max-4, "fewer than 100: every reactor")
-	h.update(m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "a", Reactors: []string{cids[10], cids[0]}}}})
+	h.update(m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: cids[10], Add: []string{"a"}}})
+	h.update(m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: cids[0], Add: []string{"a"}}})
 	left = append(left, names[10], names[0])
 	check(left, max-2, "reactors who come back come last")
 	h.reactAll(m.ID, "a", cids[30:40])
@@ -187,18 +188,19 @@ func testReactorNames(t *testing.T, h *harness) {
 		before, after = b, a
 		return nil
 	}
-	h.update(m.ID, driver.MessageChange{AddReactions: h.as(r("a", "alice"), r("b", "alice", "bob")), Check: spy})
+	h.update(m.ID, driver.MessageChange{Reactions: h.adds("alice", "a", "b"), Check: spy})
 	assert.Equal(t, 0, before.ReactorNames)
 	assert.Equal(t, 2, after.ReactorNames, "alice has a and b")
 	assert.Equal(t, 2, after.ReactionNames)
 
-	h.update(m.ID, driver.MessageChange{AddReactions: h.as(r("b", "bob"), r("c", "bob")), Check: spy})
+	h.update(m.ID, driver.MessageChange{Reactions: h.adds("bob", "b")})
+	h.update(m.ID, driver.MessageChange{Reactions: h.adds("bob", "b", "c"), Check: spy})
 	assert.Equal(t, 1, before.ReactorNames, "bob had b")
 	assert.Equal(t, 2, after.ReactorNames, "bob has b and c")
 	assert.Equal(t, 2, before.ReactionNames)
 	assert.Equal(t, 3, after.ReactionNames)
 
-	h.update(m.ID, driver.MessageChange{AddReactions: h.as(r("a", "alice")), Check: spy})
+	h.update(m.ID, driver.MessageChange{Reactions: h.adds("alice", "a"), Check: spy})
 	assert.Equal(t, 2, before.ReactorNames)
 	assert.Equal(t, 2, after.ReactorNames, "a reaction already there adds no name")
 
@@ -209,18 +211,18 @@ func testReactorNames(t *testing.T, h *harness) {
 		return nil
 	}
 	was := h.get(m.ID)
-	_, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{AddReactions: h.as(r("d", "alice")), Check: refuse})
+	_, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{Reactions: h.adds("alice", "d"), Check: refuse})
 	assert.ErrorIs(t, err, messaging.ErrInvalid)
 	assertMessage(t, was, h.get(m.ID), "a refused change changes nothing")
-	h.update(m.ID, driver.MessageChange{RemoveReaction: &h.as(r("a", "alice"))[0]})
-	h.update(m.ID, driver.MessageChange{AddReactions: h.as(r("d", "alice")), Check: refuse})
+	h.update(m.ID, driver.MessageChange{Reactions: h.removes("alice", "a")})
+	h.update(m.ID, driver.MessageChange{Reactions: h.adds("alice", "d"), Check: refuse})
 	assert.Equal(t, []messaging.Reaction{r("b", "alice", "bob"), r("c", "bob"), r("d", "alice")}, h.get(m.ID).Reactions)
 }
 
 func testLookupMessage(t *testing.T, h *harness) {
 	alice := h.contact("alice")
 	m := h.message("conv", alice, at(3))
-	h.update(m.ID, driver.MessageChange{AddReactions: h.as(r("a", "bob"))})
+	h.update(m.ID, driver.MessageChange{Reactions: h.adds("bob", "a")})
 	got, err := h.s.LookupMessage(h.ctx, m.ID)
 	require.NoError(t, err)
 	assert.Equal(t, driver.MessageRef{ID: m.ID, ConversationID: "conv", SenderID: alice.ID, CreatedAt: at(3)}, got)
@@ -243,13 +245,13 @@ func testConcurrentReactorChurn(t *testing.T, h *harness) {
 	var wg sync.WaitGroup
 	for i := range churn {
 		wg.Go(func() {
-			_, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{RemoveReaction: &messaging.Reaction{Name: "a", Reactors: []string{cids[i*5]}}})
+			_, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: cids[i*5], Remove: []string{"a"}}})
 			mu.Lock()
 			errs = append(errs, err)
 			mu.Unlock()
 		})
 		wg.Go(func() {
-			_, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{AddReactions: []messaging.Reaction{{Name: "a", Reactors: []string{cids[start+i]}}}})
+			_, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: cids[start+i], Add: []string{"a"}}})
 			mu.Lock()
 			errs = append(errs, err)
 			mu.Unlock()

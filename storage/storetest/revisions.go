@@ -80,7 +80,7 @@ func testRevisionNone(t *testing.T, h *harness) {
 	h.update(m.ID, driver.MessageChange{Text: &same, RevisionID: ids.NewAt(ids.Revision, at(2)), UpdatedAt: at(2)})
 	other := "other"
 	h.update(m.ID, driver.MessageChange{Text: &other, UpdatedAt: at(3)})
-	h.update(m.ID, driver.MessageChange{AddReactions: h.as(r("x", "alice")), UpdatedAt: at(4)})
+	h.update(m.ID, driver.MessageChange{Reactions: h.adds("alice", "x"), UpdatedAt: at(4)})
 	assert.Empty(t, h.revisions(m.ID), "an edit to the same text, or without RevisionID, keeps none")
 }
 
@@ -143,7 +143,7 @@ func testRevisionFailedEdit(t *testing.T, h *harness) {
 	m := h.message("c", alice, at(1))
 	text := "never"
 	_, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{Text: &text, RevisionID: ids.NewAt(ids.Revision, at(2)), UpdatedAt: at(2),
-		AddReactions: h.as(r("a", "alice"), r("b", "alice")), Check: Limits(1, 0)})
+		Reactions: h.adds("alice", "a", "b"), Check: Limits(1, 0)})
 	assert.ErrorIs(t, err, messaging.ErrInvalid)
 	assert.Equal(t, m.Text, h.get(m.ID).Text)
 	assert.Empty(t, h.revisions(m.ID))

@@ -33,11 +33,7 @@ func testReactionNamesPerCaller(t *testing.T, h *harness) {
 	m, err := msgs.Create(h.ctx, alice, messaging.NewMessage{ConversationID: "general", Text: "hi"})
 	require.NoError(t, err)
 	react := func(who messaging.Contact, names ...string) (messaging.Message, error) {
-		var rs []messaging.Reaction
-		for _, n := range names {
-			rs = append(rs, r(n, who.Username))
-		}
-		return msgs.Update(h.ctx, who, m.ID, messaging.Update{Reactions: rs})
+		return msgs.React(h.ctx, who, m.ID, names...)
 	}
 	_, err = react(bob, "a", "b")
 	require.NoError(t, err)
@@ -60,7 +56,7 @@ func testReactionNamesPerCaller(t *testing.T, h *harness) {
 	got, err := react(alice, "b", "c")
 	require.NoError(t, err, "another caller has a limit of its own")
 	assert.Equal(t, []messaging.Reaction{r("a", "bob"), r("b", "bob", "alice"), r("c", "alice")}, got.Reactions)
-	_, err = msgs.RemoveReaction(h.ctx, bob, m.ID, "a")
+	_, err = msgs.Unreact(h.ctx, bob, m.ID, "a")
 	require.NoError(t, err)
 	got, err = react(bob, "d")
 	require.NoError(t, err, "after taking one back")
@@ -78,7 +74,7 @@ func testRenamedReactor(t *testing.T, h *harness) {
 	require.NoError(t, err)
 	m, err := msgs.Create(h.ctx, alice, messaging.NewMessage{ConversationID: "general", Text: "hi"})
 	require.NoError(t, err)
-	_, err = msgs.Update(h.ctx, bob, m.ID, messaging.Update{Reactions: []messaging.Reaction{r("👍", "bob"), r("eyes", "bob")}})
+	_, err = msgs.Update(h.ctx, bob, m.ID, messaging.Update{React: []string{"👍", "eyes"}})
 	require.NoError(t, err)
 
 	bob.Username = "robert"
@@ -103,13 +99,13 @@ func testRenamedReactor(t *testing.T, h *harness) {
 	assert.Equal(t, "robert", rs.Data[0].Username)
 
 	// The newcomer has no reaction to take back, and reacts on its own.
-	got, err = msgs.RemoveReaction(h.ctx, newBob, m.ID, "👍")
+	got, err = msgs.Unreact(h.ctx, newBob, m.ID, "👍")
 	require.NoError(t, err)
 	assert.Equal(t, want, got.Reactions, "the newcomer cannot remove the reaction of the one who had its name")
-	got, err = msgs.Update(h.ctx, newBob, m.ID, messaging.Update{Reactions: []messaging.Reaction{r("👍", "bob")}})
+	got, err = msgs.React(h.ctx, newBob, m.ID, "👍")
 	require.NoError(t, err)
 	assert.Equal(t, []messaging.Reaction{r("👍", "robert", "bob"), r("eyes", "robert")}, got.Reactions, "the newcomer is a reactor of its own")
-	got, err = msgs.RemoveReaction(h.ctx, bob, m.ID, "eyes")
+	got, err = msgs.Unreact(h.ctx, bob, m.ID, "eyes")
 	require.NoError(t, err)
 	assert.Equal(t, []messaging.Reaction{r("👍", "robert", "bob")}, got.Reactions, "the renamed contact removes its own reaction")
 }
@@ -130,9 +126,9 @@ func testSameWords(t *testing.T, h *harness) {
 		assert.Equal(t, message, e.Message)
 	}
 
-	_, err = msgs.Update(h.ctx, alice, m.ID, messaging.Update{Reactions: []messaging.Reaction{{Name: "a", Reactors: []string{"alice"}}}})
+	_, err = msgs.Update(h.ctx, alice, m.ID, messaging.Update{React: []string{"a"}})
 	require.NoError(t, err)
-	_, err = msgs.Update(h.ctx, alice, m.ID, messaging.Update{Reactions: []messaging.Reaction{{Name: "b", Reactors: []string{"alice"}}}})
+	_, err = msgs.Update(h.ctx, alice, m.ID, messaging.Update{React: []string{"b"}})
 	want(err, messaging.ErrInvalid, "reactions", "a message may have at most 1 distinct reactions")
 
 	atts := []messaging.Attachment{h.attachment("general", alice, at(1)), h.attachment("general", alice, at(2))}

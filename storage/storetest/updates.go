@@ -33,7 +33,7 @@ func testUpdatedAt(t *testing.T, h *harness) {
 	text := "edited"
 	got := h.update(m.ID, driver.MessageChange{Text: &text})
 	assert.True(t, got.UpdatedAt.IsZero(), "UpdatedAt stays zero when the change gives none")
-	got = h.update(m.ID, driver.MessageChange{AddReactions: h.as(r("👍", "alice")), UpdatedAt: at(3)})
+	got = h.update(m.ID, driver.MessageChange{Reactions: h.adds("alice", "👍"), UpdatedAt: at(3)})
 	assert.Equal(t, at(3), got.UpdatedAt)
 	assertUTC(t, got.UpdatedAt, "UpdatedAt")
 	got = h.update(m.ID, driver.MessageChange{UpdatedAt: at(4).Add(1)}) // 1ns: below the precision kept
@@ -46,7 +46,7 @@ func testEmptyChange(t *testing.T, h *harness) {
 	alice := h.contact("alice")
 	a := h.attachment("c", alice, at(0))
 	m := h.message("c", alice, at(1), a.ID)
-	h.update(m.ID, driver.MessageChange{AddReactions: h.as(r("👍", "alice"))})
+	h.update(m.ID, driver.MessageChange{Reactions: h.adds("alice", "👍")})
 	before := h.get(m.ID)
 	got := h.update(m.ID, driver.MessageChange{})
 	assertMessage(t, before, got)
