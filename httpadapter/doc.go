@@ -27,45 +27,18 @@
 // file URLs, a rate limiter, the logger and the cross-origin protection of
 // requests that carry no bearer token.
 //
-// # Events
-//
-// With Options.Events (the Feed of the messaging Service,
-// messaging.Service.Events), GET /v1/events serves the caller's events. With Accept:
-// text/event-stream it is a Server-Sent Events stream: each event as
-//
-//	id: evt_…
-//	event: message.created
-//	data: {"id": "evt_…", "object": "event", "type": "message.created", "conversation_id": "general", "created": 1700000000, "data": {"object": {…the message…}}}
-//
-// with a comment line after Options.EventHeartbeat (15 s) without one.
-// conversation_id narrows it to one conversation; the Last-Event-ID header
-// (or a last_event_id parameter) resumes after that event, with every later
-// event the caller may see, none twice, or starts with an events.lost
-// event when that one is no longer kept. A stream whose client reads too
-// slowly is ended (the client resumes with its last id). Streams end when
-// the http.Server that serves them shuts down: the handler learns its
-// server from the request (http.ServerContextKey) and registers with it
-// (RegisterOnShutdown), so Shutdown does not wait for them and the host
-// needs no step of its own; served without an http.Server, a stream ends
-// with its request's context. A caller holds at most
-// Options.MaxStreamsPerCaller streams (10) and the handler at most
-// Options.MaxStreams (10,000); one more is a 429 rate_limit_error, code
-// too_many_streams, with Retry-After. Without that
-// Accept, GET /v1/events is the list envelope of past events, newest
-// first, with limit, starting_after and ending_before. A deleted
-// resource's data.object is {"id": …, "object": …, "deleted": true}; an
-// events.lost's is null.
-//
-// # Retries
+// With Options.Events, GET /v1/events serves the caller's events: a
+// Server-Sent Events stream (Accept: text/event-stream) that resumes after
+// Last-Event-ID, or the list of past events. Streams end when the
+// http.Server serving them shuts down (the handler registers with it
+// through RegisterOnShutdown; the host needs no step of its own). A caller
+// holds at most Options.MaxStreamsPerCaller streams (10), the handler
+// Options.MaxStreams (10,000).
 //
 // The POSTs and the PUTs of messages and attachments take an
-// Idempotency-Key header, handed to the services (messaging.Idempotency;
-// "Retries" in package messaging says how its record commits with the
-// change). A retry with the key and the same parameters, compared after
-// parsing (a form and a JSON body of the same fields are one request),
-// answers the first answer again: its status, Location and body, file_url
-// made anew, with Idempotent-Replayed: true. GET and DELETE requests ignore
-// the header.
+// Idempotency-Key header: a retry with the same parameters answers the
+// first answer again (status, Location, body), with Idempotent-Replayed:
+// true.
 //
 // # Errors
 //
