@@ -36,7 +36,7 @@ type owner struct {
 }
 
 // installationID returns the database's installation id, or "" when the
-// Repository has none.
+// storage has none.
 func (s *Service) installationID(ctx context.Context) (string, error) {
 	inst, ok := s.repo.(driver.Installation)
 	if !ok {
@@ -101,7 +101,7 @@ func (s *Service) isKeyOf(ctx context.Context, a driver.Attachment) bool {
 // Errors: ErrConflict when another database claimed the bucket, or when
 // the bucket holds files that this database does not know (a new database
 // over another's files: a mistyped database address, or two databases
-// pointed at one folder); ErrUnimplemented when the Repository is not an
+// pointed at one folder); ErrUnimplemented when the storage is not a driver.
 // Installation. The message says what to do.
 func (s *Service) Claim(ctx context.Context) error {
 	_, err := s.claim(ctx, false)

@@ -24,7 +24,7 @@ func (s *Service) quotaExceeded(used int64) error {
 // uploads counts, per caller, the bytes of the uploads under way in this
 // process, so that concurrent uploads of one caller cannot together pass
 // its quota: each checks, as its bytes arrive, what the repository held
-// when it began (Repository.UploadedBytes), plus the bytes every upload of
+// when it began (driver.AttachmentStore.UploadedBytes), plus the bytes every upload of
 // the caller under way here has read so far, plus those of the uploads
 // here that were stored after it began (which what it read at its start
 // may not hold). Within one process the quota is never passed. Uploads

@@ -27,7 +27,7 @@ type ReconcileReport struct {
 	// claim refused the sweep. They are left as they are.
 	Unowned int
 	// Missing counts the attachment rows whose object is not in the blob
-	// store; their keys are logged at ERROR. (Only when the Repository is
+	// store; their keys are logged at ERROR. (Only when the storage is
 	// a KeyLister and the BlobStore a Lister.)
 	Missing int
 	// Failed counts the objects that could not be removed or moved (they
@@ -47,7 +47,7 @@ type ReconcileReport struct {
 //     deletes those moved aside longer than Options.OrphanRetention ago.
 //     An object without a row that is not provably this database's is
 //     never touched, only counted;
-//   - when the Repository is also a KeyLister, it counts (and logs) the
+//   - when the storage is also a driver.KeyLister, it counts (and logs) the
 //     rows whose object is missing.
 //
 // When the claim is another database's, or the database is older than the

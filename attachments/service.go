@@ -42,7 +42,7 @@ type Options struct {
 	// seconds.
 	FinishTimeout time.Duration
 	// UploadQuota, when > 0, is the most bytes the files a caller uploaded
-	// may hold at once (Repository.UploadedBytes: the sizes of its
+	// may hold at once (driver.AttachmentStore.UploadedBytes: the sizes of its
 	// attachments that exist, wherever they are linked; a deleted file
 	// frees its bytes). An upload that would pass it fails with
 	// ErrTooLarge, Code CodeQuotaExceeded, and stores nothing: at once,
