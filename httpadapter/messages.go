@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/parleychat/parley/internal/check"
+	"github.com/parleychat/parley/internal/domain"
 	"github.com/parleychat/parley/messaging"
 )
 
@@ -89,7 +90,7 @@ func (a *api) updateMessage(w http.ResponseWriter, r *http.Request, caller messa
 		return
 	}
 	if u.React, err = ownReactions(caller, rs); err != nil {
-		a.writeError(w, r, err)
+		a.writeError(w, r, domain.Wrap("messaging.Update", err))
 		return
 	}
 	if u.Attachments, _, err = in.list("attachments"); err != nil {
