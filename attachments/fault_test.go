@@ -270,7 +270,7 @@ func (h *harness) objects(tb testing.TB) []string {
 // rows returns the keys of every attachment row.
 func (h *harness) rows(tb testing.TB) []string {
 	tb.Helper()
-	items, more, err := h.repo.ListAttachments(context.Background(), driver.AttachmentQuery{All: true, UploaderID: h.alice.ID, Limit: 1000})
+	items, more, err := h.repo.ListAttachments(context.Background(), driver.AttachmentQuery{Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 1000}, UploaderID: h.alice.ID})
 	require.NoError(tb, err)
 	require.False(tb, more)
 	keys := []string{}

@@ -679,7 +679,7 @@ func (s *Service) attachments(ctx context.Context, caller driver.Contact, conver
 	if err != nil {
 		return driver.Page[driver.Attachment]{}, err
 	}
-	q := driver.AttachmentQuery{Limit: limit}
+	q := driver.AttachmentQuery{Window: driver.Window{Limit: limit}}
 	if conversationID != "" {
 		if err := check.ConversationID("conversation_id", conversationID); err != nil {
 			return driver.Page[driver.Attachment]{}, err

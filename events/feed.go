@@ -282,7 +282,7 @@ func (f *Feed) deliver() {
 		if idle && f.skip(f.ctx) {
 			return
 		}
-		evs, err := f.store.ReadEvents(f.ctx, driver.EventQuery{All: true, Unfiled: true, After: after, Limit: readBatch})
+		evs, err := f.store.ReadEvents(f.ctx, driver.EventQuery{Scope: driver.Scope{All: true}, Unfiled: true, After: after, Limit: readBatch})
 		if err != nil {
 			if f.ctx.Err() == nil {
 				f.logOnce("read", "events: cannot read the outbox; will retry", err)

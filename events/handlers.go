@@ -140,7 +140,7 @@ func (f *Feed) handleAfter(h *handler, pos *int64) bool {
 		return true
 	}
 	for {
-		evs, err := f.store.ReadEvents(f.ctx, driver.EventQuery{All: true, Unfiled: true, After: seq, Limit: readBatch})
+		evs, err := f.store.ReadEvents(f.ctx, driver.EventQuery{Scope: driver.Scope{All: true}, Unfiled: true, After: seq, Limit: readBatch})
 		if err != nil {
 			if f.ctx.Err() == nil {
 				f.logOnce("read "+h.name, "events: a handler cannot read the outbox; will retry", err)

@@ -239,7 +239,7 @@ func (s *Subscription) catchUp(ctx context.Context) error {
 		return nil
 	}
 	f.mu.Unlock()
-	q := driver.EventQuery{All: true, Unfiled: true, ViewerID: s.caller.ID, After: s.floor, Before: upTo + 1, Limit: readBatch}
+	q := driver.EventQuery{Scope: driver.Scope{All: true}, Unfiled: true, ViewerID: s.caller.ID, After: s.floor, Before: upTo + 1, Limit: readBatch}
 	if s.conv != "" {
 		q.All, q.Unfiled, q.ConversationIDs = false, false, []string{s.conv}
 	}

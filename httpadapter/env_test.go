@@ -385,7 +385,7 @@ func (e *env) snapshot(t testing.TB) []string {
 	t.Helper()
 	var lines []string
 	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
-	msgs, _, err := e.store.ListMessages(e.ctx, driver.MessageQuery{All: true, Limit: 10000})
+	msgs, _, err := e.store.ListMessages(e.ctx, driver.MessageQuery{Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 10000}})
 	require.NoError(t, err)
 	for _, m := range msgs {
 		var att []string
@@ -396,7 +396,7 @@ func (e *env) snapshot(t testing.TB) []string {
 	}
 	seen := map[string]bool{}
 	for _, c := range e.users {
-		atts, _, err := e.store.ListAttachments(e.ctx, driver.AttachmentQuery{All: true, UploaderID: c.ID, Limit: 10000})
+		atts, _, err := e.store.ListAttachments(e.ctx, driver.AttachmentQuery{Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 10000}, UploaderID: c.ID})
 		require.NoError(t, err)
 		for _, a := range atts {
 			if !seen[a.ID] {

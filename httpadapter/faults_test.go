@@ -376,7 +376,7 @@ func assertConsistent(t *testing.T, e *env, bucket *memstore.BlobStore, clk *fau
 	rows := func() []string {
 		var keys []string
 		for _, c := range e.users {
-			atts, _, err := e.store.ListAttachments(e.ctx, driver.AttachmentQuery{All: true, UploaderID: c.ID, Limit: 10000})
+			atts, _, err := e.store.ListAttachments(e.ctx, driver.AttachmentQuery{Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 10000}, UploaderID: c.ID})
 			require.NoError(t, err)
 			for _, a := range atts {
 				keys = append(keys, a.Key)

@@ -32,7 +32,7 @@ func (s *Service) conversations(ctx context.Context, caller Contact, o ListOptio
 	if err != nil {
 		return Page[Conversation]{}, err
 	}
-	q := driver.ConversationQuery{ViewerID: caller.ID, All: sc.All, ConversationIDs: sc.ConversationIDs, Limit: limit}
+	q := driver.ConversationQuery{Scope: driver.Scope{All: sc.All, ConversationIDs: sc.ConversationIDs}, Window: driver.Window{Limit: limit}, ViewerID: caller.ID}
 	if sc.Members {
 		q.MemberID = caller.ID
 	}
@@ -212,7 +212,10 @@ func (s *Service) members(ctx context.Context, q driver.MemberQuery, o ListOptio
 			return Page[Member]{}, err
 		}
 	}
-	q.Limit, q.After = limit, o.StartingAfter
+	q.Limit = limit
+	if o.StartingAfter != "" {
+		q.After = &driver.Cursor{ID: o.StartingAfter}
+	}
 	items, more, err := s.repo.ListMembers(ctx, q)
 	if err != nil {
 		return Page[Member]{}, err

@@ -46,28 +46,22 @@ func (s *Service) reactors(ctx context.Context, caller Contact, messageID, name 
 	if _, err := s.lookup(ctx, caller, messageID); err != nil {
 		return Page[Reactor]{}, err
 	}
-	q := driver.ReactorQuery{MessageID: messageID, Name: name, Limit: limit}
+	q := driver.ReactorQuery{Window: driver.Window{Limit: limit}, MessageID: messageID, Name: name}
 	// A cursor is a username; the store pages by contact id.
-	after, before, err := check.Cursors(o.StartingAfter, o.EndingBefore, func(username string) (string, bool, error) {
+	q.After, q.Before, err = check.Cursors(o.StartingAfter, o.EndingBefore, func(username string) (driver.Cursor, bool, error) {
 		c, err := s.repo.ContactByUsername(ctx, username)
 		if errors.Is(err, ErrNotFound) {
-			return "", false, nil
+			return driver.Cursor{}, false, nil
 		}
-		return c.ID, err == nil, err
+		return driver.Cursor{ID: c.ID}, err == nil, err
 	})
 	if err != nil {
 		return Page[Reactor]{}, err
 	}
-	if after != nil {
-		q.After = *after
-	}
-	if before != nil {
-		q.Before = *before
-	}
 	items, more, err := s.repo.ListReactors(ctx, q)
 	if errors.Is(err, ErrNotFound) {
 		param, username := "starting_after", o.StartingAfter
-		if q.Before != "" {
+		if q.Before != nil {
 			param, username = "ending_before", o.EndingBefore
 		}
 		return Page[Reactor]{}, check.BadParam(param, param+" names no item of this list: "+username)

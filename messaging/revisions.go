@@ -29,7 +29,7 @@ func (s *Service) revisions(ctx context.Context, caller Contact, messageID strin
 	if _, err := s.lookup(ctx, caller, messageID); err != nil {
 		return Page[Revision]{}, err
 	}
-	q := driver.RevisionQuery{MessageID: messageID, Limit: limit}
+	q := driver.RevisionQuery{Window: driver.Window{Limit: limit}, MessageID: messageID}
 	q.After, q.Before, err = check.Cursors(o.StartingAfter, o.EndingBefore, func(id string) (driver.Cursor, bool, error) {
 		if !ids.Valid(ids.Revision, id) {
 			return driver.Cursor{}, false, nil

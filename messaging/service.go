@@ -643,7 +643,7 @@ func (s *Service) messages(ctx context.Context, caller Contact, conversationID s
 	if err != nil {
 		return Page[Message]{}, err
 	}
-	q := driver.MessageQuery{Limit: limit}
+	q := driver.MessageQuery{Window: driver.Window{Limit: limit}}
 	if conversationID != "" {
 		if err := check.ConversationID("conversation_id", conversationID); err != nil {
 			return Page[Message]{}, err
@@ -672,17 +672,11 @@ func (s *Service) messages(ctx context.Context, caller Contact, conversationID s
 	if conversationID != "" {
 		// In one conversation the caller may see, a cursor is any message
 		// of it: the repository finds it with the page.
-		after, before, err := check.Cursors(o.StartingAfter, o.EndingBefore, func(id string) (string, bool, error) {
-			return id, ids.Valid(ids.Message, id), nil
+		q.After, q.Before, err = check.Cursors(o.StartingAfter, o.EndingBefore, func(id string) (driver.Cursor, bool, error) {
+			return driver.Cursor{ID: id}, ids.Valid(ids.Message, id), nil
 		})
 		if err != nil {
 			return Page[Message]{}, err
-		}
-		if after != nil {
-			q.AfterID = *after
-		}
-		if before != nil {
-			q.BeforeID = *before
 		}
 	} else {
 		q.After, q.Before, err = check.Cursors(o.StartingAfter, o.EndingBefore, func(id string) (driver.Cursor, bool, error) {
@@ -699,11 +693,11 @@ func (s *Service) messages(ctx context.Context, caller Contact, conversationID s
 		}
 	}
 	items, more, err := s.repo.ListMessages(ctx, q)
-	if errors.Is(err, ErrNotFound) && (q.AfterID != "" || q.BeforeID != "") {
-		if q.AfterID != "" {
-			return Page[Message]{}, check.UnknownCursor("starting_after", q.AfterID)
+	if errors.Is(err, ErrNotFound) && conversationID != "" && (q.After != nil || q.Before != nil) {
+		if q.After != nil {
+			return Page[Message]{}, check.UnknownCursor("starting_after", q.After.ID)
 		}
-		return Page[Message]{}, check.UnknownCursor("ending_before", q.BeforeID)
+		return Page[Message]{}, check.UnknownCursor("ending_before", q.Before.ID)
 	}
 	if err != nil {
 		return Page[Message]{}, err

@@ -4,28 +4,6 @@ import (
 	"context"
 )
 
-// AttachmentQuery selects a page of attachments, for backends.
-type AttachmentQuery struct {
-	// ConversationIDs restricts the list to attachments of these
-	// conversations. When All is true it is ignored.
-	ConversationIDs []string
-	// MemberID, when set, also lists the attachments of the conversations
-	// this contact is a member of.
-	MemberID string
-	// All lists attachments of every conversation.
-	All bool
-	// UploaderID, when set, also lists the attachments that this contact
-	// uploaded without a conversation (ConversationID "").
-	UploaderID string
-	// Limit is the page size, at least 1.
-	Limit int
-	// After, when set, selects the Limit items just older than it.
-	After *Cursor
-	// Before, when set, selects the Limit items just newer than it; they are
-	// still returned newest first. After and Before are never both set.
-	Before *Cursor
-}
-
 // AttachmentStore stores attachment rows. Implementations must be safe for
 // concurrent use. The storetest package checks every obligation below.
 //

@@ -5,34 +5,6 @@ import (
 	"time"
 )
 
-// EventQuery selects events, for backends.
-type EventQuery struct {
-	// All selects the events of every conversation; else those of
-	// ConversationIDs and of the conversations MemberID is a member of.
-	All bool
-	// ConversationIDs selects the events of these conversations.
-	ConversationIDs []string
-	// MemberID, when set, also selects the events of the conversations
-	// this contact is a member of.
-	MemberID string
-	// Unfiled also selects the events of no conversation (ConversationID
-	// "": those of attachments in none).
-	Unfiled bool
-	// ViewerID, when set, keeps of the events selected above only those
-	// with no AudienceID or with AudienceID ViewerID.
-	ViewerID string
-	// After, when > 0, selects events with a Seq greater than it.
-	After int64
-	// Before, when > 0, selects events with a Seq less than it.
-	Before int64
-	// Limit is the most events returned, at least 1.
-	Limit int
-	// Newest returns the events newest first (Seq descending): the Limit
-	// events of greatest Seq. Otherwise they come oldest first, the Limit
-	// of least Seq.
-	Newest bool
-}
-
 // EventStore is the outbox of a store, for the Feed: the events that the
 // writes of EventStore and attachments.EventStore record in their
 // transactions, and the positions of the Feed's handlers. A backend

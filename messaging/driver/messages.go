@@ -5,79 +5,6 @@ import (
 	"time"
 )
 
-// Cursor is a position in a list, for backends: the (Time, ID) of an item.
-// Lists are ordered by Time, then ID, both descending.
-type Cursor struct {
-	// Time is the item's time in the list's order: CreatedAt for messages
-	// and attachments, UpdatedAt for conversations.
-	Time time.Time
-	// ID is the item's id, which breaks ties of Time.
-	ID string
-}
-
-// MessageQuery selects a page of messages, for backends.
-type MessageQuery struct {
-	// ConversationIDs restricts the list to these conversations (and those
-	// of MemberID). When All is true it is ignored.
-	ConversationIDs []string
-	// MemberID, when set, also lists the messages of the conversations
-	// this contact is a member of (AddMember).
-	MemberID string
-	// All lists messages of every conversation.
-	All bool
-	// Limit is the page size, at least 1.
-	Limit int
-	// After, when set, selects the Limit items just older than it.
-	After *Cursor
-	// Before, when set, selects the Limit items just newer than it; they are
-	// still returned newest first. After and Before are never both set.
-	Before *Cursor
-	// AfterID and BeforeID are After and Before given by the id of a
-	// message, which the repository finds itself (in the page's own query,
-	// where it can: a cursor costs no statement of its own). They are set
-	// only for a list of one conversation (one ConversationIDs, All false,
-	// MemberID empty), never together, nor with After or Before. A message
-	// that is not of that conversation is an error matching ErrNotFound.
-	AfterID, BeforeID string
-}
-
-// ConversationQuery selects a page of conversations, for backends.
-type ConversationQuery struct {
-	// ViewerID is the contact whose read state (UnreadCount,
-	// LastReadMessageID) each conversation carries.
-	ViewerID string
-	// All lists every conversation; else the list holds ConversationIDs and
-	// the conversations MemberID is a member of.
-	All bool
-	// ConversationIDs restricts the list to these conversations (and those
-	// of MemberID).
-	ConversationIDs []string
-	// MemberID, when set, also lists the conversations this contact is a
-	// member of.
-	MemberID string
-	// Limit is the page size, at least 1.
-	Limit int
-	// After, when set, selects the Limit conversations just before it in
-	// the order (UpdatedAt, then ID, descending); Before, just after it,
-	// still returned in that order. Never both.
-	After, Before *Cursor
-}
-
-// MemberQuery selects a page of members, for backends: those of
-// ConversationID by contact id, or the memberships of ContactID by
-// conversation id.
-type MemberQuery struct {
-	// ConversationID selects the members of a conversation.
-	ConversationID string
-	// ContactID selects the memberships of a contact.
-	ContactID string
-	// After, when set, selects the items whose id (contact id, or
-	// conversation id) sorts after it.
-	After string
-	// Limit is the page size, at least 1.
-	Limit int
-}
-
 // MessageChange is what MessageStore.UpdateMessage applies to a message, all
 // at once or not at all. Nil and empty fields change nothing. The Service
 // has checked every argument; the rules that depend on the stored message
@@ -167,20 +94,6 @@ type MessageRef struct {
 	SenderID string
 	// CreatedAt is when the message was sent.
 	CreatedAt time.Time
-}
-
-// ReactorQuery selects a page of the reactors of one reaction, for
-// backends. Reactors are in the order they came.
-type ReactorQuery struct {
-	// MessageID and Name select the reaction.
-	MessageID, Name string
-	// Limit is the page size, at least 1.
-	Limit int
-	// After, when set, is the contact id of a reactor: the page holds the
-	// Limit reactors that came just after it. Before, when set, holds the
-	// Limit reactors that came just before it, still in the order they
-	// came. Never both.
-	After, Before string
 }
 
 // MessageStore stores messages, contacts and reactions, and links attachment
@@ -404,20 +317,6 @@ type IdempotencyStore interface {
 	// (ExpiresAt not after before), whether done or claimed, and returns
 	// how many it removed.
 	PruneIdempotencyKeys(ctx context.Context, before time.Time, limit int) (int, error)
-}
-
-// RevisionQuery selects a page of a message's revisions, for backends.
-type RevisionQuery struct {
-	// MessageID is the message whose revisions are listed.
-	MessageID string
-	// Limit is the page size, at least 1.
-	Limit int
-	// After, when set, selects the Limit revisions just older than it.
-	After *Cursor
-	// Before, when set, selects the Limit revisions just newer than it;
-	// they are still returned newest first. After and Before are never
-	// both set.
-	Before *Cursor
 }
 
 // RevisionStore keeps the earlier texts of edited messages; it is part

@@ -184,7 +184,7 @@ func (s *store) ListMembers(ctx context.Context, q driver.MemberQuery) ([]messag
 			continue
 		}
 		m := messaging.Member{ConversationID: k.conversation, ContactID: k.contact, JoinedAt: at}
-		if key(m) > q.After {
+		if key(m) > cursorID(q.After) {
 			out = append(out, m)
 		}
 	}

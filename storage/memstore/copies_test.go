@@ -42,7 +42,7 @@ func TestReturnsCopies(t *testing.T) {
 	got.Reactions[0].Name = "x"
 	got.Attachments[0].Filename = "evil"
 	got.Contact.Username = "mallory"
-	items, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{All: true, Limit: 10})
+	items, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 10}})
 	require.NoError(t, err)
 	items[0].Reactions[0].Reactors[0] = "mallory"
 
@@ -50,7 +50,7 @@ func TestReturnsCopies(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, want, again)
 
-	atts, _, err := s.Driver().ListAttachments(ctx, driver.AttachmentQuery{All: true, Limit: 10})
+	atts, _, err := s.Driver().ListAttachments(ctx, driver.AttachmentQuery{Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 10}})
 	require.NoError(t, err)
 	atts[0].Filename = "evil"
 	pending, err := s.Driver().PendingDeletions(ctx, 10)

@@ -59,13 +59,16 @@ func TestErrorKinds(t *testing.T) {
 			_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{LinkAttachments: []string{"att_3"}, Check: storetest.Limits(0, 1)})
 			return err
 		}(), messaging.ErrInvalid},
-		{"limit", func() error { _, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{All: true}); return err }(), messaging.ErrInvalid},
+		{"limit", func() error {
+			_, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{Scope: driver.Scope{All: true}})
+			return err
+		}(), messaging.ErrInvalid},
 		{"both cursors", func() error {
-			_, _, err := s.Driver().ListAttachments(ctx, driver.AttachmentQuery{All: true, Limit: 1, After: after, Before: after})
+			_, _, err := s.Driver().ListAttachments(ctx, driver.AttachmentQuery{Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 1, After: after, Before: after}})
 			return err
 		}(), messaging.ErrInvalid},
 		{"both message cursors", func() error {
-			_, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{All: true, Limit: 1, After: mafter, Before: mafter})
+			_, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 1, After: mafter, Before: mafter}})
 			return err
 		}(), messaging.ErrInvalid},
 		{"no such object", func() error { _, err := blobs.Open(ctx, "attachments/none"); return err }(), messaging.ErrNotFound},

@@ -139,19 +139,18 @@ func (s *store) ListMessages(ctx context.Context, q driver.MessageQuery) ([]mess
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, c := range []struct {
-		id  string
-		pos **driver.Cursor
-	}{{q.AfterID, &q.After}, {q.BeforeID, &q.Before}} {
-		if c.id == "" {
+	// A cursor by id (Time zero) is a message of the one conversation.
+	for _, pos := range []**driver.Cursor{&q.After, &q.Before} {
+		if *pos == nil || !(*pos).Time.IsZero() {
 			continue
 		}
-		m, ok := s.messages[c.id]
+		id := (*pos).ID
+		m, ok := s.messages[id]
 		if !ok || len(q.ConversationIDs) != 1 || m.ConversationID != q.ConversationIDs[0] {
-			return nil, false, notFound("message", c.id)
+			return nil, false, notFound("message", id)
 		}
 		p := msgPos(m)
-		*c.pos = &p
+		*pos = &p
 	}
 	var all []*messaging.Message
 	for _, m := range s.messages {

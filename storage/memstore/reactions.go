@@ -134,12 +134,13 @@ func (s *store) ListReactors(ctx context.Context, q driver.ReactorQuery) ([]mess
 		all = s.reacts[q.MessageID][i].reactors
 	}
 	lo, hi := 0, len(all)
-	if cursor := max(q.After, q.Before); cursor != "" {
+	after, before := cursorID(q.After), cursorID(q.Before)
+	if cursor := max(after, before); cursor != "" {
 		at := slices.IndexFunc(all, func(x reactor) bool { return x.id == cursor })
 		if at < 0 {
 			return nil, false, notFound("reactor", cursor)
 		}
-		if q.After != "" {
+		if after != "" {
 			lo = at + 1
 		} else {
 			hi = at
@@ -147,7 +148,7 @@ func (s *store) ListReactors(ctx context.Context, q driver.ReactorQuery) ([]mess
 	}
 	var sel []reactor
 	more := hi-lo > q.Limit
-	if q.Before != "" {
+	if before != "" {
 		sel = all[max(lo, hi-q.Limit):hi]
 	} else {
 		sel = all[lo:min(hi, lo+q.Limit)]

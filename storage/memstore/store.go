@@ -125,3 +125,11 @@ func page[T any](items []T, pos func(T) driver.Cursor, limit int, after, before 
 func sortNewestFirst[T any](items []T, pos func(T) driver.Cursor) {
 	slices.SortFunc(items, func(a, b T) int { return compareCursor(pos(b), pos(a)) })
 }
+
+// cursorID returns the ID of c, a cursor by id, or "" when c is nil.
+func cursorID(c *driver.Cursor) string {
+	if c == nil {
+		return ""
+	}
+	return c.ID
+}

@@ -153,7 +153,7 @@ func TestCombinedCommitAnswerLost(t *testing.T) {
 	assert.Error(t, o1.err, "the outcome is unknown")
 	assert.Error(t, o2.err, "the outcome is unknown")
 
-	got, err := s.Driver().ReadEvents(ctx, driver.EventQuery{All: true, Limit: 100})
+	got, err := s.Driver().ReadEvents(ctx, driver.EventQuery{Scope: driver.Scope{All: true}, Limit: 100})
 	require.NoError(t, err)
 	assert.Len(t, got, 2, "one event per change (c1, c2): the committed transaction is not made again")
 }

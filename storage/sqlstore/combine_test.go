@@ -220,7 +220,7 @@ func TestCombinedChanges(t *testing.T) {
 			assert.Equal(t, want[len(want)-1], reactors(got))
 			names, _ := counters(t, f.s, f.msg.ID)
 			assert.Equal(t, 3, names, "the message counts its names")
-			evs, err := f.s.Driver().ReadEvents(ctx, driver.EventQuery{All: true, Limit: 100})
+			evs, err := f.s.Driver().ReadEvents(ctx, driver.EventQuery{Scope: driver.Scope{All: true}, Limit: 100})
 			require.NoError(t, err)
 			require.Len(t, evs, len(want), "one event for each change made")
 			for i, e := range evs {
@@ -638,7 +638,7 @@ func TestCombinedEventsAsRecorded(t *testing.T) {
 			for _, c := range cs {
 				require.NoError(t, wait(t, c).err)
 			}
-			got, err := f.s.Driver().ReadEvents(ctx, driver.EventQuery{All: true, Limit: 100})
+			got, err := f.s.Driver().ReadEvents(ctx, driver.EventQuery{Scope: driver.Scope{All: true}, Limit: 100})
 			require.NoError(t, err)
 			require.Len(t, got, 1+len(recorded))
 			for i, want := range recorded {

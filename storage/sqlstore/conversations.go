@@ -527,7 +527,7 @@ func (s *store) ListMembers(ctx context.Context, q driver.MemberQuery) ([]messag
 	}
 	var rows []memberRow
 	err := s.read(ctx, &rows, "SELECT conversation_id, contact_id, joined_at FROM conversation_members WHERE "+where+
-		" AND is_member = TRUE AND "+key+" > ? ORDER BY "+key+" LIMIT ?", arg, q.After, q.Limit+1)
+		" AND is_member = TRUE AND "+key+" > ? ORDER BY "+key+" LIMIT ?", arg, cursorID(q.After), q.Limit+1)
 	if err != nil {
 		return nil, false, wrapErr("sqlstore.ListMembers", err)
 	}

@@ -92,8 +92,8 @@ func TestConversationsPageInFixedQueries(t *testing.T) {
 				q     driver.ConversationQuery
 				reads int64
 			}{
-				{"all", driver.ConversationQuery{ViewerID: c.ID, All: true}, 4},
-				{"member of many", driver.ConversationQuery{ViewerID: c.ID, MemberID: c.ID}, 5},
+				{"all", driver.ConversationQuery{Scope: driver.Scope{All: true}, ViewerID: c.ID}, 4},
+				{"member of many", driver.ConversationQuery{Scope: driver.Scope{MemberID: c.ID}, ViewerID: c.ID}, 5},
 			} {
 				for _, limit := range []int{1, 5, 30} {
 					reads.Store(0)

@@ -58,7 +58,7 @@ func explainQueries(t *testing.T, s *sqlstore.Store) map[string]struct {
 } {
 	t.Helper()
 	var last messaging.Message
-	items, _, err := s.Driver().ListMessages(t.Context(), driver.MessageQuery{ConversationIDs: []string{"conv_7"}, Limit: 10})
+	items, _, err := s.Driver().ListMessages(t.Context(), driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"conv_7"}}, Window: driver.Window{Limit: 10}})
 	require.NoError(t, err)
 	require.Len(t, items, 10)
 	last = items[9]
@@ -69,10 +69,10 @@ func explainQueries(t *testing.T, s *sqlstore.Store) map[string]struct {
 		args  []any
 	}{}
 	for name, q := range map[string]driver.MessageQuery{
-		"conversation first page":  {ConversationIDs: []string{"conv_7"}, Limit: 10},
-		"conversation second page": {ConversationIDs: []string{"conv_7"}, Limit: 10, After: cursor},
-		"all first page":           {All: true, Limit: 10},
-		"all second page":          {All: true, Limit: 10, After: cursor},
+		"conversation first page":  {Scope: driver.Scope{ConversationIDs: []string{"conv_7"}}, Window: driver.Window{Limit: 10}},
+		"conversation second page": {Scope: driver.Scope{ConversationIDs: []string{"conv_7"}}, Window: driver.Window{Limit: 10, After: cursor}},
+		"all first page":           {Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 10}},
+		"all second page":          {Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 10, After: cursor}},
 	} {
 		query, args := sqlstore.MessagePageSQL(s, q)
 		index := "messages_created"
@@ -139,11 +139,11 @@ func TestExplainSQLiteCursorByID(t *testing.T) {
 	e := engine(t, "sqlite")
 	s := e.Open(t)
 	seed(t, s, e.Name, 5000, 50)
-	items, _, err := s.Driver().ListMessages(t.Context(), driver.MessageQuery{ConversationIDs: []string{"conv_7"}, Limit: 40})
+	items, _, err := s.Driver().ListMessages(t.Context(), driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"conv_7"}}, Window: driver.Window{Limit: 40}})
 	require.NoError(t, err)
 	for name, q := range map[string]driver.MessageQuery{
-		"after":  {ConversationIDs: []string{"conv_7"}, Limit: 10, AfterID: items[20].ID},
-		"before": {ConversationIDs: []string{"conv_7"}, Limit: 10, BeforeID: items[20].ID},
+		"after":  {Scope: driver.Scope{ConversationIDs: []string{"conv_7"}}, Window: driver.Window{Limit: 10, After: &driver.Cursor{ID: items[20].ID}}},
+		"before": {Scope: driver.Scope{ConversationIDs: []string{"conv_7"}}, Window: driver.Window{Limit: 10, Before: &driver.Cursor{ID: items[20].ID}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			query, args := sqlstore.MessagePageSQL(s, q)
@@ -166,7 +166,7 @@ func TestExplainSQLiteCursorByID(t *testing.T) {
 			page, _, err := s.Driver().ListMessages(t.Context(), q)
 			require.NoError(t, err)
 			want := items[21:31]
-			if q.BeforeID != "" {
+			if q.Before != nil {
 				want = items[10:20]
 			}
 			assert.Equal(t, messageIDs(want), messageIDs(page))
@@ -220,7 +220,7 @@ func TestExplainMySQLDeepCursor(t *testing.T) {
 	s := e.Open(t)
 	seed(t, s, e.Name, 20000, 1)
 	var deep []messaging.Message
-	q := driver.MessageQuery{ConversationIDs: []string{"conv_0"}, Limit: 100}
+	q := driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"conv_0"}}, Window: driver.Window{Limit: 100}}
 	for range 90 { // 9,000 deep
 		page, _, err := s.Driver().ListMessages(t.Context(), q)
 		require.NoError(t, err)
@@ -230,8 +230,7 @@ func TestExplainMySQLDeepCursor(t *testing.T) {
 		q.After = &driver.Cursor{Time: last.CreatedAt, ID: last.ID}
 	}
 	last := deep[len(deep)-1]
-	query, args := sqlstore.MessagePageSQL(s, driver.MessageQuery{ConversationIDs: []string{"conv_0"}, Limit: 10,
-		After: &driver.Cursor{Time: last.CreatedAt, ID: last.ID}})
+	query, args := sqlstore.MessagePageSQL(s, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"conv_0"}}, Window: driver.Window{Limit: 10, After: &driver.Cursor{Time: last.CreatedAt, ID: last.ID}}})
 	var rows []map[string]any
 	require.NoError(t, s.DB().NewRaw("EXPLAIN "+query, args...).Scan(t.Context(), &rows))
 	for _, r := range rows {
@@ -292,7 +291,7 @@ func TestListReadsAPageInAtMostThreeQueries(t *testing.T) {
 			reads := sqlstore.CountReads(s)
 			for _, limit := range []int{1, 5, 30} {
 				reads.Store(0)
-				items, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: limit})
+				items, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: limit}})
 				require.NoError(t, err)
 				require.Len(t, items, limit)
 				for _, m := range items {
@@ -310,20 +309,20 @@ func TestListReadsAPageInAtMostThreeQueries(t *testing.T) {
 				plain = append(plain, m.ID)
 			}
 			reads.Store(0)
-			items, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"plain"}, Limit: 10})
+			items, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"plain"}}, Window: driver.Window{Limit: 10}})
 			require.NoError(t, err)
 			require.Len(t, items, 5)
 			assert.Equal(t, int64(1), reads.Load(), "queries for a page of plain messages")
 			// A cursor by id is found by the page's own query (a second
 			// one on MySQL), and an unknown one by one more after an empty page.
 			reads.Store(0)
-			items, _, err = s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"plain"}, Limit: 10, AfterID: plain[3]})
+			items, _, err = s.Driver().ListMessages(ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"plain"}}, Window: driver.Window{Limit: 10, After: &driver.Cursor{ID: plain[3]}}})
 			require.NoError(t, err)
 			require.Len(t, items, 3)
 			want := map[string]int64{"mysql": 2}[e.Name]
 			assert.Equal(t, max(want, 1), reads.Load(), "queries for a page after a cursor by id")
 			reads.Store(0)
-			_, _, err = s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10, BeforeID: plain[0]})
+			_, _, err = s.Driver().ListMessages(ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 10, Before: &driver.Cursor{ID: plain[0]}}})
 			assert.ErrorIs(t, err, messaging.ErrNotFound, "a cursor of another conversation")
 			want = 2 // the empty page, then the cursor
 			if e.Name == "mysql" {
@@ -372,8 +371,8 @@ func TestExplainPostgresDominantConversation(t *testing.T) {
 	require.NoError(t, err)
 
 	for name, q := range map[string]driver.MessageQuery{
-		"first page":  {ConversationIDs: []string{"conv_big"}, Limit: 10},
-		"before page": {ConversationIDs: []string{"conv_big"}, Limit: 10, Before: &driver.Cursor{Time: time.Date(2025, 1, 1, 0, 0, 1, 0, time.UTC), ID: "msg_"}},
+		"first page":  {Scope: driver.Scope{ConversationIDs: []string{"conv_big"}}, Window: driver.Window{Limit: 10}},
+		"before page": {Scope: driver.Scope{ConversationIDs: []string{"conv_big"}}, Window: driver.Window{Limit: 10, Before: &driver.Cursor{Time: time.Date(2025, 1, 1, 0, 0, 1, 0, time.UTC), ID: "msg_"}}},
 	} {
 		query, args := sqlstore.MessagePageSQL(s, q)
 		var plan []string
@@ -384,7 +383,7 @@ func TestExplainPostgresDominantConversation(t *testing.T) {
 		assert.NotContains(t, text, "Rows Removed by Filter", name)
 		assert.NotContains(t, text, "Sort", name)
 	}
-	items, more, err := s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"conv_big"}, Limit: 3})
+	items, more, err := s.Driver().ListMessages(ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"conv_big"}}, Window: driver.Window{Limit: 3}})
 	require.NoError(t, err)
 	assert.True(t, more)
 	require.Len(t, items, 3)
@@ -405,7 +404,7 @@ func TestExplainPostgresGenericPlans(t *testing.T) {
 	// 60,000 in 100 conversations.
 	seed(t, s, e.Name, 54000, 100)
 	assert.True(t, sqlstore.GenericPlans(s, ctx), "a page of a large table is prepared")
-	items, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"conv_7"}, Limit: 10})
+	items, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"conv_7"}}, Window: driver.Window{Limit: 10}})
 	require.NoError(t, err)
 	require.Len(t, items, 10)
 	conn, err := s.DB().Conn(ctx)
@@ -415,11 +414,11 @@ func TestExplainPostgresGenericPlans(t *testing.T) {
 	require.NoError(t, conn.QueryRowContext(ctx, "SHOW plan_cache_mode").Scan(&mode))
 	assert.Equal(t, "force_generic_plan", mode, "the connections of a Store made by Open")
 	for name, q := range map[string]driver.MessageQuery{
-		"first page":      {ConversationIDs: []string{"conv_7"}, Limit: 10},
-		"after a cursor":  {ConversationIDs: []string{"conv_7"}, Limit: 10, AfterID: items[9].ID},
-		"before a cursor": {ConversationIDs: []string{"conv_7"}, Limit: 10, BeforeID: items[9].ID},
-		"all, first page": {All: true, Limit: 10},
-		"all, after":      {All: true, Limit: 10, After: &driver.Cursor{Time: items[9].CreatedAt, ID: items[9].ID}},
+		"first page":      {Scope: driver.Scope{ConversationIDs: []string{"conv_7"}}, Window: driver.Window{Limit: 10}},
+		"after a cursor":  {Scope: driver.Scope{ConversationIDs: []string{"conv_7"}}, Window: driver.Window{Limit: 10, After: &driver.Cursor{ID: items[9].ID}}},
+		"before a cursor": {Scope: driver.Scope{ConversationIDs: []string{"conv_7"}}, Window: driver.Window{Limit: 10, Before: &driver.Cursor{ID: items[9].ID}}},
+		"all, first page": {Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 10}},
+		"all, after":      {Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 10, After: &driver.Cursor{Time: items[9].CreatedAt, ID: items[9].ID}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			query, args := sqlstore.MessagePageSQL(s, q)

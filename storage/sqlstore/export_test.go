@@ -19,7 +19,7 @@ import (
 // MessagePageSQL exposes the query of a page of messages, for EXPLAIN.
 func MessagePageSQL(st *Store, q driver.MessageQuery) (string, []any) {
 	s := st.s
-	query, args, _, _ := s.messagePageSQL(q)
+	query, args, _, _ := s.messagePageSQL(byID(q))
 	return query, args
 }
 

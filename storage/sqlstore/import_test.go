@@ -46,7 +46,7 @@ func TestImportMessages(t *testing.T) {
 
 			// Page through the conversation: every message, newest first.
 			var got []messaging.Message
-			q := driver.MessageQuery{ConversationIDs: []string{"conv_import"}, Limit: 100}
+			q := driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"conv_import"}}, Window: driver.Window{Limit: 100}}
 			for {
 				page, more, err := s.Driver().ListMessages(ctx, q)
 				require.NoError(t, err)

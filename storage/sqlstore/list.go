@@ -181,3 +181,11 @@ func trimPage[T any](rows []T, limit int, before bool) ([]T, bool) {
 	}
 	return rows, more
 }
+
+// cursorID returns the ID of c, a cursor by id, or "" when c is nil.
+func cursorID(c *driver.Cursor) string {
+	if c == nil {
+		return ""
+	}
+	return c.ID
+}

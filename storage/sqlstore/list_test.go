@@ -60,7 +60,7 @@ func TestListManyConversations(t *testing.T) {
 				var got []string
 				var after *driver.Cursor
 				for {
-					items, more, err := s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: convs, Limit: 7, After: after})
+					items, more, err := s.Driver().ListMessages(ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: convs}, Window: driver.Window{Limit: 7, After: after}})
 					require.NoError(t, err)
 					for _, m := range items {
 						got = append(got, m.ID)
@@ -77,7 +77,7 @@ func TestListManyConversations(t *testing.T) {
 				before := &driver.Cursor{Time: oldest.at, ID: oldest.id}
 				got = []string{oldest.id}
 				for {
-					items, more, err := s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: convs, Limit: 7, Before: before})
+					items, more, err := s.Driver().ListMessages(ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: convs}, Window: driver.Window{Limit: 7, Before: before}})
 					require.NoError(t, err)
 					ids := make([]string, len(items))
 					for i, m := range items {

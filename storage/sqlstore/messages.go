@@ -470,7 +470,7 @@ func loadAttachments(ctx context.Context, query queryFn, ids []string) ([]attach
 // ListMessages returns up to q.Limit messages matching q, newest first, and
 // whether more exist beyond them in the direction of travel, in three
 // queries: the messages with their contacts, their reactions, their
-// attachments. A cursor by id (q.AfterID, q.BeforeID) is read by the
+// attachments. A cursor by id (Time zero) is read by the
 // page's query (by one before it on MySQL), and by one more after a page
 // that comes back empty, to tell an unknown cursor from the end of the
 // list.
@@ -479,7 +479,27 @@ func (s *store) ListMessages(ctx context.Context, q driver.MessageQuery) ([]mess
 	return items, more, wrapErr("sqlstore.ListMessages", err)
 }
 
-func (s *store) listMessages(ctx context.Context, q driver.MessageQuery) ([]messaging.Message, bool, error) {
+// messageQuery is a driver.MessageQuery with its cursors by id (Time zero)
+// apart: AfterID and BeforeID replace After and Before.
+type messageQuery struct {
+	driver.MessageQuery
+	AfterID, BeforeID string
+}
+
+// byID parts q's cursors by id from those with their Time.
+func byID(q driver.MessageQuery) messageQuery {
+	mq := messageQuery{MessageQuery: q}
+	if q.After != nil && q.After.Time.IsZero() {
+		mq.AfterID, mq.After = q.After.ID, nil
+	}
+	if q.Before != nil && q.Before.Time.IsZero() {
+		mq.BeforeID, mq.Before = q.Before.ID, nil
+	}
+	return mq
+}
+
+func (s *store) listMessages(ctx context.Context, dq driver.MessageQuery) ([]messaging.Message, bool, error) {
+	q := byID(dq)
 	if q.Limit < 1 {
 		return nil, false, invalid("limit must be at least 1")
 	}
@@ -491,7 +511,7 @@ func (s *store) listMessages(ctx context.Context, q driver.MessageQuery) ([]mess
 	cursorID := cmp.Or(q.AfterID, q.BeforeID)
 	if cursorID != "" {
 		if len(q.ConversationIDs) != 1 || q.All || q.MemberID != "" || q.After != nil || q.Before != nil || (q.AfterID != "" && q.BeforeID != "") {
-			return nil, false, invalid("AfterID and BeforeID are for a list of one conversation, alone")
+			return nil, false, invalid("a cursor by id is for a list of one conversation, alone")
 		}
 		if s.flavor == flavorMySQL {
 			// MySQL may not bound an index range by a subquery: the
@@ -531,7 +551,7 @@ func (s *store) listMessages(ctx context.Context, q driver.MessageQuery) ([]mess
 // messageCursor returns the cursor of q.AfterID (as after) or q.BeforeID
 // (as before), a message of q's one conversation, or an error matching
 // ErrNotFound.
-func (s *store) messageCursor(ctx context.Context, q driver.MessageQuery) (after, before *driver.Cursor, err error) {
+func (s *store) messageCursor(ctx context.Context, q messageQuery) (after, before *driver.Cursor, err error) {
 	id := cmp.Or(q.AfterID, q.BeforeID)
 	var rows []messageRefRow
 	if err := s.readPrepared(ctx, &rows, "SELECT m.id, m.conversation_id, m.contact_id, m.created_at FROM messages AS m WHERE m.id = ? AND m.conversation_id = ?", id, q.ConversationIDs[0]); err != nil {
@@ -550,7 +570,7 @@ func (s *store) messageCursor(ctx context.Context, q driver.MessageQuery) (after
 // messagePageSQL returns the query of a page of messages (with contacts),
 // whether its plan suits every value of its arguments (one conversation,
 // or all: a range of one index), or false when q matches nothing.
-func (s *store) messagePageSQL(q driver.MessageQuery) (query string, args []any, fixed, ok bool) {
+func (s *store) messagePageSQL(q messageQuery) (query string, args []any, fixed, ok bool) {
 	p := pageQuery{cols: messageCols, from: messageFrom, alias: "m", after: q.After, before: q.Before, limit: q.Limit}
 	switch convs := dedupe(q.ConversationIDs); {
 	case q.All:

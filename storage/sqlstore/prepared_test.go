@@ -84,37 +84,37 @@ func TestPreparedReadsMatchBun(t *testing.T) {
 		"ContactByUsername":                         func() (any, error) { return f.s.Driver().ContactByUsername(ctx, "alice") },
 		"GetAttachment":                             func() (any, error) { return f.s.Driver().GetAttachment(ctx, f.atts[3].ID) },
 		"ListMessages first page": func() (any, error) {
-			items, more, err := f.s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 20})
+			items, more, err := f.s.Driver().ListMessages(ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 20}})
 			return []any{items, more}, err
 		},
 		"ListMessages after a cursor": func() (any, error) {
-			items, more, err := f.s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 7, After: cursor})
+			items, more, err := f.s.Driver().ListMessages(ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 7, After: cursor}})
 			return []any{items, more}, err
 		},
 		"ListMessages before a cursor": func() (any, error) {
-			items, more, err := f.s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 7, Before: cursor})
+			items, more, err := f.s.Driver().ListMessages(ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 7, Before: cursor}})
 			return []any{items, more}, err
 		},
 		"ListMessages of many conversations": func() (any, error) {
-			items, more, err := f.s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: f.convs, Limit: 50})
+			items, more, err := f.s.Driver().ListMessages(ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: f.convs}, Window: driver.Window{Limit: 50}})
 			return []any{items, more}, err
 		},
 		"ListAttachments": func() (any, error) {
-			items, more, err := f.s.Driver().ListAttachments(ctx, driver.AttachmentQuery{ConversationIDs: []string{"c"}, Limit: 5, After: cursor})
+			items, more, err := f.s.Driver().ListAttachments(ctx, driver.AttachmentQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 5, After: cursor}})
 			return []any{items, more}, err
 		},
 		"ListMessages of a member": func() (any, error) {
-			items, more, err := f.s.Driver().ListMessages(ctx, driver.MessageQuery{MemberID: f.contact.ID, ConversationIDs: []string{"c"}, Limit: 30})
+			items, more, err := f.s.Driver().ListMessages(ctx, driver.MessageQuery{Scope: driver.Scope{MemberID: f.contact.ID, ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 30}})
 			return []any{items, more}, err
 		},
 		"GetConversation": func() (any, error) { return f.s.Driver().GetConversation(ctx, "c", f.contact.ID) },
 		"ListConversations": func() (any, error) {
-			items, more, err := f.s.Driver().ListConversations(ctx, driver.ConversationQuery{ViewerID: f.contact.ID, MemberID: f.contact.ID, ConversationIDs: []string{"c"}, Limit: 10})
+			items, more, err := f.s.Driver().ListConversations(ctx, driver.ConversationQuery{Scope: driver.Scope{MemberID: f.contact.ID, ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 10}, ViewerID: f.contact.ID})
 			return []any{items, more}, err
 		},
 		"IsMember": func() (any, error) { return f.s.Driver().IsMember(ctx, "conv_2", f.contact.ID) },
 		"ListMembers": func() (any, error) {
-			items, more, err := f.s.Driver().ListMembers(ctx, driver.MemberQuery{ContactID: f.contact.ID, After: "conv_1", Limit: 5})
+			items, more, err := f.s.Driver().ListMembers(ctx, driver.MemberQuery{Window: driver.Window{After: &driver.Cursor{ID: "conv_1"}, Limit: 5}, ContactID: f.contact.ID})
 			return []any{items, more}, err
 		},
 		"KeysInUse":        func() (any, error) { return f.s.Driver().KeysInUse(ctx, []string{"k/0", "k/5", "k/none"}) },
@@ -131,7 +131,7 @@ func TestPreparedReadsMatchBun(t *testing.T) {
 			assert.Positive(t, sqlstore.Prepared(f.s), "the read was prepared")
 		})
 	}
-	if items, _, err := f.s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 60}); assert.NoError(t, err) {
+	if items, _, err := f.s.Driver().ListMessages(ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 60}}); assert.NoError(t, err) {
 		assert.Len(t, items, 60, "the fixture")
 	}
 }
@@ -144,7 +144,7 @@ func BenchmarkSQLiteReads(b *testing.B) {
 	ctx := b.Context()
 	last := f.messages[len(f.messages)-1].ID // with a reaction
 	first := f.messages[0].ID                // with a reaction and an attachment
-	page := driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 20}
+	page := driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 20}}
 	reads := []struct {
 		name string
 		read func() error
@@ -154,7 +154,7 @@ func BenchmarkSQLiteReads(b *testing.B) {
 		{"GetContact", func() error { _, err := f.s.Driver().GetContact(ctx, f.contact.ID); return err }},
 		{"ListMessages", func() error { _, _, err := f.s.Driver().ListMessages(ctx, page); return err }},
 		{"ListAttachments", func() error {
-			_, _, err := f.s.Driver().ListAttachments(ctx, driver.AttachmentQuery{ConversationIDs: []string{"c"}, Limit: 20})
+			_, _, err := f.s.Driver().ListAttachments(ctx, driver.AttachmentQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 20}})
 			return err
 		}},
 	}
@@ -223,7 +223,7 @@ func TestPostgresPagePartsPrepared(t *testing.T) {
 	// Below 50,000 messages nothing is prepared (genericPlans), as the
 	// pages are not: a generic plan made while the tables are young may
 	// read every reactor of a message until the next ANALYZE.
-	page, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
+	page, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 10}})
 	require.NoError(t, err)
 	require.Len(t, page, 10)
 	reactions, attachments := prepared()
@@ -237,7 +237,7 @@ func TestPostgresPagePartsPrepared(t *testing.T) {
 	require.True(t, sqlstore.GenericPlans(s, ctx))
 
 	for _, limit := range []int{10, 20} {
-		page, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: limit})
+		page, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: limit}})
 		require.NoError(t, err)
 		require.Len(t, page, limit)
 		for _, m := range page {

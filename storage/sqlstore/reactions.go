@@ -387,7 +387,8 @@ func (s *store) listReactors(ctx context.Context, q driver.ReactorQuery) ([]mess
 		LEFT JOIN contacts AS c ON c.id = r.contact_id WHERE r.message_id = ? AND r.name = ?`
 	args := []any{q.MessageID, q.Name}
 	order := " ORDER BY r.seq LIMIT ?"
-	if cursor := cmp.Or(q.After, q.Before); cursor != "" {
+	after, before := cursorID(q.After), cursorID(q.Before)
+	if cursor := cmp.Or(after, before); cursor != "" {
 		var seqs []int64
 		if err := s.read(ctx, &seqs, "SELECT seq FROM reactions WHERE message_id = ? AND contact_id = ? AND name = ?", q.MessageID, cursor, q.Name); err != nil {
 			return nil, false, err
@@ -395,7 +396,7 @@ func (s *store) listReactors(ctx context.Context, q driver.ReactorQuery) ([]mess
 		if len(seqs) == 0 {
 			return nil, false, notFound("reactor")
 		}
-		if q.After != "" {
+		if after != "" {
 			query += " AND r.seq > ?"
 		} else {
 			query += " AND r.seq < ?"
@@ -411,7 +412,7 @@ func (s *store) listReactors(ctx context.Context, q driver.ReactorQuery) ([]mess
 	if more {
 		rows = rows[:q.Limit]
 	}
-	if q.Before != "" {
+	if before != "" {
 		slices.Reverse(rows)
 	}
 	out := make([]messaging.Reactor, len(rows))

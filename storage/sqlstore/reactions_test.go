@@ -88,7 +88,7 @@ func TestEmbeddedReactorsOrder(t *testing.T) {
 			got, err := s.Driver().GetMessage(ctx, ms[0].ID)
 			require.NoError(t, err)
 			assert.Equal(t, want, got.Reactions, "GetMessage")
-			page, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
+			page, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 10}})
 			require.NoError(t, err)
 			require.Len(t, page, 2)
 			for _, m := range page {

@@ -136,7 +136,7 @@ func TestSendsTogether(t *testing.T) {
 	assert.ElementsMatch(t, []string{"c1 " + f.contacts[0], "c1 " + f.contacts[2], "c2 " + f.contacts[1]}, rows,
 		"a row of each sender in each conversation, for its read state")
 
-	evs, err := f.s.Driver().ReadEvents(ctx, driver.EventQuery{All: true, Limit: 100})
+	evs, err := f.s.Driver().ReadEvents(ctx, driver.EventQuery{Scope: driver.Scope{All: true}, Limit: 100})
 	require.NoError(t, err)
 	require.Len(t, evs, len(ms))
 	for i, e := range evs {
@@ -176,7 +176,7 @@ func TestSendsTogetherFailAlone(t *testing.T) {
 	assert.ErrorIs(t, <-outs[2], driver.ErrKeyTaken)
 	require.NoError(t, <-outs[3])
 	assert.Equal(t, 2, f.transactions(ok1, ok2), "made again alone")
-	evs, err := f.s.Driver().ReadEvents(ctx, driver.EventQuery{All: true, Limit: 100})
+	evs, err := f.s.Driver().ReadEvents(ctx, driver.EventQuery{Scope: driver.Scope{All: true}, Limit: 100})
 	require.NoError(t, err)
 	assert.Len(t, evs, 4, "the events of the four sends made")
 	_, err = f.s.Driver().GetIdempotencyKey(ctx, f.contacts[0], "free")
@@ -238,7 +238,7 @@ func TestSendsConcurrent(t *testing.T) {
 		total += c.MessageCount
 	}
 	assert.EqualValues(t, callers*each, total)
-	evs, err := f.s.Driver().ReadEvents(ctx, driver.EventQuery{All: true, Limit: callers * each * 2})
+	evs, err := f.s.Driver().ReadEvents(ctx, driver.EventQuery{Scope: driver.Scope{All: true}, Limit: callers * each * 2})
 	require.NoError(t, err)
 	assert.Len(t, evs, callers*each)
 }

@@ -135,7 +135,7 @@ func TestStaleSendOnPostgres(t *testing.T) {
 	at := sec(2)
 	m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: alice, Text: "after", CreatedAt: at}
 	require.NoError(t, s.Driver().CreateMessage(ctx, m, nil, nil))
-	items, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
+	items, _, err := s.Driver().ListMessages(ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 10}})
 	require.NoError(t, err)
 	require.Len(t, items, 2)
 	assert.Equal(t, "after", items[0].Text)

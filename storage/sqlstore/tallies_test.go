@@ -152,7 +152,7 @@ func TestFoldReachesEveryConversation(t *testing.T) {
 		for i := range convs {
 			send(t, s, fmt.Sprintf("c%03d", i), alice, time.Now().UTC())
 		}
-		got, more, err := s.Driver().ListConversations(t.Context(), driver.ConversationQuery{All: true, ViewerID: alice.ID, Limit: convs})
+		got, more, err := s.Driver().ListConversations(t.Context(), driver.ConversationQuery{Scope: driver.Scope{All: true}, Window: driver.Window{Limit: convs}, ViewerID: alice.ID})
 		require.NoError(t, err)
 		assert.False(t, more)
 		require.Len(t, got, convs)
@@ -225,14 +225,14 @@ func TestSequencerReadsUnnumberedIndex(t *testing.T) {
 		}
 	}
 	sendEvents(300)
-	_, err := s.Driver().ReadEvents(ctx, driver.EventQuery{All: true, Limit: 1}) // numbers them: 300 dead entries
+	_, err := s.Driver().ReadEvents(ctx, driver.EventQuery{Scope: driver.Scope{All: true}, Limit: 1}) // numbers them: 300 dead entries
 	require.NoError(t, err)
 	sendEvents(5)
 	_, err = s.DB().ExecContext(ctx, "ANALYZE events")
 	require.NoError(t, err)
 
 	statements := sqlstore.RecordWrites(s)
-	_, err = s.Driver().ReadEvents(ctx, driver.EventQuery{All: true, Limit: 1})
+	_, err = s.Driver().ReadEvents(ctx, driver.EventQuery{Scope: driver.Scope{All: true}, Limit: 1})
 	require.NoError(t, err)
 	var numbering []string // the statements of the numbering transaction
 	for _, q := range statements() {

@@ -160,15 +160,15 @@ func testAttachmentListFilters(t *testing.T, h *harness) {
 		q    driver.AttachmentQuery
 		want []item
 	}{
-		{"one_conversation", driver.AttachmentQuery{ConversationIDs: []string{"a"}}, inA},
-		{"two_conversations", driver.AttachmentQuery{ConversationIDs: []string{"a", "b"}}, cat(inA, inB)},
-		{"all_conversations_but_no_unfiled", driver.AttachmentQuery{All: true}, cat(inA, inB)},
-		{"all_and_the_uploaders_unfiled", driver.AttachmentQuery{All: true, UploaderID: u1.ID}, cat(inA, inB, unfiled1)},
-		{"all_ignores_conversation_ids", driver.AttachmentQuery{All: true, ConversationIDs: []string{"a"}, UploaderID: u2.ID}, cat(inA, inB, unfiled2)},
-		{"a_conversation_and_the_uploaders_unfiled", driver.AttachmentQuery{ConversationIDs: []string{"b"}, UploaderID: u1.ID}, cat(inB, unfiled1)},
+		{"one_conversation", driver.AttachmentQuery{Scope: driver.Scope{ConversationIDs: []string{"a"}}}, inA},
+		{"two_conversations", driver.AttachmentQuery{Scope: driver.Scope{ConversationIDs: []string{"a", "b"}}}, cat(inA, inB)},
+		{"all_conversations_but_no_unfiled", driver.AttachmentQuery{Scope: driver.Scope{All: true}}, cat(inA, inB)},
+		{"all_and_the_uploaders_unfiled", driver.AttachmentQuery{Scope: driver.Scope{All: true}, UploaderID: u1.ID}, cat(inA, inB, unfiled1)},
+		{"all_ignores_conversation_ids", driver.AttachmentQuery{Scope: driver.Scope{All: true, ConversationIDs: []string{"a"}}, UploaderID: u2.ID}, cat(inA, inB, unfiled2)},
+		{"a_conversation_and_the_uploaders_unfiled", driver.AttachmentQuery{Scope: driver.Scope{ConversationIDs: []string{"b"}}, UploaderID: u1.ID}, cat(inB, unfiled1)},
 		{"only_the_uploaders_unfiled", driver.AttachmentQuery{UploaderID: u2.ID}, unfiled2},
-		{"uploader_with_no_uploads", driver.AttachmentQuery{All: true, UploaderID: u3.ID}, cat(inA, inB)},
-		{"unknown_conversation", driver.AttachmentQuery{ConversationIDs: []string{"zzz"}}, nil},
+		{"uploader_with_no_uploads", driver.AttachmentQuery{Scope: driver.Scope{All: true}, UploaderID: u3.ID}, cat(inA, inB)},
+		{"unknown_conversation", driver.AttachmentQuery{Scope: driver.Scope{ConversationIDs: []string{"zzz"}}}, nil},
 		{"nothing_selected", driver.AttachmentQuery{}, nil},
 	}
 	for _, c := range cases {
@@ -181,7 +181,7 @@ func testAttachmentListFilters(t *testing.T, h *harness) {
 		})
 	}
 	t.Run("items_are_full_rows", func(t *testing.T) {
-		got, _, err := h.s.ListAttachments(h.ctx, driver.AttachmentQuery{UploaderID: u1.ID, Limit: 1})
+		got, _, err := h.s.ListAttachments(h.ctx, driver.AttachmentQuery{Window: driver.Window{Limit: 1}, UploaderID: u1.ID})
 		require.NoError(t, err)
 		require.Len(t, got, 1)
 		assert.Equal(t, h.getAttachment(got[0].ID), got[0])
@@ -192,10 +192,10 @@ func testAttachmentListLinked(t *testing.T, h *harness) {
 	alice := h.contact("alice")
 	unfiled := h.attachment("", alice, at(1))
 	m := h.message("c", alice, at(2), unfiled.ID)
-	got, _, err := h.s.ListAttachments(h.ctx, driver.AttachmentQuery{ConversationIDs: []string{"c"}, Limit: 10})
+	got, _, err := h.s.ListAttachments(h.ctx, driver.AttachmentQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 10}})
 	require.NoError(t, err)
 	assert.Equal(t, []messaging.Attachment{linked(unfiled, m)}, got, "an unfiled upload linked to a message is listed in its conversation")
-	got, _, err = h.s.ListAttachments(h.ctx, driver.AttachmentQuery{UploaderID: alice.ID, Limit: 10})
+	got, _, err = h.s.ListAttachments(h.ctx, driver.AttachmentQuery{Window: driver.Window{Limit: 10}, UploaderID: alice.ID})
 	require.NoError(t, err)
 	assert.Empty(t, got, "and no longer among the unfiled")
 }

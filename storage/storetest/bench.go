@@ -64,7 +64,7 @@ func RunBenchmarks(b *testing.B, newStore func(b *testing.B) Store) {
 			}
 		}
 		b.Run("FirstPage", func(b *testing.B) {
-			q := driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 20}
+			q := driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 20}}
 			b.ReportAllocs()
 			for b.Loop() {
 				if items, _, err := s.ListMessages(ctx, q); err != nil || len(items) != 20 {
@@ -73,7 +73,7 @@ func RunBenchmarks(b *testing.B, newStore func(b *testing.B) Store) {
 			}
 		})
 		b.Run("DeepCursor", func(b *testing.B) {
-			q := driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 20, After: &deep}
+			q := driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 20, After: &deep}}
 			b.ReportAllocs()
 			for b.Loop() {
 				if items, _, err := s.ListMessages(ctx, q); err != nil || len(items) != 20 {

@@ -76,7 +76,7 @@ func testConcurrentCreates(t *testing.T, h *harness) {
 	}
 	want := newestFirst(items)
 
-	got, more, err := h.s.ListMessages(h.ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: n})
+	got, more, err := h.s.ListMessages(h.ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: n}})
 	require.NoError(t, err)
 	assert.Equal(t, want, messageIDs(got), "every message once, newest first")
 	assert.False(t, more)
@@ -84,7 +84,7 @@ func testConcurrentCreates(t *testing.T, h *harness) {
 	var walked []string
 	var after *driver.Cursor
 	for range n {
-		page, more, err := h.s.ListMessages(h.ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 30, After: after})
+		page, more, err := h.s.ListMessages(h.ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 30, After: after}})
 		require.NoError(t, err)
 		walked = append(walked, messageIDs(page)...)
 		if !more || len(page) == 0 {

@@ -89,7 +89,7 @@ func testConversationOrder(t *testing.T, h *harness) {
 	h.message("new", alice, at(9)) // "new" is active last
 	h.attachment("quiet", alice, at(3))
 
-	got, more, err := h.s.ListConversations(h.ctx, driver.ConversationQuery{ViewerID: alice.ID, All: true, Limit: 10})
+	got, more, err := h.s.ListConversations(h.ctx, driver.ConversationQuery{Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 10}, ViewerID: alice.ID})
 	require.NoError(t, err)
 	assert.False(t, more)
 	assert.Equal(t, []string{"new", "tie-b", "tie-a", "quiet", "old"}, conversationIDs(got), "UpdatedAt, then ID, descending")
@@ -97,11 +97,11 @@ func testConversationOrder(t *testing.T, h *harness) {
 		assert.Equal(t, h.conv(c.ID, alice), c, "a listed conversation is as GetConversation returns it")
 	}
 
-	got, _, err = h.s.ListConversations(h.ctx, driver.ConversationQuery{ViewerID: alice.ID, ConversationIDs: []string{"old", "quiet", "nope"}, Limit: 10})
+	got, _, err = h.s.ListConversations(h.ctx, driver.ConversationQuery{Scope: driver.Scope{ConversationIDs: []string{"old", "quiet", "nope"}}, Window: driver.Window{Limit: 10}, ViewerID: alice.ID})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"quiet", "old"}, conversationIDs(got))
 
-	_, _, err = h.s.ListConversations(h.ctx, driver.ConversationQuery{ViewerID: alice.ID, All: true})
+	_, _, err = h.s.ListConversations(h.ctx, driver.ConversationQuery{Scope: driver.Scope{All: true}, ViewerID: alice.ID})
 	assert.ErrorIs(t, err, messaging.ErrInvalid, "a Limit below 1")
 }
 
@@ -116,7 +116,7 @@ func testConversationCursors(t *testing.T, h *harness) {
 	all := newestFirst(items)
 	page := func(after, before *driver.Cursor, limit int) ([]string, bool) {
 		t.Helper()
-		got, more, err := h.s.ListConversations(h.ctx, driver.ConversationQuery{ViewerID: alice.ID, All: true, Limit: limit, After: after, Before: before})
+		got, more, err := h.s.ListConversations(h.ctx, driver.ConversationQuery{Scope: driver.Scope{All: true}, Window: driver.Window{Limit: limit, After: after, Before: before}, ViewerID: alice.ID})
 		require.NoError(t, err)
 		return conversationIDs(got), more
 	}
@@ -286,7 +286,7 @@ func testConcurrentConversation(t *testing.T, h *harness) {
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
-	msgs, _, err := h.s.ListMessages(h.ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 1000})
+	msgs, _, err := h.s.ListMessages(h.ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 1000}})
 	require.NoError(t, err)
 	c := h.conv("c", people[0])
 	assert.EqualValues(t, len(msgs), c.MessageCount)
@@ -375,7 +375,7 @@ func testConcurrentFreshMessages(t *testing.T, h *harness) {
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
-	msgs, _, err := h.s.ListMessages(h.ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 1000})
+	msgs, _, err := h.s.ListMessages(h.ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 1000}})
 	require.NoError(t, err)
 	created := map[string]time.Time{}
 	for _, m := range sent {
@@ -438,7 +438,7 @@ func testLateMessages(t *testing.T, h *harness) {
 	assert.Zero(t, c.UnreadCount, "before bob's position: read")
 	assert.EqualValues(t, 2, h.conv("c", carol).UnreadCount, "after carol's position: unread")
 
-	list, _, err := h.s.ListMessages(h.ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
+	list, _, err := h.s.ListMessages(h.ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 10}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{m3.ID, late.ID, m1.ID}, messageIDs(list))
 
@@ -471,22 +471,22 @@ func testMembers(t *testing.T, h *harness) {
 	require.NoError(t, err)
 	assert.False(t, ok)
 
-	members, more, err := h.s.ListMembers(h.ctx, driver.MemberQuery{ConversationID: "a", Limit: 10})
+	members, more, err := h.s.ListMembers(h.ctx, driver.MemberQuery{Window: driver.Window{Limit: 10}, ConversationID: "a"})
 	require.NoError(t, err)
 	assert.False(t, more)
 	want := []messaging.Member{{ConversationID: "a", ContactID: alice.ID, JoinedAt: at(1)}, {ConversationID: "a", ContactID: bob.ID, JoinedAt: at(3)}, {ConversationID: "a", ContactID: carol.ID, JoinedAt: at(2)}}
 	slices.SortFunc(want, func(x, y messaging.Member) int { return compareStrings(x.ContactID, y.ContactID) })
 	assert.Equal(t, want, members)
-	page, more, err := h.s.ListMembers(h.ctx, driver.MemberQuery{ConversationID: "a", Limit: 2})
+	page, more, err := h.s.ListMembers(h.ctx, driver.MemberQuery{Window: driver.Window{Limit: 2}, ConversationID: "a"})
 	require.NoError(t, err)
 	assert.True(t, more)
 	assert.Equal(t, want[:2], page)
-	page, more, err = h.s.ListMembers(h.ctx, driver.MemberQuery{ConversationID: "a", After: want[1].ContactID, Limit: 2})
+	page, more, err = h.s.ListMembers(h.ctx, driver.MemberQuery{Window: driver.Window{After: &driver.Cursor{ID: want[1].ContactID}, Limit: 2}, ConversationID: "a"})
 	require.NoError(t, err)
 	assert.False(t, more)
 	assert.Equal(t, want[2:], page)
 
-	of, _, err := h.s.ListMembers(h.ctx, driver.MemberQuery{ContactID: alice.ID, Limit: 10})
+	of, _, err := h.s.ListMembers(h.ctx, driver.MemberQuery{Window: driver.Window{Limit: 10}, ContactID: alice.ID})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a", "b", "c"}, []string{of[0].ConversationID, of[1].ConversationID, of[2].ConversationID})
 
@@ -495,7 +495,7 @@ func testMembers(t *testing.T, h *harness) {
 	ok, err = h.s.IsMember(h.ctx, "a", bob.ID)
 	require.NoError(t, err)
 	assert.False(t, ok)
-	members, _, err = h.s.ListMembers(h.ctx, driver.MemberQuery{ConversationID: "a", Limit: 10})
+	members, _, err = h.s.ListMembers(h.ctx, driver.MemberQuery{Window: driver.Window{Limit: 10}, ConversationID: "a"})
 	require.NoError(t, err)
 	assert.Len(t, members, 2)
 }
@@ -522,17 +522,17 @@ func testMemberScope(t *testing.T, h *harness) {
 	fileMine := h.attachment("mine", alice, at(5))
 	h.attachment("other", alice, at(6))
 
-	convs, _, err := h.s.ListConversations(h.ctx, driver.ConversationQuery{ViewerID: bob.ID, MemberID: bob.ID, Limit: 10})
+	convs, _, err := h.s.ListConversations(h.ctx, driver.ConversationQuery{Scope: driver.Scope{MemberID: bob.ID}, Window: driver.Window{Limit: 10}, ViewerID: bob.ID})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"mine"}, conversationIDs(convs))
-	convs, _, err = h.s.ListConversations(h.ctx, driver.ConversationQuery{ViewerID: bob.ID, MemberID: bob.ID, ConversationIDs: []string{"extra"}, Limit: 10})
+	convs, _, err = h.s.ListConversations(h.ctx, driver.ConversationQuery{Scope: driver.Scope{MemberID: bob.ID, ConversationIDs: []string{"extra"}}, Window: driver.Window{Limit: 10}, ViewerID: bob.ID})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"extra", "mine"}, conversationIDs(convs), "members and ids together")
 
-	msgs, _, err := h.s.ListMessages(h.ctx, driver.MessageQuery{MemberID: bob.ID, Limit: 10})
+	msgs, _, err := h.s.ListMessages(h.ctx, driver.MessageQuery{Scope: driver.Scope{MemberID: bob.ID}, Window: driver.Window{Limit: 10}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{mine.ID}, messageIDs(msgs))
-	msgs, _, err = h.s.ListMessages(h.ctx, driver.MessageQuery{MemberID: bob.ID, ConversationIDs: []string{"extra"}, Limit: 10})
+	msgs, _, err = h.s.ListMessages(h.ctx, driver.MessageQuery{Scope: driver.Scope{MemberID: bob.ID, ConversationIDs: []string{"extra"}}, Window: driver.Window{Limit: 10}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{extra.ID, mine.ID}, messageIDs(msgs))
 
@@ -544,5 +544,5 @@ func testMemberScope(t *testing.T, h *harness) {
 // attachmentQuery selects the attachments of the conversations member is
 // a member of.
 func attachmentQuery(member string) driver.AttachmentQuery {
-	return driver.AttachmentQuery{MemberID: member, Limit: 10}
+	return driver.AttachmentQuery{Scope: driver.Scope{MemberID: member}, Window: driver.Window{Limit: 10}}
 }

@@ -375,14 +375,14 @@ func testCopyOfSourceWrittenMeanwhile(t *testing.T, bs []backend) {
 
 			// Coherent: each conversation's counters and last message are
 			// those of the messages the copy holds, for every viewer.
-			convs, _, err := dst.store.ListConversations(ctx, driver.ConversationQuery{All: true, Limit: 100})
+			convs, _, err := dst.store.ListConversations(ctx, driver.ConversationQuery{Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 100}})
 			require.NoError(t, err)
 			total := int64(0)
 			for _, c := range convs {
 				var msgs []messaging.Message
 				var after *driver.Cursor
 				for {
-					page, more, err := dst.store.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{c.ID}, Limit: 50, After: after})
+					page, more, err := dst.store.ListMessages(ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{c.ID}}, Window: driver.Window{Limit: 50, After: after}})
 					require.NoError(t, err)
 					msgs = append(msgs, page...)
 					if !more {
@@ -413,7 +413,7 @@ func testCopyOfSourceWrittenMeanwhile(t *testing.T, bs []backend) {
 				}
 			}
 			require.Equal(t, rep.Rows[storecopy.Messages], total)
-			all, _, err := src.store.ListMessages(ctx, driver.MessageQuery{All: true, Limit: 10000})
+			all, _, err := src.store.ListMessages(ctx, driver.MessageQuery{Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 10000}})
 			require.NoError(t, err)
 			require.Greater(t, int64(len(all)), total, "the writes after the snapshot are not in the copy")
 		})

@@ -176,7 +176,7 @@ func view(t testing.TB, s copyStore, files attachments.BlobStore, f fixture) str
 	var pages [][]messaging.Message
 	var after *driver.Cursor
 	for {
-		page, more, err := s.ListMessages(ctx, driver.MessageQuery{All: true, Limit: 4, After: after})
+		page, more, err := s.ListMessages(ctx, driver.MessageQuery{Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 4, After: after}})
 		require.NoError(t, err)
 		pages = append(pages, page)
 		if !more {
@@ -187,28 +187,28 @@ func view(t testing.TB, s copyStore, files attachments.BlobStore, f fixture) str
 	}
 	out["message pages"] = pages
 	mid := pages[len(pages)/2][0]
-	back, _, err := s.ListMessages(ctx, driver.MessageQuery{ConversationIDs: []string{"general"}, Limit: 3, Before: &driver.Cursor{Time: mid.CreatedAt, ID: mid.ID}})
+	back, _, err := s.ListMessages(ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"general"}}, Window: driver.Window{Limit: 3, Before: &driver.Cursor{Time: mid.CreatedAt, ID: mid.ID}}})
 	require.NoError(t, err)
 	out["page before"] = back
 	for _, id := range f.messages {
 		m, err := s.GetMessage(ctx, id)
 		require.NoError(t, err)
 		out["message "+id] = m
-		revs, _, err := s.ListRevisions(ctx, driver.RevisionQuery{MessageID: id, Limit: 10})
+		revs, _, err := s.ListRevisions(ctx, driver.RevisionQuery{Window: driver.Window{Limit: 10}, MessageID: id})
 		require.NoError(t, err)
 		out["revisions "+id] = revs
 	}
 	for _, name := range []string{"🔥", "👍"} {
 		var all []messaging.Reactor
-		after := ""
+		var after *driver.Cursor
 		for {
-			page, more, err := s.ListReactors(ctx, driver.ReactorQuery{MessageID: f.messages[4], Name: name, Limit: 30, After: after})
+			page, more, err := s.ListReactors(ctx, driver.ReactorQuery{Window: driver.Window{Limit: 30, After: after}, MessageID: f.messages[4], Name: name})
 			require.NoError(t, err)
 			all = append(all, page...)
 			if !more {
 				break
 			}
-			after = page[len(page)-1].ContactID
+			after = &driver.Cursor{ID: page[len(page)-1].ContactID}
 		}
 		out["reactors "+name] = all
 	}
@@ -216,7 +216,7 @@ func view(t testing.TB, s copyStore, files attachments.BlobStore, f fixture) str
 		var all []messaging.Conversation
 		var after *driver.Cursor
 		for {
-			page, more, err := s.ListConversations(ctx, driver.ConversationQuery{ViewerID: viewer, All: true, Limit: 2, After: after})
+			page, more, err := s.ListConversations(ctx, driver.ConversationQuery{Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 2, After: after}, ViewerID: viewer})
 			require.NoError(t, err)
 			all = append(all, page...)
 			if !more {
@@ -226,21 +226,21 @@ func view(t testing.TB, s copyStore, files attachments.BlobStore, f fixture) str
 			after = &driver.Cursor{Time: last.UpdatedAt, ID: last.ID}
 		}
 		out["conversations of "+viewer] = all
-		mine, _, err := s.ListConversations(ctx, driver.ConversationQuery{ViewerID: viewer, MemberID: viewer, Limit: 10})
+		mine, _, err := s.ListConversations(ctx, driver.ConversationQuery{Scope: driver.Scope{MemberID: viewer}, Window: driver.Window{Limit: 10}, ViewerID: viewer})
 		require.NoError(t, err)
 		out["memberships of "+viewer] = nonNil(mine)
 		if viewer != "" {
-			loose, _, err := s.ListAttachments(ctx, driver.AttachmentQuery{UploaderID: viewer, Limit: 100})
+			loose, _, err := s.ListAttachments(ctx, driver.AttachmentQuery{Window: driver.Window{Limit: 100}, UploaderID: viewer})
 			require.NoError(t, err)
 			out["uploads of "+viewer] = nonNil(loose)
 		}
 	}
 	for _, conv := range f.convs {
-		ms, _, err := s.ListMembers(ctx, driver.MemberQuery{ConversationID: conv, Limit: 10})
+		ms, _, err := s.ListMembers(ctx, driver.MemberQuery{Window: driver.Window{Limit: 10}, ConversationID: conv})
 		require.NoError(t, err)
 		out["members of "+conv] = nonNil(ms)
 	}
-	atts, _, err := s.ListAttachments(ctx, driver.AttachmentQuery{All: true, Limit: 100})
+	atts, _, err := s.ListAttachments(ctx, driver.AttachmentQuery{Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 100}})
 	require.NoError(t, err)
 	out["attachments"] = atts
 	contents := map[string]string{}

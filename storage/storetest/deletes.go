@@ -47,10 +47,10 @@ func testDeleteMessageCascades(t *testing.T, h *harness) {
 
 	assertMessage(t, m2, h.get(m2.ID), "other messages are untouched")
 	assert.Equal(t, loose, h.getAttachment(loose.ID), "unlinked attachments are untouched")
-	msgs, _, err := h.s.ListMessages(h.ctx, driver.MessageQuery{All: true, Limit: 10})
+	msgs, _, err := h.s.ListMessages(h.ctx, driver.MessageQuery{Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 10}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{m2.ID}, messageIDs(msgs))
-	atts, _, err := h.s.ListAttachments(h.ctx, driver.AttachmentQuery{All: true, UploaderID: alice.ID, Limit: 10})
+	atts, _, err := h.s.ListAttachments(h.ctx, driver.AttachmentQuery{Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 10}, UploaderID: alice.ID})
 	require.NoError(t, err)
 	assert.Equal(t, []string{loose.ID, a3.ID}, attachmentIDs(atts))
 

@@ -83,7 +83,7 @@ func (r *recorder) last(t *testing.T) driver.Change {
 // allEvents returns every stored event, oldest first.
 func (h *harness) allEvents() []messaging.Event {
 	h.t.Helper()
-	evs, err := h.s.ReadEvents(h.ctx, driver.EventQuery{All: true, Unfiled: true, Limit: 10_000})
+	evs, err := h.s.ReadEvents(h.ctx, driver.EventQuery{Scope: driver.Scope{All: true}, Unfiled: true, Limit: 10_000})
 	require.NoError(h.t, err, "ReadEvents")
 	return evs
 }
@@ -319,24 +319,24 @@ func testEventQueries(t *testing.T, h *harness) {
 		q    driver.EventQuery
 		want []messaging.Event
 	}{
-		{"everything", driver.EventQuery{All: true, Unfiled: true}, all},
-		{"every_conversation", driver.EventQuery{All: true}, []messaging.Event{aEv, bEv, readEv, cEv}},
-		{"one_conversation", driver.EventQuery{ConversationIDs: []string{"a"}}, []messaging.Event{aEv, readEv}},
-		{"conversations", driver.EventQuery{ConversationIDs: []string{"c", "a"}}, []messaging.Event{aEv, readEv, cEv}},
-		{"memberships", driver.EventQuery{MemberID: bob.ID}, []messaging.Event{bEv}},
-		{"memberships_and_ids", driver.EventQuery{MemberID: bob.ID, ConversationIDs: []string{"c"}}, []messaging.Event{bEv, cEv}},
+		{"everything", driver.EventQuery{Scope: driver.Scope{All: true}, Unfiled: true}, all},
+		{"every_conversation", driver.EventQuery{Scope: driver.Scope{All: true}}, []messaging.Event{aEv, bEv, readEv, cEv}},
+		{"one_conversation", driver.EventQuery{Scope: driver.Scope{ConversationIDs: []string{"a"}}}, []messaging.Event{aEv, readEv}},
+		{"conversations", driver.EventQuery{Scope: driver.Scope{ConversationIDs: []string{"c", "a"}}}, []messaging.Event{aEv, readEv, cEv}},
+		{"memberships", driver.EventQuery{Scope: driver.Scope{MemberID: bob.ID}}, []messaging.Event{bEv}},
+		{"memberships_and_ids", driver.EventQuery{Scope: driver.Scope{MemberID: bob.ID, ConversationIDs: []string{"c"}}}, []messaging.Event{bEv, cEv}},
 		{"unfiled_only", driver.EventQuery{Unfiled: true}, []messaging.Event{fileEv}},
-		{"viewer_alice", driver.EventQuery{All: true, Unfiled: true, ViewerID: alice.ID}, []messaging.Event{aEv, bEv, fileEv, cEv}},
-		{"viewer_bob", driver.EventQuery{All: true, Unfiled: true, ViewerID: bob.ID}, []messaging.Event{aEv, bEv, readEv, cEv}},
-		{"viewer_bob_one_conversation", driver.EventQuery{ConversationIDs: []string{"a"}, ViewerID: bob.ID}, []messaging.Event{aEv, readEv}},
+		{"viewer_alice", driver.EventQuery{Scope: driver.Scope{All: true}, Unfiled: true, ViewerID: alice.ID}, []messaging.Event{aEv, bEv, fileEv, cEv}},
+		{"viewer_bob", driver.EventQuery{Scope: driver.Scope{All: true}, Unfiled: true, ViewerID: bob.ID}, []messaging.Event{aEv, bEv, readEv, cEv}},
+		{"viewer_bob_one_conversation", driver.EventQuery{Scope: driver.Scope{ConversationIDs: []string{"a"}}, ViewerID: bob.ID}, []messaging.Event{aEv, readEv}},
 		{"nothing_selected", driver.EventQuery{ViewerID: bob.ID}, nil},
-		{"after", driver.EventQuery{All: true, Unfiled: true, After: bEv.Seq}, []messaging.Event{readEv, fileEv, cEv}},
-		{"before", driver.EventQuery{All: true, Unfiled: true, Before: readEv.Seq}, []messaging.Event{aEv, bEv}},
-		{"between", driver.EventQuery{All: true, Unfiled: true, After: aEv.Seq, Before: cEv.Seq}, []messaging.Event{bEv, readEv, fileEv}},
-		{"limit", driver.EventQuery{All: true, Unfiled: true, Limit: 2}, []messaging.Event{aEv, bEv}},
-		{"newest", driver.EventQuery{All: true, Unfiled: true, Newest: true, Limit: 2}, []messaging.Event{cEv, fileEv}},
-		{"newest_before", driver.EventQuery{All: true, Unfiled: true, Newest: true, Before: fileEv.Seq, Limit: 2}, []messaging.Event{readEv, bEv}},
-		{"newest_filtered", driver.EventQuery{ConversationIDs: []string{"a"}, Newest: true}, []messaging.Event{readEv, aEv}},
+		{"after", driver.EventQuery{Scope: driver.Scope{All: true}, Unfiled: true, After: bEv.Seq}, []messaging.Event{readEv, fileEv, cEv}},
+		{"before", driver.EventQuery{Scope: driver.Scope{All: true}, Unfiled: true, Before: readEv.Seq}, []messaging.Event{aEv, bEv}},
+		{"between", driver.EventQuery{Scope: driver.Scope{All: true}, Unfiled: true, After: aEv.Seq, Before: cEv.Seq}, []messaging.Event{bEv, readEv, fileEv}},
+		{"limit", driver.EventQuery{Scope: driver.Scope{All: true}, Unfiled: true, Limit: 2}, []messaging.Event{aEv, bEv}},
+		{"newest", driver.EventQuery{Scope: driver.Scope{All: true}, Unfiled: true, Newest: true, Limit: 2}, []messaging.Event{cEv, fileEv}},
+		{"newest_before", driver.EventQuery{Scope: driver.Scope{All: true}, Unfiled: true, Newest: true, Before: fileEv.Seq, Limit: 2}, []messaging.Event{readEv, bEv}},
+		{"newest_filtered", driver.EventQuery{Scope: driver.Scope{ConversationIDs: []string{"a"}}, Newest: true}, []messaging.Event{readEv, aEv}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.q.Limit == 0 {
@@ -347,7 +347,7 @@ func testEventQueries(t *testing.T, h *harness) {
 			assert.Equal(t, eventIDs(tc.want), eventIDs(got))
 		})
 	}
-	_, err := h.s.ReadEvents(h.ctx, driver.EventQuery{All: true})
+	_, err := h.s.ReadEvents(h.ctx, driver.EventQuery{Scope: driver.Scope{All: true}})
 	assert.ErrorIs(t, err, messaging.ErrInvalid, "a Limit below 1")
 }
 
@@ -390,7 +390,7 @@ func testPruneEvents(t *testing.T, h *harness) {
 	after := h.allEvents()[len(left):]
 	require.Len(t, after, 1)
 	assert.Greater(t, after[0].Seq, before[4].Seq)
-	got, err := h.s.ReadEvents(h.ctx, driver.EventQuery{All: true, After: before[4].Seq, Limit: 10})
+	got, err := h.s.ReadEvents(h.ctx, driver.EventQuery{Scope: driver.Scope{All: true}, After: before[4].Seq, Limit: 10})
 	require.NoError(t, err)
 	assert.Equal(t, eventIDs(after), eventIDs(got), "a reader that read up to the last Seq before the prune finds the new event")
 }
@@ -451,7 +451,7 @@ func testReaderMissesNothing(t *testing.T, h *harness) {
 		var last int64
 		for {
 			finished := done.Load()
-			evs, err := h.s.ReadEvents(h.ctx, driver.EventQuery{All: true, Unfiled: true, After: last, Limit: 7})
+			evs, err := h.s.ReadEvents(h.ctx, driver.EventQuery{Scope: driver.Scope{All: true}, Unfiled: true, After: last, Limit: 7})
 			if err != nil {
 				readErr = err
 				return

@@ -256,7 +256,7 @@ func testKeyTaken(t *testing.T, h *harness) {
 		Reactions: h.adds("alice", "x"), UpdatedAt: at(4), Done: &lost})
 	assert.ErrorIs(t, err, driver.ErrKeyTaken)
 	assertMessage(t, m, h.get(m.ID), "the message is unchanged")
-	revs, _, err := h.s.ListRevisions(h.ctx, driver.RevisionQuery{MessageID: m.ID, Limit: 10})
+	revs, _, err := h.s.ListRevisions(h.ctx, driver.RevisionQuery{Window: driver.Window{Limit: 10}, MessageID: m.ID})
 	require.NoError(t, err)
 	assert.Empty(t, revs, "no revision is kept")
 
@@ -457,7 +457,7 @@ func testConcurrentKeyedWrites(t *testing.T, h *harness) {
 		assert.ErrorIs(t, err, driver.ErrKeyTaken, "call %d", i)
 	}
 	require.NotEqual(t, -1, won, "one keyed write succeeds")
-	items, _, err := h.s.ListMessages(h.ctx, driver.MessageQuery{ConversationIDs: []string{"race"}, Limit: 100})
+	items, _, err := h.s.ListMessages(h.ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"race"}}, Window: driver.Window{Limit: 100}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{msgs[won].ID}, messageIDs(items), "only the winner's message is stored")
 	rec, _ := h.record(alice.ID, "race")

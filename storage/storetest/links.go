@@ -43,7 +43,7 @@ func (h *harness) assertNoMessage(id string) {
 	h.t.Helper()
 	_, err := h.s.GetMessage(h.ctx, id)
 	assert.ErrorIs(h.t, err, messaging.ErrNotFound, "the message must not be stored")
-	items, _, err := h.s.ListMessages(h.ctx, driver.MessageQuery{All: true, Limit: 100})
+	items, _, err := h.s.ListMessages(h.ctx, driver.MessageQuery{Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 100}})
 	require.NoError(h.t, err)
 	assert.NotContains(h.t, messageIDs(items), id)
 }

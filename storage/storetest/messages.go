@@ -65,7 +65,7 @@ func testMessageTimesUTC(t *testing.T, h *harness) {
 	assertUTC(t, got.ReadAt, "ReadAt")
 	assertUTC(t, got.UpdatedAt, "UpdatedAt")
 
-	items, _, err := h.s.ListMessages(h.ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
+	items, _, err := h.s.ListMessages(h.ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 10}})
 	require.NoError(t, err)
 	require.Len(t, items, 1)
 	assertMessage(t, got, items[0], "ListMessages returns the message as GetMessage does")
@@ -90,7 +90,7 @@ func testMessageContactNow(t *testing.T, h *harness) {
 
 	got := h.get(m.ID)
 	assert.Equal(t, changed, got.Contact, "GetMessage shows the contact as stored now")
-	items, _, err := h.s.ListMessages(h.ctx, driver.MessageQuery{All: true, Limit: 10})
+	items, _, err := h.s.ListMessages(h.ctx, driver.MessageQuery{Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 10}})
 	require.NoError(t, err)
 	require.Len(t, items, 1)
 	assert.Equal(t, changed, items[0].Contact, "ListMessages shows the contact as stored now")
@@ -130,7 +130,7 @@ func testListOrder(t *testing.T, h *harness) {
 		m.ID = it.id
 		require.NoError(t, h.s.CreateMessage(h.ctx, m, nil, nil))
 	}
-	got, more, err := h.s.ListMessages(h.ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 100})
+	got, more, err := h.s.ListMessages(h.ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 100}})
 	require.NoError(t, err)
 	assert.Equal(t, newestFirst(items), messageIDs(got), "newest first by CreatedAt, then by ID")
 	assert.False(t, more)
@@ -158,11 +158,11 @@ func testListFilters(t *testing.T, h *harness) {
 		q    driver.MessageQuery
 		want []item
 	}{
-		{"one_conversation", driver.MessageQuery{ConversationIDs: []string{"a"}}, byConv["a"]},
-		{"two_conversations", driver.MessageQuery{ConversationIDs: []string{"a", "c"}}, append(append([]item{}, byConv["a"]...), byConv["c"]...)},
-		{"all", driver.MessageQuery{All: true}, all},
-		{"all_ignores_conversation_ids", driver.MessageQuery{All: true, ConversationIDs: []string{"b"}}, all},
-		{"unknown_conversation", driver.MessageQuery{ConversationIDs: []string{"zzz"}}, nil},
+		{"one_conversation", driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"a"}}}, byConv["a"]},
+		{"two_conversations", driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"a", "c"}}}, append(append([]item{}, byConv["a"]...), byConv["c"]...)},
+		{"all", driver.MessageQuery{Scope: driver.Scope{All: true}}, all},
+		{"all_ignores_conversation_ids", driver.MessageQuery{Scope: driver.Scope{All: true, ConversationIDs: []string{"b"}}}, all},
+		{"unknown_conversation", driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"zzz"}}}, nil},
 		{"no_conversations_and_not_all", driver.MessageQuery{}, nil},
 	}
 	for _, c := range cases {
@@ -174,11 +174,11 @@ func testListFilters(t *testing.T, h *harness) {
 	}
 	t.Run("paged_within_a_conversation", func(t *testing.T) {
 		want := newestFirst(byConv["a"])
-		got, more, err := h.s.ListMessages(h.ctx, driver.MessageQuery{ConversationIDs: []string{"a"}, Limit: 2})
+		got, more, err := h.s.ListMessages(h.ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"a"}}, Window: driver.Window{Limit: 2}})
 		require.NoError(t, err)
 		assert.Equal(t, want[:2], messageIDs(got))
 		assert.True(t, more)
-		got, more, err = h.s.ListMessages(h.ctx, driver.MessageQuery{ConversationIDs: []string{"a"}, Limit: 2, After: itemOf(byConv["a"], want[1]).cursor()})
+		got, more, err = h.s.ListMessages(h.ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"a"}}, Window: driver.Window{Limit: 2, After: itemOf(byConv["a"], want[1]).cursor()}})
 		require.NoError(t, err)
 		assert.Equal(t, want[2:], messageIDs(got))
 		assert.False(t, more)
@@ -197,7 +197,7 @@ func testListItemsFull(t *testing.T, h *harness) {
 		Reactions: h.adds("alice", "👍"),
 		Read:      &read, ReadAt: at(4), UpdatedAt: at(5),
 	})
-	got, more, err := h.s.ListMessages(h.ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
+	got, more, err := h.s.ListMessages(h.ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 10}})
 	require.NoError(t, err)
 	assert.False(t, more)
 	require.Equal(t, []string{m2.ID, m1.ID}, messageIDs(got))
@@ -221,7 +221,7 @@ func testMessageCursors(t *testing.T, h *harness) {
 	}
 	testCursors(t, items, func(t *testing.T, limit int, after, before *driver.Cursor) ([]string, bool) {
 		t.Helper()
-		got, more, err := h.s.ListMessages(h.ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: limit, After: after, Before: before})
+		got, more, err := h.s.ListMessages(h.ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: limit, After: after, Before: before}})
 		require.NoError(t, err)
 		for _, m := range got {
 			assert.Equal(t, "c", m.ConversationID)
@@ -245,15 +245,16 @@ func testMessageCursorsByID(t *testing.T, h *harness) {
 			noise = append(noise, h.message("noise", alice, it.at).ID)
 		}
 	}
-	byID := func(c *driver.Cursor) string {
+	// byID is c as a cursor by id (Time zero).
+	byID := func(c *driver.Cursor) *driver.Cursor {
 		if c == nil {
-			return ""
+			return nil
 		}
-		return c.ID
+		return &driver.Cursor{ID: c.ID}
 	}
 	testCursors(t, items, func(t *testing.T, limit int, after, before *driver.Cursor) ([]string, bool) {
 		t.Helper()
-		got, more, err := h.s.ListMessages(h.ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: limit, AfterID: byID(after), BeforeID: byID(before)})
+		got, more, err := h.s.ListMessages(h.ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: limit, After: byID(after), Before: byID(before)}})
 		require.NoError(t, err)
 		for _, m := range got {
 			assert.Equal(t, "c", m.ConversationID)
@@ -263,11 +264,11 @@ func testMessageCursorsByID(t *testing.T, h *harness) {
 	for name, id := range map[string]string{"another_conversation": noise[0], "missing": ids.New(ids.Message)} {
 		t.Run(name, func(t *testing.T) {
 			for _, q := range []driver.MessageQuery{
-				{ConversationIDs: []string{"c"}, Limit: 5, AfterID: id},
-				{ConversationIDs: []string{"c"}, Limit: 5, BeforeID: id},
+				{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 5, After: &driver.Cursor{ID: id}}},
+				{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 5, Before: &driver.Cursor{ID: id}}},
 			} {
 				_, _, err := h.s.ListMessages(h.ctx, q)
-				assert.ErrorIs(t, err, messaging.ErrNotFound, "AfterID %q, BeforeID %q", q.AfterID, q.BeforeID)
+				assert.ErrorIs(t, err, messaging.ErrNotFound, "After %v, Before %v", q.After, q.Before)
 			}
 		})
 	}
@@ -287,7 +288,7 @@ func testAttachmentCursors(t *testing.T, h *harness) {
 	}
 	testCursors(t, items, func(t *testing.T, limit int, after, before *driver.Cursor) ([]string, bool) {
 		t.Helper()
-		got, more, err := h.s.ListAttachments(h.ctx, driver.AttachmentQuery{ConversationIDs: []string{"c"}, Limit: limit, After: after, Before: before})
+		got, more, err := h.s.ListAttachments(h.ctx, driver.AttachmentQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: limit, After: after, Before: before}})
 		require.NoError(t, err)
 		for _, a := range got {
 			assert.Equal(t, "c", a.ConversationID)

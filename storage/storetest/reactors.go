@@ -48,7 +48,7 @@ func (h *harness) reactAll(msgID, name string, cids []string) {
 func (h *harness) allReactors(msgID, name string) []messaging.Reactor {
 	h.t.Helper()
 	var out []messaging.Reactor
-	q := driver.ReactorQuery{MessageID: msgID, Name: name, Limit: 7}
+	q := driver.ReactorQuery{Window: driver.Window{Limit: 7}, MessageID: msgID, Name: name}
 	for {
 		page, more, err := h.s.ListReactors(h.ctx, q)
 		require.NoError(h.t, err)
@@ -57,7 +57,7 @@ func (h *harness) allReactors(msgID, name string) []messaging.Reactor {
 			return out
 		}
 		require.NotEmpty(h.t, page)
-		q.After = page[len(page)-1].ContactID
+		q.After = &driver.Cursor{ID: page[len(page)-1].ContactID}
 	}
 }
 
@@ -89,7 +89,7 @@ func testEmbeddedReactors(t *testing.T, h *harness) {
 		require.Len(t, got.Reactions, 2, msgAndArgs...)
 		assert.Equal(t, messaging.Reaction{Name: "a", Reactors: want, Count: count}, got.Reactions[0], msgAndArgs...)
 		assert.Equal(t, r("b", "alice"), got.Reactions[1])
-		items, _, err := h.s.ListMessages(h.ctx, driver.MessageQuery{ConversationIDs: []string{"c"}, Limit: 10})
+		items, _, err := h.s.ListMessages(h.ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 10}})
 		require.NoError(t, err)
 		require.Len(t, items, 1)
 		assertMessage(t, got, items[0], "a list shows the message as GetMessage does")
@@ -132,7 +132,7 @@ func testListReactors(t *testing.T, h *harness) {
 	cids, names := h.contacts("v", 12)
 	h.reactAll(m.ID, "👍", cids)
 
-	page, more, err := h.s.ListReactors(h.ctx, driver.ReactorQuery{MessageID: m.ID, Name: "👍", Limit: 5})
+	page, more, err := h.s.ListReactors(h.ctx, driver.ReactorQuery{Window: driver.Window{Limit: 5}, MessageID: m.ID, Name: "👍"})
 	require.NoError(t, err)
 	assert.True(t, more)
 	assert.Equal(t, names[:5], usernames(page))
@@ -141,38 +141,38 @@ func testListReactors(t *testing.T, h *harness) {
 		assert.Equal(t, at(i), r.ReactedAt, "reacted at the change's ReactedAt")
 		assertUTC(t, r.ReactedAt, "ReactedAt")
 	}
-	page, more, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{MessageID: m.ID, Name: "👍", Limit: 5, After: cids[9]})
+	page, more, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{Window: driver.Window{Limit: 5, After: &driver.Cursor{ID: cids[9]}}, MessageID: m.ID, Name: "👍"})
 	require.NoError(t, err)
 	assert.False(t, more)
 	assert.Equal(t, names[10:], usernames(page))
-	page, more, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{MessageID: m.ID, Name: "👍", Limit: 3, Before: cids[5]})
+	page, more, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{Window: driver.Window{Limit: 3, Before: &driver.Cursor{ID: cids[5]}}, MessageID: m.ID, Name: "👍"})
 	require.NoError(t, err)
 	assert.True(t, more)
 	assert.Equal(t, names[2:5], usernames(page), "Before: those just before, still in order")
-	page, more, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{MessageID: m.ID, Name: "👍", Limit: 3, Before: cids[3]})
+	page, more, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{Window: driver.Window{Limit: 3, Before: &driver.Cursor{ID: cids[3]}}, MessageID: m.ID, Name: "👍"})
 	require.NoError(t, err)
 	assert.False(t, more)
 	assert.Equal(t, names[:3], usernames(page))
-	page, more, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{MessageID: m.ID, Name: "👍", Limit: 3, After: cids[11]})
+	page, more, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{Window: driver.Window{Limit: 3, After: &driver.Cursor{ID: cids[11]}}, MessageID: m.ID, Name: "👍"})
 	require.NoError(t, err)
 	assert.False(t, more)
 	assert.Empty(t, page)
 
-	_, _, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{MessageID: m.ID, Name: "👍", Limit: 3, After: alice.ID})
+	_, _, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{Window: driver.Window{Limit: 3, After: &driver.Cursor{ID: alice.ID}}, MessageID: m.ID, Name: "👍"})
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "a cursor that is not a reactor")
-	_, _, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{MessageID: m.ID, Name: "other", Limit: 3, Before: cids[0]})
+	_, _, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{Window: driver.Window{Limit: 3, Before: &driver.Cursor{ID: cids[0]}}, MessageID: m.ID, Name: "other"})
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "a cursor that is a reactor of another name")
-	page, more, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{MessageID: m.ID, Name: "other", Limit: 3})
+	page, more, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{Window: driver.Window{Limit: 3}, MessageID: m.ID, Name: "other"})
 	require.NoError(t, err)
 	assert.False(t, more)
 	assert.Empty(t, page, "a name nobody used")
-	page, _, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{MessageID: ids.NewAt(ids.Message, base), Name: "👍", Limit: 3})
+	page, _, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{Window: driver.Window{Limit: 3}, MessageID: ids.NewAt(ids.Message, base), Name: "👍"})
 	require.NoError(t, err)
 	assert.Empty(t, page, "a message that does not exist")
 
 	renamed := messaging.Contact{ID: cids[1], Username: "renamed", CreatedAt: base}
 	require.NoError(t, h.s.PutContact(h.ctx, renamed))
-	page, _, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{MessageID: m.ID, Name: "👍", Limit: 3})
+	page, _, err = h.s.ListReactors(h.ctx, driver.ReactorQuery{Window: driver.Window{Limit: 3}, MessageID: m.ID, Name: "👍"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{names[0], "renamed", names[2]}, usernames(page), "usernames as stored now")
 	assert.Equal(t, []string{names[0], "renamed", names[2]}, h.get(m.ID).Reactions[0].Reactors[:3])

@@ -36,7 +36,7 @@ func (h *harness) edit(id, text string, t time.Time) string {
 // revisions returns the whole list of the message's revisions, newest first.
 func (h *harness) revisions(id string) []messaging.Revision {
 	h.t.Helper()
-	items, more, err := h.s.ListRevisions(h.ctx, driver.RevisionQuery{MessageID: id, Limit: 1000})
+	items, more, err := h.s.ListRevisions(h.ctx, driver.RevisionQuery{Window: driver.Window{Limit: 1000}, MessageID: id})
 	require.NoError(h.t, err, "ListRevisions")
 	assert.False(h.t, more)
 	return items
@@ -105,23 +105,23 @@ func testRevisionCursors(t *testing.T, h *harness) {
 	}
 	cur := func(i int) *driver.Cursor { return &driver.Cursor{Time: all[i].CreatedAt, ID: all[i].ID} }
 
-	page, more, err := h.s.ListRevisions(h.ctx, driver.RevisionQuery{MessageID: m.ID, Limit: 5})
+	page, more, err := h.s.ListRevisions(h.ctx, driver.RevisionQuery{Window: driver.Window{Limit: 5}, MessageID: m.ID})
 	require.NoError(t, err)
 	assert.Equal(t, want[:5], revisionIDs(page))
 	assert.True(t, more)
-	page, more, err = h.s.ListRevisions(h.ctx, driver.RevisionQuery{MessageID: m.ID, Limit: 5, After: cur(4)})
+	page, more, err = h.s.ListRevisions(h.ctx, driver.RevisionQuery{Window: driver.Window{Limit: 5, After: cur(4)}, MessageID: m.ID})
 	require.NoError(t, err)
 	assert.Equal(t, want[5:10], revisionIDs(page))
 	assert.True(t, more)
-	page, more, err = h.s.ListRevisions(h.ctx, driver.RevisionQuery{MessageID: m.ID, Limit: 5, After: cur(9)})
+	page, more, err = h.s.ListRevisions(h.ctx, driver.RevisionQuery{Window: driver.Window{Limit: 5, After: cur(9)}, MessageID: m.ID})
 	require.NoError(t, err)
 	assert.Equal(t, want[10:], revisionIDs(page))
 	assert.False(t, more)
-	page, more, err = h.s.ListRevisions(h.ctx, driver.RevisionQuery{MessageID: m.ID, Limit: 4, Before: cur(10)})
+	page, more, err = h.s.ListRevisions(h.ctx, driver.RevisionQuery{Window: driver.Window{Limit: 4, Before: cur(10)}, MessageID: m.ID})
 	require.NoError(t, err)
 	assert.Equal(t, want[6:10], revisionIDs(page), "Before: the items just newer, still newest first")
 	assert.True(t, more)
-	page, more, err = h.s.ListRevisions(h.ctx, driver.RevisionQuery{MessageID: m.ID, Limit: 4, Before: cur(2)})
+	page, more, err = h.s.ListRevisions(h.ctx, driver.RevisionQuery{Window: driver.Window{Limit: 4, Before: cur(2)}, MessageID: m.ID})
 	require.NoError(t, err)
 	assert.Equal(t, want[:2], revisionIDs(page))
 	assert.False(t, more)

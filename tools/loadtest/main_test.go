@@ -520,7 +520,7 @@ func TestSeed(t *testing.T) {
 	c, err := s.Driver().ContactByUsername(ctx, "alice")
 	require.NoError(t, err)
 	var all []messaging.Message
-	q := driver.MessageQuery{ConversationIDs: []string{"conv_seed"}, Limit: 100}
+	q := driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"conv_seed"}}, Window: driver.Window{Limit: 100}}
 	for {
 		page, more, err := s.Driver().ListMessages(ctx, q)
 		require.NoError(t, err)
