@@ -30,7 +30,10 @@
 //     drops duplicates by id and resumes after the last id it has
 //     (SubscribeOptions.After), missing none, even across a crash.
 //   - A subscription gets only what its caller may see (the Policy, and the
-//     audience of a conversation.read or of a file in no conversation). One
+//     audience of a conversation.read or of a file in no conversation), and
+//     is offered nothing else: a stream that sees nothing costs nothing per
+//     event. Memberships changed through the Service take effect at once;
+//     a host Policy's own changes within Options.PolicyTTL. One
 //     whose reader falls behind Options.Buffer events ends with ErrTooSlow
 //     rather than slowing anyone else, and resumes.
 //   - Handlers run after the commit, one event at a time per handler, in

@@ -50,6 +50,8 @@ type env struct {
 	clock *fakeClock        // of the services and the Feeds
 	pol   *privatePolicy
 	blobs attachments.BlobStore
+	// policy, when set, is the services' Policy instead of pol.
+	policy messaging.Policy
 }
 
 // fakeClock is a clock that runs with time.Now, moved forward by add.
@@ -74,7 +76,13 @@ func (c *fakeClock) add(d time.Duration) {
 // and gate, when given, holds the Feed's delivery (see newFeed).
 func newEnv(t testing.TB, store storetest.Store, opts *events.Options, gate ...func(context.Context) error) *env {
 	t.Helper()
-	e := &env{t: t, ctx: context.Background(), store: store, clock: &fakeClock{}, pol: &privatePolicy{}, blobs: memstore.NewBlobStore()}
+	return newEnvPolicy(t, store, nil, opts, gate...)
+}
+
+// newEnvPolicy is newEnv under policy (the env's privatePolicy when nil).
+func newEnvPolicy(t testing.TB, store storetest.Store, policy messaging.Policy, opts *events.Options, gate ...func(context.Context) error) *env {
+	t.Helper()
+	e := &env{t: t, ctx: context.Background(), store: store, clock: &fakeClock{}, pol: &privatePolicy{}, blobs: memstore.NewBlobStore(), policy: policy}
 	e.feed = e.newFeed(opts, gate...)
 	var err error
 	for _, u := range []struct {
@@ -108,7 +116,11 @@ func (e *env) newFeed(opts *events.Options, gate ...func(context.Context) error)
 	if len(gate) > 0 {
 		ctx = eventstest.WithGate(ctx, gate[0])
 	}
-	e.msgs = svctest.NewContext(e.t, ctx, storetest.Storage(e.store), e.blobs, &messaging.Options{Policy: e.pol, Logger: quiet, Now: e.clock.now,
+	var policy messaging.Policy = e.pol
+	if e.policy != nil {
+		policy = e.policy
+	}
+	e.msgs = svctest.NewContext(e.t, ctx, storetest.Storage(e.store), e.blobs, &messaging.Options{Policy: policy, Logger: quiet, Now: e.clock.now,
 		Files: &attachments.Options{Logger: quiet, Now: e.clock.now}, Events: &o})
 	e.files = e.msgs.Files()
 	return e.msgs.Events()

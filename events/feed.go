@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,10 +35,14 @@ type Options struct {
 	// a slow reader never holds up the Feed, writers or other readers.
 	// Default: 256.
 	Buffer int
-	// PolicyTTL is how long a subscription relies on the Policy's answer
-	// for one conversation before it asks again: a contact removed from a
-	// conversation stops getting its events within that time. Default: 10
-	// seconds.
+	// PolicyTTL is how long the Feed relies on the Policy's answer for a
+	// caller and a conversation before it asks again: a host Policy's
+	// changes reach open streams within that time, and so do membership
+	// changes made through another instance whose wake-up (Topic and
+	// Subscription) did not arrive. Memberships changed through the
+	// messaging Service (AddMember, RemoveMember) take effect at once in
+	// its instance, and in the others when its wake-up arrives. Default: 1
+	// second.
 	PolicyTTL time.Duration
 
 	// Topic, when set, is sent a wake-up (not the event) after each write
@@ -91,7 +96,7 @@ func (o *Options) withDefaults() Options {
 		c.Buffer = 256
 	}
 	if c.PolicyTTL <= 0 {
-		c.PolicyTTL = 10 * time.Second
+		c.PolicyTTL = time.Second
 	}
 	if c.HandlerAttempts <= 0 {
 		c.HandlerAttempts = 8
@@ -143,13 +148,23 @@ type Feed struct {
 	wake    chan struct{} // the dispatcher's
 	publish chan struct{} // the publisher's
 
-	mu       sync.Mutex
-	cursor   int64 // every event up to it has been offered to subscriptions
-	subs     map[*Subscription]struct{}
-	handlers map[string]*handler
-	closed   bool
-	skipped  time.Time // when an idle Feed last moved its cursor (skip)
-	behind   bool      // an idle Feed let writes pass without moving its cursor
+	mu        sync.Mutex
+	cursor    int64                                 // every event up to it has been offered to subscriptions
+	viewers   map[string]*viewer                    // callers with subscriptions, by id
+	narrow    map[string]map[*Subscription]struct{} // live subscriptions narrowed to a conversation
+	wide      map[*viewer]struct{}                  // viewers with live subscriptions to all
+	wideGen   uint64                                // changes with wide
+	audiences map[string]*audience                  // wide viewers admitted, by conversation
+	live      int                                   // live subscriptions
+	handlers  map[string]*handler
+	closed    bool
+	skipped   time.Time // when an idle Feed last moved its cursor (skip)
+	behind    bool      // an idle Feed let writes pass without moving its cursor
+
+	// changed are the memberships changed through this instance that the
+	// other instances have not been told of: "contact conversation" each.
+	changedMu sync.Mutex
+	changed   []string
 
 	logMu   sync.Mutex
 	lastLog map[string]time.Time // what failed, and when it was last logged
@@ -158,33 +173,37 @@ type Feed struct {
 // New returns a Feed of the events in store, the outbox of the storage
 // that the messaging Service (and the attachments Service built with it)
 // write to. It is for messaging.New, which builds the Feed with the
-// messaging Service (see messaging.Service.Events) and calls the
-// Committed that New returns after each write that recorded events, to
-// wake the Feed. A Feed delivers the events recorded from now on live;
+// messaging Service (see messaging.Service.Events) and calls the hooks
+// that New returns: Committed after each write that recorded events, to
+// wake the Feed, and MemberChanged after each membership change, which
+// the Feed tells the other instances of. A Feed delivers the events recorded from now on live;
 // subscribers and handlers resume from older ones. New reads the outbox
 // once, and fails if it cannot.
-func New(ctx context.Context, m domain.Messaging, store driver.EventStore, opts *Options) (*Feed, domain.Committed, error) {
+func New(ctx context.Context, m domain.Messaging, store driver.EventStore, opts *Options) (*Feed, domain.FeedHooks, error) {
 	if store == nil || m.CanSeeEvent == nil {
-		return nil, nil, errors.New("events: New needs a driver.EventStore and the messaging Service's rules")
+		return nil, domain.FeedHooks{}, errors.New("events: New needs a driver.EventStore and the messaging Service's rules")
 	}
 	f := &Feed{
-		store:    store,
-		m:        m,
-		gate:     eventstest.Gate(ctx),
-		opts:     opts.withDefaults(),
-		instance: newInstanceID(),
-		wake:     make(chan struct{}, 1),
-		publish:  make(chan struct{}, 1),
-		subs:     make(map[*Subscription]struct{}),
-		handlers: make(map[string]*handler),
-		lastLog:  make(map[string]time.Time),
+		store:     store,
+		m:         m,
+		gate:      eventstest.Gate(ctx),
+		opts:      opts.withDefaults(),
+		instance:  newInstanceID(),
+		wake:      make(chan struct{}, 1),
+		publish:   make(chan struct{}, 1),
+		viewers:   make(map[string]*viewer),
+		narrow:    make(map[string]map[*Subscription]struct{}),
+		wide:      make(map[*viewer]struct{}),
+		audiences: make(map[string]*audience),
+		handlers:  make(map[string]*handler),
+		lastLog:   make(map[string]time.Time),
 	}
 	last, err := store.LastEvent(ctx)
 	switch {
 	case err == nil:
 		f.cursor = last.Seq
 	case !errors.Is(err, driver.ErrNotFound):
-		return nil, nil, domain.Wrap("events.New", err)
+		return nil, domain.FeedHooks{}, domain.Wrap("events.New", err)
 	}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	f.wg.Go(f.dispatch)
@@ -195,7 +214,7 @@ func New(ctx context.Context, m domain.Messaging, store driver.EventStore, opts 
 	if f.opts.Subscription != nil {
 		f.wg.Go(f.receiveWakeUps)
 	}
-	return f, f.committed, nil
+	return f, domain.FeedHooks{Committed: f.committed, MemberChanged: f.memberChanged}, nil
 }
 
 func newInstanceID() string {
@@ -230,6 +249,23 @@ func (f *Feed) committed() {
 	case f.wake <- struct{}{}:
 	default:
 	}
+	select {
+	case f.publish <- struct{}{}:
+	default:
+	}
+}
+
+// memberChanged is called by the messaging Service after a membership
+// change: the Feed asks the Policy again for that contact and
+// conversation, and so do the other instances once told (publishWakeUps).
+func (f *Feed) memberChanged(contactID, conversationID string) {
+	f.forget(contactID, conversationID)
+	if f.opts.Topic == nil {
+		return
+	}
+	f.changedMu.Lock()
+	f.changed = append(f.changed, contactID+" "+conversationID)
+	f.changedMu.Unlock()
 	select {
 	case f.publish <- struct{}{}:
 	default:
@@ -292,12 +328,10 @@ func (f *Feed) deliver() {
 		if len(evs) == 0 {
 			return
 		}
+		now := f.opts.Now()
 		f.mu.Lock()
 		for i := range evs {
-			e := &evs[i]
-			for s := range f.subs {
-				s.offer(e)
-			}
+			f.route(&evs[i], now)
 		}
 		f.cursor = evs[len(evs)-1].Seq
 		for _, h := range f.handlers {
@@ -312,7 +346,7 @@ func (f *Feed) deliver() {
 
 // idle reports whether nothing takes events from the Feed: no
 // subscription and no handler. The caller holds f.mu.
-func (f *Feed) idle() bool { return len(f.subs) == 0 && len(f.handlers) == 0 }
+func (f *Feed) idle() bool { return f.live == 0 && len(f.handlers) == 0 }
 
 // skip moves the cursor of an idle Feed to the newest event, reading that
 // one event rather than every event since, and reports whether it did: a
@@ -376,7 +410,10 @@ func (f *Feed) prune() {
 }
 
 // publishWakeUps sends a wake-up to Topic after writes, one at a time:
-// the writes that commit while one is sent share the next.
+// the writes that commit while one is sent share the next. A wake-up
+// carries the memberships changed since the last one (metadata
+// "members": "contact conversation" lines). A lost one delays the change
+// in the other instances by at most Options.PolicyTTL.
 func (f *Feed) publishWakeUps() {
 	for {
 		select {
@@ -384,7 +421,14 @@ func (f *Feed) publishWakeUps() {
 			return
 		case <-f.publish:
 		}
-		err := f.opts.Topic.Send(f.ctx, &pubsub.Message{Body: []byte(f.instance), Metadata: map[string]string{"instance": f.instance}})
+		md := map[string]string{"instance": f.instance}
+		f.changedMu.Lock()
+		if len(f.changed) > 0 {
+			md["members"] = strings.Join(f.changed, "\n")
+			f.changed = nil
+		}
+		f.changedMu.Unlock()
+		err := f.opts.Topic.Send(f.ctx, &pubsub.Message{Body: []byte(f.instance), Metadata: md})
 		if err != nil && f.ctx.Err() == nil {
 			f.logOnce("publish", "events: cannot send a wake-up; other instances will poll", err)
 		}
@@ -412,6 +456,11 @@ func (f *Feed) receiveWakeUps() {
 		backoff = 100 * time.Millisecond
 		m.Ack()
 		if m.Metadata["instance"] != f.instance {
+			for line := range strings.Lines(m.Metadata["members"]) {
+				if contact, conv, ok := strings.Cut(strings.TrimSuffix(line, "\n"), " "); ok {
+					f.forget(contact, conv)
+				}
+			}
 			select {
 			case f.wake <- struct{}{}:
 			default:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 
 	"github.com/parleychat/parley/internal/check"
 	"github.com/parleychat/parley/internal/domain"
@@ -42,6 +41,7 @@ type Subscription struct {
 	caller driver.Contact
 	conv   string
 	onCut  func()
+	viewer *viewer // the caller's, set once by join
 
 	// Read by the dispatcher under feed.mu.
 	ch      chan *driver.Event // live events, bounded
@@ -54,16 +54,9 @@ type Subscription struct {
 	// The reader's own state.
 	floor   int64          // every event up to it has been considered
 	pending []driver.Event // read from the outbox, not yet returned
-	live    bool           // registered with the dispatcher
+	live    bool           // registered with the dispatcher (under feed.mu)
 	lost    *driver.Event  // to return first
-	seen    map[string]visibility
-	ended   error // ErrTooSlow or ErrClosed, once the subscription is over
-}
-
-// visibility is a cached answer of the Policy.
-type visibility struct {
-	ok    bool
-	until time.Time
+	ended   error          // ErrTooSlow or ErrClosed, once the subscription is over
 }
 
 // Subscribe starts a subscription of caller's events. Errors: ErrInvalid
@@ -93,7 +86,6 @@ func (f *Feed) subscribe(ctx context.Context, caller driver.Contact, o Subscribe
 		ch:     make(chan *driver.Event, f.opts.Buffer),
 		cut:    make(chan struct{}),
 		done:   make(chan struct{}),
-		seen:   make(map[string]visibility),
 	}
 	if o.After == "" {
 		f.current(ctx)
@@ -102,8 +94,9 @@ func (f *Feed) subscribe(ctx context.Context, caller driver.Contact, o Subscribe
 		if f.closed {
 			return nil, ErrClosed
 		}
-		s.floor, s.live = f.cursor, true
-		f.subs[s] = struct{}{}
+		s.floor = f.cursor
+		f.join(s)
+		f.goLive(s)
 		return s, nil
 	}
 	e, err := f.store.GetEvent(ctx, o.After)
@@ -124,13 +117,19 @@ func (f *Feed) subscribe(ctx context.Context, caller driver.Contact, o Subscribe
 	default:
 		return nil, err
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil, ErrClosed
+	}
+	f.join(s)
 	return s, nil
 }
 
 // offer queues e for the subscription, or cuts it off when its queue is
 // full; the caller holds feed.mu. It never blocks.
 func (s *Subscription) offer(e *driver.Event) {
-	if s.conv != "" && e.ConversationID != s.conv || e.AudienceID != "" && e.AudienceID != s.caller.ID {
+	if s.conv != "" && e.ConversationID != s.conv {
 		return
 	}
 	select {
@@ -142,7 +141,7 @@ func (s *Subscription) offer(e *driver.Event) {
 				s.onCut()
 			}
 		})
-		delete(s.feed.subs, s)
+		s.feed.drop(s)
 	}
 }
 
@@ -233,8 +232,7 @@ func (s *Subscription) catchUp(ctx context.Context) error {
 			f.mu.Unlock()
 			return ErrClosed
 		}
-		s.live = true
-		f.subs[s] = struct{}{}
+		f.goLive(s)
 		f.mu.Unlock()
 		return nil
 	}
@@ -255,8 +253,8 @@ func (s *Subscription) catchUp(ctx context.Context) error {
 }
 
 // visible reports whether the caller may see e: the rule of
-// messaging.Service.CanSeeEvent, with the Policy's answer for a
-// conversation kept for Options.PolicyTTL.
+// messaging.Service.CanSeeEvent, with the Policy's answers shared by the
+// caller's subscriptions (Feed.canView).
 func (s *Subscription) visible(ctx context.Context, e driver.Event) (bool, error) {
 	if s.conv != "" && e.ConversationID != s.conv {
 		return false, nil
@@ -267,25 +265,15 @@ func (s *Subscription) visible(ctx context.Context, e driver.Event) (bool, error
 	if e.ConversationID == "" {
 		return e.AudienceID != "", nil
 	}
-	now := s.feed.opts.Now()
-	if v, ok := s.seen[e.ConversationID]; ok && now.Before(v.until) {
-		return v.ok, nil
-	}
-	ok, err := s.feed.m.CanView(ctx, s.caller.ID, e.ConversationID)
-	if err != nil {
-		return false, err
-	}
-	if len(s.seen) >= 1024 {
-		clear(s.seen)
-	}
-	s.seen[e.ConversationID] = visibility{ok: ok, until: now.Add(s.feed.opts.PolicyTTL)}
-	return ok, nil
+	return s.feed.canView(ctx, s.viewer, e.ConversationID)
 }
 
 // Close ends the subscription; Next then returns ErrClosed.
 func (s *Subscription) Close() {
-	s.closeOnce.Do(func() { close(s.done) })
-	s.feed.mu.Lock()
-	delete(s.feed.subs, s)
-	s.feed.mu.Unlock()
+	s.closeOnce.Do(func() {
+		close(s.done)
+		s.feed.mu.Lock()
+		s.feed.leave(s)
+		s.feed.mu.Unlock()
+	})
 }

@@ -147,6 +147,9 @@ func (s *Service) AddMember(ctx context.Context, conversationID, contactID strin
 	if err == nil {
 		err = s.repo.AddMember(ctx, conversationID, contactID, s.now())
 	}
+	if err == nil {
+		s.memberChanged(contactID, conversationID)
+	}
 	if errors.Is(err, ErrNotFound) {
 		err = &Error{Kind: ErrNotFound, Param: "contact_id", Message: "no such contact: " + contactID, Err: err}
 	}
@@ -159,6 +162,9 @@ func (s *Service) RemoveMember(ctx context.Context, conversationID, contactID st
 	err := check.ConversationID("conversation_id", conversationID)
 	if err == nil {
 		err = s.repo.RemoveMember(ctx, conversationID, contactID)
+	}
+	if err == nil {
+		s.memberChanged(contactID, conversationID)
 	}
 	return wrapErr("messaging.RemoveMember "+strconv.Quote(conversationID), err)
 }

@@ -127,7 +127,9 @@ type Service struct {
 	// committed is called after each write that recorded events: it wakes
 	// the Feed.
 	committed domain.Committed
-	touched   sync.Map // contact id -> time.Time of the last TouchContact
+	// memberChanged tells the Feed of a membership added or removed.
+	memberChanged domain.MemberChanged
+	touched       sync.Map // contact id -> time.Time of the last TouchContact
 	// contacts caches contacts as read from the repository, for the
 	// responses of Create: contact id -> cachedContact.
 	contacts sync.Map
@@ -181,13 +183,13 @@ func New(ctx context.Context, storage Storage, blobs attachments.BlobStore, opts
 		MaxListLimit: s.opts.MaxListLimit,
 		CanSeeEvent:  s.CanSeeEvent,
 	}
-	feed, committed, err := events.New(ctx, m, repo, o.Events)
+	feed, hooks, err := events.New(ctx, m, repo, o.Events)
 	if err != nil {
 		return nil, err
 	}
-	m.Committed, m.Files = committed, files{s}
+	m.Committed, m.Files = hooks.Committed, files{s}
 	s.files, s.removeFiles = attachments.New(m, repo, blobs, o.Files)
-	s.feed, s.committed = feed, committed
+	s.feed, s.committed, s.memberChanged = feed, hooks.Committed, hooks.MemberChanged
 	return s, nil
 }
 

@@ -43,6 +43,18 @@ type Messaging struct {
 // events, once it has committed.
 type Committed func()
 
+// MemberChanged is called by the messaging Service after a membership of
+// the contact in the conversation was added or removed, once it has
+// committed: the Feed asks the Policy again for them.
+type MemberChanged func(contactID, conversationID string)
+
+// FeedHooks are what the messaging Service calls on the Feed built with
+// it.
+type FeedHooks struct {
+	Committed     Committed
+	MemberChanged MemberChanged
+}
+
 // FileRemover removes the objects of deleted attachments, then forgets
 // their pending deletions; what fails stays for Reconcile.
 type FileRemover func(ctx context.Context, keys []string)

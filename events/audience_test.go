@@ -1,0 +1,119 @@
+package events_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gocloud.dev/pubsub/mempubsub"
+
+	"github.com/parleychat/parley/events"
+	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/storage/storetest"
+)
+
+// countingPolicy is a privatePolicy that counts its CanView calls for
+// mallory.
+type countingPolicy struct {
+	*privatePolicy
+	calls atomic.Int64
+}
+
+func (p *countingPolicy) CanView(ctx context.Context, contactID, conv string) (bool, error) {
+	if contactID == p.malloryID {
+		p.calls.Add(1)
+	}
+	return p.privatePolicy.CanView(ctx, contactID, conv)
+}
+
+// TestStreamThatSeesNothingIsNotOffered: once the Policy has said that a
+// caller may not see a conversation, none of the caller's streams is
+// offered its events (they cost nothing), the Policy is asked once for all
+// of them, and streams narrowed to a quiet conversation get nothing of the
+// others'.
+func TestStreamThatSeesNothingIsNotOffered(t *testing.T) {
+	eachBackend(t, func(t *testing.T, store storetest.Store) {
+		pol := &countingPolicy{privatePolicy: &privatePolicy{}}
+		e := newEnvPolicy(t, store, pol, &events.Options{PolicyTTL: time.Hour})
+		pol.malloryID = e.mal.ID
+		var subs []*events.Subscription
+		for range 50 {
+			subs = append(subs, e.subscribe(e.mal, events.SubscribeOptions{}))
+		}
+		quiet := e.subscribe(e.bob, events.SubscribeOptions{ConversationID: "quiet"})
+		watcher := e.subscribe(e.alice, events.SubscribeOptions{})
+
+		e.send(e.alice, "private-team", "first")
+		next(t, watcher)
+		none(t, subs[0], 200*time.Millisecond) // asks the Policy: no
+		before := pol.calls.Load()
+		for i := range 20 {
+			e.send(e.alice, "private-team", "more "+string(rune('a'+i)))
+		}
+		take(t, watcher, 20) // the Feed has delivered them all
+		for i, s := range subs[1:] {
+			assert.LessOrEqual(t, events.Queued(s), 1, "stream %d of a caller kept from the conversation holds only the event before the Policy's answer", i+1)
+		}
+		assert.Zero(t, events.Queued(subs[0]))
+		assert.Zero(t, events.Queued(quiet), "a stream of a quiet conversation is offered nothing")
+		none(t, subs[1], 100*time.Millisecond)
+		assert.Equal(t, before, pol.calls.Load(), "the Policy's answer is shared by the caller's streams")
+	})
+}
+
+// TestMembershipChangeTakesEffectAtOnce: under MembersOnly, a member
+// removed through the Service stops getting the conversation's events at
+// once (not after PolicyTTL), and one added gets them at once, in this
+// instance and, once the pub/sub has brought the change, in another.
+func TestMembershipChangeTakesEffectAtOnce(t *testing.T) {
+	for name, stores := range sharedStores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			topic := mempubsub.NewTopic()
+			t.Cleanup(func() { _ = topic.Shutdown(ctx) })
+			instance := func(store storetest.Store) *env {
+				sub := mempubsub.NewSubscription(topic, time.Minute)
+				t.Cleanup(func() { _ = sub.Shutdown(ctx) })
+				return newEnvPolicy(t, store, messaging.MembersOnly(), &events.Options{PolicyTTL: time.Hour, PollInterval: time.Hour, Topic: topic, Subscription: sub})
+			}
+			sa, sb := stores(t)
+			a, b := instance(sa), instance(sb)
+			bob, err := b.msgs.SaveContact(ctx, messaging.Contact{Username: "bob"})
+			require.NoError(t, err)
+			for _, who := range []messaging.Contact{a.alice, a.bob} {
+				require.NoError(t, a.msgs.AddMember(ctx, "team", who.ID))
+			}
+			onA := a.subscribe(a.bob, events.SubscribeOptions{})
+			onB := b.subscribe(bob, events.SubscribeOptions{})
+			onANarrow := a.subscribe(a.bob, events.SubscribeOptions{ConversationID: "team"})
+			m := a.send(a.alice, "team", "while a member")
+			for i, s := range []*events.Subscription{onA, onB, onANarrow} {
+				assert.Equal(t, m.ID, next(t, s).Message.ID, "subscription %d", i)
+			}
+
+			// B learns of a change with A's wake-ups; gocloud's pub/sub does
+			// not promise their order, so wait for it.
+			changed := func() {
+				require.Eventually(t, func() bool { return !events.Holds(b.feed, bob.ID, "team") }, 5*time.Second, time.Millisecond, "B forgets its answer")
+			}
+			require.True(t, events.Holds(b.feed, bob.ID, "team"))
+			require.NoError(t, a.msgs.RemoveMember(ctx, "team", a.bob.ID))
+			changed()
+			a.send(a.alice, "team", "after the removal")
+			for _, s := range []*events.Subscription{onA, onB, onANarrow} {
+				none(t, s, 300*time.Millisecond)
+			}
+
+			require.True(t, events.Holds(b.feed, bob.ID, "team"))
+			require.NoError(t, a.msgs.AddMember(ctx, "team", a.bob.ID))
+			changed()
+			m = a.send(a.alice, "team", "a member again")
+			for i, s := range []*events.Subscription{onA, onB, onANarrow} {
+				assert.Equal(t, m.ID, next(t, s).Message.ID, "subscription %d", i)
+			}
+		})
+	}
+}
