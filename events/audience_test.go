@@ -117,3 +117,4 @@ func TestMembershipChangeTakesEffectAtOnce(t *testing.T) {
 		})
 	}
 }
+

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
@@ -165,6 +166,7 @@ type Feed struct {
 	// other instances have not been told of: "contact conversation" each.
 	changedMu sync.Mutex
 	changed   []string
+	typings   []driver.Typing // typing indicators for the other instances
 
 	logMu   sync.Mutex
 	lastLog map[string]time.Time // what failed, and when it was last logged
@@ -214,7 +216,7 @@ func New(ctx context.Context, m domain.Messaging, store driver.EventStore, opts 
 	if f.opts.Subscription != nil {
 		f.wg.Go(f.receiveWakeUps)
 	}
-	return f, domain.FeedHooks{Committed: f.committed, MemberChanged: f.memberChanged}, nil
+	return f, domain.FeedHooks{Committed: f.committed, MemberChanged: f.memberChanged, Typing: f.typing}, nil
 }
 
 func newInstanceID() string {
@@ -270,6 +272,31 @@ func (f *Feed) memberChanged(contactID, conversationID string) {
 	case f.publish <- struct{}{}:
 	default:
 	}
+}
+
+// typing delivers a typing indicator to the streams of this instance that
+// may see it, and sends it to the other instances (publishWakeUps).
+func (f *Feed) typing(t driver.Typing) {
+	f.deliverTyping(t)
+	if f.opts.Topic == nil {
+		return
+	}
+	f.changedMu.Lock()
+	f.typings = append(f.typings, t)
+	f.changedMu.Unlock()
+	select {
+	case f.publish <- struct{}{}:
+	default:
+	}
+}
+
+// deliverTyping offers a typing indicator to the streams of this instance.
+func (f *Feed) deliverTyping(t driver.Typing) {
+	now := f.opts.Now()
+	e := &driver.Event{Type: driver.EventConversationTyping, ConversationID: t.ConversationID, Created: now.UTC(), Typing: &t}
+	f.mu.Lock()
+	f.route(e, now)
+	f.mu.Unlock()
 }
 
 // open waits for the gate of the tests (eventstest.WithGate), if any;
@@ -412,7 +439,8 @@ func (f *Feed) prune() {
 // publishWakeUps sends a wake-up to Topic after writes, one at a time:
 // the writes that commit while one is sent share the next. A wake-up
 // carries the memberships changed since the last one (metadata
-// "members": "contact conversation" lines). A lost one delays the change
+// "members": "contact conversation" lines) and the typing indicators
+// (metadata "typing", JSON). A lost one delays the change
 // in the other instances by at most Options.PolicyTTL.
 func (f *Feed) publishWakeUps() {
 	for {
@@ -426,6 +454,12 @@ func (f *Feed) publishWakeUps() {
 		if len(f.changed) > 0 {
 			md["members"] = strings.Join(f.changed, "\n")
 			f.changed = nil
+		}
+		if len(f.typings) > 0 {
+			if b, err := json.Marshal(f.typings); err == nil {
+				md["typing"] = string(b)
+			}
+			f.typings = nil
 		}
 		f.changedMu.Unlock()
 		err := f.opts.Topic.Send(f.ctx, &pubsub.Message{Body: []byte(f.instance), Metadata: md})
@@ -459,6 +493,15 @@ func (f *Feed) receiveWakeUps() {
 			for line := range strings.Lines(m.Metadata["members"]) {
 				if contact, conv, ok := strings.Cut(strings.TrimSuffix(line, "\n"), " "); ok {
 					f.forget(contact, conv)
+				}
+			}
+			if b := m.Metadata["typing"]; b != "" {
+				var ts []driver.Typing
+				if err := json.Unmarshal([]byte(b), &ts); err != nil {
+					f.logOnce("receive", "events: a wake-up's typing indicators cannot be read", err)
+				}
+				for _, t := range ts {
+					f.deliverTyping(t)
 				}
 			}
 			select {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/parleychat/parley/internal/check"
 	"github.com/parleychat/parley/internal/domain"
@@ -52,11 +53,12 @@ type Subscription struct {
 	closeOnce sync.Once
 
 	// The reader's own state.
-	floor   int64          // every event up to it has been considered
-	pending []driver.Event // read from the outbox, not yet returned
-	live    bool           // registered with the dispatcher (under feed.mu)
-	lost    *driver.Event  // to return first
-	ended   error          // ErrTooSlow or ErrClosed, once the subscription is over
+	floor   int64                // every event up to it has been considered
+	pending []driver.Event       // read from the outbox, not yet returned
+	live    bool                 // registered with the dispatcher (under feed.mu)
+	lost    *driver.Event        // to return first
+	typed   map[string]time.Time // when each caller's typing was last returned
+	ended   error                // ErrTooSlow or ErrClosed, once the subscription is over
 }
 
 // Subscribe starts a subscription of caller's events. Errors: ErrInvalid
@@ -132,6 +134,10 @@ func (s *Subscription) offer(e *driver.Event) {
 	if s.conv != "" && e.ConversationID != s.conv {
 		return
 	}
+	if e.Typing != nil {
+		s.offerTyping(e)
+		return
+	}
 	select {
 	case s.ch <- e:
 	default:
@@ -143,6 +149,32 @@ func (s *Subscription) offer(e *driver.Event) {
 		})
 		s.feed.drop(s)
 	}
+}
+
+// offerTyping queues a typing indicator of another caller, or drops it
+// when the queue is full; the caller holds feed.mu.
+func (s *Subscription) offerTyping(e *driver.Event) {
+	if e.Typing.Contact.ID == s.caller.ID {
+		return
+	}
+	select {
+	case s.ch <- e:
+	default:
+	}
+}
+
+// typedAgain reports whether the reader returned a typing indicator of
+// the same caller less than a second before e's.
+func (s *Subscription) typedAgain(e driver.Event) bool {
+	who := e.Typing.Contact.ID
+	if last, ok := s.typed[who]; ok && e.Created.Sub(last) < time.Second {
+		return true
+	}
+	if s.typed == nil || len(s.typed) >= 256 {
+		s.typed = make(map[string]time.Time)
+	}
+	s.typed[who] = e.Created
+	return false
 }
 
 // Next returns the next event the caller may see, waiting for one until
@@ -183,7 +215,7 @@ func (s *Subscription) next(ctx context.Context) (driver.Event, error) {
 			}
 			s.pending = s.pending[1:]
 			s.floor = max(s.floor, e.Seq)
-			if ok {
+			if ok && (e.Typing == nil || !s.typedAgain(e)) {
 				return e, nil
 			}
 		}
@@ -195,7 +227,7 @@ func (s *Subscription) next(ctx context.Context) (driver.Event, error) {
 		}
 		select {
 		case e := <-s.ch:
-			if e.Seq > s.floor {
+			if e.Seq > s.floor || e.Typing != nil { // typing is never stored
 				s.pending = append(s.pending, *e)
 			}
 		case <-s.cut:

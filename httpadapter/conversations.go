@@ -3,6 +3,7 @@ package httpadapter
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 
 	"github.com/parleychat/parley/messaging"
 )
@@ -48,6 +49,37 @@ func (a *api) updateConversation(w http.ResponseWriter, r *http.Request, caller 
 		return
 	}
 	writeJSON(w, http.StatusOK, a.urls(r, caller).conversation(ctx, c))
+}
+
+// postTyping tells the others who may see the conversation that the
+// caller is typing (conversation.typing on their streams), and answers
+// the typing object.
+func (a *api) postTyping(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
+	if _, err := a.readInput(w, r); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	t, err := a.msgs.Typing(r.Context(), caller, r.PathValue("id"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, typingJSON{t})
+}
+
+// typingJSON is a Typing as the API shows it:
+//
+//	{"object": "typing", "conversation_id": …, "contact": <Contact>, "expires_at": …}
+type typingJSON struct{ t messaging.Typing }
+
+func (x typingJSON) MarshalJSON() ([]byte, error) {
+	b := []byte(`{"object":"typing","conversation_id":`)
+	b = appendString(b, x.t.ConversationID)
+	b = append(b, `,"contact":`...)
+	b = appendContact(b, x.t.Contact)
+	b = append(b, `,"expires_at":`...)
+	b = strconv.AppendInt(b, x.t.ExpiresAt.Unix(), 10)
+	return append(b, '}'), nil
 }
 
 // conversationJSON is a Conversation as the API shows it.

@@ -247,6 +247,8 @@ func (a *api) renderEvent(ctx context.Context, u *urls, e messaging.Event) []byt
 		obj = u.attachment(ctx, *e.Attachment)
 	case e.Conversation != nil:
 		obj = u.conversation(ctx, *e.Conversation)
+	case e.Typing != nil:
+		obj = typingJSON{*e.Typing}
 	case e.DeletedID != "":
 		kind := "message"
 		if e.Type == messaging.EventAttachmentDeleted {

@@ -324,6 +324,8 @@ func (a *api) routes() []routeDef {
 	if a.events != nil {
 		rs = append(rs, routeDef{"/v1/events", []method{
 			{http.MethodGet, a.getEvents},
+		}}, routeDef{"/v1/conversations/{id}/typing", []method{
+			{http.MethodPost, a.postTyping},
 		}})
 	}
 	return rs

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"iter"
 	"strconv"
+	"time"
 
 	"github.com/parleychat/parley/internal/check"
 	"github.com/parleychat/parley/internal/ids"
@@ -154,6 +155,28 @@ func (s *Service) AddMember(ctx context.Context, conversationID, contactID strin
 		err = &Error{Kind: ErrNotFound, Param: "contact_id", Message: "no such contact: " + contactID, Err: err}
 	}
 	return wrapErr("messaging.AddMember "+strconv.Quote(conversationID), err)
+}
+
+// typingFor is how long a typing indicator lasts unless said again.
+const typingFor = 5 * time.Second
+
+// Typing tells the others who may see the conversation, on their event
+// streams (package events), that the caller is typing, for the next five
+// seconds (Typing.ExpiresAt); each stream gets a caller's typing at most
+// once a second. It is never stored: not in the list of past events, nor
+// replayed on resume. Errors: ErrInvalid for a malformed conversation id,
+// ErrNotFound for a conversation the caller may not see.
+func (s *Service) Typing(ctx context.Context, caller Contact, conversationID string) (Typing, error) {
+	err := check.ConversationID("conversation_id", conversationID)
+	if err == nil {
+		err = s.mustView(ctx, caller.ID, conversationID)
+	}
+	if err != nil {
+		return Typing{}, wrapErr("messaging.Typing "+strconv.Quote(conversationID), err)
+	}
+	t := Typing{ConversationID: conversationID, Contact: caller, ExpiresAt: s.now().Add(typingFor)}
+	s.typing(t)
+	return t, nil
 }
 
 // RemoveMember ends the contact's membership of the conversation; its read

@@ -129,7 +129,9 @@ type Service struct {
 	committed domain.Committed
 	// memberChanged tells the Feed of a membership added or removed.
 	memberChanged domain.MemberChanged
-	touched       sync.Map // contact id -> time.Time of the last TouchContact
+	// typing hands a typing indicator to the Feed.
+	typing  func(driver.Typing)
+	touched sync.Map // contact id -> time.Time of the last TouchContact
 	// contacts caches contacts as read from the repository, for the
 	// responses of Create: contact id -> cachedContact.
 	contacts sync.Map
@@ -189,7 +191,7 @@ func New(ctx context.Context, storage Storage, blobs attachments.BlobStore, opts
 	}
 	m.Committed, m.Files = hooks.Committed, files{s}
 	s.files, s.removeFiles = attachments.New(m, repo, blobs, o.Files)
-	s.feed, s.committed, s.memberChanged = feed, hooks.Committed, hooks.MemberChanged
+	s.feed, s.committed, s.memberChanged, s.typing = feed, hooks.Committed, hooks.MemberChanged, hooks.Typing
 	return s, nil
 }
 

@@ -58,15 +58,20 @@ type EventType = driver.EventType
 
 // The types of events (see driver.EventType for each).
 const (
-	EventMessageCreated    = driver.EventMessageCreated
-	EventMessageUpdated    = driver.EventMessageUpdated
-	EventMessageDeleted    = driver.EventMessageDeleted
-	EventAttachmentCreated = driver.EventAttachmentCreated
-	EventAttachmentUpdated = driver.EventAttachmentUpdated
-	EventAttachmentDeleted = driver.EventAttachmentDeleted
-	EventConversationRead  = driver.EventConversationRead
-	EventsLost             = driver.EventsLost
+	EventMessageCreated     = driver.EventMessageCreated
+	EventMessageUpdated     = driver.EventMessageUpdated
+	EventMessageDeleted     = driver.EventMessageDeleted
+	EventAttachmentCreated  = driver.EventAttachmentCreated
+	EventAttachmentUpdated  = driver.EventAttachmentUpdated
+	EventAttachmentDeleted  = driver.EventAttachmentDeleted
+	EventConversationRead   = driver.EventConversationRead
+	EventConversationTyping = driver.EventConversationTyping
+	EventsLost              = driver.EventsLost
 )
+
+// Typing says that a contact is typing in a conversation (see
+// Service.Typing).
+type Typing = driver.Typing
 
 // Error is the error every service returns: a kind, a message written for
 // people, and the parameter at fault, if any. Use errors.As to read it,

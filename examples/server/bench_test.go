@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,6 +112,84 @@ func BenchmarkEventLatency(b *testing.B) {
 		}
 		measureLatency(b, bases[0], bases[1])
 	})
+}
+
+// BenchmarkTypingLatency measures the time from POST
+// /v1/conversations/general/typing on one server to the conversation.typing
+// frame on a stream of another, the two on one PostgreSQL database joined
+// by NATS (PARLEY_TEST_POSTGRES, PARLEY_TEST_NATS; goal: p99 under 300 ms),
+// each iteration by another caller (a stream takes one typing a second of
+// each), and reports its median and 99th percentile, and the events stored
+// meanwhile (goal: none).
+//
+//	go test ./examples/server -run '^$' -bench TypingLatency -benchtime 500x
+func BenchmarkTypingLatency(b *testing.B) {
+	natsURL, pg := os.Getenv(envNATS), os.Getenv(backendtest.EnvPostgres)
+	if natsURL == "" || pg == "" {
+		b.Skipf("%s and %s must be set: two servers on PostgreSQL joined by NATS", envNATS, backendtest.EnvPostgres)
+	}
+	var dsn string
+	for _, e := range backendtest.SQL(b) {
+		if e.Name == "postgres" {
+			dsn = e.DSN(b)
+		}
+	}
+	bin := serverBinary(b)
+	const callers = 2000
+	tokens := "bob=tok-bob"
+	for i := range callers {
+		tokens += fmt.Sprintf(",u%d=tok-u%d", i, i)
+	}
+	b.Setenv("NATS_SERVER_URL", natsURL)
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	subject := "nats://parley-bench-" + hex.EncodeToString(r[:])
+	var bases [2]string
+	for i := range bases {
+		addr := testnet.FreeAddr(b)
+		bases[i] = "http://" + addr
+		start(b, bin, "-addr", addr, "-data", b.TempDir(), "-db", dsn, "-tokens", tokens, "-pubsub", subject, "-event-poll", "1m")
+	}
+	lastEvent := func() string {
+		var l struct{ Data []struct{ ID string } }
+		require.Equal(b, http.StatusOK, call(b, "GET", bases[0]+"/v1/events?limit=1", "tok-bob", nil, &l))
+		if len(l.Data) == 0 {
+			return ""
+		}
+		return l.Data[0].ID
+	}
+	post(b, bases[0], "tok-bob", "general", "hello")
+	before := lastEvent()
+	frames := openStream(b, bases[1], "tok-bob", "")
+	time.Sleep(200 * time.Millisecond) // the stream is registered
+	if b.N > callers {
+		b.Fatalf("at most %d iterations (one caller each)", callers)
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		begin := time.Now()
+		require.Equal(b, http.StatusOK, call(b, "POST", bases[0]+"/v1/conversations/general/typing", fmt.Sprintf("tok-u%d", i), url.Values{}, nil))
+		for {
+			f := nextFrame(b, frames, 10*time.Second)
+			if f.Type == "conversation.typing" && strings.Contains(f.Data, fmt.Sprintf(`"username":"u%d"`, i)) {
+				break
+			}
+		}
+		lat = append(lat, time.Since(begin))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	pct := func(p float64) float64 {
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(pct(0.5), "p50-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
+	stored := 0.0
+	if lastEvent() != before {
+		stored = 1
+	}
+	b.ReportMetric(stored, "events-stored")
 }
 
 // measureLatency posts b.N messages to postBase and times each until its

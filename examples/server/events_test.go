@@ -225,4 +225,13 @@ func TestTwoServersFanOutThroughNATS(t *testing.T) {
 	}
 	id := post(t, bases[1], "tok-alice", "general", "through B")
 	assert.Equal(t, id, objectID(t, nextFrame(t, onA, 5*time.Second)), "and back")
+
+	assert.Equal(t, id, objectID(t, nextFrame(t, onB, 5*time.Second)))
+
+	// Typing through A reaches B's stream, with no id: it is not stored.
+	require.Equal(t, http.StatusOK, call(t, "POST", bases[0]+"/v1/conversations/general/typing", "tok-alice", url.Values{}, nil))
+	f := nextFrame(t, onB, 5*time.Second)
+	assert.Equal(t, "conversation.typing", f.Type)
+	assert.Empty(t, f.ID)
+	assert.Contains(t, f.Data, `"username":"alice"`)
 }

@@ -53,6 +53,9 @@ type MemberChanged func(contactID, conversationID string)
 type FeedHooks struct {
 	Committed     Committed
 	MemberChanged MemberChanged
+	// Typing delivers a typing indicator to the streams that may see it,
+	// in every instance.
+	Typing func(driver.Typing)
 }
 
 // FileRemover removes the objects of deleted attachments, then forgets

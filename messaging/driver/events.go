@@ -27,6 +27,10 @@ const (
 	// moved (Event.Conversation, as that contact sees it). Its audience is
 	// that contact.
 	EventConversationRead EventType = "conversation.read"
+	// EventConversationTyping: a contact is typing in a conversation
+	// (Event.Typing). It is delivered live to the others who may see the
+	// conversation, and never stored.
+	EventConversationTyping EventType = "conversation.typing"
 	// EventsLost starts a subscription that asked to resume after an event
 	// that is no longer kept: the events in between are gone, and the
 	// subscriber should reload what it shows. It is never stored.
@@ -36,7 +40,7 @@ const (
 // Event is a change, as it is recorded in the outbox of the change's
 // transaction and delivered after the commit. The object it carries is the
 // resource as a read would return it just after the change; exactly one of
-// Message, Attachment, Conversation and DeletedID is set (none for
+// Message, Attachment, Conversation, DeletedID and Typing is set (none for
 // EventsLost).
 type Event struct {
 	// ID is made by the Service ("evt_…"); consumers use it to drop
@@ -66,6 +70,8 @@ type Event struct {
 	// DeletedID is the id of the deleted message or attachment
 	// (message.deleted, attachment.deleted).
 	DeletedID string
+	// Typing is who is typing (conversation.typing).
+	Typing *Typing
 
 	// Seq is the event's place in the store's commit order, set by the
 	// store when it is read back; 0 in an event not yet stored.
@@ -104,3 +110,11 @@ type Change struct {
 // another goroutine than the write's caller. A Recorder does no I/O and
 // never calls the repository. A nil Recorder records nothing.
 type Recorder func(Change) []Event
+
+// Typing says that a contact is typing in a conversation, until ExpiresAt
+// unless said again.
+type Typing struct {
+	ConversationID string
+	Contact        Contact
+	ExpiresAt      time.Time
+}

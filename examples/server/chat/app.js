@@ -7,7 +7,7 @@
 // divided by day), sends (Enter; Shift+Enter adds a line), edits (with the
 // earlier versions behind "(edited)"), deletes, reacts, uploads and
 // downloads, and follows GET /v1/events to show what others do as it
-// happens.
+// happens, and who is typing (POST /v1/conversations/:id/typing).
 //
 // A file sent without text: the API needs a non-empty message, so the page
 // sends the file's name (as the server cleaned it) as the text, and shows a
@@ -35,6 +35,8 @@ const state = {
   uploaded: null,      // { file, attachment } of the file attached, once uploaded
   lastEventID: "",
   stream: null,        // AbortController of the events stream
+  typing: new Map(),   // contact id -> { name, until (ms) } typing in the open conversation
+  typedAt: 0,          // when the caller last said it is typing (ms)
 };
 
 // ---- errors, in words for people ----
@@ -209,6 +211,8 @@ async function open(id, { fromURL = false } = {}) {
   closePicker();
   state.current = id;
   state.messages.clear();
+  state.typing.clear();
+  showTyping();
   if (!fromURL && hashID() !== id) history.pushState(null, "", "#" + encodeURIComponent(id));
   $("app").classList.add("has-conversation");
   $("list").replaceChildren();
@@ -237,6 +241,8 @@ function close() {
   closePicker();
   state.current = null;
   state.messages.clear();
+  state.typing.clear();
+  showTyping();
   $("list").replaceChildren();
   $("app").classList.remove("has-conversation");
   $("title").textContent = "Choose or open a conversation";
@@ -909,11 +915,18 @@ async function readStream(body) {
 function onEvent(e) {
   const obj = e.data && e.data.object;
   switch (e.type) {
+    case "conversation.typing":
+      if (obj.conversation_id === state.current && obj.contact.id !== state.me.id) {
+        state.typing.set(obj.contact.id, { name: obj.contact.username, until: obj.expires_at * 1000 });
+        showTyping();
+      }
+      return; // no list to refresh
     case "events.lost":
       if (state.current) open(state.current, { fromURL: true }).catch(showError);
       break;
     case "message.created":
     case "message.updated":
+      if (e.type === "message.created" && state.typing.delete(obj.contact.id)) showTyping();
       if (obj.conversation_id === state.current) {
         const atBottom = isAtBottom();
         upsert(obj);
@@ -927,6 +940,36 @@ function onEvent(e) {
       break;
   }
   refreshConversations();
+}
+
+// showTyping writes who is typing in the open conversation, and looks
+// again when the first of them expires.
+function showTyping() {
+  const now = Date.now();
+  let next = Infinity;
+  const names = [];
+  for (const [id, t] of state.typing) {
+    if (t.until <= now) state.typing.delete(id);
+    else {
+      names.push(t.name);
+      next = Math.min(next, t.until);
+    }
+  }
+  $("typing").textContent =
+    names.length === 0 ? "" :
+    names.length === 1 ? names[0] + " is typing…" :
+    names.slice(0, -1).join(", ") + " and " + names.at(-1) + " are typing…";
+  clearTimeout(state.typingTimer);
+  if (next < Infinity) state.typingTimer = setTimeout(showTyping, next - now + 50);
+}
+
+// sayTyping tells the others that the caller is typing, at most every 3
+// seconds (an indicator lasts 5); a failure is of no consequence.
+function sayTyping() {
+  const now = Date.now();
+  if (!state.current || !$("text").value.trim() || now - state.typedAt < 3000) return;
+  state.typedAt = now;
+  api("POST", "/v1/conversations/" + encodeURIComponent(state.current) + "/typing").catch(() => {});
 }
 
 function isAtBottom() {
@@ -960,6 +1003,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("text").addEventListener("input", () => {
     updateCount();
     grow($("text"));
+    sayTyping();
   });
   $("file").addEventListener("change", () => {
     const f = $("file").files[0];
