@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/storetest"
 )
 
@@ -118,3 +120,48 @@ func TestMembershipChangeTakesEffectAtOnce(t *testing.T) {
 	}
 }
 
+// readingStore records the events each ReadEvents returned.
+type readingStore struct {
+	storetest.Store
+	mu   sync.Mutex
+	read []messaging.Event
+}
+
+func (s *readingStore) ReadEvents(ctx context.Context, q driver.EventQuery) ([]messaging.Event, error) {
+	evs, err := s.Store.ReadEvents(ctx, q)
+	s.mu.Lock()
+	s.read = append(s.read, evs...)
+	s.mu.Unlock()
+	return evs, err
+}
+
+// TestResumeReadsOnlyWhatTheCallerMaySee: a resume reads from the store
+// the events of the caller's scope, not those of conversations it may not
+// see (which the Feed would only drop).
+func TestResumeReadsOnlyWhatTheCallerMaySee(t *testing.T) {
+	eachBackend(t, func(t *testing.T, store storetest.Store) {
+		rs := &readingStore{Store: store}
+		e := newEnv(t, rs, nil)
+		live := e.subscribe(e.mal, events.SubscribeOptions{})
+		e.send(e.alice, "general", "before")
+		from := next(t, live)
+		for i := range 20 {
+			e.send(e.alice, "private-x", "hidden "+string(rune('a'+i)))
+		}
+		want := e.send(e.alice, "general", "after")
+		require.Equal(t, want.ID, next(t, live).Message.ID) // the Feed has read them all
+		live.Close()
+
+		rs.mu.Lock()
+		rs.read = nil
+		rs.mu.Unlock()
+		s := e.subscribe(e.mal, events.SubscribeOptions{After: from.ID})
+		assert.Equal(t, want.ID, next(t, s).Message.ID)
+		rs.mu.Lock()
+		defer rs.mu.Unlock()
+		require.NotEmpty(t, rs.read)
+		for _, ev := range rs.read {
+			assert.NotEqual(t, "private-x", ev.ConversationID, "the store reads no event of a conversation mallory may not see")
+		}
+	})
+}

@@ -269,9 +269,16 @@ func (s *Subscription) catchUp(ctx context.Context) error {
 		return nil
 	}
 	f.mu.Unlock()
-	q := driver.EventQuery{Scope: driver.Scope{All: true}, Unfiled: true, ViewerID: s.caller.ID, After: s.floor, Before: upTo + 1, Limit: readBatch}
-	if s.conv != "" {
-		q.All, q.Unfiled, q.ConversationIDs = false, false, []string{s.conv}
+	// Only what the caller may see is read: the store filters by its
+	// scope, as the lists do, so that a resume costs the caller's events,
+	// not the installation's.
+	q := driver.EventQuery{Scope: driver.Scope{ConversationIDs: []string{s.conv}}, ViewerID: s.caller.ID, After: s.floor, Before: upTo + 1, Limit: readBatch}
+	if s.conv == "" {
+		all, member, convs, err := f.m.Scope(ctx, s.caller.ID)
+		if err != nil {
+			return err
+		}
+		q.Scope, q.Unfiled = driver.Scope{All: all, MemberID: member, ConversationIDs: convs}, true
 	}
 	evs, err := f.store.ReadEvents(ctx, q)
 	if err != nil {
