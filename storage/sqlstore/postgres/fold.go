@@ -6,6 +6,8 @@ import (
 	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 
 	"github.com/uptrace/bun/driver/pgdriver"
@@ -58,7 +60,33 @@ const (
 type foldingConn struct {
 	*pgdriver.Conn
 	state foldState
+	// broken is set once a call failed on the connection itself (a
+	// timeout, a reset): what the server did is unknown, so the
+	// connection is done for, and its closing sends nothing more.
+	broken bool
 }
+
+// check notes an error of the connection itself, and returns err.
+// pgdriver bounds a call without a deadline by its read timeout (10 s),
+// and closing a statement on a connection that stopped answering would
+// wait that long for each: database/sql closes them all when it discards
+// the connection, in the goroutine of the request that found it broken.
+func (c *foldingConn) check(err error) error {
+	if err == nil || answered(err) || c.broken {
+		return err
+	}
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, sqldriver.ErrBadConn) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		c.broken = true
+		_ = c.Conn.Conn().Close() // what waits on it returns at once
+	}
+	return err
+}
+
+// IsValid reports false once the connection broke, so that database/sql
+// discards it rather than reuse it.
+func (c *foldingConn) IsValid() bool { return !c.broken && c.Conn.IsValid() }
 
 var (
 	_ sqldriver.ConnBeginTx        = (*foldingConn)(nil)
@@ -105,6 +133,7 @@ func (c *foldingConn) ExecContext(ctx context.Context, query string, args []sqld
 	first := c.state == beginUnsent
 	query = c.fold(query)
 	res, err := c.Conn.ExecContext(ctx, query, args)
+	err = c.check(err)
 	if c.state == inTx && strings.HasSuffix(query, pgtx.CommitSuffix) {
 		switch {
 		case err == nil:
@@ -125,6 +154,7 @@ func (c *foldingConn) QueryContext(ctx context.Context, query string, args []sql
 	}
 	first := c.state == beginUnsent
 	rows, err := c.Conn.QueryContext(ctx, c.fold(query), args)
+	err = c.check(err)
 	if err != nil && first {
 		c.state = aborted
 	}
@@ -145,7 +175,7 @@ func answered(err error) bool {
 func (c *foldingConn) PrepareContext(ctx context.Context, query string) (sqldriver.Stmt, error) {
 	st, err := c.Conn.PrepareContext(ctx, query)
 	if err != nil {
-		return nil, err
+		return nil, c.check(err)
 	}
 	return &foldingStmt{Stmt: st, c: c}, nil
 }
@@ -164,7 +194,7 @@ func (c *foldingConn) begin(ctx context.Context) error {
 	}
 	c.state = inTx
 	_, err := c.Conn.ExecContext(ctx, "BEGIN", nil)
-	return err
+	return c.check(err)
 }
 
 // end ends the transaction with cmd (COMMIT or ROLLBACK), unless it ran
@@ -173,22 +203,27 @@ func (c *foldingConn) begin(ctx context.Context) error {
 func (c *foldingConn) end(cmd string) error {
 	st := c.state
 	c.state = noTx
-	switch st {
-	case beginUnsent, committed:
+	switch {
+	case st == beginUnsent || st == committed:
 		return nil
-	case aborted:
+	case c.broken:
+		return sqldriver.ErrBadConn
+	case st == aborted:
 		if _, err := c.Conn.ExecContext(context.Background(), "ROLLBACK", nil); err != nil || cmd == "ROLLBACK" {
-			return err
+			return c.check(err)
 		}
 		return pgtx.ErrAborted
 	}
 	_, err := c.Conn.ExecContext(context.Background(), cmd, nil)
-	return err
+	return c.check(err)
 }
 
 func (c *foldingConn) ResetSession(ctx context.Context) error {
 	c.state = noTx
-	return c.Conn.ResetSession(ctx)
+	if c.broken {
+		return sqldriver.ErrBadConn
+	}
+	return c.check(c.Conn.ResetSession(ctx))
 }
 
 // foldingTx is a transaction of a foldingConn.
@@ -214,12 +249,23 @@ func (s *foldingStmt) ExecContext(ctx context.Context, args []sqldriver.NamedVal
 	if err := s.c.begin(ctx); err != nil {
 		return nil, err
 	}
-	return s.Stmt.(sqldriver.StmtExecContext).ExecContext(ctx, args)
+	res, err := s.Stmt.(sqldriver.StmtExecContext).ExecContext(ctx, args)
+	return res, s.c.check(err)
 }
 
 func (s *foldingStmt) QueryContext(ctx context.Context, args []sqldriver.NamedValue) (sqldriver.Rows, error) {
 	if err := s.c.begin(ctx); err != nil {
 		return nil, err
 	}
-	return s.Stmt.(sqldriver.StmtQueryContext).QueryContext(ctx, args)
+	rows, err := s.Stmt.(sqldriver.StmtQueryContext).QueryContext(ctx, args)
+	return rows, s.c.check(err)
+}
+
+// Close closes the statement on the server, unless the connection broke:
+// then the connection's end closes it.
+func (s *foldingStmt) Close() error {
+	if s.c.broken {
+		return nil
+	}
+	return s.c.check(s.Stmt.Close())
 }
