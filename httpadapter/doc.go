@@ -1,15 +1,14 @@
 // Package httpadapter serves Parley's /v1 HTTP API over a messaging.Service
-// and an attachments.Service. The API itself (routes, parameters, uploads,
-// file URLs) is described in the project's README.md, and completely in
-// the OpenAPI 3.1 document that OpenAPI returns and the handler serves at
-// GET /v1/openapi.json, the one path that needs no authentication.
+// (with the files and events it built). The API (routes, parameters,
+// uploads, file URLs) is in the project's README.md, and completely in the
+// OpenAPI 3.1 document that OpenAPI returns and the handler serves at GET
+// /v1/openapi.json, the one path that needs no authentication.
 //
-// New returns an http.Handler for request paths that start with /v1. Mount
-// it at the root of a server, or under any prefix with http.StripPrefix;
-// file_url and Location carry the prefix. The host says who sent each
-// request with an Authenticator: BearerToken over its own token lookup,
-// StaticTokens for examples and tests, or an AuthenticatorFunc that reads a
-// session cookie or an API key.
+// New returns an http.Handler for request paths that start with /v1: mount
+// it at the root, or under a prefix with http.StripPrefix (file_url and
+// Location carry it). The host says who sent each request with an
+// Authenticator: BearerToken over its own token lookup, StaticTokens for
+// examples and tests, or an AuthenticatorFunc (a session cookie, an API key).
 //
 //	msgs, err := messaging.New(ctx, store, blobs, nil) // store: sqlstore.Open(…) or memstore.New()
 //	api, err := httpadapter.New(msgs, &httpadapter.Options{
@@ -22,23 +21,14 @@
 //	mux.Handle("/api/", http.StripPrefix("/api", api)) // the API at /api/v1/…
 //	log.Fatal(http.ListenAndServe(":8080", mux))
 //
-// Every response body is one JSON object, except the bytes of a file and
-// an event stream. Options set the body limit, the base of file_url, signed
-// file URLs, a rate limiter, the logger and the cross-origin protection of
-// requests that carry no bearer token.
-//
-// With Options.Events, GET /v1/events serves the caller's events: a
-// Server-Sent Events stream (Accept: text/event-stream) that resumes after
-// Last-Event-ID, or the list of past events. Streams end when the
-// http.Server serving them shuts down (the handler registers with it
-// through RegisterOnShutdown; the host needs no step of its own). A caller
-// holds at most Options.MaxStreamsPerCaller streams (10), the handler
-// Options.MaxStreams (10,000).
-//
-// The POSTs and the PUTs of messages and attachments take an
-// Idempotency-Key header: a retry with the same parameters answers the
-// first answer again (status, Location, body), with Idempotent-Replayed:
-// true.
+// Every response body is one JSON object, except a file's bytes and an
+// event stream. GET /v1/events (with Options.Events) serves the caller's
+// events as Server-Sent Events that resume after Last-Event-ID, or as a
+// list; streams end when the http.Server shuts down (the handler registers
+// with RegisterOnShutdown), and Options limit them per caller and in all.
+// POSTs and PUTs of messages and attachments take an Idempotency-Key
+// header: a retry with the same parameters gets the first answer again,
+// with Idempotent-Replayed: true.
 //
 // # Errors
 //
