@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -31,8 +32,42 @@ const OrphanPrefix = "orphans/"
 // owner is what a Service knows of its database's identity, found once.
 type owner struct {
 	mu     sync.Mutex
-	id     string // the installation id; "" until found
-	prefix string // KeyPrefix + id + "/"
+	id     string        // the installation id; "" until found
+	prefix string        // KeyPrefix + id + "/"
+	rights *claim.Rights // what the bucket's handovers leave it; nil until read
+}
+
+// rights returns what the handovers of the blob store (see
+// storage/storecopy) leave to this database: the prefix of its new files,
+// the prefixes it serves, those under which it may delete. fresh reads
+// the handovers again; otherwise those read last serve. Without an
+// installation id, every key is its own.
+func (s *Service) rights(ctx context.Context, fresh bool) (claim.Rights, error) {
+	id, err := s.installationID(ctx)
+	if err != nil {
+		return claim.Rights{}, err
+	}
+	if id == "" {
+		return claim.Rights{Own: KeyPrefix, Legacy: true}, nil
+	}
+	s.own.mu.Lock()
+	r := s.own.rights
+	s.own.mu.Unlock()
+	if r != nil && !fresh {
+		return *r, nil
+	}
+	hs, err := claim.LoadHandovers(ctx, s.blobs)
+	if errors.Is(err, claim.ErrMalformed) {
+		return claim.Rights{}, &driver.Error{Kind: driver.ErrConflict, Message: err.Error(), Err: err}
+	}
+	if err != nil {
+		return claim.Rights{}, err
+	}
+	rs := claim.RightsOf(hs, KeyPrefix, id)
+	s.own.mu.Lock()
+	s.own.rights = &rs
+	s.own.mu.Unlock()
+	return rs, nil
 }
 
 // installationID returns the database's installation id, or "" when the
@@ -72,24 +107,46 @@ func validInstallationID(id string) bool {
 
 // keyPrefix returns the prefix of the keys of new objects: KeyPrefix plus
 // the installation id and "/", or KeyPrefix alone without an Installation.
+//
+// After a database-only copy (a shared handover, see storage/storecopy)
+// the prefix is KeyPrefix, the id, "/g", a number and "/": the files
+// under the id's prefix are shared with the copy and frozen.
 func (s *Service) keyPrefix(ctx context.Context) (string, error) {
-	id, err := s.installationID(ctx)
-	if err != nil || id == "" {
+	r, err := s.rights(ctx, false)
+	if err != nil {
 		return KeyPrefix, err
 	}
-	return KeyPrefix + id + "/", nil
+	return r.Own, nil
 }
 
-// isKeyOf reports whether a.Key is the key the Service gave the file of
-// a.ID: KeyPrefix, this database's installation id and "/" (or, for a file
-// stored before installation ids, nothing), then the id. Keys are made
-// only by the upload (see keyPrefix), never from user input.
+// isKeyOf reports whether a.Key is a key the Service gave, or was handed,
+// the file of a.ID: KeyPrefix, this database's installation id and "/" (or
+// a prefix a copy handed it; or, for a file stored before installation
+// ids, nothing), then the id. Keys are made only by the upload (see
+// keyPrefix), never from user input.
 func (s *Service) isKeyOf(ctx context.Context, a driver.Attachment) bool {
 	if a.Key == KeyPrefix+a.ID {
 		return true
 	}
-	prefix, err := s.keyPrefix(ctx)
-	return err == nil && prefix != KeyPrefix && a.Key == prefix+a.ID
+	r, err := s.rights(ctx, false)
+	return err == nil && r.Own != KeyPrefix && r.Serves(KeyPrefix, a.Key, a.ID)
+}
+
+// mayDelete reports whether the Service may delete the object at key:
+// one under its own prefix, or handed to it alone, never one it shares
+// with another database or did not make. r is from rights(ctx, true).
+func (s *Service) mayDelete(ctx context.Context, r claim.Rights, key string) bool {
+	if r.MayDelete(KeyPrefix, key) {
+		return true
+	}
+	legacy := !strings.Contains(strings.TrimPrefix(key, KeyPrefix), "/")
+	if claim.Under(key, r.Frozen) || legacy && len(r.SharedWith) > 0 {
+		s.opts.Logger.InfoContext(ctx, "attachments: the object of a deleted attachment is kept: a copy of this database (a database-only move) may still serve it, so neither database deletes it",
+			"key", key, "shared_with", r.SharedWith)
+	} else {
+		s.opts.Logger.WarnContext(ctx, "attachments: the object of a deleted attachment is kept: its key is not one this database made or was handed", "key", key)
+	}
+	return false
 }
 
 // Claim makes sure that the blob store belongs to this Service's database,
@@ -123,18 +180,34 @@ func (s *Service) claim(ctx context.Context, sweep bool) (ownPrefix string, err 
 			Message: "the repository does not name its database (driver.Installation): the blob store cannot be claimed"}
 	}
 	inst := s.repo.(driver.Installation)
-	own := KeyPrefix + id + "/"
+	r, err := s.rights(ctx, true)
+	if err != nil {
+		return "", err
+	}
+	own := r.Own
 	c, found, err := s.readClaim(ctx)
 	if err != nil {
 		return "", err
 	}
 	if found && c.Installation != id {
+		if slices.Contains(r.SharedWith, c.Installation) {
+			// A database-only copy of the claim's database (or its source):
+			// the bucket is shared by a handover. Each database sweeps its
+			// own prefix only; the files they share are frozen.
+			if !sweep {
+				s.opts.Logger.InfoContext(ctx, "attachments: this database shares the blob store with another by a copy's handover: "+
+					"the files handed over stay in place for both, neither deletes them; this database's new files go under its own prefix",
+					"installation", id, "shared_with", r.SharedWith, "own_prefix", own, "frozen", r.Frozen)
+			}
+			return own, nil
+		}
 		return "", &driver.Error{Kind: driver.ErrConflict, Message: fmt.Sprintf(
 			"the blob store belongs to another Parley database (installation %s; this database is %s): "+
-				"use the database that owns these files, or another bucket or folder for this one", c.Installation, id)}
+				"use the database that owns these files, or another bucket or folder for this one; "+
+				"to move a database, copy it with storecopy (server copy), which hands its files over", c.Installation, id)}
 	}
 	if !found {
-		if err := s.mayAdopt(ctx, own); err != nil {
+		if err := s.mayAdopt(ctx, KeyPrefix+id+"/"); err != nil {
 			return "", err
 		}
 	}

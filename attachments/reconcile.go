@@ -86,6 +86,10 @@ func (s *Service) Reconcile(ctx context.Context) (ReconcileReport, error) {
 
 // finishDeletions removes the objects of pending deletions and forgets them.
 func (s *Service) finishDeletions(ctx context.Context, rep *ReconcileReport) error {
+	r, err := s.rights(ctx, true)
+	if err != nil {
+		return err
+	}
 	for {
 		keys, err := s.repo.PendingDeletions(ctx, 100)
 		if err != nil {
@@ -93,7 +97,9 @@ func (s *Service) finishDeletions(ctx context.Context, rep *ReconcileReport) err
 		}
 		progress := false
 		for _, key := range keys {
-			if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, driver.ErrNotFound) {
+			if !s.mayDelete(ctx, r, key) {
+				// Kept: not this database's alone. Forget it all the same.
+			} else if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, driver.ErrNotFound) {
 				rep.Failed++
 				continue
 			}

@@ -865,8 +865,15 @@ func (s *Service) delete(ctx context.Context, caller driver.Contact, id string) 
 func (s *Service) removeFiles(ctx context.Context, keys []string) {
 	ctx, cancel := s.finishing(ctx)
 	defer cancel()
+	r, err := s.rights(ctx, true)
+	if err != nil {
+		s.opts.Logger.WarnContext(ctx, "attachments: cannot read the blob store's handovers; Reconcile will delete the objects", "keys", len(keys), "err", err)
+		return
+	}
 	for _, key := range keys {
-		if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, driver.ErrNotFound) {
+		if !s.mayDelete(ctx, r, key) {
+			// Kept: not this database's alone.
+		} else if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, driver.ErrNotFound) {
 			s.opts.Logger.WarnContext(ctx, "attachments: object delete failed; Reconcile will retry", "key", key, "err", err)
 			continue
 		}

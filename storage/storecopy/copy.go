@@ -2,6 +2,8 @@ package storecopy
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 )
@@ -125,8 +128,16 @@ func (e *MismatchError) Is(target error) bool { return target == ErrMismatch }
 //
 // The rows are those of one snapshot of src (see Source), read in
 // batches and loaded in batches, each batch in one transaction of dst:
-// memory stays bounded whatever the size. dst takes src's installation
-// identity first. Copy never writes to src or srcFiles.
+// memory stays bounded whatever the size. Copy never writes to src.
+//
+// dst gets an installation id of its own (see CopyID), never src's, and,
+// with the files, is handed src's: Copy writes a handover object in
+// dstFiles (under attachments.HandoverPrefix) naming both databases and
+// the key prefixes of src's files. Into another bucket the handover is
+// exclusive: the files are dst's. Into src's own bucket (a database-only
+// move) it is shared: both databases serve the files they both name, and
+// neither deletes or moves one aside; src makes its new files under a
+// new prefix, dst under its own, and each reconciles its own prefix only.
 //
 // Copy is resumable and idempotent: a row or file that dst holds already
 // is skipped (a file when its SHA-256 is its row's), so a copy that was
@@ -165,7 +176,7 @@ func Copy(ctx context.Context, dst messaging.Storage, dstFiles attachments.BlobS
 	if err != nil {
 		return rep, fmt.Errorf("storecopy: read the source's installation: %w", err)
 	}
-	if err := prepare(ctx, sink, dstFiles, snap, in, o.BatchSize); err != nil {
+	if err := prepare(ctx, sink, dstFiles, srcFiles, snap, in, o.BatchSize, cut); err != nil {
 		return rep, err
 	}
 	for _, k := range Kinds() {
@@ -178,9 +189,6 @@ func Copy(ctx context.Context, dst messaging.Storage, dstFiles attachments.BlobS
 	if srcFiles != nil {
 		var err error
 		if diffs, err = copyFiles(ctx, dstFiles, snap, srcFiles, &o, &rep); err != nil {
-			return rep, err
-		}
-		if err := copyClaim(ctx, dstFiles, srcFiles, in); err != nil {
 			return rep, err
 		}
 	}
@@ -221,9 +229,10 @@ func Verify(ctx context.Context, dst messaging.Storage, dstFiles attachments.Blo
 }
 
 // prepare checks that dst (and dstFiles) may receive a copy of src, the
-// snapshot of the store whose installation is in, and gives dst that
-// installation.
-func prepare(ctx context.Context, dst Sink, dstFiles attachments.BlobStore, src Snapshot, in Installation, batch int) error {
+// snapshot of the store whose installation is in, gives dst an identity of
+// its own (see CopyID), and, with the files, hands it the source's files
+// (see handOver).
+func prepare(ctx context.Context, dst Sink, dstFiles, srcFiles attachments.BlobStore, src Snapshot, in Installation, batch int, now time.Time) error {
 	snap, err := dst.Snapshot(ctx)
 	if err != nil {
 		return fmt.Errorf("storecopy: open the destination: %w", err)
@@ -233,7 +242,7 @@ func prepare(ctx context.Context, dst Sink, dstFiles attachments.BlobStore, src 
 	if err != nil {
 		return fmt.Errorf("storecopy: read the destination's installation: %w", err)
 	}
-	resume := have.ID == in.ID && in.ID != ""
+	resume := in.ID != "" && (IsCopyOf(have.ID, in.ID) || have.ID == in.ID)
 	if !resume {
 		var held []string
 		for _, k := range Kinds() {
@@ -247,22 +256,46 @@ func prepare(ctx context.Context, dst Sink, dstFiles attachments.BlobStore, src 
 		}
 		if len(held) > 0 {
 			return &messaging.Error{Kind: messaging.ErrConflict, Op: "storecopy.Copy", Message: fmt.Sprintf(
-				"the destination database holds another store's data (installation %s, not the source's %s): %s; copy into an empty database",
+				"the destination database holds another store's data (installation %s, not a copy of the source's %s): %s; copy into an empty database",
 				have.ID, in.ID, strings.Join(held, ", "))}
 		}
+		have = Installation{ID: CopyID(in.ID)}
 	}
+	var shared bool
 	if dstFiles != nil {
-		if err := checkBucket(ctx, dstFiles, src, in, resume, batch); err != nil {
+		if shared, err = checkBucket(ctx, dstFiles, src, in, have.ID, resume, batch); err != nil {
 			return err
 		}
 	}
-	if resume {
-		return nil
+	if !resume {
+		if err := dst.SetInstallation(ctx, have); err != nil {
+			return fmt.Errorf("storecopy: set the destination's installation: %w", err)
+		}
 	}
-	if err := dst.SetInstallation(ctx, in); err != nil {
-		return fmt.Errorf("storecopy: set the destination's installation: %w", err)
+	if dstFiles != nil && have.ID != in.ID {
+		return handOver(ctx, dstFiles, srcFiles, in.ID, have.ID, shared, now)
 	}
 	return nil
+}
+
+// CopyID returns a new installation id for a copy of the database whose
+// installation id is src: "ins_", 16 hex digits of the SHA-256 of src, "_"
+// and a new id's random part. A copy never takes its source's id: two
+// databases of one id over one bucket would each take the other's new
+// files for orphans. The id names its source (see IsCopyOf), so that a
+// copy resumes into the database it began.
+func CopyID(src string) string {
+	return copyIDPrefix(src) + strings.TrimPrefix(ids.New("x"), "x")
+}
+
+// IsCopyOf reports whether id was made by CopyID(src).
+func IsCopyOf(id, src string) bool {
+	return src != "" && strings.HasPrefix(id, copyIDPrefix(src))
+}
+
+func copyIDPrefix(src string) string {
+	sum := sha256.Sum256([]byte(src))
+	return "ins_" + hex.EncodeToString(sum[:8]) + "_"
 }
 
 // copyRows copies the rows of kind k: a goroutine reads the source's

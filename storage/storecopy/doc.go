@@ -17,10 +17,10 @@
 // Contacts; conversations, with each member's membership, read position
 // and counters; messages with their read state, reactions (in their
 // order) and revisions; attachment rows and their files; the idempotency
-// records still in force; and the store's installation id and reconcile
-// epoch (see driver.Installation), so that the keys of the files
-// stay the copy's own and a bucket claimed by the source (its claim is
-// copied too) serves the copy. Not copied: the events of the outbox and
+// records still in force. Not the installation id: the copy gets one of
+// its own (CopyID), and a handover object in its bucket hands it the
+// source's files, whose keys stay as they are (see Copy: exclusive into
+// another bucket, shared into the source's own). Not copied either: the events of the outbox and
 // the positions of their handlers (the copy starts a new feed: clients of
 // GET /v1/events start again from its start), the pending deletions of
 // the source's bucket (housekeeping of that bucket), and expired
@@ -46,7 +46,7 @@
 //
 // Copy refuses, with an error matching messaging.ErrConflict that says
 // what the destination holds, a destination database holding rows of
-// another store (another installation id), and a bucket claimed by
+// another store (not a copy of the source: see IsCopyOf), and a bucket claimed by
 // another database, or unclaimed and holding files none of which is the
 // source's. The source's own bucket is a fine destination: a copy of the
 // database only finds every file in place. It never writes to the source.

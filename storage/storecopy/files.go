@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/claim"
@@ -20,25 +21,31 @@ import (
 )
 
 // checkBucket checks that dstFiles may receive the files of src, the
-// snapshot of the store whose installation is in: it is not claimed by
-// another database, and, unless the copy resumes (resume) or the bucket is
-// claimed by in, it holds no file under attachments.KeyPrefix or, as
-// attachments.Service.Claim decides, files of which at least one (of a
-// sample of 1,000) is under in's own prefix or named by a row of src: the
-// source's own bucket, or a copy of it.
-func checkBucket(ctx context.Context, dstFiles attachments.BlobStore, src Snapshot, in Installation, resume bool, batch int) error {
+// snapshot of the store whose installation is in, for the destination
+// database whose installation is to: it is not claimed by another
+// database than in (or to, when the copy resumes), and, unless the copy
+// resumes or the bucket is claimed, it holds no file under
+// attachments.KeyPrefix or, as attachments.Service.Claim decides, files of
+// which at least one (of a sample of 1,000) is under in's own prefix or
+// named by a row of src: the source's own bucket, or a copy of it. shared
+// is true when the bucket is the source's (claimed by it, or holding its
+// files): the source may go on using it.
+func checkBucket(ctx context.Context, dstFiles attachments.BlobStore, src Snapshot, in Installation, to string, resume bool, batch int) (shared bool, err error) {
 	claim, found, err := readClaim(ctx, dstFiles)
 	if err != nil {
-		return fmt.Errorf("storecopy: read the destination bucket's claim: %w", err)
+		return false, fmt.Errorf("storecopy: read the destination bucket's claim: %w", err)
 	}
-	if found && claim != in.ID {
-		return &messaging.Error{Kind: messaging.ErrConflict, Op: "storecopy.Copy", Message: fmt.Sprintf(
+	if found && claim != in.ID && (claim != to || !resume) {
+		return false, &messaging.Error{Kind: messaging.ErrConflict, Op: "storecopy.Copy", Message: fmt.Sprintf(
 			"the destination bucket belongs to another Parley database (installation %s, not the source's %s): copy into an empty bucket or folder",
 			claim, in.ID)}
 	}
+	if found {
+		return claim == in.ID, nil
+	}
 	lister, ok := dstFiles.(driver.Lister)
-	if found || resume || !ok {
-		return nil
+	if !ok {
+		return false, nil
 	}
 	sample := map[string]struct{}{}
 	errEnough := errors.New("enough")
@@ -50,33 +57,36 @@ func checkBucket(ctx context.Context, dstFiles attachments.BlobStore, src Snapsh
 		return nil
 	})
 	if err != nil && !errors.Is(err, errEnough) {
-		return fmt.Errorf("storecopy: list the destination bucket: %w", err)
+		return false, fmt.Errorf("storecopy: list the destination bucket: %w", err)
 	}
 	if len(sample) == 0 {
-		return nil
+		return false, nil
 	}
 	own := attachments.KeyPrefix + in.ID + "/"
 	for k := range sample {
 		if strings.HasPrefix(k, own) {
-			return nil
+			return true, nil
 		}
 	}
 	for b, err := range src.Rows(ctx, Attachments, batch) {
 		if err != nil {
-			return fmt.Errorf("storecopy: read the source's attachments: %w", err)
+			return false, fmt.Errorf("storecopy: read the source's attachments: %w", err)
 		}
 		for _, a := range b.Attachments {
 			if _, ok := sample[a.Key]; ok {
-				return nil
+				return true, nil
 			}
 		}
+	}
+	if resume {
+		return false, nil // its own files, copied before
 	}
 	keys := slices.Sorted(maps.Keys(sample))
 	more := ""
 	if len(sample) == 1000 {
 		more = " or more"
 	}
-	return &messaging.Error{Kind: messaging.ErrConflict, Op: "storecopy.Copy", Message: fmt.Sprintf(
+	return false, &messaging.Error{Kind: messaging.ErrConflict, Op: "storecopy.Copy", Message: fmt.Sprintf(
 		"the destination bucket holds %d%s files and none is the source's (such as %s): copy into an empty bucket or folder, or the source's own",
 		len(keys), more, keys[0])}
 }
@@ -92,21 +102,45 @@ func readClaim(ctx context.Context, b attachments.BlobStore) (string, bool, erro
 	return c.Installation, found, err
 }
 
-// copyClaim copies the claim of srcFiles, when it is in's, to dstFiles,
-// unless dstFiles has one.
-func copyClaim(ctx context.Context, dstFiles, srcFiles attachments.BlobStore, in Installation) error {
-	if _, found, err := readClaim(ctx, dstFiles); err != nil || found {
+// handOver writes the handover of the source's files (installation from,
+// its files in srcFiles) to the copy (installation to) in dstFiles, unless
+// it is there: the prefixes of the files the source made or was handed.
+// A shared handover (dstFiles is the source's bucket) freezes them for
+// both; an exclusive one makes them the copy's, and the copy claims
+// dstFiles, unless it is claimed.
+func handOver(ctx context.Context, dstFiles, srcFiles attachments.BlobStore, from, to string, shared bool, now time.Time) error {
+	key := claim.HandoverKey(from, to)
+	if r, err := dstFiles.Open(ctx, key); err == nil {
+		_ = r.Close()
+		return nil
+	} else if !errors.Is(err, messaging.ErrNotFound) {
+		return fmt.Errorf("storecopy: read the handover %s: %w", key, err)
+	}
+	hs, err := claim.LoadHandovers(ctx, srcFiles)
+	if err != nil {
+		return fmt.Errorf("storecopy: read the source bucket's handovers: %w", err)
+	}
+	h := claim.Handover{Note: claim.HandoverNote, From: from, To: to, Shared: shared, At: now.UTC(),
+		Prefixes: claim.RightsOf(hs, attachments.KeyPrefix, from).Served}
+	data, err := h.Marshal()
+	if err != nil {
 		return err
 	}
-	c, data, found, err := claim.Load(ctx, srcFiles)
-	if err != nil && !errors.Is(err, claim.ErrMalformed) {
-		return fmt.Errorf("storecopy: read the source bucket's claim: %w", err)
+	if !shared {
+		if _, found, err := readClaim(ctx, dstFiles); err != nil {
+			return fmt.Errorf("storecopy: read the destination bucket's claim: %w", err)
+		} else if !found {
+			c, err := claim.Doc{Note: claim.Note, Installation: to, ClaimedAt: now.UTC()}.Marshal()
+			if err != nil {
+				return err
+			}
+			if err := dstFiles.Put(ctx, attachments.ClaimKey, "application/json", bytes.NewReader(c)); err != nil {
+				return fmt.Errorf("storecopy: write the destination bucket's claim: %w", err)
+			}
+		}
 	}
-	if !found || c.Installation != in.ID {
-		return nil // none, or not the source database's: the destination claims its bucket itself
-	}
-	if err := dstFiles.Put(ctx, attachments.ClaimKey, "application/json", bytes.NewReader(data)); err != nil {
-		return fmt.Errorf("storecopy: write the destination bucket's claim: %w", err)
+	if err := dstFiles.Put(ctx, key, "application/json", bytes.NewReader(data)); err != nil {
+		return fmt.Errorf("storecopy: write the handover %s: %w", key, err)
 	}
 	return nil
 }

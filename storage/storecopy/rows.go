@@ -153,9 +153,9 @@ func (b *Batch) Len() int {
 }
 
 // Installation is a store's identity: its installation id and reconcile
-// epoch (see driver.Installation). A copy takes the source's, so
-// that the keys of its files, made of the id, stay its own, and a bucket
-// claimed by the source may serve the copy.
+// epoch (see driver.Installation). A copy never takes the source's: it
+// gets one of its own (CopyID), and is handed the source's files (see
+// Copy).
 type Installation struct {
 	// ID is the installation id (driver.Installation.InstallationID).
 	ID string

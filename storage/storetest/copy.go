@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/attachments"
+	bucketclaim "github.com/parleychat/parley/internal/claim"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/storecopy"
@@ -46,7 +47,8 @@ type CopyBackend struct {
 // identical; the chain through every backend and back to the first, which
 // ends where it began; a second copy that changes nothing; refused
 // destinations; verifications that name differences; copies cancelled at
-// random points and resumed; a source written to while it is copied. The
+// random points and resumed; a source written to while it is copied; both
+// ends live over one bucket after a database-only move, and over two. The
 // first backend is the other end of the tests of one backend (memstore is
 // a good first).
 func RunCopyTests(t *testing.T, backends []CopyBackend) {
@@ -72,6 +74,7 @@ func RunCopyTests(t *testing.T, backends []CopyBackend) {
 		{"RefusesNonEmptyDestination", testCopyRefusesNonEmptyDestination},
 		{"RefusesBucketWithFiles", testCopyRefusesBucketWithFiles},
 		{"DatabaseOnly", testCopyDatabaseOnly},
+		{"BothLive", testCopyBothLive},
 		{"VerifyNamesDifferences", testCopyVerifyNamesDifferences},
 		{"InterruptedAndResumed", testCopyInterruptedAndResumed},
 		{"SourceWrittenMeanwhile", testCopyOfSourceWrittenMeanwhile},
@@ -98,6 +101,9 @@ func copyAll(t testing.TB, dst, src end) storecopy.Report {
 	rep, err := storecopy.Copy(context.Background(), storage{dst.store}, dst.files, storage{src.store}, src.files, nil)
 	require.NoError(t, err, "copy %s to %s", src.name, dst.name)
 	require.True(t, rep.Verified)
+	from, to := installationOf(t, src.store), installationOf(t, dst.store)
+	require.NotEqual(t, from, to, "a copy never takes its source's installation id")
+	require.True(t, storecopy.IsCopyOf(to, from), "%s names its source %s", to, from)
 	return rep
 }
 
@@ -221,7 +227,11 @@ func testCopyDatabaseOnly(t *testing.T, bs []backend) {
 			assert.True(t, rep.Verified)
 			assert.Equal(t, int64(4), rep.Files)
 			assert.Zero(t, rep.Copied)
-			assert.Equal(t, keys, objects(t, src.files), "the bucket is left as it was")
+			to := installationOf(t, dst.store)
+			assert.True(t, storecopy.IsCopyOf(to, installationOf(t, src.store)))
+			keys = append(keys, bucketclaim.HandoverKey(installationOf(t, src.store), to))
+			slices.Sort(keys)
+			assert.Equal(t, keys, objects(t, src.files), "the bucket is left as it was, and holds the handover")
 			assert.Equal(t, view(t, src.store, src.files, f), view(t, dst.store, src.files, f))
 		})
 	}

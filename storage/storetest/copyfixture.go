@@ -260,16 +260,21 @@ func view(t testing.TB, s copyStore, files attachments.BlobStore, f fixture) str
 		require.NoError(t, err)
 		out["key "+k[0]+" "+k[1]] = rec
 	}
-	ins, ok := any(s).(driver.Installation)
-	require.True(t, ok)
-	id, err := ins.InstallationID(ctx)
-	require.NoError(t, err)
-	epoch, err := ins.Epoch(ctx)
-	require.NoError(t, err)
-	out["installation"] = fmt.Sprint(id, " ", epoch)
+	// The installation is not in the view: a copy has its own (see
+	// installationOf and copyAll).
 	data, err := json.MarshalIndent(out, "", " ")
 	require.NoError(t, err)
 	return string(data)
+}
+
+// installationOf returns the installation id of s.
+func installationOf(t testing.TB, s copyStore) string {
+	t.Helper()
+	ins, ok := any(s).(driver.Installation)
+	require.True(t, ok)
+	id, err := ins.InstallationID(context.Background())
+	require.NoError(t, err)
+	return id
 }
 
 // expiredGone checks that the expired idempotency record of f is not in s.
