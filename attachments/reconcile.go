@@ -97,16 +97,19 @@ func (s *Service) finishDeletions(ctx context.Context, rep *ReconcileReport) err
 		}
 		progress := false
 		for _, key := range keys {
-			if !s.mayDelete(ctx, r, key) {
-				// Kept: not this database's alone. Forget it all the same.
-			} else if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, driver.ErrNotFound) {
-				rep.Failed++
-				continue
+			kept := !s.mayDelete(ctx, r, key) // not this database's alone: forget it all the same
+			if !kept {
+				if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, driver.ErrNotFound) {
+					rep.Failed++
+					continue
+				}
 			}
 			if err := s.repo.ForgetDeletion(ctx, key); err != nil {
 				return err
 			}
-			rep.Deleted++
+			if !kept {
+				rep.Deleted++
+			}
 			progress = true
 		}
 		if len(keys) < 100 || !progress {

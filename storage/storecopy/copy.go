@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/claim"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
@@ -33,6 +34,11 @@ type Options struct {
 	// Now returns the current time, which decides the idempotency records
 	// still in force. Default: time.Now.
 	Now func() time.Time
+	// MaxTextChars is the most characters of a message's (or revision's)
+	// text that Copy accepts from its source: set it to the destination's
+	// messaging.Options.MaxMessageChars when that is above the default.
+	// Default: 4000, messaging's default.
+	MaxTextChars int
 }
 
 func (o *Options) withDefaults() Options {
@@ -51,6 +57,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.MaxTextChars <= 0 {
+		c.MaxTextChars = 4000
 	}
 	return c
 }
@@ -149,6 +158,12 @@ func (e *MismatchError) Is(target error) bool { return target == ErrMismatch }
 // welcome, and its files are found in place): the error matches
 // messaging.ErrConflict and says what the destination holds.
 //
+// Copy validates every row of src as the API validates input (ids and
+// names of at most 255 bytes of UTF-8, texts within
+// Options.MaxTextChars, attachment keys that the source made or was
+// handed, see attachments.KeyPrefix) and refuses the first bad row, by
+// its kind and id, with an error matching messaging.ErrInvalid.
+//
 // A verification that finds differences returns a *MismatchError
 // (errors.Is(err, ErrMismatch)). A file of a row that srcFiles does not
 // hold, or whose bytes are not its row's, is such a difference.
@@ -179,8 +194,16 @@ func Copy(ctx context.Context, dst messaging.Storage, dstFiles attachments.BlobS
 	if err := prepare(ctx, sink, dstFiles, srcFiles, snap, in, o.BatchSize, cut); err != nil {
 		return rep, err
 	}
+	rules := &rowRules{maxText: o.MaxTextChars, rights: claim.RightsOf(nil, attachments.KeyPrefix, in.ID)}
+	if srcFiles != nil {
+		hs, err := claim.LoadHandovers(ctx, srcFiles)
+		if err != nil {
+			return rep, fmt.Errorf("storecopy: read the source bucket's handovers: %w", err)
+		}
+		rules.rights = claim.RightsOf(hs, attachments.KeyPrefix, in.ID)
+	}
 	for _, k := range Kinds() {
-		if err := copyRows(ctx, k, sink, snap, &o, cut); err != nil {
+		if err := copyRows(ctx, k, sink, snap, &o, cut, rules); err != nil {
 			return rep, err
 		}
 	}
@@ -300,7 +323,7 @@ func copyIDPrefix(src string) string {
 
 // copyRows copies the rows of kind k: a goroutine reads the source's
 // batches while the caller's loads the one before.
-func copyRows(ctx context.Context, k Kind, dst Sink, snap Snapshot, o *Options, cut time.Time) error {
+func copyRows(ctx context.Context, k Kind, dst Sink, snap Snapshot, o *Options, cut time.Time, rules *rowRules) error {
 	total, err := snap.Count(ctx, k)
 	if err != nil {
 		return fmt.Errorf("storecopy: count the source's %s: %w", k, err)
@@ -320,6 +343,10 @@ func copyRows(ctx context.Context, k Kind, dst Sink, snap Snapshot, o *Options, 
 			}
 			if k == IdempotencyKeys {
 				b.IdempotencyKeys = inForce(b.IdempotencyKeys, cut)
+			}
+			if err := validate(b, rules); err != nil {
+				readErr = err
+				return
 			}
 			select {
 			case batches <- b:

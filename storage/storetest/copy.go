@@ -75,6 +75,7 @@ func RunCopyTests(t *testing.T, backends []CopyBackend) {
 		{"RefusesBucketWithFiles", testCopyRefusesBucketWithFiles},
 		{"DatabaseOnly", testCopyDatabaseOnly},
 		{"BothLive", testCopyBothLive},
+		{"RefusesTamperedRows", testCopyRefusesTamperedRows},
 		{"VerifyNamesDifferences", testCopyVerifyNamesDifferences},
 		{"InterruptedAndResumed", testCopyInterruptedAndResumed},
 		{"SourceWrittenMeanwhile", testCopyOfSourceWrittenMeanwhile},

@@ -55,7 +55,7 @@ func fill(t testing.TB, s copyStore, files attachments.BlobStore, n int) fixture
 	put := func(id, conv string, body string) messaging.Attachment {
 		sum := sha256.Sum256([]byte(body))
 		a := messaging.Attachment{ID: id, ConversationID: conv, UploaderID: alice, Filename: id + ".txt", FileType: "text/plain; charset=utf-8",
-			FileSize: int64(len(body)), SHA256: hex.EncodeToString(sum[:]), Key: attachments.KeyPrefix + "ins_fixture/" + id, CreatedAt: copyAt(5)}
+			FileSize: int64(len(body)), SHA256: hex.EncodeToString(sum[:]), Key: attachments.KeyPrefix + installationOf(t, s) + "/" + id, CreatedAt: copyAt(5)}
 		require.NoError(t, files.Put(ctx, a.Key, a.FileType, bytes.NewReader([]byte(body))))
 		return a
 	}

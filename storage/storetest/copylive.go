@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/storecopy"
@@ -195,3 +196,80 @@ func objectsUnder(t testing.TB, files attachments.BlobStore, prefix string) []st
 	}
 	return keys
 }
+
+// A tampered source (an attachment key outside the source's prefix, a
+// text of 5,000 characters, an id with a control character) is refused
+// row by row, naming the row, and writes nothing outside attachments/ in
+// the destination bucket. Deleting, through the files Service, an
+// attachment whose key the Service did not make (a row loaded as it is)
+// deletes its row, and no object.
+func testCopyRefusesTamperedRows(t *testing.T, bs []backend) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, want string
+		batch      func(f fixture) *storecopy.Batch
+	}{
+		{"key outside attachments", `"att_evil"`, func(f fixture) *storecopy.Batch {
+			return &storecopy.Batch{Kind: storecopy.Attachments, Attachments: []messaging.Attachment{{ID: "att_evil", ConversationID: "general",
+				UploaderID: f.contacts[0], Filename: "x.txt", FileType: "text/plain", FileSize: 1, Key: "outside/evil", CreatedAt: copyAt(5)}}}
+		}},
+		{"key of another installation", `"att_other"`, func(f fixture) *storecopy.Batch {
+			return &storecopy.Batch{Kind: storecopy.Attachments, Attachments: []messaging.Attachment{{ID: "att_other", ConversationID: "general",
+				UploaderID: f.contacts[0], Filename: "x.txt", FileType: "text/plain", FileSize: 1, Key: attachments.KeyPrefix + "ins_other/att_other", CreatedAt: copyAt(5)}}}
+		}},
+		{"text too long", `"msg_long"`, func(f fixture) *storecopy.Batch {
+			return &storecopy.Batch{Kind: storecopy.Messages, Messages: []storecopy.Message{{ID: "msg_long", ConversationID: "general",
+				ContactID: f.contacts[0], Text: strings.Repeat("é", 5000), CreatedAt: copyAt(8000)}}}
+		}},
+		{"bad id", "ctc_\\x00bad", func(f fixture) *storecopy.Batch {
+			return &storecopy.Batch{Kind: storecopy.Contacts, Contacts: []messaging.Contact{{ID: "ctc_\x00bad", Username: "bad", CreatedAt: copyBase}}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, dst := bs[0].new(t), bs[len(bs)-1].new(t)
+			f := fill(t, src.store, src.files, 8)
+			require.NoError(t, src.files.Put(ctx, "outside/evil", "text/plain", strings.NewReader("x")))
+			require.NoError(t, src.files.Put(ctx, attachments.KeyPrefix+"ins_other/att_other", "text/plain", strings.NewReader("x")))
+			require.NoError(t, src.store.Load(ctx, tc.batch(f)))
+			_, err := storecopy.Copy(ctx, storage{dst.store}, dst.files, storage{src.store}, src.files, nil)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, messaging.ErrInvalid)
+			assert.Contains(t, err.Error(), tc.want, "the error names the row")
+			for _, k := range objects(t, dst.files) {
+				assert.False(t, k == "outside/evil" || strings.HasPrefix(k, attachments.KeyPrefix+"ins_other/"), "nothing written at %s", k)
+			}
+		})
+	}
+	t.Run("delete keeps an object the Service did not make", func(t *testing.T) {
+		s := bs[0].new(t)
+		f := fill(t, s.store, s.files, 8)
+		for _, key := range []string{"outside/evil", attachments.KeyPrefix + "ins_other/att_a"} {
+			require.NoError(t, s.files.Put(ctx, key, "text/plain", strings.NewReader("not the Service's")))
+		}
+		var log syncBuffer
+		files := liveFiles(t, s.store, s.files, &log)
+		require.NoError(t, files.Claim(ctx))
+		c, err := s.store.GetContact(ctx, f.contacts[0])
+		require.NoError(t, err)
+		for _, key := range []string{"outside/evil", claimKey, attachments.KeyPrefix + "ins_other/att_a"} {
+			id := ids.New(ids.Attachment)
+			require.NoError(t, s.store.Load(ctx, &storecopy.Batch{Kind: storecopy.Attachments, Attachments: []messaging.Attachment{{ID: id, ConversationID: "general",
+				UploaderID: f.contacts[0], Filename: "x.txt", FileType: "text/plain", FileSize: 1, Key: key, CreatedAt: copyAt(5)}}}))
+			require.NoError(t, files.Delete(ctx, c, id))
+			_, err := s.store.GetAttachment(ctx, id)
+			assert.ErrorIs(t, err, messaging.ErrNotFound, "the row is gone")
+			assert.Contains(t, objects(t, s.files), key, "the object %s stays", key)
+		}
+		rep, err := files.Reconcile(ctx)
+		require.NoError(t, err)
+		assert.Zero(t, rep.Orphans+rep.Purged, "%+v", rep)
+		for _, key := range []string{"outside/evil", claimKey, attachments.KeyPrefix + "ins_other/att_a"} {
+			assert.Contains(t, objects(t, s.files), key, "the object %s stays after Reconcile", key)
+		}
+		assert.Contains(t, log.String(), "its key is not one this database made or was handed")
+	})
+}
+
+// claimKey is the key of the claim object, which no attachment
+// row may delete.
+const claimKey = attachments.ClaimKey

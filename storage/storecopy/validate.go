@@ -1,0 +1,116 @@
+package storecopy
+
+import (
+	"fmt"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/claim"
+	"github.com/parleychat/parley/messaging"
+)
+
+// A copy trusts no row of its source: a tampered source made an earlier
+// copy write an object outside attachments/ in the destination bucket and
+// accept 30 MB texts (issue 30). validate checks each row as the API
+// checks input, and refuses the first bad one by its id.
+
+// maxIDBytes bounds every id and name a row holds.
+const maxIDBytes = 255
+
+// rowRules are what validate checks rows against.
+type rowRules struct {
+	maxText int          // the most characters of a message's or revision's text
+	rights  claim.Rights // the source's rights: the keys its files may have
+}
+
+// badRow is the error of a row the copy refuses.
+func badRow(k Kind, id, what string) error {
+	return &messaging.Error{Kind: messaging.ErrInvalid, Op: "storecopy.Copy", Message: fmt.Sprintf(
+		"the source's %s row %q is refused: %s; nothing of it was copied (mend or delete the row in the source, then copy again)", k, id, what)}
+}
+
+// okID reports whether s is an id or a name as the API could have made
+// it: 1 to 255 bytes of UTF-8, no control characters.
+func okID(s string) bool {
+	if s == "" || len(s) > maxIDBytes || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// okText reports whether s is a text of at most max characters of UTF-8.
+func okText(s string, max int) bool {
+	return utf8.ValidString(s) && (len(s) <= max || utf8.RuneCountInString(s) <= max)
+}
+
+// validate checks the rows of b, and returns the error of the first bad
+// one.
+func validate(b *Batch, r *rowRules) error {
+	ids := func(k Kind, id string, fields ...string) error {
+		for _, f := range fields {
+			if !okID(f) {
+				return badRow(k, id, fmt.Sprintf("the id %q is not 1 to %d bytes of UTF-8 without control characters", f, maxIDBytes))
+			}
+		}
+		return nil
+	}
+	for _, c := range b.Contacts {
+		if err := ids(Contacts, c.ID, c.ID, c.Username); err != nil {
+			return err
+		}
+	}
+	for _, c := range b.Conversations {
+		if err := ids(Conversations, c.ID, c.ID); err != nil {
+			return err
+		}
+	}
+	for _, m := range b.Members {
+		if err := ids(Members, m.ConversationID+" "+m.ContactID, m.ConversationID, m.ContactID); err != nil {
+			return err
+		}
+	}
+	for _, m := range b.Messages {
+		if err := ids(Messages, m.ID, m.ID, m.ConversationID, m.ContactID); err != nil {
+			return err
+		}
+		if !okText(m.Text, r.maxText) {
+			return badRow(Messages, m.ID, fmt.Sprintf("its text is not UTF-8 of at most %d characters (Options.MaxTextChars)", r.maxText))
+		}
+	}
+	for _, n := range b.ReactionNames {
+		if err := ids(ReactionNames, n.MessageID, n.MessageID, n.Name); err != nil {
+			return err
+		}
+	}
+	for _, n := range b.Reactions {
+		if err := ids(Reactions, n.MessageID, n.MessageID, n.Name, n.ContactID); err != nil {
+			return err
+		}
+	}
+	for _, a := range b.Attachments {
+		if err := ids(Attachments, a.ID, a.ID, a.UploaderID, a.Filename); err != nil {
+			return err
+		}
+		if !r.rights.Serves(attachments.KeyPrefix, a.Key, a.ID) {
+			return badRow(Attachments, a.ID, fmt.Sprintf("its key %q is not a key the source made for it (%s, the source's installation id or a prefix handed to it, then the attachment id)", a.Key, attachments.KeyPrefix))
+		}
+		if a.FileSize < 0 {
+			return badRow(Attachments, a.ID, "its size is negative")
+		}
+	}
+	for _, v := range b.Revisions {
+		if err := ids(Revisions, v.ID, v.ID, v.MessageID); err != nil {
+			return err
+		}
+		if !okText(v.Text, r.maxText) {
+			return badRow(Revisions, v.ID, fmt.Sprintf("its text is not UTF-8 of at most %d characters (Options.MaxTextChars)", r.maxText))
+		}
+	}
+	return nil
+}
