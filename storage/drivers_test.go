@@ -82,7 +82,7 @@ func TestLibraryLinksNoDriver(t *testing.T) {
 func TestDriverPackagesLinkTheirDriver(t *testing.T) {
 	for pkg, want := range map[string]string{
 		"storage/sqlstore/sqlite":   "modernc.org/sqlite",
-		"storage/sqlstore/postgres": "github.com/uptrace/bun/driver/pgdriver",
+		"storage/sqlstore/postgres": "github.com/jackc/pgx/v5",
 		"storage/sqlstore/mysql":    "github.com/go-sql-driver/mysql",
 		"storage/blobstore/s3":      "github.com/aws/aws-sdk-go-v2/service/s3",
 	} {

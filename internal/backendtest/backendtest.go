@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib" // "pgx", for the admin pool
 	"github.com/stretchr/testify/require"
-	"github.com/uptrace/bun/driver/pgdriver"
 
 	"github.com/parleychat/parley/storage/memstore"
 	"github.com/parleychat/parley/storage/sqlstore"
@@ -29,6 +29,9 @@ import (
 const (
 	EnvPostgres = "PARLEY_TEST_POSTGRES"
 	EnvMySQL    = "PARLEY_TEST_MYSQL"
+	// EnvPgBouncer names PgBouncer in transaction pooling mode in front of
+	// the server of EnvPostgres (.ci/pgbouncer.sh starts one).
+	EnvPgBouncer = "PARLEY_TEST_PGBOUNCER"
 )
 
 // Backend is a storage backend under test.
@@ -98,6 +101,48 @@ func randomName() string {
 	return "parley_test_" + hex.EncodeToString(b[:])
 }
 
+// PgBouncer returns PostgreSQL reached through PgBouncer in transaction
+// pooling mode, in the pooler-safe mode (default_query_exec_mode=exec),
+// each DSN a fresh database, created and dropped on the server directly;
+// ok is false, logged, when EnvPgBouncer or EnvPostgres is not set.
+func PgBouncer(tb testing.TB) (e SQLEngine, ok bool) {
+	tb.Helper()
+	bouncer, base := os.Getenv(EnvPgBouncer), os.Getenv(EnvPostgres)
+	if bouncer == "" || base == "" {
+		tb.Logf("backendtest: %s or %s is not set: not testing PostgreSQL through PgBouncer", EnvPgBouncer, EnvPostgres)
+		return SQLEngine{}, false
+	}
+	return SQLEngine{Name: "pgbouncer", DSN: func(tb testing.TB) string { return pgBouncerDSN(tb, bouncer, base) }}, true
+}
+
+// pgBouncerDSN creates a database on base's server and returns bouncer
+// naming it, in the pooler-safe mode. (A schema would need search_path,
+// a startup parameter PgBouncer refuses.)
+func pgBouncerDSN(tb testing.TB, bouncer, base string) string {
+	tb.Helper()
+	admin := openPgx(tb, base)
+	name := randomName()
+	_, err := admin.Exec("CREATE DATABASE " + name)
+	if err != nil {
+		_ = admin.Close()
+		require.NoError(tb, err, "create a PostgreSQL database (%s=%s)", EnvPostgres, base)
+	}
+	tb.Cleanup(func() {
+		_, err := admin.Exec("DROP DATABASE " + name + " WITH (FORCE)")
+		_ = admin.Close()
+		if err != nil {
+			tb.Errorf("drop database %s: %v", name, err)
+		}
+	})
+	u, err := url.Parse(bouncer)
+	require.NoError(tb, err)
+	u.Path = "/" + name
+	q := u.Query()
+	q.Set("default_query_exec_mode", "exec")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
 func sqliteDSN(tb testing.TB) string {
 	return filepath.Join(tb.TempDir(), "parley.db")
 }
@@ -105,7 +150,7 @@ func sqliteDSN(tb testing.TB) string {
 // postgresDSN creates a schema and returns base with search_path set to it.
 func postgresDSN(tb testing.TB, base string) string {
 	tb.Helper()
-	admin := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(base)))
+	admin := openPgx(tb, base)
 	name := randomName()
 	_, err := admin.Exec("CREATE SCHEMA " + name)
 	if err != nil {
@@ -169,4 +214,12 @@ func mysqlDSN(tb testing.TB, base string) string {
 	}
 	cfg.DBName = name
 	return cfg.FormatDSN()
+}
+
+// openPgx opens a pool on the PostgreSQL DSN, through pgx.
+func openPgx(tb testing.TB, dsn string) *sql.DB {
+	tb.Helper()
+	db, err := sql.Open("pgx", dsn)
+	require.NoError(tb, err)
+	return db
 }

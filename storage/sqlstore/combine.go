@@ -2,22 +2,15 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"maps"
 	"math/bits"
 	"runtime/debug"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
-	"time"
 
 	"github.com/uptrace/bun"
 
-	"github.com/parleychat/parley/internal/pgtx"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 )
@@ -40,9 +33,7 @@ import (
 // Failures are the failing change's own: a change that fails (its Check,
 // a row it does not find, a conflict, a panic of its Check or Record)
 // makes the others run again without it, so that it commits nothing and
-// they commit all they would have alone; a failure of the round trip of
-// several changes (reactMany) makes the transaction run again with one
-// statement a change; a failure that no one change can be blamed for (the
+// they commit all they would have alone; a failure that no one change can be blamed for (the
 // events' insert, a transaction that did not begin for another reason)
 // makes each run alone; a failure of the transaction itself (the database
 // unreachable or too busy, a lock or statement timeout, a commit that
@@ -65,25 +56,7 @@ type combiner struct {
 	// empty queue) from the moment a transaction starts on it until the
 	// last has found its queue empty.
 	queues map[string][]*combined
-	// conns holds what reactMany knows of each connection, by the pid of
-	// its server process.
-	conns map[int]*connState
 }
-
-// connState is what reactMany knows of a connection.
-type connState struct {
-	statements map[string]bool // the names of reactMany's statements it has prepared
-	table      bool            // it has the table parley_reacted (created by a transaction that committed)
-	offUntil   time.Time       // reactMany failed there: not tried again before then
-}
-
-// reactManyOff is how long reactMany is not tried again on a connection
-// where it failed otherwise than by a lost statement or table.
-const reactManyOff = time.Minute
-
-// maxConns bounds combiner.conns: past it, it starts again empty (the
-// next reactMany of each connection asks the server).
-const maxConns = 1024
 
 // maxCombined bounds the changes one transaction makes.
 const maxCombined = 64
@@ -190,7 +163,7 @@ var errCombinedPanic = errors.New("sqlstore: the transaction of combined changes
 // in as few transactions as their failures allow, and gives each caller
 // its outcome.
 func (s *store) makeAll(id string, batch []*combined) {
-	todo, many := batch, true
+	todo := batch
 	for {
 		// Changes whose callers have left are not made.
 		waiting := make([]*combined, 0, len(todo))
@@ -205,12 +178,10 @@ func (s *store) makeAll(id string, batch []*combined) {
 		if len(todo) == 0 {
 			return
 		}
-		failed, err := s.makeTogether(id, todo, many)
+		failed, err := s.makeTogether(id, todo)
 		switch {
 		case err == nil:
 			return
-		case failed == failedMany: // again, one statement a change
-			many = false
 		case failed == failedTogether && len(todo) > 1: // each alone
 			for _, c := range todo {
 				s.makeAll(id, []*combined{c})
@@ -235,15 +206,13 @@ func (s *store) makeAll(id string, batch []*combined) {
 const (
 	failedAll      = -1 // the transaction's own failure: every caller's
 	failedTogether = -2 // no one change's: each is made again alone
-	failedMany     = -3 // reactMany's round trip: made again, one statement a change
 )
 
 // makeTogether makes the changes of todo in one transaction, and gives
 // each caller its outcome when it commits. Otherwise it returns the error
-// and what failed: the index of the change that failed, failedAll,
-// failedTogether or failedMany; and gives no outcome. With many,
-// consecutive quick reactions go in one round trip (reactMany).
-func (s *store) makeTogether(id string, todo []*combined, many bool) (failed int, err error) {
+// and what failed: the index of the change that failed, failedAll or
+// failedTogether; and gives no outcome.
+func (s *store) makeTogether(id string, todo []*combined) (failed int, err error) {
 	// The transaction runs while one of its callers waits for it.
 	ctxs := make([]context.Context, len(todo))
 	for i, c := range todo {
@@ -253,9 +222,7 @@ func (s *store) makeTogether(id string, todo []*combined, many bool) (failed int
 	defer stop()
 
 	outs := make([]messaging.Message, len(todo))
-	ran := false       // the transaction began
-	backend := 0       // the connection's server process, when the lock read it
-	tableMade := false // reactMany created the table parley_reacted
+	ran := false // the transaction began
 	// blame returns err, having set failed to who: failedAll instead when
 	// err is the transaction's (txFailure).
 	blame := func(who int, err error) error {
@@ -266,49 +233,16 @@ func (s *store) makeTogether(id string, todo []*combined, many bool) (failed int
 		return err
 	}
 	err = s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		ran, backend, tableMade = true, 0, false
+		ran = true
 		failed = failedTogether
 		var row messageRow // locked by the first change, and left by each as the next finds it
 		var evs []messaging.Event
-		if len(todo) > 1 && s.quickMany(todo[0].ch) && s.quickMany(todo[1].ch) {
-			// Locked first, so that the first changes go in one round trip;
-			// a message not found is every change's.
-			var err error
-			if backend, err = s.lockMessageBackend(ctx, tx, id, &row); err != nil {
-				failed = failedAll
-				return err
+		for k, c := range todo {
+			out, err := s.updateCaught(ctx, tx, id, c.ch, &row, &evs)
+			if err != nil {
+				return blame(k, err)
 			}
-		}
-		for i := 0; i < len(todo); {
-			// Once the row is locked, the quick reactions that follow each
-			// other are sent together (reactMany).
-			j := i
-			for many && row.ID != "" && s.reactManyOn(backend) && j < len(todo) && j-i < maxReactMany && s.quickMany(todo[j].ch) {
-				j++
-			}
-			var made []reactedOne
-			if j-i >= 2 {
-				var err error
-				var created bool
-				if made, created, err = s.reactMany(ctx, tx, id, todo[i:j], i, backend); err != nil {
-					return blame(failedMany, err)
-				}
-				tableMade = tableMade || created
-			} else {
-				j = i + 1
-			}
-			for k := i; k < j; k++ {
-				var m *reactedOne
-				if made != nil {
-					m = &made[k-i]
-				}
-				out, err := s.updateCaught(ctx, tx, id, todo[k].ch, &row, m, &evs)
-				if err != nil {
-					return blame(k, err)
-				}
-				outs[k] = out
-			}
-			i = j
+			outs[k] = out
 		}
 		// Not committed when every caller has left (ctx ends soon after,
 		// but may not have yet).
@@ -317,20 +251,11 @@ func (s *store) makeTogether(id string, todo []*combined, many bool) (failed int
 			return todo[0].ctx.Err()
 		}
 		// The events of all, in the order of the changes: on PostgreSQL in
-		// one statement, which commits the transaction too where the
-		// connections allow (internal/pgtx: a round trip saved), elsewhere
-		// in as few statements of as few shapes (prepared) as powers of
-		// two allow.
-		if s.flavor == flavorPostgres && s.numberedEvents() && (len(evs) > 1 || len(evs) == 1 && s.foldsTx) {
+		// one statement, elsewhere in as few statements of as few shapes
+		// (prepared) as powers of two allow.
+		if s.flavor == flavorPostgres && s.numberedEvents() && len(evs) > 1 {
 			args, err := eventsArrays(evs)
-			if err == nil && s.foldsTx {
-				// An error that the server answered committed nothing (a
-				// failed statement aborts the transaction; a failed COMMIT
-				// rolls it back): the changes can be made again. Any other
-				// matches pgtx.ErrCommitUnknown, the transaction's failure
-				// (txFailure): they may have been made.
-				_, err = tx.ExecContext(ctx, insertEventsArraysSQL+pgtx.CommitSuffix, args...)
-			} else if err == nil {
+			if err == nil {
 				_, err = s.execWrite(ctx, tx, insertEventsArraysSQL, args...)
 			}
 			if err != nil {
@@ -355,9 +280,6 @@ func (s *store) makeTogether(id string, todo []*combined, many bool) (failed int
 		}
 		return failed, err
 	}
-	if tableMade {
-		s.reactManyCommitted(backend)
-	}
 	for i, c := range todo {
 		c.finish(outs[i], nil)
 	}
@@ -367,9 +289,9 @@ func (s *store) makeTogether(id string, todo []*combined, many bool) (failed int
 // txFailure reports whether err, met by a transaction of combined
 // changes, is the transaction's rather than one change's: the database
 // unreachable or too busy, a lock or statement timeout, the transaction's
-// context ended, a COMMIT whose outcome is unknown.
+// context ended.
 func (s *store) txFailure(err error) bool {
-	if unavailable(err) || s.retryable(err) || errors.Is(err, context.Canceled) || errors.Is(err, pgtx.ErrCommitUnknown) {
+	if unavailable(err) || s.retryable(err) || errors.Is(err, context.Canceled) {
 		return true
 	}
 	switch pgCode(err) {
@@ -388,206 +310,13 @@ func (p *panicked) Error() string { return fmt.Sprintf("sqlstore: the change pan
 // updateCaught is updateRecorded, with a panic of the change returned as a
 // *panicked error: the transaction, which may hold the changes of other
 // callers, rolls back, and they are made again without it.
-func (s *store) updateCaught(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, row *messageRow, made *reactedOne, evs *[]messaging.Event) (out messaging.Message, err error) {
+func (s *store) updateCaught(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, row *messageRow, evs *[]messaging.Event) (out messaging.Message, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = &panicked{value: p}
 		}
 	}()
-	return s.updateRecorded(ctx, tx, id, ch, row, made, evs)
-}
-
-// maxReactMany bounds the changes of one reactMany.
-const maxReactMany = 32
-
-// quickMany reports whether reactMany makes ch: a quickReaction change
-// (PostgreSQL).
-func (s *store) quickMany(ch driver.MessageChange) bool {
-	return s.quickReaction(ch)
-}
-
-// reactManyRow is a row of reactMany: a row of reactOne's statement for
-// the change i.
-type reactManyRow struct {
-	I int `bun:"i"`
-	reactOneRow
-	Seq sql.NullInt64 `bun:"seq"`
-}
-
-// reactMany makes the quick reactions (quickMany) of cs, the changes
-// base, base+1, … of a transaction, on the message id, which tx has
-// locked, in order, each by reactOne's statement, all in one round trip:
-// one query of several statements, each of which sees what those before
-// it did. The round trips, not the statements, set the pace of a popular
-// message's changes: each waits for the server's process and then the
-// caller's to be scheduled, 0.3 to 7 ms under load on two cores
-// (BENCHMARKS.md). Such a query returns the rows of one statement: each
-// change's statement leaves its rows in a temporary table of the
-// connection, parley_reacted (emptied by each commit), and the last
-// statement reads them.
-//
-// The statements are SQL prepared statements of the connection (EXECUTE),
-// which a first statement, a DO block, prepares when the connection has
-// not (prepareReactMany): parsing and planning each change's statement
-// anew cost more than its round trip. backend, when not 0, is the pid of
-// the connection's server process (lockMessageBackend): the block is left
-// out when combiner.conns says that the connection has what it needs (it
-// costs the server about as much as two changes), and prepares only what
-// it lacks otherwise. It reports whether the block created the table,
-// which the connection keeps once the transaction commits
-// (reactManyCommitted). Should the connection have lost them (a reset, a
-// pid reused), the query fails and the connection is forgotten; should it
-// fail otherwise (no right to create temporary tables, a table of that
-// name already there), reactMany is not tried there for reactManyOff, and
-// the failure is logged. Either way the transaction is made again, one
-// statement a change (failedMany).
-func (s *store) reactMany(ctx context.Context, tx bun.Tx, id string, cs []*combined, base, backend int) (made []reactedOne, createdTable bool, err error) {
-	var b strings.Builder
-	var args []any
-	shapes := map[string]string{} // prepared statement's name -> its statement
-	for i, c := range cs {
-		q, a := reactOneSQL(id, c.ch, base+i)
-		q, _, ok := expandArgs(q, a, true)
-		if !ok {
-			return nil, false, errors.New("sqlstore: reactMany: a statement's placeholders do not match its arguments")
-		}
-		name := reactManyName(q)
-		shapes[name] = q
-		b.WriteString("EXECUTE " + name + "(")
-		for k, v := range a {
-			if k > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("?")
-			args = append(args, v)
-		}
-		b.WriteString(");\n")
-	}
-	// Rows of the transaction's earlier reactMany are there too: i tells.
-	b.WriteString("SELECT * FROM pg_temp.parley_reacted WHERE i >= " + strconv.Itoa(base) + " ORDER BY i, seq")
-	query := b.String()
-	cb := &s.combine
-	cb.mu.Lock()
-	table := false
-	if st := cb.conns[backend]; backend != 0 && st != nil {
-		table = st.table
-		for name := range shapes {
-			if st.statements[name] {
-				delete(shapes, name)
-			}
-		}
-	}
-	cb.mu.Unlock()
-	if !table || len(shapes) > 0 {
-		query = prepareReactMany(shapes) + ";\n" + query
-	}
-	var rows []reactManyRow
-	err = tx.NewRaw(query, bunArgs(args)...).Scan(ctx, &rows)
-	if backend != 0 {
-		s.reactManyDone(ctx, backend, shapes, err)
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	out := make([]reactedOne, len(cs))
-	for i, c := range cs {
-		var own []reactOneRow
-		for len(rows) > 0 && rows[0].I == base+i {
-			own, rows = append(own, rows[0].reactOneRow), rows[1:]
-		}
-		if out[i], err = reactedOf(id, c.ch, own); err != nil {
-			return nil, false, err
-		}
-	}
-	return out, !table, nil
-}
-
-// reactManyOn reports whether reactMany may be tried on the connection of
-// the server process backend (0: not known).
-func (s *store) reactManyOn(backend int) bool {
-	cb := &s.combine
-	cb.mu.Lock()
-	defer cb.mu.Unlock()
-	st := cb.conns[backend]
-	return st == nil || time.Now().After(st.offUntil)
-}
-
-// reactManyDone records what reactMany's query, which ended with err, left
-// on the connection of backend: the statements of shapes, prepared; or,
-// when it failed, that the connection lost what it had (forgotten) or
-// cannot run it (off for reactManyOff).
-func (s *store) reactManyDone(ctx context.Context, backend int, shapes map[string]string, err error) {
-	cb := &s.combine
-	cb.mu.Lock()
-	defer cb.mu.Unlock()
-	// room empties conns when it is full (maxConns).
-	room := func() {
-		if cb.conns == nil || len(cb.conns) >= maxConns {
-			cb.conns = make(map[int]*connState)
-		}
-	}
-	switch {
-	case err == nil:
-		room()
-		st := cb.conns[backend]
-		if st == nil {
-			st = &connState{statements: map[string]bool{}}
-			cb.conns[backend] = st
-		}
-		for name := range shapes {
-			st.statements[name] = true
-		}
-	case pgCode(err) == "26000" || pgCode(err) == "42P01" || s.txFailure(err):
-		// A statement or the table gone (invalid_sql_statement_name,
-		// undefined_table), or not the connection's failure.
-		delete(cb.conns, backend)
-	default:
-		room()
-		cb.conns[backend] = &connState{statements: map[string]bool{}, offUntil: time.Now().Add(reactManyOff)}
-		s.opts.Logger.WarnContext(ctx, "sqlstore: combined reactions cannot be sent in one round trip on this connection; sent one statement each for a while",
-			"backend_pid", backend, "for", reactManyOff, "err", err)
-	}
-}
-
-// reactManyCommitted records that the connection of backend keeps the
-// table parley_reacted that its committed transaction created.
-func (s *store) reactManyCommitted(backend int) {
-	cb := &s.combine
-	cb.mu.Lock()
-	defer cb.mu.Unlock()
-	if st := cb.conns[backend]; backend != 0 && st != nil {
-		st.table = true
-	}
-}
-
-// reactManyName names the prepared statement of q, a statement of
-// reactMany: by a hash of its text, so that another text (another version
-// of this package, another shape) has another name.
-func reactManyName(q string) string {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(q))
-	return fmt.Sprintf("parley_react_%016x", h.Sum64())
-}
-
-// prepareReactMany returns a DO block that creates the connection's table
-// parley_reacted and prepares the statements of shapes (name -> text),
-// each unless the connection has it. A prepared statement outlives the
-// transaction, rolled back or not, and lasts as long as the connection.
-func prepareReactMany(shapes map[string]string) string {
-	var b strings.Builder
-	b.WriteString(`DO $parley$ BEGIN
-	IF to_regclass('pg_temp.parley_reacted') IS NULL THEN
-		CREATE TEMP TABLE parley_reacted (i int, own bigint, names bigint, reactors bigint, updated bigint,
-			text text, read_at timestamptz, updated_at timestamptz, name text, reactor_count bigint, embedded text, seq bigint)
-			ON COMMIT DELETE ROWS;
-	END IF;
-`)
-	for _, name := range slices.Sorted(maps.Keys(shapes)) {
-		b.WriteString("\tIF NOT EXISTS (SELECT 1 FROM pg_prepared_statements WHERE name = '" + name + "') THEN\n\t\tEXECUTE $q$PREPARE " +
-			name + " AS " + shapes[name] + "$q$;\n\tEND IF;\n")
-	}
-	b.WriteString("END $parley$")
-	return b.String()
+	return s.updateRecorded(ctx, tx, id, ch, row, evs)
 }
 
 // finish gives c's caller its outcome.

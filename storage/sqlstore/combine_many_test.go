@@ -1,7 +1,6 @@
 package sqlstore_test
 
-// Tests of reactMany (combine.go): combined reactions in one round trip
-// on PostgreSQL.
+// Tests of combined reactions (combine.go) on PostgreSQL.
 
 import (
 	"context"
@@ -16,11 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
-	"github.com/uptrace/bun/driver/pgdriver"
 
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/internal/ids"
@@ -66,81 +66,6 @@ func remove(name, reactor string) driver.MessageChange {
 	return driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: reactor, Remove: []string{name}}, Record: record}
 }
 
-// TestReactManyTempTableStaysSmall: the temporary table parley_reacted,
-// which every reactMany fills, does not grow with the number of changes a
-// connection has made. Temporary tables are never vacuumed (autovacuum
-// cannot reach them): rows deleted one by one would leave their space
-// behind for as long as the connection lives, which a pool keeps; the
-// table is emptied by each commit instead (ON COMMIT DELETE ROWS).
-func TestReactManyTempTableStaysSmall(t *testing.T) {
-	e := postgresOnly(t)
-	ctx := t.Context()
-	s := e.Open(t)
-	s.DB().SetMaxOpenConns(1) // one connection: its temporary table is the one measured
-	f := newCombineFixture(t, s, 17)
-	r := f.reactors
-	// 12 names, so that each change's statement leaves 12-13 rows.
-	for i := range 12 {
-		_, err := s.Driver().UpdateMessage(ctx, f.msg.ID, add(fmt.Sprintf("n%d", i), r[0], nil))
-		require.NoError(t, err)
-	}
-	size := func() (pages int64) {
-		require.NoError(t, s.DB().NewRaw("SELECT COALESCE(pg_relation_size(to_regclass('pg_temp.parley_reacted')), 0) / 8192").Scan(ctx, &pages))
-		return pages
-	}
-	const rounds, perRound = 30, 15
-	for i := range rounds {
-		var rest []driver.MessageChange
-		for k := range perRound {
-			if i%2 == 0 {
-				rest = append(rest, add("x", r[1+k], record))
-			} else {
-				rest = append(rest, remove("x", r[1+k]))
-			}
-		}
-		for k, o := range combinedRound(t, f, add(fmt.Sprintf("n%d", i%12), r[16], nil), rest) {
-			require.NoError(t, o.err, "round %d change %d", i, k)
-		}
-		if i == 1 {
-			t.Logf("after 2 rounds: %d pages", size())
-		}
-	}
-	var prepared int
-	require.NoError(t, s.DB().NewRaw("SELECT count(*) FROM pg_prepared_statements WHERE name LIKE 'parley_react_%'").Scan(ctx, &prepared))
-	require.Positive(t, prepared, "reactMany ran on the connection")
-	// ~5,900 rows went through the table; one round's ~195 fit in 2 pages.
-	pages := size()
-	t.Logf("after %d rounds: %d pages", rounds, pages)
-	assert.LessOrEqual(t, pages, int64(6), "parley_reacted grows with every row it ever held")
-}
-
-// TestReactManyFailureKeepsCombining: when reactMany's round trip fails
-// for a reason of the connection, not of a change (here a parley_reacted
-// of another shape, as a role without the TEMP privilege, or a pooler's
-// server connection with such a table, would make it fail every time),
-// the changes are still made together, one statement each, not each in a
-// transaction of its own.
-func TestReactManyFailureKeepsCombining(t *testing.T) {
-	e := postgresOnly(t)
-	ctx := t.Context()
-	s := e.Open(t)
-	s.DB().SetMaxOpenConns(1)
-	_, err := s.DB().ExecContext(ctx, "CREATE TEMP TABLE parley_reacted (x int)")
-	require.NoError(t, err)
-	f := newCombineFixture(t, s, 9)
-	r := f.reactors
-	var rest []driver.MessageChange
-	for k := 1; k <= 8; k++ {
-		rest = append(rest, add("a", r[k], record))
-	}
-	for k, o := range combinedRound(t, f, add("b", r[0], nil), rest) {
-		require.NoError(t, o.err, "change %d", k)
-	}
-	var txs int
-	require.NoError(t, s.DB().NewRaw("SELECT count(DISTINCT xmin::text) FROM reactions WHERE message_id = ? AND name = 'a'", f.msg.ID).Scan(ctx, &txs))
-	assert.Equal(t, 1, txs, "the 8 queued changes were committed by %d transactions", txs)
-}
-
 // gateConnector makes the BeginTx of its connections fail as an
 // unreachable database's would, while down, and counts them.
 type gateConnector struct {
@@ -154,11 +79,11 @@ func (c *gateConnector) Connect(ctx context.Context) (sqldriver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &gateConn{Conn: cn.(*pgdriver.Conn), g: c}, nil
+	return &gateConn{Conn: cn.(*stdlib.Conn), g: c}, nil
 }
 
 type gateConn struct {
-	*pgdriver.Conn
+	*stdlib.Conn
 	g *gateConnector
 }
 
@@ -178,7 +103,9 @@ func (c *gateConn) BeginTx(ctx context.Context, opts sqldriver.TxOptions) (sqldr
 func TestCombinedUnreachableIsEveryCallers(t *testing.T) {
 	e := postgresOnly(t)
 	ctx := t.Context()
-	g := &gateConnector{Connector: pgdriver.NewConnector(pgdriver.WithDSN(e.DSN(t)))}
+	cfg, err := pgx.ParseConfig(e.DSN(t))
+	require.NoError(t, err)
+	g := &gateConnector{Connector: stdlib.GetConnector(*cfg)}
 	sqldb := sql.OpenDB(g)
 	t.Cleanup(func() { _ = sqldb.Close() })
 	s, err := sqlstore.New(bun.NewDB(sqldb, pgdialect.New()), nil)
@@ -203,16 +130,15 @@ func TestCombinedUnreachableIsEveryCallers(t *testing.T) {
 	assert.EqualValues(t, 1, g.begins.Load(), "transactions begun for the 8 queued changes")
 }
 
-// TestReactManyAsAlone: over random rounds of quick reactions (adds of 1
-// to 4 names, take-backs, with and without UpdatedAt, around the 100
-// embedded reactors), each change made together with others (reactMany)
+// TestCombinedReactionsAsAlone: over random rounds of quick reactions
+// (adds of 1 to 4 names, take-backs, with and without UpdatedAt, around
+// the 100 embedded reactors), each change made together with others
 // answers as the same change made alone, one after the other, on another
 // message; and the last answer of each round is GetMessage's.
-func TestReactManyAsAlone(t *testing.T) {
+func TestCombinedReactionsAsAlone(t *testing.T) {
 	e := postgresOnly(t)
 	ctx := t.Context()
 	s := e.Open(t)
-	s.DB().SetMaxOpenConns(1) // to see the statements reactMany prepared
 	f := newCombineFixture(t, s, 108)
 	rs := append(f.reactors, "ctc_nocontact")
 	other := f.msg
@@ -267,23 +193,12 @@ func TestReactManyAsAlone(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, stored, got[len(got)-1].m, "round %d", round)
 	}
-	var shapes []struct {
-		Name  string `bun:"name"`
-		Types string `bun:"types"`
-	}
-	require.NoError(t, s.DB().NewRaw("SELECT name, parameter_types::text AS types FROM pg_prepared_statements WHERE name LIKE 'parley_react_%' ORDER BY 1").Scan(ctx, &shapes))
-	for _, sh := range shapes {
-		t.Logf("%s %s", sh.Name, sh.Types)
-	}
-	assert.GreaterOrEqual(t, len(shapes), 6, "reactMany prepared the shapes of adds of 1 to 4 names and take-backs")
 }
 
-// TestReactManyQuoting: names and reactor ids that quoting could trip on
-// (quotes, backslashes, the dollar quotes of reactMany's DO block, bun's
-// placeholders, non-ASCII) are made by reactMany as alone. (A NUL byte
-// makes bun's formatting of reactMany's query fail, and the changes are
-// made alone, where pgdriver drops it: checked by hand, not here.)
-func TestReactManyQuoting(t *testing.T) {
+// TestCombinedReactionsQuoting: names and reactor ids that quoting could
+// trip on (quotes, backslashes, dollar quotes, bun's placeholders,
+// non-ASCII) are made together as alone.
+func TestCombinedReactionsQuoting(t *testing.T) {
 	e := postgresOnly(t)
 	ctx := t.Context()
 	s := e.Open(t)
@@ -316,15 +231,13 @@ func TestReactManyQuoting(t *testing.T) {
 	assert.Equal(t, stored.Reactions, got[len(got)-1].m.Reactions)
 	var txs int
 	require.NoError(t, s.DB().NewRaw("SELECT count(DISTINCT xmin::text) FROM reactions WHERE message_id = ? AND name <> 'first'", f.msg.ID).Scan(ctx, &txs))
-	assert.Equal(t, 1, txs, "the changes were made together (reactMany did not fail)")
+	assert.Equal(t, 1, txs, "the changes were made together")
 }
 
-// TestReactManyTableRolledBack: the first reactMany of a connection
-// creates parley_reacted in its transaction; when that transaction rolls
-// back (here a later change's Check refuses), the table goes with it, and
-// the next reactMany creates it again: the changes made again without the
-// refused one are made in one transaction.
-func TestReactManyTableRolledBack(t *testing.T) {
+// TestCombinedRefusedRolledBack: when a transaction of combined reactions
+// rolls back (here a later change's Check refuses), the changes made
+// again without the refused one are made in one transaction.
+func TestCombinedRefusedRolledBack(t *testing.T) {
 	e := postgresOnly(t)
 	ctx := t.Context()
 	s := e.Open(t)

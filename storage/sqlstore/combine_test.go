@@ -657,58 +657,6 @@ func TestCombinedEventsAsRecorded(t *testing.T) {
 	}
 }
 
-// TestReactManyAfterAReset: on PostgreSQL, combined reactions go in one
-// round trip of statements the connection prepared; when the connection
-// has lost them and its table (a reset), the changes are all made anyway,
-// and the next transaction prepares them again.
-func TestReactManyAfterAReset(t *testing.T) {
-	e := engine(t, "postgres")
-	dsn := e.DSN(t)
-	require.NoError(t, open(t, dsn).Migrate(t.Context()))
-	s := open(t, dsn, &sqlstore.Options{Logger: discard, MaxOpenConns: 1}) // one connection: the one reset
-	ctx := t.Context()
-	f := newCombineFixture(t, s, 4)
-	r := f.reactors
-	prepared := func() []string {
-		var names []string
-		require.NoError(t, s.DB().NewRaw("SELECT name FROM pg_prepared_statements WHERE name LIKE 'parley_react_%' ORDER BY name").Scan(ctx, &names))
-		return names
-	}
-	// round makes three changes after a held one, in one transaction.
-	round := func(name string) map[string][]string {
-		t.Helper()
-		f.settle()
-		c0, release := f.hold(ctx, add("held", r[0], nil))
-		var cs []<-chan outcome
-		for i := 1; i < 4; i++ {
-			cs = append(cs, f.start(ctx, add(name, r[i], record)))
-		}
-		close(release)
-		require.NoError(t, wait(t, c0).err)
-		var last outcome
-		for _, c := range cs {
-			last = wait(t, c)
-			require.NoError(t, last.err)
-		}
-		return reactors(last.m)
-	}
-	assert.Equal(t, []string{"r1", "r2", "r3"}, round("x")["x"])
-	before := prepared()
-	require.NotEmpty(t, before, "the reactions were prepared statements of the connection")
-
-	for _, name := range before {
-		_, err := s.DB().ExecContext(ctx, "DEALLOCATE "+name)
-		require.NoError(t, err)
-	}
-	_, err := s.DB().ExecContext(ctx, "DROP TABLE pg_temp.parley_reacted")
-	require.NoError(t, err)
-	require.Empty(t, prepared())
-
-	assert.Equal(t, []string{"r1", "r2", "r3"}, round("y")["y"], "made after the reset")
-	assert.Equal(t, []string{"r1", "r2", "r3"}, round("z")["z"])
-	assert.Equal(t, before, prepared(), "prepared again")
-}
-
 // TestCloseAwaitsCombined: Close waits for the transactions of changes
 // under way, and those waiting behind them, which are made.
 func TestCloseAwaitsCombined(t *testing.T) {

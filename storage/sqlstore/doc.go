@@ -40,14 +40,14 @@
 // database. Open keeps at most Options.MaxOpenConns connections (16 on
 // PostgreSQL and MySQL); a SQLite file gets one writer connection and a
 // pool of readers. DB returns the database handle for the host's own
-// queries; on PostgreSQL its connections carry a transaction's BEGIN with
-// the first statement and have plan_cache_mode set (see package postgres).
-// Close waits for the writes under way, then closes what Open opened.
+// queries; the store changes nothing on its connections. Close waits for
+// the writes under way, then closes what Open opened.
 //
-// PostgreSQL behind PgBouncer in transaction pooling mode is not supported
-// yet: the store keeps prepared statements and a temporary table on its
-// connections (Migrate alone is safe there). Connect it to the server
-// directly (issue 28 will lift this).
+// PostgreSQL behind PgBouncer in transaction pooling mode: add
+// default_query_exec_mode=exec to the DSN (pgx's parameter; see package
+// postgres), so that no statement is prepared on a server connection, and
+// leave Options.Schema unset. The store keeps no other session state, and
+// Migrate's lock lasts one transaction.
 //
 // How the store works inside (migrations, the outbox's order, deferred
 // counters, combined writes, prepared statements) is in DESIGN.md at the

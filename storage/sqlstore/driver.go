@@ -36,6 +36,15 @@ type Driver interface {
 	Code(err error) string
 }
 
+// statementCacher is implemented by a Driver whose connections cache
+// prepared statements (package postgres: pgx's cache).
+type statementCacher interface {
+	// CachedStatements returns the value that, given as a statement's
+	// first argument, runs it from the connection's statement cache, or
+	// nil when the pools of dsn must not prepare statements.
+	CachedStatements(dsn string) any
+}
+
 var drivers struct {
 	sync.RWMutex
 	byScheme map[string]Driver

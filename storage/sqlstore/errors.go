@@ -51,7 +51,7 @@ func mysqlCode(err error) uint16 {
 func stalePlan(err error) bool { return pgCode(err) == "0A000" }
 
 // staleError is the error of a transaction's statement that the cache
-// dropped for being stale (Store.staleInTx): run again, the transaction
+// dropped for being stale (staleInCachedTx): run again, the transaction
 // may succeed.
 type staleError struct{ err error }
 
@@ -79,6 +79,12 @@ func connLost(err error) bool {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		return false
+	}
+	// pgx's errors of a connection it found closed before it sent
+	// anything (pgconn.SafeToRetry).
+	var safe interface{ SafeToRetry() bool }
+	if errors.As(err, &safe) && safe.SafeToRetry() {
+		return true
 	}
 	return broken(err) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)
 }

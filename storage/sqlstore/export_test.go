@@ -63,6 +63,7 @@ func CountReads(st *Store) *atomic.Int64 {
 		_ = s.stmts.close()
 		s.stmts = nil
 	}
+	s.cached = nil
 	s.r = s.r.WithQueryHook(readHook{n: n})
 	return n
 }
@@ -92,11 +93,22 @@ func (h readHook) BeforeQuery(ctx context.Context, e *bun.QueryEvent) context.Co
 
 func (readHook) AfterQuery(context.Context, *bun.QueryEvent) {}
 
+// offCached is the Store.cached that SetPreparedReads turned off.
+var offCached any
+
 // SetPreparedReads turns the prepared reads of SQLite and PostgreSQL on or
-// off (on PostgreSQL, the prepared statements of transactions too); it
-// does nothing on MySQL.
+// off (on PostgreSQL, the driver's cached statements, of transactions
+// too); it does nothing on MySQL.
 func SetPreparedReads(st *Store, on bool) {
 	s := st.s
+	if s.flavor == flavorPostgres {
+		if !on && s.cached != nil {
+			offCached, s.cached = s.cached, nil
+		} else if on && s.cached == nil {
+			s.cached = offCached
+		}
+		return
+	}
 	if s.flavor == flavorMySQL || (s.flavor == flavorSQLite && s.r == s.w) {
 		return
 	}
@@ -106,7 +118,7 @@ func SetPreparedReads(st *Store, on bool) {
 		}
 		s.stmts = nil
 	} else if s.stmts == nil {
-		s.stmts = &stmtCache{db: s.r.DB, dollar: s.flavor == flavorPostgres, m: make(map[string]*sql.Stmt)}
+		s.stmts = &stmtCache{db: s.r.DB, m: make(map[string]*sql.Stmt)}
 		if s.flavor == flavorSQLite {
 			s.stmts.rewrite = sqliteReadCols
 		}
@@ -114,9 +126,19 @@ func SetPreparedReads(st *Store, on bool) {
 }
 
 // Prepared returns the number of statements the cache of prepared reads
-// holds (SQLite's reader pool, or PostgreSQL's pool).
+// holds (SQLite's reader pool), or on PostgreSQL those the server holds
+// prepared on a connection of the pool.
 func Prepared(st *Store) int {
 	s := st.s
+	if s.flavor == flavorPostgres {
+		// The server's, of one connection of the pool (the tests that ask
+		// have one): pgx's cache.
+		var n int
+		if err := s.w.DB.QueryRowContext(context.Background(), "SELECT count(*) FROM pg_prepared_statements").Scan(&n); err != nil {
+			panic(err)
+		}
+		return n
+	}
 	if s.stmts == nil {
 		return 0
 	}
@@ -171,30 +193,6 @@ func (h recordHook) BeforeQuery(ctx context.Context, e *bun.QueryEvent) context.
 }
 
 func (recordHook) AfterQuery(context.Context, *bun.QueryEvent) {}
-
-// RunStale prepares query (with the driver's placeholders, and no
-// arguments) in the cache of PostgreSQL's statements of s and runs it; if
-// drop, it first drops it from the cache as a stale statement is dropped,
-// and runs it as a caller that took it before. It returns the error of
-// the run (nil for one that gave rows), and whether the cache tells the
-// caller to run query again (stmtCache.stale).
-func RunStale(store *Store, ctx context.Context, query string, drop bool) (again bool, err error) {
-	s := store.s
-	st, err := s.stmts.get(ctx, query)
-	if err != nil || st == nil {
-		return false, err
-	}
-	if drop {
-		s.stmts.drop(query, st)
-		_ = st.Close() // done: drop closes it in a goroutine of its own
-	}
-	rows, err := st.QueryContext(ctx)
-	if err != nil {
-		return s.stmts.stale(query, st, err), err
-	}
-	_ = rows.Close()
-	return false, nil
-}
 
 // ExecWrite exposes the Store's prepared writes (execWrite), on the
 // Store's database or in a transaction of Write.

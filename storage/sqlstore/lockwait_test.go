@@ -1,8 +1,8 @@
 package sqlstore_test
 
 import (
+	"context"
 	"log/slog"
-	"net/url"
 	"testing"
 	"time"
 
@@ -12,43 +12,42 @@ import (
 	"github.com/parleychat/parley/storage/sqlstore"
 )
 
-// TestCombinedLockWaitTimeoutNotRetried: the lock that carries BEGIN
-// waits for a row lock held elsewhere longer than pgdriver's read timeout.
-// The client gives up, but the server still runs the SELECT … FOR UPDATE:
-// the connection was not closed, and the transaction is not run again
-// (each attempt would leave another backend queued on the row); the
-// caller gets the timeout. (From a review of the folded BEGIN, as its
-// test.)
-func TestCombinedLockWaitTimeoutNotRetried(t *testing.T) {
+// TestCombinedLockWaitCanceled: a change whose caller gives up while its
+// transaction waits for a row lock held elsewhere returns the context's
+// error (or its canceled statement's), and the server stops waiting too (pgx cancels the statement):
+// no backend is left queued on the row, and the transaction is not run
+// again.
+func TestCombinedLockWaitCanceled(t *testing.T) {
 	ctx := t.Context()
 	e := postgresOnly(t)
-	u, err := url.Parse(e.DSN(t))
-	require.NoError(t, err)
-	q := u.Query()
-	q.Set("read_timeout", "1s")
-	u.RawQuery = q.Encode()
-	s, err := sqlstore.Open(ctx, u.String(), &sqlstore.Options{Logger: slog.New(slog.DiscardHandler)})
+	s, err := sqlstore.Open(ctx, e.DSN(t), &sqlstore.Options{Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	require.NoError(t, s.Migrate(ctx))
 	f := newCombineFixture(t, s, 1)
 
-	// Another transaction holds the message's row for 4 s.
+	// Another transaction holds the message's row.
 	holder, err := s.DB().BeginTx(ctx, nil)
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = holder.Rollback() })
 	var one int
 	require.NoError(t, holder.QueryRowContext(ctx, "SELECT 1 FROM messages WHERE id = ? FOR UPDATE", f.msg.ID).Scan(&one))
 
+	waiting := func() int {
+		var n int
+		require.NoError(t, s.DB().QueryRowContext(ctx,
+			"SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE OF m'").Scan(&n))
+		return n
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
 	start := time.Now()
-	c := f.start(ctx, add("a", f.reactors[0], nil))
-	time.Sleep(3500 * time.Millisecond)
-	var waiting int
-	require.NoError(t, s.DB().QueryRowContext(ctx,
-		"SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'BEGIN; SELECT pg_backend_pid()%'").Scan(&waiting))
-	require.NoError(t, holder.Commit())
+	c := f.start(cctx, add("a", f.reactors[0], nil))
+	require.Eventually(t, func() bool { return waiting() == 1 }, 900*time.Millisecond, 10*time.Millisecond, "the change waits for the row")
 	o := wait(t, c)
-	took := time.Since(start)
-	t.Logf("outcome err=%v after %v", o.err, took)
-	assert.LessOrEqual(t, waiting, 1, "each timed-out attempt left a backend waiting for the row lock")
-	assert.Error(t, o.err, "a lock wait past the read timeout is not a connection closed while idle: not run again")
+	assert.Error(t, o.err, "the caller gave up") // its context's error, or the canceled statement's
+	assert.Less(t, time.Since(start), 3*time.Second, "answered when the caller gave up")
+	assert.Eventually(t, func() bool { return waiting() == 0 }, 2*time.Second, 20*time.Millisecond, "the server stopped waiting: the statement was canceled")
+	time.Sleep(200 * time.Millisecond)
+	assert.Zero(t, waiting(), "not run again")
 }

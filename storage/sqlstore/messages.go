@@ -179,80 +179,77 @@ func (s *store) insertSent(ctx context.Context, db bun.IConn, m messaging.Messag
 // parsing took a third of a SQLite reaction's CPU.
 func (s *store) execWrite(ctx context.Context, db bun.IConn, query string, args ...any) (sql.Result, error) {
 	if tx, inTx := db.(bun.Tx); inTx {
-		if st, dargs, q, from := s.txStmt(ctx, tx, query, args); st != nil {
-			res, err := st.ExecContext(ctx, dargs...)
+		if q, dargs, ok := s.txCached(query, args); ok {
+			res, err := tx.Tx.ExecContext(ctx, q, s.cachedArgs(dargs)...)
 			if err != nil {
-				return nil, s.staleInTx(q, from, err)
+				return nil, staleInCachedTx(err)
 			}
 			return res, nil
 		}
-	} else if s.stmts != nil && s.stmts.dollar {
-		// Not in a transaction: preparing takes a connection of the pool,
-		// which the transactions could all hold, waiting for rows that
-		// this caller's own transaction would hold.
+		if st, dargs := s.txStmt(ctx, tx, query, args); st != nil {
+			return st.ExecContext(ctx, dargs...)
+		}
+	} else if s.cached != nil {
 		if q, dargs, ok := expandArgs(query, args, true); ok {
-			st, err := s.stmts.get(ctx, q)
-			if err != nil {
-				return nil, err
+			res, err := s.w.DB.ExecContext(ctx, q, s.cachedArgs(dargs)...)
+			if err != nil && stalePlan(err) {
+				// The driver dropped the statement, which did not run:
+				// prepared again.
+				res, err = s.w.DB.ExecContext(ctx, q, s.cachedArgs(dargs)...)
 			}
-			if st != nil {
-				res, err := st.ExecContext(ctx, dargs...)
-				if err == nil || !s.stmts.stale(q, st, err) {
-					return res, err
-				}
-				// Dropped, and not run: run unprepared; the next write
-				// prepares it.
-			}
+			return res, err
 		}
 	}
 	return db.ExecContext(ctx, query, bunArgs(args)...)
 }
 
 // txCache is the cache of the statements that write transactions run:
-// the writer's (SQLite), or the one of every statement (PostgreSQL); nil
-// when there is none (MySQL, a Store made by New).
+// the writer's (SQLite); nil when there is none.
 func (s *store) txCache() *stmtCache {
-	if s.wstmts != nil {
-		return s.wstmts
+	return s.wstmts
+}
+
+// txCached returns query and args as a statement and driver arguments
+// that a transaction runs from the driver's statement cache
+// (Store.cached), with ok, when there is one and they allow it (a list of
+// at most maxPreparedIDs ids).
+func (s *store) txCached(query string, args []any) (q string, dargs []any, ok bool) {
+	if s.cached == nil || longList(args) {
+		return "", nil, false
 	}
-	if s.stmts != nil && s.stmts.dollar {
-		return s.stmts
+	return expandArgs(query, args, true)
+}
+
+// staleInCachedTx returns err, the error of a transaction's statement
+// from the driver's cache: as a staleError when a schema change made the
+// statement stale (stalePlan), which the driver then dropped; the
+// transaction, run again (retryable), prepares it anew.
+func staleInCachedTx(err error) error {
+	if stalePlan(err) {
+		return &staleError{err: err}
 	}
-	return nil
+	return err
 }
 
 // txStmt returns query as a statement prepared for tx, with its driver
 // arguments, when one is: once a transaction ran it (stmtCache.inTx), or,
 // on SQLite, a send's, which prepareWrites prepared on the writer. It
 // returns nil otherwise (also for a list of more than maxPreparedIDs ids);
-// it never prepares. q is the query as prepared and from the cache's
-// statement, for staleInTx.
-func (s *store) txStmt(ctx context.Context, tx bun.Tx, query string, args []any) (st *sql.Stmt, dargs []any, q string, from *sql.Stmt) {
+// it never prepares.
+func (s *store) txStmt(ctx context.Context, tx bun.Tx, query string, args []any) (st *sql.Stmt, dargs []any) {
 	c := s.txCache()
 	if c == nil || longList(args) {
-		return nil, nil, "", nil
+		return nil, nil
 	}
-	q, dargs, ok := expandArgs(query, args, c.dollar)
+	q, dargs, ok := expandArgs(query, args, false)
 	if !ok {
-		return nil, nil, "", nil
+		return nil, nil
 	}
-	from = c.inTx(q)
+	from := c.inTx(q)
 	if from == nil {
-		return nil, nil, "", nil
+		return nil, nil
 	}
-	return tx.Tx.StmtContext(ctx, from), dargs, q, from
-}
-
-// staleInTx returns err, the error of a statement of a transaction
-// prepared from from, the cache's statement of q (txStmt): as a
-// staleError when from was stale (stmtCache.stale), which the error
-// aborted the transaction for; run again (retryable), it finds the
-// statement dropped and runs it unprepared.
-func (s *store) staleInTx(q string, from *sql.Stmt, err error) error {
-	if s.txCache().stale(q, from, err) {
-		return &staleError{err: err}
-	}
-	return err
+	return tx.Tx.StmtContext(ctx, from), dargs
 }
 
 // insertMessageSQL inserts a message.
@@ -639,8 +636,8 @@ func (s *store) UpdateMessage(ctx context.Context, id string, ch driver.MessageC
 // updateRecorded makes ch on the message id in tx, with its idempotency
 // record, and returns the message as it leaves it; its events are added
 // to evs, which the caller stores. row is as updateMessage's.
-func (s *store) updateRecorded(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, row *messageRow, made *reactedOne, evs *[]messaging.Event) (messaging.Message, error) {
-	out, err := s.updateMessage(ctx, tx, id, ch, row, made)
+func (s *store) updateRecorded(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, row *messageRow, evs *[]messaging.Event) (messaging.Message, error) {
+	out, err := s.updateMessage(ctx, tx, id, ch, row)
 	if err != nil {
 		return messaging.Message{}, err
 	}
@@ -667,59 +664,34 @@ type updatedRow struct {
 // row: with its contact, except on MySQL, whose locking reads would lock
 // the contact row too. SQLite's transaction holds the database already.
 func (s *store) lockMessage(ctx context.Context, tx bun.Tx, id string, row *messageRow) error {
-	_, err := s.lockMessageBackend(ctx, tx, id, row)
-	return err
-}
-
-// lockMessageBackend is lockMessage, which also returns the pid of the
-// server process of tx's connection on PostgreSQL (reactMany), 0
-// elsewhere.
-func (s *store) lockMessageBackend(ctx context.Context, tx bun.Tx, id string, row *messageRow) (int, error) {
-	var rows []struct {
-		Backend int `bun:"backend"`
-		messageRow
-	}
+	var rows []messageRow
 	var err error
-	switch {
-	case s.flavor == flavorPostgres && s.foldsTx:
-		// Not prepared, so that the transaction's BEGIN goes with it
-		// (internal/pgtx): a round trip saved for a plan of a few
-		// microseconds.
-		err = tx.NewRaw(lockMessageSQL, id).Scan(ctx, &rows)
-		if err != nil && connLost(err) && ctx.Err() == nil {
-			// A connection that the server or a proxy closed while it
-			// was idle in the pool fails here, with the BEGIN: nothing
-			// began, and the transaction runs again on another.
-			err = &firstFailed{err: err}
-		}
-	case s.flavor == flavorPostgres:
+	switch s.flavor {
+	case flavorPostgres:
 		err = s.txRead(ctx, tx, &rows, lockMessageSQL, id)
-	case s.flavor == flavorMySQL:
+	case flavorMySQL:
 		err = s.txRead(ctx, tx, &rows, "SELECT "+messageOwnCols+" FROM messages AS m WHERE m.id = ? FOR UPDATE", id)
 	default:
 		err = s.txRead(ctx, tx, &rows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id)
 	}
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if len(rows) == 0 {
-		return 0, notFound("message")
+		return notFound("message")
 	}
-	*row = rows[0].messageRow
-	return rows[0].Backend, nil
+	*row = rows[0]
+	return nil
 }
 
-// lockMessageSQL is lockMessageBackend's query on PostgreSQL.
-const lockMessageSQL = "SELECT pg_backend_pid() AS backend, " + messageCols + " FROM " + messageFrom + " WHERE m.id = ? FOR UPDATE OF m"
+// lockMessageSQL is lockMessage's query on PostgreSQL.
+const lockMessageSQL = "SELECT " + messageCols + " FROM " + messageFrom + " WHERE m.id = ? FOR UPDATE OF m"
 
 // updateMessage makes ch on the message id in tx. row is the message's
 // row as an earlier change of tx left it, which holds its lock, or a zero
 // row, which updateMessage locks and reads; either way updateMessage
 // leaves it as it leaves the message.
-//
-// made, when not nil, is what reactMany made of ch, a quickReaction change,
-// after the changes before it: updateMessage then sends no statement.
-func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, row *messageRow, made *reactedOne) (messaging.Message, error) {
+func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, row *messageRow) (messaging.Message, error) {
 	var err error
 	if row.ID == "" {
 		if err := s.lockMessage(ctx, tx, id, row); err != nil {
@@ -730,10 +702,8 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 	var rc reacted
 	var stored *updatedRow // the message's row as reactOne updated it
 	var rs []reactionRow   // the reactions as reactOne left them
-	quick := made != nil
-	if quick {
-		rc, stored, rs = made.rc, made.stored, made.reactions
-	} else if s.quickReaction(ch) {
+	quick := false
+	if s.quickReaction(ch) {
 		quick = true
 		var one reactedOne
 		one, err = s.reactOne(ctx, tx, id, ch)

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
-	"github.com/uptrace/bun/driver/pgdriver"
 
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/internal/ids"
@@ -116,7 +116,7 @@ func TestMigratePgBouncer(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a hang fails
 	defer cancel()
-	admin := sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(base)))
+	admin := openPgx(t, base)
 	t.Cleanup(func() { _ = admin.Close() })
 	// fresh creates a database and returns its DSN through PgBouncer;
 	// newStore makes a Store on dsn as a host would (New: Open sets
@@ -135,7 +135,7 @@ func TestMigratePgBouncer(t *testing.T) {
 		return u.String()
 	}
 	newStore := func(dsn string) *sqlstore.Store {
-		db := bun.NewDB(sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(dsn))), pgdialect.New())
+		db := bun.NewDB(openPgx(t, dsn), pgdialect.New())
 		t.Cleanup(func() { _ = db.Close() })
 		s, err := sqlstore.New(db, quiet)
 		require.NoError(t, err)
@@ -196,4 +196,12 @@ func TestMigrateMySQLInterrupted(t *testing.T) {
 		return
 	}
 	t.Skipf("%s is not set: not testing MySQL", backendtest.EnvMySQL)
+}
+
+// openPgx opens a pool on the PostgreSQL DSN, through pgx.
+func openPgx(t testing.TB, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	require.NoError(t, err)
+	return db
 }

@@ -494,7 +494,7 @@ type reactOneRow struct {
 // The change's Check, when set, runs after, with the counts the statement
 // returns, and rolls everything back by its error.
 func (s *store) reactOne(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange) (reactedOne, error) {
-	q, args := reactOneSQL(id, ch, -1)
+	q, args := reactOneSQL(id, ch)
 	var rows []reactOneRow
 	if err := s.txRead(ctx, tx, &rows, q, args...); err != nil {
 		return reactedOne{}, err
@@ -511,11 +511,8 @@ type reactedOne struct {
 }
 
 // reactOneSQL returns reactOne's statement for ch, a quickReaction
-// change of the message id. With into
-// >= 0, the statement inserts its rows, with the column i = into first and
-// the column seq (the name's) last, into the table parley_reacted
-// (reactMany) instead of returning them.
-func reactOneSQL(id string, ch driver.MessageChange, into int) (string, []any) {
+// change of the message id.
+func reactOneSQL(id string, ch driver.MessageChange) (string, []any) {
 	reactor := ch.Reactions.ContactID
 	// Each placeholder takes an argument of its own, in order.
 	var args []any
@@ -544,14 +541,6 @@ func reactOneSQL(id string, ch driver.MessageChange, into int) (string, []any) {
 		return `(SELECT string_agg(COALESCE((SELECT c.username FROM contacts AS c WHERE c.id = x.contact_id), ''), chr(31) ORDER BY x.seq)
 			FROM (` + before + `) AS x) AS embedded`
 	}
-	// The rows returned, or inserted into parley_reacted (its column i
-	// first, the name's seq last, for reactMany's order).
-	sel := func() string { return "SELECT " }
-	end, order := "", " ORDER BY a.seq"
-	if into >= 0 {
-		sel = func() string { return "INSERT INTO pg_temp.parley_reacted SELECT " + arg(into) + "::int, " }
-		end, order = ", a.seq", ""
-	}
 	var q string
 	if rm := ch.Reactions.Remove; len(rm) > 0 {
 		name := rm[0]
@@ -566,11 +555,11 @@ func reactOneSQL(id string, ch driver.MessageChange, into int) (string, []any) {
 				WHERE id = ` + arg(id) + changed("gone") + ` RETURNING text, read_at, updated_at),
 			a AS (SELECT n.name, n.seq, n.reactors - CASE WHEN n.name = ` + arg(name) + ` THEN (SELECT COUNT(*) FROM d) ELSE 0 END AS cnt
 				FROM reaction_names AS n WHERE n.message_id = ` + arg(id) + `)
-			` + sel() + `0 AS own, -(SELECT COUNT(*) FROM gone) AS names, -(SELECT COUNT(*) FROM d) AS reactors,
+			SELECT 0 AS own, -(SELECT COUNT(*) FROM gone) AS names, -(SELECT COUNT(*) FROM d) AS reactors,
 				(SELECT COUNT(*) FROM m) AS updated, m.*, a.name, a.cnt AS reactor_count, ` +
 			embedded(`SELECT h.seq, h.contact_id FROM reactions AS h WHERE h.message_id = `+arg(id)+` AND h.name = a.name
-				AND NOT (h.name = `+arg(name)+` AND h.contact_id = `+arg(reactor)+`) ORDER BY h.seq LIMIT `+embeddedCount) + end + `
-			FROM (SELECT 1) AS one LEFT JOIN m ON true LEFT JOIN a ON a.cnt > 0` + order
+				AND NOT (h.name = `+arg(name)+` AND h.contact_id = `+arg(reactor)+`) ORDER BY h.seq LIMIT `+embeddedCount) + `
+			FROM (SELECT 1) AS one LEFT JOIN m ON true LEFT JOIN a ON a.cnt > 0 ORDER BY a.seq`
 	} else {
 		names := ch.Reactions.Add
 		at := ch.Reactions.At
@@ -603,12 +592,12 @@ func reactOneSQL(id string, ch driver.MessageChange, into int) (string, []any) {
 			a AS (SELECT n.name, n.seq, n.reactors + (SELECT COUNT(*) FROM r WHERE r.name = n.name) AS cnt
 				FROM reaction_names AS n WHERE n.message_id = ` + arg(id) + `
 				UNION ALL SELECT nm.name, nm.seq, 1 FROM nm)
-			` + sel() + `(SELECT n FROM own) AS own, (SELECT COUNT(*) FROM nm) AS names, (SELECT COUNT(*) FROM r) AS reactors,
+			SELECT (SELECT n FROM own) AS own, (SELECT COUNT(*) FROM nm) AS names, (SELECT COUNT(*) FROM r) AS reactors,
 				(SELECT COUNT(*) FROM m) AS updated, m.*, a.name, a.cnt AS reactor_count, ` +
 			embedded(`SELECT y.seq, y.contact_id FROM ((SELECT h.seq, h.contact_id FROM reactions AS h
 				WHERE h.message_id = `+arg(id)+` AND h.name = a.name ORDER BY h.seq LIMIT `+embeddedCount+`)
-				UNION ALL SELECT r.seq, r.contact_id FROM r WHERE r.name = a.name) AS y ORDER BY y.seq LIMIT `+embeddedCount) + end + `
-			FROM (SELECT 1) AS one LEFT JOIN m ON true LEFT JOIN a ON true` + order
+				UNION ALL SELECT r.seq, r.contact_id FROM r WHERE r.name = a.name) AS y ORDER BY y.seq LIMIT `+embeddedCount) + `
+			FROM (SELECT 1) AS one LEFT JOIN m ON true LEFT JOIN a ON true ORDER BY a.seq`
 	}
 	return q, args
 }

@@ -36,8 +36,6 @@ const maxStmts = 256
 // there).
 type stmtCache struct {
 	db *sql.DB
-	// dollar numbers the placeholders $1, $2… (PostgreSQL) rather than ?.
-	dollar bool
 	// rewrite, when not nil, turns a query into the text prepared for it
 	// (sqliteReadCols); the cache keeps the statement under the query.
 	rewrite *strings.Replacer
@@ -218,59 +216,13 @@ func exprCols(cols string) string {
 	return strings.Join(parts, ", ")
 }
 
-// Stale statements (PostgreSQL; DESIGN.md, "Prepared statements: the
-// statement cache"). The server refuses to run a statement whose result types
-// a schema change changed (stalePlan), on every connection it was
-// prepared on, until it is prepared again. The caller that meets the
-// error drops it (stale) and runs its operation again: outside a
-// transaction unprepared, at once; a transaction whole (staleInTx,
-// retryable). A caller that took the statement before it was dropped
-// meets the same error, or finds it closed, and does the same. Nothing
-// changes on a successful run. A statement without result columns is
-// planned again silently; SQLite prepares again by itself.
-
-// stale reports whether st, the statement of query in the cache, failed
-// with err for being stale, not for what it does: the server refused to
-// run it (stalePlan), and stale dropped it; or another caller dropped it,
-// and it was closed before it ran. It ran in neither case: the caller may
-// run query again. The error path only.
-func (c *stmtCache) stale(query string, st *sql.Stmt, err error) bool {
-	if c == nil || !c.dollar {
-		return false
-	}
-	if stalePlan(err) {
-		c.drop(query, st)
-		return true
-	}
-	if err.Error() != errStmtClosed {
-		return false
-	}
-	c.mu.RLock()
-	cur := c.m[query]
-	c.mu.RUnlock()
-	return cur != st
-}
-
-// errStmtClosed is the text of database/sql's (unexported) error for a
-// closed *sql.Stmt, which it returns without running it.
-const errStmtClosed = "sql: statement is closed"
-
-// drop removes st, the statement of query, from the cache, unless it is
-// gone already, and closes it. It closes it in a goroutine of its own:
-// closing waits for the callers running it, which may wait for a
-// connection of the pool that the caller, a transaction, holds.
-func (c *stmtCache) drop(query string, st *sql.Stmt) {
-	c.mu.Lock()
-	cur, ok := c.m[query]
-	ok = ok && cur == st
-	if ok {
-		delete(c.m, query)
-	}
-	c.mu.Unlock()
-	if ok {
-		go func() { _ = st.Close() }()
-	}
-}
+// Stale statements (PostgreSQL). The server refuses to run a prepared
+// statement whose result types a schema change changed (stalePlan), on
+// every connection it was prepared on, until it is prepared again (a newer
+// instance's migration in a rolling deployment). pgx drops a cached
+// statement that failed; the caller runs its operation again: outside a
+// transaction at once (readPrepared, execWrite), a transaction whole
+// (staleInCachedTx, retryable). SQLite prepares again by itself.
 
 func (c *stmtCache) close() error {
 	// The statements are closed outside the lock: closing one waits for
@@ -341,32 +293,46 @@ func longList(args []any) bool {
 
 // readPrepared is read for a query whose best plan is the same for every
 // value of its arguments: a lookup by key, or a range of one index read in
-// its order. On PostgreSQL too it is prepared once (per connection of a
-// Store made by Open) and run with a generic plan (the postgres package
-// asks for them, with plan_cache_mode), which the server neither parses
-// nor plans again: planning a page of messages took about twice as long
-// as running it. Other reads are planned with their values, as statements
-// of their own.
+// its order. On PostgreSQL too it runs prepared, from the driver's cache
+// of each connection (Store.cached), which the server does not parse
+// again and, once it chose a generic plan, does not plan again. Other
+// reads are planned with their values, as statements of their own.
 func (s *store) readPrepared(ctx context.Context, dst any, query string, args ...any) error {
+	if s.cached != nil {
+		if q, dargs, ok := expandArgs(query, args, true); ok {
+			rows, err := s.r.DB.QueryContext(ctx, q, s.cachedArgs(dargs)...)
+			if err != nil && stalePlan(err) {
+				// The driver dropped the statement: prepared again.
+				rows, err = s.r.DB.QueryContext(ctx, q, s.cachedArgs(dargs)...)
+			}
+			if err != nil {
+				return err
+			}
+			return s.r.ScanRows(ctx, rows, dst)
+		}
+	}
 	if s.stmts != nil {
-		if q, dargs, ok := expandArgs(query, args, s.stmts.dollar); ok {
+		if q, dargs, ok := expandArgs(query, args, false); ok {
 			st, err := s.stmts.get(ctx, q)
 			if err != nil {
 				return err
 			}
 			if st != nil {
 				rows, err := st.QueryContext(ctx, dargs...)
-				if err == nil {
-					return s.r.ScanRows(ctx, rows, dst)
-				}
-				if !s.stmts.stale(q, st, err) {
+				if err != nil {
 					return err
 				}
-				// Dropped: run unprepared; the next read prepares it.
+				return s.r.ScanRows(ctx, rows, dst)
 			}
 		}
 	}
 	return s.r.NewRaw(query, bunArgs(args)...).Scan(ctx, dst)
+}
+
+// cachedArgs returns dargs, driver arguments, after the argument that
+// runs their statement from the driver's statement cache (Store.cached).
+func (s *store) cachedArgs(dargs []any) []any {
+	return append([]any{s.cached}, dargs...)
 }
 
 // bunArgs returns args with idLists and boxedIDs as bun.List.
@@ -497,10 +463,17 @@ func txQuery(tx bun.IDB) queryFn {
 // transaction ran it), for a query whose plan suits every value of its
 // arguments (as readPrepared's); as bun formats it otherwise.
 func (s *store) txRead(ctx context.Context, tx bun.Tx, dst any, query string, args ...any) error {
-	if st, dargs, q, from := s.txStmt(ctx, tx, query, args); st != nil {
+	if q, dargs, ok := s.txCached(query, args); ok {
+		rows, err := tx.Tx.QueryContext(ctx, q, s.cachedArgs(dargs)...)
+		if err != nil {
+			return staleInCachedTx(err)
+		}
+		return s.w.ScanRows(ctx, rows, dst)
+	}
+	if st, dargs := s.txStmt(ctx, tx, query, args); st != nil {
 		rows, err := st.QueryContext(ctx, dargs...)
 		if err != nil {
-			return s.staleInTx(q, from, err)
+			return err
 		}
 		return s.w.ScanRows(ctx, rows, dst)
 	}
@@ -542,7 +515,7 @@ func (s *store) genericPlans(ctx context.Context) bool {
 	if s.flavor != flavorPostgres {
 		return true
 	}
-	if s.stmts == nil {
+	if s.cached == nil {
 		return false
 	}
 	st := &s.planStats

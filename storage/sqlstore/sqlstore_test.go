@@ -19,6 +19,17 @@ func TestConformance(t *testing.T) {
 	}
 }
 
+// TestConformancePgBouncer runs the repository contract on PostgreSQL
+// through PgBouncer in transaction pooling mode (PARLEY_TEST_PGBOUNCER,
+// which .ci/run sets), in the pooler-safe mode the package doc gives.
+func TestConformancePgBouncer(t *testing.T) {
+	e, ok := backendtest.PgBouncer(t)
+	if !ok {
+		t.Skipf("%s or %s is not set: PgBouncer not tested (.ci/pgbouncer.sh starts one)", backendtest.EnvPgBouncer, backendtest.EnvPostgres)
+	}
+	storetest.RunConformanceTests(t, func(t *testing.T) storetest.Store { return e.Open(t).Driver() })
+}
+
 func BenchmarkStore(b *testing.B) {
 	for _, e := range backendtest.SQL(b) {
 		b.Run(e.Name, func(b *testing.B) {

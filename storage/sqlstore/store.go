@@ -14,7 +14,6 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 
-	"github.com/parleychat/parley/internal/pgtx"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 )
@@ -151,7 +150,7 @@ type store struct {
 	opts   Options
 	owned  []*bun.DB // closed by Close
 
-	stmts  *stmtCache // prepared reads of SQLite's reader pool, or of PostgreSQL's pool (readPrepared); nil otherwise
+	stmts  *stmtCache // prepared reads of SQLite's reader pool (readPrepared); nil otherwise
 	wstmts *stmtCache // SQLite: the statements of the writer (sends, outbox.go; keys, idempotency.go; and those write transactions ran, txStmt); nil otherwise
 	seqMu  sync.Mutex // held while this process numbers events (outbox.go)
 
@@ -163,7 +162,11 @@ type store struct {
 	planStats      planStats    // the size of messages, for genericPlans (PostgreSQL)
 	combine        combiner     // changes to one message, made together (combine.go)
 	sending        sendCombiner // sends alone, stored together (sends.go)
-	foldsTx        bool         // the connections of w fold BEGIN and COMMIT into statements (internal/pgtx)
+	// cached, when not nil, is the first argument of a statement with
+	// driver placeholders that the driver runs from its per-connection
+	// statement cache (PostgreSQL, statementCacher); such statements run
+	// with their arguments apart (readPrepared, execWrite, txStmt).
+	cached any
 }
 
 var (
@@ -230,7 +233,9 @@ func open(ctx context.Context, dsn string, opts *Options) (*store, error) {
 	s := &store{flavor: f, opts: o, foldEvery: foldEvery}
 	s.w = bun.NewDB(w, d.Dialect())
 	s.r = s.w
-	s.foldsTx = foldsTx(w)
+	if c, ok := d.(statementCacher); ok {
+		s.cached = c.CachedStatements(dsn)
+	}
 	if r != w {
 		s.r = bun.NewDB(r, d.Dialect())
 	}
@@ -238,8 +243,6 @@ func open(ctx context.Context, dsn string, opts *Options) (*store, error) {
 	switch f {
 	case flavorSQLite:
 		s.wstmts = &stmtCache{db: w, m: make(map[string]*sql.Stmt)}
-	case flavorPostgres:
-		s.stmts = &stmtCache{db: w, dollar: true, m: make(map[string]*sql.Stmt)}
 	}
 	if s.r != s.w {
 		s.owned = append(s.owned, s.r)
@@ -254,7 +257,7 @@ func open(ctx context.Context, dsn string, opts *Options) (*store, error) {
 // The dialect of db decides the SQL (PostgreSQL, MySQL or SQLite); the
 // program must import the package of that engine (storage/sqlstore/sqlite,
 // postgres or mysql), whose driver's errors the Store understands, and db
-// must use that driver (sqliteshim, pgdriver, go-sql-driver/mysql). For
+// must use that driver (sqliteshim, pgx's stdlib, go-sql-driver/mysql). For
 // SQLite, the caller is responsible for the pragmas Open sets (WAL,
 // busy_timeout, foreign_keys) and should give db a single connection
 // (SetMaxOpenConns(1)), as every read and write goes through it. New
@@ -276,7 +279,6 @@ func newStore(db *bun.DB, opts *Options) (*store, error) {
 		return nil, &messaging.Error{Kind: messaging.ErrUnimplemented, Op: "sqlstore.New", Message: "unsupported SQL dialect " + name.String()}
 	}
 	s.flavor = f
-	s.foldsTx = foldsTx(db.DB)
 	if len(dialectDrivers(name)) == 0 {
 		pkg := map[flavor]string{flavorSQLite: "sqlite", flavorPostgres: "postgres", flavorMySQL: "mysql"}[f]
 		return nil, &messaging.Error{Kind: messaging.ErrUnimplemented, Op: "sqlstore.New",
@@ -289,9 +291,7 @@ func newStore(db *bun.DB, opts *Options) (*store, error) {
 }
 
 // DB returns the database the Store writes to (for SQLite files opened by
-// Open, the single writer connection's pool). On PostgreSQL, its
-// connections send a transaction's BEGIN with its first statement (see
-// package postgres).
+// Open, the single writer connection's pool).
 func (st *Store) DB() *bun.DB { return st.s.DB() }
 
 func (s *store) DB() *bun.DB { return s.w }
@@ -330,7 +330,20 @@ func (s *store) write(ctx context.Context, fn func(ctx context.Context, tx bun.T
 		// snapshot after a locking read; the store wants neither.
 		txo = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 	}
-	err := s.retry(ctx, func(ctx context.Context) error { return s.w.RunInTx(ctx, txo, fn) })
+	err := s.retry(ctx, func(ctx context.Context) error {
+		began := false
+		err := s.w.RunInTx(ctx, txo, func(ctx context.Context, tx bun.Tx) error {
+			began = true
+			return fn(ctx, tx)
+		})
+		if err != nil && !began && connLost(err) && ctx.Err() == nil {
+			// BEGIN failed on a connection that the server or a proxy
+			// closed while it was idle in the pool: nothing began, and the
+			// transaction runs again on another.
+			err = &firstFailed{err: err}
+		}
+		return err
+	})
 	if err == nil {
 		// The statements the transaction ran unprepared, now that it holds
 		// no connection (stmtCache.inTx); after a failure, at the next
@@ -340,16 +353,6 @@ func (s *store) write(ctx context.Context, fn func(ctx context.Context, tx bun.T
 		}
 	}
 	return err
-}
-
-// foldsTx reports whether the connections of db fold a transaction's
-// BEGIN and COMMIT into its statements (internal/pgtx).
-func foldsTx(db *sql.DB) bool {
-	if db == nil {
-		return false
-	}
-	d, ok := db.Driver().(pgtx.Driver)
-	return ok && d.FoldsTransactions()
 }
 
 // retry runs fn, again (up to MaxRetries times) when it fails with a

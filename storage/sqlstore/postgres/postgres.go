@@ -1,45 +1,43 @@
-// Package postgres registers PostgreSQL with sqlstore.Open, through bun's
-// pgdriver. Import it for its effect:
+// Package postgres registers PostgreSQL with sqlstore.Open, through pgx
+// (github.com/jackc/pgx/v5/stdlib) and bun's pgdialect. Import it for its
+// effect:
 //
 //	import _ "github.com/parleychat/parley/storage/sqlstore/postgres"
 //
 //	store, err := sqlstore.Open(ctx, "postgres://parley:secret@db:5432/app?sslmode=disable", nil)
 //
-// It handles the schemes "postgres" and "postgresql", in the libpq URL
-// form pgdriver reads (sslmode, connect_timeout, application_name, …);
-// other parameters, such as search_path, are sent to the server as
-// connection parameters. sqlstore.Options.Schema, when set, replaces the
-// DSN's search_path. The pool holds Options.MaxOpenConns connections
-// (default 16).
+// It handles the schemes "postgres" and "postgresql", in the URL or
+// key=value form pgx reads (sslmode, connect_timeout, application_name,
+// pgx's own statement_cache_capacity and default_query_exec_mode, …).
+// sqlstore.Options.Schema, when set, is sent as the connections'
+// search_path. The pool holds Options.MaxOpenConns connections (default
+// 16). A call's context cancels its statement on the server.
 //
-// The connections have plan_cache_mode set to force_generic_plan unless
-// the DSN sets it: the store runs its reads by key and by the range of one
-// index as prepared statements, whose generic plan the server keeps,
-// rather than parsing and planning each anew (a page of messages took
-// longer to plan than to run). It applies to prepared statements only:
-// those of a host's own, on the store's connections (Store.DB), too.
+// # Behind a pooler
 //
-// A transaction of the default options sends no BEGIN of its own: its
-// first statement carries it, when that statement is not a prepared one
-// (which sends it first, alone), and a transaction that runs nothing
-// sends nothing. The store also commits some transactions with their last
-// statement. Each saves a round trip; a host's transactions on Store.DB
-// behave as any PostgreSQL transaction does (after an error in the first
-// statement, the others fail until the rollback, as the server would have
-// it). The pool's driver and connections wrap pgdriver's own types, so
-// pgdriver.NewListener, CopyFrom and CopyTo, which need those, take a pool
-// of their own: sql.OpenDB(pgdriver.NewConnector(pgdriver.WithDSN(dsn))).
+// By default the store runs its statements that take arguments from
+// pgx's cache of prepared statements, one per connection, and the others
+// in one round trip each without naming a statement (pgx's exec mode);
+// it leaves no other state on the connections. Behind PgBouncer in
+// transaction pooling mode, whose server connections keep no prepared
+// statement from one transaction to the next, set the DSN parameter
+// default_query_exec_mode to exec (or simple_protocol): every statement
+// is then sent unnamed, and the store and the host's queries on
+// Store.DB work through the pooler. Leave Options.Schema unset there
+// (PgBouncer refuses a search_path startup parameter): give the store a
+// database of its own.
 package postgres
 
 import (
 	"database/sql"
 	"errors"
-	"fmt"
-	"net/url"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun/dialect/pgdialect"
-	"github.com/uptrace/bun/driver/pgdriver"
 	"github.com/uptrace/bun/schema"
 
 	"github.com/parleychat/parley/storage/sqlstore"
@@ -54,47 +52,30 @@ type driver struct{}
 
 func (driver) Dialect() schema.Dialect { return pgdialect.New() }
 
-// Code returns the SQLSTATE of a pgdriver error.
+// Code returns the SQLSTATE of a PostgreSQL error.
 func (driver) Code(err error) string {
-	var e pgdriver.Error
+	var e *pgconn.PgError
 	if errors.As(err, &e) {
-		return e.Field('C')
+		return e.Code
 	}
 	return ""
 }
 
 func (driver) Open(dsn string, o sqlstore.Options) (w, r *sql.DB, err error) {
-	// Validate the DSN now: pgdriver.NewConnector panics on a bad one.
-	u, err := url.Parse(dsn)
+	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, nil, err
 	}
-	q := u.Query()
 	if o.Schema != "" {
-		q.Set("search_path", o.Schema)
+		cfg.RuntimeParams["search_path"] = o.Schema
 	}
-	if !q.Has("plan_cache_mode") {
-		// The store prepares only the reads whose plan suits every value
-		// of their arguments (sqlstore's readPrepared); left to choose,
-		// the server plans some of them anew at every run, which costs
-		// more than running them.
-		q.Set("plan_cache_mode", "force_generic_plan")
+	if !setsExecMode(dsn) {
+		// Statements without arguments (bun writes its values into the
+		// text) are not worth a prepared statement each; those with
+		// arguments ask for the cache (CachedStatements).
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
 	}
-	u.RawQuery = q.Encode()
-	dsn = u.String()
-	var connector *pgdriver.Connector
-	if err := func() (err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("%v", r)
-			}
-		}()
-		connector = pgdriver.NewConnector(pgdriver.WithDSN(dsn))
-		return nil
-	}(); err != nil {
-		return nil, nil, err
-	}
-	db := sql.OpenDB(foldingConnector{connector})
+	db := stdlib.OpenDB(*cfg)
 	n := o.MaxOpenConns
 	if n <= 0 {
 		n = 16
@@ -103,4 +84,19 @@ func (driver) Open(dsn string, o sqlstore.Options) (w, r *sql.DB, err error) {
 	db.SetMaxIdleConns(n)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	return db, nil, nil
+}
+
+// CachedStatements returns the first argument of a statement that runs
+// from pgx's per-connection statement cache, or nil when the DSN chose
+// how statements run (default_query_exec_mode).
+func (driver) CachedStatements(dsn string) any {
+	if setsExecMode(dsn) {
+		return nil
+	}
+	return pgx.QueryExecModeCacheStatement
+}
+
+// setsExecMode reports whether dsn sets pgx's default_query_exec_mode.
+func setsExecMode(dsn string) bool {
+	return strings.Contains(dsn, "default_query_exec_mode")
 }
