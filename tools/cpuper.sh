@@ -11,6 +11,7 @@
 #   CONNS=1 bash tools/cpuper.sh react             # one caller at a time
 #   SIZE=100000 REACTED=3 bash tools/cpuper.sh list  # a first page of which 3 messages have a reaction
 #   PGSS=1 bash tools/cpuper.sh create             # and the statements of each load, from pg_stat_statements
+#   VIA=127.0.0.1:6432 DSNPARAMS=default_query_exec_mode=exec bash tools/cpuper.sh create  # the server through PgBouncer
 #
 # PGSS=1 needs a server that loads pg_stat_statements (shared_preload_libraries,
 # then a restart): per statement it prints calls, total and mean execution time,
@@ -48,7 +49,13 @@ dsn=${PG/\/postgres\?/\/$db?}
 psql "$dsn" -qc 'VACUUM ANALYZE'
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 url=http://127.0.0.1:$port
-"$tmp/parley" -addr "127.0.0.1:$port" -data "$tmp/data" -db "$dsn" >/dev/null 2>"$tmp/parley.log" &
+# The server's DSN: through VIA (host:port of a pooler in front of the
+# server, e.g. PgBouncer on 127.0.0.1:6432) and with DSNPARAMS added
+# (e.g. default_query_exec_mode=exec); seeding and psql go direct.
+sdsn=$dsn
+[ -n "${VIA:-}" ] && sdsn=$(echo "$sdsn" | sed -E "s#@[^/]+/#@$VIA/#")
+[ -n "${DSNPARAMS:-}" ] && sdsn="$sdsn&$DSNPARAMS"
+"$tmp/parley" -addr "127.0.0.1:$port" -data "$tmp/data" -db "$sdsn" >/dev/null 2>"$tmp/parley.log" &
 pid=$!
 for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
 
