@@ -26,6 +26,7 @@ import (
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/internal/testnet"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/blobstore"
 	"github.com/parleychat/parley/storage/sqlstore"
 )
@@ -197,7 +198,7 @@ func TestCopyCommandKilledAndResumed(t *testing.T) {
 		msgs = append(msgs, messaging.Message{ID: fmt.Sprintf("msg_%06d", i), ConversationID: fmt.Sprintf("c%d", i%7),
 			Contact: messaging.Contact{ID: "ctc_1"}, Text: strings.Repeat("x", 200), CreatedAt: base.Add(time.Duration(i) * time.Millisecond)})
 	}
-	require.NoError(t, src.ImportMessages(ctx, msgs))
+	require.NoError(t, src.Driver().(driver.MessageImporter).ImportMessages(ctx, msgs))
 	// The keys are the source's own: a copy refuses a row whose key is not.
 	ins, err := src.Driver().(interface {
 		InstallationID(context.Context) (string, error)

@@ -96,6 +96,18 @@ type MessageRef struct {
 	CreatedAt time.Time
 }
 
+// MessageImporter is the bulk load of a store that has one (sqlstore's):
+// it stores messages as they are given, far faster than a create each,
+// for migrations from other systems and for benchmarks, and records no
+// events. messaging.Service.ImportMessages checks the messages and calls
+// it; what the Service cannot check (that each sender exists, that an id
+// is new, or names the message it named before) the store checks,
+// storing nothing of a call that fails: an error matching ErrInvalid or
+// ErrConflict.
+type MessageImporter interface {
+	ImportMessages(ctx context.Context, msgs []Message) error
+}
+
 // MessageStore stores messages, contacts and reactions, and links attachment
 // rows to messages: it is what a storage backend implements for the
 // Service. A backend implements it together with AttachmentStore

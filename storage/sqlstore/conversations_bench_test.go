@@ -63,7 +63,7 @@ func BenchmarkConversations(b *testing.B) {
 						Contact: writer, Text: "hello " + strconv.Itoa(j), CreatedAt: t})
 				}
 				if len(batch) >= 3000 || i == many-1 {
-					require.NoError(b, s.ImportMessages(ctx, batch))
+					require.NoError(b, importer(s).ImportMessages(ctx, batch))
 					batch = batch[:0]
 				}
 			}
@@ -85,7 +85,7 @@ func BenchmarkConversations(b *testing.B) {
 							last = batch[len(batch)-1].ID
 						}
 					}
-					require.NoError(b, s.ImportMessages(ctx, batch))
+					require.NoError(b, importer(s).ImportMessages(ctx, batch))
 				}
 				require.NoError(b, msgs.AddMember(ctx, c.id, crowd.ID))
 				_, err := msgs.MarkRead(ctx, crowd, c.id, last)

@@ -38,7 +38,7 @@ func TestMarkReadFarBack(t *testing.T) {
 				t := at.Add(time.Duration(i) * time.Millisecond)
 				msgs[i] = messaging.Message{ID: ids.NewAt(ids.Message, t), ConversationID: "c", Contact: who, Text: "m", CreatedAt: t}
 			}
-			require.NoError(t, s.ImportMessages(ctx, msgs))
+			require.NoError(t, importer(s).ImportMessages(ctx, msgs))
 			unread := func() int64 {
 				t.Helper()
 				c, err := s.Driver().GetConversation(ctx, "c", bob.ID)

@@ -364,7 +364,7 @@ func TestExplainPostgresDominantConversation(t *testing.T) {
 				ms = append(ms, messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: part.conv,
 					Contact: c, Text: "seed", CreatedAt: at})
 			}
-			require.NoError(t, s.ImportMessages(ctx, ms))
+			require.NoError(t, importer(s).ImportMessages(ctx, ms))
 		}
 	}
 	_, err := s.DB().ExecContext(ctx, "VACUUM ANALYZE messages")

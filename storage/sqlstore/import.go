@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // importBatch is the number of rows of one multi-row INSERT of
@@ -30,7 +31,10 @@ type importRow struct {
 	CreatedAt      time.Time `bun:"created_at"`
 }
 
-// ImportMessages inserts msgs, for bulk loads and migrations: multi-row
+var _ driver.MessageImporter = (*store)(nil)
+
+// ImportMessages inserts msgs (driver.MessageImporter, which
+// messaging.Service.ImportMessages calls), for bulk loads and migrations: multi-row
 // INSERTs of up to 1,000 rows, all of msgs in one transaction (pass chunks
 // of some thousands to keep the transaction, and on SQLite the write lock,
 // short). It is many times faster than one messaging.Service.Create per
@@ -49,11 +53,7 @@ type importRow struct {
 // them): a messaging.Service remembers what never changes of the messages
 // it wrote to. The messages are counted in their conversations' counters
 // as sends are.
-func (st *Store) ImportMessages(ctx context.Context, msgs []messaging.Message) error {
-	return st.s.importMessages(ctx, msgs)
-}
-
-func (s *store) importMessages(ctx context.Context, msgs []messaging.Message) error {
+func (s *store) ImportMessages(ctx context.Context, msgs []messaging.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}

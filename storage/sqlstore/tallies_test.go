@@ -176,7 +176,7 @@ func TestImportBeforeAPosition(t *testing.T) {
 		require.NoError(t, s.Driver().MarkRead(ctx, "c", bob.ID, m3.ID, nil))
 		send(t, s, "c", alice, sec(2)) // tallied, before bob's position
 		m1 := messaging.Message{ID: ids.NewAt(ids.Message, sec(1)), ConversationID: "c", Contact: alice, Text: "hi", CreatedAt: sec(1)}
-		require.NoError(t, s.ImportMessages(ctx, []messaging.Message{m1}))
+		require.NoError(t, importer(s).ImportMessages(ctx, []messaging.Message{m1}))
 		got, err := s.Driver().GetConversation(ctx, "c", bob.ID)
 		require.NoError(t, err)
 		assert.EqualValues(t, 3, got.MessageCount)

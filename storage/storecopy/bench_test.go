@@ -20,6 +20,7 @@ import (
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/blobstore"
 	"github.com/parleychat/parley/storage/sqlstore"
 	"github.com/parleychat/parley/storage/storecopy"
@@ -56,7 +57,7 @@ func importAll(tb testing.TB, s *sqlstore.Store, n int) {
 		for i := start; i < min(n, start+chunk); i++ {
 			msgs = append(msgs, benchMessage(i))
 		}
-		require.NoError(tb, s.ImportMessages(context.Background(), msgs))
+		require.NoError(tb, s.Driver().(driver.MessageImporter).ImportMessages(context.Background(), msgs))
 	}
 }
 

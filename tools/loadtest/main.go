@@ -32,7 +32,7 @@
 // # Seeding
 //
 // -seed N stores N messages from -user in -conv of the database -db through
-// the library (sqlstore.ImportMessages, not HTTP), creating the contact if
+// the library (sqlstore's bulk load, not HTTP), creating the contact if
 // needed, and exits. A million messages take seconds; the server may be
 // running meanwhile.
 //

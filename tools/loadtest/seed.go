@@ -11,6 +11,7 @@ import (
 
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/sqlstore"
 	_ "github.com/parleychat/parley/storage/sqlstore/mysql"    // -db mysql://…
 	_ "github.com/parleychat/parley/storage/sqlstore/postgres" // -db postgres://…
@@ -22,7 +23,7 @@ import (
 const seedChunk = 10000
 
 // seed stores n messages from user (made if needed) in conv of the database
-// dsn, through sqlstore.ImportMessages: the i-th message is "seed message
+// dsn, through sqlstore's bulk load (driver.MessageImporter): the i-th message is "seed message
 // i", created i microseconds after the first, the last a moment ago. It
 // returns the time the inserts took.
 func seed(ctx context.Context, dsn, conv, user string, n int, out io.Writer) (time.Duration, error) {
@@ -36,6 +37,7 @@ func seed(ctx context.Context, dsn, conv, user string, n int, out io.Writer) (ti
 	}
 
 	drv := store.Driver()
+	imp := drv.(driver.MessageImporter) // sqlstore's bulk load
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	base := now.Add(-time.Duration(n) * time.Microsecond)
 	c, err := drv.ContactByUsername(ctx, user)
@@ -78,7 +80,7 @@ func seed(ctx context.Context, dsn, conv, user string, n int, out io.Writer) (ti
 	start := time.Now()
 	stored, next := 0, 100000
 	for ms := range chunks {
-		if err := store.ImportMessages(ctx, ms); err != nil {
+		if err := imp.ImportMessages(ctx, ms); err != nil {
 			return time.Since(start), err
 		}
 		stored += len(ms)
