@@ -35,7 +35,7 @@ db=parley_cpuper_$$_$RANDOM
 pid=
 cleanup() {
   [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
-  psql "$PG" -qc "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
+  psql "$PG" -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
   rm -rf "$tmp"
 }
 trap cleanup EXIT
