@@ -19,6 +19,19 @@
 // implement the optional Installation and KeyLister. A blob backend
 // implements BlobStore, and optionally Lister and URLSigner.
 //
+// # Lists
+//
+// Every list is read by keyset, never by offset, so that a deep page costs
+// what the first does: a query is a Window (Limit, and the Cursor of the
+// item the page begins after or ends before), a Scope for the lists that
+// the caller's access narrows (every conversation, or some, or those of a
+// member), and only what narrows that one list beyond them (a message, a
+// reaction, a viewer). One shape for every list means one rule for a
+// backend to get right, which storetest checks alike on each list; a
+// Cursor with no Time names its item by id, for the lists whose position
+// the backend finds cheaper itself (see Cursor). The event outbox is a log
+// ordered by Seq and keeps a window of its own (EventQuery).
+//
 // Package storage/storetest checks every obligation of the contract: run
 // its suites against a new backend (see its package documentation).
 package driver
