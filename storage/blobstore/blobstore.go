@@ -139,19 +139,28 @@ func (s *Store) Put(ctx context.Context, key, contentType string, r io.Reader) e
 		}
 		return mapError(fmt.Sprintf("put %q aborted", key), err)
 	}
-	if err := w.Close(); err != nil {
+	if err := closeWriter(w); err != nil {
 		return mapError("put", err)
 	}
 	return nil
 }
 
 // closeAborted closes a writer whose context was canceled, which makes
-// gocloud abort the write. gocloud's azureblob (v0.47) can panic there: the
-// goroutine that saw the cancellation clears the pipe that Close then
-// closes. The write is aborted all the same; the panic is not the caller's.
-func closeAborted(w *blob.Writer) {
-	defer func() { _ = recover() }()
-	_ = w.Close()
+// gocloud abort the write. The write is aborted all the same; a panic of
+// the driver (see closeWriter) is not the caller's.
+func closeAborted(w *blob.Writer) { _ = closeWriter(w) }
+
+// closeWriter closes w. gocloud's azureblob (v0.47) can panic in Close
+// when its upload failed: the goroutine that saw the failure clears the
+// pipe that Close then closes. The write failed all the same, and is
+// reported as an error of the bucket, not as a crash of the process.
+func closeWriter(w *blob.Writer) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the bucket's driver failed to complete the write: %v", p)
+		}
+	}()
+	return w.Close()
 }
 
 // copyBuffer is the size of the writes Put makes.
