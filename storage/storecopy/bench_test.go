@@ -81,12 +81,17 @@ func BenchmarkCopy(b *testing.B) {
 	b.Logf("source: %d messages imported into SQLite in %s", *benchMessages, time.Since(began).Round(time.Millisecond))
 	srcFiles := folder(b, filepath.Join(dir, "source-files"))
 	body := bytes.Repeat([]byte("0123456789abcdef"), 512) // 8 KiB
+	// The keys are the source's own: a copy refuses a row whose key is not.
+	ins, err := src.Driver().(interface {
+		InstallationID(context.Context) (string, error)
+	}).InstallationID(ctx)
+	require.NoError(b, err)
 	for i := range *benchFiles {
 		data := append([]byte(fmt.Sprintf("file %d\n", i)), body...)
 		sum := sha256.Sum256(data)
 		a := messaging.Attachment{ID: fmt.Sprintf("att_%06d", i), ConversationID: fmt.Sprintf("conv_%04d", i%1000), UploaderID: "ctc_000",
 			Filename: "f.bin", FileType: "application/octet-stream", FileSize: int64(len(data)), SHA256: hex.EncodeToString(sum[:]),
-			Key: attachments.KeyPrefix + "ins_bench/" + fmt.Sprintf("att_%06d", i), CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+			Key: attachments.KeyPrefix + ins + "/" + fmt.Sprintf("att_%06d", i), CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 		require.NoError(b, srcFiles.Put(ctx, a.Key, a.FileType, bytes.NewReader(data)))
 		require.NoError(b, src.Driver().CreateAttachment(ctx, a, nil))
 	}
