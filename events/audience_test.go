@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"gocloud.dev/pubsub/mempubsub"
 
 	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/messaging"
@@ -74,15 +73,7 @@ func TestMembershipChangeTakesEffectAtOnce(t *testing.T) {
 	for name, stores := range sharedStores(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			topic := mempubsub.NewTopic()
-			t.Cleanup(func() { _ = topic.Shutdown(ctx) })
-			instance := func(store storetest.Store) *env {
-				sub := mempubsub.NewSubscription(topic, time.Minute)
-				t.Cleanup(func() { _ = sub.Shutdown(ctx) })
-				return newEnvPolicy(t, store, messaging.MembersOnly(), &events.Options{PolicyTTL: time.Hour, PollInterval: time.Hour, Topic: topic, Subscription: sub})
-			}
-			sa, sb := stores(t)
-			a, b := instance(sa), instance(sb)
+			a, b := joined(t, stores, messaging.MembersOnly(), events.Options{PolicyTTL: time.Hour, PollInterval: time.Hour})
 			bob, err := b.msgs.SaveContact(ctx, messaging.Contact{Username: "bob"})
 			require.NoError(t, err)
 			for _, who := range []messaging.Contact{a.alice, a.bob} {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/memstore"
 	"github.com/parleychat/parley/storage/sqlstore"
 	"github.com/parleychat/parley/storage/storetest"
@@ -42,6 +43,25 @@ func sharedStores(t *testing.T) map[string]func(t *testing.T) (storetest.Store, 
 	return out
 }
 
+// joined returns two instances (services and a Feed each) over stores,
+// joined by an in-memory topic, under policy (the env's privatePolicy when
+// nil) and opts, whose Topic and Subscription it sets.
+func joined(t *testing.T, stores func(*testing.T) (storetest.Store, storetest.Store), policy messaging.Policy, opts events.Options) (a, b *env) {
+	t.Helper()
+	ctx := context.Background()
+	topic := mempubsub.NewTopic()
+	t.Cleanup(func() { _ = topic.Shutdown(ctx) })
+	instance := func(store storetest.Store) *env {
+		sub := mempubsub.NewSubscription(topic, time.Minute)
+		t.Cleanup(func() { _ = sub.Shutdown(ctx) })
+		o := opts
+		o.Topic, o.Subscription = topic, sub
+		return newEnvPolicy(t, store, policy, &o)
+	}
+	sa, sb := stores(t)
+	return instance(sa), instance(sb)
+}
+
 // TestInstancesFanOutThroughPubSub runs two instances (services and a
 // Feed each) over one database, joined by an in-memory topic: an event
 // written through one reaches a subscriber of the other at once, long
@@ -49,16 +69,7 @@ func sharedStores(t *testing.T) map[string]func(t *testing.T) (storetest.Store, 
 func TestInstancesFanOutThroughPubSub(t *testing.T) {
 	for name, stores := range sharedStores(t) {
 		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			topic := mempubsub.NewTopic()
-			t.Cleanup(func() { _ = topic.Shutdown(ctx) })
-			instance := func(store storetest.Store) *env {
-				sub := mempubsub.NewSubscription(topic, time.Minute)
-				t.Cleanup(func() { _ = sub.Shutdown(ctx) })
-				return newEnv(t, store, &events.Options{PollInterval: time.Hour, Topic: topic, Subscription: sub})
-			}
-			sa, sb := stores(t)
-			a, b := instance(sa), instance(sb)
+			a, b := joined(t, stores, nil, events.Options{PollInterval: time.Hour})
 			onB := b.subscribe(b.bob, events.SubscribeOptions{})
 			onA := a.subscribe(a.bob, events.SubscribeOptions{})
 			for i := range 5 {

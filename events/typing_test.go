@@ -7,12 +7,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"gocloud.dev/pubsub/mempubsub"
 
 	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
-	"github.com/parleychat/parley/storage/storetest"
 )
 
 // TestTypingAcrossInstances: a caller's typing through one instance
@@ -25,15 +23,7 @@ func TestTypingAcrossInstances(t *testing.T) {
 	for name, stores := range sharedStores(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			topic := mempubsub.NewTopic()
-			t.Cleanup(func() { _ = topic.Shutdown(ctx) })
-			instance := func(store storetest.Store) *env {
-				sub := mempubsub.NewSubscription(topic, time.Minute)
-				t.Cleanup(func() { _ = sub.Shutdown(ctx) })
-				return newEnv(t, store, &events.Options{PollInterval: time.Hour, Topic: topic, Subscription: sub})
-			}
-			sa, sb := stores(t)
-			a, b := instance(sa), instance(sb)
+			a, b := joined(t, stores, nil, events.Options{PollInterval: time.Hour})
 			b.pol.malloryID = a.mal.ID
 			onA := a.subscribe(a.alice, events.SubscribeOptions{})
 			onB := b.subscribe(b.alice, events.SubscribeOptions{ConversationID: "general"})
@@ -43,7 +33,7 @@ func TestTypingAcrossInstances(t *testing.T) {
 			for _, s := range []*events.Subscription{onA, onB, malOnB, own} {
 				require.Equal(t, m.ID, next(t, s).Message.ID)
 			}
-			last, err := sa.LastEvent(ctx)
+			last, err := a.store.LastEvent(ctx)
 			require.NoError(t, err)
 
 			typed, err := a.msgs.Typing(ctx, a.bob, "general")
@@ -79,7 +69,7 @@ func TestTypingAcrossInstances(t *testing.T) {
 			assert.ElementsMatch(t, []string{"conversation.typing private-x", "message.created general"}, got,
 				"bob's own typing is not echoed to him; alice's reaches him")
 
-			evs, err := sa.ReadEvents(ctx, driver.EventQuery{Scope: driver.Scope{All: true}, Unfiled: true, After: last.Seq, Limit: 100})
+			evs, err := a.store.ReadEvents(ctx, driver.EventQuery{Scope: driver.Scope{All: true}, Unfiled: true, After: last.Seq, Limit: 100})
 			require.NoError(t, err)
 			require.Len(t, evs, 1, "typing is never stored")
 			assert.Equal(t, messaging.EventMessageCreated, evs[0].Type)
