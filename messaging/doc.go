@@ -33,9 +33,22 @@
 // state (MarkRead, UnreadCount), kept by counters, so reading them costs
 // the same whatever their size.
 //
+// Threads: a message with NewMessage.ParentID is a reply in the thread of
+// that root, a message of the same conversation that is neither a reply
+// nor deleted (threads are one level deep). Replies stay out of their
+// conversation's list and counts; Replies lists a thread, Threads the
+// threads a caller takes part in (it sent the root, or replied), most
+// recently replied first, each with the caller's own unread replies
+// (MarkThreadRead), and Thread one of them. Deleting a root that has
+// replies leaves its tombstone (Message.Deleted, no text, reactions or
+// attachments), which takes no reply and goes with its last reply. The
+// storage must keep threads (driver.ThreadStore: memstore does); on one
+// that does not, replies and the thread calls fail with ErrUnimplemented.
+//
 // Lists: a page method is named for what it lists, in the plural, and
 // returns a Page; its iterator is All and that plural (Messages and
-// AllMessages, Conversations, Members, Memberships, Reactors, Revisions,
+// AllMessages, Conversations, Replies, Threads, Members, Memberships,
+// Reactors, Revisions,
 // the files Service's Attachments, the Feed's Events). Each takes one
 // ListOptions; what narrows the list is an argument before it.
 //

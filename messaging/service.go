@@ -353,6 +353,10 @@ type NewMessage struct {
 	// Attachments lists ids of attachments the caller uploaded that are not
 	// linked yet; they are linked to the new message atomically.
 	Attachments []string
+	// ParentID, when set, makes the message a reply in the thread of that
+	// root: a message of the same conversation that is neither a reply
+	// nor deleted (see Threads in the package documentation).
+	ParentID string
 	// Idempotency, when its Key is set, makes the call safe to retry: a
 	// retry with the same key and fields returns the first call's message
 	// and sends nothing (see Retries in the package documentation).
@@ -362,7 +366,9 @@ type NewMessage struct {
 // Create sends a message as caller. Errors: ErrInvalid for a missing or bad
 // field (the *Error's Param names it), ErrNotFound for a conversation the
 // caller may not see, ErrPermission for an attachment of another uploader,
-// ErrConflict for an attachment linked elsewhere; with an idempotency key,
+// ErrConflict for an attachment linked elsewhere, ErrInvalid (Param
+// "parent_id") for a parent that takes no reply, ErrUnimplemented for a
+// reply on a storage without threads; with an idempotency key,
 // ErrInvalid (CodeKeyReused) for a key first used with other fields and
 // ErrConflict (CodeKeyInUse) while a call with the key is under way. The
 // message's Contact is the sender as stored, read at most
@@ -388,6 +394,9 @@ func (s *Service) create(ctx context.Context, caller Contact, in NewMessage) (Me
 			return Message{}, err
 		}
 		fp := fingerprint("messages.create", in.ConversationID, in.Text, list(in.Attachments))
+		if in.ParentID != "" {
+			fp = fingerprint("messages.reply", in.ConversationID, in.ParentID, in.Text, list(in.Attachments))
+		}
 		return keyed(ctx, s, caller.ID, in.Idempotency, fp, func(done driver.IdempotencyRecord) (Message, error) {
 			return s.send(ctx, caller, in, &done)
 		})
@@ -401,6 +410,9 @@ func (s *Service) send(ctx context.Context, caller Contact, in NewMessage, done 
 	if err := s.mustView(ctx, caller.ID, in.ConversationID); err != nil {
 		return Message{}, err
 	}
+	if err := s.checkParent(ctx, caller, in); err != nil {
+		return Message{}, err
+	}
 	atts, err := s.linkable(ctx, caller, "", in.ConversationID, in.Attachments)
 	if err != nil {
 		return Message{}, err
@@ -412,6 +424,7 @@ func (s *Service) send(ctx context.Context, caller Contact, in NewMessage, done 
 		Contact:        caller,
 		Text:           in.Text,
 		CreatedAt:      now,
+		ParentID:       in.ParentID,
 	}
 	// The sender as stored (read at most TouchInterval ago) is the
 	// message's contact, in the answer and in the event. A failure to read
@@ -446,6 +459,9 @@ func (s *Service) send(ctx context.Context, caller Contact, in NewMessage, done 
 		err = s.repo.CreateMessageKeyed(ctx, m, in.Attachments, rec, *done)
 	} else {
 		err = s.repo.CreateMessage(ctx, m, in.Attachments, rec)
+	}
+	if errors.Is(err, driver.ErrNoParent) {
+		return Message{}, noParent(in.ParentID, err)
 	}
 	if err != nil {
 		return Message{}, linkError(err)
@@ -1019,14 +1035,23 @@ func (s *Service) delete(ctx context.Context, caller Contact, id string) error {
 		return err
 	}
 	defer s.refs.Delete(id)
+	if m.Deleted {
+		return notFound(id)
+	}
 	if m.SenderID != caller.ID {
 		return s.unlessGone(ctx, remembered, id, &Error{Kind: ErrPermission, Message: "only the sender may delete a message"})
 	}
 	now := s.now()
 	atts, err := s.repo.DeleteMessage(ctx, id, s.recorder(func(c driver.Change) []Event {
 		e := newEvent(EventMessageDeleted, c.Message.ConversationID, now)
-		e.DeletedID = c.Message.ID
+		e.DeletedID, e.DeletedParentID = c.Message.ID, c.Message.ParentID
 		evs := []Event{e}
+		if c.RemovedRoot != "" {
+			// The tombstone went with its last reply.
+			e := newEvent(EventMessageDeleted, c.Message.ConversationID, now)
+			e.DeletedID = c.RemovedRoot
+			evs = append(evs, e)
+		}
 		for _, a := range c.Removed {
 			e := newEvent(EventAttachmentDeleted, a.ConversationID, now)
 			e.DeletedID = a.ID

@@ -27,6 +27,10 @@ const (
 	// moved (Event.Conversation, as that contact sees it). Its audience is
 	// that contact.
 	EventConversationRead EventType = "conversation.read"
+	// EventThreadRead: a contact's read position in a thread moved
+	// (Event.Thread, as that contact sees it). Its audience is that
+	// contact.
+	EventThreadRead EventType = "thread.read"
 	// EventConversationTyping: a contact is typing in a conversation
 	// (Event.Typing). It is delivered live to the others who may see the
 	// conversation, and never stored.
@@ -40,7 +44,7 @@ const (
 // Event is a change, as it is recorded in the outbox of the change's
 // transaction and delivered after the commit. The object it carries is the
 // resource as a read would return it just after the change; exactly one of
-// Message, Attachment, Conversation, DeletedID and Typing is set (none for
+// Message, Attachment, Conversation, Thread, DeletedID and Typing is set (none for
 // EventsLost).
 type Event struct {
 	// ID is made by the Service ("evt_…"); consumers use it to drop
@@ -70,6 +74,11 @@ type Event struct {
 	// DeletedID is the id of the deleted message or attachment
 	// (message.deleted, attachment.deleted).
 	DeletedID string
+	// DeletedParentID is the root of a deleted reply (message.deleted).
+	DeletedParentID string
+	// Thread is the thread after the change, as AudienceID sees it
+	// (thread.read).
+	Thread *Thread
 	// Typing is who is typing (conversation.typing).
 	Typing *Typing
 
@@ -90,6 +99,12 @@ type Change struct {
 	// Conversation is the conversation after the change, as the contact
 	// whose read position moved sees it.
 	Conversation *Conversation
+	// Thread is the thread after the change, as the contact whose read
+	// position in it moved sees it (MarkThreadRead).
+	Thread *Thread
+	// RemovedRoot is the id of a deleted root that DeleteMessage removed
+	// with its last reply (the tombstone is gone); "" otherwise.
+	RemovedRoot string
 	// Attachments are attachments after the change: the one created or
 	// renamed.
 	Attachments []Attachment

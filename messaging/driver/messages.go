@@ -94,6 +94,10 @@ type MessageRef struct {
 	SenderID string
 	// CreatedAt is when the message was sent.
 	CreatedAt time.Time
+	// ParentID is the root of a reply; "" for a message that is not one.
+	ParentID string
+	// Deleted marks a root's tombstone (see ThreadStore).
+	Deleted bool
 }
 
 // MessageImporter is the bulk load of a store that has one (sqlstore's):

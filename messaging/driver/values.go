@@ -77,6 +77,19 @@ type Message struct {
 	// UpdatedAt is when the text was last edited or a reaction or an
 	// attachment added; zero while never updated.
 	UpdatedAt time.Time
+
+	// ParentID is the root of the thread a reply is in; "" for a message
+	// that is not a reply (see ThreadStore).
+	ParentID string
+	// ReplyCount is the number of a root's replies; 0 for a reply.
+	ReplyCount int64
+	// LastReplyAt is when the newest of a root's replies was sent; zero
+	// without replies.
+	LastReplyAt time.Time
+	// Deleted marks the tombstone of a deleted root that still has
+	// replies: it keeps ID, ConversationID, Contact.ID, CreatedAt and the
+	// thread's counts, and nothing of its text, reactions or attachments.
+	Deleted bool
 }
 
 // Attachment is a file shared in a conversation, possibly linked to a

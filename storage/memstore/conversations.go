@@ -51,6 +51,12 @@ func (s *store) viewConversation(c *conversation, viewer string) messaging.Conve
 	var last *messaging.Message
 	for _, id := range c.msgs {
 		m := s.messages[id]
+		if m.Deleted {
+			// A root's tombstone is no message of the conversation's
+			// counts; it is in its list for its thread's sake.
+			v.MessageCount--
+			continue
+		}
 		if last == nil || compareCursor(msgPos(m), msgPos(last)) > 0 {
 			last = m
 		}
@@ -116,7 +122,7 @@ func (s *store) MarkRead(ctx context.Context, conversationID, contactID, message
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m, ok := s.messages[messageID]
-	if !ok || m.ConversationID != conversationID {
+	if !ok || m.ConversationID != conversationID || m.ParentID != "" {
 		return notFound("message", messageID)
 	}
 	k := member{conversationID, contactID}

@@ -33,11 +33,15 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 	if _, ok := s.messages[m.ID]; ok {
 		return conflict("a message with the id " + strconv.Quote(m.ID) + " already exists")
 	}
+	if err := s.checkParent(m); err != nil {
+		return err
+	}
 	links, err := s.checkLinks(m.ID, m.ConversationID, attachmentIDs)
 	if err != nil {
 		return err
 	}
 	stored := messaging.Message{
+		ParentID:       m.ParentID,
 		ID:             m.ID,
 		ConversationID: m.ConversationID,
 		Contact:        messaging.Contact{ID: m.Contact.ID},
@@ -49,7 +53,14 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 	s.messages[m.ID] = &stored
 	s.link(&stored, links)
 	c := s.conversation(m.ConversationID, stored.CreatedAt)
-	c.msgs = append(c.msgs, m.ID)
+	if m.ParentID != "" {
+		// A reply is its thread's, not its conversation's.
+		t := s.threadOf(s.messages[m.ParentID])
+		t.replies = append(t.replies, m.ID)
+		t.takers[m.Contact.ID] = true
+	} else {
+		c.msgs = append(c.msgs, m.ID)
+	}
 	v := s.view(&stored)
 	s.record(rec, driver.Change{Message: &v})
 	s.keep(done, nil)
@@ -97,6 +108,9 @@ func (s *store) view(m *messaging.Message) messaging.Message {
 	}
 	v.Reactions = s.viewReactions(s.reacts[m.ID])
 	v.Attachments = s.attachmentsOf(m.ID)
+	if m.ParentID == "" {
+		v.ReplyCount, v.LastReplyAt = s.replyCounts(m.ID)
+	}
 	return v
 }
 
@@ -146,7 +160,7 @@ func (s *store) ListMessages(ctx context.Context, q driver.MessageQuery) ([]mess
 		}
 		id := (*pos).ID
 		m, ok := s.messages[id]
-		if !ok || len(q.ConversationIDs) != 1 || m.ConversationID != q.ConversationIDs[0] {
+		if !ok || len(q.ConversationIDs) != 1 || m.ConversationID != q.ConversationIDs[0] || m.ParentID != "" {
 			return nil, false, notFound("message", id)
 		}
 		p := msgPos(m)
@@ -154,7 +168,7 @@ func (s *store) ListMessages(ctx context.Context, q driver.MessageQuery) ([]mess
 	}
 	var all []*messaging.Message
 	for _, m := range s.messages {
-		if q.All || slices.Contains(q.ConversationIDs, m.ConversationID) || s.isMember(m.ConversationID, q.MemberID) {
+		if m.ParentID == "" && (q.All || slices.Contains(q.ConversationIDs, m.ConversationID) || s.isMember(m.ConversationID, q.MemberID)) {
 			all = append(all, m)
 		}
 	}
@@ -182,7 +196,7 @@ func (s *store) UpdateMessage(ctx context.Context, id string, ch driver.MessageC
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.messages[id]
-	if !ok {
+	if !ok || cur.Deleted {
 		return messaging.Message{}, notFound("message", id)
 	}
 	m := *cur
@@ -265,7 +279,8 @@ func (s *store) DeleteMessage(ctx context.Context, id string, rec driver.Recorde
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.messages[id]; !ok {
+	del, ok := s.messages[id]
+	if !ok || del.Deleted {
 		return nil, notFound("message", id)
 	}
 	removed := s.attachmentsOf(id)
@@ -274,12 +289,40 @@ func (s *store) DeleteMessage(ctx context.Context, id string, rec driver.Recorde
 		s.pending = append(s.pending, a.Key)
 	}
 	delete(s.linked, id)
-	c := s.convs[s.messages[id].ConversationID]
-	c.msgs = slices.DeleteFunc(c.msgs, func(x string) bool { return x == id })
-	gone := messaging.Message{ID: id, ConversationID: c.id, Contact: messaging.Contact{ID: s.messages[id].Contact.ID}}
-	delete(s.messages, id)
+	c := s.convs[del.ConversationID]
+	gone := messaging.Message{ID: id, ConversationID: c.id, Contact: messaging.Contact{ID: del.Contact.ID}, ParentID: del.ParentID}
 	delete(s.reacts, id)
 	s.removeRevisions(id)
-	s.record(rec, driver.Change{Message: &gone, Removed: slices.Clone(removed)})
+	ch := driver.Change{Message: &gone, Removed: slices.Clone(removed)}
+	switch t := s.threads[id]; {
+	case t != nil && len(t.replies) > 0:
+		// A root with replies keeps its place as a tombstone.
+		*del = messaging.Message{ID: id, ConversationID: del.ConversationID, Contact: messaging.Contact{ID: del.Contact.ID}, CreatedAt: del.CreatedAt, Deleted: true}
+	case del.ParentID != "":
+		t := s.threads[del.ParentID]
+		t.replies = slices.DeleteFunc(t.replies, func(x string) bool { return x == id })
+		delete(s.messages, id)
+		if root := s.messages[del.ParentID]; root.Deleted && len(t.replies) == 0 {
+			// The tombstone goes with its last reply.
+			s.removeRoot(root)
+			ch.RemovedRoot = root.ID
+		}
+	default:
+		s.removeRoot(del)
+	}
+	s.record(rec, ch)
 	return removed, nil
+}
+
+// removeRoot removes m, a message that is not a reply, and its thread.
+func (s *store) removeRoot(m *messaging.Message) {
+	c := s.convs[m.ConversationID]
+	c.msgs = slices.DeleteFunc(c.msgs, func(x string) bool { return x == m.ID })
+	delete(s.messages, m.ID)
+	delete(s.threads, m.ID)
+	for k := range s.threadReads {
+		if k.conversation == m.ID {
+			delete(s.threadReads, k)
+		}
+	}
 }

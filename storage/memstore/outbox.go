@@ -52,6 +52,11 @@ func copyEvent(e messaging.Event) messaging.Event {
 		a := *e.Attachment
 		e.Attachment = &a
 	}
+	if e.Thread != nil {
+		t := *e.Thread
+		t.Root = copyMessage(t.Root)
+		e.Thread = &t
+	}
 	if e.Conversation != nil {
 		c := *e.Conversation
 		if c.LastMessage != nil {

@@ -114,7 +114,7 @@ func (s *store) LookupMessage(ctx context.Context, id string) (driver.MessageRef
 	if !ok {
 		return driver.MessageRef{}, notFound("message", id)
 	}
-	return driver.MessageRef{ID: m.ID, ConversationID: m.ConversationID, SenderID: m.Contact.ID, CreatedAt: m.CreatedAt}, nil
+	return driver.MessageRef{ID: m.ID, ConversationID: m.ConversationID, SenderID: m.Contact.ID, CreatedAt: m.CreatedAt, ParentID: m.ParentID, Deleted: m.Deleted}, nil
 }
 
 // ListReactors returns a page of the reactors of a reaction, in the order

@@ -36,6 +36,9 @@ type store struct {
 	reads   map[member]readPos       // read positions
 	members map[member]time.Time     // memberships -> joined at
 
+	threads     map[string]*thread // by root id
+	threadReads map[member]readPos // read positions in threads, keyed by root id
+
 	out outbox // the events the writes record
 
 	keys      map[keyID]driver.IdempotencyRecord
@@ -64,9 +67,12 @@ func newStore() *store {
 		convs:     make(map[string]*conversation),
 		reads:     make(map[member]readPos),
 		members:   make(map[member]time.Time),
-		keys:      make(map[keyID]driver.IdempotencyRecord),
-		revisions: make(map[string]messaging.Revision),
-		revsOf:    make(map[string][]string),
+
+		threads:     make(map[string]*thread),
+		threadReads: make(map[member]readPos),
+		keys:        make(map[keyID]driver.IdempotencyRecord),
+		revisions:   make(map[string]messaging.Revision),
+		revsOf:      make(map[string][]string),
 	}
 }
 

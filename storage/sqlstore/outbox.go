@@ -88,11 +88,14 @@ type eventPayload struct {
 	Attachment   *messaging.Attachment   `json:",omitempty"`
 	Conversation *messaging.Conversation `json:",omitempty"`
 	DeletedID    string                  `json:",omitempty"`
+	DeletedPID   string                  `json:",omitempty"`
+	Thread       *messaging.Thread       `json:",omitempty"`
 }
 
 // payloadOf returns the stored payload of e: the JSON of its eventPayload.
 func payloadOf(e messaging.Event) ([]byte, error) {
-	return json.Marshal(eventPayload{Message: e.Message, Attachment: e.Attachment, Conversation: e.Conversation, DeletedID: e.DeletedID})
+	return json.Marshal(eventPayload{Message: e.Message, Attachment: e.Attachment, Conversation: e.Conversation, DeletedID: e.DeletedID,
+		DeletedPID: e.DeletedParentID, Thread: e.Thread})
 }
 
 func (r *eventRow) event() (messaging.Event, error) {
@@ -105,16 +108,18 @@ func (r *eventRow) event() (messaging.Event, error) {
 		id = numberedID(r.CreatedAt, r.Seq)
 	}
 	return messaging.Event{
-		ID:             id,
-		Type:           messaging.EventType(r.Type),
-		ConversationID: r.ConversationID,
-		AudienceID:     r.AudienceID,
-		Created:        utc(r.CreatedAt),
-		Message:        p.Message,
-		Attachment:     p.Attachment,
-		Conversation:   p.Conversation,
-		DeletedID:      p.DeletedID,
-		Seq:            r.Seq,
+		ID:              id,
+		Type:            messaging.EventType(r.Type),
+		ConversationID:  r.ConversationID,
+		AudienceID:      r.AudienceID,
+		Created:         utc(r.CreatedAt),
+		Message:         p.Message,
+		Attachment:      p.Attachment,
+		Conversation:    p.Conversation,
+		DeletedID:       p.DeletedID,
+		DeletedParentID: p.DeletedPID,
+		Thread:          p.Thread,
+		Seq:             r.Seq,
 	}, nil
 }
 

@@ -54,6 +54,7 @@ func RunConformanceTests(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Revisions", revisionTests},
 		{"NewAttachment", attachTests},
 		{"Installation", installationTests},
+		{"Threads", threadTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
