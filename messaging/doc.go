@@ -50,7 +50,8 @@
 // AllMessages, Conversations, Replies, Threads, Members, Memberships,
 // Reactors, Revisions,
 // the files Service's Attachments, the Feed's Events). Each takes one
-// ListOptions; what narrows the list is an argument before it.
+// ListOptions; what narrows the list is an argument before it. Search is
+// the list of the messages that match a query, AllSearch its iterator.
 //
 // Every change is also an Event (message.created, message.updated, …),
 // stored in the change's transaction and delivered by the Feed after the

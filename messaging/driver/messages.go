@@ -191,6 +191,15 @@ type MessageStore interface {
 	// page in a fixed number of queries, whatever its size.
 	ListMessages(ctx context.Context, q MessageQuery) (items []Message, hasMore bool, err error)
 
+	// SearchMessages returns up to q.Limit messages of q's Scope whose
+	// text matches q (see SearchQuery), newest first (CreatedAt, then ID,
+	// descending), each as GetMessage returns it, and whether more exist
+	// beyond them in the direction of travel. An edited message matches by
+	// its text as it is now; a deleted one never matches. The Scope is
+	// applied in the query, so that a caller of few conversations pays for
+	// those only.
+	SearchMessages(ctx context.Context, q SearchQuery) (items []Message, hasMore bool, err error)
+
 	// UpdateMessage applies ch atomically and returns the message as
 	// GetMessage would after it. Errors: ErrNotFound for a missing message;
 	// for links, those of CreateMessage (linking an attachment already linked

@@ -135,3 +135,21 @@ type EventQuery struct {
 	// of least Seq.
 	Newest bool
 }
+
+// SearchQuery selects a page of the messages whose text matches a search,
+// newest first, as MessageQuery does: Scope and Window alike (its cursors
+// always have their Time), and Words and Prefix from the query.
+//
+// A message matches when the words of its text, as SearchWords returns
+// them, include every one of Words, and one that starts with Prefix (when
+// Prefix is not ""). Words and Prefix are folded as SearchWords folds, so
+// a backend compares them with the stored words as they are.
+type SearchQuery struct {
+	Scope
+	Window
+	// Words must each be a word of the text, whole; at least one of Words
+	// and Prefix is set.
+	Words []string
+	// Prefix, when not "", must begin a word of the text.
+	Prefix string
+}

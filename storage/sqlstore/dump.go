@@ -346,9 +346,11 @@ func (s *store) Load(ctx context.Context, b *storecopy.Batch) error {
 					m.ReadCount, m.OwnCount, m.OwnReadCount)
 			}
 		case storecopy.Messages:
-			ins.start("messages", "id", strings.ReplaceAll(messageOwnCols, "m.", ""))
+			// search_words is made again from the text: its form is the
+			// engine's (search.go), and the source's may be another.
+			ins.start("messages", "id", strings.ReplaceAll(messageOwnCols, "m.", "")+", search_words")
 			for _, m := range b.Messages {
-				ins.add(m.ID, m.ConversationID, m.ContactID, m.Text, ts(m.ReadAt), m.CreatedAt.UTC(), ts(m.UpdatedAt), m.ReactionCount, m.AttachmentCount)
+				ins.add(m.ID, m.ConversationID, m.ContactID, m.Text, ts(m.ReadAt), m.CreatedAt.UTC(), ts(m.UpdatedAt), m.ReactionCount, m.AttachmentCount, s.searchWords(m.Text))
 			}
 		case storecopy.ReactionNames, storecopy.Reactions:
 			return s.loadReactions(ctx, &ins, b)

@@ -28,6 +28,7 @@ type importRow struct {
 	ConversationID string    `bun:"conversation_id"`
 	ContactID      string    `bun:"contact_id"`
 	Text           string    `bun:"text"`
+	SearchWords    string    `bun:"search_words"`
 	CreatedAt      time.Time `bun:"created_at"`
 }
 
@@ -65,7 +66,7 @@ func (s *store) ImportMessages(ctx context.Context, msgs []messaging.Message) er
 		if m.ID == "" || m.ConversationID == "" || m.Contact.ID == "" || m.CreatedAt.IsZero() {
 			return invalid("an imported message needs an id, a conversation, a contact and a creation time")
 		}
-		rows[i] = importRow{ID: m.ID, ConversationID: m.ConversationID, ContactID: m.Contact.ID, Text: m.Text, CreatedAt: m.CreatedAt.UTC()}
+		rows[i] = importRow{ID: m.ID, ConversationID: m.ConversationID, ContactID: m.Contact.ID, Text: m.Text, SearchWords: s.searchWords(m.Text), CreatedAt: m.CreatedAt.UTC()}
 	}
 	slices.SortStableFunc(rows, func(a, b importRow) int {
 		return cmp.Or(strings.Compare(a.ConversationID, b.ConversationID), a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))

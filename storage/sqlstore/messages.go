@@ -253,8 +253,8 @@ func (s *store) txStmt(ctx context.Context, tx bun.Tx, query string, args []any)
 }
 
 // insertMessageSQL inserts a message.
-const insertMessageSQL = `INSERT INTO messages (id, conversation_id, contact_id, text, read_at, created_at, updated_at, attachment_count)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+const insertMessageSQL = `INSERT INTO messages (id, conversation_id, contact_id, text, search_words, read_at, created_at, updated_at, attachment_count)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // insertMessage inserts the row of m, with attachments linked attachments.
 // with, when not "", holds WITH queries (PostgreSQL: the inserts of events
@@ -265,7 +265,7 @@ func (s *store) insertMessage(ctx context.Context, db bun.IConn, m messaging.Mes
 	if with != "" {
 		q = "WITH " + with + " " + q
 	}
-	args := append(withArgs, m.ID, m.ConversationID, m.Contact.ID, m.Text, ts(m.ReadAt), m.CreatedAt.UTC(), ts(m.UpdatedAt), attachments)
+	args := append(withArgs, m.ID, m.ConversationID, m.Contact.ID, m.Text, s.searchWords(m.Text), ts(m.ReadAt), m.CreatedAt.UTC(), ts(m.UpdatedAt), attachments)
 	_, err := s.execWrite(ctx, db, q, args...)
 	if isUniqueViolation(err) {
 		return conflict("a message with this id exists")
@@ -758,7 +758,7 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 	var sets []string
 	var args []any
 	if ch.Text != nil {
-		sets, args = append(sets, "text = ?"), append(args, *ch.Text)
+		sets, args = append(sets, "text = ?", "search_words = ?"), append(args, *ch.Text, s.searchWords(*ch.Text))
 	}
 	if ch.Read != nil {
 		if *ch.Read {

@@ -359,8 +359,8 @@ func whileWaited(ctxs []context.Context) (ctx context.Context, stop func()) {
 // conversations and memberships that are missing, their key records, their
 // events and their tallies, in one statement.
 const insertSentManySQL = `WITH sent AS MATERIALIZED (
-		SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[])
-		WITH ORDINALITY AS u(id, conv, contact, text, read_at, created_at, updated_at, ord)),
+		SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[])
+		WITH ORDINALITY AS u(id, conv, contact, text, words, read_at, created_at, updated_at, ord)),
 	c AS (INSERT INTO conversations (id, created_at, updated_at)
 		SELECT DISTINCT ON (sent.conv) sent.conv, sent.created_at, sent.created_at FROM sent
 		WHERE NOT EXISTS (SELECT 1 FROM conversations WHERE id = sent.conv)
@@ -377,14 +377,14 @@ const insertSentManySQL = `WITH sent AS MATERIALIZED (
 	ev AS (` + insertEventsArraysSQL + `),
 	t AS (INSERT INTO message_tallies (message_id, conversation_id, contact_id, created_at)
 		SELECT sent.id, sent.conv, sent.contact, sent.created_at FROM sent)
-	INSERT INTO messages (id, conversation_id, contact_id, text, read_at, created_at, updated_at, attachment_count)
-	SELECT sent.id, sent.conv, sent.contact, sent.text, NULLIF(sent.read_at, '')::timestamptz, sent.created_at,
+	INSERT INTO messages (id, conversation_id, contact_id, text, search_words, read_at, created_at, updated_at, attachment_count)
+	SELECT sent.id, sent.conv, sent.contact, sent.text, sent.words, NULLIF(sent.read_at, '')::timestamptz, sent.created_at,
 		NULLIF(sent.updated_at, '')::timestamptz, 0
 	FROM sent ORDER BY sent.ord`
 
 // sentArrays returns the arguments of insertSentManySQL for batch.
 func sentArrays(batch []*pendingSend) ([]any, error) {
-	msgs, keys := make(pgArrays, 7), make(pgArrays, 6)
+	msgs, keys := make(pgArrays, 8), make(pgArrays, 6)
 	var evs []messaging.Event
 	for _, p := range batch {
 		m := p.m
@@ -395,7 +395,7 @@ func sentArrays(batch []*pendingSend) ([]any, error) {
 		if !m.UpdatedAt.IsZero() {
 			updatedAt = driverTime(m.UpdatedAt)
 		}
-		for c, v := range [7]string{m.ID, m.ConversationID, m.Contact.ID, m.Text, readAt, driverTime(m.CreatedAt), updatedAt} {
+		for c, v := range [8]string{m.ID, m.ConversationID, m.Contact.ID, m.Text, searchWordsOf(flavorPostgres, m.Text), readAt, driverTime(m.CreatedAt), updatedAt} {
 			msgs.add(c, v)
 		}
 		if d := p.done; d != nil {

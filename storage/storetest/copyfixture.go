@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/search"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 )
@@ -259,6 +260,19 @@ func view(t testing.TB, s copyStore, files attachments.BlobStore, f fixture) str
 		rec, err := s.GetIdempotencyKey(ctx, k[0], k[1])
 		require.NoError(t, err)
 		out["key "+k[0]+" "+k[1]] = rec
+	}
+	// A copy answers the same searches (its index made again from the
+	// texts, in the form of its engine).
+	for _, q := range []string{"message", "MESS", "edited twice", "once", "general", "bye", "message 1"} {
+		p, err := search.Parse(q)
+		require.NoError(t, err)
+		found, more, err := s.SearchMessages(ctx, driver.SearchQuery{Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 100}, Words: p.Words, Prefix: p.Prefix})
+		require.NoError(t, err, "SearchMessages %q", q)
+		require.False(t, more)
+		if q == "message" {
+			require.NotEmpty(t, found, "every fixture message says message")
+		}
+		out["search "+q] = messageIDs(found)
 	}
 	// The installation is not in the view: a copy has its own (see
 	// installationOf and copyAll).

@@ -55,6 +55,7 @@ func RunConformanceTests(t *testing.T, newStore func(t *testing.T) Store) {
 		{"NewAttachment", attachTests},
 		{"Installation", installationTests},
 		{"Threads", threadTests},
+		{"Search", searchTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -27,13 +27,18 @@ CREATE TABLE IF NOT EXISTS messages (
 	conversation_id VARCHAR(128) NOT NULL,
 	contact_id VARCHAR(64) NOT NULL,
 	text TEXT NOT NULL,
+	search_words TEXT NOT NULL DEFAULT (''),
 	read_at DATETIME(6) NULL,
 	created_at DATETIME(6) NOT NULL,
 	updated_at DATETIME(6) NULL,
 	reaction_count INT NOT NULL DEFAULT 0,
 	attachment_count INT NOT NULL DEFAULT 0,
 	KEY messages_conversation_created (conversation_id, created_at, id),
-	KEY messages_created (created_at, id)
+	KEY messages_created (created_at, id),
+	-- Search: the folded words of the text, each after "ww" (see
+	-- sqlstore's search.go), so that no word is shorter than the server's
+	-- innodb_ft_min_token_size (3) or one of its stop words.
+	FULLTEXT KEY messages_search (search_words)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
 
 --bun:split

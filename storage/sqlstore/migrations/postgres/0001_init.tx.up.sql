@@ -20,6 +20,7 @@ CREATE TABLE messages (
 	conversation_id text COLLATE "C" NOT NULL,
 	contact_id text COLLATE "C" NOT NULL,
 	text text NOT NULL,
+	search_words text NOT NULL DEFAULT '',
 	read_at timestamptz,
 	created_at timestamptz NOT NULL,
 	updated_at timestamptz,
@@ -33,6 +34,17 @@ CREATE INDEX messages_conversation_created ON messages (conversation_id, created
 --bun:split
 
 CREATE INDEX messages_created ON messages (created_at DESC, id DESC)
+
+--bun:split
+
+-- Search: messages.search_words holds the folded words of the text
+-- (driver.SearchWords, space-separated), indexed as a tsvector of exactly
+-- those words (array_to_tsvector: no parser, no dictionary, no stop
+-- words). Not with the conversation first (btree_gin): an extension is
+-- the database's, not the schema's, and CREATE EXTENSION needs rights and
+-- a lock that a host's schema of its own may not give; a caller's
+-- conversations narrow the matches by messages_conversation_created.
+CREATE INDEX messages_search ON messages USING gin ((array_to_tsvector(string_to_array(search_words, ' '))))
 
 --bun:split
 

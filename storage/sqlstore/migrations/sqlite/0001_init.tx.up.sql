@@ -19,6 +19,7 @@ CREATE TABLE messages (
 	conversation_id TEXT NOT NULL,
 	contact_id TEXT NOT NULL,
 	text TEXT NOT NULL,
+	search_words TEXT NOT NULL DEFAULT '',
 	read_at TIMESTAMP,
 	created_at TIMESTAMP NOT NULL,
 	updated_at TIMESTAMP,
@@ -32,6 +33,43 @@ CREATE INDEX messages_conversation_created ON messages (conversation_id, created
 --bun:split
 
 CREATE INDEX messages_created ON messages (created_at DESC, id DESC)
+
+--bun:split
+
+-- Search: messages.search_words holds the folded words of the text
+-- (driver.SearchWords, space-separated), which FTS5 indexes with its
+-- ascii tokenizer, so that its own folding and splitting change nothing.
+-- The index follows the column by triggers, in the transaction of the
+-- change. Its rowids are message_search_ids', not the messages' own, which
+-- VACUUM may renumber (messages has no INTEGER PRIMARY KEY).
+CREATE TABLE message_search_ids (
+	rowid INTEGER PRIMARY KEY,
+	message_id TEXT NOT NULL UNIQUE)
+
+--bun:split
+
+CREATE VIRTUAL TABLE message_search USING fts5(words, tokenize = 'ascii', content = '', contentless_delete = 1, detail = 'none')
+
+--bun:split
+
+CREATE TRIGGER messages_search_insert AFTER INSERT ON messages BEGIN
+	INSERT INTO message_search_ids (message_id) VALUES (new.id);
+	INSERT INTO message_search (rowid, words) VALUES (last_insert_rowid(), new.search_words);
+END
+
+--bun:split
+
+CREATE TRIGGER messages_search_update AFTER UPDATE OF search_words ON messages BEGIN
+	DELETE FROM message_search WHERE rowid = (SELECT rowid FROM message_search_ids WHERE message_id = old.id);
+	INSERT INTO message_search (rowid, words) SELECT rowid, new.search_words FROM message_search_ids WHERE message_id = new.id;
+END
+
+--bun:split
+
+CREATE TRIGGER messages_search_delete AFTER DELETE ON messages BEGIN
+	DELETE FROM message_search WHERE rowid = (SELECT rowid FROM message_search_ids WHERE message_id = old.id);
+	DELETE FROM message_search_ids WHERE message_id = old.id;
+END
 
 --bun:split
 
