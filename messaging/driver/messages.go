@@ -194,8 +194,9 @@ type MessageStore interface {
 	// SearchMessages returns up to q.Limit messages of q's Scope whose
 	// text matches q (see SearchQuery), newest first (CreatedAt, then ID,
 	// descending), each as GetMessage returns it, and whether more exist
-	// beyond them in the direction of travel. An edited message matches by
-	// its text as it is now; a deleted one never matches. The Scope is
+	// beyond them in the direction of travel. Replies match as other
+	// messages do; an edited message matches by its text as it is now; a
+	// deleted one (a root's tombstone too) never matches. The Scope is
 	// applied in the query, so that a caller of few conversations pays for
 	// those only.
 	SearchMessages(ctx context.Context, q SearchQuery) (items []Message, hasMore bool, err error)

@@ -20,6 +20,9 @@ func (s *store) SearchMessages(ctx context.Context, q driver.SearchQuery) ([]mes
 	defer s.mu.Unlock()
 	var all []*messaging.Message
 	for _, m := range s.messages {
+		if m.Deleted { // a root's tombstone
+			continue
+		}
 		if !(q.All || slices.Contains(q.ConversationIDs, m.ConversationID) || s.isMember(m.ConversationID, q.MemberID)) {
 			continue
 		}

@@ -22,6 +22,31 @@ var searchTests = []test{
 	{"deleted_never", testSearchDeleted},
 	{"cursors", testSearchCursors},
 	{"scope", testSearchScope},
+	{"replies", testSearchReplies},
+}
+
+// testSearchReplies: replies are found, with their ParentID, and a
+// deleted root kept as a tombstone is not (on a store of threads).
+func testSearchReplies(t *testing.T, h *harness) {
+	if _, ok := h.s.(driver.ThreadStore); !ok {
+		return // no replies on this store: nothing more to check
+	}
+	alice := h.contact("alice")
+	root := newMessage("c", alice, at(1))
+	root.Text = "harbour trip"
+	require.NoError(t, h.s.CreateMessage(h.ctx, root, nil, nil))
+	reply := newMessage("c", alice, at(2))
+	reply.Text = "harbour at noon"
+	reply.ParentID = root.ID
+	require.NoError(t, h.s.CreateMessage(h.ctx, reply, nil, nil))
+	all := driver.Scope{All: true}
+	got, _, err := h.s.SearchMessages(h.ctx, searchQuery(t, "harb", all, driver.Window{Limit: 10}))
+	require.NoError(t, err)
+	require.Equal(t, []string{reply.ID, root.ID}, messageIDs(got))
+	assert.Equal(t, root.ID, got[0].ParentID, "a reply carries its parent")
+	_, err = h.s.DeleteMessage(h.ctx, root.ID, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{reply.ID}, h.searchIDs("harbour", all), "a tombstone is not found")
 }
 
 // searchQuery returns the SearchQuery of the query q over scope, for a
