@@ -105,6 +105,7 @@ func runAdapterTests(t *testing.T, newStore func(t *testing.T) storetest.Store) 
 		{"NoAuthenticator", testNoAuthenticator},
 		{"Touch", testTouch},
 		{"MessagePaging", testMessagePaging},
+		{"Search", testSearch},
 		{"AttachmentPaging", testAttachmentPaging},
 		{"ListVisibility", testListVisibility},
 		{"Conversations", testConversations},

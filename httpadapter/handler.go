@@ -289,6 +289,9 @@ func (a *api) routes() []routeDef {
 			{http.MethodGet, a.listMessages},
 			{http.MethodPost, a.createMessage},
 		}},
+		{"/v1/messages/search", []method{
+			{http.MethodGet, a.searchMessages},
+		}},
 		{"/v1/messages/{id}", []method{
 			{http.MethodGet, a.getMessage},
 			{http.MethodPut, a.updateMessage},
