@@ -6,7 +6,8 @@
 // (newest at the bottom, older ones on scrolling up, grouped by sender and
 // divided by day), sends (Enter; Shift+Enter adds a line), edits (with the
 // earlier versions behind "(edited)"), deletes, reacts, uploads and
-// downloads, and follows GET /v1/events to show what others do as it
+// downloads, searches (GET /v1/messages/search, as one types; a result
+// opens its conversation at the message), and follows GET /v1/events to show what others do as it
 // happens, and who is typing (POST /v1/conversations/:id/typing).
 //
 // A file sent without text: the API needs a non-empty message, so the page
@@ -977,6 +978,65 @@ function isAtBottom() {
   return box.scrollHeight - box.scrollTop - box.clientHeight < 40;
 }
 
+// ---- search ----
+
+let searchTimer = 0;
+let searchSeq = 0;
+
+// search shows the messages, of every conversation the caller may see,
+// that hold every word of q (the last one also as the start of a word, so
+// that results follow the typing); a q of no word clears them. An answer
+// that comes after a newer search began is dropped.
+async function search(q) {
+  const seq = ++searchSeq;
+  const ul = $("search-results");
+  if (!/[\p{L}\p{N}]/u.test(q)) {
+    ul.replaceChildren();
+    ul.hidden = true;
+    return;
+  }
+  const page = await api("GET", "/v1/messages/search?limit=20&query=" + encodeURIComponent(q));
+  if (seq !== searchSeq) return;
+  ul.replaceChildren();
+  if (page.data.length === 0) {
+    const li = document.createElement("li");
+    li.className = "none";
+    li.textContent = "No messages found";
+    ul.append(li);
+  }
+  for (const m of page.data) {
+    const li = document.createElement("li");
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = "found-message";
+    b.dataset.id = m.id;
+    const where = document.createElement("span");
+    where.className = "where";
+    where.textContent = m.conversation_id + " · " + m.contact.username + " · " + new Date(m.created_at * 1000).toLocaleString();
+    const snippet = document.createElement("span");
+    snippet.className = "snippet";
+    snippet.textContent = summary(m);
+    b.append(where, snippet);
+    b.addEventListener("click", () => openMessage(m.conversation_id, m.id).catch(showError));
+    li.append(b);
+    ul.append(li);
+  }
+  ul.hidden = false;
+}
+
+// openMessage opens the conversation conv at the message id: older pages
+// are read until it shows (at most 50), and it is marked and focused.
+async function openMessage(conv, id) {
+  if (state.current !== conv) await open(conv);
+  for (let i = 0; i < 50 && !itemOf(id) && state.hasMore && state.current === conv; i++) await loadOlder();
+  const li = itemOf(id);
+  if (!li) throw new Error("That message is no longer there.");
+  for (const el of $("list").querySelectorAll(".found")) el.classList.remove("found");
+  li.classList.add("found");
+  li.scrollIntoView({ block: "center" });
+  li.focus();
+}
+
 // ---- wiring ----
 
 document.addEventListener("DOMContentLoaded", () => {
@@ -992,6 +1052,15 @@ document.addEventListener("DOMContentLoaded", () => {
     e.preventDefault();
     open($("open-id").value.trim()).catch(showError);
     $("open-id").value = "";
+  });
+  $("search-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    clearTimeout(searchTimer);
+    search($("search-q").value).catch(showError);
+  });
+  $("search-q").addEventListener("input", () => {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(() => search($("search-q").value).catch(showError), 200);
   });
   $("send-form").addEventListener("submit", send);
   $("text").addEventListener("keydown", (e) => {
