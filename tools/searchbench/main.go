@@ -1,0 +1,366 @@
+// Command searchbench generates a Parley of many messages and measures
+// message search on it (issue 32), through messaging.Service.Search over a
+// sqlstore: the first page and a page 100 deep, for a caller who may see 50
+// conversations (messaging.MembersOnly) and for one who sees all
+// (messaging.Everyone), with a common word, a rare one, two words and a
+// prefix; and creates with the search index against creates without it.
+//
+//	go run ./tools/searchbench -dsn /tmp/search.db -messages 1000000 -conversations 10000
+//	go run ./tools/searchbench -dsn 'postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable' -schema searchbench
+//
+// The data are made once per database (a later run with the same
+// -messages measures the data already there; -messages is not checked).
+// Texts are 8 words: filler
+// drawn from 20,000 made-up words by a Zipf law, and the words of the
+// queries at set rates: "project" in 5% of messages, "status" in 10%,
+// "projection" in 1%, "zanzibar" in 0.01%. Times are of the Service's
+// call, in process, as a host calls it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/parleychat/parley/internal/ids"
+	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/storage/memstore"
+	"github.com/parleychat/parley/storage/sqlstore"
+	_ "github.com/parleychat/parley/storage/sqlstore/mysql"
+	_ "github.com/parleychat/parley/storage/sqlstore/postgres"
+	_ "github.com/parleychat/parley/storage/sqlstore/sqlite"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "searchbench:", err)
+		os.Exit(1)
+	}
+}
+
+var (
+	dsn      = flag.String("dsn", "", "the database (a sqlstore DSN)")
+	schema   = flag.String("schema", "", "PostgreSQL: the schema of the store (sqlstore.Options.Schema)")
+	messages = flag.Int("messages", 1_000_000, "messages to generate")
+	convs    = flag.Int("conversations", 10_000, "conversations to spread them over")
+	samples  = flag.Int("samples", 100, "timed calls of each first page")
+	creates  = flag.Int("creates", 2000, "creates timed with and without the index (0: none)")
+	only     = flag.String("only", "", "search, creates, or both when empty")
+)
+
+// queries are the searches measured.
+var queries = []struct{ name, q string }{
+	{"common", "project"},
+	{"rare", "zanzibar"},
+	{"two_words", "project status"},
+	{"prefix", "proj"},
+}
+
+func run() error {
+	flag.Parse()
+	if *dsn == "" {
+		return errors.New("-dsn is required")
+	}
+	ctx := context.Background()
+	if *only != "creates" {
+		if err := measureSearch(ctx); err != nil {
+			return err
+		}
+	}
+	if *only != "search" && *creates > 0 {
+		return measureCreates(ctx)
+	}
+	return nil
+}
+
+func open(ctx context.Context, schema string) (*sqlstore.Store, error) {
+	st, err := sqlstore.Open(ctx, *dsn, &sqlstore.Options{Schema: schema})
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Migrate(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+func measureSearch(ctx context.Context) error {
+	st, err := open(ctx, *schema)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	every, err := messaging.New(ctx, st, memstore.NewBlobStore(), nil)
+	if err != nil {
+		return err
+	}
+	defer every.Close()
+	members, err := messaging.New(ctx, st, memstore.NewBlobStore(), &messaging.Options{Policy: messaging.MembersOnly(), MaxListLimit: 100})
+	if err != nil {
+		return err
+	}
+	defer members.Close()
+	reader, err := generate(ctx, every)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("# %s: %d messages in %d conversations; page of 10\n", engine(), *messages, *convs)
+	fmt.Println("caller\tquery\tfirst p50\tfirst p95\tpage 100 p50\tdeep/first\tresults (first 1000)")
+	for _, c := range []struct {
+		name string
+		svc  *messaging.Service
+	}{{"member_of_50", members}, {"all", every}} {
+		for _, q := range queries {
+			first, err := timeCalls(*samples, func() error {
+				_, err := c.svc.Search(ctx, reader, q.q, "", messaging.ListOptions{Limit: 10})
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			// Walk to page 100, then time it.
+			cursor, pages, hits := "", 0, 0
+			for pages < 99 {
+				p, err := c.svc.Search(ctx, reader, q.q, "", messaging.ListOptions{Limit: 10, StartingAfter: cursor})
+				if err != nil {
+					return err
+				}
+				pages++
+				hits += len(p.Data)
+				if !p.HasMore {
+					cursor = ""
+					break
+				}
+				cursor = p.Data[len(p.Data)-1].ID
+			}
+			deep, ratio := "n/a", ""
+			if cursor != "" {
+				d, err := timeCalls(max(*samples/3, 10), func() error {
+					_, err := c.svc.Search(ctx, reader, q.q, "", messaging.ListOptions{Limit: 10, StartingAfter: cursor})
+					return err
+				})
+				if err != nil {
+					return err
+				}
+				deep, ratio = ms(d.p50), fmt.Sprintf("%.2f", float64(d.p50)/float64(first.p50))
+			} else {
+				ratio = fmt.Sprintf("(%d pages only)", pages)
+			}
+			fmt.Printf("%s\t%s %q\t%s\t%s\t%s\t%s\t%d\n", c.name, q.name, q.q, ms(first.p50), ms(first.p95), deep, ratio, hits)
+		}
+	}
+	return nil
+}
+
+func engine() string {
+	switch {
+	case strings.HasPrefix(*dsn, "postgres"):
+		return "PostgreSQL"
+	case strings.HasPrefix(*dsn, "mysql"):
+		return "MySQL/MariaDB"
+	}
+	return "SQLite"
+}
+
+type timing struct{ p50, p95 time.Duration }
+
+func timeCalls(n int, call func() error) (timing, error) {
+	for range 3 { // warm up
+		if err := call(); err != nil {
+			return timing{}, err
+		}
+	}
+	ds := make([]time.Duration, n)
+	for i := range ds {
+		start := time.Now()
+		if err := call(); err != nil {
+			return timing{}, err
+		}
+		ds[i] = time.Since(start)
+	}
+	slices.Sort(ds)
+	return timing{p50: ds[n/2], p95: ds[n*95/100]}, nil
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+
+// base is the time of the first generated message; one follows each
+// second.
+var base = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// generate loads the messages unless the store has them, and returns the
+// reader: a member of 50 conversations.
+func generate(ctx context.Context, svc *messaging.Service) (messaging.Contact, error) {
+	reader, err := svc.SaveContact(ctx, messaging.Contact{Username: "reader"})
+	if err != nil {
+		return reader, err
+	}
+	if p, err := svc.Messages(ctx, reader, "", messaging.ListOptions{Limit: 1}); err != nil {
+		return reader, err
+	} else if len(p.Data) > 0 {
+		return reader, nil // generated before
+	}
+	r := rand.New(rand.NewPCG(32, 32))
+	var senders []messaging.Contact
+	for i := range 100 {
+		c, err := svc.SaveContact(ctx, messaging.Contact{Username: fmt.Sprintf("sender%03d", i)})
+		if err != nil {
+			return reader, err
+		}
+		senders = append(senders, c)
+	}
+	for _, c := range r.Perm(*convs)[:50] {
+		if err := svc.AddMember(ctx, conv(c), reader.ID); err != nil {
+			return reader, err
+		}
+	}
+	vocab := make([]string, 20_000)
+	for i := range vocab {
+		n := 4 + r.IntN(5)
+		b := make([]byte, n)
+		for j := range b {
+			b[j] = byte('a' + r.IntN(26))
+		}
+		vocab[i] = string(b)
+	}
+	zipf := rand.NewZipf(r, 1.1, 2, uint64(len(vocab)-1))
+	start := time.Now()
+	batch := make([]messaging.Message, 0, 5000)
+	// Each batch of 5,000 messages goes to 50 conversations: a bulk
+	// load's cost grows with the conversations of a batch (their
+	// counters), and the messages of a conversation are still spread
+	// over the whole time of the data.
+	var batchConvs []int
+	for i := range *messages {
+		if len(batch) == 0 {
+			batchConvs = batchConvs[:0]
+			for range 50 {
+				batchConvs = append(batchConvs, r.IntN(*convs))
+			}
+		}
+		words := make([]string, 0, 8)
+		for range 8 {
+			words = append(words, vocab[zipf.Uint64()])
+		}
+		for _, w := range []struct {
+			word string
+			per  int // per 10,000 messages
+		}{{"project", 500}, {"status", 1000}, {"projection", 100}, {"zanzibar", 1}} {
+			if r.IntN(10_000) < w.per {
+				words[r.IntN(len(words))] = w.word
+			}
+		}
+		at := base.Add(time.Duration(i) * time.Second)
+		batch = append(batch, messaging.Message{
+			ID:             ids.NewAt(ids.Message, at),
+			ConversationID: conv(batchConvs[r.IntN(len(batchConvs))]),
+			Contact:        messaging.Contact{ID: senders[r.IntN(len(senders))].ID},
+			Text:           strings.Join(words, " "),
+			CreatedAt:      at,
+		})
+		if len(batch) == cap(batch) || i == *messages-1 {
+			if err := svc.ImportMessages(ctx, batch); err != nil {
+				return reader, err
+			}
+			batch = batch[:0]
+		}
+		if (i+1)%100_000 == 0 {
+			fmt.Fprintf(os.Stderr, "%d messages in %s\n", i+1, time.Since(start).Round(time.Second))
+		}
+	}
+	return reader, nil
+}
+
+func conv(i int) string { return fmt.Sprintf("conv%05d", i) }
+
+// measureCreates times creates into two fresh stores, one with the search
+// index and one without (dropped after Migrate), in alternating rounds.
+func measureCreates(ctx context.Context) error {
+	type side struct {
+		name  string
+		svc   *messaging.Service
+		st    *sqlstore.Store
+		total time.Duration
+		n     int
+	}
+	var sides []*side
+	for _, withIndex := range []bool{true, false} {
+		name := "with_index"
+		if !withIndex {
+			name = "without_index"
+		}
+		d := *dsn
+		var sch string
+		switch engine() {
+		case "SQLite":
+			d = strings.TrimSuffix(d, ".db") + "-" + name + ".db"
+			*dsn, d = d, *dsn
+			for _, suffix := range []string{"", "-wal", "-shm"} {
+				os.Remove(*dsn + suffix)
+			}
+		case "PostgreSQL":
+			sch = "searchbench_" + name
+		}
+		st, err := open(ctx, sch)
+		*dsn = d
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		if !withIndex {
+			drop := map[string][]string{
+				"SQLite":        {"DROP TRIGGER messages_search_insert", "DROP TRIGGER messages_search_update", "DROP TRIGGER messages_search_delete"},
+				"PostgreSQL":    {"DROP INDEX " + sch + ".messages_search"},
+				"MySQL/MariaDB": {"ALTER TABLE messages DROP INDEX messages_search"},
+			}[engine()]
+			for _, q := range drop {
+				if _, err := st.DB().ExecContext(ctx, q); err != nil {
+					return fmt.Errorf("%s: %w", q, err)
+				}
+			}
+		}
+		svc, err := messaging.New(ctx, st, memstore.NewBlobStore(), nil)
+		if err != nil {
+			return err
+		}
+		defer svc.Close()
+		sides = append(sides, &side{name: name, svc: svc, st: st})
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	const rounds = 10
+	for round := range rounds {
+		order := sides
+		if round%2 == 1 {
+			order = []*side{sides[1], sides[0]}
+		}
+		for _, s := range order {
+			who, err := s.svc.SaveContact(ctx, messaging.Contact{Username: "writer"})
+			if err != nil {
+				return err
+			}
+			start := time.Now()
+			for i := range *creates / rounds {
+				text := fmt.Sprintf("project status %d: the projection for zanzibar, Straße café %d", i, r.IntN(1000))
+				if _, err := s.svc.Create(ctx, who, messaging.NewMessage{ConversationID: conv(r.IntN(100)), Text: text}); err != nil {
+					return err
+				}
+				s.n++
+			}
+			s.total += time.Since(start)
+		}
+	}
+	rate := func(s *side) float64 { return float64(s.n) / s.total.Seconds() }
+	fmt.Printf("# %s creates, %d each, one at a time, %d alternating rounds\n", engine(), sides[0].n, rounds)
+	for _, s := range sides {
+		fmt.Printf("%s\t%.0f creates/s\n", s.name, rate(s))
+	}
+	fmt.Printf("with/without\t%.2f\n", rate(sides[0])/rate(sides[1]))
+	return nil
+}
