@@ -109,6 +109,7 @@ func runAdapterTests(t *testing.T, newStore func(t *testing.T) storetest.Store) 
 		{"AttachmentPaging", testAttachmentPaging},
 		{"ListVisibility", testListVisibility},
 		{"Conversations", testConversations},
+		{"Threads", testThreads},
 		{"Mount", testMount},
 		{"CookieSessions", testCookieSessions},
 		{"BaseURL", testBaseURL},

@@ -247,6 +247,8 @@ func (a *api) renderEvent(ctx context.Context, u *urls, e messaging.Event) []byt
 		obj = u.attachment(ctx, *e.Attachment)
 	case e.Conversation != nil:
 		obj = u.conversation(ctx, *e.Conversation)
+	case e.Thread != nil:
+		obj = u.thread(ctx, *e.Thread)
 	case e.Typing != nil:
 		obj = typingJSON{*e.Typing}
 	case e.DeletedID != "":
@@ -254,7 +256,7 @@ func (a *api) renderEvent(ctx context.Context, u *urls, e messaging.Event) []byt
 		if e.Type == messaging.EventAttachmentDeleted {
 			kind = "attachment"
 		}
-		obj = deleted{ID: e.DeletedID, Object: kind, Deleted: true}
+		obj = deleted{ID: e.DeletedID, Object: kind, Deleted: true, ParentID: e.DeletedParentID}
 	}
 	head, err := json.Marshal(eventFields{
 		ID:             nullable(e.ID),

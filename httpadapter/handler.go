@@ -304,6 +304,13 @@ func (a *api) routes() []routeDef {
 			{http.MethodGet, a.listReactors},
 			{http.MethodDelete, a.removeReaction},
 		}},
+		{"/v1/threads", []method{
+			{http.MethodGet, a.listThreads},
+		}},
+		{"/v1/threads/{id}", []method{
+			{http.MethodGet, a.getThread},
+			{http.MethodPut, a.updateThread},
+		}},
 		{"/v1/conversations", []method{
 			{http.MethodGet, a.listConversations},
 		}},

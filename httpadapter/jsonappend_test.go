@@ -64,6 +64,9 @@ type refMessage struct {
 	ReadAt         *int64                `json:"read_at"`
 	CreatedAt      int64                 `json:"created_at"`
 	UpdatedAt      *int64                `json:"updated_at"`
+	ParentID       *string               `json:"parent_id"`
+	ReplyCount     int64                 `json:"reply_count"`
+	LastReplyAt    *int64                `json:"last_reply_at"`
 }
 
 func refUnix(t time.Time) *int64 {
@@ -104,7 +107,8 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 			Reactions: []messaging.Reaction{{Name: "<&>", Reactors: nil}, {Name: "a", Reactors: []string{"carol"}},
 				{Name: "thumbs_up", Reactors: []string{"alice", "bob"}, Count: 150}},
 			Attachments: []messaging.Attachment{att, {ID: "att_2", FileType: "text/plain", CreatedAt: at}},
-			ReadAt:      at, CreatedAt: at, UpdatedAt: at.Add(time.Hour)},
+			ReadAt:      at, CreatedAt: at, UpdatedAt: at.Add(time.Hour),
+			ParentID: "msg_r\"<", ReplyCount: 3, LastReplyAt: at.Add(2 * time.Hour)},
 			fileURLs: []string{"https://h/v1/attachments/att_1/a%20b?x=<1>&y=2", "u2"}},
 	}
 	ref := make([]refMessage, len(msgs))
@@ -114,7 +118,8 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		r := refMessage{ID: m.ID, Object: "message", ConversationID: m.ConversationID,
 			Contact: refContact{c.ID, c.Username, c.PhoneNumber, c.AvatarURL, refUnix(c.LastActiveAt), c.CreatedAt.Unix()},
 			Message: m.Text, Reactions: []map[string][]string{}, ReactionCounts: map[string]int{}, Attachments: []refAttachment{},
-			ReadAt: refUnix(m.ReadAt), CreatedAt: m.CreatedAt.Unix(), UpdatedAt: refUnix(m.UpdatedAt)}
+			ReadAt: refUnix(m.ReadAt), CreatedAt: m.CreatedAt.Unix(), UpdatedAt: refUnix(m.UpdatedAt),
+			ParentID: refNullable(m.ParentID), ReplyCount: m.ReplyCount, LastReplyAt: refUnix(m.LastReplyAt)}
 		for _, re := range m.Reactions {
 			who := re.Reactors
 			if who == nil {

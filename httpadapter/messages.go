@@ -12,6 +12,15 @@ import (
 // or of every conversation the caller may see, newest first.
 func (a *api) listMessages(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
 	ctx, u := r.Context(), a.urls(r, caller)
+	parent, err := parentParam(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if parent != "" {
+		a.listReplies(w, r, caller, parent)
+		return
+	}
 	serveList(a, w, r, func(conversationID string, o messaging.ListOptions) (messaging.Page[messaging.Message], error) {
 		return a.msgs.Messages(ctx, caller, conversationID, o)
 	}, func(m messaging.Message) messageJSON { return u.message(ctx, m) })
@@ -39,6 +48,10 @@ func (a *api) createMessage(w http.ResponseWriter, r *http.Request, caller messa
 		return
 	}
 	if nm.Attachments, _, err = in.list("attachments"); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if nm.ParentID, _, err = in.str("parent_id"); err != nil {
 		a.writeError(w, r, err)
 		return
 	}

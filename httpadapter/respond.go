@@ -110,4 +110,6 @@ type deleted struct {
 	ID      string `json:"id"`
 	Object  string `json:"object"`
 	Deleted bool   `json:"deleted"`
+	// ParentID is the root of a deleted reply, in its event.
+	ParentID string `json:"parent_id,omitempty"`
 }

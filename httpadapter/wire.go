@@ -103,6 +103,9 @@ func reactionsSize(rs []messaging.Reaction) int {
 // order.
 func (x messageJSON) appendJSON(b []byte) ([]byte, error) {
 	m := x.m
+	if m.Deleted {
+		return appendTombstone(b, m), nil
+	}
 	b = appendKey(append(b, '{'), "id", true)
 	b = appendString(b, m.ID)
 	b = append(b, `,"object":"message"`...)
@@ -146,7 +149,29 @@ func (x messageJSON) appendJSON(b []byte) ([]byte, error) {
 	b = appendUnix(b, m.CreatedAt)
 	b = appendKey(b, "updated_at", false)
 	b = appendUnixOrNull(b, m.UpdatedAt)
+	b = appendKey(b, "parent_id", false)
+	b = appendStringOrNull(b, m.ParentID)
+	b = appendKey(b, "reply_count", false)
+	b = strconv.AppendInt(b, m.ReplyCount, 10)
+	b = appendKey(b, "last_reply_at", false)
+	b = appendUnixOrNull(b, m.LastReplyAt)
 	return append(b, '}'), nil
+}
+
+// appendTombstone appends the tombstone of a deleted root that still has
+// replies: id, object, deleted, conversation_id, reply_count,
+// last_reply_at, and nothing of what was deleted.
+func appendTombstone(b []byte, m messaging.Message) []byte {
+	b = appendKey(append(b, '{'), "id", true)
+	b = appendString(b, m.ID)
+	b = append(b, `,"object":"message","deleted":true`...)
+	b = appendKey(b, "conversation_id", false)
+	b = appendString(b, m.ConversationID)
+	b = appendKey(b, "reply_count", false)
+	b = strconv.AppendInt(b, m.ReplyCount, 10)
+	b = appendKey(b, "last_reply_at", false)
+	b = appendUnixOrNull(b, m.LastReplyAt)
+	return append(b, '}')
 }
 
 // reactionCount is the number of r's reactors: its Count, or, from a

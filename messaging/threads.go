@@ -137,7 +137,7 @@ func (s *Service) AllReplies(ctx context.Context, caller Contact, rootID string,
 // Threads returns a page of the threads the caller takes part in (whose
 // root it sent, or in which it replied) that have replies, in the
 // conversations it may see, most recently replied first (LastReplyAt,
-// then the root's id, descending; cursors are root ids), each with the
+// then the root's conversation and id, descending; cursors are root ids), each with the
 // caller's own unread count. A page costs the same whatever the number of
 // the caller's threads and of their replies. Errors: ErrInvalid for a bad
 // limit or cursor (a root id that is not in the list); ErrUnimplemented on

@@ -35,7 +35,8 @@ type ReplyQuery struct {
 }
 
 // ThreadQuery selects a page of the threads a contact takes part in, most
-// recently replied first (LastReplyAt, then the root's ID, descending).
+// recently replied first (LastReplyAt, then the root's ConversationID and
+// ID, descending).
 // Its cursors may be by root id alone (Cursor.Time zero): a thread of the
 // list, else an error matching ErrNotFound.
 type ThreadQuery struct {
@@ -72,7 +73,8 @@ var ErrNoParent = fmt.Errorf("the parent takes no replies: %w", ErrInvalid)
 //     ReplyCount and LastReplyAt, and a reply with its ParentID.
 //   - DeleteMessage of a root with replies keeps its tombstone (Deleted,
 //     see Message) in its place: its reactions, revisions and attachments
-//     go as for any delete, and it no longer counts in its conversation.
+//     go as for any delete; it keeps its place in its conversation's
+//     counts (MessageCount, unread counts, LastMessage) until it goes.
 //     DeleteMessage of a reply keeps the thread's counts exact; deleting
 //     the last reply of a tombstone removes the tombstone too
 //     (Change.RemovedRoot). Change.Message carries the reply's ParentID.

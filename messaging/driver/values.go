@@ -60,7 +60,9 @@ type Reactor struct {
 type Message struct {
 	// ID is made by the server ("msg_…").
 	ID string
-	// ConversationID is chosen by the client.
+	// ConversationID is chosen by the client; it never holds a slash
+	// (the Service's rule), which a backend may use to keep ids of its own
+	// apart.
 	ConversationID string
 	// Contact is the sender as stored now.
 	Contact Contact

@@ -51,12 +51,6 @@ func (s *store) viewConversation(c *conversation, viewer string) messaging.Conve
 	var last *messaging.Message
 	for _, id := range c.msgs {
 		m := s.messages[id]
-		if m.Deleted {
-			// A root's tombstone is no message of the conversation's
-			// counts; it is in its list for its thread's sake.
-			v.MessageCount--
-			continue
-		}
 		if last == nil || compareCursor(msgPos(m), msgPos(last)) > 0 {
 			last = m
 		}

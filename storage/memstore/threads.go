@@ -141,13 +141,17 @@ func (s *store) ListThreads(ctx context.Context, q driver.ThreadQuery) ([]messag
 			all = append(all, s.viewThread(root, q.ViewerID))
 		}
 	}
-	pos := func(t messaging.Thread) driver.Cursor { return driver.Cursor{Time: t.LastReplyAt, ID: t.Root.ID} }
+	// Ties break on the root's conversation, then its id, as on sqlstore.
+	pos := func(t messaging.Thread) driver.Cursor {
+		return driver.Cursor{Time: t.LastReplyAt, ID: t.Root.ConversationID + "/" + t.Root.ID}
+	}
 	sortNewestFirst(all, pos)
 	for _, c := range []**driver.Cursor{&q.After, &q.Before} {
 		if *c == nil || !(*c).Time.IsZero() {
 			continue
 		}
-		i := slices.IndexFunc(all, func(t messaging.Thread) bool { return t.Root.ID == (*c).ID })
+		id := (*c).ID
+		i := slices.IndexFunc(all, func(t messaging.Thread) bool { return t.Root.ID == id })
 		if i < 0 {
 			return nil, false, notFound("thread", (*c).ID)
 		}

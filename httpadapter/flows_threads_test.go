@@ -1,0 +1,136 @@
+package httpadapter_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/events"
+	"github.com/parleychat/parley/messaging/driver"
+)
+
+// testThreads covers API.md's Threads section over HTTP.
+func testThreads(t *testing.T, newStore newStoreFunc) {
+	store := newStore(t)
+	if _, ok := store.(driver.ThreadStore); !ok {
+		t.Skip("the store keeps no threads (driver.ThreadStore)")
+	}
+	e := newEnv(t, store, envConfig{events: &events.Options{}})
+	post := func(user, body string) map[string]any {
+		t.Helper()
+		res := e.as(t, user, "POST", "/v1/messages", form(body))
+		require.Equal(t, 201, res.StatusCode, "body: %s", res.body)
+		return res.json(t)
+	}
+	root := post("alice", "conversation_id=team&message=lunch")
+	rootID := root["id"].(string)
+	assert.Nil(t, root["parent_id"])
+	assert.EqualValues(t, 0, root["reply_count"])
+	assert.Nil(t, root["last_reply_at"])
+	r1 := post("bob", "conversation_id=team&message=yes&parent_id="+rootID)
+	assert.Equal(t, rootID, r1["parent_id"])
+	res := e.as(t, "alice", "POST", "/v1/messages", jsonBody(`{"conversation_id":"team","message":"where?","parent_id":"`+rootID+`"}`))
+	require.Equal(t, 201, res.StatusCode, "body: %s", res.body)
+	r2 := res.json(t)
+
+	// The root carries its counts; the conversation leaves replies out.
+	got := e.as(t, "bob", "GET", "/v1/messages/"+rootID, nil).json(t)
+	assert.EqualValues(t, 2, got["reply_count"])
+	assert.Equal(t, r2["created_at"], got["last_reply_at"])
+	list := e.as(t, "bob", "GET", "/v1/messages?conversation_id=team", nil).json(t)
+	require.Len(t, list["data"], 1)
+	conv := e.as(t, "bob", "GET", "/v1/conversations/team", nil).json(t)
+	assert.EqualValues(t, 1, conv["message_count"])
+	assert.EqualValues(t, 1, conv["unread_count"], "alice's reply is not counted in the conversation")
+
+	// The thread's replies, newest first, paged by keyset.
+	page := e.as(t, "bob", "GET", "/v1/messages?parent_id="+rootID+"&limit=1", nil).json(t)
+	require.Len(t, page["data"], 1)
+	assert.Equal(t, r2["id"], page["data"].([]any)[0].(map[string]any)["id"])
+	assert.Equal(t, true, page["has_more"])
+	page = e.as(t, "bob", "GET", "/v1/messages?parent_id="+rootID+"&limit=1&starting_after="+r2["id"].(string), nil).json(t)
+	assert.Equal(t, r1["id"], page["data"].([]any)[0].(map[string]any)["id"])
+	assert.Equal(t, false, page["has_more"])
+	page = e.as(t, "bob", "GET", "/v1/messages?parent_id="+rootID+"&ending_before="+r1["id"].(string), nil).json(t)
+	assert.Equal(t, r2["id"], page["data"].([]any)[0].(map[string]any)["id"])
+
+	// Threads, with each caller's own unread replies.
+	threads := e.as(t, "bob", "GET", "/v1/threads", nil).json(t)
+	require.Len(t, threads["data"], 1)
+	th := threads["data"].([]any)[0].(map[string]any)
+	assert.Equal(t, rootID, th["id"])
+	assert.Equal(t, "thread", th["object"])
+	assert.Equal(t, "team", th["conversation_id"])
+	assert.EqualValues(t, 2, th["reply_count"])
+	assert.EqualValues(t, 1, th["unread_count"])
+	assert.Nil(t, th["last_read_message_id"])
+	assert.Equal(t, rootID, th["root"].(map[string]any)["id"])
+	one := e.as(t, "mallory", "GET", "/v1/threads/"+rootID, nil).json(t)
+	assert.EqualValues(t, 2, one["unread_count"], "one who never read it has every reply unread")
+	assert.Empty(t, e.as(t, "mallory", "GET", "/v1/threads", nil).json(t)["data"], "mallory takes part in none")
+
+	res = e.as(t, "bob", "PUT", "/v1/threads/"+rootID, form("read_through="+r2["id"].(string)))
+	require.Equal(t, 200, res.StatusCode, "body: %s", res.body)
+	th = res.json(t)
+	assert.EqualValues(t, 0, th["unread_count"])
+	assert.Equal(t, r2["id"], th["last_read_message_id"])
+
+	// Bad input: 400s naming the parameter, changing nothing.
+	before := e.snapshot(t)
+	other := post("alice", "conversation_id=other&message=x")["id"].(string)
+	before = e.snapshot(t)
+	assertError(t, e.as(t, "bob", "POST", "/v1/messages", form("conversation_id=team&message=x&parent_id="+r1["id"].(string))), 400, *invalid("parent_id"))
+	assertError(t, e.as(t, "bob", "POST", "/v1/messages", form("conversation_id=team&message=x&parent_id="+other)), 400, *invalid("parent_id"))
+	assertError(t, e.as(t, "bob", "POST", "/v1/messages", form("conversation_id=team&message=x&parent_id=nope")), 400, *invalid("parent_id"))
+	assertError(t, e.as(t, "bob", "GET", "/v1/messages?parent_id="+r1["id"].(string), nil), 400, *invalid("parent_id"))
+	assertError(t, e.as(t, "bob", "GET", "/v1/messages?parent_id=a&parent_id=b", nil), 400, *invalid("parent_id"))
+	assertError(t, e.as(t, "bob", "PUT", "/v1/threads/"+rootID, form("read_through="+rootID)), 400, *invalid("read_through"))
+	assertError(t, e.as(t, "bob", "PUT", "/v1/threads/"+rootID, form("")), 400, *missing("read_through"))
+	assertError(t, e.as(t, "bob", "GET", "/v1/threads/"+r1["id"].(string), nil), 404, *errNotFound)
+	assertError(t, e.as(t, "bob", "GET", "/v1/threads?starting_after="+other, nil), 400, *invalid("starting_after"))
+	e.assertUnchanged(t, before)
+
+	// The root deleted: a tombstone that keeps its place, takes no reply,
+	// and goes with its last reply.
+	res = e.as(t, "alice", "DELETE", "/v1/messages/"+rootID, nil)
+	require.Equal(t, 200, res.StatusCode, "body: %s", res.body)
+	tomb := e.as(t, "bob", "GET", "/v1/messages/"+rootID, nil)
+	require.Equal(t, 200, tomb.StatusCode, "body: %s", tomb.body)
+	assert.Equal(t, map[string]any{"id": rootID, "object": "message", "deleted": true, "conversation_id": "team",
+		"reply_count": float64(2), "last_reply_at": r2["created_at"]}, tomb.json(t))
+	list = e.as(t, "bob", "GET", "/v1/messages?conversation_id=team", nil).json(t)
+	assert.Equal(t, true, list["data"].([]any)[0].(map[string]any)["deleted"])
+	assertError(t, e.as(t, "bob", "POST", "/v1/messages", form("conversation_id=team&message=late&parent_id="+rootID)), 400, *invalid("parent_id"))
+	assert.Equal(t, 200, e.as(t, "bob", "GET", "/v1/threads/"+rootID, nil).StatusCode)
+	require.Equal(t, 200, e.as(t, "bob", "DELETE", "/v1/messages/"+r1["id"].(string), nil).StatusCode)
+	require.Equal(t, 200, e.as(t, "alice", "DELETE", "/v1/messages/"+r2["id"].(string), nil).StatusCode)
+	assertError(t, e.as(t, "bob", "GET", "/v1/messages/"+rootID, nil), 404, *errNotFound)
+
+	// Events: a reply's carry its parent; thread.read goes to its reader.
+	evs := e.as(t, "bob", "GET", "/v1/events?limit=100", nil).json(t)["data"].([]any)
+	var sawCreated, sawDeleted, sawRead bool
+	for _, v := range evs {
+		ev := v.(map[string]any)
+		obj, _ := ev["data"].(map[string]any)["object"].(map[string]any)
+		switch ev["type"] {
+		case "message.created":
+			if obj["id"] == r1["id"] {
+				sawCreated = true
+				assert.Equal(t, rootID, obj["parent_id"])
+			}
+		case "message.deleted":
+			if obj["id"] == r1["id"] {
+				sawDeleted = true
+				assert.Equal(t, rootID, obj["parent_id"])
+			}
+		case "thread.read":
+			sawRead = true
+			assert.Equal(t, "thread", obj["object"])
+		}
+	}
+	assert.True(t, sawCreated && sawDeleted && sawRead, "created %v, deleted %v, read %v", sawCreated, sawDeleted, sawRead)
+	for _, v := range e.as(t, "alice", "GET", "/v1/events?limit=100", nil).json(t)["data"].([]any) {
+		assert.NotEqual(t, "thread.read", v.(map[string]any)["type"], "bob's thread.read is his alone")
+	}
+}
