@@ -192,6 +192,9 @@ func (s *store) listConversations(ctx context.Context, q driver.ConversationQuer
 	if !ok {
 		return []messaging.Conversation{}, false, nil
 	}
+	if q.All {
+		b.where = notThread("c.id") // threads' conversations are listed as threads
+	}
 	p.branches = []branch{b}
 	query, args := s.pageSQL(p)
 	var rows []conversationRow

@@ -228,7 +228,7 @@ func (p *snapshot) Rows(ctx context.Context, k storecopy.Kind, size int) iter.Se
 					m := storecopy.Member{ConversationID: r.ConversationID, ContactID: r.ContactID, IsMember: r.IsMember,
 						ReadCreated: utc(r.ReadCreated), ReadMessageID: r.ReadMessageID,
 						ReadCount: r.ReadCount, OwnCount: r.OwnCount, OwnReadCount: r.OwnReadCount}
-					if r.IsMember {
+					if r.IsMember || strings.Contains(r.ConversationID, "/") { // a thread's taker
 						m.JoinedAt = utc(r.JoinedAt)
 					}
 					p.countMember(&m)
@@ -243,7 +243,7 @@ func (p *snapshot) Rows(ctx context.Context, k storecopy.Kind, size int) iter.Se
 				for i, r := range rs {
 					b.Messages[i] = storecopy.Message{ID: r.ID, ConversationID: r.ConversationID, ContactID: r.ContactID, Text: r.Text,
 						ReadAt: utc(r.ReadAt), CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt),
-						ReactionCount: r.ReactionCount, AttachmentCount: r.AttachmentCount}
+						ReactionCount: r.ReactionCount, AttachmentCount: r.AttachmentCount, Thread: r.Thread, Deleted: r.Deleted}
 				}
 				return b
 			})
@@ -350,7 +350,8 @@ func (s *store) Load(ctx context.Context, b *storecopy.Batch) error {
 			// engine's (search.go), and the source's may be another.
 			ins.start("messages", "id", strings.ReplaceAll(messageOwnCols, "m.", "")+", search_words")
 			for _, m := range b.Messages {
-				ins.add(m.ID, m.ConversationID, m.ContactID, m.Text, ts(m.ReadAt), m.CreatedAt.UTC(), ts(m.UpdatedAt), m.ReactionCount, m.AttachmentCount, s.searchWords(m.Text))
+				ins.add(m.ID, m.ConversationID, m.ContactID, m.Text, ts(m.ReadAt), m.CreatedAt.UTC(), ts(m.UpdatedAt), m.ReactionCount, m.AttachmentCount,
+					m.Thread, m.Deleted, s.searchWords(m.Text))
 			}
 		case storecopy.ReactionNames, storecopy.Reactions:
 			return s.loadReactions(ctx, &ins, b)

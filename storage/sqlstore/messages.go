@@ -24,6 +24,10 @@ type messageOwnRow struct {
 	UpdatedAt       time.Time `bun:"updated_at"`
 	ReactionCount   int       `bun:"reaction_count"`
 	AttachmentCount int       `bun:"attachment_count"`
+	// Thread marks a root that had replies (threads.go); Deleted, a
+	// root's tombstone.
+	Thread  bool `bun:"thread"`
+	Deleted bool `bun:"deleted"`
 }
 
 // messageRow is a row of messages joined with its contact.
@@ -40,7 +44,7 @@ type messageRow struct {
 const (
 	// messageOwnCols are the columns of messages AS m: those of messageRow
 	// without the contact's.
-	messageOwnCols  = `m.id, m.conversation_id, m.contact_id, m.text, m.read_at, m.created_at, m.updated_at, m.reaction_count, m.attachment_count`
+	messageOwnCols  = `m.id, m.conversation_id, m.contact_id, m.text, m.read_at, m.created_at, m.updated_at, m.reaction_count, m.attachment_count, m.thread, m.deleted`
 	contactJoinCols = `c.username AS contact_username, c.phone_number AS contact_phone_number, c.avatar_url AS contact_avatar_url,
 		c.last_active_at AS contact_last_active_at, c.created_at AS contact_created_at`
 	messageCols = messageOwnCols + ", " + contactJoinCols
@@ -65,7 +69,13 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 	after := m
 	after.Reactions, after.Attachments = []messaging.Reaction{}, []messaging.Attachment{}
 	var err error
-	alone := s.flavor == flavorPostgres && len(atts) == 0
+	// A reply is stored in its thread's conversation (threads.go); its
+	// attachments are its conversation's.
+	linkConv, sm := m.ConversationID, m
+	if m.ParentID != "" {
+		sm.ConversationID = threadKey(m.ConversationID, m.ParentID)
+	}
+	alone := s.flavor == flavorPostgres && len(atts) == 0 && m.ParentID == ""
 	var evs []messaging.Event // the events of a send alone
 	if alone {
 		if rec != nil {
@@ -89,34 +99,38 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 					return err
 				}
 			}
-			if s.flavor == flavorPostgres && len(atts) == 0 {
+			if m.ParentID != "" {
+				if err := s.takeReply(ctx, tx, m); err != nil {
+					return err
+				}
+			} else if s.flavor == flavorPostgres && len(atts) == 0 {
 				return s.insertSent(ctx, tx, m, evs, nil)
 			}
 			switch {
 			case s.flavor == flavorMySQL:
-				if err := s.ensureRows(ctx, tx, m.ConversationID, m.Contact.ID, m.CreatedAt); err != nil {
+				if err := s.ensureRows(ctx, tx, sm.ConversationID, m.Contact.ID, m.CreatedAt); err != nil {
 					return err
 				}
 			case !s.deferred():
-				if err := s.touchConversation(ctx, tx, m); err != nil {
+				if err := s.touchConversation(ctx, tx, sm); err != nil {
 					return err
 				}
 			}
 			with, withArgs := "", []any(nil)
 			if s.flavor == flavorPostgres {
-				with, withArgs = ensureWith(m.ConversationID, m.Contact.ID, m.CreatedAt)
+				with, withArgs = ensureWith(sm.ConversationID, m.Contact.ID, m.CreatedAt)
 			}
-			if err := s.insertMessage(ctx, tx, m, len(atts), with, withArgs...); err != nil {
+			if err := s.insertMessage(ctx, tx, sm, len(atts), with, withArgs...); err != nil {
 				return err
 			}
 			if s.deferred() {
-				q, args := tallyInsert(m.ConversationID, m.Contact.ID, m.ID, m.CreatedAt)
+				q, args := tallyInsert(sm.ConversationID, m.Contact.ID, m.ID, m.CreatedAt)
 				if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 					return err
 				}
 			}
 			if len(atts) > 0 {
-				if err := s.link(ctx, tx, m.ID, m.ConversationID, atts); err != nil {
+				if err := s.link(ctx, tx, m.ID, linkConv, atts); err != nil {
 					return err
 				}
 				if rec != nil {
@@ -133,7 +147,7 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 		})
 	}
 	if err == nil {
-		s.sent(ctx, m.ConversationID)
+		s.sent(ctx, sm.ConversationID)
 	}
 	return err
 }
@@ -369,6 +383,9 @@ func complete(ctx context.Context, f flavor, query queryFn, rows []messageRow) (
 	for i := range rows {
 		out[i] = rows[i].message()
 	}
+	if err := addThreadCounts(ctx, f, query, rows, out); err != nil {
+		return nil, err
+	}
 	if len(rs) == 0 && len(as) == 0 {
 		return out, nil
 	}
@@ -407,9 +424,12 @@ func complete(ctx context.Context, f flavor, query queryFn, rows []messageRow) (
 
 // message returns the message of r, without reactions and attachments.
 func (r *messageRow) message() messaging.Message {
+	conv, parent := splitThread(r.ConversationID)
 	return messaging.Message{
+		ParentID:       parent,
+		Deleted:        r.Deleted,
 		ID:             r.ID,
-		ConversationID: r.ConversationID,
+		ConversationID: conv,
 		Contact: messaging.Contact{
 			ID:           r.ContactID,
 			Username:     r.ContactUsername,
@@ -571,7 +591,7 @@ func (s *store) messagePageSQL(q messageQuery) (query string, args []any, fixed,
 	p := pageQuery{cols: messageCols, from: messageFrom, alias: "m", after: q.After, before: q.Before, limit: q.Limit}
 	switch convs := dedupe(q.ConversationIDs); {
 	case q.All:
-		p.branches = []branch{{}}
+		p.branches = []branch{{where: notThread("m.conversation_id")}}
 		fixed = true
 	case q.MemberID != "":
 		b, _ := s.scopeBranch("m.conversation_id", false, q.MemberID, convs)
@@ -677,7 +697,7 @@ func (s *store) lockMessage(ctx context.Context, tx bun.Tx, id string, row *mess
 	if err != nil {
 		return err
 	}
-	if len(rows) == 0 {
+	if len(rows) == 0 || rows[0].Deleted {
 		return notFound("message")
 	}
 	*row = rows[0]
@@ -830,8 +850,16 @@ func (s *store) DeleteMessage(ctx context.Context, id string, rec driver.Recorde
 		if err := s.txRead(ctx, tx, &rows, "SELECT "+messageOwnCols+" FROM messages AS m WHERE m.id = ?"+s.forUpdate(), id); err != nil {
 			return err
 		}
-		if len(rows) == 0 {
+		if len(rows) == 0 || rows[0].Deleted {
 			return notFound("message")
+		}
+		conv, parent := splitThread(rows[0].ConversationID)
+		tomb := false
+		if parent == "" && rows[0].Thread {
+			var err error
+			if tomb, err = s.hasReplies(ctx, tx, threadKey(conv, id)); err != nil {
+				return err
+			}
 		}
 		out = []messaging.Attachment{}
 		if rows[0].AttachmentCount > 0 {
@@ -867,17 +895,25 @@ func (s *store) DeleteMessage(ctx context.Context, id string, rec driver.Recorde
 			}
 		}
 		r := &rows[0]
-		if err := s.uncountMessage(ctx, tx, r); err != nil {
+		gone := messaging.Message{ID: id, ConversationID: conv, Contact: messaging.Contact{ID: r.ContactID}, ParentID: parent}
+		ch := driver.Change{Message: &gone, Removed: out}
+		if tomb {
+			// A root with replies keeps its place (threads.go).
+			if _, err := s.execWrite(ctx, tx, tombstoneSQL, s.searchWords(""), id); err != nil {
+				return err
+			}
+			return s.record(ctx, tx, rec, ch)
+		}
+		if err := s.removeMessage(ctx, tx, r); err != nil {
 			return err
 		}
-		if _, err := s.execWrite(ctx, tx, "DELETE FROM messages WHERE id = ?", id); err != nil {
-			return err
+		if parent != "" {
+			var err error
+			if ch.RemovedRoot, err = s.replyGone(ctx, tx, conv, parent); err != nil {
+				return err
+			}
 		}
-		if err := s.lastMessageGone(ctx, tx, r.ConversationID, id); err != nil {
-			return err
-		}
-		gone := messaging.Message{ID: id, ConversationID: r.ConversationID, Contact: messaging.Contact{ID: r.ContactID}}
-		return s.record(ctx, tx, rec, driver.Change{Message: &gone, Removed: out})
+		return s.record(ctx, tx, rec, ch)
 	})
 	if err != nil {
 		return nil, wrapErr("sqlstore.DeleteMessage", err)

@@ -347,20 +347,22 @@ type messageRefRow struct {
 	ConversationID string    `bun:"conversation_id"`
 	ContactID      string    `bun:"contact_id"`
 	CreatedAt      time.Time `bun:"created_at"`
+	Deleted        bool      `bun:"deleted"`
 }
 
 // LookupMessage returns the conversation, sender and creation time of the
 // message in one query on its row, or an error matching ErrNotFound.
 func (s *store) LookupMessage(ctx context.Context, id string) (driver.MessageRef, error) {
 	var rows []messageRefRow
-	if err := s.readPrepared(ctx, &rows, "SELECT m.id, m.conversation_id, m.contact_id, m.created_at FROM messages AS m WHERE m.id = ?", id); err != nil {
+	if err := s.readPrepared(ctx, &rows, "SELECT m.id, m.conversation_id, m.contact_id, m.created_at, m.deleted FROM messages AS m WHERE m.id = ?", id); err != nil {
 		return driver.MessageRef{}, wrapErr("sqlstore.LookupMessage", err)
 	}
 	if len(rows) == 0 {
 		return driver.MessageRef{}, wrapErr("sqlstore.LookupMessage", notFound("message"))
 	}
 	r := rows[0]
-	return driver.MessageRef{ID: r.ID, ConversationID: r.ConversationID, SenderID: r.ContactID, CreatedAt: utc(r.CreatedAt)}, nil
+	conv, parent := splitThread(r.ConversationID)
+	return driver.MessageRef{ID: r.ID, ConversationID: conv, SenderID: r.ContactID, CreatedAt: utc(r.CreatedAt), ParentID: parent, Deleted: r.Deleted}, nil
 }
 
 // reactorRow is a row of ListReactors.

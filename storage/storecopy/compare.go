@@ -55,8 +55,9 @@ func rowsOf(ctx context.Context, snap Snapshot, k Kind, size int, cut time.Time)
 						[]string{strconv.FormatBool(m.IsMember), tm(m.JoinedAt), tm(m.ReadCreated), m.ReadMessageID, num(m.ReadCount), num(m.OwnCount), num(m.OwnReadCount)}}
 				case Messages:
 					m := b.Messages[i]
-					r = row{m.ID, []string{"conversation", "contact", "text", "read", "created", "updated", "reaction count", "attachment count"},
-						[]string{m.ConversationID, m.ContactID, m.Text, tm(m.ReadAt), tm(m.CreatedAt), tm(m.UpdatedAt), num(m.ReactionCount), num(m.AttachmentCount)}}
+					r = row{m.ID, []string{"conversation", "contact", "text", "read", "created", "updated", "reaction count", "attachment count", "thread", "deleted"},
+						[]string{m.ConversationID, m.ContactID, m.Text, tm(m.ReadAt), tm(m.CreatedAt), tm(m.UpdatedAt), num(m.ReactionCount), num(m.AttachmentCount),
+							strconv.FormatBool(m.Thread), strconv.FormatBool(m.Deleted)}}
 				case ReactionNames, Reactions:
 					if msg := reactionMessage(b, i); msg != lastMsg {
 						lastMsg, n = msg, 0

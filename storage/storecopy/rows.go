@@ -76,7 +76,8 @@ type Member struct {
 	ConversationID, ContactID string
 	// IsMember is true when the contact is a member of the conversation
 	// (see messaging.MembersOnly); JoinedAt is when it was added, zero
-	// unless IsMember.
+	// unless IsMember, or, in a thread's conversation (see Message), when
+	// the contact began to take part in the thread.
 	IsMember bool
 	JoinedAt time.Time
 	// ReadCreated and ReadMessageID are the read position: the
@@ -91,7 +92,10 @@ type Member struct {
 // Message is a message's row, without its contact, reactions and
 // attachments, which are rows of their own.
 type Message struct {
-	// ID is the message id; ConversationID its conversation's.
+	// ID is the message id; ConversationID its conversation's, or for a
+	// reply its thread's conversation, "<conversation id>/<root id>",
+	// whose Conversation and Member rows are the thread's counters and
+	// read positions.
 	ID, ConversationID string
 	// ContactID is the sender's contact id.
 	ContactID string
@@ -108,6 +112,9 @@ type Message struct {
 	// AttachmentCount of its linked attachments: counters a store keeps
 	// on the row.
 	ReactionCount, AttachmentCount int
+	// Thread marks a root that had replies; Deleted, the tombstone of a
+	// root deleted while it had replies.
+	Thread, Deleted bool
 }
 
 // Batch is a batch of rows of one Kind: the slice of that kind is set, the

@@ -51,7 +51,7 @@ func fill(t testing.TB, s copyStore, files attachments.BlobStore, n int) fixture
 		f.contacts = append(f.contacts, c.ID)
 	}
 	alice, bob, carol, dave := f.contacts[0], f.contacts[1], f.contacts[2], f.contacts[3]
-	f.convs = []string{"general", "random", "files-only", "späce/ünicode"}
+	f.convs = []string{"general", "random", "files-only", "späce:ünicode"}
 
 	put := func(id, conv string, body string) messaging.Attachment {
 		sum := sha256.Sum256([]byte(body))
@@ -71,7 +71,7 @@ func fill(t testing.TB, s copyStore, files attachments.BlobStore, n int) fixture
 			conv = "random"
 		}
 		if i == 7 {
-			conv = "späce/ünicode"
+			conv = "späce:ünicode"
 		}
 		from := f.contacts[i%3]
 		m := messaging.Message{ID: fmt.Sprintf("msg_%04d", i), ConversationID: conv, Contact: messaging.Contact{ID: from},

@@ -24,7 +24,7 @@ CREATE TABLE IF NOT EXISTS contacts (
 -- are none.
 CREATE TABLE IF NOT EXISTS messages (
 	id VARCHAR(64) NOT NULL PRIMARY KEY,
-	conversation_id VARCHAR(128) NOT NULL,
+	conversation_id VARCHAR(200) NOT NULL,
 	contact_id VARCHAR(64) NOT NULL,
 	text TEXT NOT NULL,
 	search_words TEXT NOT NULL DEFAULT (''),
@@ -33,6 +33,8 @@ CREATE TABLE IF NOT EXISTS messages (
 	updated_at DATETIME(6) NULL,
 	reaction_count INT NOT NULL DEFAULT 0,
 	attachment_count INT NOT NULL DEFAULT 0,
+	thread BOOLEAN NOT NULL DEFAULT FALSE,
+	deleted BOOLEAN NOT NULL DEFAULT FALSE,
 	KEY messages_conversation_created (conversation_id, created_at, id),
 	KEY messages_created (created_at, id),
 	-- Search: the folded words of the text, each after "ww" (see
@@ -110,7 +112,7 @@ CREATE TABLE IF NOT EXISTS pending_deletions (
 
 -- One row per conversation with its counters and last message.
 CREATE TABLE IF NOT EXISTS conversations (
-	id VARCHAR(128) NOT NULL PRIMARY KEY,
+	id VARCHAR(200) NOT NULL PRIMARY KEY,
 	created_at DATETIME(6) NOT NULL,
 	updated_at DATETIME(6) NOT NULL,
 	message_count BIGINT NOT NULL DEFAULT 0,
@@ -123,7 +125,7 @@ CREATE TABLE IF NOT EXISTS conversations (
 -- Each contact's state in a conversation: membership, read position and
 -- the counters its unread count is made of.
 CREATE TABLE IF NOT EXISTS conversation_members (
-	conversation_id VARCHAR(128) NOT NULL,
+	conversation_id VARCHAR(200) NOT NULL,
 	contact_id VARCHAR(64) NOT NULL,
 	is_member BOOLEAN NOT NULL DEFAULT FALSE,
 	joined_at DATETIME(6) NULL,
@@ -143,7 +145,7 @@ CREATE TABLE IF NOT EXISTS conversation_members (
 -- (tallies.go).
 CREATE TABLE IF NOT EXISTS message_tallies (
 	message_id VARCHAR(64) NOT NULL PRIMARY KEY,
-	conversation_id VARCHAR(128) NOT NULL,
+	conversation_id VARCHAR(200) NOT NULL,
 	contact_id VARCHAR(64) NOT NULL,
 	created_at DATETIME(6) NOT NULL,
 	KEY message_tallies_conversation (conversation_id, created_at, message_id)

@@ -25,7 +25,9 @@ CREATE TABLE messages (
 	created_at timestamptz NOT NULL,
 	updated_at timestamptz,
 	reaction_count integer NOT NULL DEFAULT 0,
-	attachment_count integer NOT NULL DEFAULT 0)
+	attachment_count integer NOT NULL DEFAULT 0,
+	thread boolean NOT NULL DEFAULT false,
+	deleted boolean NOT NULL DEFAULT false)
 
 --bun:split
 

@@ -13,7 +13,10 @@ CREATE TABLE contacts (
 
 -- reaction_count and attachment_count count the message's reaction names
 -- and linked attachments, so that a read skips those queries when there
--- are none.
+-- are none. A reply is stored in its thread's own conversation,
+-- "<conversation id>/<root id>" (no conversation id holds a slash), whose
+-- counters and read positions are the thread's; thread marks a root that
+-- had replies, deleted the tombstone of a root deleted with replies left.
 CREATE TABLE messages (
 	id TEXT PRIMARY KEY NOT NULL,
 	conversation_id TEXT NOT NULL,
@@ -24,7 +27,9 @@ CREATE TABLE messages (
 	created_at TIMESTAMP NOT NULL,
 	updated_at TIMESTAMP,
 	reaction_count INTEGER NOT NULL DEFAULT 0,
-	attachment_count INTEGER NOT NULL DEFAULT 0)
+	attachment_count INTEGER NOT NULL DEFAULT 0,
+	thread INTEGER NOT NULL DEFAULT 0,
+	deleted INTEGER NOT NULL DEFAULT 0)
 
 --bun:split
 
