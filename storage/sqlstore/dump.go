@@ -136,8 +136,9 @@ func (p *snapshot) Installation(ctx context.Context) (storecopy.Installation, er
 
 func (p *snapshot) Close() error { return p.tx.Rollback() }
 
-// memberWhere selects the members with something to say.
-const memberWhere = "(is_member = TRUE OR read_created IS NOT NULL OR own_count <> 0)"
+// memberWhere selects the members with something to say (joined_at alone:
+// one who takes part in a thread).
+const memberWhere = "(is_member = TRUE OR joined_at IS NOT NULL OR read_created IS NOT NULL OR own_count <> 0)"
 
 // dumpFrom is the FROM (and WHERE) of each kind's rows.
 var dumpFrom = map[storecopy.Kind]string{
