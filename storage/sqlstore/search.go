@@ -107,6 +107,11 @@ func (s *store) searchMessages(ctx context.Context, q driver.SearchQuery) ([]mes
 	if !ok {
 		return []messaging.Message{}, false, nil
 	}
+	if !q.All && len(convs) > 0 {
+		// The replies of these conversations are under their threads'
+		// keys (threads.go).
+		b.where, b.args = "("+b.where+" OR "+threadsOf("m.conversation_id", len(convs))+")", append(b.args, threadPatterns(convs)...)
+	}
 	match, args := s.searchMatch(q)
 	if b.where != "" {
 		match = b.where + " AND " + match

@@ -47,6 +47,27 @@ func splitThread(stored string) (conv, root string) {
 // notThread is the condition that conversation column col is no thread's.
 func notThread(col string) string { return col + " NOT LIKE '%/%'" }
 
+// threadsOf is the condition that conversation column col is the key of
+// a thread of one of n conversations, whose threadPatterns are its
+// arguments.
+func threadsOf(col string, n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = col + " LIKE ? ESCAPE '!'"
+	}
+	return strings.Join(parts, " OR ")
+}
+
+// threadPatterns returns the LIKE patterns of the keys of the threads of
+// convs ("_" escaped: no conversation id holds "!", "%" or "/").
+func threadPatterns(convs []string) []any {
+	out := make([]any, len(convs))
+	for i, c := range convs {
+		out[i] = strings.ReplaceAll(c, "_", "!_") + "/%"
+	}
+	return out
+}
+
 // tombstoneSQL turns a root into its tombstone: nothing of its text (nor
 // its words: search finds no tombstone), reactions, attachments or read
 // state is kept (their rows are deleted with it). Its arguments: the

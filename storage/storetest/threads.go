@@ -27,6 +27,24 @@ var threadTests = []test{
 	{"threads_of_a_caller", testThreadList},
 	{"threads_scoped_by_access", testThreadScope},
 	{"thread_events", testThreadEvents},
+	{"search_narrowed_finds_replies", testThreadSearch},
+}
+
+// testThreadSearch: a search narrowed to a conversation finds its replies,
+// and not those of a conversation whose id differs by a wildcard of LIKE.
+func testThreadSearch(t *testing.T, h *harness) {
+	h.threads()
+	alice := h.contact("alice")
+	root := h.message("a_b", alice, at(1))
+	r := newMessage("a_b", alice, at(2))
+	r.Text, r.ParentID = "harbour at noon", root.ID
+	require.NoError(t, h.s.CreateMessage(h.ctx, r, nil, nil))
+	other := h.message("axb", alice, at(3))
+	o := newMessage("axb", alice, at(4))
+	o.Text, o.ParentID = "harbour later", other.ID
+	require.NoError(t, h.s.CreateMessage(h.ctx, o, nil, nil))
+	assert.Equal(t, []string{r.ID}, h.searchIDs("harbour", driver.Scope{ConversationIDs: []string{"a_b"}}))
+	assert.Equal(t, []string{o.ID, r.ID}, h.searchIDs("harbour", driver.Scope{ConversationIDs: []string{"a_b", "axb"}}))
 }
 
 // threads returns the store's ThreadStore, or skips the test.
