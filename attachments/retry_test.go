@@ -279,7 +279,8 @@ func TestRenameWithKey(t *testing.T) {
 	again, err := h.svc.Update(ctx, h.alice, a.ID, u)
 	require.NoError(t, err)
 	assert.True(t, replayed)
-	assert.Equal(t, first, again, "the retry answers as the first call")
+	assert.Equal(t, first.ID, again.ID)
+	assert.Equal(t, "c.txt", again.Filename, "the retry answers the attachment as it is now")
 	got, err := h.svc.Get(ctx, h.alice, a.ID)
 	require.NoError(t, err)
 	assert.Equal(t, "c.txt", got.Filename, "and renames nothing")
@@ -289,6 +290,11 @@ func TestRenameWithKey(t *testing.T) {
 	assert.Equal(t, messaging.CodeKeyReused, code(err))
 	_, err = h.svc.Update(ctx, h.alice, a.ID, attachments.Update{})
 	assert.ErrorIs(t, err, messaging.ErrInvalid)
+
+	// Deleted since: the replay answers what a fresh rename would.
+	require.NoError(t, h.svc.Delete(ctx, h.alice, a.ID))
+	_, err = h.svc.Update(ctx, h.alice, a.ID, u)
+	assert.ErrorIs(t, err, messaging.ErrNotFound)
 }
 
 // countingBody counts the bytes read from it.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"hash"
 	"io"
@@ -264,10 +263,7 @@ func (s *Service) store(ctx context.Context, caller driver.Contact, u Upload, na
 	}
 	if done != nil {
 		done.Fingerprint = s.msgsAPI.Fingerprint(done.Fingerprint, a.SHA256)
-		if done.Result, err = json.Marshal(out); err != nil {
-			s.removeBlob(ctx, a.Key)
-			return driver.Attachment{}, err
-		}
+		done.Result = []byte(a.ID)
 	}
 
 	// The object is stored: its row (and its link) must now be written, or
@@ -354,8 +350,12 @@ func (s *Service) uploadKeyed(ctx context.Context, caller driver.Contact, u Uplo
 		if err != nil {
 			return driver.Attachment{}, err
 		}
-		var a driver.Attachment
-		if err := s.msgsAPI.Replay(rec, s.msgsAPI.Fingerprint(fields, sum), &a); err != nil {
+		id, err := s.msgsAPI.Replay(rec, s.msgsAPI.Fingerprint(fields, sum))
+		if err != nil {
+			return driver.Attachment{}, err
+		}
+		a, err := s.get(ctx, caller, id)
+		if err != nil {
 			return driver.Attachment{}, err
 		}
 		setReplayed(idem, true)
@@ -789,7 +789,11 @@ func (s *Service) update(ctx context.Context, caller driver.Contact, id string, 
 	}
 	var a driver.Attachment
 	fp := s.msgsAPI.Fingerprint("attachments.update", id, *u.Filename)
-	_, err = s.msgsAPI.Once(ctx, caller.ID, idem, fp, &a, func(done driver.IdempotencyRecord) error {
+	reread := func(id string) (err error) {
+		a, err = s.get(ctx, caller, id)
+		return err
+	}
+	_, err = s.msgsAPI.Once(ctx, caller.ID, idem, fp, reread, func(done driver.IdempotencyRecord) error {
 		var err error
 		a, err = s.rename(ctx, caller, id, name, &done)
 		return err
@@ -815,6 +819,7 @@ func (s *Service) rename(ctx context.Context, caller driver.Contact, id, name st
 		return attachmentEvents(driver.EventAttachmentUpdated, c.Attachments, now)
 	})
 	if done != nil {
+		done.Result = []byte(id)
 		a, err = s.repo.RenameAttachmentKeyed(ctx, id, name, rec, *done)
 	} else {
 		a, err = s.repo.RenameAttachment(ctx, id, name, rec)

@@ -58,9 +58,11 @@
 // commit.
 //
 // Retries: a write may carry an Idempotency key. A retry with the same key
-// and arguments returns the first call's result and changes nothing
-// (Idempotency.Replayed says so), also after a restart or on another
-// instance; the same key with other arguments is ErrInvalid with
+// and arguments returns the first call's resource, read again as the
+// caller may see it now (a record keeps its id, not its body: a deleted
+// resource, or one the caller lost access to, is ErrNotFound), and changes
+// nothing (Idempotency.Replayed says so), also after a restart or on
+// another instance; the same key with other arguments is ErrInvalid with
 // CodeKeyReused, and a retry while the first call runs is ErrConflict with
 // CodeKeyInUse. Keys are the caller's own and are kept for
 // Options.IdempotencyKeyTTL (24 hours).

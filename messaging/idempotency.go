@@ -6,9 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -116,10 +114,10 @@ func (s *Service) newRecord(scope, key, fp string) driver.IdempotencyRecord {
 // in its transaction. The first call with a key writes at once: a single
 // write, with no claim before it. When write fails, and the key turns out
 // to answer an earlier call (the write failed because the key's record was
-// in its way, or because the change is done already), the kept result is
-// read into out (replayed true), or the error is that of a key reused with
-// other arguments, or under way.
-func (s *Service) once(ctx context.Context, scope string, idem Idempotency, fp string, out any, write func(done driver.IdempotencyRecord) error) (replayed bool, err error) {
+// in its way, or because the change is done already), the resource the
+// key answered is read again by reread, given its id (replayed true), or
+// the error is that of a key reused with other arguments, or under way.
+func (s *Service) once(ctx context.Context, scope string, idem Idempotency, fp string, reread func(id string) error, write func(done driver.IdempotencyRecord) error) (replayed bool, err error) {
 	release, err := s.hold(scope, idem.Key)
 	if err != nil {
 		return false, err
@@ -142,7 +140,11 @@ func (s *Service) once(ctx context.Context, scope string, idem Idempotency, fp s
 	case rerr != nil:
 		return false, err
 	case rec.Lock == "":
-		if err := replay(rec, fp, out); err != nil {
+		id, err := replay(rec, fp)
+		if err != nil {
+			return false, err
+		}
+		if err := reread(id); err != nil {
 			return false, err
 		}
 		setReplayed(idem, true)
@@ -168,10 +170,15 @@ func (s *Service) once(ctx context.Context, scope string, idem Idempotency, fp s
 	}
 }
 
-// keyed is once for a write that returns its result.
-func keyed[T any](ctx context.Context, s *Service, scope string, idem Idempotency, fp string, write func(done driver.IdempotencyRecord) (T, error)) (T, error) {
+// keyed is once for a write that returns its result, which get reads
+// again on a replay.
+func keyed[T any](ctx context.Context, s *Service, scope string, idem Idempotency, fp string, get func(id string) (T, error), write func(done driver.IdempotencyRecord) (T, error)) (T, error) {
 	var v T
-	_, err := s.once(ctx, scope, idem, fp, &v, func(done driver.IdempotencyRecord) error {
+	reread := func(id string) (err error) {
+		v, err = get(id)
+		return err
+	}
+	_, err := s.once(ctx, scope, idem, fp, reread, func(done driver.IdempotencyRecord) error {
 		var err error
 		v, err = write(done)
 		return err
@@ -215,33 +222,20 @@ func (s *Service) releaseKey(ctx context.Context, rec driver.IdempotencyRecord) 
 	}
 }
 
-// replay returns the kept result of rec, the record of a done write, into
-// v, or the error of a key reused with other arguments (fingerprint fp).
-func replay(rec driver.IdempotencyRecord, fp string, v any) error {
+// replay returns the id of the resource that rec, the record of a done
+// write, answered, or the error of a key reused with other arguments
+// (fingerprint fp).
+//
+// A record keeps only that id, not the answer: a replay reads the resource
+// again, as the caller may see it now, so that records stay small (a
+// no-op PUT would otherwise keep a whole message for a day) and a replay
+// after the caller lost access to it, or after it was deleted, answers
+// what a fresh request would.
+func replay(rec driver.IdempotencyRecord, fp string) (string, error) {
 	if rec.Fingerprint != fp {
-		return keyReused(rec.Key)
+		return "", keyReused(rec.Key)
 	}
-	if err := json.Unmarshal(rec.Result, v); err != nil {
-		return fmt.Errorf("messaging: cannot read the kept result of an idempotency key: %w", err)
-	}
-	if m, ok := v.(*Message); ok {
-		if m.Reactions == nil {
-			m.Reactions = []Reaction{}
-		}
-		if m.Attachments == nil {
-			m.Attachments = []Attachment{}
-		}
-	}
-	return nil
-}
-
-// encodeResult returns the JSON of a write's result, for its record.
-func encodeResult(v any) ([]byte, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("messaging: cannot keep the result of a keyed write: %w", err)
-	}
-	return b, nil
+	return string(rec.Result), nil
 }
 
 // PruneIdempotencyKeys removes the records of idempotency keys that expired
@@ -318,13 +312,13 @@ func (f files) Release(ctx context.Context, rec driver.IdempotencyRecord, err er
 }
 
 // Once carries out a short write once per key (once).
-func (f files) Once(ctx context.Context, scope string, idem Idempotency, fp string, out any, write func(done driver.IdempotencyRecord) error) (bool, error) {
-	return f.s.once(ctx, scope, idem, fp, out, write)
+func (f files) Once(ctx context.Context, scope string, idem Idempotency, fp string, reread func(id string) error, write func(done driver.IdempotencyRecord) error) (bool, error) {
+	return f.s.once(ctx, scope, idem, fp, reread, write)
 }
 
-// Replay reads the kept result of rec into v (replay).
-func (f files) Replay(rec driver.IdempotencyRecord, fp string, v any) error {
-	return replay(rec, fp, v)
+// Replay returns the id of the resource rec answered (replay).
+func (f files) Replay(rec driver.IdempotencyRecord, fp string) (string, error) {
+	return replay(rec, fp)
 }
 
 // Fingerprint returns the fingerprint of a write's arguments.

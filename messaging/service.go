@@ -397,7 +397,8 @@ func (s *Service) create(ctx context.Context, caller Contact, in NewMessage) (Me
 		if in.ParentID != "" {
 			fp = fingerprint("messages.reply", in.ConversationID, in.ParentID, in.Text, list(in.Attachments))
 		}
-		return keyed(ctx, s, caller.ID, in.Idempotency, fp, func(done driver.IdempotencyRecord) (Message, error) {
+		get := func(id string) (Message, error) { return s.Get(ctx, caller, id) }
+		return keyed(ctx, s, caller.ID, in.Idempotency, fp, get, func(done driver.IdempotencyRecord) (Message, error) {
 			return s.send(ctx, caller, in, &done)
 		})
 	}
@@ -453,9 +454,7 @@ func (s *Service) send(ctx context.Context, caller Contact, in NewMessage, done 
 		out.Attachments[i].MessageID, out.Attachments[i].ConversationID = m.ID, m.ConversationID
 	}
 	if done != nil {
-		if done.Result, err = encodeResult(out); err != nil {
-			return Message{}, err
-		}
+		done.Result = []byte(m.ID)
 		err = s.repo.CreateMessageKeyed(ctx, m, in.Attachments, rec, *done)
 	} else {
 		err = s.repo.CreateMessage(ctx, m, in.Attachments, rec)
@@ -841,7 +840,8 @@ func (s *Service) update(ctx context.Context, caller Contact, id string, u Updat
 		if err := check.IdempotencyKey(keyParam, key); err != nil {
 			return Message{}, err
 		}
-		return keyed(ctx, s, caller.ID, u.Idempotency, updateFingerprint(id, u), func(done driver.IdempotencyRecord) (Message, error) {
+		get := func(id string) (Message, error) { return s.Get(ctx, caller, id) }
+		return keyed(ctx, s, caller.ID, u.Idempotency, updateFingerprint(id, u), get, func(done driver.IdempotencyRecord) (Message, error) {
 			return s.apply(ctx, caller, id, u, &done)
 		})
 	}
@@ -876,6 +876,9 @@ func (s *Service) apply(ctx context.Context, caller Contact, id string, u Update
 	for _, a := range atts {
 		linked[a.ID] = a.MessageID != m.ID // linked by this update, not before
 	}
+	if done != nil {
+		done.Result = []byte(m.ID)
+	}
 	now := s.now()
 	ch := driver.MessageChange{
 		Text:            u.Text,
@@ -884,6 +887,9 @@ func (s *Service) apply(ctx context.Context, caller Contact, id string, u Update
 		ReadAt:          now,
 		Check:           s.checkCounts,
 		Record: s.recorder(func(c driver.Change) []Event {
+			if onlyRead := u.Text == nil && len(u.React) == 0 && len(u.Attachments) == 0; onlyRead && u.Read != nil && *u.Read && !c.Message.ReadAt.Equal(now) {
+				return nil // read before: nothing changed, nothing to tell
+			}
 			return append([]Event{messageEvent(EventMessageUpdated, *c.Message, now)}, linkedEvents(*c.Message, linked, now)...)
 		}),
 		Done: done,

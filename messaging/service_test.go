@@ -322,3 +322,30 @@ func TestRememberedRefOfADeletedMessage(t *testing.T) {
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "alice's link to a deleted message: %v", err)
 	assert.ErrorIs(t, msgs.Delete(ctx, bob, m.ID), messaging.ErrNotFound, "bob's delete of a deleted message") // (forgets the ref)
 }
+
+// TestReadAgainTellsNothing: marking read a message read before changes
+// nothing, so it makes no event (a client that marks what it shows read
+// would otherwise store a message.updated of the whole message each time).
+func TestReadAgainTellsNothing(t *testing.T) {
+	ctx := context.Background()
+	msgs := svctest.New(t, memstore.New(), memstore.NewBlobStore(), nil)
+	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
+	require.NoError(t, err)
+	m, err := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "c", Text: "hi"})
+	require.NoError(t, err)
+	count := func() int {
+		page, err := msgs.Events().Events(ctx, alice, "c", messaging.ListOptions{Limit: 100})
+		require.NoError(t, err)
+		return len(page.Data)
+	}
+	read, unread := true, false
+	for _, step := range []struct {
+		read   *bool
+		events int
+	}{{&read, 1}, {&read, 0}, {&unread, 1}, {&read, 1}, {&read, 0}} {
+		before := count()
+		_, err := msgs.Update(ctx, alice, m.ID, messaging.Update{Read: step.read})
+		require.NoError(t, err)
+		assert.Equal(t, step.events, count()-before, "read=%v", *step.read)
+	}
+}

@@ -77,15 +77,16 @@ type Files interface {
 	Attach(ctx context.Context, caller driver.Contact, messageID string, a driver.Attachment, done *driver.IdempotencyRecord) (driver.Message, error)
 	// Hold holds key of scope in this process until release is called.
 	Hold(scope, key string) (release func(), err error)
-	// Once carries out a short write once per key.
-	Once(ctx context.Context, scope string, idem driver.Idempotency, fp string, out any, write func(done driver.IdempotencyRecord) error) (replayed bool, err error)
+	// Once carries out a short write once per key; a replay reads the
+	// resource the key answered again with reread.
+	Once(ctx context.Context, scope string, idem driver.Idempotency, fp string, reread func(id string) error, write func(done driver.IdempotencyRecord) error) (replayed bool, err error)
 	// Claim claims key of scope in the store for a long write.
 	Claim(ctx context.Context, scope, key, fp string) (driver.IdempotencyRecord, bool, error)
 	// Release gives up a claim whose write failed with err, and returns
 	// the error to report.
 	Release(ctx context.Context, rec driver.IdempotencyRecord, err error) error
-	// Replay reads the kept result of rec into v.
-	Replay(rec driver.IdempotencyRecord, fp string, v any) error
+	// Replay returns the id of the resource rec answered.
+	Replay(rec driver.IdempotencyRecord, fp string) (id string, err error)
 	// Fingerprint returns the fingerprint of a write's arguments.
 	Fingerprint(parts ...string) string
 }

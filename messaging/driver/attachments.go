@@ -67,7 +67,7 @@ type AttachmentStore interface {
 	CreateAttachmentKeyed(ctx context.Context, a Attachment, rec Recorder, done IdempotencyRecord) error
 
 	// RenameAttachmentKeyed is RenameAttachment that also stores done in
-	// its transaction, its Result the attachment it returns unless set.
+	// its transaction.
 	RenameAttachmentKeyed(ctx context.Context, id, filename string, rec Recorder, done IdempotencyRecord) (Attachment, error)
 }
 

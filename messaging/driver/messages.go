@@ -46,8 +46,7 @@ type MessageChange struct {
 	Record Recorder
 	// Done, when not nil, is the idempotency record the change answers: the
 	// repository stores it in the change's transaction (see
-	// IdempotencyStore, Keyed writes), its Result the message
-	// UpdateMessage returns unless set.
+	// IdempotencyStore, Keyed writes).
 	Done *IdempotencyRecord
 }
 
@@ -284,8 +283,9 @@ type IdempotencyRecord struct {
 	// Lock is the random token of the call that holds the record while its
 	// write is under way; "" once the write is done.
 	Lock string
-	// Result is the kept result of a done write: JSON (encoding/json) of
-	// the Message or Attachment the write returned.
+	// Result is what a done write keeps of its answer: the id of the
+	// Message or Attachment it returned, which a replay reads again (as the
+	// caller may see it then), so that a record stays small.
 	Result []byte
 	// CreatedAt is when the call that wrote the record began.
 	CreatedAt time.Time
@@ -302,8 +302,7 @@ type IdempotencyRecord struct {
 // answers, as it is to be kept: CreateMessageKeyed, UpdateMessage with
 // MessageChange.Done, and AttachmentStore's CreateAttachmentKeyed
 // and RenameAttachmentKeyed. In the transaction of the write, the backend
-// stores done with Lock "" and, when done.Result is nil, Result the JSON
-// (encoding/json) of the value the write returns, in place of: no record of
+// stores done with Lock "", in place of: no record of
 // (done.Scope, done.Key); a record that expired (ExpiresAt not after
 // done.CreatedAt); or the claim of done.Lock. If another record of the key
 // is in the way (a done one that has not expired, or the claim of another

@@ -37,7 +37,7 @@ func (s *store) createAttachment(ctx context.Context, a messaging.Attachment, re
 	if err := s.holds(done); err != nil {
 		return err
 	}
-	defer s.keep(done, nil)
+	defer s.keep(done)
 	a.CreatedAt = norm(a.CreatedAt)
 	s.atts[a.ID] = a
 	if a.ConversationID != "" {
@@ -124,7 +124,7 @@ func (s *store) renameAttachment(ctx context.Context, id, filename string, rec d
 	a.Filename = filename
 	s.atts[id] = a
 	s.record(rec, driver.Change{Attachments: []messaging.Attachment{a}})
-	s.keep(done, a)
+	s.keep(done)
 	return a, nil
 }
 

@@ -2,7 +2,6 @@ package memstore
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -109,16 +108,12 @@ func (s *store) holds(done *driver.IdempotencyRecord) error {
 }
 
 // keep stores done (when not nil; see holds) as the done record of its
-// key; its Result is result's JSON unless set.
-func (s *store) keep(done *driver.IdempotencyRecord, result any) {
+// key.
+func (s *store) keep(done *driver.IdempotencyRecord) {
 	if done == nil {
 		return
 	}
 	rec := copyRecord(*done)
-	if rec.Result == nil {
-		// A Message or an Attachment: plain values that always encode.
-		rec.Result, _ = json.Marshal(result)
-	}
 	rec.Lock = ""
 	rec.CreatedAt, rec.ExpiresAt = norm(rec.CreatedAt), norm(rec.ExpiresAt)
 	s.keys[keyID{rec.Scope, rec.Key}] = rec

@@ -63,7 +63,7 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 	}
 	v := s.view(&stored)
 	s.record(rec, driver.Change{Message: &v})
-	s.keep(done, nil)
+	s.keep(done)
 	return nil
 }
 
@@ -265,7 +265,7 @@ func (s *store) UpdateMessage(ctx context.Context, id string, ch driver.MessageC
 	out := s.view(cur)
 	v := out
 	s.record(ch.Record, driver.Change{Message: &v})
-	s.keep(ch.Done, out)
+	s.keep(ch.Done)
 	return s.view(cur), nil
 }
 

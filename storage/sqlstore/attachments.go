@@ -68,7 +68,7 @@ func (s *store) createAttachment(ctx context.Context, a messaging.Attachment, re
 	}
 	return s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if done != nil {
-			if err := s.storeKey(ctx, tx, *done, nil); err != nil {
+			if err := s.storeKey(ctx, tx, *done); err != nil {
 				return err
 			}
 		}

@@ -278,8 +278,34 @@ func (p *snapshot) Rows(ctx context.Context, k storecopy.Kind, size int) iter.Se
 	return func(func(*storecopy.Batch, error) bool) {}
 }
 
+// batchBytes bounds the bytes of the rows of a batch, besides their number,
+// so that a copy's memory stays bounded whatever its source holds (a
+// tampered source had 30 MB texts, and a batch of 100 rows took 126 MB): a
+// batch ends with the row that reaches it. A copy holds about three
+// batches at once (one read, one queued, one loaded).
+var batchBytes = 8 << 20
+
+// rowBytes returns about how many bytes row r holds.
+func rowBytes(r any) int {
+	const fixed = 64 // times, counts, headers of strings
+	switch r := r.(type) {
+	case messageOwnRow:
+		return fixed + len(r.ID) + len(r.ConversationID) + len(r.ContactID) + len(r.Text)
+	case revisionRow:
+		return fixed + len(r.ID) + len(r.MessageID) + len(r.Text)
+	case attachmentRow:
+		return fixed + len(r.ID) + len(r.MessageID) + len(r.ConversationID) + len(r.UploaderID) + len(r.Filename) + len(r.FileType) + len(r.SHA256) + len(r.Key)
+	case keyRow:
+		return fixed + len(r.Scope) + len(r.Key) + len(r.Fingerprint) + len(r.Lock) + len(r.Result)
+	case contactRow:
+		return fixed + len(r.ID) + len(r.Username) + len(r.PhoneNumber) + len(r.AvatarURL)
+	}
+	return 4 * fixed // ids and counters only
+}
+
 // scanBatches runs query in the snapshot's transaction and yields its
-// rows, scanned into T, in batches of size made by batch.
+// rows, scanned into T, in batches of size rows (and batchBytes) made by
+// batch.
 func scanBatches[T any](ctx context.Context, p *snapshot, query string, size int, batch func([]T) *storecopy.Batch) iter.Seq2[*storecopy.Batch, error] {
 	return func(yield func(*storecopy.Batch, error) bool) {
 		rows, err := p.tx.QueryContext(ctx, query)
@@ -288,7 +314,8 @@ func scanBatches[T any](ctx context.Context, p *snapshot, query string, size int
 			return
 		}
 		defer rows.Close()
-		buf := make([]T, 0, size)
+		buf := make([]T, 0, min(size, 1024))
+		bytes := 0
 		for rows.Next() {
 			var r T
 			if err := p.s.r.ScanRow(ctx, rows, &r); err != nil {
@@ -296,11 +323,12 @@ func scanBatches[T any](ctx context.Context, p *snapshot, query string, size int
 				return
 			}
 			buf = append(buf, r)
-			if len(buf) == size {
+			bytes += rowBytes(r)
+			if len(buf) == size || bytes >= batchBytes {
 				if !yield(batch(buf), nil) {
 					return
 				}
-				buf = buf[:0]
+				buf, bytes = buf[:0], 0
 			}
 		}
 		if err := rows.Err(); err != nil {

@@ -265,3 +265,11 @@ func SendSlots(st *Store) int {
 
 // UploadedBytesSQL is the query of UploadedBytes, for EXPLAIN.
 const UploadedBytesSQL = uploadedBytesSQL
+
+// SetBatchBytes sets the bound on the bytes of a snapshot's batch until the
+// test ends.
+func SetBatchBytes(tb interface{ Cleanup(func()) }, n int) {
+	old := batchBytes
+	batchBytes = n
+	tb.Cleanup(func() { batchBytes = old })
+}

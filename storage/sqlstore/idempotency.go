@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -166,17 +165,9 @@ func (s *store) PruneIdempotencyKeys(ctx context.Context, before time.Time, limi
 }
 
 // storeKey stores done, the record of a keyed write, in the write's
-// transaction (see driver.IdempotencyStore, Keyed writes): its
-// Result is result's JSON unless set. A record in the way fails the
-// transaction with ErrKeyTaken.
-func (s *store) storeKey(ctx context.Context, tx bun.Tx, done driver.IdempotencyRecord, result any) error {
-	if done.Result == nil {
-		b, err := json.Marshal(result)
-		if err != nil {
-			return err
-		}
-		done.Result = b
-	}
+// transaction (see driver.IdempotencyStore, Keyed writes). A record in
+// the way fails the transaction with ErrKeyTaken.
+func (s *store) storeKey(ctx context.Context, tx bun.Tx, done driver.IdempotencyRecord) error {
 	taken := fmt.Errorf("sqlstore: idempotency key %q: %w", done.Key, driver.ErrKeyTaken)
 	if s.flavor == flavorMySQL {
 		// No conditional upsert: read the row in the way, locked.
@@ -266,7 +257,7 @@ func (s *store) RenameAttachmentKeyed(ctx context.Context, id, filename string, 
 		if err := s.record(ctx, tx, rec, driver.Change{Attachments: []messaging.Attachment{out}}); err != nil {
 			return err
 		}
-		return s.storeKey(ctx, tx, done, out)
+		return s.storeKey(ctx, tx, done)
 	})
 	return out, wrapErr("sqlstore.RenameAttachment", err)
 }

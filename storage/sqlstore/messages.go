@@ -95,7 +95,7 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 	if !alone {
 		err = s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 			if done != nil {
-				if err := s.storeKey(ctx, tx, *done, nil); err != nil {
+				if err := s.storeKey(ctx, tx, *done); err != nil {
 					return err
 				}
 			}
@@ -161,9 +161,6 @@ func (s *store) insertSent(ctx context.Context, db bun.IConn, m messaging.Messag
 	with := []string{ensure}
 	if done != nil {
 		result := done.Result
-		if result == nil {
-			result = []byte("null") // storeKey's JSON of no result
-		}
 		with = append(with, `k AS (INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, result, created_at, expires_at)
 			VALUES (?, ?, ?, '', ?, ?, ?))`)
 		args = append(args, done.Scope, done.Key, done.Fingerprint, result, done.CreatedAt.UTC(), done.ExpiresAt.UTC())
@@ -666,7 +663,7 @@ func (s *store) updateRecorded(ctx context.Context, tx bun.Tx, id string, ch dri
 		*evs = append(*evs, ch.Record(driver.Change{Message: &after})...)
 	}
 	if ch.Done != nil {
-		if err := s.storeKey(ctx, tx, *ch.Done, out); err != nil {
+		if err := s.storeKey(ctx, tx, *ch.Done); err != nil {
 			return messaging.Message{}, err
 		}
 	}

@@ -400,9 +400,6 @@ func sentArrays(batch []*pendingSend) ([]any, error) {
 		}
 		if d := p.done; d != nil {
 			result := d.Result
-			if result == nil {
-				result = []byte("null") // storeKey's JSON of no result
-			}
 			for c, v := range [6]string{d.Scope, d.Key, d.Fingerprint, `\x` + hex.EncodeToString(result), driverTime(d.CreatedAt), driverTime(d.ExpiresAt)} {
 				keys.add(c, v)
 			}

@@ -20,7 +20,8 @@ import (
 // Options configure Copy and Verify. A nil *Options means all defaults.
 type Options struct {
 	// BatchSize is the most rows read, and loaded in one transaction, at
-	// a time. Default: 1000.
+	// a time. Default: 1000. sqlstore also ends a batch at 8 MiB of rows,
+	// so that a copy holds some 30 MiB of rows at most.
 	BatchSize int
 	// FileWorkers is how many files are copied or hashed at once.
 	// Default: 8.

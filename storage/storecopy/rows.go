@@ -187,7 +187,9 @@ type Snapshot interface {
 	Installation(ctx context.Context) (Installation, error)
 	// Count returns the number of rows of kind k that Rows gives.
 	Count(ctx context.Context, k Kind) (int64, error)
-	// Rows yields the rows of kind k in batches of at most size rows, in
+	// Rows yields the rows of kind k in batches of at most size rows (a
+	// store that reads from disk also ends a batch at a bound of bytes,
+	// so that a copy's memory does not grow with its source's texts), in
 	// the order of each kind's key, which is the same for every store (see
 	// Key): bytes of strings, then numbers. Reaction names and reactions
 	// come in the order a message shows them, by message id. Times are in

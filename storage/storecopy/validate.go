@@ -112,5 +112,14 @@ func validate(b *Batch, r *rowRules) error {
 			return badRow(Revisions, v.ID, fmt.Sprintf("its text is not UTF-8 of at most %d characters (Options.MaxTextChars)", r.maxText))
 		}
 	}
+	for _, k := range b.IdempotencyKeys {
+		if !okID(k.Scope) || !okText(k.Key, maxIDBytes) || k.Key == "" {
+			return badRow(IdempotencyKeys, k.Scope+" "+k.Key, "its caller or key is not 1 to 255 characters of UTF-8")
+		}
+		// A done record keeps the id of what it answered, no more.
+		if res := string(k.Result); k.Lock == "" && !okID(res) || k.Lock != "" && res != "" {
+			return badRow(IdempotencyKeys, k.Scope+" "+k.Key, "its result is not the id of a message or attachment")
+		}
+	}
 	return nil
 }

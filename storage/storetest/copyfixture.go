@@ -145,7 +145,7 @@ func fill(t testing.TB, s copyStore, files attachments.BlobStore, n int) fixture
 
 	now := time.Now().UTC()
 	keyed := messaging.Message{ID: "msg_keyed", ConversationID: "random", Contact: messaging.Contact{ID: dave}, Text: "sent once", CreatedAt: copyAt(3000)}
-	done := driver.IdempotencyRecord{Scope: dave, Key: "key-1", Fingerprint: "fp1", CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour)}
+	done := driver.IdempotencyRecord{Scope: dave, Key: "key-1", Fingerprint: "fp1", Result: []byte(keyed.ID), CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour)}
 	require.NoError(t, s.CreateMessageKeyed(ctx, keyed, nil, nil, done))
 	f.messages = append(f.messages, keyed.ID)
 	f.keys = append(f.keys, [2]string{dave, "key-1"})

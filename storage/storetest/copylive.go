@@ -221,6 +221,10 @@ func testCopyRefusesTamperedRows(t *testing.T, bs []backend) {
 			return &storecopy.Batch{Kind: storecopy.Messages, Messages: []storecopy.Message{{ID: "msg_long", ConversationID: "general",
 				ContactID: f.contacts[0], Text: strings.Repeat("é", 5000), CreatedAt: copyAt(8000)}}}
 		}},
+		{"idempotency record keeping a body", `"ctc_big key-big"`, func(f fixture) *storecopy.Batch {
+			return &storecopy.Batch{Kind: storecopy.IdempotencyKeys, IdempotencyKeys: []driver.IdempotencyRecord{{Scope: "ctc_big", Key: "key-big",
+				Fingerprint: "fp", Result: []byte(strings.Repeat("x", 30_000)), CreatedAt: copyAt(5), ExpiresAt: time.Now().Add(time.Hour)}}}
+		}},
 		{"bad id", "ctc_\\x00bad", func(f fixture) *storecopy.Batch {
 			return &storecopy.Batch{Kind: storecopy.Contacts, Contacts: []messaging.Contact{{ID: "ctc_\x00bad", Username: "bad", CreatedAt: copyBase}}}
 		}},

@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
@@ -45,6 +44,7 @@ var keyTests = []test{
 	{"service_two_instances_at_once_send_once", testServiceTwoInstances},
 	{"service_key_reused_with_other_arguments", testServiceKeyReused},
 	{"service_keyed_update_edits_once", testServiceKeyedUpdate},
+	{"service_replay_after_access_lost_is_404", testServiceReplayAfterAccessLost},
 }
 
 // claim returns a claim of key for scope made at t, to expire a day later.
@@ -81,15 +81,11 @@ func (h *harness) record(scope, key string) (driver.IdempotencyRecord, bool) {
 }
 
 // done returns the record a keyed write stores for the claim c.
-func done(c driver.IdempotencyRecord, result any) driver.IdempotencyRecord {
+// done returns the record that completes claim c of a write whose
+// answer is the resource id.
+func done(c driver.IdempotencyRecord, id string) driver.IdempotencyRecord {
 	c.Fingerprint += "+done"
-	if result != nil {
-		b, err := json.Marshal(result)
-		if err != nil {
-			panic(err)
-		}
-		c.Result = b
-	}
+	c.Result = []byte(id)
 	return c
 }
 
@@ -197,7 +193,7 @@ func testKeyedCreate(t *testing.T, h *harness) {
 	alice := h.contact("alice")
 	c := h.mustClaim(claim(alice.ID, "k", at(0)))
 	m := newMessage("c", alice, at(1))
-	d := done(c, map[string]string{"answer": "kept"})
+	d := done(c, m.ID)
 	require.NoError(t, h.s.CreateMessageKeyed(h.ctx, m, nil, nil, d))
 	got := h.get(m.ID)
 	assert.Equal(t, m.Text, got.Text)
@@ -206,7 +202,7 @@ func testKeyedCreate(t *testing.T, h *harness) {
 	require.True(t, ok)
 	assert.Empty(t, rec.Lock, "the record is done")
 	assert.Equal(t, d.Fingerprint, rec.Fingerprint, "the fingerprint is the completed one")
-	assert.JSONEq(t, `{"answer":"kept"}`, string(rec.Result), "the result is kept as given")
+	assert.Equal(t, m.ID, string(rec.Result), "the result is kept as given")
 	assert.True(t, rec.ExpiresAt.Equal(c.ExpiresAt))
 }
 
@@ -275,26 +271,17 @@ func testKeyedUpdate(t *testing.T, h *harness) {
 	alice := h.contact("alice")
 	m := h.message("c", alice, at(1))
 	c := h.mustClaim(claim(alice.ID, "k", at(0)))
-	d := done(c, nil) // the result is the message UpdateMessage returns
+	d := done(c, m.ID)
 	got, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{Reactions: h.adds("alice", "x"), UpdatedAt: at(2), Done: &d})
 	require.NoError(t, err)
+	assert.Equal(t, []string{"alice"}, got.Reactions[0].Reactors)
 	rec, _ := h.record(alice.ID, "k")
 	assert.Empty(t, rec.Lock)
-	var kept messaging.Message
-	require.NoError(t, json.Unmarshal(rec.Result, &kept), "the result is the JSON of a Message: %s", rec.Result)
-	assertMessage(t, got, kept, "the kept result is the message UpdateMessage returned")
-
-	// A result set by the caller is kept as it is.
-	c2 := h.mustClaim(claim(alice.ID, "k2", at(0)))
-	d2 := done(c2, "given")
-	_, err = h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{Read: ptr(true), ReadAt: at(4), Done: &d2})
-	require.NoError(t, err)
-	rec, _ = h.record(alice.ID, "k2")
-	assert.JSONEq(t, `"given"`, string(rec.Result))
+	assert.Equal(t, m.ID, string(rec.Result), "the result is kept as given")
 
 	// A failed change keeps the claim.
 	c3 := h.mustClaim(claim(alice.ID, "k3", at(0)))
-	d3 := done(c3, nil)
+	d3 := done(c3, m.ID)
 	_, err = h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{Reactions: h.adds("alice", "y"), Check: Limits(1, 0), Done: &d3})
 	assert.ErrorIs(t, err, messaging.ErrInvalid)
 	rec, _ = h.record(alice.ID, "k3")
@@ -305,31 +292,28 @@ func testKeyedAttachment(t *testing.T, h *harness) {
 	alice := h.contact("alice")
 	c := h.mustClaim(claim(alice.ID, "up", at(0)))
 	a := newAttachment("c", alice.ID, at(1))
-	require.NoError(t, h.s.CreateAttachmentKeyed(h.ctx, a, nil, done(c, a)))
+	require.NoError(t, h.s.CreateAttachmentKeyed(h.ctx, a, nil, done(c, a.ID)))
 	assert.Equal(t, a, h.getAttachment(a.ID))
 	rec, _ := h.record(alice.ID, "up")
 	assert.Empty(t, rec.Lock)
-	var kept messaging.Attachment
-	require.NoError(t, json.Unmarshal(rec.Result, &kept))
-	assert.Equal(t, a.ID, kept.ID)
+	assert.Equal(t, a.ID, string(rec.Result))
 
 	dup := h.mustClaim(claim(alice.ID, "dup", at(0)))
-	err := h.s.CreateAttachmentKeyed(h.ctx, a, nil, done(dup, a))
+	err := h.s.CreateAttachmentKeyed(h.ctx, a, nil, done(dup, a.ID))
 	assert.ErrorIs(t, err, messaging.ErrConflict, "an existing id")
 	rec, _ = h.record(alice.ID, "dup")
 	assert.Equal(t, dup.Lock, rec.Lock, "a failed create keeps the claim")
 
 	rn := h.mustClaim(claim(alice.ID, "rename", at(0)))
-	got, err := h.s.RenameAttachmentKeyed(h.ctx, a.ID, "new name.txt", nil, done(rn, nil))
+	got, err := h.s.RenameAttachmentKeyed(h.ctx, a.ID, "new name.txt", nil, done(rn, a.ID))
 	require.NoError(t, err)
 	assert.Equal(t, "new name.txt", got.Filename)
 	assert.Equal(t, got, h.getAttachment(a.ID))
 	rec, _ = h.record(alice.ID, "rename")
-	require.NoError(t, json.Unmarshal(rec.Result, &kept))
-	assert.Equal(t, got, kept, "the kept result is the renamed attachment")
+	assert.Equal(t, a.ID, string(rec.Result))
 
 	missing := h.mustClaim(claim(alice.ID, "missing", at(0)))
-	_, err = h.s.RenameAttachmentKeyed(h.ctx, ids.New(ids.Attachment), "x.txt", nil, done(missing, nil))
+	_, err = h.s.RenameAttachmentKeyed(h.ctx, ids.New(ids.Attachment), "x.txt", nil, done(missing, "att_missing"))
 	assert.ErrorIs(t, err, messaging.ErrNotFound)
 	rec, _ = h.record(alice.ID, "missing")
 	assert.Equal(t, missing.Lock, rec.Lock)
@@ -368,8 +352,8 @@ func testGetKeyMissing(t *testing.T, h *harness) {
 
 // unclaimed returns the record a short keyed write stores: no claim was
 // made before it, and its lock is its own.
-func unclaimed(scope, key string, t time.Time, result any) driver.IdempotencyRecord {
-	return done(claim(scope, key, t), result)
+func unclaimed(scope, key string, t time.Time, id string) driver.IdempotencyRecord {
+	return done(claim(scope, key, t), id)
 }
 
 func testKeyedWriteUnclaimed(t *testing.T, h *harness) {
@@ -380,22 +364,22 @@ func testKeyedWriteUnclaimed(t *testing.T, h *harness) {
 	d := unclaimed(alice.ID, "create", at(3), "created")
 	require.NoError(t, h.s.CreateMessageKeyed(h.ctx, newMessage("c", alice, at(3)), []string{a.ID}, nil, d))
 	text := "edited"
-	u := unclaimed(alice.ID, "update", at(4), nil)
+	u := unclaimed(alice.ID, "update", at(4), m.ID)
 	got, err := h.s.UpdateMessage(h.ctx, m.ID, driver.MessageChange{Text: &text, UpdatedAt: at(4), Done: &u})
 	require.NoError(t, err)
 	b := newAttachment("c", alice.ID, at(5))
 	require.NoError(t, h.s.CreateAttachmentKeyed(h.ctx, b, nil, unclaimed(alice.ID, "upload", at(5), "uploaded")))
-	renamed, err := h.s.RenameAttachmentKeyed(h.ctx, b.ID, "r.txt", nil, unclaimed(alice.ID, "rename", at(6), nil))
+	renamed, err := h.s.RenameAttachmentKeyed(h.ctx, b.ID, "r.txt", nil, unclaimed(alice.ID, "rename", at(6), b.ID))
 	require.NoError(t, err)
 
-	for key, want := range map[string]any{"create": "created", "update": got, "upload": "uploaded", "rename": renamed} {
+	assert.Equal(t, "edited", got.Text)
+	assert.Equal(t, "r.txt", renamed.Filename)
+	for key, want := range map[string]string{"create": "created", "update": m.ID, "upload": "uploaded", "rename": b.ID} {
 		rec, ok := h.record(alice.ID, key)
 		require.True(t, ok, "the record of %s is stored with its write", key)
 		assert.Empty(t, rec.Lock, "%s: done", key)
 		assert.Equal(t, "fp-"+key+"+done", rec.Fingerprint)
-		wantJSON, err := json.Marshal(want)
-		require.NoError(t, err)
-		assert.JSONEq(t, string(wantJSON), string(rec.Result), "%s: the kept result", key)
+		assert.Equal(t, want, string(rec.Result), "%s: the kept result", key)
 		assert.True(t, rec.CreatedAt.Equal(d.CreatedAt.Add(time.Duration(map[string]int{"create": 0, "update": 1, "upload": 2, "rename": 3}[key])*time.Second)), "%s: CreatedAt %v", key, rec.CreatedAt)
 	}
 }
@@ -426,13 +410,13 @@ func testKeyedWriteOverDone(t *testing.T, h *harness) {
 	assert.ErrorIs(t, err, driver.ErrKeyTaken)
 	assert.Equal(t, a, h.getAttachment(a.ID))
 	rec, _ := h.record(alice.ID, "k")
-	assert.JSONEq(t, `"first"`, string(rec.Result), "the first record stays")
+	assert.Equal(t, "first", string(rec.Result), "the first record stays")
 
 	// Once expired, the record is replaced by the next keyed write.
 	later := unclaimed(alice.ID, "k", first.ExpiresAt, "later")
 	require.NoError(t, h.s.CreateMessageKeyed(h.ctx, newMessage("c", alice, at(6)), nil, nil, later))
 	rec, _ = h.record(alice.ID, "k")
-	assert.JSONEq(t, `"later"`, string(rec.Result))
+	assert.Equal(t, "later", string(rec.Result))
 }
 
 func testConcurrentKeyedWrites(t *testing.T, h *harness) {
@@ -461,7 +445,7 @@ func testConcurrentKeyedWrites(t *testing.T, h *harness) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{msgs[won].ID}, messageIDs(items), "only the winner's message is stored")
 	rec, _ := h.record(alice.ID, "race")
-	assert.JSONEq(t, `"call `+itoa(won)+`"`, string(rec.Result))
+	assert.Equal(t, "call "+itoa(won), string(rec.Result))
 }
 
 func testPrune(t *testing.T, h *harness) {
@@ -531,14 +515,42 @@ func testServiceRetries(t *testing.T, h *harness) {
 	assert.NotEqual(t, first.ID, m.ID)
 	assert.Equal(t, bob.ID, m.Contact.ID)
 
-	// A message deleted since is still answered from the record.
+	// A message deleted since is not sent again, nor shown: the replay
+	// reads it again and answers what a fresh read would.
 	require.NoError(t, msgs.Delete(h.ctx, alice, first.ID))
-	again, err := msgs.Create(h.ctx, alice, in)
-	require.NoError(t, err)
-	assertMessage(t, first, again)
+	_, err = msgs.Create(h.ctx, alice, in)
+	assert.ErrorIs(t, err, messaging.ErrNotFound)
 	page, err = msgs.Messages(h.ctx, alice, "general", messaging.ListOptions{})
 	require.NoError(t, err)
 	assert.Len(t, page.Data, 1, "only bob's")
+}
+
+// testServiceReplayAfterAccessLost: a record keeps the id of what its
+// write answered, not its body, so a caller who may no longer see the
+// conversation gets from a replay what a fresh request would, a 404, and
+// not the message kept for a day.
+func testServiceReplayAfterAccessLost(t *testing.T, h *harness) {
+	msgs := svctest.New(h.t, storage{h.s}, nil, &messaging.Options{Policy: messaging.MembersOnly(), Logger: slog.New(slog.DiscardHandler)})
+	alice, err := msgs.SaveContact(h.ctx, messaging.Contact{Username: "alice"})
+	require.NoError(t, err)
+	require.NoError(t, msgs.AddMember(h.ctx, "team", alice.ID))
+	in := messaging.NewMessage{ConversationID: "team", Text: "kept by id", Idempotency: messaging.Idempotency{Key: "send"}}
+	first, err := msgs.Create(h.ctx, alice, in)
+	require.NoError(t, err)
+	text := "edited"
+	edit := messaging.Update{Text: &text, Idempotency: messaging.Idempotency{Key: "edit"}}
+	_, err = msgs.Update(h.ctx, alice, first.ID, edit)
+	require.NoError(t, err)
+	again, err := msgs.Create(h.ctx, alice, in)
+	require.NoError(t, err, "a member's replay")
+	assert.Equal(t, first.ID, again.ID)
+
+	require.NoError(t, msgs.RemoveMember(h.ctx, "team", alice.ID))
+	_, err = msgs.Create(h.ctx, alice, in)
+	assert.ErrorIs(t, err, messaging.ErrNotFound, "the send's replay")
+	_, err = msgs.Update(h.ctx, alice, first.ID, edit)
+	assert.ErrorIs(t, err, messaging.ErrNotFound, "the edit's replay")
+	assert.Equal(t, "edited", h.get(first.ID).Text, "nothing changed")
 }
 
 func testServiceConcurrentRetries(t *testing.T, h *harness) {
@@ -645,9 +657,14 @@ func testServiceKeyedUpdate(t *testing.T, h *harness) {
 	text3 := "v3"
 	_, err = msgs.Update(h.ctx, alice, m.ID, messaging.Update{Text: &text3})
 	require.NoError(t, err)
+	var replayed bool
+	u.Idempotency.Replayed = &replayed
 	again, err := msgs.Update(h.ctx, alice, m.ID, u)
 	require.NoError(t, err)
-	assertMessage(t, first, again, "the retry answers as the first call")
+	assert.True(t, replayed)
+	assert.Equal(t, first.ID, again.ID)
+	assert.Equal(t, "v3", again.Text, "the retry answers the message as it is now")
+	assert.Equal(t, first.Reactions, again.Reactions)
 	assert.Equal(t, "v3", h.get(m.ID).Text, "and changes nothing")
 	revs, err := msgs.Revisions(h.ctx, alice, m.ID, messaging.ListOptions{})
 	require.NoError(t, err)
