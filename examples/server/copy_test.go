@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -258,4 +259,89 @@ func TestCopyCommandKilledAndResumed(t *testing.T) {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// The move of issue 30, as a host would make it: "server copy" while the
+// source serves, then both servers live at once, each uploading and
+// reconciling (at every start, with no grace for files without a row),
+// over the source's own folder (a database-only move) or a new one. A
+// copy is an installation of its own: neither server moves aside, deletes
+// or loses a file of the other's, made before the copy or after it.
+func TestCopyCommandBothLive(t *testing.T) {
+	bin := buildServer(t)
+	tokens := "alice=tok-alice"
+	for _, databaseOnly := range []bool{true, false} {
+		name := map[bool]string{true: "database_only", false: "database_and_bucket"}[databaseOnly]
+		t.Run(name, func(t *testing.T) {
+			data := t.TempDir()
+			files := filepath.Join(data, "files") // the source's default folder
+			dstFiles := files
+			if !databaseOnly {
+				dstFiles = filepath.Join(t.TempDir(), "files")
+			}
+			dstDB := filepath.Join(t.TempDir(), "copy.db")
+			srcArgs := []string{"-data", data, "-tokens", tokens, "-orphan-grace", "1ms"}
+			dstArgs := []string{"-db", dstDB, "-bucket", fileURL(dstFiles), "-tokens", tokens, "-orphan-grace", "1ms"}
+			srcAddr, dstAddr := testnet.FreeAddr(t), testnet.FreeAddr(t)
+			run := func(addr string, args []string) *exec.Cmd {
+				return start(t, bin, append([]string{"-addr", addr}, args...)...)
+			}
+			stop := func(cmd *exec.Cmd) {
+				require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+				_, _ = cmd.Process.Wait()
+			}
+
+			src := run(srcAddr, srcArgs)
+			want := map[string]map[string]string{"src": {}, "dst": {}} // server → attachment → bytes
+			put := func(server, addr, content string) {
+				want[server][upload(t, "http://"+addr, "tok-alice", "f.txt", content)] = content
+			}
+			put("src", srcAddr, "before the copy")
+			// A file of the source's with no row, as a failed upload leaves
+			// one: what reconcile exists to move aside, so the test shows
+			// that it ran.
+			installs, err := os.ReadDir(filepath.Join(files, attachments.KeyPrefix))
+			require.NoError(t, err)
+			require.Len(t, installs, 1)
+			stray := attachments.KeyPrefix + installs[0].Name() + "/att_stray"
+			require.NoError(t, os.WriteFile(filepath.Join(files, stray), []byte("no row"), 0o644))
+			out, errs, err := runBin(t, bin, "copy", "-data", data, "-to-db", dstDB, "-to-bucket", fileURL(dstFiles))
+			require.NoError(t, err, "%s%s", out, errs)
+			for id, content := range want["src"] {
+				want["dst"][id] = content // the copy serves what it copied
+			}
+			dst := run(dstAddr, dstArgs)
+			for i := range 3 {
+				put("src", srcAddr, fmt.Sprintf("source, after the copy %d", i))
+				put("dst", dstAddr, fmt.Sprintf("copy, after the copy %d", i))
+			}
+			// Each reconciles at start: twice each, in turn, with no grace.
+			for range 2 {
+				stop(src)
+				src = run(srcAddr, srcArgs)
+				stop(dst)
+				dst = run(dstAddr, dstArgs)
+			}
+			put("dst", dstAddr, "copy, after the reconciles")
+			stop(src)
+			src = run(srcAddr, srcArgs)
+
+			for server, addr := range map[string]string{"src": srcAddr, "dst": dstAddr} {
+				for id, content := range want[server] {
+					body := get(t, "http://"+addr, "/v1/attachments/"+id+"/f.txt", "tok-alice")
+					assert.Equal(t, content, body, "%s serves its file %s", server, id)
+				}
+			}
+			var aside []string
+			for _, dir := range []string{files, dstFiles} {
+				_ = filepath.WalkDir(filepath.Join(dir, attachments.OrphanPrefix), func(p string, d os.DirEntry, err error) error {
+					if err == nil && !d.IsDir() {
+						aside = append(aside, p)
+					}
+					return nil
+				})
+			}
+			assert.Equal(t, []string{filepath.Join(files, attachments.OrphanPrefix+stray)}, slices.Compact(aside), "only the stray file is moved aside")
+		})
+	}
 }

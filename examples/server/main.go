@@ -103,6 +103,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		tokens    = flags.String("tokens", os.Getenv("PARLEY_TOKENS"), `bearer tokens as "user=token,user2=token2" (also PARLEY_TOKENS; default `+defaultTokens+`)`)
 		maxUpload = flags.Int64("max-upload-bytes", 25<<20, "largest accepted upload, in bytes")
 		quota     = flags.Int64("upload-quota", 0, "most bytes the files each caller uploaded may hold at once (0: no quota)")
+		grace     = flags.Duration("orphan-grace", time.Hour, "how old a file of this server's with no row must be before reconcile (at start, then every 5 minutes) moves it aside")
 		baseURL   = flags.String("base-url", "", "public URL of this server, used in file_url and Location (default: from each request)")
 		hosts     = flags.String("hosts", "", `without -base-url, the host names this server answers to, as "chat.example.com,alt.example.com" (with the port if not the scheme's): a request for another Host gets file_url and Location of the first (default: every Host as it comes)`)
 		perSecond = flags.Float64("rate", 0, "requests a second each caller may make, and each client address with refused credentials (0: no limit)")
@@ -202,7 +203,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		start = eventstest.WithGate(ctx, eventstest.Hold)
 	}
 	msgs, err := messaging.New(start, store, blobs, &messaging.Options{Logger: log,
-		Files:  &attachments.Options{MaxUploadBytes: *maxUpload, UploadQuota: *quota, Logger: log},
+		Files:  &attachments.Options{MaxUploadBytes: *maxUpload, UploadQuota: *quota, OrphanGrace: *grace, Logger: log},
 		Events: feedOpts,
 	})
 	if err != nil {
