@@ -81,14 +81,24 @@ func TestManyReactionsAreCheap(t *testing.T) {
 	// The yardstick: a body of the same size whose parameters each cost a
 	// constant (one pair of an unknown name), so that the bound holds on a
 	// slow machine and under the race detector alike.
-	_, unit := timePUT(t, e, "/v1/messages/"+fx.msgB, form("read=true"+strings.Repeat("&x=1", size/4)))
+	yardstick := form("read=true" + strings.Repeat("&x=1", size/4))
 	for name, body := range manyReactions(size) {
 		t.Run(name, func(t *testing.T) {
-			res, elapsed := timePUT(t, e, "/v1/messages/"+fx.msgB, body)
-			assert.Equal(t, 400, res.StatusCode, "%s", res.body)
 			// Linear work costs about what the yardstick does; the quadratic
-			// lookups cost 40 to 150 times more.
-			assert.Less(t, elapsed, 5*unit+100*time.Millisecond, "a 1 MiB body of %s took %v; a linear one %v", name, elapsed, unit)
+			// lookups cost 40 to 150 times more. Each is measured next to
+			// the yardstick, up to three times: a busy machine slows one
+			// measurement, quadratic work is slow in all three.
+			var elapsed, unit time.Duration
+			for range 3 {
+				_, unit = timePUT(t, e, "/v1/messages/"+fx.msgB, yardstick)
+				var res *response
+				res, elapsed = timePUT(t, e, "/v1/messages/"+fx.msgB, body)
+				require.Equal(t, 400, res.StatusCode, "%s", res.body)
+				if elapsed < 5*unit+100*time.Millisecond {
+					return
+				}
+			}
+			t.Errorf("a 1 MiB body of %s took %v; a linear one %v", name, elapsed, unit)
 		})
 	}
 	// Nothing changed.
