@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -290,6 +291,15 @@ func TestCopyCommandBothLive(t *testing.T) {
 				require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 				_, _ = cmd.Process.Wait()
 			}
+			installations := func(dir string) []string {
+				es, err := os.ReadDir(filepath.Join(dir, attachments.KeyPrefix))
+				require.NoError(t, err)
+				var names []string
+				for _, e := range es {
+					names = append(names, e.Name())
+				}
+				return names
+			}
 
 			src := run(srcAddr, srcArgs)
 			want := map[string]map[string]string{"src": {}, "dst": {}} // server → attachment → bytes
@@ -297,14 +307,8 @@ func TestCopyCommandBothLive(t *testing.T) {
 				want[server][upload(t, "http://"+addr, "tok-alice", "f.txt", content)] = content
 			}
 			put("src", srcAddr, "before the copy")
-			// A file of the source's with no row, as a failed upload leaves
-			// one: what reconcile exists to move aside, so the test shows
-			// that it ran.
-			installs, err := os.ReadDir(filepath.Join(files, attachments.KeyPrefix))
-			require.NoError(t, err)
-			require.Len(t, installs, 1)
-			stray := attachments.KeyPrefix + installs[0].Name() + "/att_stray"
-			require.NoError(t, os.WriteFile(filepath.Join(files, stray), []byte("no row"), 0o644))
+			srcIns := installations(files)
+			require.Len(t, srcIns, 1)
 			out, errs, err := runBin(t, bin, "copy", "-data", data, "-to-db", dstDB, "-to-bucket", fileURL(dstFiles))
 			require.NoError(t, err, "%s%s", out, errs)
 			for id, content := range want["src"] {
@@ -315,16 +319,40 @@ func TestCopyCommandBothLive(t *testing.T) {
 				put("src", srcAddr, fmt.Sprintf("source, after the copy %d", i))
 				put("dst", dstAddr, fmt.Sprintf("copy, after the copy %d", i))
 			}
-			// Each reconciles at start: twice each, in turn, with no grace.
+			dstIns := slices.DeleteFunc(installations(dstFiles), func(s string) bool { return s == srcIns[0] })
+			require.Len(t, dstIns, 1, "the copy writes under an installation id of its own")
+
+			// Each server reconciles at start, twice, in turn. Before each
+			// start a file of that server's with no row is planted, as a
+			// failed upload leaves one, and the test waits until reconcile
+			// has moved it aside: proof that it ran, over both servers'
+			// files, before the next step. After a database-only move the
+			// source's prefix is handed over, shared and frozen: its stray
+			// stays where it is.
+			var strays []string
+			n := 0
+			restart := func(cmd *exec.Cmd, addr string, args []string, dir, ins string, frozen bool) *exec.Cmd {
+				stop(cmd)
+				n++
+				key := attachments.KeyPrefix + ins + "/att_stray" + strconv.Itoa(n)
+				require.NoError(t, os.WriteFile(filepath.Join(dir, key), []byte("no row"), 0o644))
+				cmd = run(addr, args)
+				aside := filepath.Join(dir, attachments.OrphanPrefix+key)
+				movedAside := func() bool { _, err := os.Stat(aside); return err == nil }
+				if frozen {
+					assert.Never(t, movedAside, time.Second, 20*time.Millisecond, "a frozen prefix is not swept: %s", key)
+					return cmd
+				}
+				require.Eventually(t, movedAside, 30*time.Second, 20*time.Millisecond, "reconcile moves aside %s", key)
+				strays = append(strays, aside)
+				return cmd
+			}
 			for range 2 {
-				stop(src)
-				src = run(srcAddr, srcArgs)
-				stop(dst)
-				dst = run(dstAddr, dstArgs)
+				src = restart(src, srcAddr, srcArgs, files, srcIns[0], databaseOnly)
+				dst = restart(dst, dstAddr, dstArgs, dstFiles, dstIns[0], false)
 			}
 			put("dst", dstAddr, "copy, after the reconciles")
-			stop(src)
-			src = run(srcAddr, srcArgs)
+			src = restart(src, srcAddr, srcArgs, files, srcIns[0], databaseOnly)
 
 			for server, addr := range map[string]string{"src": srcAddr, "dst": dstAddr} {
 				for id, content := range want[server] {
@@ -333,7 +361,7 @@ func TestCopyCommandBothLive(t *testing.T) {
 				}
 			}
 			var aside []string
-			for _, dir := range []string{files, dstFiles} {
+			for _, dir := range slices.Compact([]string{files, dstFiles}) {
 				_ = filepath.WalkDir(filepath.Join(dir, attachments.OrphanPrefix), func(p string, d os.DirEntry, err error) error {
 					if err == nil && !d.IsDir() {
 						aside = append(aside, p)
@@ -341,7 +369,7 @@ func TestCopyCommandBothLive(t *testing.T) {
 					return nil
 				})
 			}
-			assert.Equal(t, []string{filepath.Join(files, attachments.OrphanPrefix+stray)}, slices.Compact(aside), "only the stray file is moved aside")
+			assert.ElementsMatch(t, strays, aside, "only the planted files are moved aside")
 		})
 	}
 }
