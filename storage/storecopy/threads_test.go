@@ -18,8 +18,8 @@ import (
 // whose environment variables are set (SQLite first): replies, the roots'
 // counts, each reader's unread replies and read position, who takes part,
 // and a root's tombstone read back the same after every copy, which the
-// copy's verification checked. (memstore's snapshot does not carry
-// threads yet.)
+// copy's verification checked. memstore's rows do not carry threads
+// yet: a copy from or into it refuses them (TestThreadsNotFlattened).
 func TestThreadsCopied(t *testing.T) {
 	ctx := context.Background()
 	engines := backendtest.SQL(t)
@@ -79,4 +79,34 @@ func TestThreadsCopied(t *testing.T) {
 		assert.Equal(t, want, got, "after the copy to %s", e.Name)
 		prev = next
 	}
+}
+
+// TestThreadsNotFlattened: memstore's rows do not carry threads, so a copy
+// of threads from or into it is refused with ErrUnimplemented, rather
+// than made with the replies as plain messages (from memstore) or each
+// thread as a conversation of its own (into it).
+func TestThreadsNotFlattened(t *testing.T) {
+	ctx := context.Background()
+	withThread := func(st messaging.Storage) {
+		msgs := svctest.New(t, st, memstore.NewBlobStore(), nil)
+		alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
+		require.NoError(t, err)
+		root, err := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "team", Text: "root"})
+		require.NoError(t, err)
+		_, err = msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "team", Text: "reply", ParentID: root.ID})
+		require.NoError(t, err)
+	}
+	mem, sql := memstore.New(), backendtest.SQL(t)[0].Open(t)
+	withThread(mem)
+	_, err := storecopy.Copy(ctx, backendtest.SQL(t)[0].Open(t), memstore.NewBlobStore(), mem, memstore.NewBlobStore(), nil)
+	assert.ErrorIs(t, err, messaging.ErrUnimplemented, "from memstore")
+
+	withThread(sql)
+	dst := memstore.New()
+	_, err = storecopy.Copy(ctx, dst, memstore.NewBlobStore(), sql, memstore.NewBlobStore(), nil)
+	assert.ErrorIs(t, err, messaging.ErrUnimplemented, "into memstore")
+	msgs := svctest.New(t, dst, memstore.NewBlobStore(), nil)
+	convs, err := msgs.Conversations(ctx, messaging.Contact{ID: "nobody"}, messaging.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, convs.Data, "no thread became a conversation")
 }
