@@ -18,7 +18,7 @@ import (
 // of bytes as well as of rows, so that what a copy holds at once does not
 // grow with the texts of its source (issue 30: 100 rows took 126 MB).
 func TestSnapshotBatchesBoundedByBytes(t *testing.T) {
-	const text = 20_000 // within MySQL's TEXT
+	const text = 20_000               // within MySQL's TEXT
 	sqlstore.SetBatchBytes(t, 3*text) // three long texts, or 1,000 short ones
 	for _, e := range backendtest.SQL(t) {
 		t.Run(e.Name, func(t *testing.T) {
