@@ -77,9 +77,8 @@ func testThreads(t *testing.T, newStore newStoreFunc) {
 	assert.Equal(t, r2["id"], th["last_read_message_id"])
 
 	// Bad input: 400s naming the parameter, changing nothing.
-	before := e.snapshot(t)
 	other := post("alice", "conversation_id=other&message=x")["id"].(string)
-	before = e.snapshot(t)
+	before := e.snapshot(t)
 	assertError(t, e.as(t, "bob", "POST", "/v1/messages", form("conversation_id=team&message=x&parent_id="+r1["id"].(string))), 400, *invalid("parent_id"))
 	assertError(t, e.as(t, "bob", "POST", "/v1/messages", form("conversation_id=team&message=x&parent_id="+other)), 400, *invalid("parent_id"))
 	assertError(t, e.as(t, "bob", "POST", "/v1/messages", form("conversation_id=team&message=x&parent_id=nope")), 400, *invalid("parent_id"))

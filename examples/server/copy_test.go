@@ -352,7 +352,7 @@ func TestCopyCommandBothLive(t *testing.T) {
 				dst = restart(dst, dstAddr, dstArgs, dstFiles, dstIns[0], false)
 			}
 			put("dst", dstAddr, "copy, after the reconciles")
-			src = restart(src, srcAddr, srcArgs, files, srcIns[0], databaseOnly)
+			restart(src, srcAddr, srcArgs, files, srcIns[0], databaseOnly)
 
 			for server, addr := range map[string]string{"src": srcAddr, "dst": dstAddr} {
 				for id, content := range want[server] {
