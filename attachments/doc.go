@@ -24,6 +24,11 @@
 // row only. Files are served inline only when their type is safe to show
 // (Inline, ContentDisposition).
 //
+// JPEG, PNG, GIF and WebP images get their size (ImageWidth, ImageHeight)
+// from their header when stored, and previews on request (Service.Preview:
+// made once, kept beside the file under PreviewKey, deleted with it);
+// Options.MaxImagePixels and MaxPreviewDecodes bound what decoding costs.
+//
 // # Nothing lost, nothing left
 //
 // A failure at any point leaves nothing, or something Reconcile finishes:

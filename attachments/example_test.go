@@ -1,8 +1,11 @@
 package attachments_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"image"
+	"image/jpeg"
 	"io"
 	"strings"
 
@@ -90,4 +93,42 @@ func ExampleService_Upload_link() {
 	// true team application/pdf
 	// notes.txt 14 true
 	// slides.pdf 9 true
+}
+
+// Images get their size at upload, and previews on request: made once,
+// kept beside the file, a JPEG for an opaque image.
+func ExampleService_Preview() {
+	ctx := context.Background()
+	msgs, err := messaging.New(ctx, memstore.New(), memstore.NewBlobStore(), nil)
+	if err != nil {
+		panic(err)
+	}
+	defer msgs.Close()
+	files := msgs.Files()
+	alice := messaging.Contact{ID: "ctc_alice"}
+
+	photo := image.NewGray(image.Rect(0, 0, 1600, 1200))
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, photo, nil); err != nil {
+		panic(err)
+	}
+	a, err := files.Upload(ctx, alice, attachments.Upload{Filename: "photo.jpg", ConversationID: "team", Body: &b})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(a.FileType, a.ImageWidth, a.ImageHeight)
+
+	_, p, err := files.Preview(ctx, alice, a.ID, attachments.PreviewSmall)
+	if err != nil {
+		panic(err)
+	}
+	defer p.Body.Close()
+	c, err := jpeg.DecodeConfig(p.Body)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(p.Type, c.Width, c.Height)
+	// Output:
+	// image/jpeg 1600 1200
+	// image/jpeg 256 192
 }

@@ -311,6 +311,9 @@ func (s *Service) mayAdopt(ctx context.Context, own string) error {
 			return nil
 		}
 	}
+	for i, k := range keys {
+		keys[i] = objectOf(k) // a preview's object
+	}
 	used, err := s.repo.KeysInUse(ctx, keys)
 	if err != nil {
 		return err

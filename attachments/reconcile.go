@@ -99,7 +99,7 @@ func (s *Service) finishDeletions(ctx context.Context, rep *ReconcileReport) err
 		for _, key := range keys {
 			kept := !s.mayDelete(ctx, r, key) // not this database's alone: forget it all the same
 			if !kept {
-				if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, driver.ErrNotFound) {
+				if err := s.deleteObject(ctx, key); err != nil {
 					rep.Failed++
 					continue
 				}
@@ -147,13 +147,17 @@ func (s *Service) sweep(ctx context.Context, lister driver.Lister, own string, r
 		if len(batch) == 0 {
 			return nil
 		}
-		used, err := s.repo.KeysInUse(ctx, batch)
+		objects := make([]string, len(batch)) // a preview's object
+		for i, key := range batch {
+			objects[i] = objectOf(key)
+		}
+		used, err := s.repo.KeysInUse(ctx, objects)
 		if err != nil {
 			return err
 		}
-		for _, key := range batch {
+		for i, key := range batch {
 			switch {
-			case used[key]:
+			case used[objects[i]]:
 			case own == "" || !strings.HasPrefix(key, own):
 				rep.Unowned++
 			case s.moveAside(ctx, key) != nil:

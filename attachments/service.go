@@ -12,13 +12,17 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"runtime"
 	"strconv"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/parleychat/parley/internal/check"
 	"github.com/parleychat/parley/internal/domain"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/internal/paging"
+	"github.com/parleychat/parley/internal/preview"
 	"github.com/parleychat/parley/messaging/driver"
 )
 
@@ -55,6 +59,15 @@ type Options struct {
 	// OrphanRetention is how long Reconcile keeps an object it moved aside
 	// (under OrphanPrefix) before it deletes it. Default: 30 days.
 	OrphanRetention time.Duration
+	// MaxImagePixels is the largest width × height of an image that gets
+	// previews (Service.Preview); a larger one is refused from its header,
+	// before any decoding, and costs no more memory than its header.
+	// Default: 50 million.
+	MaxImagePixels int64
+	// MaxPreviewDecodes is how many images are decoded at once to make
+	// previews; more first requests wait their turn. Default:
+	// runtime.GOMAXPROCS(0).
+	MaxPreviewDecodes int
 	// Now returns the current time. Default: time.Now.
 	Now func() time.Time
 	// Logger receives failures that are not returned to the caller (a blob
@@ -79,6 +92,12 @@ func (o *Options) withDefaults() Options {
 	if c.OrphanRetention <= 0 {
 		c.OrphanRetention = 30 * 24 * time.Hour
 	}
+	if c.MaxImagePixels <= 0 {
+		c.MaxImagePixels = preview.DefaultMaxPixels
+	}
+	if c.MaxPreviewDecodes <= 0 {
+		c.MaxPreviewDecodes = runtime.GOMAXPROCS(0)
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -99,6 +118,9 @@ type Service struct {
 	opts    Options
 	own     owner   // the database's installation id, once known
 	uploads uploads // the uploads under way, per caller, for the quota
+
+	previewer *preview.Maker
+	thumbs    singleflight.Group // first requests of previews, by object key
 }
 
 // New returns a Service over the given repository and blob store. It is
@@ -109,6 +131,7 @@ type Service struct {
 // deletes with the FileRemover that New returns.
 func New(m domain.Messaging, repo driver.AttachmentStore, blobs BlobStore, opts *Options) (*Service, domain.FileRemover) {
 	s := &Service{repo: repo, blobs: blobs, m: m, msgsAPI: m.Files, opts: opts.withDefaults()}
+	s.previewer = preview.New(&preview.Options{MaxPixels: s.opts.MaxImagePixels, MaxDecodes: s.opts.MaxPreviewDecodes})
 	return s, s.removeFiles
 }
 
@@ -222,6 +245,7 @@ func (s *Service) store(ctx context.Context, caller driver.Contact, u Upload, na
 	if ctype == "" {
 		ctype = http.DetectContentType(head)
 	}
+	magic := preview.Sniff(head) != "" // an image's, whose size is read once stored
 
 	prefix, err := s.keyPrefix(ctx)
 	if err != nil {
@@ -256,6 +280,11 @@ func (s *Service) store(ctx context.Context, caller driver.Contact, u Upload, na
 	stored = true
 	a.FileSize = cr.n
 	a.SHA256 = cr.Sum()
+	if magic {
+		ictx, cancel := s.finishing(ctx)
+		a.ImageWidth, a.ImageHeight = s.imageSize(ictx, a.Key)
+		cancel()
+	}
 	a.CreatedAt = s.now()
 	out := a
 	if u.MessageID != "" {
@@ -878,7 +907,7 @@ func (s *Service) removeFiles(ctx context.Context, keys []string) {
 	for _, key := range keys {
 		if !s.mayDelete(ctx, r, key) {
 			// Kept: not this database's alone.
-		} else if err := s.blobs.Delete(ctx, key); err != nil && !errors.Is(err, driver.ErrNotFound) {
+		} else if err := s.deleteObject(ctx, key); err != nil {
 			s.opts.Logger.WarnContext(ctx, "attachments: object delete failed; Reconcile will retry", "key", key, "err", err)
 			continue
 		}

@@ -64,6 +64,34 @@ func (a *api) serveFile(w http.ResponseWriter, r *http.Request, caller messaging
 	http.ServeContent(&fileErrorWriter{ResponseWriter: w, a: a, r: r}, r, "", att.CreatedAt, body)
 }
 
+// serveThumbnail serves a preview of an image attachment at
+// /v1/attachments/{id}/thumbnail?size=small|large (attachments.Service.Preview),
+// with conditional requests (ETag: the file's SHA-256 and the size). A
+// request without size is one for the file of an attachment named
+// "thumbnail", whose file_url this path is too (serveFile).
+func (a *api) serveThumbnail(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
+	q := r.URL.Query()
+	if !q.Has("size") {
+		r.SetPathValue("filename", "thumbnail")
+		a.serveFile(w, r, caller)
+		return
+	}
+	att, p, err := a.files.Preview(r.Context(), caller, r.PathValue("id"), q.Get("size"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	defer p.Body.Close()
+	h := w.Header()
+	h.Set("Content-Type", p.Type)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "private")
+	h.Set("Content-Security-Policy", "sandbox")
+	h.Set("ETag", `"`+att.SHA256+"-"+p.Size+`"`)
+	r.Header.Del("Range") // a preview is served whole
+	http.ServeContent(&fileErrorWriter{ResponseWriter: w, a: a, r: r}, r, "", att.CreatedAt, p.Body)
+}
+
 // redirectToFile answers a request for an attachment's file under a name
 // that is not its current one with a 308 to the URL of the current name on
 // this route (not a signed URL: the request came with the caller's

@@ -330,6 +330,9 @@ func (a *api) routes() []routeDef {
 		{"/v1/attachments/{id}/{filename}", []method{
 			{http.MethodGet, a.serveFile},
 		}},
+		{"/v1/attachments/{id}/thumbnail", []method{
+			{http.MethodGet, a.serveThumbnail},
+		}},
 	}
 	if a.events != nil {
 		rs = append(rs, routeDef{"/v1/events", []method{

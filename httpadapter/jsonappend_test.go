@@ -49,6 +49,8 @@ type refAttachment struct {
 	FileType       string  `json:"file_type"`
 	FileSize       int64   `json:"file_size"`
 	SHA256         string  `json:"sha256"`
+	ImageWidth     int     `json:"image_width,omitempty"`
+	ImageHeight    int     `json:"image_height,omitempty"`
 	CreatedAt      int64   `json:"created_at"`
 }
 
@@ -86,7 +88,7 @@ func refNullable(s string) *string {
 
 func refAttachmentOf(a messaging.Attachment, u string) refAttachment {
 	return refAttachment{a.ID, "attachment", refNullable(a.MessageID), refNullable(a.ConversationID), a.Filename, u,
-		a.FileType, a.FileSize, a.SHA256, a.CreatedAt.Unix()}
+		a.FileType, a.FileSize, a.SHA256, a.ImageWidth, a.ImageHeight, a.CreatedAt.Unix()}
 }
 
 // TestAppendJSONMatchesEncodingJSON checks the messages and attachments of
@@ -97,7 +99,7 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 	at := time.Unix(1_700_000_000, 500).UTC()
 	tricky := "a \"quote\", <tag> & \u2028 caf\xc3\xa9 \xff"
 	att := messaging.Attachment{ID: "att_1", MessageID: "msg_1", ConversationID: "conv", Filename: tricky,
-		FileType: "image/png", FileSize: 12345, SHA256: "abc", CreatedAt: at}
+		FileType: "image/png", FileSize: 12345, SHA256: "abc", ImageWidth: 640, ImageHeight: 480, CreatedAt: at}
 	msgs := []messageJSON{
 		{m: messaging.Message{ID: "msg_0", ConversationID: "conv", Contact: messaging.Contact{ID: "ctc_1", Username: "alice", CreatedAt: at},
 			Reactions: []messaging.Reaction{}, Attachments: []messaging.Attachment{}, CreatedAt: at}},

@@ -43,7 +43,8 @@ func (x attachmentJSON) MarshalJSON() ([]byte, error) {
 
 // appendJSON appends the attachment: the members id, object, message_id,
 // conversation_id (each null while unset), filename, file_url, file_type,
-// file_size, sha256 and created_at, in that order.
+// file_size, sha256, for an image image_width and image_height, and
+// created_at, in that order.
 func (x attachmentJSON) appendJSON(b []byte) ([]byte, error) {
 	a := x.a
 	b = appendKey(append(b, '{'), "id", true)
@@ -63,6 +64,12 @@ func (x attachmentJSON) appendJSON(b []byte) ([]byte, error) {
 	b = strconv.AppendInt(b, a.FileSize, 10)
 	b = appendKey(b, "sha256", false)
 	b = appendString(b, a.SHA256)
+	if a.ImageWidth > 0 {
+		b = appendKey(b, "image_width", false)
+		b = strconv.AppendInt(b, int64(a.ImageWidth), 10)
+		b = appendKey(b, "image_height", false)
+		b = strconv.AppendInt(b, int64(a.ImageHeight), 10)
+	}
 	b = appendKey(b, "created_at", false)
 	b = appendUnix(b, a.CreatedAt)
 	return append(b, '}'), nil

@@ -162,9 +162,21 @@ var formats = []struct {
 	{"RIFF????WEBPVP8", format{"image/webp", webp.DecodeConfig, webp.Decode}},
 }
 
+// Sniff returns the type of the image that head (the first 15 bytes of a
+// file or more) starts like: image/jpeg, image/png, image/gif or
+// image/webp; "" for anything else. It reads the magic numbers only.
+func Sniff(head []byte) string {
+	f, _ := sniffHead(head)
+	return f.typ
+}
+
 // sniff returns the format of the data br starts with.
 func sniff(br *bufio.Reader) (format, bool) {
 	head, _ := br.Peek(15)
+	return sniffHead(head)
+}
+
+func sniffHead(head []byte) (format, bool) {
 next:
 	for _, f := range formats {
 		if len(head) < len(f.magic) {

@@ -118,6 +118,10 @@ type Attachment struct {
 	FileSize int64
 	// SHA256 is the hex SHA-256 of the bytes, computed while they streamed.
 	SHA256 string
+	// ImageWidth and ImageHeight are the size in pixels of a JPEG, PNG, GIF
+	// or WebP image, as its header says (read when the upload finished);
+	// 0 for any other file.
+	ImageWidth, ImageHeight int
 	// Key is the object's key in the blob store. It is made by the server,
 	// never from user input, and is not shown to clients.
 	Key string

@@ -22,12 +22,14 @@ type attachmentRow struct {
 	FileType       string    `bun:"file_type"`
 	FileSize       int64     `bun:"file_size"`
 	SHA256         string    `bun:"sha256"`
+	ImageWidth     int       `bun:"image_width"`
+	ImageHeight    int       `bun:"image_height"`
 	Key            string    `bun:"blob_key"`
 	CreatedAt      time.Time `bun:"created_at"`
 }
 
 // attachmentCols are the columns of attachments AS a.
-const attachmentCols = "a.id, a.message_id, a.conversation_id, a.uploader_id, a.filename, a.file_type, a.file_size, a.sha256, a.blob_key, a.created_at"
+const attachmentCols = "a.id, a.message_id, a.conversation_id, a.uploader_id, a.filename, a.file_type, a.file_size, a.sha256, a.image_width, a.image_height, a.blob_key, a.created_at"
 
 func (r attachmentRow) attachment() messaging.Attachment {
 	return messaging.Attachment{
@@ -39,6 +41,8 @@ func (r attachmentRow) attachment() messaging.Attachment {
 		FileType:       r.FileType,
 		FileSize:       r.FileSize,
 		SHA256:         r.SHA256,
+		ImageWidth:     r.ImageWidth,
+		ImageHeight:    r.ImageHeight,
 		Key:            r.Key,
 		CreatedAt:      utc(r.CreatedAt),
 	}
@@ -95,9 +99,9 @@ func (s *store) createAttachment(ctx context.Context, a messaging.Attachment, re
 
 // insertAttachment inserts the row of a.
 func insertAttachment(ctx context.Context, db bun.IConn, a messaging.Attachment) error {
-	_, err := db.ExecContext(ctx, `INSERT INTO attachments (id, message_id, conversation_id, uploader_id, filename, file_type, file_size, sha256, blob_key, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		a.ID, nullable(a.MessageID), nullable(a.ConversationID), a.UploaderID, a.Filename, a.FileType, a.FileSize, a.SHA256, a.Key, a.CreatedAt.UTC())
+	_, err := db.ExecContext(ctx, `INSERT INTO attachments (id, message_id, conversation_id, uploader_id, filename, file_type, file_size, sha256, image_width, image_height, blob_key, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		a.ID, nullable(a.MessageID), nullable(a.ConversationID), a.UploaderID, a.Filename, a.FileType, a.FileSize, a.SHA256, a.ImageWidth, a.ImageHeight, a.Key, a.CreatedAt.UTC())
 	if isUniqueViolation(err) {
 		return conflict("an attachment with this id or key exists")
 	}

@@ -387,7 +387,7 @@ func (s *store) Load(ctx context.Context, b *storecopy.Batch) error {
 		case storecopy.Attachments:
 			ins.start("attachments", "id", strings.ReplaceAll(attachmentCols, "a.", ""))
 			for _, a := range b.Attachments {
-				ins.add(a.ID, nullable(a.MessageID), nullable(a.ConversationID), a.UploaderID, a.Filename, a.FileType, a.FileSize, a.SHA256, a.Key, a.CreatedAt.UTC())
+				ins.add(a.ID, nullable(a.MessageID), nullable(a.ConversationID), a.UploaderID, a.Filename, a.FileType, a.FileSize, a.SHA256, a.ImageWidth, a.ImageHeight, a.Key, a.CreatedAt.UTC())
 			}
 		case storecopy.Revisions:
 			ins.start("message_revisions", "id", "id, message_id, text, created_at")

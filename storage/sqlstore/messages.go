@@ -446,7 +446,7 @@ func (r *messageRow) message() messaging.Message {
 
 // linkedAttachmentCols are attachmentCols but the conversation, which a
 // linked attachment shares with its message.
-const linkedAttachmentCols = "a.id, a.message_id, a.uploader_id, a.filename, a.file_type, a.file_size, a.sha256, a.blob_key, a.created_at"
+const linkedAttachmentCols = "a.id, a.message_id, a.uploader_id, a.filename, a.file_type, a.file_size, a.sha256, a.image_width, a.image_height, a.blob_key, a.created_at"
 
 // loadAttachmentsOf is loadAttachments without the attachments'
 // ConversationID, which the caller takes from their messages: a column

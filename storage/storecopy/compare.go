@@ -66,8 +66,8 @@ func rowsOf(ctx context.Context, snap Snapshot, k Kind, size int, cut time.Time)
 					r.key, r.names, r.values = reactionFields(b, i, n)
 				case Attachments:
 					a := b.Attachments[i]
-					r = row{a.ID, []string{"message", "conversation", "uploader", "file name", "file type", "file size", "sha256", "key", "created"},
-						[]string{a.MessageID, a.ConversationID, a.UploaderID, a.Filename, a.FileType, num(a.FileSize), a.SHA256, a.Key, tm(a.CreatedAt)}}
+					r = row{a.ID, []string{"message", "conversation", "uploader", "file name", "file type", "file size", "sha256", "image width", "image height", "key", "created"},
+						[]string{a.MessageID, a.ConversationID, a.UploaderID, a.Filename, a.FileType, num(a.FileSize), a.SHA256, num(a.ImageWidth), num(a.ImageHeight), a.Key, tm(a.CreatedAt)}}
 				case Revisions:
 					v := b.Revisions[i]
 					r = row{v.ID, []string{"message", "text", "created"}, []string{v.MessageID, v.Text, tm(v.CreatedAt)}}

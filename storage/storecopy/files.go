@@ -1,6 +1,7 @@
 package storecopy
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -230,9 +232,13 @@ func eachFile(ctx context.Context, snap Snapshot, o *Options, stage Stage, rep *
 }
 
 // copyFiles copies the file of every attachment row of snap that dstFiles
-// does not hold whole.
+// does not hold whole, and the previews of images that the source holds
+// (attachments.PreviewKey) and dstFiles does not.
 func copyFiles(ctx context.Context, dstFiles attachments.BlobStore, snap Snapshot, srcFiles attachments.BlobStore, o *Options, rep *Report) ([]string, error) {
 	return eachFile(ctx, snap, o, StageFiles, rep, func(ctx context.Context, a messaging.Attachment) fileResult {
+		if err := copyPreviews(ctx, dstFiles, srcFiles, a); err != nil {
+			return fileResult{err: err}
+		}
 		sum, n, err := hashObject(ctx, dstFiles, a.Key)
 		switch {
 		case err == nil && sum == a.SHA256 && n == a.FileSize:
@@ -259,6 +265,39 @@ func copyFiles(ctx context.Context, dstFiles attachments.BlobStore, snap Snapsho
 		}
 		return res
 	})
+}
+
+// copyPreviews copies the previews of an image attachment that srcFiles
+// holds and dstFiles does not. A preview is made again when it is missing,
+// so one that is not in the source is no difference.
+func copyPreviews(ctx context.Context, dstFiles, srcFiles attachments.BlobStore, a messaging.Attachment) error {
+	if a.ImageWidth <= 0 {
+		return nil
+	}
+	for _, size := range attachments.PreviewSizes {
+		key := attachments.PreviewKey(a.Key, size)
+		if r, err := dstFiles.Open(ctx, key); err == nil {
+			_ = r.Close()
+			continue
+		} else if !errors.Is(err, messaging.ErrNotFound) {
+			return fmt.Errorf("storecopy: read the destination's preview %s: %w", key, err)
+		}
+		r, err := srcFiles.Open(ctx, key)
+		if errors.Is(err, messaging.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("storecopy: open the source's preview %s: %w", key, err)
+		}
+		br := bufio.NewReader(r)
+		head, _ := br.Peek(512)
+		err = dstFiles.Put(ctx, key, http.DetectContentType(head), br)
+		_ = r.Close()
+		if err != nil {
+			return fmt.Errorf("storecopy: write the destination's preview %s: %w", key, err)
+		}
+	}
+	return nil
 }
 
 // verifyFiles checks the file of every attachment row of snap in dstFiles,

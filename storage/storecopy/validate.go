@@ -103,6 +103,9 @@ func validate(b *Batch, r *rowRules) error {
 		if a.FileSize < 0 {
 			return badRow(Attachments, a.ID, "its size is negative")
 		}
+		if a.ImageWidth < 0 || a.ImageHeight < 0 {
+			return badRow(Attachments, a.ID, "its image size is negative")
+		}
 	}
 	for _, v := range b.Revisions {
 		if err := ids(Revisions, v.ID, v.ID, v.MessageID); err != nil {

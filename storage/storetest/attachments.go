@@ -79,6 +79,8 @@ func testAttachmentRoundTrip(t *testing.T, h *harness) {
 		FileType:       "application/pdf",
 		FileSize:       5 << 40, // beyond 32 bits
 		SHA256:         "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+		ImageWidth:     4032,
+		ImageHeight:    3024,
 		CreatedAt:      created,
 	}
 	filed.Key = attachments.KeyPrefix + filed.ID

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,7 +63,13 @@ func fill(t testing.TB, s copyStore, files attachments.BlobStore, n int) fixture
 	}
 	// Attachments: one to be linked at send, one filed in a conversation
 	// without messages, one unlinked without a conversation.
-	for _, a := range []messaging.Attachment{put("att_01", "", "first file"), put("att_02", "files-only", "filed"), put("att_03", "", "loose")} {
+	// The filed one is an image (by its row) with its previews beside it.
+	filed := put("att_02", "files-only", "filed")
+	filed.ImageWidth, filed.ImageHeight = 640, 480
+	for _, size := range attachments.PreviewSizes {
+		require.NoError(t, files.Put(ctx, attachments.PreviewKey(filed.Key, size), "image/jpeg", strings.NewReader("preview "+size)))
+	}
+	for _, a := range []messaging.Attachment{put("att_01", "", "first file"), filed, put("att_03", "", "loose")} {
 		require.NoError(t, s.CreateAttachment(ctx, a, nil))
 	}
 	for i := range n {
@@ -254,6 +261,17 @@ func view(t testing.TB, s copyStore, files attachments.BlobStore, f fixture) str
 		require.NoError(t, r.Close())
 		require.NoError(t, err)
 		contents[id] = string(data)
+		for _, size := range attachments.PreviewSizes {
+			if a.ImageWidth == 0 {
+				break
+			}
+			r, err := files.Open(ctx, attachments.PreviewKey(a.Key, size))
+			require.NoError(t, err, "the %s preview of %s", size, id)
+			data, err := io.ReadAll(r)
+			require.NoError(t, r.Close())
+			require.NoError(t, err)
+			contents[id+" "+size] = string(data)
+		}
 	}
 	out["files"] = contents
 	for _, k := range f.keys {

@@ -88,6 +88,8 @@ CREATE TABLE IF NOT EXISTS attachments (
 	file_type VARCHAR(255) NOT NULL,
 	file_size BIGINT NOT NULL,
 	sha256 VARCHAR(64) NOT NULL,
+	image_width INT NOT NULL DEFAULT 0,
+	image_height INT NOT NULL DEFAULT 0,
 	blob_key VARCHAR(255) NOT NULL,
 	created_at DATETIME(6) NOT NULL,
 	UNIQUE KEY attachments_blob_key (blob_key),

@@ -95,6 +95,8 @@ CREATE TABLE attachments (
 	file_type text NOT NULL,
 	file_size bigint NOT NULL,
 	sha256 text NOT NULL,
+	image_width integer NOT NULL DEFAULT 0,
+	image_height integer NOT NULL DEFAULT 0,
 	blob_key text COLLATE "C" NOT NULL UNIQUE,
 	created_at timestamptz NOT NULL)
 

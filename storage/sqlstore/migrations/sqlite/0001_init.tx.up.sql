@@ -124,6 +124,8 @@ CREATE TABLE attachments (
 	file_type TEXT NOT NULL,
 	file_size INTEGER NOT NULL,
 	sha256 TEXT NOT NULL,
+	image_width INTEGER NOT NULL DEFAULT 0,
+	image_height INTEGER NOT NULL DEFAULT 0,
 	blob_key TEXT NOT NULL UNIQUE,
 	created_at TIMESTAMP NOT NULL)
 
