@@ -29,6 +29,13 @@
 // made once, kept beside the file under PreviewKey, deleted with it);
 // Options.MaxImagePixels and MaxPreviewDecodes bound what decoding costs.
 //
+// Direct uploads keep the bytes off the server: Reserve checks an upload
+// before any byte is sent and returns a signed URL of the blob store where
+// it can sign (driver.UploadSigner), the client sends the bytes there (or
+// through the host to PutContent), and Complete checks what was stored and
+// makes the attachment. Reconcile removes reservations not completed after
+// Options.UploadExpiry, with their objects.
+//
 // # Nothing lost, nothing left
 //
 // A failure at any point leaves nothing, or something Reconcile finishes:

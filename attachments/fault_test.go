@@ -96,6 +96,7 @@ type fullStore interface {
 	driver.Store
 	driver.Installation
 	driver.KeyLister
+	driver.ReservationStore
 }
 
 // faultRepo wraps a memstore.Store (both repositories); a non-nil function

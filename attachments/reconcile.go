@@ -33,11 +33,17 @@ type ReconcileReport struct {
 	// Failed counts the objects that could not be removed or moved (they
 	// stay for the next run).
 	Failed int
+	// Expired counts the upload reservations removed after their expiry,
+	// with their objects where no attachment was made of them.
+	Expired int
 }
 
 // Reconcile finishes what failures left behind, and reports what it cannot
 // mend:
 //
+//   - it removes the upload reservations expired more than
+//     Options.FinishTimeout ago, and their objects when no attachment was
+//     made of them (see Reserve);
 //   - it removes the objects of pending deletions (rows deleted, objects
 //     not yet);
 //   - when the BlobStore is a Lister and the claim of the blob store is
@@ -57,6 +63,9 @@ type ReconcileReport struct {
 // few minutes).
 func (s *Service) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	var rep ReconcileReport
+	if err := s.sweepReservations(ctx, &rep); err != nil {
+		return rep, domain.Wrap("attachments.Reconcile", err)
+	}
 	if err := s.finishDeletions(ctx, &rep); err != nil {
 		return rep, domain.Wrap("attachments.Reconcile", err)
 	}

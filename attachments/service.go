@@ -59,6 +59,10 @@ type Options struct {
 	// OrphanRetention is how long Reconcile keeps an object it moved aside
 	// (under OrphanPrefix) before it deletes it. Default: 30 days.
 	OrphanRetention time.Duration
+	// UploadExpiry is how long a reservation of a direct upload (Reserve)
+	// and its signed URL last; Reconcile removes one not completed by
+	// then, and its object. Default: 1 hour.
+	UploadExpiry time.Duration
 	// MaxImagePixels is the largest width × height of an image that gets
 	// previews (Service.Preview); a larger one is refused from its header,
 	// before any decoding, and costs no more memory than its header.
@@ -91,6 +95,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.OrphanRetention <= 0 {
 		c.OrphanRetention = 30 * 24 * time.Hour
+	}
+	if c.UploadExpiry <= 0 {
+		c.UploadExpiry = time.Hour
 	}
 	if c.MaxImagePixels <= 0 {
 		c.MaxImagePixels = preview.DefaultMaxPixels

@@ -333,6 +333,15 @@ func (a *api) routes() []routeDef {
 		{"/v1/attachments/{id}/thumbnail", []method{
 			{http.MethodGet, a.serveThumbnail},
 		}},
+		{"/v1/uploads", []method{
+			{http.MethodPost, a.createUpload},
+		}},
+		{"/v1/uploads/{id}/content", []method{
+			{http.MethodPut, a.putUploadContent},
+		}},
+		{"/v1/uploads/{id}/complete", []method{
+			{http.MethodPost, a.completeUpload},
+		}},
 	}
 	if a.events != nil {
 		rs = append(rs, routeDef{"/v1/events", []method{

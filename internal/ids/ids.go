@@ -26,6 +26,7 @@ const (
 	Contact    = "ctc_"
 	Event      = "evt_"
 	Revision   = "rev_"
+	Upload     = "upl_"
 )
 
 var (

@@ -48,3 +48,41 @@ type URLSigner interface {
 	// where the store supports it.
 	SignedURL(ctx context.Context, key, filename, contentType string, expiry time.Duration) (string, error)
 }
+
+// UploadRequest is what a signed upload URL lets a client store.
+type UploadRequest struct {
+	// ContentType is the type the object is stored with.
+	ContentType string
+	// SHA256 is the digest of the bytes the client will send, 32 bytes.
+	SHA256 []byte
+	// Expiry is how long the URL may be used.
+	Expiry time.Duration
+}
+
+// SignedUpload is a URL of the blob store to which a client sends an
+// object's bytes itself, and how.
+type SignedUpload struct {
+	URL    string
+	Method string // PUT
+	// Headers are the headers the client must send, exactly as given.
+	Headers map[string]string
+	// ChecksumChecked reports whether the store itself refuses bytes whose
+	// SHA-256 is not UploadRequest.SHA256.
+	ChecksumChecked bool
+}
+
+// UploadSigner is an optional interface of a BlobStore that signs URLs to
+// which clients send objects' bytes themselves (direct uploads), and
+// reads what was stored without reading it whole.
+type UploadSigner interface {
+	// SignUpload returns a URL to which a client sends the bytes of the
+	// object key. A store that cannot sign (a bucket without the means)
+	// must return an error matching ErrUnimplemented.
+	SignUpload(ctx context.Context, key string, req UploadRequest) (SignedUpload, error)
+	// ObjectSize returns the object's size without reading it (a HEAD).
+	// If there is no object, it must return an error matching ErrNotFound.
+	ObjectSize(ctx context.Context, key string) (int64, error)
+	// ReadHead returns the first n bytes of the object (all of them when
+	// it is shorter), by a range read.
+	ReadHead(ctx context.Context, key string, n int) ([]byte, error)
+}

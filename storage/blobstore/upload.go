@@ -13,6 +13,7 @@ import (
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/blobstore/internal/drivers"
 )
 
@@ -195,3 +196,21 @@ func (s *Store) SHA256(ctx context.Context, key string) (sum []byte, size int64,
 // onlyReader is an io.Reader and nothing else (blob.Reader's WriteTo
 // would copy through a buffer of its own choosing).
 type onlyReader struct{ io.Reader }
+
+var _ driver.UploadSigner = (*Store)(nil)
+
+// SignUpload is SignPut for attachments.Service (driver.UploadSigner).
+func (s *Store) SignUpload(ctx context.Context, key string, req driver.UploadRequest) (driver.SignedUpload, error) {
+	p, err := s.SignPut(ctx, key, PutOptions{ContentType: req.ContentType, SHA256: req.SHA256, Expiry: req.Expiry})
+	if err != nil {
+		return driver.SignedUpload{}, err
+	}
+	return driver.SignedUpload{URL: p.URL, Method: p.Method, Headers: p.Headers, ChecksumChecked: p.ChecksumChecked}, nil
+}
+
+// ObjectSize returns the size of the object key from Stat
+// (driver.UploadSigner).
+func (s *Store) ObjectSize(ctx context.Context, key string) (int64, error) {
+	info, err := s.Stat(ctx, key)
+	return info.Size, err
+}

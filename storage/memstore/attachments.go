@@ -211,6 +211,11 @@ func (s *store) KeysInUse(ctx context.Context, keys []string) (map[string]bool, 
 	for _, k := range keys {
 		used[k] = slices.Contains(s.pending, k)
 	}
+	for _, r := range s.reserved {
+		if _, asked := used[r.Key]; asked {
+			used[r.Key] = true
+		}
+	}
 	for _, a := range s.atts {
 		if _, asked := used[a.Key]; asked {
 			used[a.Key] = true

@@ -31,6 +31,7 @@ type store struct {
 	linked    map[string][]string             // message id -> ids of its attachments
 	reacts    map[string][]reaction           // message id -> its reactions, names in order of first use
 	pending   []string                        // keys of pending deletions, oldest first
+	reserved  map[string]driver.Reservation   // upload reservations by id (made on first use)
 
 	convs   map[string]*conversation // by id
 	reads   map[member]readPos       // read positions

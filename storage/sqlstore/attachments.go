@@ -352,8 +352,8 @@ func (s *store) UploadedBytes(ctx context.Context, uploaderID string) (int64, er
 
 const uploadedBytesSQL = "SELECT COALESCE(SUM(file_size), 0) FROM attachments WHERE uploader_id = ?"
 
-// KeysInUse reports which of keys belong to an attachment row or a
-// pending deletion.
+// KeysInUse reports which of keys belong to an attachment row, a
+// pending deletion or an upload reservation.
 func (s *store) KeysInUse(ctx context.Context, keys []string) (map[string]bool, error) {
 	used := make(map[string]bool)
 	const batch = 500
@@ -361,8 +361,9 @@ func (s *store) KeysInUse(ctx context.Context, keys []string) (map[string]bool, 
 		chunk := keys[:min(batch, len(keys))]
 		keys = keys[len(chunk):]
 		var found []string
-		err := s.read(ctx, &found, "SELECT blob_key FROM attachments WHERE blob_key IN (?) UNION SELECT blob_key FROM pending_deletions WHERE blob_key IN (?)",
-			idList(chunk), idList(chunk))
+		err := s.read(ctx, &found, "SELECT blob_key FROM attachments WHERE blob_key IN (?) UNION SELECT blob_key FROM pending_deletions WHERE blob_key IN (?)"+
+			" UNION SELECT blob_key FROM upload_reservations WHERE blob_key IN (?)",
+			idList(chunk), idList(chunk), idList(chunk))
 		if err != nil {
 			return nil, wrapErr("sqlstore.KeysInUse", err)
 		}

@@ -21,6 +21,58 @@ var attachmentTests = []test{
 	{"list_filters", testAttachmentListFilters},
 	{"list_follows_links_into_conversations", testAttachmentListLinked},
 	{"uploaded_bytes", testUploadedBytes},
+	{"reservations", testReservations},
+}
+
+// testReservations: upload reservations (driver.ReservationStore) come back
+// whole, are listed once expired, oldest expiry first, hold their keys in
+// use, and go when deleted.
+func testReservations(t *testing.T, h *harness) {
+	rs, ok := h.s.(driver.ReservationStore)
+	if !ok {
+		t.Skip("the store is not a driver.ReservationStore")
+	}
+	alice := h.contact("alice")
+	mk := func(exp time.Time) driver.Reservation {
+		att := ids.New(ids.Attachment)
+		return driver.Reservation{ID: ids.New(ids.Upload), AttachmentID: att, UploaderID: alice.ID, ConversationID: "team:general",
+			Filename: "Résumé 📄.pdf", FileType: "application/pdf", FileSize: 5 << 40,
+			SHA256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+			Key:    attachments.KeyPrefix + att, Checked: true, CreatedAt: at(1).Add(123456 * time.Microsecond), ExpiresAt: exp}
+	}
+	late, early, live := mk(at(30)), mk(at(20)), mk(at(100))
+	live.Checked, live.ConversationID, live.MessageID = false, "", ids.New(ids.Message)
+	for _, r := range []driver.Reservation{late, early, live} {
+		require.NoError(t, rs.CreateReservation(h.ctx, r))
+	}
+	err := rs.CreateReservation(h.ctx, late)
+	assert.ErrorIs(t, err, messaging.ErrConflict, "an id twice")
+	got, err := rs.GetReservation(h.ctx, live.ID)
+	require.NoError(t, err)
+	assert.Equal(t, live, got, "every field comes back")
+	_, err = rs.GetReservation(h.ctx, ids.New(ids.Upload))
+	assert.ErrorIs(t, err, messaging.ErrNotFound)
+
+	expired, err := rs.ExpiredReservations(h.ctx, at(30), 10)
+	require.NoError(t, err)
+	require.Len(t, expired, 2, "expired at their expiry")
+	assert.Equal(t, []string{early.ID, late.ID}, []string{expired[0].ID, expired[1].ID})
+	expired, err = rs.ExpiredReservations(h.ctx, at(30), 1)
+	require.NoError(t, err)
+	assert.Len(t, expired, 1)
+
+	used, err := h.s.KeysInUse(h.ctx, []string{late.Key, attachments.KeyPrefix + "att_nope"})
+	require.NoError(t, err)
+	assert.True(t, used[late.Key], "a reservation's key is in use")
+	assert.False(t, used[attachments.KeyPrefix+"att_nope"])
+
+	require.NoError(t, rs.DeleteReservation(h.ctx, late.ID))
+	require.NoError(t, rs.DeleteReservation(h.ctx, late.ID), "twice is no error")
+	_, err = rs.GetReservation(h.ctx, late.ID)
+	assert.ErrorIs(t, err, messaging.ErrNotFound)
+	used, err = h.s.KeysInUse(h.ctx, []string{late.Key})
+	require.NoError(t, err)
+	assert.False(t, used[late.Key])
 }
 
 // testUploadedBytes: UploadedBytes sums the sizes of one uploader's

@@ -112,6 +112,28 @@ CREATE TABLE IF NOT EXISTS pending_deletions (
 
 --bun:split
 
+-- upload_reservations: direct uploads reserved and not yet completed or
+-- swept (attachments.Service.Reserve); blob_key counts as in use.
+CREATE TABLE IF NOT EXISTS upload_reservations (
+	id VARCHAR(64) NOT NULL PRIMARY KEY,
+	attachment_id VARCHAR(64) NOT NULL,
+	uploader_id VARCHAR(64) NOT NULL,
+	conversation_id VARCHAR(128) NOT NULL,
+	message_id VARCHAR(64) NOT NULL,
+	filename VARCHAR(255) NOT NULL,
+	file_type VARCHAR(255) NOT NULL,
+	file_size BIGINT NOT NULL,
+	sha256 VARCHAR(64) NOT NULL,
+	blob_key VARCHAR(255) NOT NULL,
+	checked BOOLEAN NOT NULL,
+	created_at DATETIME(6) NOT NULL,
+	expires_at DATETIME(6) NOT NULL,
+	UNIQUE KEY upload_reservations_blob_key (blob_key),
+	KEY upload_reservations_expires (expires_at, id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
+
+--bun:split
+
 -- One row per conversation with its counters and last message.
 CREATE TABLE IF NOT EXISTS conversations (
 	id VARCHAR(200) NOT NULL PRIMARY KEY,

@@ -130,6 +130,29 @@ CREATE TABLE pending_deletions (
 
 --bun:split
 
+-- upload_reservations: direct uploads reserved and not yet completed or
+-- swept (attachments.Service.Reserve); blob_key counts as in use.
+CREATE TABLE upload_reservations (
+	id text COLLATE "C" PRIMARY KEY,
+	attachment_id text COLLATE "C" NOT NULL,
+	uploader_id text COLLATE "C" NOT NULL,
+	conversation_id text COLLATE "C" NOT NULL,
+	message_id text COLLATE "C" NOT NULL,
+	filename text NOT NULL,
+	file_type text NOT NULL,
+	file_size bigint NOT NULL,
+	sha256 text NOT NULL,
+	blob_key text COLLATE "C" NOT NULL UNIQUE,
+	checked boolean NOT NULL,
+	created_at timestamptz NOT NULL,
+	expires_at timestamptz NOT NULL)
+
+--bun:split
+
+CREATE INDEX upload_reservations_expires ON upload_reservations (expires_at, id)
+
+--bun:split
+
 CREATE INDEX pending_deletions_created ON pending_deletions (created_at, blob_key)
 
 --bun:split

@@ -159,6 +159,29 @@ CREATE TABLE pending_deletions (
 
 --bun:split
 
+-- upload_reservations: direct uploads reserved and not yet completed or
+-- swept (attachments.Service.Reserve); blob_key counts as in use.
+CREATE TABLE upload_reservations (
+	id TEXT PRIMARY KEY NOT NULL,
+	attachment_id TEXT NOT NULL,
+	uploader_id TEXT NOT NULL,
+	conversation_id TEXT NOT NULL,
+	message_id TEXT NOT NULL,
+	filename TEXT NOT NULL,
+	file_type TEXT NOT NULL,
+	file_size INTEGER NOT NULL,
+	sha256 TEXT NOT NULL,
+	blob_key TEXT NOT NULL UNIQUE,
+	checked INTEGER NOT NULL,
+	created_at TIMESTAMP NOT NULL,
+	expires_at TIMESTAMP NOT NULL)
+
+--bun:split
+
+CREATE INDEX upload_reservations_expires ON upload_reservations (expires_at, id)
+
+--bun:split
+
 CREATE INDEX pending_deletions_created ON pending_deletions (created_at, blob_key)
 
 --bun:split

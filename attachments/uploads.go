@@ -1,0 +1,492 @@
+package attachments
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+
+	"github.com/parleychat/parley/internal/check"
+	"github.com/parleychat/parley/internal/domain"
+	"github.com/parleychat/parley/internal/ids"
+	"github.com/parleychat/parley/internal/preview"
+	"github.com/parleychat/parley/messaging/driver"
+)
+
+// Direct uploads: a client reserves an upload (Reserve), sends the bytes
+// to the blob store itself where the store can sign a URL
+// (driver.UploadSigner: S3, GCS, Azure through storage/blobstore), else to
+// the host's own route, which calls PutContent, then completes it
+// (Complete), which checks what was stored and makes the attachment.
+
+// NewUpload describes an upload to reserve.
+type NewUpload struct {
+	// Filename is cleaned as an upload's.
+	Filename string
+	// ContentType is the declared type; empty or application/octet-stream
+	// for one sniffed from the stored bytes at Complete.
+	ContentType string
+	// FileSize is the number of bytes the client will send.
+	FileSize int64
+	// SHA256 is their hex SHA-256.
+	SHA256 string
+	// ConversationID and MessageID are as for Upload.
+	ConversationID, MessageID string
+	// Idempotency makes the call safe to retry: a retry with the same key
+	// and fields returns the first call's reservation.
+	Idempotency driver.Idempotency
+}
+
+// Reservation is a reserved upload and where its bytes go.
+type Reservation struct {
+	driver.Reservation
+	// URL is a signed URL of the blob store to send the bytes to, with
+	// Method and Headers; "" when the store cannot sign, and the bytes go
+	// through the host (PutContent).
+	URL     string
+	Method  string
+	Headers map[string]string
+}
+
+// Reserve reserves an upload of u's file for caller, valid for
+// Options.UploadExpiry, and returns where to send its bytes. The checks are
+// an upload's, made before any byte is sent: ErrInvalid for a bad name,
+// size, SHA-256 or conversation, ErrNotFound or ErrPermission for a
+// message, ErrTooLarge beyond MaxUploadBytes (param file_size) or the
+// caller's quota (Code CodeQuotaExceeded); ErrUnimplemented when the
+// storage keeps no reservations (driver.ReservationStore).
+//
+// The quota counts the file's size against the caller's stored files at
+// reservation; reservations under way do not count for one another.
+func (s *Service) Reserve(ctx context.Context, caller driver.Contact, u NewUpload) (Reservation, error) {
+	r, err := s.reserve(ctx, caller, u)
+	return r, domain.Wrap("attachments.Reserve", err)
+}
+
+func (s *Service) reservations() (driver.ReservationStore, error) {
+	rs, ok := s.repo.(driver.ReservationStore)
+	if !ok {
+		return nil, &driver.Error{Kind: driver.ErrUnimplemented, Message: "this storage keeps no upload reservations"}
+	}
+	return rs, nil
+}
+
+func (s *Service) reserve(ctx context.Context, caller driver.Contact, u NewUpload) (Reservation, error) {
+	rs, err := s.reservations()
+	if err != nil {
+		return Reservation{}, err
+	}
+	name, err := check.Filename("filename", u.Filename)
+	if err != nil {
+		return Reservation{}, err
+	}
+	if u.FileSize < 0 {
+		return Reservation{}, check.BadParam("file_size", "file_size must be a number of bytes")
+	}
+	if u.FileSize > s.opts.MaxUploadBytes {
+		e := s.tooLarge().(*driver.Error)
+		e.Param = "file_size"
+		return Reservation{}, e
+	}
+	sum, err := hex.DecodeString(u.SHA256)
+	if err != nil || len(sum) != sha256.Size || hex.EncodeToString(sum) != u.SHA256 {
+		return Reservation{}, check.BadParam("sha256", "sha256 must be 64 lowercase hex digits")
+	}
+	if u.ConversationID, err = s.uploadTarget(ctx, caller, u.ConversationID, u.MessageID); err != nil {
+		return Reservation{}, err
+	}
+	if s.opts.UploadQuota > 0 {
+		used, err := s.repo.UploadedBytes(ctx, caller.ID)
+		if err != nil {
+			return Reservation{}, err
+		}
+		if used+u.FileSize > s.opts.UploadQuota {
+			return Reservation{}, s.quotaExceeded(used)
+		}
+	}
+	prefix, err := s.keyPrefix(ctx)
+	if err != nil {
+		return Reservation{}, err
+	}
+	now := s.now()
+	attID := ids.NewAt(ids.Attachment, now)
+	r := Reservation{Reservation: driver.Reservation{
+		ID: ids.NewAt(ids.Upload, now), AttachmentID: attID, UploaderID: caller.ID,
+		ConversationID: u.ConversationID, MessageID: u.MessageID, Filename: name,
+		FileType: declaredType(u.ContentType), FileSize: u.FileSize, SHA256: u.SHA256,
+		Key: prefix + attID, CreatedAt: now, ExpiresAt: now.Add(s.opts.UploadExpiry),
+	}}
+	if err := s.sign(ctx, &r); err != nil {
+		return Reservation{}, err
+	}
+	if u.Idempotency.Key == "" {
+		return r, rs.CreateReservation(ctx, r.Reservation)
+	}
+	if err := check.IdempotencyKey("idempotency_key", u.Idempotency.Key); err != nil {
+		return Reservation{}, err
+	}
+	fp := s.msgsAPI.Fingerprint("attachments.reserve", u.Filename, u.ContentType, strconv.FormatInt(u.FileSize, 10), u.SHA256, u.ConversationID, u.MessageID)
+	reread := func(id string) error {
+		// A replay: the reservation as it is now, signed again.
+		_, got, err := s.reservation(ctx, caller, id)
+		if err != nil {
+			return err
+		}
+		r = Reservation{Reservation: got}
+		return s.sign(ctx, &r)
+	}
+	_, err = s.msgsAPI.Once(ctx, caller.ID, u.Idempotency, fp, reread, func(done driver.IdempotencyRecord) error {
+		done.Result = []byte(r.ID)
+		return rs.CreateReservationKeyed(ctx, r.Reservation, done)
+	})
+	if err != nil {
+		return Reservation{}, err
+	}
+	return r, nil
+}
+
+// sign sets where the bytes of r go: a signed URL of the blob store, valid
+// until r expires, where it can sign (r.Checked when the store checks the
+// SHA-256 itself); else no URL (PutContent).
+func (s *Service) sign(ctx context.Context, r *Reservation) error {
+	r.Method = http.MethodPut
+	signer, ok := s.blobs.(driver.UploadSigner)
+	if !ok {
+		return nil
+	}
+	storedType := r.FileType
+	if storedType == "" {
+		storedType = "application/octet-stream"
+	}
+	sum, err := hex.DecodeString(r.SHA256)
+	if err != nil {
+		return err
+	}
+	su, err := signer.SignUpload(ctx, r.Key, driver.UploadRequest{ContentType: storedType, SHA256: sum, Expiry: r.ExpiresAt.Sub(s.now())})
+	switch {
+	case err == nil:
+		r.URL, r.Method, r.Headers, r.Checked = su.URL, su.Method, su.Headers, su.ChecksumChecked
+	case driver.KindOf(err) != driver.ErrUnimplemented:
+		return err
+	}
+	return nil
+}
+
+// uploadTarget checks the conversation and message an upload names, and
+// returns its conversation (the message's when a message is named).
+func (s *Service) uploadTarget(ctx context.Context, caller driver.Contact, conv, msg string) (string, error) {
+	if msg != "" {
+		m, err := s.msgsAPI.Get(ctx, caller, msg)
+		if driver.KindOf(err) == driver.ErrNotFound {
+			return "", noMessage(msg)
+		}
+		if err != nil {
+			return "", err
+		}
+		if m.Contact.ID != caller.ID {
+			return "", &driver.Error{Kind: driver.ErrPermission, Param: "message_id", Message: "only the sender may add attachments to a message"}
+		}
+		if conv != "" && conv != m.ConversationID {
+			return "", check.BadParam("conversation_id", "conversation_id differs from the message's conversation")
+		}
+		if len(m.Attachments) >= s.msgsAPI.MaxAttachments() {
+			return "", s.messageFull()
+		}
+		conv = m.ConversationID
+	}
+	if conv != "" {
+		if err := check.ConversationID("conversation_id", conv); err != nil {
+			return "", err
+		}
+		if err := s.mustView(ctx, caller, conv); err != nil {
+			return "", err
+		}
+	}
+	return conv, nil
+}
+
+// reservation returns the caller's reservation id while it is in force:
+// ErrNotFound for another's, an expired one and an unknown id.
+func (s *Service) reservation(ctx context.Context, caller driver.Contact, id string) (driver.ReservationStore, driver.Reservation, error) {
+	rs, err := s.reservations()
+	if err != nil {
+		return nil, driver.Reservation{}, err
+	}
+	gone := &driver.Error{Kind: driver.ErrNotFound, Message: "no such upload: " + id}
+	if !ids.Valid(ids.Upload, id) {
+		return nil, driver.Reservation{}, gone
+	}
+	r, err := rs.GetReservation(ctx, id)
+	if errors.Is(err, driver.ErrNotFound) || err == nil && (r.UploaderID != caller.ID || !r.ExpiresAt.After(s.now())) {
+		return nil, driver.Reservation{}, gone
+	}
+	return rs, r, err
+}
+
+// PutContent stores body as the bytes of the caller's reservation id: the
+// route of a blob store that cannot sign URLs, through the host. The bytes
+// stream to the store, at most the reserved size; bytes of another size or
+// SHA-256 are deleted and refused (ErrTooLarge beyond the size, param
+// file_size; ErrInvalid otherwise, param file_size or sha256); the
+// reservation stays for another try. ErrNotFound for an unknown, expired
+// or completed reservation, or one of another caller.
+func (s *Service) PutContent(ctx context.Context, caller driver.Contact, id string, body io.Reader) error {
+	return domain.Wrap("attachments.PutContent "+strconv.Quote(id), s.putContent(ctx, caller, id, body))
+}
+
+func (s *Service) putContent(ctx context.Context, caller driver.Contact, id string, body io.Reader) error {
+	_, r, err := s.reservation(ctx, caller, id)
+	if err != nil {
+		return err
+	}
+	ctype := r.FileType
+	if ctype == "" {
+		ctype = "application/octet-stream"
+	}
+	cr := newCountingReader(body, r.FileSize)
+	defer cr.Close()
+	if err := s.blobs.Put(ctx, r.Key, ctype, cr); err != nil {
+		s.removeBlob(ctx, r.Key)
+		if cr.tooLarge {
+			return &driver.Error{Kind: driver.ErrTooLarge, Param: "file_size", Message: "more bytes were sent than file_size says"}
+		}
+		return err
+	}
+	if cr.n != r.FileSize || cr.Sum() != r.SHA256 {
+		s.removeBlob(ctx, r.Key)
+		if cr.n != r.FileSize {
+			return check.BadParam("file_size", "the bytes sent are fewer than file_size says")
+		}
+		return check.BadParam("sha256", "the SHA-256 of the bytes sent is not the one reserved")
+	}
+	return nil
+}
+
+// Complete checks the object the caller sent for its reservation id and
+// makes it the attachment, which it returns: its size must be the reserved
+// file_size, its SHA-256 the reserved one (checked by the blob store itself
+// where the signed URL carried it, as on S3; otherwise Complete reads the
+// object once from the store), and its type, sniffed from its first bytes,
+// must agree with a declared type (an image with an image's, see
+// typeAgrees). A check that fails deletes the object and answers
+// ErrInvalid (param file_size, sha256 or file_type; ErrInvalid param file
+// when no object was sent, which deletes nothing); the reservation stays
+// until it expires. ErrNotFound for an unknown, expired or completed
+// reservation, or one of another caller; then the errors of Upload's
+// linking.
+func (s *Service) Complete(ctx context.Context, caller driver.Contact, id string, idem driver.Idempotency) (driver.Attachment, error) {
+	a, err := s.complete(ctx, caller, id, idem)
+	return a, domain.Wrap("attachments.Complete "+strconv.Quote(id), err)
+}
+
+func (s *Service) complete(ctx context.Context, caller driver.Contact, id string, idem driver.Idempotency) (driver.Attachment, error) {
+	if idem.Key == "" {
+		return s.completeOnce(ctx, caller, id, nil)
+	}
+	if err := check.IdempotencyKey("idempotency_key", idem.Key); err != nil {
+		return driver.Attachment{}, err
+	}
+	var a driver.Attachment
+	reread := func(id string) (err error) {
+		a, err = s.get(ctx, caller, id)
+		return err
+	}
+	_, err := s.msgsAPI.Once(ctx, caller.ID, idem, s.msgsAPI.Fingerprint("attachments.complete", id), reread, func(done driver.IdempotencyRecord) error {
+		var err error
+		a, err = s.completeOnce(ctx, caller, id, &done)
+		return err
+	})
+	return a, err
+}
+
+func (s *Service) completeOnce(ctx context.Context, caller driver.Contact, id string, done *driver.IdempotencyRecord) (driver.Attachment, error) {
+	rs, r, err := s.reservation(ctx, caller, id)
+	if err != nil {
+		return driver.Attachment{}, err
+	}
+	size, head, sum, err := s.inspectObject(ctx, r)
+	if errors.Is(err, driver.ErrNotFound) {
+		return driver.Attachment{}, check.BadParam("file", "no bytes were sent for this upload")
+	}
+	if err != nil {
+		return driver.Attachment{}, err
+	}
+	var bad error
+	sniffed := http.DetectContentType(head)
+	switch {
+	case size != r.FileSize:
+		bad = check.BadParam("file_size", "the object stored has "+strconv.FormatInt(size, 10)+" bytes, not file_size")
+	case sum != r.SHA256:
+		bad = check.BadParam("sha256", "the SHA-256 of the object stored is not the one reserved")
+	case !typeAgrees(r.FileType, sniffed):
+		bad = check.BadParam("file_type", "the object stored is "+sniffed+", not "+r.FileType)
+	}
+	if bad != nil {
+		s.removeBlob(ctx, r.Key)
+		return driver.Attachment{}, bad
+	}
+	a := driver.Attachment{
+		ID: r.AttachmentID, ConversationID: r.ConversationID, UploaderID: caller.ID, Filename: r.Filename,
+		FileType: r.FileType, FileSize: size, SHA256: sum, Key: r.Key, CreatedAt: s.now(),
+	}
+	if a.FileType == "" {
+		a.FileType = sniffed
+	}
+	if preview.Sniff(head) != "" {
+		if info, err := s.previewer.Inspect(bytes.NewReader(head)); err == nil || errors.Is(err, preview.ErrTooLarge) {
+			a.ImageWidth, a.ImageHeight = info.Width, info.Height
+		}
+	}
+	out := a
+	out.MessageID = r.MessageID
+	if done != nil {
+		done.Result = []byte(a.ID)
+	}
+	fctx, cancel := s.finishing(ctx)
+	defer cancel()
+	if r.MessageID == "" {
+		rec := s.recorder(func(c driver.Change) []driver.Event {
+			return attachmentEvents(driver.EventAttachmentCreated, c.Attachments, a.CreatedAt)
+		})
+		if done != nil {
+			err = s.repo.CreateAttachmentKeyed(fctx, a, rec, *done)
+		} else {
+			err = s.repo.CreateAttachment(fctx, a, rec)
+		}
+	} else {
+		var m driver.Message
+		m, err = s.msgsAPI.Attach(fctx, caller, r.MessageID, a, done)
+		for _, got := range m.Attachments {
+			if got.ID == a.ID {
+				out = got
+			}
+		}
+	}
+	if err != nil {
+		// The object stays while the reservation does: a retry may
+		// complete it, and the sweep removes it after expiry.
+		if driver.KindOf(err) == driver.ErrNotFound && r.MessageID != "" {
+			return driver.Attachment{}, noMessage(r.MessageID)
+		}
+		return driver.Attachment{}, err
+	}
+	s.notify()
+	if err := rs.DeleteReservation(fctx, r.ID); err != nil {
+		s.opts.Logger.WarnContext(fctx, "attachments: cannot remove a completed reservation; the sweep will", "upload", r.ID, "err", err)
+	}
+	return out, nil
+}
+
+// headBytes is how much of a completed upload is read for its type and
+// an image's header.
+const headBytes = 256 << 10
+
+// inspectObject returns the size, the first bytes and the SHA-256 of the
+// object of r: by a HEAD and a range read where the store checked the
+// SHA-256 itself (r.Checked), else by reading it once.
+func (s *Service) inspectObject(ctx context.Context, r driver.Reservation) (int64, []byte, string, error) {
+	if signer, ok := s.blobs.(driver.UploadSigner); ok && r.Checked {
+		size, err := signer.ObjectSize(ctx, r.Key)
+		if err != nil {
+			return 0, nil, "", err
+		}
+		head, err := signer.ReadHead(ctx, r.Key, headBytes)
+		return size, head, r.SHA256, err
+	}
+	obj, err := s.blobs.Open(ctx, r.Key)
+	if err != nil {
+		return 0, nil, "", err
+	}
+	defer obj.Close()
+	h := sha256.New()
+	var head bytes.Buffer
+	n, err := io.Copy(io.MultiWriter(h, &limitedBuffer{&head, headBytes}), obj)
+	if err != nil {
+		return 0, nil, "", err
+	}
+	return n, head.Bytes(), hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// limitedBuffer keeps the first n bytes written to it.
+type limitedBuffer struct {
+	b *bytes.Buffer
+	n int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := l.n - l.b.Len(); room > 0 {
+		l.b.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+// typeAgrees reports whether the type sniffed from a file's first bytes
+// agrees with its declared type: where either is an image type, they must
+// be the same type (a file declared an image must be that image, and an
+// image must not pass as another type); any other declared type is taken
+// as it is, since a sniff tells few types apart (text/plain,
+// application/octet-stream).
+func typeAgrees(declared, sniffed string) bool {
+	if declared == "" {
+		return true
+	}
+	d, _, err1 := mime.ParseMediaType(declared)
+	sn, _, err2 := mime.ParseMediaType(sniffed)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	if isImage(d) || isImage(sn) {
+		return d == sn
+	}
+	return true
+}
+
+func isImage(t string) bool { return len(t) > 6 && t[:6] == "image/" }
+
+// sweepReservations removes the reservations expired more than
+// FinishTimeout ago (a Complete begun before the expiry has that long to
+// write its row) and their objects, unless an attachment was made of them.
+func (s *Service) sweepReservations(ctx context.Context, rep *ReconcileReport) error {
+	rs, ok := s.repo.(driver.ReservationStore)
+	if !ok {
+		return nil
+	}
+	r, err := s.rights(ctx, true)
+	if err != nil {
+		return err
+	}
+	for {
+		expired, err := rs.ExpiredReservations(ctx, s.now().Add(-s.opts.FinishTimeout), 100)
+		if err != nil {
+			return err
+		}
+		progress := false
+		for _, res := range expired {
+			_, err := s.repo.GetAttachment(ctx, res.AttachmentID)
+			switch {
+			case err == nil: // completed; only the reservation is left
+			case !errors.Is(err, driver.ErrNotFound):
+				return err
+			case !s.mayDelete(ctx, r, res.Key):
+			default:
+				if err := s.deleteObject(ctx, res.Key); err != nil {
+					rep.Failed++
+					continue
+				}
+			}
+			if err := rs.DeleteReservation(ctx, res.ID); err != nil {
+				return err
+			}
+			rep.Expired++
+			progress = true
+		}
+		if len(expired) < 100 || !progress {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,217 @@
+package attachments_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"image/color"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
+)
+
+func hexSum(data string) string {
+	s := sha256.Sum256([]byte(data))
+	return hex.EncodeToString(s[:])
+}
+
+// send sends data for the reservation r as a client does: to the signed
+// URL of the bucket when there is one (returning its status), else
+// through PutContent (200, or the error).
+func send(t *testing.T, h *harness, r attachments.Reservation, data string) (int, error) {
+	t.Helper()
+	if r.URL == "" {
+		return 200, h.svc.PutContent(context.Background(), h.alice, r.ID, strings.NewReader(data))
+	}
+	req, err := http.NewRequest(r.Method, r.URL, strings.NewReader(data))
+	require.NoError(t, err)
+	for k, v := range r.Headers {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, res.Body)
+	_ = res.Body.Close()
+	return res.StatusCode, nil
+}
+
+func reserve(t *testing.T, h *harness, name, ctype, data string) attachments.Reservation {
+	t.Helper()
+	r, err := h.svc.Reserve(context.Background(), h.alice, attachments.NewUpload{
+		Filename: name, ContentType: ctype, FileSize: int64(len(data)), SHA256: hexSum(data), ConversationID: conv})
+	require.NoError(t, err)
+	return r
+}
+
+// TestDirectUpload: reserve, send, complete, on every bucket: the bucket's
+// signed URL where it signs (S3: the bucket checks the SHA-256), the
+// host's route where it cannot.
+func TestDirectUpload(t *testing.T) {
+	eachBackend(t, nil, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		img := testPNG(120, 80, color.NRGBA{9, 9, 9, 255})
+		r := reserve(t, h, "pic.png", "", img)
+		assert.Equal(t, http.MethodPut, r.Method)
+		assert.True(t, strings.HasPrefix(r.ID, "upl_"))
+		assert.WithinDuration(t, h.clock.now().Add(time.Hour), r.ExpiresAt, time.Minute)
+		assert.Equal(t, r.URL != "", r.Checked, "a bucket that signs here checks the digest (S3)")
+
+		_, err := h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+		assert.ErrorIs(t, err, messaging.ErrInvalid, "nothing sent yet")
+
+		status, err := send(t, h, r, img)
+		require.NoError(t, err)
+		require.Equal(t, 200, status)
+		_, err = h.svc.Complete(ctx, messaging.Contact{ID: "ctc_other"}, r.ID, driver.Idempotency{})
+		assert.ErrorIs(t, err, messaging.ErrNotFound, "another caller's")
+		a, err := h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+		require.NoError(t, err)
+		assert.Equal(t, r.AttachmentID, a.ID)
+		assert.Equal(t, "image/png", a.FileType, "sniffed")
+		assert.Equal(t, int64(len(img)), a.FileSize)
+		assert.Equal(t, hexSum(img), a.SHA256)
+		assert.Equal(t, [2]int{120, 80}, [2]int{a.ImageWidth, a.ImageHeight})
+		assert.Equal(t, conv, a.ConversationID)
+		got, err := h.svc.Get(ctx, h.alice, a.ID)
+		require.NoError(t, err)
+		assert.Equal(t, a.Key, got.Key)
+		_, err = h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+		assert.ErrorIs(t, err, messaging.ErrNotFound, "completed: the reservation is gone")
+		h.assertClean(t)
+
+		// With keys: a retried reserve and complete answer as the first.
+		up := attachments.NewUpload{Filename: "n.txt", FileSize: 5, SHA256: hexSum("hello"), ConversationID: conv,
+			Idempotency: driver.Idempotency{Key: "res-1"}}
+		r1, err := h.svc.Reserve(ctx, h.alice, up)
+		require.NoError(t, err)
+		r2, err := h.svc.Reserve(ctx, h.alice, up)
+		require.NoError(t, err)
+		assert.Equal(t, r1.ID, r2.ID)
+		_, err = send(t, h, r1, "hello")
+		require.NoError(t, err)
+		a1, err := h.svc.Complete(ctx, h.alice, r1.ID, driver.Idempotency{Key: "done-1"})
+		require.NoError(t, err)
+		a2, err := h.svc.Complete(ctx, h.alice, r1.ID, driver.Idempotency{Key: "done-1"})
+		require.NoError(t, err)
+		assert.Equal(t, a1.ID, a2.ID)
+		assert.Equal(t, "text/plain; charset=utf-8", a1.FileType)
+		h.assertClean(t)
+	})
+}
+
+// TestDirectUploadChecks: bytes that are not what was reserved are
+// refused and deleted, on every bucket.
+func TestDirectUploadChecks(t *testing.T) {
+	eachBackend(t, nil, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+
+		// Other bytes than the digest says: the bucket (S3) or the host's
+		// route refuses them, and nothing is kept.
+		r := reserve(t, h, "a.txt", "text/plain", "hello")
+		status, err := send(t, h, r, "HELLO")
+		if r.URL != "" {
+			assert.Equal(t, 400, status, "the bucket refuses another digest")
+		} else {
+			assert.ErrorIs(t, err, messaging.ErrInvalid)
+		}
+		assert.Empty(t, h.objects(t))
+		status, err = send(t, h, r, "hello, and more")
+		if r.URL == "" {
+			assert.ErrorIs(t, err, messaging.ErrTooLarge)
+		} else {
+			assert.NotEqual(t, 200, status)
+		}
+		assert.Empty(t, h.objects(t))
+
+		// A client that wrote other bytes under the key all the same (a
+		// bucket that checks nothing: GCS, Azure): Complete reads them,
+		// refuses, deletes. A size that differs is refused everywhere.
+		require.NoError(t, h.blobs.next.Put(ctx, r.Key, "text/plain", strings.NewReader("hellO")))
+		_, err = h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+		if !r.Checked {
+			assert.ErrorIs(t, err, messaging.ErrInvalid)
+			assert.Empty(t, h.objects(t), "refused bytes are deleted")
+		}
+		require.NoError(t, h.blobs.next.Put(ctx, r.Key, "text/plain", strings.NewReader("hello world")))
+		_, err = h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+		assert.ErrorIs(t, err, messaging.ErrInvalid)
+		assert.Empty(t, h.objects(t), "refused bytes are deleted")
+
+		// Declared an image, sent text.
+		r = reserve(t, h, "x.png", "image/png", "not a png at all")
+		_, err = send(t, h, r, "not a png at all")
+		require.NoError(t, err)
+		_, err = h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+		var e *messaging.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, "file_type", e.Param)
+		assert.Empty(t, h.objects(t))
+
+		// Limits, before any byte is sent.
+		_, err = h.svc.Reserve(ctx, h.alice, attachments.NewUpload{Filename: "big", FileSize: 26 << 20, SHA256: hexSum("")})
+		assert.ErrorIs(t, err, messaging.ErrTooLarge)
+		_, err = h.svc.Reserve(ctx, h.alice, attachments.NewUpload{Filename: "big", FileSize: 1, SHA256: "XYZ"})
+		assert.ErrorIs(t, err, messaging.ErrInvalid)
+		_, err = h.svc.Reserve(ctx, h.alice, attachments.NewUpload{Filename: "..", FileSize: 1, SHA256: hexSum("x")})
+		assert.ErrorIs(t, err, messaging.ErrInvalid)
+	})
+}
+
+// TestDirectUploadQuota: a reservation counts against the quota.
+func TestDirectUploadQuota(t *testing.T) {
+	eachBackend(t, &attachments.Options{UploadQuota: 10}, func(t *testing.T, h *harness) {
+		h.upload(t, "a.txt", "12345678")
+		_, err := h.svc.Reserve(context.Background(), h.alice, attachments.NewUpload{Filename: "b", FileSize: 3, SHA256: hexSum("abc")})
+		assert.ErrorIs(t, err, messaging.ErrTooLarge)
+		var e *messaging.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, attachments.CodeQuotaExceeded, e.Code)
+	})
+}
+
+// TestDirectUploadExpires: an upload never completed leaves no object and
+// no reservation after its expiry (and its object is no orphan before),
+// also when the sweep's delete fails at first.
+func TestDirectUploadExpires(t *testing.T) {
+	eachBackend(t, &attachments.Options{UploadExpiry: 3 * grace}, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		kept := h.upload(t, "kept.txt", "kept")
+		r := reserve(t, h, "a.txt", "", "abandoned")
+		_, err := send(t, h, r, "abandoned")
+		require.NoError(t, err)
+		r2 := reserve(t, h, "b.txt", "", "never sent")
+
+		h.clock.advance(2 * grace) // past the orphan grace, not the expiry
+		rep, err := h.svc.Reconcile(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, attachments.ReconcileReport{}, rep, "a reservation's object is no orphan")
+		assert.ElementsMatch(t, []string{kept.Key, r.Key}, h.objects(t))
+
+		h.clock.advance(2 * grace)
+		_, err = h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+		assert.ErrorIs(t, err, messaging.ErrNotFound, "expired")
+		h.blobs.setDelete(func(context.Context, string) error { return errInjected })
+		rep, err = h.svc.Reconcile(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, attachments.ReconcileReport{Failed: 2}, rep, "both stay until their objects are surely gone")
+		assert.ElementsMatch(t, []string{kept.Key, r.Key}, h.objects(t))
+		h.blobs.setDelete(nil)
+		rep, err = h.svc.Reconcile(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, attachments.ReconcileReport{Expired: 2}, rep)
+		h.assertClean(t)
+		for _, id := range []string{r.ID, r2.ID} {
+			_, err = h.repo.GetReservation(ctx, id)
+			assert.ErrorIs(t, err, messaging.ErrNotFound)
+		}
+	})
+}
