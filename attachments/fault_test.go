@@ -190,10 +190,19 @@ func blobBackends() map[string]func(tb testing.TB) listingBlobs {
 	if u := os.Getenv("PARLEY_TEST_S3"); u != "" {
 		backends["blobstore_s3"] = func(tb testing.TB) listingBlobs { return openS3(tb, u) }
 	}
+	for name, env := range cloudBackends {
+		if u := os.Getenv(env); u != "" {
+			backends[name] = func(tb testing.TB) listingBlobs { return openS3(tb, u) }
+		}
+	}
 	return backends
 }
 
-// openS3 opens the S3 bucket at u under a key prefix of its own, so that
+// cloudBackends are the other buckets the tests run over, by name, with
+// the variable of their URL (clouds_test.go, build tag cloud, adds them).
+var cloudBackends = map[string]string{}
+
+// openS3 opens the S3 bucket (or any other bucket) at u under a key prefix of its own, so that
 // the test sees an empty bucket, and empties that prefix at the end.
 func openS3(tb testing.TB, u string) listingBlobs {
 	tb.Helper()

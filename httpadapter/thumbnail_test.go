@@ -221,3 +221,25 @@ func TestThumbnails(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkThumbnail: a request for a preview once it is made (a "later"
+// request of issue 33: the stored preview read from the bucket and
+// served), over HTTP on loopback, per backend.
+//
+//	go test -run '^$' -bench Thumbnail -benchtime 2000x -count 5 ./httpadapter
+func BenchmarkThumbnail(b *testing.B) {
+	for _, be := range backendtest.All(b) {
+		b.Run(be.Name, func(b *testing.B) {
+			e := newEnv(b, be.New(b), envConfig{})
+			id := e.upload(b, "alice", "bench", "red.png", "", pngOf(b, 600, 400, color.NRGBA{200, 30, 30, 255}))
+			path := "/v1/attachments/" + id + "/thumbnail?size=large"
+			require.Equal(b, 200, e.as(b, "alice", "GET", path, nil).StatusCode) // made here
+			b.ResetTimer()
+			for b.Loop() {
+				if res := e.as(b, "alice", "GET", path, nil); res.StatusCode != 200 {
+					b.Fatal(res.StatusCode)
+				}
+			}
+		})
+	}
+}
