@@ -192,7 +192,7 @@ func blobBackends() map[string]func(tb testing.TB) listingBlobs {
 	}
 	for name, env := range cloudBackends {
 		if u := os.Getenv(env); u != "" {
-			backends[name] = func(tb testing.TB) listingBlobs { return openS3(tb, u) }
+			backends[name] = func(tb testing.TB) listingBlobs { ensureBucket(tb, u); return openS3(tb, u) }
 		}
 	}
 	return backends
@@ -201,6 +201,10 @@ func blobBackends() map[string]func(tb testing.TB) listingBlobs {
 // cloudBackends are the other buckets the tests run over, by name, with
 // the variable of their URL (clouds_test.go, build tag cloud, adds them).
 var cloudBackends = map[string]string{}
+
+// ensureBucket creates the bucket of a cloud backend's URL on its emulator
+// (clouds_test.go).
+var ensureBucket = func(testing.TB, string) {}
 
 // openS3 opens the S3 bucket (or any other bucket) at u under a key prefix of its own, so that
 // the test sees an empty bucket, and empties that prefix at the end.
