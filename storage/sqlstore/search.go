@@ -112,6 +112,11 @@ func (s *store) searchMessages(ctx context.Context, q driver.SearchQuery) ([]mes
 		// keys (threads.go).
 		b.where, b.args = "("+b.where+" OR "+threadsOf("m.conversation_id", len(convs))+")", append(b.args, threadPatterns(convs)...)
 	}
+	if member != "" {
+		// A member of many conversations: the replies of those are under
+		// their threads' keys, whose conversation is before the slash.
+		b.where, b.args = "("+b.where+" OR "+s.memberOf(s.threadConversation("m.conversation_id"))+")", append(b.args, member)
+	}
 	match, args := s.searchMatch(q)
 	if b.where != "" {
 		match = b.where + " AND " + match

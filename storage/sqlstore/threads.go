@@ -58,6 +58,18 @@ func threadsOf(col string, n int) string {
 	return strings.Join(parts, " OR ")
 }
 
+// threadConversation returns the SQL of the conversation of the thread
+// key in col ("<conversation>/<root>"): what comes before the slash.
+func (s *store) threadConversation(col string) string {
+	switch s.flavor {
+	case flavorPostgres:
+		return "split_part(" + col + ", '/', 1)"
+	case flavorMySQL:
+		return "SUBSTRING_INDEX(" + col + ", '/', 1)"
+	}
+	return "substr(" + col + ", 1, instr(" + col + ", '/') - 1)"
+}
+
 // threadPatterns returns the LIKE patterns of the keys of the threads of
 // convs ("_" escaped: no conversation id holds "!", "%" or "/").
 func threadPatterns(convs []string) []any {

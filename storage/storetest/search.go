@@ -44,6 +44,20 @@ func testSearchReplies(t *testing.T, h *harness) {
 	require.NoError(t, err)
 	require.Equal(t, []string{reply.ID, root.ID}, messageIDs(got))
 	assert.Equal(t, root.ID, got[0].ParentID, "a reply carries its parent")
+
+	// A member finds the replies of its conversations, whether it is in
+	// few (a store may list them) or in many (a store may probe each
+	// row's membership); a stranger finds none.
+	bob, carol := h.contact("bob"), h.contact("carol")
+	require.NoError(t, h.s.AddMember(h.ctx, "c", bob.ID, at(3)))
+	require.NoError(t, h.s.AddMember(h.ctx, "c", carol.ID, at(3)))
+	for i := range 40 {
+		require.NoError(t, h.s.AddMember(h.ctx, "many-"+itoa(i), carol.ID, at(3)))
+	}
+	for _, who := range []messaging.Contact{bob, carol} {
+		assert.Equal(t, []string{reply.ID, root.ID}, h.searchIDs("harbour", driver.Scope{MemberID: who.ID}), "a member: %s", who.Username)
+	}
+	assert.Empty(t, h.searchIDs("harbour", driver.Scope{MemberID: h.contact("dave").ID}), "a stranger")
 	_, err = h.s.DeleteMessage(h.ctx, root.ID, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{reply.ID}, h.searchIDs("harbour", all), "a tombstone is not found")
