@@ -753,19 +753,26 @@ func (s *Service) messages(ctx context.Context, caller Contact, conversationID s
 		}
 	}
 	items, more, err := s.repo.ListMessages(ctx, q)
-	if errors.Is(err, ErrNotFound) && conversationID != "" && (q.After != nil || q.Before != nil) {
-		if q.After != nil {
-			return Page[Message]{}, check.UnknownCursor("starting_after", q.After.ID)
-		}
-		return Page[Message]{}, check.UnknownCursor("ending_before", q.Before.ID)
+	if conversationID == "" {
+		return listPage(items, more, err, nil, nil)
 	}
-	if err != nil {
-		return Page[Message]{}, err
+	return listPage(items, more, err, q.After, q.Before)
+}
+
+// listPage makes a list's page of items, or, when the store holds no item
+// of a cursor it was given (ErrNotFound), the error naming that cursor.
+func listPage[T any](items []T, more bool, err error, after, before *driver.Cursor) (Page[T], error) {
+	switch {
+	case errors.Is(err, ErrNotFound) && after != nil:
+		return Page[T]{}, check.UnknownCursor("starting_after", after.ID)
+	case errors.Is(err, ErrNotFound) && before != nil:
+		return Page[T]{}, check.UnknownCursor("ending_before", before.ID)
+	case err != nil:
+		return Page[T]{}, err
+	case items == nil:
+		items = []T{}
 	}
-	if items == nil {
-		items = []Message{}
-	}
-	return Page[Message]{Data: items, HasMore: more}, nil
+	return Page[T]{Data: items, HasMore: more}, nil
 }
 
 // AllMessages returns an iterator over the messages of the conversation,

@@ -109,19 +109,7 @@ func (s *Service) replies(ctx context.Context, caller Contact, rootID string, o 
 		return Page[Message]{}, err
 	}
 	items, more, err := ts.ListReplies(ctx, q)
-	if errors.Is(err, ErrNotFound) && (q.After != nil || q.Before != nil) {
-		if q.After != nil {
-			return Page[Message]{}, check.UnknownCursor("starting_after", q.After.ID)
-		}
-		return Page[Message]{}, check.UnknownCursor("ending_before", q.Before.ID)
-	}
-	if err != nil {
-		return Page[Message]{}, err
-	}
-	if items == nil {
-		items = []Message{}
-	}
-	return Page[Message]{Data: items, HasMore: more}, nil
+	return listPage(items, more, err, q.After, q.Before)
 }
 
 // AllReplies returns an iterator over the replies of the root rootID,
@@ -182,19 +170,7 @@ func (s *Service) threadList(ctx context.Context, caller Contact, o ListOptions)
 		return Page[Thread]{Data: []Thread{}}, nil
 	}
 	items, more, err := ts.ListThreads(ctx, q)
-	if errors.Is(err, ErrNotFound) && (q.After != nil || q.Before != nil) {
-		if q.After != nil {
-			return Page[Thread]{}, check.UnknownCursor("starting_after", q.After.ID)
-		}
-		return Page[Thread]{}, check.UnknownCursor("ending_before", q.Before.ID)
-	}
-	if err != nil {
-		return Page[Thread]{}, err
-	}
-	if items == nil {
-		items = []Thread{}
-	}
-	return Page[Thread]{Data: items, HasMore: more}, nil
+	return listPage(items, more, err, q.After, q.Before)
 }
 
 // AllThreads returns an iterator over the threads the caller takes part
