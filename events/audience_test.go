@@ -92,7 +92,16 @@ func TestMembershipChangeTakesEffectAtOnce(t *testing.T) {
 			changed := func() {
 				require.Eventually(t, func() bool { return !events.Holds(b.feed, bob.ID, "team") }, 5*time.Second, time.Millisecond, "B forgets its answer")
 			}
-			require.True(t, events.Holds(b.feed, bob.ID, "team"))
+			// The setup's AddMember may reach B after m's wake-up and make
+			// it forget the answer m made it ask for; B asks again at the
+			// next event.
+			for i := 0; !events.Holds(b.feed, bob.ID, "team"); i++ {
+				require.Less(t, i, 10, "B holds no answer for bob")
+				m := a.send(a.alice, "team", "still a member")
+				for i, s := range []*events.Subscription{onA, onB, onANarrow} {
+					require.Equal(t, m.ID, next(t, s).Message.ID, "subscription %d", i)
+				}
+			}
 			require.NoError(t, a.msgs.RemoveMember(ctx, "team", a.bob.ID))
 			changed()
 			a.send(a.alice, "team", "after the removal")
@@ -100,7 +109,7 @@ func TestMembershipChangeTakesEffectAtOnce(t *testing.T) {
 				none(t, s, 300*time.Millisecond)
 			}
 
-			require.True(t, events.Holds(b.feed, bob.ID, "team"))
+			require.Eventually(t, func() bool { return events.Holds(b.feed, bob.ID, "team") }, 5*time.Second, time.Millisecond, "B asks again for the event after the removal")
 			require.NoError(t, a.msgs.AddMember(ctx, "team", a.bob.ID))
 			changed()
 			m = a.send(a.alice, "team", "a member again")
