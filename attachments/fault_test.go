@@ -104,9 +104,20 @@ type fullStore interface {
 type faultRepo struct {
 	fullStore
 
-	mu               sync.Mutex
-	createAttachment func(ctx context.Context, a messaging.Attachment) error
-	forgetDeletion   func(ctx context.Context, key string) error
+	mu                sync.Mutex
+	createAttachment  func(ctx context.Context, a messaging.Attachment) error
+	forgetDeletion    func(ctx context.Context, key string) error
+	createReservation func(ctx context.Context, r driver.Reservation) error
+}
+
+func (r *faultRepo) CreateReservation(ctx context.Context, res driver.Reservation) error {
+	r.mu.Lock()
+	fn := r.createReservation
+	r.mu.Unlock()
+	if fn != nil {
+		return fn(ctx, res)
+	}
+	return r.fullStore.CreateReservation(ctx, res)
 }
 
 func (r *faultRepo) CreateAttachment(ctx context.Context, a messaging.Attachment, rec driver.Recorder) error {

@@ -46,8 +46,8 @@ type Options struct {
 	FinishTimeout time.Duration
 	// UploadQuota, when > 0, is the most bytes the files a caller uploaded
 	// may hold at once (driver.AttachmentStore.UploadedBytes: the sizes of its
-	// attachments that exist, wherever they are linked; a deleted file
-	// frees its bytes). An upload that would pass it fails with
+	// attachments that exist, wherever they are linked, and of its upload
+	// reservations (Reserve); a deleted file frees its bytes). An upload that would pass it fails with
 	// ErrTooLarge, Code CodeQuotaExceeded, and stores nothing: at once,
 	// before its file is read, when the caller has no room left, else as
 	// soon as its bytes pass what is left. Concurrent uploads of a caller

@@ -61,8 +61,10 @@ type Reservation struct {
 // caller's quota (Code CodeQuotaExceeded); ErrUnimplemented when the
 // storage keeps no reservations (driver.ReservationStore).
 //
-// The quota counts the file's size against the caller's stored files at
-// reservation; reservations under way do not count for one another.
+// The quota counts the file's size from the reservation on, with the
+// caller's stored files and its other reservations (until complete turns
+// one into a file, or the sweep removes it after it expires), as
+// Options.UploadQuota says of uploads.
 func (s *Service) Reserve(ctx context.Context, caller driver.Contact, u NewUpload) (Reservation, error) {
 	r, err := s.reserve(ctx, caller, u)
 	return r, domain.Wrap("attachments.Reserve", err)
@@ -100,14 +102,22 @@ func (s *Service) reserve(ctx context.Context, caller driver.Contact, u NewUploa
 	if u.ConversationID, err = s.uploadTarget(ctx, caller, u.ConversationID, u.MessageID); err != nil {
 		return Reservation{}, err
 	}
-	if s.opts.UploadQuota > 0 {
-		used, err := s.repo.UploadedBytes(ctx, caller.ID)
-		if err != nil {
-			return Reservation{}, err
-		}
-		if used+u.FileSize > s.opts.UploadQuota {
+	tried := false // whether the reservation's row may have been written
+	quota, err := s.beginQuota(ctx, caller)
+	if err != nil {
+		return Reservation{}, err
+	}
+	if quota != nil {
+		// The reservation holds its bytes from now on: concurrent
+		// reservations and uploads of the caller here count them, and the
+		// store counts its row (UploadedBytes) until complete or the sweep
+		// removes it.
+		if !quota.add(u.FileSize) {
+			_, used := quota.full()
+			quota.end(false)
 			return Reservation{}, s.quotaExceeded(used)
 		}
+		defer func() { quota.end(tried) }()
 	}
 	prefix, err := s.keyPrefix(ctx)
 	if err != nil {
@@ -125,6 +135,7 @@ func (s *Service) reserve(ctx context.Context, caller driver.Contact, u NewUploa
 		return Reservation{}, err
 	}
 	if u.Idempotency.Key == "" {
+		tried = true
 		return r, rs.CreateReservation(ctx, r.Reservation)
 	}
 	if err := check.IdempotencyKey("idempotency_key", u.Idempotency.Key); err != nil {
@@ -141,6 +152,7 @@ func (s *Service) reserve(ctx context.Context, caller driver.Contact, u NewUploa
 		return s.sign(ctx, &r)
 	}
 	_, err = s.msgsAPI.Once(ctx, caller.ID, u.Idempotency, fp, reread, func(done driver.IdempotencyRecord) error {
+		tried = true
 		done.Result = []byte(r.ID)
 		return rs.CreateReservationKeyed(ctx, r.Reservation, done)
 	})

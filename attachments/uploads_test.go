@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -166,15 +167,70 @@ func TestDirectUploadChecks(t *testing.T) {
 	})
 }
 
-// TestDirectUploadQuota: a reservation counts against the quota.
+// TestDirectUploadQuota: a reservation counts against the quota with the
+// caller's files, from the reservation on: a second reservation that
+// would pass it with the first is refused, the completed file counts
+// once, and an expired one frees its bytes when the sweep removes it.
 func TestDirectUploadQuota(t *testing.T) {
-	eachBackend(t, &attachments.Options{UploadQuota: 10}, func(t *testing.T, h *harness) {
+	eachBackend(t, &attachments.Options{UploadQuota: 20, UploadExpiry: 3 * grace}, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		over := func(data string) {
+			t.Helper()
+			_, err := h.svc.Reserve(ctx, h.alice, attachments.NewUpload{Filename: "b", FileSize: int64(len(data)), SHA256: hexSum(data)})
+			assert.ErrorIs(t, err, messaging.ErrTooLarge)
+			var e *messaging.Error
+			require.ErrorAs(t, err, &e)
+			assert.Equal(t, attachments.CodeQuotaExceeded, e.Code)
+		}
 		h.upload(t, "a.txt", "12345678")
-		_, err := h.svc.Reserve(context.Background(), h.alice, attachments.NewUpload{Filename: "b", FileSize: 3, SHA256: hexSum("abc")})
-		assert.ErrorIs(t, err, messaging.ErrTooLarge)
-		var e *messaging.Error
-		require.ErrorAs(t, err, &e)
-		assert.Equal(t, attachments.CodeQuotaExceeded, e.Code)
+		over("1234567890abc") // 8 + 13 > 20
+		r := reserve(t, h, "r.txt", "", "123456789")
+		over("abcd") // 8 + 9 reserved + 4 > 20
+		_, err := send(t, h, r, "123456789")
+		require.NoError(t, err)
+		_, err = h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+		require.NoError(t, err)
+		reserve(t, h, "c.txt", "", "abc") // 8 + 9 + 3: the completed file counts once
+		over("x")
+
+		h.clock.advance(4 * grace) // "c.txt" expires
+		_, err = h.svc.Reconcile(ctx)
+		require.NoError(t, err)
+		reserve(t, h, "d.txt", "", "abc") // its bytes are free again
+	})
+}
+
+// TestDirectUploadQuotaConcurrent: concurrent reservations of a caller
+// count against one another: together they never pass the quota.
+func TestDirectUploadQuotaConcurrent(t *testing.T) {
+	const quota = 1000
+	eachBackend(t, &attachments.Options{UploadQuota: quota}, func(t *testing.T, h *harness) {
+		h.repo.createReservation = func(ctx context.Context, r driver.Reservation) error {
+			time.Sleep(20 * time.Millisecond) // every reservation reads the store before any is stored
+			return h.repo.fullStore.CreateReservation(ctx, r)
+		}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var reserved int64
+		for i := range 16 {
+			data := strings.Repeat("x", 100+i*10)
+			wg.Go(func() {
+				_, err := h.svc.Reserve(context.Background(), h.alice, attachments.NewUpload{Filename: "f", FileSize: int64(len(data)), SHA256: hexSum(data)})
+				if err != nil {
+					assert.ErrorIs(t, err, messaging.ErrTooLarge)
+					return
+				}
+				mu.Lock()
+				reserved += int64(len(data))
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		n, err := h.repo.UploadedBytes(context.Background(), h.alice.ID)
+		require.NoError(t, err)
+		assert.Equal(t, reserved, n)
+		assert.LessOrEqual(t, n, int64(quota))
+		assert.Positive(t, n)
 	})
 }
 

@@ -53,11 +53,12 @@ type AttachmentStore interface {
 	KeysInUse(ctx context.Context, keys []string) (map[string]bool, error)
 
 	// UploadedBytes returns the sum of FileSize over the attachment rows
-	// whose UploaderID is uploaderID, 0 when there are none: the bytes an
-	// Options.UploadQuota counts. It sees every row committed before it
-	// was called. Its cost may grow with that contact's rows, not with
-	// anyone else's (an index on the uploader with the size in it serves
-	// it).
+	// whose UploaderID is uploaderID, and over its upload reservations
+	// where the store keeps them (ReservationStore), 0 when there are
+	// none: the bytes an Options.UploadQuota counts. It sees every row
+	// committed before it was called. Its cost may grow with that
+	// contact's rows, not with anyone else's (an index on the uploader
+	// with the size in it serves it).
 	UploadedBytes(ctx context.Context, uploaderID string) (int64, error)
 
 	// CreateAttachmentKeyed is CreateAttachment that also stores done, the

@@ -183,7 +183,8 @@ func (s *store) ForgetDeletion(ctx context.Context, key string) error {
 }
 
 // UploadedBytes returns the sum of the sizes of the attachments that
-// uploaderID uploaded (a walk of every attachment: memstore is for tests).
+// uploaderID uploaded and of its reservations (a walk of every
+// attachment: memstore is for tests).
 func (s *store) UploadedBytes(ctx context.Context, uploaderID string) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -194,6 +195,11 @@ func (s *store) UploadedBytes(ctx context.Context, uploaderID string) (int64, er
 	for _, a := range s.atts {
 		if a.UploaderID == uploaderID {
 			n += a.FileSize
+		}
+	}
+	for _, r := range s.reserved {
+		if r.UploaderID == uploaderID {
+			n += r.FileSize
 		}
 	}
 	return n, nil

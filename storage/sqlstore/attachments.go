@@ -336,12 +336,13 @@ func (s *store) ForgetDeletion(ctx context.Context, key string) error {
 }
 
 // UploadedBytes returns the sum of the sizes of the attachments that
-// uploaderID uploaded, read from the index attachments_uploader_size
+// uploaderID uploaded and of its reservations, read from the indexes
+// attachments_uploader_size and upload_reservations_uploader_size
 // (without the rows): a caller of 100,000 files costs a read of 100,000
 // index entries.
 func (s *store) UploadedBytes(ctx context.Context, uploaderID string) (int64, error) {
 	var sums []int64
-	if err := s.readPrepared(ctx, &sums, uploadedBytesSQL, uploaderID); err != nil {
+	if err := s.readPrepared(ctx, &sums, uploadedBytesSQL, uploaderID, uploaderID); err != nil {
 		return 0, wrapErr("sqlstore.UploadedBytes", err)
 	}
 	if len(sums) == 0 {
@@ -350,7 +351,8 @@ func (s *store) UploadedBytes(ctx context.Context, uploaderID string) (int64, er
 	return sums[0], nil
 }
 
-const uploadedBytesSQL = "SELECT COALESCE(SUM(file_size), 0) FROM attachments WHERE uploader_id = ?"
+const uploadedBytesSQL = "SELECT (SELECT COALESCE(SUM(file_size), 0) FROM attachments WHERE uploader_id = ?)" +
+	" + (SELECT COALESCE(SUM(file_size), 0) FROM upload_reservations WHERE uploader_id = ?)"
 
 // KeysInUse reports which of keys belong to an attachment row, a
 // pending deletion or an upload reservation.

@@ -77,8 +77,8 @@ func testReservations(t *testing.T, h *harness) {
 
 // testUploadedBytes: UploadedBytes sums the sizes of one uploader's
 // attachments that exist, filed, unfiled, linked at upload or afterwards,
-// and follows deletes, of an attachment and of the message it is linked
-// to.
+// and of its upload reservations, and follows deletes, of an attachment,
+// of the message it is linked to and of a reservation.
 func testUploadedBytes(t *testing.T, h *harness) {
 	alice, bob := h.contact("alice"), h.contact("bob")
 	uploaded := func(c messaging.Contact) int64 {
@@ -118,6 +118,21 @@ func testUploadedBytes(t *testing.T, h *harness) {
 	_, err = h.s.DeleteMessage(h.ctx, m.ID, nil)
 	require.NoError(t, err)
 	assert.Equal(t, int64(5<<40), uploaded(alice), "and so do the attachments of a deleted message")
+
+	rs, ok := h.s.(driver.ReservationStore)
+	if !ok {
+		return
+	}
+	att := ids.New(ids.Attachment)
+	r := driver.Reservation{ID: ids.New(ids.Upload), AttachmentID: att, UploaderID: alice.ID, ConversationID: "c",
+		Filename: "f.bin", FileType: "application/octet-stream", FileSize: 4000,
+		SHA256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+		Key:    attachments.KeyPrefix + att, CreatedAt: at(7), ExpiresAt: at(8)}
+	require.NoError(t, rs.CreateReservation(h.ctx, r))
+	assert.Equal(t, int64(5<<40+4000), uploaded(alice), "a reservation holds its bytes")
+	assert.Equal(t, int64(7), uploaded(bob), "for its uploader only")
+	require.NoError(t, rs.DeleteReservation(h.ctx, r.ID))
+	assert.Equal(t, int64(5<<40), uploaded(alice), "until it goes")
 }
 
 func testAttachmentRoundTrip(t *testing.T, h *harness) {

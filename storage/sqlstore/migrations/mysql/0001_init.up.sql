@@ -114,6 +114,7 @@ CREATE TABLE IF NOT EXISTS pending_deletions (
 
 -- upload_reservations: direct uploads reserved and not yet completed or
 -- swept (attachments.Service.Reserve); blob_key counts as in use.
+-- upload_reservations_uploader_size: UploadedBytes reads this index alone.
 CREATE TABLE IF NOT EXISTS upload_reservations (
 	id VARCHAR(64) NOT NULL PRIMARY KEY,
 	attachment_id VARCHAR(64) NOT NULL,
@@ -129,7 +130,8 @@ CREATE TABLE IF NOT EXISTS upload_reservations (
 	created_at DATETIME(6) NOT NULL,
 	expires_at DATETIME(6) NOT NULL,
 	UNIQUE KEY upload_reservations_blob_key (blob_key),
-	KEY upload_reservations_expires (expires_at, id)
+	KEY upload_reservations_expires (expires_at, id),
+	KEY upload_reservations_uploader_size (uploader_id, file_size)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
 
 --bun:split

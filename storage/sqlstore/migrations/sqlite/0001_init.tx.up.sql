@@ -182,6 +182,11 @@ CREATE INDEX upload_reservations_expires ON upload_reservations (expires_at, id)
 
 --bun:split
 
+-- UploadedBytes counts a caller's reservations from this index alone.
+CREATE INDEX upload_reservations_uploader_size ON upload_reservations (uploader_id, file_size)
+
+--bun:split
+
 CREATE INDEX pending_deletions_created ON pending_deletions (created_at, blob_key)
 
 --bun:split
