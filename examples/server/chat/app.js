@@ -10,6 +10,24 @@
 // opens its conversation at the message), and follows GET /v1/events to show what others do as it
 // happens, and who is typing (POST /v1/conversations/:id/typing).
 //
+// Threads: a message with replies shows their count, which (as "Reply in
+// thread") opens the thread in a panel beside the conversation (over it on
+// a narrow screen), with its replies and a composer of its own
+// (POST /v1/messages with parent_id). The sidebar lists the caller's
+// threads (GET /v1/threads) with their unread replies; a thread shown is
+// read (PUT /v1/threads/:id). Replies never show in the conversation
+// itself, and the events keep the counts of the roots shown.
+//
+// Files go straight to where the server keeps them: POST /v1/uploads
+// reserves, the bytes go to the upload_url it answers (the bucket's signed
+// URL, or the API's own route) and POST /v1/uploads/:id/complete makes the
+// attachment; a server without /v1/uploads, or a browser that cannot hash
+// (crypto.subtle is for secure contexts: https or localhost), gets the one
+// multipart POST /v1/attachments. Images show as previews
+// (/v1/attachments/:id/thumbnail), in a box of the image's own proportions
+// from image_width and image_height, so that nothing moves as they load; a
+// click shows the large preview.
+//
 // A file sent without text: the API needs a non-empty message, so the page
 // sends the file's name (as the server cleaned it) as the text, and shows a
 // message whose text is the name of one of its files as that file alone.
@@ -38,6 +56,13 @@ const state = {
   stream: null,        // AbortController of the events stream
   typing: new Map(),   // contact id -> { name, until (ms) } typing in the open conversation
   typedAt: 0,          // when the caller last said it is typing (ms)
+  thread: null,        // the root id of the open thread
+  replies: new Map(),  // id -> Message of the open thread's replies
+  repliesHaveMore: false, // older replies exist beyond the oldest shown
+  loadingOlderReplies: false,
+  replying: false,
+  direct: true,        // false once the server said it has no POST /v1/uploads
+  previews: new Map(), // "attachment id size" -> Promise of an object URL of its preview
 };
 
 // ---- errors, in words for people ----
@@ -139,7 +164,7 @@ async function signIn(token) {
   $("app").hidden = false;
   updateCount();
   follow();
-  await loadConversations();
+  await Promise.all([loadConversations(), loadThreads()]);
   const id = hashID();
   if (id) await open(id, { fromURL: true });
 }
@@ -172,17 +197,19 @@ async function loadConversations() {
     if (c.last_message) preview.textContent = c.last_message.contact.username + ": " + summary(c.last_message);
     name.append(preview);
     b.append(name);
-    if (c.unread_count > 0 && c.id !== state.current) {
-      const badge = document.createElement("span");
-      badge.className = "unread";
-      badge.textContent = String(c.unread_count);
-      badge.title = c.unread_count + " unread";
-      b.append(badge);
-    }
+    if (c.unread_count > 0 && c.id !== state.current) b.append(unreadBadge(c.unread_count));
     b.addEventListener("click", () => open(c.id).catch(showError));
     li.append(b);
     ul.append(li);
   }
+}
+
+function unreadBadge(n) {
+  const badge = document.createElement("span");
+  badge.className = "unread";
+  badge.textContent = String(n);
+  badge.title = n + " unread";
+  return badge;
 }
 
 // summary is a message in one line, for the conversation list.
@@ -210,6 +237,8 @@ function hashID() {
 async function open(id, { fromURL = false } = {}) {
   showError(null);
   closePicker();
+  closeThread();
+  forgetPreviews();
   state.current = id;
   state.messages.clear();
   state.typing.clear();
@@ -230,7 +259,7 @@ async function open(id, { fromURL = false } = {}) {
   const page = await api("GET", "/v1/messages?conversation_id=" + encodeURIComponent(id) + "&limit=" + pageSize);
   if (state.current !== id) return;
   state.hasMore = page.has_more;
-  for (const m of page.data) upsert(m);
+  for (const m of placed(page.data)) upsert(m);
   scrollToBottom();
   await markRead();
   refreshConversations();
@@ -240,6 +269,7 @@ async function open(id, { fromURL = false } = {}) {
 // close leaves the open conversation: on a narrow screen the list shows.
 function close() {
   closePicker();
+  closeThread();
   state.current = null;
   state.messages.clear();
   state.typing.clear();
@@ -274,7 +304,7 @@ async function loadOlder() {
       "&limit=" + pageSize + "&starting_after=" + encodeURIComponent(oldest.id));
     if (state.current !== id) return;
     state.hasMore = page.has_more;
-    for (const m of page.data) upsert(m);
+    for (const m of placed(page.data)) upsert(m);
     box.scrollTop = box.scrollHeight - fromBottom; // keep what the reader was looking at in place
   } finally {
     state.loadingOlder = false;
@@ -282,26 +312,242 @@ async function loadOlder() {
   }
 }
 
+// ---- threads ----
+
+// loadThreads lists the caller's threads (those it started or replied to),
+// most recently replied first, with the replies it has not read (but for
+// the thread open, which is read as it shows).
+async function loadThreads() {
+  const page = await api("GET", "/v1/threads?limit=20");
+  const ul = $("threads");
+  ul.replaceChildren();
+  for (const t of page.data) {
+    const li = document.createElement("li");
+    li.dataset.id = t.id;
+    li.classList.toggle("current", t.id === state.thread);
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = "open-thread";
+    const name = document.createElement("span");
+    name.className = "name";
+    name.textContent = t.root.deleted ? "A deleted message" : t.root.contact.username + ": " + summary(t.root);
+    const where = document.createElement("span");
+    where.className = "preview";
+    where.textContent = t.conversation_id + " · " + (t.reply_count === 1 ? "1 reply" : t.reply_count + " replies");
+    name.append(where);
+    b.append(name);
+    if (t.unread_count > 0 && t.id !== state.thread) b.append(unreadBadge(t.unread_count));
+    b.addEventListener("click", () => openThreadIn(t.conversation_id, t.id).catch(showError));
+    li.append(b);
+    ul.append(li);
+  }
+  $("threads-box").hidden = page.data.length === 0;
+}
+
+let threadsTimer = 0;
+function refreshThreads() {
+  clearTimeout(threadsTimer);
+  threadsTimer = setTimeout(() => loadThreads().catch(showError), 100);
+}
+
+// openThreadIn opens the conversation conv, unless it is open, and the
+// thread of its message id.
+async function openThreadIn(conv, id) {
+  if (state.current !== conv) await open(conv);
+  await openThread(id);
+}
+
+// openThread shows the thread of the root id, of the open conversation,
+// in the panel: the root, its replies (newest at the bottom, older ones on
+// scrolling up) and the composer of replies. Shown, it is read.
+async function openThread(id) {
+  if (state.thread === id) return $("reply-text").focus();
+  closePicker();
+  closeThread();
+  state.thread = id;
+  $("thread").hidden = false;
+  $("app").classList.add("has-thread");
+  for (const li of $("threads").children) {
+    const here = li.dataset.id === id;
+    li.classList.toggle("current", here);
+    if (here) li.querySelector(".unread")?.remove(); // read as it opens
+  }
+  const [root, page] = await Promise.all([
+    api("GET", "/v1/messages/" + encodeURIComponent(id)),
+    api("GET", "/v1/messages?parent_id=" + encodeURIComponent(id) + "&limit=" + pageSize),
+  ]);
+  if (state.thread !== id) return;
+  showRoot(root);
+  state.repliesHaveMore = page.has_more;
+  for (const m of page.data) upsert(m);
+  scrollToEnd($("thread-messages"));
+  $("reply-text").focus();
+  await markThreadRead();
+  refreshThreads();
+}
+
+// closeThread closes the panel (on a narrow screen, the conversation
+// shows again).
+function closeThread() {
+  if (!state.thread) return;
+  state.thread = null;
+  state.replies.clear();
+  $("replies").replaceChildren();
+  $("thread-root").replaceChildren();
+  $("thread-count").textContent = "";
+  $("thread-error").textContent = "";
+  $("thread").hidden = true;
+  $("app").classList.remove("has-thread");
+  for (const li of $("threads").children) li.classList.remove("current");
+}
+
+// showRoot shows the open thread's root at the top of the panel, with its
+// day, and how many replies it has.
+function showRoot(m) {
+  const li = render(m);
+  const day = li.querySelector(".day");
+  day.hidden = !m.created_at;
+  if (m.created_at) day.textContent = dayLabel(m.created_at);
+  $("thread-root").replaceChildren(li);
+  $("thread-count").textContent = m.reply_count === 1 ? "1 reply" : (m.reply_count || "No") + " replies";
+}
+
+// markThreadRead moves the caller's read position in the open thread to
+// the newest reply shown.
+async function markThreadRead() {
+  const newest = [...state.replies.values()].sort(byAge).at(-1);
+  if (!newest || !state.thread) return;
+  await api("PUT", "/v1/threads/" + encodeURIComponent(state.thread), { read_through: newest.id });
+}
+
+async function loadOlderReplies() {
+  if (!state.repliesHaveMore || state.loadingOlderReplies || !state.thread) return;
+  const oldest = [...state.replies.values()].sort(byAge)[0];
+  if (!oldest) return;
+  state.loadingOlderReplies = true;
+  $("older-replies").hidden = false;
+  const box = $("thread-messages");
+  const fromBottom = box.scrollHeight - box.scrollTop;
+  try {
+    const id = state.thread;
+    const page = await api("GET", "/v1/messages?parent_id=" + encodeURIComponent(id) +
+      "&limit=" + pageSize + "&starting_after=" + encodeURIComponent(oldest.id));
+    if (state.thread !== id) return;
+    state.repliesHaveMore = page.has_more;
+    for (const m of page.data) upsert(m);
+    box.scrollTop = box.scrollHeight - fromBottom;
+  } finally {
+    state.loadingOlderReplies = false;
+    $("older-replies").hidden = true;
+  }
+}
+
+// refreshRoot asks the server again, soon and once for many events, for
+// the root id if it shows: its reply count and last reply moved.
+const rootsToRefresh = new Set();
+let rootsTimer = 0;
+function refreshRoot(id) {
+  if (!state.messages.has(id) && state.thread !== id) return;
+  rootsToRefresh.add(id);
+  clearTimeout(rootsTimer);
+  rootsTimer = setTimeout(() => {
+    for (const root of rootsToRefresh) {
+      api("GET", "/v1/messages/" + encodeURIComponent(root)).then(upsert).catch(() => {}); // gone: its delete event says so
+    }
+    rootsToRefresh.clear();
+  }, 100);
+}
+
+// onReply follows an event about a reply: shown in its open thread (and
+// read there, when the page is seen), and counted under its root and in
+// the threads list.
+function onReply(type, m) {
+  if (m.parent_id === state.thread) {
+    const box = $("thread-messages");
+    const atBottom = isAtBottom(box);
+    upsert(m);
+    if (atBottom) scrollToEnd(box);
+    if (type === "message.created" && !mine(m) && !document.hidden) markThreadRead().catch(showError);
+  }
+  if (type === "message.created") {
+    refreshRoot(m.parent_id);
+    refreshThreads();
+  }
+}
+
+async function sendReply(e) {
+  e.preventDefault();
+  const root = state.thread;
+  const text = $("reply-text").value.trim();
+  if (!text || !root || state.replying) return;
+  state.replying = true;
+  $("reply-send").disabled = true;
+  try {
+    upsert(await api("POST", "/v1/messages", { conversation_id: state.current, parent_id: root, message: text }));
+    refreshRoot(root);
+    refreshThreads();
+    $("thread-error").textContent = "";
+    $("reply-text").value = "";
+    countInto($("reply-count"), "");
+    grow($("reply-text"));
+    scrollToEnd($("thread-messages"));
+  } catch (err) {
+    $("thread-error").textContent = human(err); // the text stays, to be fixed and sent again
+  } finally {
+    state.replying = false;
+    $("reply-send").disabled = false;
+  }
+}
+
 // ---- messages ----
+
+// placed gives the deleted roots of a page (newest first), which have no
+// time, the time of the message before them, so that they keep their place.
+function placed(page) {
+  for (let i = 0; i < page.length; i++) {
+    const m = page[i];
+    if (m.deleted && m.created_at === undefined) {
+      m.created_at = page[i + 1]?.created_at ?? page[i - 1]?.created_at ?? 0;
+    }
+  }
+  return page;
+}
 
 // byAge orders messages oldest first, as the API's lists do in reverse.
 function byAge(a, b) {
   return a.created_at - b.created_at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 
+// viewOf is where m shows: the open thread's replies for a reply, the
+// conversation's messages otherwise.
+function viewOf(m) {
+  return m.parent_id ? { list: $("replies"), messages: state.replies } : { list: $("list"), messages: state.messages };
+}
+
+function itemIn(list, id) {
+  return list.querySelector(`:scope > li[data-id="${CSS.escape(id)}"]`);
+}
+
+// itemOf is the list item of the message id, in the conversation or in
+// the open thread.
 function itemOf(id) {
-  return $("list").querySelector(`li[data-id="${CSS.escape(id)}"]`);
+  return itemIn($("list"), id) || itemIn($("replies"), id);
 }
 
 // upsert shows m in its place, replacing the element of an earlier version
 // (unless it is being edited: then only what is around the text changes).
+// A reply shows only in its open thread; the root of the open thread shows
+// at the top of the panel too.
 function upsert(m) {
   if (m.conversation_id !== state.current) return;
-  const before = state.messages.get(m.id);
+  if (m.parent_id && m.parent_id !== state.thread) return;
+  if (m.id === state.thread) showRoot(m);
+  const { list, messages } = viewOf(m);
+  const before = messages.get(m.id);
   if (before && before.message !== m.message) state.edited.set(m.id, true);
-  state.messages.set(m.id, m);
+  messages.set(m.id, m);
   const el = render(m);
-  const old = itemOf(m.id);
+  const old = itemIn(list, m.id);
   if (old) {
     // What the reader is doing in the message stays: an edit under way,
     // the earlier versions shown, a question asked, the focus.
@@ -321,12 +567,12 @@ function upsert(m) {
     old.replaceWith(el);
     if (focused) el.querySelector(focused)?.focus();
   } else {
-    const after = [...state.messages.values()].filter((o) => byAge(o, m) > 0).sort(byAge)[0];
-    const next = after && itemOf(after.id);
-    $("list").insertBefore(el, next || null);
+    const after = [...messages.values()].filter((o) => byAge(o, m) > 0).sort(byAge)[0];
+    const next = after && itemIn(list, after.id);
+    list.insertBefore(el, next || null);
   }
   checkEdited(m);
-  layout();
+  layout(list, messages);
 }
 
 // focusKey is a selector that finds el's counterpart in a new rendering
@@ -339,25 +585,27 @@ function focusKey(el) {
 
 function remove(id) {
   state.messages.delete(id);
-  const el = itemOf(id);
-  if (el) el.remove();
-  layout();
+  state.replies.delete(id);
+  itemOf(id)?.remove();
+  layout($("list"), state.messages);
+  layout($("replies"), state.replies);
+  if (id === state.thread) closeThread();
 }
 
-// layout marks the first message of each day with the day, and the
-// messages that continue their sender's group (same sender, same day,
+// layout marks the first message of each day of list with the day, and
+// the messages that continue their sender's group (same sender, same day,
 // within groupGap of the one before) as such.
-function layout() {
+function layout(list, messages) {
   let prev = null;
-  for (const li of $("list").children) {
-    const m = state.messages.get(li.dataset.id);
+  for (const li of list.children) {
+    const m = messages.get(li.dataset.id);
     if (!m) continue;
     const day = dayKey(m.created_at);
     const newDay = !prev || dayKey(prev.created_at) !== day;
     const dayEl = li.querySelector(".day");
     dayEl.hidden = !newDay;
     dayEl.textContent = newDay ? dayLabel(m.created_at) : "";
-    li.classList.toggle("cont", !newDay && prev.contact.id === m.contact.id && m.created_at - prev.created_at < groupGap);
+    li.classList.toggle("cont", !newDay && !!m.contact && prev.contact?.id === m.contact.id && m.created_at - prev.created_at < groupGap);
     prev = m;
   }
 }
@@ -386,12 +634,21 @@ function fileOnly(m) {
 }
 
 function mine(m) {
-  return m.contact.id === state.me.id;
+  return m.contact?.id === state.me.id; // a deleted root has no contact
 }
 
 function render(m) {
   const li = $("message-template").content.firstElementChild.cloneNode(true);
   li.dataset.id = m.id;
+  renderReplies(li, m);
+  if (m.deleted) {
+    // A deleted root that keeps its place for its thread: no text, no actions.
+    li.classList.add("deleted");
+    li.querySelector(".meta").hidden = true;
+    li.querySelector(".text").textContent = "This message was deleted.";
+    li.querySelector(".actions").remove();
+    return li;
+  }
   li.classList.toggle("mine", mine(m));
   li.querySelector(".author").textContent = m.contact.username;
   const when = new Date(m.created_at * 1000);
@@ -413,6 +670,9 @@ function render(m) {
 
   const open = li.querySelector(".react-open");
   open.addEventListener("click", () => openPicker(open, m.id));
+  const reply = li.querySelector(".reply");
+  reply.hidden = !!m.parent_id; // threads are one level deep
+  reply.addEventListener("click", () => openThread(m.id).catch(showError));
   const edit = li.querySelector(".edit");
   edit.hidden = !mine(m) || onlyFile;
   edit.addEventListener("click", () => startEdit(li, m));
@@ -424,8 +684,32 @@ function render(m) {
   return li;
 }
 
+// renderReplies shows, under a message with replies, how many there are
+// and when the last came; a click opens the thread.
+function renderReplies(li, m) {
+  const b = li.querySelector(".replies");
+  b.hidden = !(m.reply_count > 0);
+  if (b.hidden) return;
+  b.textContent = m.reply_count === 1 ? "1 reply" : m.reply_count + " replies";
+  if (m.last_reply_at) {
+    const last = document.createElement("span");
+    last.className = "last-reply";
+    last.textContent = " · last " + new Date(m.last_reply_at * 1000).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+    b.append(last);
+  }
+  b.setAttribute("aria-label", b.textContent + ": open the thread");
+  b.addEventListener("click", () => openThread(m.id).catch(showError));
+}
+
 function renderAttachment(li, m, a) {
   const item = document.createElement("li");
+  if (a.image_width && a.image_height) {
+    const row = document.createElement("div");
+    row.className = "preview-row";
+    row.append(renderPreview(a));
+    item.classList.add("image");
+    item.append(row);
+  }
   const b = document.createElement("button");
   b.type = "button";
   b.className = "download";
@@ -454,6 +738,78 @@ function renderAttachment(li, m, a) {
     item.append(del);
   }
   return item;
+}
+
+// previewBox is the largest a preview shows in the conversation, in CSS
+// pixels (the small thumbnail fits within 256).
+const previewBox = 240;
+
+// renderPreview is the preview of an image attachment: a button, sized
+// from image_width and image_height before the thumbnail comes (nothing
+// moves as it loads), that shows the large preview.
+function renderPreview(a) {
+  const scale = Math.min(1, previewBox / Math.max(a.image_width, a.image_height));
+  const b = document.createElement("button");
+  b.type = "button";
+  b.className = "preview";
+  b.title = "Show " + a.filename;
+  const img = document.createElement("img");
+  img.alt = a.filename;
+  img.width = Math.max(1, Math.round(a.image_width * scale));
+  img.height = Math.max(1, Math.round(a.image_height * scale));
+  img.style.aspectRatio = a.image_width + " / " + a.image_height;
+  img.dataset.src = thumbnailURL(a, "small");
+  preview(a, "small").then((src) => (img.src = src)).catch(() => b.classList.add("failed"));
+  b.append(img);
+  b.addEventListener("click", () => showImage(a).catch(showError));
+  return b;
+}
+
+function thumbnailURL(a, size) {
+  return "/v1/attachments/" + encodeURIComponent(a.id) + "/thumbnail?size=" + size;
+}
+
+// preview is an object URL of the attachment's thumbnail of this size,
+// fetched once with the token (an <img> cannot send it) and kept while the
+// conversation is open, so that a message drawn anew does not fetch it again.
+function preview(a, size) {
+  const key = a.id + " " + size;
+  let p = state.previews.get(key);
+  if (!p) {
+    p = fetch(thumbnailURL(a, size), { headers: { Authorization: "Bearer " + state.token } }).then(async (res) => {
+      if (!res.ok) {
+        const err = new Error("the preview failed (" + res.status + ")");
+        err.status = res.status;
+        throw err;
+      }
+      return URL.createObjectURL(await res.blob());
+    });
+    p.catch(() => state.previews.delete(key)); // to be asked again
+    state.previews.set(key, p);
+  }
+  return p;
+}
+
+// forgetPreviews lets the previews of the conversation left go.
+function forgetPreviews() {
+  for (const p of state.previews.values()) p.then(URL.revokeObjectURL, () => {});
+  state.previews.clear();
+}
+
+// showImage shows the large preview of an image attachment over the page,
+// with its name and a download button.
+async function showImage(a) {
+  const viewer = $("viewer");
+  const img = $("viewer-img");
+  img.removeAttribute("src");
+  img.alt = a.filename;
+  img.width = a.image_width;
+  img.height = a.image_height;
+  img.style.aspectRatio = a.image_width + " / " + a.image_height;
+  $("viewer-name").textContent = a.filename;
+  $("viewer-download").onclick = () => download(a).catch(showError);
+  viewer.showModal();
+  img.src = await preview(a, "large");
 }
 
 // renderReactions shows each reaction with its count and who reacted, in
@@ -592,7 +948,7 @@ function startEdit(li, m) {
   // stop shows the message as it is now (it may have changed meanwhile).
   const stop = () => {
     form.replaceWith(original);
-    const now = state.messages.get(m.id);
+    const now = viewOf(m).messages.get(m.id);
     if (now) upsert(now);
     itemOf(m.id)?.querySelector(".edit")?.focus();
   };
@@ -620,7 +976,7 @@ function startEdit(li, m) {
       input.focus();
       return;
     }
-    if (text === state.messages.get(m.id)?.message) return stop();
+    if (text === viewOf(m).messages.get(m.id)?.message) return stop();
     save.disabled = true;
     try {
       const updated = await api("PUT", "/v1/messages/" + encodeURIComponent(m.id), { message: text });
@@ -790,12 +1146,7 @@ async function send(e) {
     if (file) {
       // A file uploaded by a send that failed after (its text too long)
       // is not uploaded again.
-      if (state.uploaded?.file !== file) {
-        const form = new FormData();
-        form.append("conversation_id", conv);
-        form.append("file", file);
-        state.uploaded = { file, attachment: await api("POST", "/v1/attachments", form) };
-      }
+      if (state.uploaded?.file !== file) state.uploaded = { file, attachment: await upload(file, conv) };
       const a = state.uploaded.attachment;
       body.attachments = [a.id];
       if (!text) body.message = a.filename; // a file alone: see the top of this file
@@ -812,6 +1163,58 @@ async function send(e) {
   } finally {
     state.sending = false;
     $("send").disabled = false;
+  }
+}
+
+// upload stores file as an attachment of the conversation conv and returns
+// it: straight to the bucket where the server offers it (reserve, send the
+// bytes where the reservation says, complete), else in one multipart
+// request through the server.
+async function upload(file, conv) {
+  if (state.direct && crypto.subtle) {
+    let reserved;
+    try {
+      const body = { conversation_id: conv, filename: file.name, file_size: file.size, sha256: await sha256(file) };
+      if (file.type) body.file_type = file.type;
+      reserved = await api("POST", "/v1/uploads", body);
+    } catch (err) {
+      // A server without direct uploads: 404 (no such route), 405 or 501.
+      if (![404, 405, 501].includes(err.status)) throw err;
+      state.direct = false;
+    }
+    if (reserved) {
+      await putBytes(reserved, file);
+      return api("POST", "/v1/uploads/" + encodeURIComponent(reserved.id) + "/complete");
+    }
+  }
+  const form = new FormData();
+  form.append("conversation_id", conv);
+  form.append("file", file);
+  return api("POST", "/v1/attachments", form);
+}
+
+// sha256 is the hex SHA-256 of file, which a reservation names and the
+// server (or the bucket) checks. (The browser hashes a whole buffer, not a
+// stream: the file is in memory once, within the server's upload limit.)
+async function sha256(file) {
+  const sum = new Uint8Array(await crypto.subtle.digest("SHA-256", await file.arrayBuffer()));
+  return Array.from(sum, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+// putBytes sends file's bytes as the reservation r says: its method, its
+// headers as given. The API's own route (a bucket that cannot sign) takes
+// the caller's token; a signed URL of the bucket carries its own
+// authorization and would refuse a second one.
+async function putBytes(r, file) {
+  const url = new URL(r.upload_url, location.href);
+  const headers = { ...r.upload_headers };
+  if (url.origin === location.origin) headers.Authorization = "Bearer " + state.token;
+  const res = await fetch(url, { method: r.upload_method || "PUT", headers, body: file });
+  if (!res.ok) {
+    const data = await res.json().catch(() => ({}));
+    const err = new Error(data.error?.message || "the upload failed (" + res.status + ")");
+    err.status = res.status;
+    throw err;
   }
 }
 
@@ -853,7 +1256,10 @@ async function download(a) {
 }
 
 function scrollToBottom() {
-  const box = $("messages");
+  scrollToEnd($("messages"));
+}
+
+function scrollToEnd(box) {
   box.scrollTop = box.scrollHeight;
 }
 
@@ -922,12 +1328,19 @@ function onEvent(e) {
         showTyping();
       }
       return; // no list to refresh
-    case "events.lost":
-      if (state.current) open(state.current, { fromURL: true }).catch(showError);
+    case "events.lost": {
+      const thread = state.thread;
+      if (state.current) open(state.current, { fromURL: true }).then(() => thread && openThread(thread)).catch(showError);
+      refreshThreads();
       break;
+    }
+    case "thread.read": // in another tab of the caller's
+      refreshThreads();
+      return;
     case "message.created":
     case "message.updated":
       if (e.type === "message.created" && state.typing.delete(obj.contact.id)) showTyping();
+      if (obj.parent_id) return onReply(e.type, obj); // the conversation is as it was
       if (obj.conversation_id === state.current) {
         const atBottom = isAtBottom();
         upsert(obj);
@@ -936,9 +1349,20 @@ function onEvent(e) {
         if (e.type === "message.created" && !mine(obj) && !document.hidden) markRead().catch(showError);
       }
       break;
-    case "message.deleted":
-      remove(obj.id);
+    case "message.deleted": {
+      const root = state.messages.get(obj.id);
+      if (root?.reply_count > 0) {
+        // It keeps its place for its thread.
+        upsert({ id: root.id, object: "message", deleted: true, conversation_id: root.conversation_id,
+          reply_count: root.reply_count, last_reply_at: root.last_reply_at, created_at: root.created_at });
+      } else remove(obj.id);
+      if (obj.parent_id) {
+        refreshRoot(obj.parent_id);
+        refreshThreads();
+        return;
+      }
       break;
+    }
   }
   refreshConversations();
 }
@@ -973,8 +1397,7 @@ function sayTyping() {
   api("POST", "/v1/conversations/" + encodeURIComponent(state.current) + "/typing").catch(() => {});
 }
 
-function isAtBottom() {
-  const box = $("messages");
+function isAtBottom(box = $("messages")) {
   return box.scrollHeight - box.scrollTop - box.clientHeight < 40;
 }
 
@@ -1063,6 +1486,27 @@ document.addEventListener("DOMContentLoaded", () => {
     searchTimer = setTimeout(() => search($("search-q").value).catch(showError), 200);
   });
   $("send-form").addEventListener("submit", send);
+  $("reply-form").addEventListener("submit", sendReply);
+  $("reply-text").addEventListener("keydown", (e) => {
+    if (enterSends(e)) {
+      e.preventDefault();
+      $("reply-form").requestSubmit();
+    }
+  });
+  $("reply-text").addEventListener("input", () => {
+    countInto($("reply-count"), $("reply-text").value);
+    grow($("reply-text"));
+  });
+  const leaveThread = () => {
+    const root = state.thread;
+    closeThread();
+    (itemOf(root)?.querySelector(".replies:not([hidden])") || $("text")).focus();
+  };
+  $("thread-back").addEventListener("click", leaveThread);
+  $("thread-close").addEventListener("click", leaveThread);
+  $("thread-messages").addEventListener("scroll", () => {
+    if ($("thread-messages").scrollTop < 40) loadOlderReplies().catch(showError);
+  });
   $("text").addEventListener("keydown", (e) => {
     if (enterSends(e)) {
       e.preventDefault();
@@ -1081,6 +1525,10 @@ document.addEventListener("DOMContentLoaded", () => {
     $("attached").hidden = !f;
   });
   $("file-clear").addEventListener("click", clearFile);
+  $("viewer-close").addEventListener("click", () => $("viewer").close());
+  $("viewer").addEventListener("click", (e) => {
+    if (e.target === $("viewer")) $("viewer").close(); // a click beside the image
+  });
   $("messages").addEventListener("scroll", () => {
     if ($("messages").scrollTop < 40) loadOlder().catch(showError);
   });
@@ -1105,6 +1553,7 @@ document.addEventListener("DOMContentLoaded", () => {
   addEventListener("online", clearOffline);
   document.addEventListener("visibilitychange", () => {
     if (!document.hidden && state.current) markRead().then(refreshConversations).catch(showError);
+    if (!document.hidden && state.thread) markThreadRead().then(refreshThreads).catch(showError);
   });
   if (state.token) signIn(state.token).catch(() => {});
 });

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/httpadapter"
+	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/storage/memstore"
+)
+
+// requestLog records the method and path of every request a server
+// answers, and holds the requests for thumbnails while held is open.
+type requestLog struct {
+	mu      sync.Mutex
+	seen    []string
+	release chan struct{} // closed: thumbnails are served
+}
+
+func newRequestLog() *requestLog { return &requestLog{release: make(chan struct{})} }
+
+func (l *requestLog) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.mu.Lock()
+		l.seen = append(l.seen, r.Method+" "+r.URL.Path)
+		l.mu.Unlock()
+		if strings.HasSuffix(r.URL.Path, "/thumbnail") {
+			select {
+			case <-l.release:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// has reports whether a request of this method and path was answered
+// (a path ending in * stands for any path with that prefix).
+func (l *requestLog) has(method, path string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.seen {
+		if prefix, ok := strings.CutSuffix(method+" "+path, "*"); ok && strings.HasPrefix(s, prefix) || s == method+" "+path {
+			return true
+		}
+	}
+	return false
+}
+
+// testPNG writes a 640 × 480 PNG of bands of colour into a temporary
+// folder and returns its path.
+func testPNG(t *testing.T, name string) string {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 640, 480))
+	for y := range 480 {
+		for x := range 640 {
+			img.Set(x, y, color.RGBA{uint8(x / 3), uint8(y / 2), uint8((x + y) / 5), 255})
+		}
+	}
+	path := filepath.Join(t.TempDir(), name)
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	require.NoError(t, png.Encode(f, img))
+	require.NoError(t, f.Close())
+	return path
+}
+
+// TestChatPageDirectUploadAndPreview (issue 33): alice attaches a PNG; the
+// page sends it as a direct upload (reserve, the bytes to the upload_url
+// the reservation answers, complete), not as a multipart POST
+// /v1/attachments; the server has the image, with its size. bob, in
+// another tab, sees its preview (the small thumbnail) in a box of the
+// image's proportions that is the same size before the thumbnail comes
+// (held back by the server) and after, and a click shows the large one.
+func TestChatPageDirectUploadAndPreview(t *testing.T) {
+	browser := chatBrowser(t)
+	photo := testPNG(t, "view.png")
+	for _, width := range chatWidths {
+		t.Run(width.name, func(t *testing.T) {
+			ctx := t.Context()
+			log := newRequestLog()
+			s := newChatServerWith(t, memstore.NewBlobStore(), &httpadapter.Options{}, chatServerConfig{wrap: log.wrap})
+			alice := openTab(t, browser, s.url, "alice-secret", width)
+			bob := openTab(t, browser, s.url, "bob-secret", width)
+			alice.open("general")
+			bob.open("general")
+
+			alice.do("attach the photo", chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{photo}))
+			alice.until("the file is shown as attached", `document.getElementById("file-name").textContent === "view.png"`)
+			alice.do("write", chromedp.SendKeys(chromedp.CSS("#text"), "the view"))
+			alice.press("Enter")
+			alice.until("the message shows with its file", item("the view")+`?.querySelector(".download")?.textContent.includes("view.png")`)
+
+			// On the server: the image, with its size, made by a direct upload.
+			page, err := s.msgs.Messages(ctx, s.bob, "general", messaging.ListOptions{Limit: 10})
+			require.NoError(t, err)
+			require.Len(t, page.Data, 1)
+			require.Len(t, page.Data[0].Attachments, 1)
+			att := page.Data[0].Attachments[0]
+			assert.Equal(t, "view.png", att.Filename)
+			assert.Equal(t, "image/png", att.FileType)
+			assert.Equal(t, [2]int{640, 480}, [2]int{att.ImageWidth, att.ImageHeight})
+			assert.True(t, log.has("POST", "/v1/uploads"), "the upload was reserved")
+			assert.True(t, log.has("PUT", "/v1/uploads/*"), "its bytes went to the upload_url")
+			assert.True(t, log.has("POST", "/v1/uploads/*"), "and it was completed")
+			assert.False(t, log.has("POST", "/v1/attachments"), "no multipart upload")
+
+			// bob sees the preview's box before the thumbnail comes, then the
+			// thumbnail in the same box.
+			img := item("the view") + `?.querySelector(".preview img")`
+			bob.until("bob sees the preview's box", "!!"+img)
+			assert.Equal(t, fmt.Sprintf("/v1/attachments/%s/thumbnail?size=small", att.ID), bob.str(img+`.dataset.src`))
+			box := func() string {
+				return bob.str(`(() => { const r = ` + img + `.getBoundingClientRect(); return r.width + "x" + r.height; })()`)
+			}
+			assert.Equal(t, "false", bob.str(`String(`+img+`.complete && `+img+`.naturalWidth > 0)`), "the thumbnail is held back")
+			before := box()
+			assert.Equal(t, "240x180", before, "the box has the image's proportions before the thumbnail comes")
+			close(log.release)
+			bob.until("the thumbnail loads", img+`.complete && `+img+`.naturalWidth > 0`)
+			assert.Equal(t, "256", bob.str(`String(`+img+`.naturalWidth)`), "the small thumbnail (fit within 256 px)")
+			assert.Equal(t, before, box(), "nothing moved as it loaded")
+			assert.True(t, log.has("GET", "/v1/attachments/"+att.ID+"/thumbnail"))
+			bob.shot("33-image-preview")
+
+			// A click shows the large preview.
+			bob.js("show it", img+`.closest("button").click()`)
+			bob.until("the large preview shows", `document.getElementById("viewer").open && document.getElementById("viewer-img").complete && document.getElementById("viewer-img").naturalWidth === 640`)
+			bob.shot("33-image-large")
+			bob.do("close it", chromedp.Click(chromedp.CSS("#viewer-close")))
+			bob.until("it closes", `!document.getElementById("viewer").open`)
+		})
+	}
+}
