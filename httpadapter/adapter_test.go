@@ -5,14 +5,19 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"gocloud.dev/blob"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/parleychat/parley/httpadapter"
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/blobstore"
@@ -205,4 +210,43 @@ func (tc apiCase) run(t *testing.T, e *env) {
 	if tc.check != nil {
 		tc.check(t, e, fx, res)
 	}
+}
+
+// TestDownloadRedirectS3: with DownloadRedirectExpiry over an S3 bucket,
+// a client that follows file_url with its credentials gets the bytes from
+// the bucket, with the file's type and name.
+func TestDownloadRedirectS3(t *testing.T) {
+	bucketURL := os.Getenv("PARLEY_TEST_S3")
+	if bucketURL == "" {
+		t.Skip("PARLEY_TEST_S3 is not set (an s3:// bucket URL; .ci/run starts MinIO and sets it)")
+	}
+	store := withBlobs{Store: backendtest.SQL(t)[0].Open(t).Driver(), blobs: s3Blobs(t, bucketURL)}
+	e := newEnv(t, store, envConfig{opts: httpadapter.Options{DownloadRedirectExpiry: time.Minute}})
+	id := e.upload(t, "alice", "c", "résumé 1.txt", "text/plain", "bytes from the bucket")
+	fileURL := e.as(t, "alice", "GET", "/v1/attachments/"+id, nil).json(t)["file_url"].(string)
+	// The API under another host name than the bucket's, as in
+	// production: a client drops the credentials on a redirect to another
+	// host (the bucket refuses a request with two kinds of authentication).
+	fileURL = strings.Replace(fileURL, "127.0.0.1", "localhost", 1)
+
+	var hops []string
+	client := *e.srv.Client()
+	client.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		hops = append(hops, req.URL.Host)
+		return nil
+	}
+	req, err := http.NewRequest("GET", fileURL, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer tok-alice")
+	res, err := client.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	require.Equal(t, 200, res.StatusCode, "body: %s", body)
+	assert.Equal(t, "bytes from the bucket", string(body))
+	assert.Equal(t, "text/plain", res.Header.Get("Content-Type"))
+	assert.Contains(t, res.Header.Get("Content-Disposition"), "filename*=UTF-8''r%C3%A9sum%C3%A9%201.txt")
+	require.Len(t, hops, 1, "one redirect")
+	assert.NotContains(t, hops[0], "localhost", "to the bucket")
 }

@@ -1,6 +1,7 @@
 package httpadapter
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -25,6 +26,9 @@ import (
 func (a *api) serveFile(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
 	ctx := r.Context()
 	id := r.PathValue("id")
+	if a.redirect > 0 && a.redirectToBucket(w, r, caller) {
+		return
+	}
 	att, body, err := a.files.OpenNamed(ctx, caller, id, r.PathValue("filename"))
 	if err != nil {
 		a.writeError(w, r, err)
@@ -90,6 +94,40 @@ func (a *api) serveThumbnail(w http.ResponseWriter, r *http.Request, caller mess
 	h.Set("ETag", `"`+att.SHA256+"-"+p.Size+`"`)
 	r.Header.Del("Range") // a preview is served whole
 	http.ServeContent(&fileErrorWriter{ResponseWriter: w, a: a, r: r}, r, "", att.CreatedAt, p.Body)
+}
+
+// redirectToBucket answers a request for an attachment's file with a 302
+// to a signed URL of its bytes in the bucket (Options.DownloadRedirectExpiry),
+// or an error, and reports whether it answered: it does not when the
+// store cannot sign, and the route serves the bytes.
+func (a *api) redirectToBucket(w http.ResponseWriter, r *http.Request, caller messaging.Contact) bool {
+	if a.cannotSign.Load() {
+		return false
+	}
+	ctx := r.Context()
+	att, err := a.files.Get(ctx, caller, r.PathValue("id"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return true
+	}
+	if att.Filename != r.PathValue("filename") {
+		a.redirectToFile(w, r, caller, att)
+		return true
+	}
+	u, err := a.files.SignedURL(ctx, caller, att, a.redirect)
+	if err != nil {
+		if errors.Is(err, messaging.ErrUnimplemented) {
+			a.cannotSign.Store(true)
+		} else {
+			a.log.WarnContext(ctx, "httpadapter: cannot sign a file URL; serving the file from the API", "attachment", att.ID, "err", err)
+		}
+		return false
+	}
+	h := w.Header()
+	h.Set("Location", u)
+	h.Set("Cache-Control", "no-store") // the signed URL expires
+	w.WriteHeader(http.StatusFound)
+	return true
 }
 
 // redirectToFile answers a request for an attachment's file under a name

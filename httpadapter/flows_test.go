@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"strings"
 	"sync"
 	"testing"
@@ -302,6 +303,53 @@ func testSignedURLs(t *testing.T, newStore newStoreFunc) {
 		res := e.as(t, "alice", "GET", "/v1/attachments/"+id, nil)
 		require.Equal(t, 200, res.StatusCode)
 		assert.Equal(t, e.url+"/v1/attachments/"+id+"/a.txt", res.json(t)["file_url"])
+	})
+	t.Run("redirect", func(t *testing.T) {
+		// DownloadRedirectExpiry: file_url is the route, which answers a
+		// caller who may see the file with a 302 to a signed URL.
+		e := newEnv(t, newStore(t), envConfig{
+			opts:  httpadapter.Options{DownloadRedirectExpiry: 5 * time.Minute},
+			blobs: func(b listingBlobs) attachments.BlobStore { return signingBlobs{listingBlobs: b} },
+		})
+		fx := e.fixture(t)
+		res := e.as(t, "alice", "GET", "/v1/attachments/"+fx.attP, nil)
+		require.Equal(t, 200, res.StatusCode)
+		fileURL := res.json(t)["file_url"].(string)
+		assert.Equal(t, e.url+"/v1/attachments/"+fx.attP+"/"+path.Base(fileURL), fileURL, "file_url is the route")
+		noFollow := *e.srv.Client()
+		noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		get := func(u, user string) *http.Response {
+			t.Helper()
+			req, err := http.NewRequest("GET", u, nil)
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer tok-"+user)
+			res, err := noFollow.Do(req)
+			require.NoError(t, err)
+			_, _ = io.Copy(io.Discard, res.Body)
+			_ = res.Body.Close()
+			return res
+		}
+		got := get(fileURL, "alice")
+		require.Equal(t, http.StatusFound, got.StatusCode)
+		assert.Regexp(t, `^https://bucket\.example/attachments/ins_[0-9a-z]+/`+fx.attP+`\?name=.+&expires=300$`, got.Header.Get("Location"))
+		assert.Equal(t, "no-store", got.Header.Get("Cache-Control"))
+		got = get(fileURL, "mallory")
+		assert.Equal(t, http.StatusNotFound, got.StatusCode, "a caller who may not see the file")
+		assert.Empty(t, got.Header.Get("Location"))
+		got = get(e.url+"/v1/attachments/"+fx.attP+"/other-name.txt", "alice")
+		assert.Equal(t, http.StatusPermanentRedirect, got.StatusCode, "another name: to the current one on the route")
+	})
+	t.Run("redirect, no signer", func(t *testing.T) {
+		e := newEnv(t, newStore(t), envConfig{
+			opts:  httpadapter.Options{DownloadRedirectExpiry: 5 * time.Minute},
+			blobs: func(b listingBlobs) attachments.BlobStore { return struct{ listingBlobs }{b} },
+		})
+		id := e.upload(t, "alice", "c", "a.txt", "", "x")
+		for range 2 {
+			res := e.as(t, "alice", "GET", "/v1/attachments/"+id+"/a.txt", nil)
+			assert.Equal(t, 200, res.StatusCode, "served by the route")
+			assert.Equal(t, "x", string(res.body))
+		}
 	})
 	t.Run("no signer", func(t *testing.T) {
 		e := newEnv(t, newStore(t), envConfig{

@@ -80,6 +80,16 @@ type Options struct {
 	// authenticated route /v1/attachments/{id}/{filename}. Default: 0.
 	SignedURLExpiry time.Duration
 
+	// DownloadRedirectExpiry, when > 0 and the blob store can sign URLs,
+	// makes a GET of a file on the handler's own route (file_url when
+	// SignedURLExpiry is 0) answer 302 Found to a signed URL of the
+	// bucket valid for that long, with the file's Content-Type and
+	// Content-Disposition, so that the bytes go from the bucket to the
+	// client while the route still checks the caller on every request.
+	// Where the store cannot sign, the route serves the bytes itself.
+	// Default: 0.
+	DownloadRedirectExpiry time.Duration
+
 	// MaxBodyBytes is the largest body of a request other than an upload;
 	// a larger one is a 413. Default: 1 MiB. Uploads are limited by the
 	// attachments Service's MaxUploadBytes (plus MaxBodyBytes for the
@@ -167,7 +177,8 @@ type api struct {
 	log        *slog.Logger
 	maxBody    int64
 	signExpiry time.Duration
-	cannotSign atomic.Bool // the blob store answered ErrUnimplemented once
+	redirect   time.Duration // Options.DownloadRedirectExpiry
+	cannotSign atomic.Bool   // the blob store answered ErrUnimplemented once
 	limit      func(*http.Request, messaging.Contact) (time.Duration, bool)
 	events     *events.Feed
 	heartbeat  time.Duration
@@ -213,6 +224,7 @@ func New(svc *messaging.Service, opts *Options) (http.Handler, error) {
 		log:        o.Logger,
 		maxBody:    o.MaxBodyBytes,
 		signExpiry: o.SignedURLExpiry,
+		redirect:   o.DownloadRedirectExpiry,
 		limit:      o.Limit,
 		events:     eventsOf(svc, o.Events),
 		heartbeat:  o.EventHeartbeat,

@@ -109,6 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		perSecond = flags.Float64("rate", 0, "requests a second each caller may make, and each client address with refused credentials (0: no limit)")
 		burst     = flags.Int("burst", 20, "with -rate, the requests a caller may make at once beyond the rate")
 		signed    = flags.Duration("signed-urls", 0, "when > 0 and the bucket can sign URLs (S3, GCS, Azure), file_url is a signed bucket URL valid this long")
+		redirect  = flags.Duration("redirect-downloads", 0, "when > 0 and the bucket can sign URLs, a download from the API's file route answers 302 to a signed bucket URL valid this long")
 		pubsubURL = flags.String("pubsub", "", "gocloud.dev pub/sub topic URL that wakes the other instances on the same database after each write, such as nats://parley-events (with NATS_SERVER_URL); default: none, one instance delivers its events in process")
 		retention = flags.Duration("event-retention", 24*time.Hour, "how long events are kept for clients that resume")
 		poll      = flags.Duration("event-poll", time.Second, "how often the outbox is read when nothing woke this instance")
@@ -249,12 +250,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// token guessing by client address.
 	auth := httpadapter.StaticTokens(table)
 	opts := &httpadapter.Options{
-		Authenticator:   auth,
-		BaseURL:         *baseURL,
-		Hosts:           splitList(*hosts),
-		SignedURLExpiry: *signed,
-		Events:          true,
-		Logger:          log,
+		Authenticator:          auth,
+		BaseURL:                *baseURL,
+		Hosts:                  splitList(*hosts),
+		SignedURLExpiry:        *signed,
+		DownloadRedirectExpiry: *redirect,
+		Events:                 true,
+		Logger:                 log,
 	}
 	var limit func(*http.Request, messaging.Contact) (time.Duration, bool)
 	if lim := newLimiter(*perSecond, *burst); lim != nil {
