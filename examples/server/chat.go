@@ -1,15 +1,20 @@
 package main
 
 import (
+	"context"
+	"crypto/sha256"
 	"embed"
 	"encoding/json"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/parleychat/parley/httpadapter"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/storage/blobstore"
 )
 
 // chatFiles is the chat page: plain HTML, CSS and JavaScript over the /v1
@@ -19,8 +24,14 @@ import (
 var chatFiles embed.FS
 
 // chatPageCSP keeps the page to its own scripts and styles and its own
-// origin's API; blob: is the source of downloaded files.
-const chatPageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+// origin's API, and the origins the page may send files to (the bucket's,
+// for direct uploads to signed URLs); blob: is the source of downloaded
+// files and of previews.
+func chatPageCSP(uploadOrigins []string) string {
+	connect := strings.Join(append([]string{"'self'"}, uploadOrigins...), " ")
+	return "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; connect-src " + connect +
+		"; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+}
 
 // chatMaxMessageChars is the longest message the server takes, which the
 // page counts against (as the server counts: in Unicode code points). This
@@ -37,12 +48,16 @@ const chatMaxMessageChars = 4000
 // about each caller, so that it is no way around the rate limit. GET
 // /favicon.ico, which browsers ask for on their own, is the page's icon,
 // served without a token (the API under / would answer it 401).
-func mountChat(mux *http.ServeMux, auth httpadapter.Authenticator, limit func(*http.Request, messaging.Contact) (time.Duration, bool)) {
+// uploadOrigins are the origins (scheme://host) of the URLs the bucket signs
+// for direct uploads, which the page's Content Security Policy lets it send
+// bytes to.
+func mountChat(mux *http.ServeMux, auth httpadapter.Authenticator, limit func(*http.Request, messaging.Contact) (time.Duration, bool), uploadOrigins ...string) {
 	files, _ := fs.Sub(chatFiles, "chat") // the embedded folder exists: cannot fail
 	static := http.StripPrefix("/chat/", http.FileServerFS(files))
+	csp := chatPageCSP(uploadOrigins)
 	page := func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Content-Security-Policy", chatPageCSP)
+		h.Set("Content-Security-Policy", csp)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cache-Control", "no-cache")
@@ -101,4 +116,21 @@ func limited(w http.ResponseWriter, r *http.Request, limit func(*http.Request, m
 func writeChatError(w http.ResponseWriter, status int, typ, code, msg string) {
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"type": typ, "code": code, "message": msg}})
+}
+
+// uploadOrigin is the origin (scheme://host) of the URLs blobs signs for
+// direct uploads, learnt by signing one (which sends nothing), or "" for a
+// bucket that signs none (a local folder: the bytes go to the API's own
+// route, on the page's origin).
+func uploadOrigin(ctx context.Context, blobs *blobstore.Store) string {
+	p, err := blobs.SignPut(ctx, "chat-page-probe", blobstore.PutOptions{
+		ContentType: "application/octet-stream", SHA256: make([]byte, sha256.Size), Expiry: time.Minute})
+	if err != nil {
+		return ""
+	}
+	u, err := url.Parse(p.URL)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }

@@ -55,6 +55,8 @@ type chatServerConfig struct {
 	now func() time.Time
 	// wrap, when set, stands between the server and its handler.
 	wrap func(http.Handler) http.Handler
+	// uploadOrigins are the bucket's origins the page may send files to.
+	uploadOrigins []string
 }
 
 func newChatServerWith(t *testing.T, blobs attachments.BlobStore, opts *httpadapter.Options, cfg chatServerConfig) *chatServer {
@@ -75,7 +77,7 @@ func newChatServerWith(t *testing.T, blobs attachments.BlobStore, opts *httpadap
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
-	mountChat(mux, o.Authenticator, o.Limit)
+	mountChat(mux, o.Authenticator, o.Limit, cfg.uploadOrigins...)
 	var h http.Handler = mux
 	if cfg.wrap != nil {
 		h = cfg.wrap(mux)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/parleychat/parley/httpadapter"
 	"github.com/parleychat/parley/internal/testnet"
+	"github.com/parleychat/parley/storage/blobstore"
 	"github.com/parleychat/parley/storage/memstore"
 )
 
@@ -58,4 +60,23 @@ func TestChatMeTellsTheLimit(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, call(t, "POST", base+"/v1/messages", "alice-secret",
 		url.Values{"conversation_id": {"general"}, "message": {longest + "😀"}}, &refused), "one more is refused")
 	assert.Contains(t, refused.Error.Message, "too long")
+}
+
+// TestChatPageCSPUploadOrigins: the page may send bytes to its own origin
+// only, unless the bucket signs upload URLs: then to the bucket's origin
+// too. A local folder signs none.
+func TestChatPageCSPUploadOrigins(t *testing.T) {
+	assert.Contains(t, chatPageCSP(nil), "connect-src 'self';")
+	assert.Contains(t, chatPageCSP([]string{"https://b.s3.example.com"}), "connect-src 'self' https://b.s3.example.com;")
+
+	blobs, err := blobstore.Open(t.Context(), (&url.URL{Scheme: "file", Path: filepath.ToSlash(t.TempDir())}).String())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = blobs.Close() })
+	assert.Empty(t, uploadOrigin(t.Context(), blobs), "a local folder signs no upload URL")
+
+	s := newChatServerWith(t, memstore.NewBlobStore(), &httpadapter.Options{}, chatServerConfig{uploadOrigins: []string{"http://127.0.0.1:9000"}})
+	res, err := http.Get(s.url + "/")
+	require.NoError(t, err)
+	res.Body.Close()
+	assert.Contains(t, res.Header.Get("Content-Security-Policy"), "connect-src 'self' http://127.0.0.1:9000;")
 }

@@ -1,15 +1,22 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -18,6 +25,7 @@ import (
 
 	"github.com/parleychat/parley/httpadapter"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/memstore"
 )
 
@@ -144,4 +152,108 @@ func TestChatPageDirectUploadAndPreview(t *testing.T) {
 			bob.until("it closes", `!document.getElementById("viewer").open`)
 		})
 	}
+}
+
+// uploadSigningBlobs is an in-memory bucket that signs upload URLs of the
+// bucket server at base, on another origin than the page's, as S3 does:
+// the URL carries its authorization, and the headers the client must send
+// name the type and the SHA-256 the bucket checks.
+type uploadSigningBlobs struct {
+	*memstore.BlobStore
+	base string
+}
+
+func (b *uploadSigningBlobs) SignUpload(_ context.Context, key string, req driver.UploadRequest) (driver.SignedUpload, error) {
+	return driver.SignedUpload{URL: b.base + "/" + key + "?signature=abc", Method: http.MethodPut, Headers: map[string]string{
+		"Content-Type":          req.ContentType,
+		"X-Amz-Checksum-Sha256": base64.StdEncoding.EncodeToString(req.SHA256),
+	}}, nil
+}
+
+func (b *uploadSigningBlobs) ObjectSize(ctx context.Context, key string) (int64, error) {
+	r, err := b.Open(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	return io.Copy(io.Discard, r)
+}
+
+func (b *uploadSigningBlobs) ReadHead(ctx context.Context, key string, n int) ([]byte, error) {
+	r, err := b.Open(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(io.LimitReader(r, int64(n)))
+}
+
+// TestChatPageUploadToSignedURL (issue 33): where the bucket signs upload
+// URLs, the page sends a file's bytes to the bucket itself, on another
+// origin (which its Content Security Policy names), with the headers the
+// reservation gives and without the caller's token; the API server sees
+// the reservation and the completion only, and the image's preview shows.
+func TestChatPageUploadToSignedURL(t *testing.T) {
+	browser := chatBrowser(t)
+	photo := testPNG(t, "view.png")
+	width := chatWidths[0]
+	blobs := &uploadSigningBlobs{BlobStore: memstore.NewBlobStore()}
+	var puts atomic.Int32
+	bucket := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", "*")
+		if r.Method == http.MethodOptions { // the browser's preflight
+			h.Set("Access-Control-Allow-Methods", "PUT")
+			h.Set("Access-Control-Allow-Headers", "content-type, x-amz-checksum-sha256")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		if r.Method != http.MethodPut || r.URL.Query().Get("signature") != "abc" || r.Header.Get("Authorization") != "" {
+			http.Error(w, "a signed PUT, with one kind of authentication only", http.StatusForbidden)
+			return
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return
+		}
+		sum := sha256.Sum256(body)
+		if r.Header.Get("X-Amz-Checksum-Sha256") != base64.StdEncoding.EncodeToString(sum[:]) {
+			http.Error(w, "the checksum does not match", http.StatusBadRequest)
+			return
+		}
+		if err := blobs.Put(r.Context(), strings.TrimPrefix(r.URL.Path, "/"), r.Header.Get("Content-Type"), bytes.NewReader(body)); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		puts.Add(1)
+	}))
+	t.Cleanup(bucket.Close)
+	blobs.base = bucket.URL
+
+	log := newRequestLog()
+	close(log.release)
+	s := newChatServerWith(t, blobs, &httpadapter.Options{}, chatServerConfig{wrap: log.wrap, uploadOrigins: []string{bucket.URL}})
+	alice := openTab(t, browser, s.url, "alice-secret", width)
+	alice.open("general")
+	alice.do("attach the photo", chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{photo}))
+	alice.until("the file is shown as attached", `document.getElementById("file-name").textContent === "view.png"`)
+	alice.do("send it alone", chromedp.Click(chromedp.CSS("#send")))
+	last := `document.querySelector("#list > li:last-child")`
+	alice.until("the file shows", last+`?.querySelector(".download")?.textContent.includes("view.png")`)
+
+	assert.EqualValues(t, 1, puts.Load(), "the bytes went to the bucket")
+	assert.True(t, log.has("POST", "/v1/uploads"), "the upload was reserved")
+	assert.True(t, log.has("POST", "/v1/uploads/*"), "and completed")
+	assert.False(t, log.has("PUT", "/v1/uploads/*"), "no byte went through the API server")
+	assert.False(t, log.has("POST", "/v1/attachments"), "no multipart upload")
+	page, err := s.msgs.Messages(t.Context(), s.alice, "general", messaging.ListOptions{Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, page.Data, 1)
+	require.Len(t, page.Data[0].Attachments, 1)
+	att := page.Data[0].Attachments[0]
+	assert.Equal(t, [2]int{640, 480}, [2]int{att.ImageWidth, att.ImageHeight})
+
+	img := last + `?.querySelector(".preview img")`
+	alice.until("the preview loads", img+`?.complete && `+img+`.naturalWidth > 0`)
+	assert.Empty(t, alice.str(`document.getElementById("error").textContent`))
 }

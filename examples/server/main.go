@@ -269,7 +269,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
-	mountChat(mux, auth, limit) // the chat page at /, for people
+	// The chat page at /, for people; it may send files to the bucket.
+	var origins []string
+	if o := uploadOrigin(ctx, blobs); o != "" {
+		origins = append(origins, o)
+	}
+	mountChat(mux, auth, limit, origins...)
 	// A path with . or .. segments or // goes to the API, which answers
 	// 404 as for any unknown path, rather than to the mux, which would
 	// redirect to the cleaned path before anyone is authenticated.

@@ -1208,8 +1208,17 @@ async function sha256(file) {
 async function putBytes(r, file) {
   const url = new URL(r.upload_url, location.href);
   const headers = { ...r.upload_headers };
-  if (url.origin === location.origin) headers.Authorization = "Bearer " + state.token;
-  const res = await fetch(url, { method: r.upload_method || "PUT", headers, body: file });
+  const here = url.origin === location.origin;
+  if (here) headers.Authorization = "Bearer " + state.token;
+  let res;
+  try {
+    res = await fetch(url, { method: r.upload_method || "PUT", headers, body: file });
+  } catch (err) {
+    if (here) throw err; // the server cannot be reached
+    // The browser keeps the answer of a bucket whose CORS rules do not
+    // name this page's origin from the page, as it does a failed connection.
+    throw new Error("the file could not be sent to " + url.host + ": it cannot be reached, or its CORS rules do not let this page send files (see the README)");
+  }
   if (!res.ok) {
     const data = await res.json().catch(() => ({}));
     const err = new Error(data.error?.message || "the upload failed (" + res.status + ")");
