@@ -251,7 +251,7 @@ func BenchmarkIdleStreams(b *testing.B) {
 		}
 	})
 	for range b.N {
-		conns = append(conns, openIdleStream(b, addr))
+		conns = append(conns, openIdleStreamAs(b, addr, "tok-bob"))
 	}
 	b.StopTimer()
 	time.Sleep(500 * time.Millisecond) // let the server settle
@@ -278,10 +278,11 @@ type idleStream struct {
 	r    *bufio.Reader
 }
 
-func openIdleStream(b *testing.B, addr string) *idleStream {
+// openIdleStreamAs opens an event stream of the caller of token.
+func openIdleStreamAs(b *testing.B, addr, token string) *idleStream {
 	c, err := net.Dial("tcp", addr)
 	require.NoError(b, err)
-	fmt.Fprintf(c, "GET /v1/events HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer tok-bob\r\nAccept: text/event-stream\r\n\r\n", addr)
+	fmt.Fprintf(c, "GET /v1/events HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nAccept: text/event-stream\r\n\r\n", addr, token)
 	s := &idleStream{conn: c, r: bufio.NewReaderSize(c, 512)}
 	// The head and the first comment: the stream is open.
 	require.NoError(b, c.SetReadDeadline(time.Now().Add(30*time.Second)))
