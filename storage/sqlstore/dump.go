@@ -356,6 +356,7 @@ func (s *store) SetInstallation(ctx context.Context, in storecopy.Installation) 
 func (s *store) Load(ctx context.Context, b *storecopy.Batch) error {
 	return wrapErr("sqlstore.Load", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		ins := inserter{s: s, tx: tx, ctx: ctx}
+		var threads []string // the threads whose takers' thread_at follows (threads.go)
 		switch b.Kind {
 		case storecopy.Contacts:
 			ins.start("contacts", "id", contactCols)
@@ -366,6 +367,7 @@ func (s *store) Load(ctx context.Context, b *storecopy.Batch) error {
 			ins.start("conversations", "id", "id, created_at, updated_at, message_count, last_message_id")
 			for _, c := range b.Conversations {
 				ins.add(c.ID, c.CreatedAt.UTC(), c.UpdatedAt.UTC(), c.MessageCount, nullable(c.LastMessageID))
+				threads = append(threads, c.ID)
 			}
 		case storecopy.Members:
 			ins.start("conversation_members", "conversation_id",
@@ -373,6 +375,9 @@ func (s *store) Load(ctx context.Context, b *storecopy.Batch) error {
 			for _, m := range b.Members {
 				ins.add(m.ConversationID, m.ContactID, m.IsMember, ts(m.JoinedAt), ts(m.ReadCreated), nullable(m.ReadMessageID),
 					m.ReadCount, m.OwnCount, m.OwnReadCount)
+				if !m.JoinedAt.IsZero() && (len(threads) == 0 || threads[len(threads)-1] != m.ConversationID) {
+					threads = append(threads, m.ConversationID)
+				}
 			}
 		case storecopy.Messages:
 			// search_words is made again from the text: its form is the
@@ -400,7 +405,10 @@ func (s *store) Load(ctx context.Context, b *storecopy.Batch) error {
 				ins.add(r.Scope, r.Key, r.Fingerprint, r.Lock, r.Result, r.CreatedAt.UTC(), r.ExpiresAt.UTC())
 			}
 		}
-		return ins.flush(ctx)
+		if err := ins.flush(ctx); err != nil {
+			return err
+		}
+		return s.placeThreads(ctx, tx, threads...)
 	}))
 }
 

@@ -91,7 +91,10 @@ func (s *store) ImportMessages(ctx context.Context, msgs []messaging.Message) er
 				convs = append(convs, r.ConversationID)
 			}
 		}
-		return s.recountReaders(ctx, tx, convs)
+		if err := s.recountReaders(ctx, tx, convs); err != nil {
+			return err
+		}
+		return s.placeThreads(ctx, tx, convs...)
 	}))
 }
 

@@ -129,6 +129,13 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 					return err
 				}
 			}
+			if m.ParentID != "" {
+				// The reply's time on SQLite (counted above), the new
+				// takers' rows on every engine.
+				if err := s.placeThreads(ctx, tx, sm.ConversationID); err != nil {
+					return err
+				}
+			}
 			if len(atts) > 0 {
 				if err := s.link(ctx, tx, m.ID, linkConv, atts); err != nil {
 					return err

@@ -229,6 +229,7 @@ func (s *store) foldLocked(ctx context.Context, tx bun.Tx, convs []string) (int,
 		ids[i] = t.MessageID
 		byConv[t.ConversationID] = append(byConv[t.ConversationID], t)
 	}
+	var counted []string
 	for _, b := range bases {
 		ts := byConv[b.ID]
 		if len(ts) == 0 {
@@ -243,6 +244,10 @@ func (s *store) foldLocked(ctx context.Context, tx bun.Tx, convs []string) (int,
 			len(ts), lastAt.UTC(), last, b.ID); err != nil {
 			return 0, err
 		}
+		counted = append(counted, b.ID)
+	}
+	if err := s.placeThreads(ctx, tx, counted...); err != nil {
+		return 0, err
 	}
 	// The members whose counters may change: the senders and those
 	// readers, in the order of their rows.

@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -124,6 +126,31 @@ func (s *store) ensureTaker(ctx context.Context, tx bun.Tx, key, contact string,
 	return err
 }
 
+// placeThreadsSQL gives the rows of those who take part in the threads
+// of its list of keys their thread's last reply time (thread_at), while
+// the thread has replies: its conversation's updated_at, NULL when it has
+// none. Whatever changes a thread's updated_at or message_count, or makes
+// one take part, runs it in the same transaction (placeThreads).
+const placeThreadsSQL = `UPDATE conversation_members SET thread_at = (SELECT CASE WHEN c.message_count > 0 THEN c.updated_at END
+		FROM conversations AS c WHERE c.id = conversation_members.conversation_id)
+	WHERE conversation_id IN (?) AND joined_at IS NOT NULL`
+
+// placeThreads runs placeThreadsSQL for the threads among convs (stored
+// conversation ids), in tx.
+func (s *store) placeThreads(ctx context.Context, tx bun.Tx, convs ...string) error {
+	var keys []string
+	for _, c := range convs {
+		if strings.IndexByte(c, '/') >= 0 {
+			keys = append(keys, c)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	_, err := s.execWrite(ctx, tx, placeThreadsSQL, idList(keys))
+	return err
+}
+
 // hasReplies reports whether the thread key has a reply.
 func (s *store) hasReplies(ctx context.Context, tx bun.Tx, key string) (bool, error) {
 	var ids []string
@@ -140,7 +167,10 @@ func (s *store) removeMessage(ctx context.Context, tx bun.Tx, r *messageRow) err
 	if _, err := s.execWrite(ctx, tx, "DELETE FROM messages WHERE id = ?", r.ID); err != nil {
 		return err
 	}
-	return s.lastMessageGone(ctx, tx, r.ConversationID, r.ID)
+	if err := s.lastMessageGone(ctx, tx, r.ConversationID, r.ID); err != nil {
+		return err
+	}
+	return s.placeThreads(ctx, tx, r.ConversationID)
 }
 
 // replyGone removes the tombstone of root, a root of conv, once its last
@@ -266,117 +296,120 @@ func (s *store) ListReplies(ctx context.Context, q driver.ReplyQuery) ([]messagi
 }
 
 // ListThreads returns a page of the viewer's threads, most recently
-// replied first: a page of the conversations of the threads the viewer
-// takes part in. It reads the keys of all of them first.
+// replied first: a range of conversation_members_threads, the viewer's
+// rows of the threads it takes part in ordered by their thread_at
+// (placeThreadsSQL), joined with their conversations, each row of another
+// conversation than the scope's skipped. The walk stops at its page,
+// however many threads the viewer takes part in.
 func (s *store) ListThreads(ctx context.Context, q driver.ThreadQuery) ([]messaging.Thread, bool, error) {
 	ts, more, err := s.listThreads(ctx, q)
 	return ts, more, wrapErr("sqlstore.ListThreads", err)
 }
 
+// threadListCols are the columns of a thread's conversation (c) with the
+// state of its taker (t), as conversationRow.
+const threadListCols = `c.id, c.created_at, c.updated_at, c.message_count, c.last_message_id,
+	t.read_message_id, t.read_count, t.own_count, t.own_read_count`
+
 func (s *store) listThreads(ctx context.Context, q driver.ThreadQuery) ([]messaging.Thread, bool, error) {
 	if q.Limit < 1 {
 		return nil, false, invalid("limit must be at least 1")
 	}
-	var keys []string
-	if err := s.read(ctx, &keys, "SELECT conversation_id FROM conversation_members WHERE contact_id = ? AND is_member = FALSE AND joined_at IS NOT NULL",
-		q.ViewerID); err != nil {
+	// Counted, and so placed (placeThreadsSQL): the replies still tallied.
+	if err := s.fold(ctx, ""); err != nil {
 		return nil, false, err
 	}
-	var member map[string]bool
-	if !q.All && q.MemberID != "" {
-		mine, err := s.allMemberships(ctx, q.MemberID)
+	var scope branch
+	if !q.All {
+		convs, member, err := s.scope(ctx, false, q.MemberID, q.ConversationIDs)
 		if err != nil {
 			return nil, false, err
 		}
-		member = make(map[string]bool, len(mine))
-		for _, c := range mine {
-			member[c] = true
-		}
-	}
-	mine := keys[:0]
-	for _, k := range keys {
-		conv, root := splitThread(k)
-		if root == "" {
-			continue
-		}
-		if q.All || member[conv] || containsString(q.ConversationIDs, conv) {
-			mine = append(mine, k)
-		}
-	}
-	cq := driver.ConversationQuery{Scope: driver.Scope{ConversationIDs: mine}, Window: driver.Window{Limit: q.Limit}, ViewerID: q.ViewerID}
-	for _, c := range []struct{ from, to **driver.Cursor }{{&q.After, &cq.After}, {&q.Before, &cq.Before}} {
-		if *c.from == nil {
-			continue
-		}
-		key := ""
-		for _, k := range mine {
-			if _, root := splitThread(k); root == (*c.from).ID {
-				key = k
+		var ok bool
+		if scope, ok = s.scopeBranch(s.threadConversation("t.conversation_id"), false, member, convs); !ok {
+			if q.After != nil || q.Before != nil {
+				return nil, false, notFound("thread")
 			}
+			return []messaging.Thread{}, false, nil
 		}
-		if key == "" {
-			return nil, false, notFound("thread")
-		}
-		conv, err := s.GetConversation(ctx, key, q.ViewerID)
+	}
+	where := " WHERE t.contact_id = ? AND t.thread_at IS NOT NULL"
+	args := []any{q.ViewerID}
+	if scope.where != "" {
+		where += " AND " + scope.where
+		args = append(args, scope.args...)
+	}
+	dir, cmpOp, cur := "DESC", "<", q.After
+	if q.Before != nil {
+		dir, cmpOp, cur = "ASC", ">", q.Before
+	}
+	if cur != nil {
+		at, key, err := s.threadCursor(ctx, cur.ID, where, args)
 		if err != nil {
 			return nil, false, err
 		}
-		if conv.MessageCount == 0 {
-			return nil, false, notFound("thread")
+		if s.flavor == flavorPostgres {
+			where += " AND (t.thread_at, t.conversation_id) " + cmpOp + " (?, ?)"
+			args = append(args, at, key)
+		} else {
+			where += " AND t.thread_at " + cmpOp + "= ? AND (t.thread_at " + cmpOp + " ? OR t.conversation_id " + cmpOp + " ?)"
+			args = append(args, at, at, key)
 		}
-		*c.to = &driver.Cursor{Time: conv.UpdatedAt, ID: key}
 	}
-	if len(mine) == 0 {
-		return []messaging.Thread{}, false, nil
-	}
-	convs, more, err := s.listConversations(ctx, cq)
-	if err != nil {
+	query := "SELECT " + threadListCols + " FROM conversation_members AS t JOIN conversations AS c ON c.id = t.conversation_id" + where +
+		" ORDER BY t.thread_at " + dir + ", t.conversation_id " + dir + " LIMIT " + strconv.Itoa(q.Limit+1)
+	var rows []conversationRow
+	if err := s.read(ctx, &rows, query, args...); err != nil {
 		return nil, false, err
 	}
-	rootIDs := make([]string, 0, len(convs))
-	for _, c := range convs {
-		_, root := splitThread(c.ID)
+	rows, more := trimPage(rows, q.Limit, q.Before != nil)
+	rootIDs := make([]string, 0, len(rows))
+	for _, r := range rows {
+		_, root := splitThread(r.ID)
 		rootIDs = append(rootIDs, root)
 	}
-	var rows []messageRow
+	var mrows []messageRow
 	if len(rootIDs) > 0 {
-		if err := s.read(ctx, &rows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id IN (?)", idList(rootIDs)); err != nil {
+		if err := s.read(ctx, &mrows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id IN (?)", idList(rootIDs)); err != nil {
 			return nil, false, err
 		}
 	}
-	roots, err := complete(ctx, s.flavor, s.readByIDs, rows)
+	roots, err := complete(ctx, s.flavor, s.readByIDs, mrows)
 	if err != nil {
 		return nil, false, err
 	}
-	out := make([]messaging.Thread, 0, len(convs))
-	for _, c := range convs {
-		_, rootID := splitThread(c.ID)
-		if c.MessageCount == 0 {
-			continue // every reply deleted: no thread
-		}
+	out := make([]messaging.Thread, 0, len(rows))
+	for i := range rows {
+		_, rootID := splitThread(rows[i].ID)
 		for _, r := range roots {
 			if r.ID == rootID {
-				out = append(out, thread(r, c))
+				out = append(out, thread(r, rows[i].conversation()))
 			}
 		}
 	}
 	return out, more, nil
 }
 
-// allMemberships returns every conversation contact is a member of.
-func (s *store) allMemberships(ctx context.Context, contact string) ([]string, error) {
-	var ids []string
-	err := s.read(ctx, &ids, "SELECT conversation_id FROM conversation_members WHERE contact_id = ? AND is_member = TRUE", contact)
-	return ids, err
-}
-
-func containsString(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
+// threadCursor returns the place in the list of where (and its args,
+// over conversation_members AS t) of the thread of root: its thread_at
+// and key; an error matching ErrNotFound when it is not in the list.
+func (s *store) threadCursor(ctx context.Context, root, where string, args []any) (time.Time, string, error) {
+	var refs []messageRefRow
+	if err := s.readPrepared(ctx, &refs, "SELECT m.id, m.conversation_id, m.contact_id, m.created_at, m.deleted FROM messages AS m WHERE m.id = ?", root); err != nil {
+		return time.Time{}, "", err
 	}
-	return false
+	if len(refs) == 0 || strings.IndexByte(refs[0].ConversationID, '/') >= 0 {
+		return time.Time{}, "", notFound("thread")
+	}
+	key := threadKey(refs[0].ConversationID, root)
+	var at []time.Time
+	if err := s.read(ctx, &at, "SELECT t.thread_at FROM conversation_members AS t"+where+" AND t.conversation_id = ?", append(slices.Clone(args), key)...); err != nil {
+		return time.Time{}, "", err
+	}
+	if len(at) == 0 {
+		return time.Time{}, "", notFound("thread")
+	}
+	return at[0], key, nil
 }
 
 // MarkThreadRead moves contactID's read position in the thread forward: a

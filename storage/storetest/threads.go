@@ -26,6 +26,7 @@ var threadTests = []test{
 	{"tombstone", testTombstone},
 	{"threads_of_a_caller", testThreadList},
 	{"threads_scoped_by_access", testThreadScope},
+	{"threads_follow_deleted_replies", testThreadListDeletes},
 	{"thread_events", testThreadEvents},
 	{"search_narrowed_finds_replies", testThreadSearch},
 }
@@ -508,6 +509,52 @@ func testThreadList(t *testing.T, h *harness) {
 	assert.Equal(t, roots[3].ID, ths[0].Root.ID, "carol takes part from her reply on")
 	ths, _ = list(alice, driver.Window{Limit: 1})
 	assert.Equal(t, roots[3].ID, ths[0].Root.ID)
+}
+
+// testThreadListDeletes: a caller's list follows deletes of replies: a
+// thread whose newest reply goes takes the place of the one before, one
+// whose every reply goes leaves the list (its place too, as a cursor),
+// and a page is full all the same.
+func testThreadListDeletes(t *testing.T, h *harness) {
+	ts := h.threads()
+	alice, bob := h.contact("alice"), h.contact("bob")
+	list := func(limit int) ([]messaging.Thread, bool) {
+		t.Helper()
+		ths, more, err := ts.ListThreads(h.ctx, driver.ThreadQuery{Scope: driver.Scope{All: true}, Window: driver.Window{Limit: limit}, ViewerID: bob.ID})
+		require.NoError(t, err)
+		for i, th := range ths {
+			assert.Equal(t, h.thread(th.Root.ID, bob), th, "each thread as GetThread returns it")
+			if i > 0 {
+				assert.False(t, th.LastReplyAt.After(ths[i-1].LastReplyAt), "most recently replied first")
+			}
+		}
+		return ths, more
+	}
+	r0, r1, r2 := h.message("c", alice, at(0)), h.message("c", alice, at(1)), h.message("c", alice, at(2))
+	h.reply(r0, bob, at(10))
+	h.reply(r1, bob, at(20))
+	newest := h.reply(r1, bob, at(35))
+	only := h.reply(r2, bob, at(30))
+	ths, _ := list(10)
+	assert.Equal(t, []string{r1.ID, r2.ID, r0.ID}, threadIDs(ths))
+
+	_, err := h.s.DeleteMessage(h.ctx, newest.ID, nil)
+	require.NoError(t, err)
+	ths, _ = list(10)
+	assert.Equal(t, []string{r2.ID, r1.ID, r0.ID}, threadIDs(ths), "r1's last reply is the one before")
+	assert.True(t, ths[1].LastReplyAt.Equal(at(20)))
+
+	_, err = h.s.DeleteMessage(h.ctx, only.ID, nil)
+	require.NoError(t, err)
+	ths, more := list(2)
+	assert.Equal(t, []string{r1.ID, r0.ID}, threadIDs(ths), "a thread of no replies is no thread")
+	assert.False(t, more)
+	_, _, err = ts.ListThreads(h.ctx, driver.ThreadQuery{Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 5, After: &driver.Cursor{ID: r2.ID}}, ViewerID: bob.ID})
+	assert.ErrorIs(t, err, messaging.ErrNotFound, "nor a cursor")
+
+	h.reply(r2, alice, at(40))
+	ths, _ = list(10)
+	assert.Equal(t, []string{r2.ID, r1.ID, r0.ID}, threadIDs(ths), "a new reply brings it back")
 }
 
 func testThreadScope(t *testing.T, h *harness) {

@@ -149,7 +149,9 @@ CREATE TABLE IF NOT EXISTS conversations (
 --bun:split
 
 -- Each contact's state in a conversation: membership, read position and
--- the counters its unread count is made of.
+-- the counters its unread count is made of. thread_at, on the row of one
+-- who takes part in a thread, is the thread's last reply time while it has
+-- replies (threads.go; conversation_members_threads lists a caller's).
 CREATE TABLE IF NOT EXISTS conversation_members (
 	conversation_id VARCHAR(200) NOT NULL,
 	contact_id VARCHAR(64) NOT NULL,
@@ -160,9 +162,11 @@ CREATE TABLE IF NOT EXISTS conversation_members (
 	read_count BIGINT NOT NULL DEFAULT 0,
 	own_count BIGINT NOT NULL DEFAULT 0,
 	own_read_count BIGINT NOT NULL DEFAULT 0,
+	thread_at DATETIME(6) NULL,
 	PRIMARY KEY (conversation_id, contact_id),
 	KEY conversation_members_contact (contact_id, is_member, conversation_id),
-	KEY conversation_members_read (conversation_id, read_created, read_message_id)
+	KEY conversation_members_read (conversation_id, read_created, read_message_id),
+	KEY conversation_members_threads (contact_id, thread_at, conversation_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
 
 --bun:split

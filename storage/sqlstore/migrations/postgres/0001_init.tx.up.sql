@@ -177,7 +177,11 @@ CREATE INDEX conversations_updated ON conversations (updated_at DESC, id DESC)
 --bun:split
 
 -- Each contact's state in a conversation: membership, read position and
--- the counters its unread count is made of.
+-- the counters its unread count is made of. thread_at, on the row of one
+-- who takes part in a thread (joined_at set, the thread's key), is the
+-- thread's last reply time, its conversation's updated_at, while it has
+-- replies (threads.go): a caller's threads are a range of
+-- conversation_members_threads in the order of their lists.
 CREATE TABLE conversation_members (
 	conversation_id text COLLATE "C" NOT NULL,
 	contact_id text COLLATE "C" NOT NULL,
@@ -188,6 +192,7 @@ CREATE TABLE conversation_members (
 	read_count bigint NOT NULL DEFAULT 0,
 	own_count bigint NOT NULL DEFAULT 0,
 	own_read_count bigint NOT NULL DEFAULT 0,
+	thread_at timestamptz,
 	PRIMARY KEY (conversation_id, contact_id))
 
 --bun:split
@@ -197,6 +202,11 @@ CREATE INDEX conversation_members_contact ON conversation_members (contact_id, i
 --bun:split
 
 CREATE INDEX conversation_members_read ON conversation_members (conversation_id, read_created, read_message_id)
+
+--bun:split
+
+CREATE INDEX conversation_members_threads ON conversation_members (contact_id, thread_at DESC, conversation_id DESC)
+	WHERE thread_at IS NOT NULL
 
 --bun:split
 

@@ -206,7 +206,9 @@ CREATE INDEX conversations_updated ON conversations (updated_at DESC, id DESC)
 --bun:split
 
 -- Each contact's state in a conversation: membership, read position and
--- the counters its unread count is made of.
+-- the counters its unread count is made of. thread_at, on the row of one
+-- who takes part in a thread, is the thread's last reply time while it has
+-- replies (threads.go; conversation_members_threads lists a caller's).
 CREATE TABLE conversation_members (
 	conversation_id TEXT NOT NULL,
 	contact_id TEXT NOT NULL,
@@ -217,6 +219,7 @@ CREATE TABLE conversation_members (
 	read_count INTEGER NOT NULL DEFAULT 0,
 	own_count INTEGER NOT NULL DEFAULT 0,
 	own_read_count INTEGER NOT NULL DEFAULT 0,
+	thread_at TIMESTAMP,
 	PRIMARY KEY (conversation_id, contact_id))
 
 --bun:split
@@ -226,6 +229,11 @@ CREATE INDEX conversation_members_contact ON conversation_members (contact_id, i
 --bun:split
 
 CREATE INDEX conversation_members_read ON conversation_members (conversation_id, read_created, read_message_id)
+
+--bun:split
+
+CREATE INDEX conversation_members_threads ON conversation_members (contact_id, thread_at DESC, conversation_id DESC)
+	WHERE thread_at IS NOT NULL
 
 --bun:split
 
