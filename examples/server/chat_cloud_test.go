@@ -94,7 +94,7 @@ func TestCloudChatPageDirectUpload(t *testing.T) {
 	att := page.Data[0].Attachments[0]
 	assert.Equal(t, [2]int{640, 480}, [2]int{att.ImageWidth, att.ImageHeight})
 
-	img := item("from the cloud") + `?.querySelector(".preview img")`
+	img := item("from the cloud") + `?.querySelector(".image-preview img")`
 	bob.until("bob sees the preview", img+`?.complete && `+img+`.naturalWidth > 0`)
 	assert.Equal(t, "/v1/attachments/"+att.ID+"/thumbnail?size=small", bob.str(img+`.dataset.src`))
 	bob.shot("33-cloud-preview")

@@ -90,7 +90,10 @@ func TestChatPageThreads(t *testing.T) {
 			}
 			badge := fmt.Sprintf(`(document.querySelector('#threads li[data-id=%q] .unread') || {}).textContent`, root.ID)
 			alice.until("the Threads list shows one unread reply", badge+` === "1"`)
-			assert.Contains(t, alice.str(fmt.Sprintf(`document.querySelector('#threads li[data-id=%q]').textContent`, root.ID)), "plans for friday?")
+			assert.Equal(t, "alice: plans for friday?", alice.str(fmt.Sprintf(`document.querySelector('#threads li[data-id=%q] .name').firstChild.textContent`, root.ID)))
+			where := fmt.Sprintf(`document.querySelector('#threads li[data-id=%q] .preview')`, root.ID)
+			assert.Equal(t, "general · 1 reply", alice.str(where+`.textContent`))
+			assert.Equal(t, "true", alice.str(`String(`+where+`.getBoundingClientRect().height >= 12)`), "its second line is readable")
 			assert.Equal(t, "bob: no thread here", alice.str(`document.querySelector('#conversations li[data-id="general"] .preview').textContent`),
 				"a reply does not move the conversation")
 			assert.EqualValues(t, 1, unread(), "unread on the server")
@@ -133,4 +136,51 @@ func TestChatPageThreads(t *testing.T) {
 			bob.until("the conversation shows, the panel does not", `document.querySelector(".conversation").checkVisibility() && !document.getElementById("thread").checkVisibility()`)
 		})
 	}
+}
+
+// TestChatPageDeletedRoot (issue 31): alice deletes her message that has a
+// reply; it keeps its place as a deleted message with its reply count, in
+// her tab and live in bob's, whose open thread stays readable. When bob
+// deletes the last reply, the deleted message goes from both tabs.
+func TestChatPageDeletedRoot(t *testing.T) {
+	browser := chatBrowser(t)
+	width := chatWidths[0]
+	ctx := t.Context()
+	s := newChatServer(t, memstore.NewBlobStore(), &httpadapter.Options{})
+	root, err := s.msgs.Create(ctx, s.alice, messaging.NewMessage{ConversationID: "general", Text: "a plan"})
+	require.NoError(t, err)
+	_, err = s.msgs.Create(ctx, s.bob, messaging.NewMessage{ConversationID: "general", ParentID: root.ID, Text: "a reply"})
+	require.NoError(t, err)
+
+	alice := openTab(t, browser, s.url, "alice-secret", width)
+	bob := openTab(t, browser, s.url, "bob-secret", width)
+	alice.open("general")
+	bob.open("general")
+	rootItem := fmt.Sprintf(`document.querySelector('#list > li[data-id=%q]')`, root.ID)
+	bob.until("bob sees the count", rootItem+`?.querySelector(".replies").textContent.startsWith("1 reply")`)
+	bob.js("bob opens the thread", rootItem+`.querySelector(".replies").click()`)
+	bob.until("bob's panel shows the reply", "!!"+reply("a reply"))
+
+	alice.until("alice sees her message", "!!"+item("a plan"))
+	alice.js("focus it", item("a plan")+`.focus()`)
+	alice.js("delete it", item("a plan")+`.querySelector(".delete").click()`)
+	alice.until("asked first", item("a plan")+`.querySelector(".confirm").hidden === false`)
+	alice.js("confirm", item("a plan")+`.querySelector(".confirm-yes").click()`)
+	deleted := rootItem + `?.classList.contains("deleted") && ` + rootItem + `.querySelector(".text").textContent === "This message was deleted." && ` +
+		rootItem + `.querySelector(".replies").textContent.startsWith("1 reply")`
+	alice.until("alice's message keeps its place, deleted, with its count", deleted)
+	bob.until("bob sees it deleted live", deleted)
+	bob.until("bob's open thread shows the root deleted", `document.querySelector("#thread-root .text")?.textContent === "This message was deleted."`)
+	assert.Equal(t, "true", bob.str(`String(!!`+reply("a reply")+`)`), "the reply stays readable")
+	bob.until("bob's Threads list says the message was deleted", fmt.Sprintf(`document.querySelector('#threads li[data-id=%q] .name')?.firstChild.textContent === "A deleted message"`, root.ID))
+	bob.shot("31-deleted-root")
+
+	bob.js("focus the reply", reply("a reply")+`.focus()`)
+	bob.js("delete the reply", reply("a reply")+`.querySelector(".delete").click()`)
+	bob.until("asked first", reply("a reply")+`.querySelector(".confirm").hidden === false`)
+	bob.js("confirm", reply("a reply")+`.querySelector(".confirm-yes").click()`)
+	alice.until("the deleted message goes with its last reply", `document.querySelectorAll("#list > li").length === 0`)
+	bob.until("from bob's tab too, and his panel closes", `document.querySelectorAll("#list > li").length === 0 && document.getElementById("thread").hidden`)
+	_, err = s.msgs.Get(ctx, s.alice, root.ID)
+	assert.ErrorIs(t, err, messaging.ErrNotFound, "gone on the server")
 }

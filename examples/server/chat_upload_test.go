@@ -128,7 +128,7 @@ func TestChatPageDirectUploadAndPreview(t *testing.T) {
 
 			// bob sees the preview's box before the thumbnail comes, then the
 			// thumbnail in the same box.
-			img := item("the view") + `?.querySelector(".preview img")`
+			img := item("the view") + `?.querySelector(".image-preview img")`
 			bob.until("bob sees the preview's box", "!!"+img)
 			assert.Equal(t, fmt.Sprintf("/v1/attachments/%s/thumbnail?size=small", att.ID), bob.str(img+`.dataset.src`))
 			box := func() string {
@@ -253,7 +253,55 @@ func TestChatPageUploadToSignedURL(t *testing.T) {
 	att := page.Data[0].Attachments[0]
 	assert.Equal(t, [2]int{640, 480}, [2]int{att.ImageWidth, att.ImageHeight})
 
-	img := last + `?.querySelector(".preview img")`
+	img := last + `?.querySelector(".image-preview img")`
 	alice.until("the preview loads", img+`?.complete && `+img+`.naturalWidth > 0`)
 	assert.Empty(t, alice.str(`document.getElementById("error").textContent`))
+}
+
+// TestChatPageUploadFallsBackToMultipart: on a server without direct
+// uploads (POST /v1/uploads answers 404, as before them), the page sends
+// the file as one multipart POST /v1/attachments, and asks no more to
+// reserve.
+func TestChatPageUploadFallsBackToMultipart(t *testing.T) {
+	browser := chatBrowser(t)
+	log := newRequestLog()
+	close(log.release)
+	older := func(h http.Handler) http.Handler {
+		return log.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/v1/uploads") {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusNotFound)
+				_, _ = io.WriteString(w, `{"error": {"type": "invalid_request_error", "code": "resource_missing", "message": "no such route"}}`)
+				return
+			}
+			h.ServeHTTP(w, r)
+		}))
+	}
+	s := newChatServerWith(t, memstore.NewBlobStore(), &httpadapter.Options{}, chatServerConfig{wrap: older})
+	alice := openTab(t, browser, s.url, "alice-secret", chatWidths[0])
+	alice.open("general")
+	file := filepath.Join(t.TempDir(), "notes.txt")
+	require.NoError(t, os.WriteFile(file, []byte("the minutes\n"), 0o644))
+	for _, text := range []string{"first file", "second file"} {
+		alice.do("attach a file", chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{file}))
+		alice.until("the file is shown as attached", `document.getElementById("file-name").textContent === "notes.txt"`)
+		alice.do("write", chromedp.SendKeys(chromedp.CSS("#text"), text))
+		alice.press("Enter")
+		alice.until("the message shows with its file", item(text)+`?.querySelector(".download")?.textContent.includes("notes.txt")`)
+		alice.until("the composer is empty again", `document.getElementById("text").value === ""`)
+	}
+	assert.Empty(t, alice.str(`document.getElementById("error").textContent`))
+	assert.True(t, log.has("POST", "/v1/attachments"), "sent as multipart")
+	log.mu.Lock()
+	reserves := 0
+	for _, s := range log.seen {
+		if s == "POST /v1/uploads" {
+			reserves++
+		}
+	}
+	log.mu.Unlock()
+	assert.Equal(t, 1, reserves, "the page asked once, and remembered the answer")
+	atts, err := s.files.Attachments(t.Context(), s.alice, "general", messaging.ListOptions{Limit: 10})
+	require.NoError(t, err)
+	assert.Len(t, atts.Data, 2)
 }

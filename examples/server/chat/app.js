@@ -583,6 +583,23 @@ function focusKey(el) {
   return el.classList[0] ? "." + el.classList[0] : "";
 }
 
+// gone shows that the message id was deleted. A root with replies keeps
+// its place as a deleted message, for its thread, until its last reply
+// goes: the server tells which (its GET answers the deleted root, else
+// 404), since the page hears of a delete both from its own request and
+// from the events.
+function gone(id) {
+  if (!(state.messages.get(id)?.reply_count > 0)) return remove(id);
+  api("GET", "/v1/messages/" + encodeURIComponent(id))
+    .then((m) => {
+      const before = state.messages.get(id);
+      if (!before) return; // gone meanwhile
+      m.created_at ??= before.created_at; // a deleted root has no time of its own
+      upsert(m);
+    })
+    .catch((err) => (err.status === 404 ? remove(id) : showError(err)));
+}
+
 function remove(id) {
   state.messages.delete(id);
   state.replies.delete(id);
@@ -680,7 +697,7 @@ function render(m) {
   del.hidden = !mine(m);
   del.addEventListener("click", () =>
     confirmDelete(li, onlyFile ? "Delete this file?" : "Delete this message" + (m.attachments?.length ? " and its files?" : "?"),
-      () => api("DELETE", "/v1/messages/" + encodeURIComponent(m.id)).then(() => remove(m.id))));
+      () => api("DELETE", "/v1/messages/" + encodeURIComponent(m.id)).then(() => gone(m.id))));
   return li;
 }
 
@@ -733,7 +750,7 @@ function renderAttachment(li, m, a) {
     const last = fileOnly(m) && m.attachments.length === 1;
     del.addEventListener("click", () =>
       confirmDelete(li, "Delete " + a.filename + "?", () => last
-        ? api("DELETE", "/v1/messages/" + encodeURIComponent(m.id)).then(() => remove(m.id))
+        ? api("DELETE", "/v1/messages/" + encodeURIComponent(m.id)).then(() => gone(m.id))
         : api("DELETE", "/v1/attachments/" + encodeURIComponent(a.id))));
     item.append(del);
   }
@@ -751,7 +768,7 @@ function renderPreview(a) {
   const scale = Math.min(1, previewBox / Math.max(a.image_width, a.image_height));
   const b = document.createElement("button");
   b.type = "button";
-  b.className = "preview";
+  b.className = "image-preview";
   b.title = "Show " + a.filename;
   const img = document.createElement("img");
   img.alt = a.filename;
@@ -1359,15 +1376,10 @@ function onEvent(e) {
       }
       break;
     case "message.deleted": {
-      const root = state.messages.get(obj.id);
-      if (root?.reply_count > 0) {
-        // It keeps its place for its thread.
-        upsert({ id: root.id, object: "message", deleted: true, conversation_id: root.conversation_id,
-          reply_count: root.reply_count, last_reply_at: root.last_reply_at, created_at: root.created_at });
-      } else remove(obj.id);
+      gone(obj.id);
+      refreshThreads(); // the message may be a thread's reply, or its root
       if (obj.parent_id) {
         refreshRoot(obj.parent_id);
-        refreshThreads();
         return;
       }
       break;
