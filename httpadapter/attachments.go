@@ -269,21 +269,12 @@ func (a *api) discard(ctx context.Context, caller messaging.Contact, att messagi
 func (a *api) getAttachment(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
 	ctx := r.Context()
 	att, err := a.files.Get(ctx, caller, r.PathValue("id"))
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, a.urls(r, caller).attachment(ctx, att))
+	serveOne(a, w, r, att, err, func(att messaging.Attachment) attachmentJSON { return a.urls(r, caller).attachment(ctx, att) })
 }
 
 func (a *api) renameAttachment(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
 	var replayed bool
-	idem, err := idempotency(r, &replayed)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	in, err := a.readInput(w, r)
+	idem, in, err := a.keyedInput(w, r, &replayed)
 	if err != nil {
 		a.writeError(w, r, err)
 		return

@@ -18,37 +18,45 @@ func (a *api) listConversations(w http.ResponseWriter, r *http.Request, caller m
 func (a *api) getConversation(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
 	ctx := r.Context()
 	c, err := a.msgs.Conversation(ctx, caller, r.PathValue("id"))
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, a.urls(r, caller).conversation(ctx, c))
+	serveOne(a, w, r, c, err, func(c messaging.Conversation) conversationJSON { return a.urls(r, caller).conversation(ctx, c) })
 }
 
 // updateConversation moves the caller's read position (read_through), the
 // one field a conversation takes.
 func (a *api) updateConversation(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
+	ctx := r.Context()
+	serveReadThrough(a, w, r, func(through string) (messaging.Conversation, error) {
+		return a.msgs.MarkRead(ctx, caller, r.PathValue("id"), through)
+	}, func(c messaging.Conversation) conversationJSON { return a.urls(r, caller).conversation(ctx, c) })
+}
+
+// serveOne writes v as show shows it, or err as errors are.
+func serveOne[T any, J any](a *api, w http.ResponseWriter, r *http.Request, v T, err error, show func(T) J) {
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, show(v))
+}
+
+// serveReadThrough serves a PUT that moves a read position: it reads
+// read_through (required), and writes what mark returns for it.
+func serveReadThrough[T any, J any](a *api, w http.ResponseWriter, r *http.Request, mark func(through string) (T, error), show func(T) J) {
 	in, err := a.readInput(w, r)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
 	through, ok, err := in.str("read_through")
+	if err == nil && !ok {
+		err = missing("read_through")
+	}
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	if !ok {
-		a.writeError(w, r, missing("read_through"))
-		return
-	}
-	ctx := r.Context()
-	c, err := a.msgs.MarkRead(ctx, caller, r.PathValue("id"), through)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, a.urls(r, caller).conversation(ctx, c))
+	v, err := mark(through)
+	serveOne(a, w, r, v, err, show)
 }
 
 // postTyping tells the others who may see the conversation that the

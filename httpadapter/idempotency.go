@@ -15,6 +15,17 @@ const (
 	headerReplayed       = "Idempotent-Replayed"
 )
 
+// keyedInput reads the Idempotency-Key of a write (idempotency), then
+// its input.
+func (a *api) keyedInput(w http.ResponseWriter, r *http.Request, replayed *bool) (messaging.Idempotency, input, error) {
+	idem, err := idempotency(r, replayed)
+	if err != nil {
+		return idem, nil, err
+	}
+	in, err := a.readInput(w, r)
+	return idem, in, err
+}
+
 // idempotency reads the Idempotency-Key of a write into the services'
 // Idempotency, whose Replayed the call sets: a zero Idempotency when the
 // request has none; a 400 when the key is empty, longer than 255

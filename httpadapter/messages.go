@@ -28,12 +28,7 @@ func (a *api) listMessages(w http.ResponseWriter, r *http.Request, caller messag
 
 func (a *api) createMessage(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
 	var replayed bool
-	idem, err := idempotency(r, &replayed)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	in, err := a.readInput(w, r)
+	idem, in, err := a.keyedInput(w, r, &replayed)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -69,21 +64,12 @@ func (a *api) createMessage(w http.ResponseWriter, r *http.Request, caller messa
 func (a *api) getMessage(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
 	ctx := r.Context()
 	m, err := a.msgs.Get(ctx, caller, r.PathValue("id"))
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, a.urls(r, caller).message(ctx, m))
+	serveOne(a, w, r, m, err, func(m messaging.Message) messageJSON { return a.urls(r, caller).message(ctx, m) })
 }
 
 func (a *api) updateMessage(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
 	var replayed bool
-	idem, err := idempotency(r, &replayed)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	in, err := a.readInput(w, r)
+	idem, in, err := a.keyedInput(w, r, &replayed)
 	if err != nil {
 		a.writeError(w, r, err)
 		return

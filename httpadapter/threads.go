@@ -59,37 +59,16 @@ func (a *api) listThreads(w http.ResponseWriter, r *http.Request, caller messagi
 func (a *api) getThread(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
 	ctx := r.Context()
 	t, err := a.msgs.Thread(ctx, caller, r.PathValue("id"))
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, a.urls(r, caller).thread(ctx, t))
+	serveOne(a, w, r, t, err, func(t messaging.Thread) threadJSON { return a.urls(r, caller).thread(ctx, t) })
 }
 
 // updateThread moves the caller's read position in the thread
 // (read_through, a reply of it), the one field a thread takes.
 func (a *api) updateThread(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
-	in, err := a.readInput(w, r)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	through, ok, err := in.str("read_through")
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	if !ok {
-		a.writeError(w, r, missing("read_through"))
-		return
-	}
 	ctx := r.Context()
-	t, err := a.msgs.MarkThreadRead(ctx, caller, r.PathValue("id"), through)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, a.urls(r, caller).thread(ctx, t))
+	serveReadThrough(a, w, r, func(through string) (messaging.Thread, error) {
+		return a.msgs.MarkThreadRead(ctx, caller, r.PathValue("id"), through)
+	}, func(t messaging.Thread) threadJSON { return a.urls(r, caller).thread(ctx, t) })
 }
 
 // thread returns t as the API shows it.

@@ -28,12 +28,7 @@ type uploadJSON struct {
 // sha256, and optional conversation_id and message_id, as a form or JSON.
 func (a *api) createUpload(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
 	var replayed bool
-	idem, err := idempotency(r, &replayed)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	in, err := a.readInput(w, r)
+	idem, in, err := a.keyedInput(w, r, &replayed)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
