@@ -75,9 +75,17 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 	if m.ParentID != "" {
 		sm.ConversationID = threadKey(m.ConversationID, m.ParentID)
 	}
-	alone := s.flavor == flavorPostgres && len(atts) == 0 && m.ParentID == ""
+	alone := s.flavor == flavorPostgres && len(atts) == 0
 	var evs []messaging.Event // the events of a send alone
-	if alone {
+	if alone && m.ParentID != "" {
+		// A reply alone is one statement too (insertReplySQL), not
+		// combined with others: its root's row lock would hold them.
+		if rec != nil {
+			evs = rec(driver.Change{Message: &after})
+		}
+		err = s.retry(ctx, func(ctx context.Context) error { return s.insertReply(ctx, m, sm, evs, done) })
+		alone = err == nil || done == nil || messaging.KindOf(err) != messaging.ErrConflict
+	} else if alone {
 		if rec != nil {
 			evs = rec(driver.Change{Message: &after})
 		}
@@ -149,6 +157,9 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 						after.Attachments = append(after.Attachments, a.attachment())
 					}
 				}
+			}
+			if evs != nil { // made for a reply alone (the change is the same)
+				return s.insertEvents(ctx, tx, evs)
 			}
 			return s.record(ctx, tx, rec, driver.Change{Message: &after})
 		})

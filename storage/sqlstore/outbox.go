@@ -168,10 +168,14 @@ func eventsInsert(evs []messaging.Event, numbered bool) (string, []any, error) {
 // statement of one shape, which is prepared, for any number of events.
 // (Arrays cost the server about a third of what a JSON array of the same
 // events did.)
-const insertEventsArraysSQL = `INSERT INTO events (type, conversation_id, audience_id, created_at, payload)
-	SELECT u.t, NULLIF(u.c, ''), NULLIF(u.a, ''), u.at, u.p
-	FROM unnest(?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[]) WITH ORDINALITY AS u(t, c, a, at, p, ord)
+const insertEventsArraysSQL = insertEventsArraysFrom + `
 	ORDER BY u.ord`
+
+// insertEventsArraysFrom is insertEventsArraysSQL without its order, for
+// a condition to follow (WHERE).
+const insertEventsArraysFrom = `INSERT INTO events (type, conversation_id, audience_id, created_at, payload)
+	SELECT u.t, NULLIF(u.c, ''), NULLIF(u.a, ''), u.at, u.p
+	FROM unnest(?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[]) WITH ORDINALITY AS u(t, c, a, at, p, ord)`
 
 // eventsArrays returns evs as the arguments of insertEventsArraysSQL:
 // PostgreSQL array literals of their types, conversations, audiences,

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strconv"
@@ -110,6 +111,77 @@ func (s *store) takeReply(ctx context.Context, tx bun.Tx, m messaging.Message) e
 		if err := s.ensureTaker(ctx, tx, key, who, m.CreatedAt); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// insertReplySQL stores a reply on PostgreSQL in one statement, as
+// insertSent stores a send: root, the root's row locked (FOR UPDATE, as
+// takeReply locks it) when it takes the reply (a message of the reply's
+// conversation, not deleted), gates every other part, so that a root that
+// does not take it makes the statement store nothing (no row of messages
+// inserted: ErrNoParent). Its parts: the root's thread flag, set once;
+// the thread's conversation row, made when missing; the rows of the root's
+// sender and of the reply's as takers (placed as placeThreadsSQL would,
+// written only when they took no part yet); its key record, events and
+// tally; the message. Its arguments: insertReplyArgs.
+func insertReplySQL(keyed, events bool) string {
+	with := []string{`root AS MATERIALIZED (SELECT m.id, m.contact_id, m.thread FROM messages AS m
+			WHERE m.id = CAST(? AS text) AND m.conversation_id = CAST(? AS text) AND NOT m.deleted FOR UPDATE)`,
+		`f AS (UPDATE messages SET thread = TRUE WHERE id = (SELECT root.id FROM root WHERE NOT root.thread))`,
+		`c AS (INSERT INTO conversations (id, created_at, updated_at) SELECT CAST(? AS text), CAST(? AS timestamptz), CAST(? AS timestamptz) FROM root
+			WHERE NOT EXISTS (SELECT 1 FROM conversations WHERE id = ?) ON CONFLICT (id) DO NOTHING)`,
+		`p AS (INSERT INTO conversation_members (conversation_id, contact_id, joined_at, thread_at)
+			SELECT DISTINCT CAST(? AS text), w.contact, CAST(? AS timestamptz),
+				(SELECT CASE WHEN c.message_count > 0 THEN c.updated_at END FROM conversations AS c WHERE c.id = ?)
+			FROM root CROSS JOIN LATERAL (VALUES (root.contact_id), (CAST(? AS text))) AS w(contact)
+			ON CONFLICT (conversation_id, contact_id) DO UPDATE SET joined_at = EXCLUDED.joined_at, thread_at = EXCLUDED.thread_at
+			WHERE conversation_members.joined_at IS NULL)`,
+	}
+	if keyed {
+		with = append(with, `k AS (INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, result, created_at, expires_at)
+			SELECT CAST(? AS text), CAST(? AS text), CAST(? AS text), '', CAST(? AS bytea), CAST(? AS timestamptz), CAST(? AS timestamptz) FROM root)`)
+	}
+	if events {
+		with = append(with, "ev AS ("+insertEventsArraysFrom+" WHERE EXISTS (SELECT 1 FROM root) ORDER BY u.ord)")
+	}
+	with = append(with, `t AS (INSERT INTO message_tallies (message_id, conversation_id, contact_id, created_at)
+			SELECT CAST(? AS text), CAST(? AS text), CAST(? AS text), CAST(? AS timestamptz) FROM root)`)
+	return "WITH " + strings.Join(with, ",\n\t") + `
+	INSERT INTO messages (id, conversation_id, contact_id, text, search_words, read_at, created_at, updated_at, attachment_count)
+	SELECT CAST(? AS text), CAST(? AS text), CAST(? AS text), CAST(? AS text), CAST(? AS text), CAST(? AS timestamptz), CAST(? AS timestamptz),
+		CAST(? AS timestamptz), 0 FROM root`
+}
+
+// insertReply stores m, a reply with no attachments, with its events evs
+// and done, the record of its key, unless nil (inserted: a row in its way
+// fails the statement, with ErrConflict), in one statement
+// (insertReplySQL; PostgreSQL). sm is m as stored, in its thread's
+// conversation.
+func (s *store) insertReply(ctx context.Context, m, sm messaging.Message, evs []messaging.Event, done *driver.IdempotencyRecord) error {
+	key, at := sm.ConversationID, m.CreatedAt.UTC()
+	args := []any{m.ParentID, m.ConversationID, key, at, at, key, key, at, key, m.Contact.ID}
+	if done != nil {
+		args = append(args, done.Scope, done.Key, done.Fingerprint, done.Result, done.CreatedAt.UTC(), done.ExpiresAt.UTC())
+	}
+	if len(evs) > 0 {
+		evArgs, err := eventsArrays(evs)
+		if err != nil {
+			return err
+		}
+		args = append(args, evArgs...)
+	}
+	args = append(args, m.ID, key, m.Contact.ID, at,
+		m.ID, key, m.Contact.ID, m.Text, s.searchWords(m.Text), ts(m.ReadAt), at, ts(m.UpdatedAt))
+	res, err := s.execWrite(ctx, s.w, insertReplySQL(done != nil, len(evs) > 0), args...)
+	if isUniqueViolation(err) {
+		return conflict("a message with this id exists")
+	}
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return cmp.Or(err, driver.ErrNoParent)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ var threadTests = []test{
 	{"replies_counted_outside_the_conversation", testReplyBasics},
 	{"parent_must_take_replies", testReplyParent},
 	{"concurrent_replies_counted", testConcurrentReplies},
+	{"keyed_replies", testKeyedReply},
 	{"unread_replies", testThreadUnread},
 	{"unread_under_concurrent_replies_reads_deletes", testConcurrentThread},
 	{"replies_paged_both_ways", testReplyPaging},
@@ -509,6 +510,51 @@ func testThreadList(t *testing.T, h *harness) {
 	assert.Equal(t, roots[3].ID, ths[0].Root.ID, "carol takes part from her reply on")
 	ths, _ = list(alice, driver.Window{Limit: 1})
 	assert.Equal(t, roots[3].ID, ths[0].Root.ID)
+}
+
+// testKeyedReply: a keyed reply stores the reply and the record of its
+// key together, claimed first (as the Service writes) or not; one whose
+// parent takes no replies stores neither, and changes no count.
+func testKeyedReply(t *testing.T, h *harness) {
+	h.threads()
+	alice, bob := h.contact("alice"), h.contact("bob")
+	root := h.message("c", alice, at(0))
+	reply := func(key string, created time.Time, parent string, claimed bool) (messaging.Message, error) {
+		m := newMessage("c", bob, created)
+		m.ParentID = parent
+		d := unclaimed(bob.ID, key, created, m.ID)
+		if claimed {
+			d = done(h.mustClaim(claim(bob.ID, key, created)), m.ID)
+		}
+		return m, h.s.CreateMessageKeyed(h.ctx, m, nil, nil, d)
+	}
+	first, err := reply("claimed", at(1), root.ID, true)
+	require.NoError(t, err)
+	second, err := reply("unclaimed", at(2), root.ID, false)
+	require.NoError(t, err)
+	for key, m := range map[string]messaging.Message{"claimed": first, "unclaimed": second} {
+		rec, ok := h.record(bob.ID, key)
+		require.True(t, ok, "the record of %s", key)
+		assert.Empty(t, rec.Lock, "done")
+		assert.Equal(t, []byte(m.ID), rec.Result)
+	}
+	assert.Equal(t, []string{second.ID, first.ID}, h.replies(root.ID))
+
+	for _, claimed := range []bool{true, false} {
+		key := fmt.Sprintf("refused-%v", claimed)
+		m, err := reply(key, at(3), first.ID, claimed) // a reply takes no replies
+		assert.ErrorIs(t, err, driver.ErrNoParent)
+		h.assertNoMessage(m.ID)
+		rec, ok := h.record(bob.ID, key)
+		if claimed {
+			assert.NotEmpty(t, rec.Lock, "the claim stays a claim")
+		} else {
+			assert.False(t, ok, "no record")
+		}
+	}
+	th := h.thread(root.ID, alice)
+	assert.EqualValues(t, 2, th.ReplyCount)
+	assert.EqualValues(t, 2, th.UnreadCount)
 }
 
 // testThreadListDeletes: a caller's list follows deletes of replies: a
