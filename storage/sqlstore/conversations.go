@@ -74,12 +74,18 @@ func (s *store) memberOf(col string) string {
 // the time index and probes each row's membership (memberOf), which finds
 // a page soon because most rows match.
 func (s *store) memberships(ctx context.Context, contact string) (ids []string, many bool, err error) {
+	return s.membershipsUpTo(ctx, contact, maxBranches)
+}
+
+// membershipsUpTo returns the conversations contact is a member of when
+// they are at most n, or many=true when there are more.
+func (s *store) membershipsUpTo(ctx context.Context, contact string, n int) (ids []string, many bool, err error) {
 	// In the index's order, so that the planner reads the index: by its
 	// statistics a seq scan would find a few rows of a contact in many as
 	// soon, but a contact's rows lie together, after everyone else's.
 	err = s.read(ctx, &ids, "SELECT conversation_id FROM conversation_members WHERE contact_id = ? AND is_member = TRUE ORDER BY conversation_id LIMIT ?",
-		contact, maxBranches+1)
-	if len(ids) > maxBranches {
+		contact, n+1)
+	if len(ids) > n {
 		return nil, true, err
 	}
 	return ids, false, err

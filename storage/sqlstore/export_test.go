@@ -16,6 +16,14 @@ import (
 	"github.com/parleychat/parley/messaging/driver"
 )
 
+// SetSearchLimits sets maxSearchConversations and maxPrefixWords until
+// the returned func restores them.
+func SetSearchLimits(conversations, prefixWords int) (restore func()) {
+	oldConvs, oldWords := maxSearchConversations, maxPrefixWords
+	maxSearchConversations, maxPrefixWords = conversations, prefixWords
+	return func() { maxSearchConversations, maxPrefixWords = oldConvs, oldWords }
+}
+
 // MessagePageSQL exposes the query of a page of messages, for EXPLAIN.
 func MessagePageSQL(st *Store, q driver.MessageQuery) (string, []any) {
 	s := st.s

@@ -2,6 +2,9 @@ package sqlstore
 
 import (
 	"context"
+	"encoding/hex"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/parleychat/parley/messaging"
@@ -16,7 +19,8 @@ import (
 //
 //   - SQLite: FTS5 with the ascii tokenizer (which splits on ASCII
 //     punctuation only and folds ASCII case only), kept by triggers
-//     (migrations/sqlite);
+//     (migrations/sqlite), whose rowids follow time and whose rows hold a
+//     token of their conversation (searchSQLite);
 //   - PostgreSQL: a GIN index of array_to_tsvector of the words (lexemes
 //     taken as they are), queried by a tsquery of quoted lexemes;
 //   - MySQL and MariaDB: InnoDB FULLTEXT over the words each written after
@@ -63,7 +67,7 @@ func (s *store) searchMatch(q driver.SearchQuery) (string, []any) {
 			b.WriteString("'" + q.Prefix + "':*")
 		}
 		return "array_to_tsvector(string_to_array(m.search_words, ' ')) @@ ?::tsquery", []any{b.String()}
-	case flavorMySQL:
+	default: // MySQL, MariaDB (SQLite: searchSQLite)
 		for _, w := range q.Words {
 			b.WriteString("+" + mysqlWordMark + w + " ")
 		}
@@ -71,15 +75,6 @@ func (s *store) searchMatch(q driver.SearchQuery) (string, []any) {
 			b.WriteString("+" + mysqlWordMark + q.Prefix + "*")
 		}
 		return "MATCH (m.search_words) AGAINST (? IN BOOLEAN MODE)", []any{strings.TrimSpace(b.String())}
-	default:
-		for _, w := range q.Words {
-			b.WriteString(`"` + w + `" `)
-		}
-		if q.Prefix != "" {
-			b.WriteString(`"` + q.Prefix + `"*`)
-		}
-		return "m.id IN (SELECT i.message_id FROM message_search AS f JOIN message_search_ids AS i ON i.rowid = f.rowid WHERE message_search MATCH ?)",
-			[]any{strings.TrimSpace(b.String())}
 	}
 }
 
@@ -99,23 +94,16 @@ func (s *store) searchMessages(ctx context.Context, q driver.SearchQuery) ([]mes
 	if len(q.Words) == 0 && q.Prefix == "" {
 		return nil, false, invalid("a search needs a word")
 	}
+	if s.flavor == flavorSQLite {
+		return s.searchSQLite(ctx, q)
+	}
 	convs, member, err := s.scope(ctx, q.All, q.MemberID, q.ConversationIDs)
 	if err != nil {
 		return nil, false, err
 	}
-	b, ok := s.scopeBranch("m.conversation_id", q.All, member, convs)
+	b, ok := s.searchScope(q.All, member, convs)
 	if !ok {
 		return []messaging.Message{}, false, nil
-	}
-	if !q.All && len(convs) > 0 {
-		// The replies of these conversations are under their threads'
-		// keys (threads.go).
-		b.where, b.args = "("+b.where+" OR "+threadsOf("m.conversation_id", len(convs))+")", append(b.args, threadPatterns(convs)...)
-	}
-	if member != "" {
-		// A member of many conversations: the replies of those are under
-		// their threads' keys, whose conversation is before the slash.
-		b.where, b.args = "("+b.where+" OR "+s.memberOf(s.threadConversation("m.conversation_id"))+")", append(b.args, member)
 	}
 	match, args := s.searchMatch(q)
 	if b.where != "" {
@@ -127,6 +115,195 @@ func (s *store) searchMessages(ctx context.Context, q driver.SearchQuery) ([]mes
 	query, qargs := s.pageSQL(p)
 	rows := make([]messageRow, 0, q.Limit+1)
 	if err := s.read(ctx, &rows, query, qargs...); err != nil {
+		return nil, false, err
+	}
+	rows, more := trimPage(rows, q.Limit, q.Before != nil)
+	items, err := complete(ctx, s.flavor, s.readByIDs, rows)
+	if err != nil {
+		return nil, false, err
+	}
+	return items, more, nil
+}
+
+// searchScope returns the condition on m of the messages of a search's
+// scope (scope's convs and member), replies included; false when that is
+// none.
+func (s *store) searchScope(all bool, member string, convs []string) (branch, bool) {
+	b, ok := s.scopeBranch("m.conversation_id", all, member, convs)
+	if !ok || all {
+		return b, ok
+	}
+	if len(convs) > 0 {
+		// The replies of these conversations are under their threads'
+		// keys (threads.go).
+		b.where, b.args = "("+b.where+" OR "+threadsOf("m.conversation_id", len(convs))+")", append(b.args, threadPatterns(convs)...)
+	}
+	if member != "" {
+		// A member of many conversations: the replies of those are under
+		// their threads' keys, whose conversation is before the slash.
+		b.where, b.args = "("+b.where+" OR "+s.memberOf(s.threadConversation("m.conversation_id"))+")", append(b.args, member)
+	}
+	return b, true
+}
+
+// maxSearchConversations is the most conversations of a member that a
+// search on SQLite names in its full-text query; a member of more is
+// probed for row by row.
+var maxSearchConversations = 500
+
+// searchConversations resolves the scope of a search on SQLite: the conversations of q.ConversationIDs and of q.MemberID's
+// memberships, up to maxSearchConversations of these, or member (q's
+// MemberID) to probe for when more.
+func (s *store) searchConversations(ctx context.Context, q driver.SearchQuery) (convs []string, member string, err error) {
+	if q.All {
+		return nil, "", nil
+	}
+	convs = q.ConversationIDs
+	if q.MemberID != "" {
+		mine, many, err := s.membershipsUpTo(ctx, q.MemberID, maxSearchConversations)
+		if err != nil {
+			return nil, "", err
+		}
+		if many {
+			return dedupe(convs), q.MemberID, nil
+		}
+		convs = append(mine, convs...)
+	}
+	return dedupe(convs), "", nil
+}
+
+// nameable tells whether the scope of a search can be named in the
+// full-text query: some conversations, no member to probe for, and none
+// of them a thread's key (whose conversation's token would stand for the
+// whole conversation).
+func nameable(all bool, member string, convs []string) bool {
+	return !all && member == "" && len(convs) > 0 && !slices.ContainsFunc(convs, func(c string) bool { return strings.Contains(c, "/") })
+}
+
+// maxPrefixWords is the most words that a search on SQLite names in its
+// full-text query for its prefix; a prefix of more is a prefix query.
+var maxPrefixWords = 64
+
+// ftsBucket is the SQL of the first FTS5 rowid of the millisecond of the
+// time given as its argument, as the insert trigger computes it: a
+// message's rowid is its created_at in milliseconds times 2^20, plus a
+// number among those of its millisecond (migrations/sqlite).
+const ftsBucket = "(CAST(round(unixepoch(?, 'subsec') * 1000) AS INTEGER) << 20)"
+
+// ftsConversation returns the FTS5 token of the conversation conv: "§"
+// and its bytes in hex, as the triggers write it.
+func ftsConversation(conv string) string {
+	return "§" + strings.ToUpper(hex.EncodeToString([]byte(conv)))
+}
+
+// searchSQLite is SearchMessages on SQLite. FTS5 returns the matches of
+// its query in rowid order, which is time order to the millisecond, and
+// a query that names the scope's conversations matches only theirs: the
+// first query (p) reads the matches newest first (oldest first for
+// Before) and stops at limit+1 of them, without reading the others; the
+// second reads those again with every other match of the millisecond of
+// the last of them, whose rowids are not in (created_at, id) order, and
+// sorts them exactly.
+//
+// A member of more than maxSearchConversations conversations is probed
+// for row by row (memberOf), still in rowid order.
+func (s *store) searchSQLite(ctx context.Context, q driver.SearchQuery) ([]messaging.Message, bool, error) {
+	convs, member, err := s.searchConversations(ctx, q)
+	if err != nil {
+		return nil, false, err
+	}
+	if !q.All && member == "" && len(convs) == 0 {
+		return []messaging.Message{}, false, nil
+	}
+	var match strings.Builder
+	match.WriteString("(")
+	for i, w := range q.Words {
+		if i > 0 {
+			match.WriteString(" AND ")
+		}
+		match.WriteString(`"` + w + `"`)
+	}
+	if q.Prefix != "" {
+		if len(q.Words) > 0 {
+			match.WriteString(" AND ")
+		}
+		// The words the prefix begins, when few: FTS5 reads a prefix
+		// query's every match before returning one (it merges the lists
+		// of its words), but streams an OR of words in rowid order.
+		var terms []string
+		if err := s.read(ctx, &terms, "SELECT term FROM message_search_terms WHERE term >= ? AND term < ? LIMIT ?",
+			q.Prefix, q.Prefix+"\U0010FFFF", maxPrefixWords+1); err != nil {
+			return nil, false, err
+		}
+		switch {
+		case len(terms) == 0:
+			return []messaging.Message{}, false, nil
+		case len(terms) > maxPrefixWords:
+			match.WriteString(`"` + q.Prefix + `"*`)
+		default:
+			match.WriteString("(")
+			for i, t := range terms {
+				if i > 0 {
+					match.WriteString(" OR ")
+				}
+				match.WriteString(`"` + t + `"`)
+			}
+			match.WriteString(")")
+		}
+	}
+	match.WriteString(")")
+	var where string
+	var whereArgs []any
+	switch {
+	case nameable(q.All, member, convs):
+		// A conversation's token stands for its replies too.
+		match.WriteString(" AND (")
+		for i, c := range convs {
+			if i > 0 {
+				match.WriteString(" OR ")
+			}
+			match.WriteString(`"` + ftsConversation(c) + `"`)
+		}
+		match.WriteString(")")
+	case !q.All:
+		// Ids of threads, or a member of many.
+		b, _ := s.searchScope(false, member, convs)
+		where, whereArgs = " AND "+b.where, b.args
+	}
+	dir, cmp, cur, edge := "DESC", "<", q.After, "MIN"
+	if q.Before != nil {
+		dir, cmp, cur, edge = "ASC", ">", q.Before, "MAX"
+	}
+	var seek string
+	var seekArgs []any
+	if cur != nil {
+		t := cur.Time.UTC()
+		if dir == "DESC" {
+			seek = " AND f.rowid < " + ftsBucket + " + 1048576"
+		} else {
+			seek = " AND f.rowid >= " + ftsBucket
+		}
+		seek += " AND m.created_at " + cmp + "= ? AND (m.created_at " + cmp + " ? OR m.id " + cmp + " ?)"
+		seekArgs = []any{t, t, t, cur.ID}
+	}
+	// FTS5 is the outer loop (CROSS JOIN), in the order of its rowids.
+	const from = " FROM message_search AS f CROSS JOIN message_search_ids AS i CROSS JOIN messages AS m "
+	cond := "WHERE f.message_search MATCH ? AND i.rowid = f.rowid AND m.id = i.message_id" + where + seek
+	last := "(SELECT " + edge + "(r) FROM p)"
+	var bound string
+	if dir == "DESC" {
+		bound = " AND f.rowid >= (" + last + " >> 20) << 20"
+	} else {
+		bound = " AND f.rowid < ((" + last + " >> 20) + 1) << 20"
+	}
+	limit := strconv.Itoa(q.Limit + 1)
+	query := "WITH p AS (SELECT f.rowid AS r" + from + cond + " ORDER BY f.rowid " + dir + " LIMIT " + limit + ") " +
+		"SELECT " + messageCols + from + "LEFT JOIN contacts AS c ON c.id = m.contact_id " + cond + bound +
+		" ORDER BY m.created_at " + dir + ", m.id " + dir + " LIMIT " + limit
+	args := slices.Concat([]any{match.String()}, whereArgs, seekArgs)
+	args = slices.Concat(args, args)
+	rows := make([]messageRow, 0, q.Limit+1)
+	if err := s.read(ctx, &rows, query, args...); err != nil {
 		return nil, false, err
 	}
 	rows, more := trimPage(rows, q.Limit, q.Before != nil)

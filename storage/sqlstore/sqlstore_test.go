@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/storage/sqlstore"
 	_ "github.com/parleychat/parley/storage/sqlstore/mysql"
 	_ "github.com/parleychat/parley/storage/sqlstore/postgres"
 	_ "github.com/parleychat/parley/storage/sqlstore/sqlite"
@@ -16,6 +17,22 @@ func TestConformance(t *testing.T) {
 		t.Run(e.Name, func(t *testing.T) {
 			storetest.RunConformanceTests(t, func(t *testing.T) storetest.Store { return e.Open(t).Driver() })
 		})
+	}
+}
+
+// TestSearchFallbacks runs the search contract on SQLite and PostgreSQL
+// with every member's conversations too many to name in the full-text
+// query, so that they are probed for row by row, and (SQLite) every
+// prefix of too many words to name, so that it is a prefix query
+// (search.go).
+func TestSearchFallbacks(t *testing.T) {
+	defer sqlstore.SetSearchLimits(0, 0)()
+	for _, e := range backendtest.SQL(t) {
+		if e.Name != "mysql" {
+			t.Run(e.Name, func(t *testing.T) {
+				storetest.RunSearchTests(t, func(t *testing.T) storetest.Store { return e.Open(t).Driver() })
+			})
+		}
 	}
 }
 

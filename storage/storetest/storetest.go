@@ -68,6 +68,18 @@ func RunConformanceTests(t *testing.T, newStore func(t *testing.T) Store) {
 	}
 }
 
+// RunSearchTests runs the Search group of the repository contract alone,
+// for a store in a configuration of its own (newStore as for
+// RunConformanceTests).
+func RunSearchTests(t *testing.T, newStore func(t *testing.T) Store) {
+	t.Helper()
+	for _, tc := range searchTests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.run(t, newHarness(t, newStore(t)))
+		})
+	}
+}
+
 // test is one subtest of the repository suite.
 type test struct {
 	name string

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -52,6 +53,7 @@ var (
 	samples  = flag.Int("samples", 100, "timed calls of each first page")
 	creates  = flag.Int("creates", 2000, "creates timed with and without the index (0: none)")
 	only     = flag.String("only", "", "search, creates, or both when empty")
+	cpuprof  = flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 )
 
 // queries are the searches measured.
@@ -68,6 +70,17 @@ func run() error {
 		return errors.New("-dsn is required")
 	}
 	ctx := context.Background()
+	if *cpuprof != "" {
+		f, err := os.Create(*cpuprof)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if *only != "creates" {
 		if err := measureSearch(ctx); err != nil {
 			return err

@@ -45,8 +45,21 @@ CREATE INDEX messages_created ON messages (created_at DESC, id DESC)
 -- (driver.SearchWords, space-separated), which FTS5 indexes with its
 -- ascii tokenizer, so that its own folding and splitting change nothing.
 -- The index follows the column by triggers, in the transaction of the
--- change. Its rowids are message_search_ids', not the messages' own, which
--- VACUUM may renumber (messages has no INTEGER PRIMARY KEY).
+-- change.
+--
+-- Its rowids follow time: a message's is its created_at in milliseconds
+-- (SQLite's own, rounded) times 2^20, plus the first number free among
+-- those of its millisecond, so that FTS5, which returns matches in rowid
+-- order, gives them newest first and a page stops after a page of
+-- matches (search.go orders the ties of a millisecond exactly).
+-- message_search_ids maps them to the messages (whose own rowids VACUUM
+-- may renumber: messages has no INTEGER PRIMARY KEY).
+--
+-- Besides its words, a message's row holds one token of its conversation
+-- (of the thread's conversation for a reply): "§" and the id's bytes in
+-- hex, which no word can be ("§" is no letter, digit or mark), so that a
+-- search of some conversations is one full-text query,
+-- words AND (conversation OR …), which reads no row outside them.
 CREATE TABLE message_search_ids (
 	rowid INTEGER PRIMARY KEY,
 	message_id TEXT NOT NULL UNIQUE)
@@ -57,16 +70,28 @@ CREATE VIRTUAL TABLE message_search USING fts5(words, tokenize = 'ascii', conten
 
 --bun:split
 
+-- The words of the index, by which a search turns its last word (a
+-- prefix) into the words it begins: FTS5 reads every match of a prefix
+-- query before the first, but those of a few words in rowid order.
+CREATE VIRTUAL TABLE message_search_terms USING fts5vocab(message_search, 'row')
+
+--bun:split
+
 CREATE TRIGGER messages_search_insert AFTER INSERT ON messages BEGIN
-	INSERT INTO message_search_ids (message_id) VALUES (new.id);
-	INSERT INTO message_search (rowid, words) VALUES (last_insert_rowid(), new.search_words);
+	INSERT INTO message_search_ids (rowid, message_id)
+		SELECT COALESCE((SELECT MAX(rowid) + 1 FROM message_search_ids WHERE rowid >= b AND rowid < b + 1048576), b), new.id
+		FROM (SELECT CAST(round(unixepoch(new.created_at, 'subsec') * 1000) AS INTEGER) * 1048576 AS b);
+	INSERT INTO message_search (rowid, words) VALUES (last_insert_rowid(),
+		new.search_words || ' §' || hex(CASE WHEN instr(new.conversation_id, '/') > 0 THEN substr(new.conversation_id, 1, instr(new.conversation_id, '/') - 1) ELSE new.conversation_id END));
 END
 
 --bun:split
 
 CREATE TRIGGER messages_search_update AFTER UPDATE OF search_words ON messages BEGIN
 	DELETE FROM message_search WHERE rowid = (SELECT rowid FROM message_search_ids WHERE message_id = old.id);
-	INSERT INTO message_search (rowid, words) SELECT rowid, new.search_words FROM message_search_ids WHERE message_id = new.id;
+	INSERT INTO message_search (rowid, words) SELECT rowid,
+		new.search_words || ' §' || hex(CASE WHEN instr(new.conversation_id, '/') > 0 THEN substr(new.conversation_id, 1, instr(new.conversation_id, '/') - 1) ELSE new.conversation_id END)
+		FROM message_search_ids WHERE message_id = new.id;
 END
 
 --bun:split
