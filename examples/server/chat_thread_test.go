@@ -57,7 +57,12 @@ func TestChatPageThreads(t *testing.T) {
 
 			// bob opens the thread of alice's message and replies there.
 			bob.until("bob sees the message", "!!"+item("plans for friday?"))
-			bob.js("reply in thread", item("plans for friday?")+`.querySelector(".actions .reply").click()`)
+			bob.js("focus the message", item("plans for friday?")+`.focus()`)
+			action := item("plans for friday?") + `.querySelector(".actions .reply")`
+			bob.until("its actions show, Reply in thread among them", `getComputedStyle(`+item("plans for friday?")+`.querySelector(".actions")).opacity === "1" && `+action+`.checkVisibility()`)
+			assert.Equal(t, "true", bob.str(`(() => { const r = `+action+`.getBoundingClientRect(); return String(r.left >= 0 && r.right <= innerWidth); })()`), "on the screen")
+			bob.shot("31-reply-action")
+			bob.do("reply in thread", chromedp.Click(chromedp.CSS(`#list > li:first-child .actions .reply`)))
 			bob.until("the panel opens on the root", `document.querySelector("#thread-root .text")?.textContent === "plans for friday?" && document.getElementById("thread-count").textContent === "No replies"`)
 			assert.True(t, visible(bob, "#thread"), "the panel shows")
 			if narrow {
@@ -104,6 +109,7 @@ func TestChatPageThreads(t *testing.T) {
 			alice.do("alice opens the thread", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#threads li[data-id=%q] button`, root.ID))))
 			alice.until("the panel shows bob's reply", "!!"+reply("count me in"))
 			alice.until("the unread count clears", badge+` === undefined`)
+			assert.Equal(t, "#general/"+root.ID, alice.str(`location.hash`), "the thread is in the URL")
 			require.Eventually(t, func() bool { return unread() == 0 }, 20*time.Second, 20*time.Millisecond, "read on the server")
 
 			// bob replies again: alice sees it live in her panel, with the
@@ -127,6 +133,11 @@ func TestChatPageThreads(t *testing.T) {
 			assert.Equal(t, "2", bob.str(`String(document.querySelectorAll("#list > li").length)`), "replies stay out of the conversation")
 			bob.shot("31-thread-live")
 
+			// A reload keeps the thread open.
+			alice.do("reload", chromedp.Reload())
+			alice.until("the thread is open again", "!!"+reply("see you there")+` && document.querySelector("#thread-root .text")?.textContent === "plans for friday?"`)
+			assert.Equal(t, "3", alice.str(`String(document.querySelectorAll("#replies > li").length)`))
+
 			// Closing the panel shows the conversation again.
 			if narrow {
 				bob.do("back to the conversation", chromedp.Click(chromedp.CSS("#thread-back")))
@@ -134,6 +145,9 @@ func TestChatPageThreads(t *testing.T) {
 				bob.do("close the thread", chromedp.Click(chromedp.CSS("#thread-close")))
 			}
 			bob.until("the conversation shows, the panel does not", `document.querySelector(".conversation").checkVisibility() && !document.getElementById("thread").checkVisibility()`)
+			assert.Equal(t, "#general", bob.str(`location.hash`), "the URL names the conversation alone")
+			bob.do("back", chromedp.NavigateBack())
+			bob.until("Back opens the thread again", "!!"+reply("see you there")+` && document.getElementById("thread").checkVisibility()`)
 		})
 	}
 }

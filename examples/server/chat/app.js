@@ -1,7 +1,8 @@
 // The chat page of Parley's example server: plain JavaScript over the /v1
 // API, with no build step. It keeps the caller's token in sessionStorage
 // (one per tab, so two tabs can be two callers) and the open conversation
-// in the URL's fragment (#general), so that a reload keeps both. It lists
+// and thread in the URL's fragment (#general, #general/msg_…), so that a
+// reload keeps them. It lists
 // the conversations with their unread counts, pages through messages
 // (newest at the bottom, older ones on scrolling up, grouped by sender and
 // divided by day), sends (Enter; Shift+Enter adds a line), edits (with the
@@ -165,8 +166,9 @@ async function signIn(token) {
   updateCount();
   follow();
   await Promise.all([loadConversations(), loadThreads()]);
-  const id = hashID();
-  if (id) await open(id, { fromURL: true });
+  const { conv, thread } = route();
+  if (conv) await open(conv, { fromURL: true });
+  if (conv && thread) await openThread(thread, { fromURL: true });
 }
 
 function signOut() {
@@ -223,13 +225,28 @@ function refreshConversations() {
   refreshTimer = setTimeout(() => loadConversations().catch(showError), 100);
 }
 
-// hashID is the conversation the URL names (#general), or "".
-function hashID() {
+// route is what the URL names: a conversation (#general), and a thread of
+// it (#general/msg_…), or "". (A conversation id has no "/".)
+function route() {
+  const [conv = "", thread = ""] = location.hash.slice(1).split("/");
   try {
-    return decodeURIComponent(location.hash.slice(1));
+    return { conv: decodeURIComponent(conv), thread: decodeURIComponent(thread) };
   } catch {
-    return "";
+    return { conv: "", thread: "" };
   }
+}
+
+// hashID is the conversation the URL names, or "".
+function hashID() {
+  return route().conv;
+}
+
+// showInURL puts the open conversation, and thread, in the URL, as a new
+// entry of the history (the browser's Back goes to the one before).
+function showInURL() {
+  let hash = "#" + encodeURIComponent(state.current);
+  if (state.thread) hash += "/" + encodeURIComponent(state.thread);
+  if (location.hash !== hash) history.pushState(null, "", hash);
 }
 
 // open shows the conversation id and puts it in the URL, so that a reload
@@ -243,7 +260,7 @@ async function open(id, { fromURL = false } = {}) {
   state.messages.clear();
   state.typing.clear();
   showTyping();
-  if (!fromURL && hashID() !== id) history.pushState(null, "", "#" + encodeURIComponent(id));
+  if (!fromURL) showInURL();
   $("app").classList.add("has-conversation");
   $("list").replaceChildren();
   $("title").textContent = id;
@@ -360,11 +377,12 @@ async function openThreadIn(conv, id) {
 // openThread shows the thread of the root id, of the open conversation,
 // in the panel: the root, its replies (newest at the bottom, older ones on
 // scrolling up) and the composer of replies. Shown, it is read.
-async function openThread(id) {
+async function openThread(id, { fromURL = false } = {}) {
   if (state.thread === id) return $("reply-text").focus();
   closePicker();
   closeThread();
   state.thread = id;
+  if (!fromURL) showInURL();
   $("thread").hidden = false;
   $("app").classList.add("has-thread");
   for (const li of $("threads").children) {
@@ -606,7 +624,10 @@ function remove(id) {
   itemOf(id)?.remove();
   layout($("list"), state.messages);
   layout($("replies"), state.replies);
-  if (id === state.thread) closeThread();
+  if (id === state.thread) {
+    closeThread();
+    history.replaceState(null, "", "#" + encodeURIComponent(state.current));
+  }
 }
 
 // layout marks the first message of each day of list with the day, and
@@ -1356,7 +1377,7 @@ function onEvent(e) {
       return; // no list to refresh
     case "events.lost": {
       const thread = state.thread;
-      if (state.current) open(state.current, { fromURL: true }).then(() => thread && openThread(thread)).catch(showError);
+      if (state.current) open(state.current, { fromURL: true }).then(() => thread && openThread(thread, { fromURL: true })).catch(showError);
       refreshThreads();
       break;
     }
@@ -1521,6 +1542,7 @@ document.addEventListener("DOMContentLoaded", () => {
   const leaveThread = () => {
     const root = state.thread;
     closeThread();
+    showInURL();
     (itemOf(root)?.querySelector(".replies:not([hidden])") || $("text")).focus();
   };
   $("thread-back").addEventListener("click", leaveThread);
@@ -1564,12 +1586,14 @@ document.addEventListener("DOMContentLoaded", () => {
     if (pickerFor && !$("picker").contains(e.target) && !pickerFor.button.contains(e.target)) closePicker();
   });
   addEventListener("resize", () => closePicker());
-  // Back and Forward move between the conversations opened.
+  // Back and Forward move between the conversations and threads opened.
   addEventListener("popstate", () => {
     if (!state.me) return;
-    const id = hashID();
-    if (!id) close();
-    else if (id !== state.current) open(id, { fromURL: true }).catch(showError);
+    const { conv, thread } = route();
+    if (!conv) return close();
+    (conv === state.current ? Promise.resolve() : open(conv, { fromURL: true }))
+      .then(() => (thread ? openThread(thread, { fromURL: true }) : closeThread()))
+      .catch(showError);
   });
   addEventListener("online", clearOffline);
   document.addEventListener("visibilitychange", () => {
