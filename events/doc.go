@@ -39,6 +39,10 @@
 //   - Handlers run after the commit, one event at a time per handler, in
 //     order, with retries; their failure never fails the write; their
 //     positions are stored, and among instances one runs each handler.
+//   - Deleted is gone: the list (Events) and a resume show nothing of a
+//     message or attachment deleted since (driver.Redact: only its id,
+//     an embedded message as its tombstone, a file left out of its
+//     message). Live delivery and handlers get events as recorded.
 //   - Events are kept Options.Retention (24 hours); a subscriber that
 //     resumes after a pruned event first gets messaging.EventsLost and
 //     should reload what it shows.

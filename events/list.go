@@ -42,7 +42,7 @@ func (f *Feed) events(ctx context.Context, caller driver.Contact, conversationID
 	if err != nil {
 		return driver.Page[driver.Event]{}, err
 	}
-	q := driver.EventQuery{ViewerID: caller.ID, Limit: limit + 1}
+	q := driver.EventQuery{ViewerID: caller.ID, Limit: limit + 1, Redact: true}
 	if conversationID != "" {
 		if err := check.ConversationID("conversation_id", conversationID); err != nil {
 			return driver.Page[driver.Event]{}, err

@@ -272,7 +272,7 @@ func (s *Subscription) catchUp(ctx context.Context) error {
 	// Only what the caller may see is read: the store filters by its
 	// scope, as the lists do, so that a resume costs the caller's events,
 	// not the installation's.
-	q := driver.EventQuery{Scope: driver.Scope{ConversationIDs: []string{s.conv}}, ViewerID: s.caller.ID, After: s.floor, Before: upTo + 1, Limit: readBatch}
+	q := driver.EventQuery{Scope: driver.Scope{ConversationIDs: []string{s.conv}}, ViewerID: s.caller.ID, After: s.floor, Before: upTo + 1, Limit: readBatch, Redact: true}
 	if s.conv == "" {
 		all, member, convs, err := f.m.Scope(ctx, s.caller.ID)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -43,11 +44,19 @@ const (
 var users = []string{"alice", "bob", "mallory"}
 
 // privatePolicy hides conversations "private…" from mallory.
-type privatePolicy struct{ malloryID string }
+type privatePolicy struct {
+	malloryID string
+	admitted  sync.Map // conversation ids mallory was admitted to since (admit)
+}
 
 func (p *privatePolicy) CanView(_ context.Context, contactID, conv string) (bool, error) {
-	return contactID != p.malloryID || !strings.HasPrefix(conv, "private"), nil
+	_, admitted := p.admitted.Load(conv)
+	return contactID != p.malloryID || !strings.HasPrefix(conv, "private") || admitted, nil
 }
+
+// admit lets mallory see the private conversation conv from now on, as a
+// member added to it.
+func (p *privatePolicy) admit(conv string) { p.admitted.Store(conv, true) }
 
 func (p *privatePolicy) Scope(_ context.Context, contactID string) (messaging.Scope, error) {
 	if contactID != p.malloryID {
@@ -78,6 +87,7 @@ type env struct {
 	msgs   *messaging.Service
 	files  *attachments.Service
 	feed   *events.Feed // when envConfig.events is set
+	pol    *privatePolicy
 	srv    *httptest.Server
 	url    string // where /v1 is reachable: srv.URL + mount prefix
 	prefix string
@@ -146,7 +156,7 @@ func newEnv(t testing.TB, store storetest.Store, cfg envConfig) *env {
 		e.users[name] = c
 		e.tokens["tok-"+name] = c
 	}
-	pol.malloryID = e.users["mallory"].ID
+	pol.malloryID, e.pol = e.users["mallory"].ID, pol
 	opts := cfg.opts
 	if opts.MaxBodyBytes == 0 {
 		opts.MaxBodyBytes = testMaxBody

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -234,7 +235,9 @@ func (a *api) renderEvent(ctx context.Context, u *urls, e messaging.Event) []byt
 		if u.base == "" {
 			u.base = a.baseURL(u.r)
 		}
-		key = u.base + " " + e.ID
+		// A read after a delete redacts what it deleted (Event.Redacted
+		// counts it, and only grows): never the JSON of an earlier read.
+		key = u.base + " " + e.ID + " " + strconv.Itoa(e.Redacted)
 		if b, ok := a.rendered.get(key); ok {
 			return b
 		}
@@ -252,8 +255,9 @@ func (a *api) renderEvent(ctx context.Context, u *urls, e messaging.Event) []byt
 	case e.Typing != nil:
 		obj = typingJSON{*e.Typing}
 	case e.DeletedID != "":
+		// The event of a delete, or one about what was deleted since.
 		kind := "message"
-		if e.Type == messaging.EventAttachmentDeleted {
+		if strings.HasPrefix(string(e.Type), "attachment.") {
 			kind = "attachment"
 		}
 		obj = deleted{ID: e.DeletedID, Object: kind, Deleted: true, ParentID: e.DeletedParentID}

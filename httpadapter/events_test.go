@@ -181,6 +181,7 @@ func TestEventStream(t *testing.T) {
 			}
 			assert.Equal(t, tc.want, got)
 			tc.s.none(t, 50*time.Millisecond)
+			assert.Equal(t, msg, frames[0].object(t)["data"].(map[string]any)["object"], "live: the resource as the write answered it")
 			for _, f := range frames {
 				obj := f.object(t)
 				assert.Equal(t, f.id, obj["id"], "id: is the event's id")
@@ -199,7 +200,8 @@ func TestEventStream(t *testing.T) {
 		created := data[3].(map[string]any)
 		assert.Equal(t, "message.created", created["type"])
 		assert.Equal(t, "general", created["conversation_id"])
-		assert.Equal(t, msg, created["data"].(map[string]any)["object"], "the resource as the write answered it")
+		assert.Equal(t, map[string]any{"id": id, "object": "message", "deleted": true}, created["data"].(map[string]any)["object"],
+			"the message is deleted since: its id only")
 		del := data[0].(map[string]any)
 		assert.Equal(t, map[string]any{"id": id, "object": "message", "deleted": true}, del["data"].(map[string]any)["object"])
 		read := data[1].(map[string]any)

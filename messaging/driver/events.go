@@ -72,7 +72,8 @@ type Event struct {
 	// it (conversation.read).
 	Conversation *Conversation
 	// DeletedID is the id of the deleted message or attachment
-	// (message.deleted, attachment.deleted).
+	// (message.deleted, attachment.deleted; and, read back with
+	// EventQuery.Redact, any event about one deleted since).
 	DeletedID string
 	// DeletedParentID is the root of a deleted reply (message.deleted).
 	DeletedParentID string
@@ -81,6 +82,13 @@ type Event struct {
 	Thread *Thread
 	// Typing is who is typing (conversation.typing).
 	Typing *Typing
+
+	// Redacted counts the messages and attachments that the event showed
+	// when it was recorded and that are deleted since: read back with
+	// EventQuery.Redact, it shows only their ids (see Redact). 0 in an
+	// event as recorded. Two reads of an event with the same Redacted
+	// show the same.
+	Redacted int
 
 	// Seq is the event's place in the store's commit order, set by the
 	// store when it is read back; 0 in an event not yet stored.

@@ -134,6 +134,12 @@ type EventQuery struct {
 	// events of greatest Seq. Otherwise they come oldest first, the Limit
 	// of least Seq.
 	Newest bool
+	// Redact returns each event as Redact makes it, for the messages and
+	// attachments that a stored message.deleted or attachment.deleted
+	// event names (DeletedID), whatever its Seq: once a delete has
+	// committed, no read with Redact shows what it deleted. Without it,
+	// events come as recorded.
+	Redact bool
 }
 
 // SearchQuery selects a page of the messages whose text matches a search,

@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -18,6 +19,7 @@ var _ driver.EventStore = (*store)(nil)
 type outbox struct {
 	events  []messaging.Event // by Seq ascending
 	seq     int64             // the greatest Seq given; never reused
+	deleted map[string]int64  // the DeletedID of each kept delete event: its Seq
 	cursors map[string]*handlerCursor
 }
 
@@ -39,6 +41,12 @@ func (s *store) record(rec driver.Recorder, c driver.Change) {
 		e.Seq = s.out.seq
 		e.Created = norm(e.Created)
 		s.out.events = append(s.out.events, copyEvent(e))
+		if e.DeletedID != "" {
+			if s.out.deleted == nil {
+				s.out.deleted = make(map[string]int64)
+			}
+			s.out.deleted[e.DeletedID] = e.Seq
+		}
 	}
 }
 
@@ -109,7 +117,11 @@ func (s *store) ReadEvents(ctx context.Context, q driver.EventQuery) ([]messagin
 			j = hi - 1 - i
 		}
 		if s.matches(q, &evs[j]) {
-			out = append(out, copyEvent(evs[j]))
+			e := copyEvent(evs[j])
+			if q.Redact {
+				driver.Redact(&e, func(id string) bool { _, ok := s.out.deleted[id]; return ok })
+			}
+			out = append(out, e)
 			if len(out) == q.Limit {
 				break
 			}
@@ -173,6 +185,12 @@ func (s *store) PruneEvents(ctx context.Context, before time.Time) (int, error) 
 		if e.Created.Before(before) {
 			n = i + 1
 		}
+	}
+	if n > 0 {
+		// An event about a deleted resource comes before its delete, which
+		// is kept while it is.
+		pruned := s.out.events[n-1].Seq
+		maps.DeleteFunc(s.out.deleted, func(_ string, seq int64) bool { return seq <= pruned })
 	}
 	s.out.events = slices.Delete(s.out.events, 0, n)
 	return n, nil

@@ -149,7 +149,7 @@ func eventsInsert(evs []messaging.Event, numbered bool) (string, []any, error) {
 	if len(evs) == 0 {
 		return "", nil, nil
 	}
-	args := make([]any, 0, 6*len(evs))
+	args := make([]any, 0, 7*len(evs))
 	for _, e := range evs {
 		p, err := payloadOf(e)
 		if err != nil {
@@ -158,13 +158,13 @@ func eventsInsert(evs []messaging.Event, numbered bool) (string, []any, error) {
 		if !numbered {
 			args = append(args, e.ID)
 		}
-		args = append(args, string(e.Type), nullable(e.ConversationID), nullable(e.AudienceID), e.Created.UTC(), string(p))
+		args = append(args, string(e.Type), nullable(e.ConversationID), nullable(e.AudienceID), e.Created.UTC(), string(p), nullable(e.DeletedID))
 	}
 	return insertEventsSQL(len(evs), numbered), args, nil
 }
 
 // insertEventsArraysSQL inserts numbered events (PostgreSQL) given as
-// five arrays, a column each (eventsArrays), in their order: one
+// six arrays, a column each (eventsArrays), in their order: one
 // statement of one shape, which is prepared, for any number of events.
 // (Arrays cost the server about a third of what a JSON array of the same
 // events did.)
@@ -173,21 +173,22 @@ const insertEventsArraysSQL = insertEventsArraysFrom + `
 
 // insertEventsArraysFrom is insertEventsArraysSQL without its order, for
 // a condition to follow (WHERE).
-const insertEventsArraysFrom = `INSERT INTO events (type, conversation_id, audience_id, created_at, payload)
-	SELECT u.t, NULLIF(u.c, ''), NULLIF(u.a, ''), u.at, u.p
-	FROM unnest(?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[]) WITH ORDINALITY AS u(t, c, a, at, p, ord)`
+const insertEventsArraysFrom = `INSERT INTO events (type, conversation_id, audience_id, created_at, payload, deleted_id)
+	SELECT u.t, NULLIF(u.c, ''), NULLIF(u.a, ''), u.at, u.p, NULLIF(u.d, '')
+	FROM unnest(?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::text[]) WITH ORDINALITY AS u(t, c, a, at, p, d, ord)`
 
 // eventsArrays returns evs as the arguments of insertEventsArraysSQL:
 // PostgreSQL array literals of their types, conversations, audiences,
-// times (as the driver writes a time.Time argument) and payloads.
+// times (as the driver writes a time.Time argument), payloads and deleted
+// ids.
 func eventsArrays(evs []messaging.Event) ([]any, error) {
-	cols := make(pgArrays, 5)
+	cols := make(pgArrays, 6)
 	for _, e := range evs {
 		p, err := payloadOf(e)
 		if err != nil {
 			return nil, err
 		}
-		for c, v := range [5]string{string(e.Type), e.ConversationID, e.AudienceID, driverTime(e.Created), string(p)} {
+		for c, v := range [6]string{string(e.Type), e.ConversationID, e.AudienceID, driverTime(e.Created), string(p), e.DeletedID} {
 			cols.add(c, v)
 		}
 	}
@@ -238,11 +239,11 @@ func appendArrayElem(b []byte, v string) []byte {
 // ids when they are numbered.
 func insertEventsSQL(n int, numbered bool) string {
 	if numbered {
-		values := strings.Repeat("(?, ?, ?, ?, ?), ", n)
-		return "INSERT INTO events (type, conversation_id, audience_id, created_at, payload) VALUES " + values[:len(values)-2]
+		values := strings.Repeat("(?, ?, ?, ?, ?, ?), ", n)
+		return "INSERT INTO events (type, conversation_id, audience_id, created_at, payload, deleted_id) VALUES " + values[:len(values)-2]
 	}
-	values := strings.Repeat("(?, ?, ?, ?, ?, ?), ", n)
-	return "INSERT INTO events (id, type, conversation_id, audience_id, created_at, payload) VALUES " + values[:len(values)-2]
+	values := strings.Repeat("(?, ?, ?, ?, ?, ?, ?), ", n)
+	return "INSERT INTO events (id, type, conversation_id, audience_id, created_at, payload, deleted_id) VALUES " + values[:len(values)-2]
 }
 
 // maxPrepared is the most events of one send whose insert prepareWrites
@@ -418,7 +419,48 @@ func (s *store) readEvents(ctx context.Context, q driver.EventQuery) ([]messagin
 	if err := s.read(ctx, &rows, "SELECT "+eventCols+" FROM "+from+" WHERE "+strings.Join(where, " AND ")+" ORDER BY e.seq "+dir+" LIMIT ?", args...); err != nil {
 		return nil, err
 	}
-	return eventsOf(rows)
+	evs, err := eventsOf(rows)
+	if err != nil || !q.Redact {
+		return evs, err
+	}
+	return evs, s.redact(ctx, evs)
+}
+
+// maxRedactIDs is the most ids one read of redact asks about.
+const maxRedactIDs = 500
+
+// redact redacts from evs the messages and attachments they show that a
+// stored delete event names (deleted_id; its partial index holds only
+// delete events), committed before this read began.
+func (s *store) redact(ctx context.Context, evs []messaging.Event) error {
+	seen := make(map[string]bool)
+	var subjects []string
+	for i := range evs {
+		driver.EventSubjects(&evs[i], func(id string) {
+			if _, ok := seen[id]; !ok {
+				seen[id] = false
+				subjects = append(subjects, id)
+			}
+		})
+	}
+	found := false
+	for len(subjects) > 0 {
+		n := min(len(subjects), maxRedactIDs)
+		var gone []string
+		if err := s.read(ctx, &gone, "SELECT deleted_id FROM events WHERE deleted_id IN (?)", idList(subjects[:n])); err != nil {
+			return err
+		}
+		for _, id := range gone {
+			seen[id], found = true, true
+		}
+		subjects = subjects[n:]
+	}
+	if found {
+		for i := range evs {
+			driver.Redact(&evs[i], func(id string) bool { return seen[id] })
+		}
+	}
+	return nil
 }
 
 func eventsOf(rows []eventRow) ([]messaging.Event, error) {

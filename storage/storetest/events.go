@@ -28,6 +28,7 @@ var eventTests = []test{
 	{"handler_cursors_and_claims", testHandlerCursors},
 	{"reader_during_concurrent_writes_misses_nothing", testReaderMissesNothing},
 	{"changes_of_one_message_in_commit_order", testCommitOrder},
+	{"deleted_is_redacted_on_read", testDeletedIsRedacted},
 }
 
 // recorder is a Recorder for tests: it remembers the Changes it was given

@@ -215,7 +215,8 @@ CREATE TABLE IF NOT EXISTS message_revisions (
 
 -- The outbox: events are inserted with no seq, and numbered in commit
 -- order by the sequencer (outbox.go). MySQL has no partial indexes: it
--- stores the events' ids.
+-- stores the events' ids. deleted_id is the message or attachment a
+-- delete event deleted, for the reads that redact it from older events.
 CREATE TABLE IF NOT EXISTS events (
 	pos BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
 	seq BIGINT NULL,
@@ -225,9 +226,11 @@ CREATE TABLE IF NOT EXISTS events (
 	audience_id VARCHAR(64) NULL,
 	created_at DATETIME(6) NOT NULL,
 	payload MEDIUMTEXT NOT NULL,
+	deleted_id VARCHAR(64) NULL,
 	UNIQUE KEY events_id (id),
 	KEY events_seq (seq),
-	KEY events_conversation (conversation_id, seq)
+	KEY events_conversation (conversation_id, seq),
+	KEY events_deleted (deleted_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
 
 --bun:split

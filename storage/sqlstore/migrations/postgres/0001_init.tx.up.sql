@@ -274,7 +274,8 @@ CREATE TABLE events (
 	conversation_id text COLLATE "C",
 	audience_id text COLLATE "C",
 	created_at timestamptz NOT NULL,
-	payload text NOT NULL)
+	payload text NOT NULL,
+	deleted_id text COLLATE "C")
 	WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000)
 
 --bun:split
@@ -292,6 +293,13 @@ CREATE INDEX events_conversation_numbered ON events (conversation_id, seq) WHERE
 --bun:split
 
 CREATE INDEX events_unnumbered ON events (pos) WHERE seq IS NULL
+
+--bun:split
+
+-- The message or attachment a delete event deleted (deleted_id), for the
+-- reads that redact it from older events (EventQuery.Redact): only delete
+-- events are in the index, so a send writes nothing to it.
+CREATE INDEX events_deleted ON events (deleted_id) WHERE deleted_id IS NOT NULL
 
 --bun:split
 

@@ -310,7 +310,8 @@ CREATE TABLE events (
 	conversation_id TEXT,
 	audience_id TEXT,
 	created_at TIMESTAMP NOT NULL,
-	payload TEXT NOT NULL)
+	payload TEXT NOT NULL,
+	deleted_id TEXT)
 
 --bun:split
 
@@ -319,6 +320,13 @@ CREATE UNIQUE INDEX events_stored_id ON events (id) WHERE id IS NOT NULL
 --bun:split
 
 CREATE INDEX events_conversation ON events (conversation_id, seq)
+
+--bun:split
+
+-- The message or attachment a delete event deleted (deleted_id), for the
+-- reads that redact it from older events (EventQuery.Redact): only delete
+-- events are in the index, so a send writes nothing to it.
+CREATE INDEX events_deleted ON events (deleted_id) WHERE deleted_id IS NOT NULL
 
 --bun:split
 

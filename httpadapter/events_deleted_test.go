@@ -1,0 +1,103 @@
+package httpadapter_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/events"
+	"github.com/parleychat/parley/storage/storetest"
+)
+
+// TestDeletedIsGoneFromEvents: once a message (and its file) is deleted,
+// neither the list of past events nor a resumed stream shows its text or
+// its file, to a caller who saw them live (whose rendering of them the
+// adapter kept) and to one admitted to the conversation after the delete;
+// the events about them show only {"id", "object", "deleted": true}, and a
+// conversation's last_message its tombstone.
+func TestDeletedIsGoneFromEvents(t *testing.T) {
+	const secret = "the-secret-words"
+	eachStore(t, func(t *testing.T, store storetest.Store) {
+		e := newEventsEnv(t, store, events.Options{})
+		live := e.stream(t, "bob", "conversation_id=private-x")
+		send := func(text string, atts ...string) string {
+			t.Helper()
+			body := "conversation_id=private-x&message=" + text
+			for _, a := range atts {
+				body += "&attachments[]=" + a
+			}
+			res := e.as(t, "alice", "POST", "/v1/messages", form(body))
+			require.Equal(t, http.StatusCreated, res.StatusCode)
+			return res.json(t)["id"].(string)
+		}
+		send("before")
+		first := live.next(t) // resumed after below
+		file := e.upload(t, "alice", "private-x", "secret-plans.txt", "text/plain", secret)
+		id := send(secret, file)
+		res := e.as(t, "bob", "PUT", "/v1/conversations/private-x", form("read_through="+id))
+		require.Equal(t, http.StatusOK, res.StatusCode)
+		// bob's stream renders them live, before the delete.
+		var seen []string
+		for len(seen) < 3 || seen[len(seen)-1] != "conversation.read" {
+			f := live.next(t)
+			seen = append(seen, f.typ)
+			if f.typ == "message.created" {
+				assert.Contains(t, f.data, secret, "live, before the delete")
+			}
+		}
+		require.Equal(t, http.StatusOK, e.as(t, "alice", "DELETE", "/v1/messages/"+id, nil).StatusCode)
+		send("after")
+
+		check := func(t *testing.T, what, body string) {
+			t.Helper()
+			assert.NotContains(t, body, secret, what)
+			assert.NotContains(t, body, "secret-plans", what)
+		}
+		listed := func(t *testing.T, user string) []any {
+			t.Helper()
+			res := e.as(t, user, "GET", "/v1/events?conversation_id=private-x&limit=100", nil)
+			require.Equal(t, http.StatusOK, res.StatusCode)
+			check(t, user+"'s list", string(res.body))
+			return res.json(t)["data"].([]any)
+		}
+		resumed := func(t *testing.T, user string) {
+			t.Helper()
+			s := e.stream(t, user, "conversation_id=private-x", "Last-Event-ID", first.id)
+			for {
+				f := s.next(t)
+				check(t, user+"'s resumed "+f.typ, f.data)
+				if f.typ == "message.created" && strings.Contains(f.data, `"message":"after"`) {
+					return
+				}
+			}
+		}
+
+		data := listed(t, "bob")
+		byType := map[string]map[string]any{}
+		for _, d := range data {
+			ev := d.(map[string]any)
+			obj, _ := ev["data"].(map[string]any)["object"].(map[string]any)
+			if ev["type"] == "message.created" && obj["id"] == id {
+				assert.Equal(t, map[string]any{"id": id, "object": "message", "deleted": true}, obj, "the event about the deleted message")
+			}
+			if ev["type"] == "attachment.created" {
+				assert.Equal(t, map[string]any{"id": file, "object": "attachment", "deleted": true}, obj, "the event about its file")
+			}
+			byType[ev["type"].(string)] = obj
+		}
+		require.Contains(t, byType, "conversation.read")
+		last := byType["conversation.read"]["last_message"].(map[string]any)
+		assert.Equal(t, id, last["id"])
+		assert.Equal(t, true, last["deleted"], "last_message is the tombstone")
+		resumed(t, "bob")
+
+		// mallory may not see private-x until admitted, after the delete.
+		assert.Empty(t, listed(t, "mallory"))
+		e.pol.admit("private-x")
+		assert.NotEmpty(t, listed(t, "mallory"))
+		resumed(t, "mallory")
+	})
+}
