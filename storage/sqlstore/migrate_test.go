@@ -119,8 +119,8 @@ func TestMigratePgBouncer(t *testing.T) {
 	admin := openPgx(t, base)
 	t.Cleanup(func() { _ = admin.Close() })
 	// fresh creates a database and returns its DSN through PgBouncer;
-	// newStore makes a Store on dsn as a host would (New: Open sets
-	// startup parameters, which PgBouncer refuses).
+	// newStore makes a Store on dsn as a host would, with New over its
+	// own pgx pool.
 	fresh := func() string {
 		name := fmt.Sprintf("parley_bouncer_%x", rand.Uint32())
 		_, err := admin.ExecContext(ctx, "CREATE DATABASE "+name)
