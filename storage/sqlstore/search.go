@@ -48,9 +48,20 @@ func searchWordsOf(f flavor, text string) string {
 	return strings.Join(words, " ")
 }
 
+// pgSearchVector is the expression of the index messages_search on
+// PostgreSQL (migrations/postgres): the words of m and the lexeme of its
+// conversation.
+const pgSearchVector = "array_to_tsvector(string_to_array(m.search_words, ' ') || ('§' || split_part(m.conversation_id, '/', 1)))"
+
+// tsLexeme returns the tsquery of the one lexeme s, quoted.
+func tsLexeme(s string) string {
+	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", "''") + "'"
+}
+
 // searchMatch returns the condition on m (messages) of the messages whose
-// words match q, and its arguments.
-func (s *store) searchMatch(q driver.SearchQuery) (string, []any) {
+// words match q, and its arguments; on PostgreSQL, of the conversations
+// convs too when not empty (their replies included).
+func (s *store) searchMatch(q driver.SearchQuery, convs []string) (string, []any) {
 	var b strings.Builder
 	switch s.flavor {
 	case flavorPostgres:
@@ -66,7 +77,17 @@ func (s *store) searchMatch(q driver.SearchQuery) (string, []any) {
 			}
 			b.WriteString("'" + q.Prefix + "':*")
 		}
-		return "array_to_tsvector(string_to_array(m.search_words, ' ')) @@ ?::tsquery", []any{b.String()}
+		if len(convs) > 0 {
+			b.WriteString(" & (")
+			for i, c := range convs {
+				if i > 0 {
+					b.WriteString(" | ")
+				}
+				b.WriteString(tsLexeme("§" + c))
+			}
+			b.WriteString(")")
+		}
+		return pgSearchVector + " @@ ?::tsquery", []any{b.String()}
 	default: // MySQL, MariaDB (SQLite: searchSQLite)
 		for _, w := range q.Words {
 			b.WriteString("+" + mysqlWordMark + w + " ")
@@ -97,21 +118,44 @@ func (s *store) searchMessages(ctx context.Context, q driver.SearchQuery) ([]mes
 	if s.flavor == flavorSQLite {
 		return s.searchSQLite(ctx, q)
 	}
-	convs, member, err := s.scope(ctx, q.All, q.MemberID, q.ConversationIDs)
+	var convs []string
+	var member string
+	var err error
+	if s.flavor == flavorPostgres {
+		convs, member, err = s.searchConversations(ctx, q)
+	} else {
+		convs, member, err = s.scope(ctx, q.All, q.MemberID, q.ConversationIDs)
+	}
 	if err != nil {
 		return nil, false, err
+	}
+	var named []string
+	if s.flavor == flavorPostgres && nameable(q.All, member, convs) {
+		// The conversations are lexemes of the tsquery: no other
+		// condition.
+		named, q.All = convs, true
 	}
 	b, ok := s.searchScope(q.All, member, convs)
 	if !ok {
 		return []messaging.Message{}, false, nil
 	}
-	match, args := s.searchMatch(q)
+	match, args := s.searchMatch(q, named)
 	if b.where != "" {
 		match = b.where + " AND " + match
 		args = append(b.args, args...)
 	}
 	p := pageQuery{cols: messageCols, from: messageFrom, alias: "m", after: q.After, before: q.Before, limit: q.Limit,
 		branches: []branch{{where: match, args: args}}}
+	if named != nil {
+		// Every match of the conversations, from the GIN index, then
+		// sorted: OFFSET 0 keeps the planner from walking messages_created
+		// newest first and testing each row, which it prefers by its
+		// estimate of @@ (about 0.1% of the rows, whatever the lexemes)
+		// and which reads every newer row of other conversations (65 ms
+		// rather than 2 ms for a word in 50 of 10,000 conversations).
+		p.from = "(SELECT * FROM messages AS m WHERE " + match + " OFFSET 0) AS m LEFT JOIN contacts AS c ON c.id = m.contact_id"
+		p.fromArgs, p.branches = args, []branch{{}}
+	}
 	query, qargs := s.pageSQL(p)
 	rows := make([]messageRow, 0, q.Limit+1)
 	if err := s.read(ctx, &rows, query, qargs...); err != nil {
@@ -151,7 +195,8 @@ func (s *store) searchScope(all bool, member string, convs []string) (branch, bo
 // probed for row by row.
 var maxSearchConversations = 500
 
-// searchConversations resolves the scope of a search on SQLite: the conversations of q.ConversationIDs and of q.MemberID's
+// searchConversations resolves the scope of a search on SQLite and
+// PostgreSQL: the conversations of q.ConversationIDs and of q.MemberID's
 // memberships, up to maxSearchConversations of these, or member (q's
 // MemberID) to probe for when more.
 func (s *store) searchConversations(ctx context.Context, q driver.SearchQuery) (convs []string, member string, err error) {

@@ -42,11 +42,15 @@ CREATE INDEX messages_created ON messages (created_at DESC, id DESC)
 -- Search: messages.search_words holds the folded words of the text
 -- (driver.SearchWords, space-separated), indexed as a tsvector of exactly
 -- those words (array_to_tsvector: no parser, no dictionary, no stop
--- words). Not with the conversation first (btree_gin): an extension is
--- the database's, not the schema's, and CREATE EXTENSION needs rights and
--- a lock that a host's schema of its own may not give; a caller's
--- conversations narrow the matches by messages_conversation_created.
-CREATE INDEX messages_search ON messages USING gin ((array_to_tsvector(string_to_array(search_words, ' '))))
+-- words) and of one lexeme of the conversation (of the thread's
+-- conversation for a reply): "§" and its id, which no word can be ("§" is
+-- no letter, digit or mark), so that a search of some conversations is
+-- one tsquery, words & (conversation | …), that the GIN index answers
+-- without reading the rows of other conversations. Not a composite GIN
+-- index with the conversation first (btree_gin): an extension is the
+-- database's, not the schema's, and CREATE EXTENSION needs rights and a
+-- lock that a host's schema of its own may not give.
+CREATE INDEX messages_search ON messages USING gin ((array_to_tsvector(string_to_array(search_words, ' ') || ('§' || split_part(conversation_id, '/', 1)))))
 
 --bun:split
 
