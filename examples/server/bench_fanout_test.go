@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +29,13 @@ import (
 // percentile, the server's resident memory per stream while they were
 // idle, and its CPU time per delivery (the streams' server's, from /proc).
 //
+//   - floor: tools/ssefloor, a bare net/http server that sends one
+//     pre-encoded frame to every stream (no authentication, storage,
+//     heartbeat or deadlines): the least a Go server can do. It runs
+//     first; the others report their CPU per delivery and memory per
+//     stream as multiples of its own in the same run (x-floor-cpu,
+//     x-floor-mem), and its figures (floor-µs/delivery, floor-KiB/stream);
+//
 //   - sqlite: one server, its default SQLite database;
 //
 //   - postgres-two-nats: two servers on one PostgreSQL database joined by
@@ -43,10 +52,16 @@ func BenchmarkFanOut(b *testing.B) {
 	for i := range callers {
 		tokens += fmt.Sprintf(",u%d=tok-u%d", i, i)
 	}
+	var floor fanOutCost
+	b.Run("floor", func(b *testing.B) {
+		addr := testnet.FreeAddr(b)
+		srv := start(b, floorBinary(b), "-addr", addr)
+		floor = measureFanOut(b, "http://"+addr, addr, srv.Process.Pid, streams)
+	})
 	b.Run("sqlite", func(b *testing.B) {
 		addr := testnet.FreeAddr(b)
 		srv := start(b, bin, "-addr", addr, "-data", b.TempDir(), "-tokens", tokens)
-		measureFanOut(b, "http://"+addr, addr, srv.Process.Pid, streams)
+		measureFanOut(b, "http://"+addr, addr, srv.Process.Pid, streams).reportAgainst(b, floor)
 	})
 	natsURL, pg := os.Getenv(envNATS), os.Getenv(backendtest.EnvPostgres)
 	if natsURL == "" || pg == "" {
@@ -71,8 +86,47 @@ func BenchmarkFanOut(b *testing.B) {
 			srv := start(b, bin, "-addr", addrs[i], "-data", b.TempDir(), "-db", dsn, "-tokens", tokens, "-pubsub", subject, "-event-poll", "1m")
 			pid = srv.Process.Pid
 		}
-		measureFanOut(b, "http://"+addrs[0], addrs[1], pid, streams)
+		measureFanOut(b, "http://"+addrs[0], addrs[1], pid, streams).reportAgainst(b, floor)
 	})
+}
+
+var (
+	floorBinOnce sync.Once
+	floorBin     string
+	floorBinErr  error
+)
+
+// floorBinary builds tools/ssefloor once.
+func floorBinary(b *testing.B) string {
+	floorBinOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "parley-ssefloor")
+		if err != nil {
+			floorBinErr = err
+			return
+		}
+		floorBin = filepath.Join(dir, "ssefloor")
+		build := exec.Command("go", "build", "-o", floorBin, "../../tools/ssefloor")
+		build.Stderr = os.Stderr
+		floorBinErr = build.Run()
+	})
+	require.NoError(b, floorBinErr, "go build ./tools/ssefloor")
+	return floorBin
+}
+
+// fanOutCost is what a server spent on a fan-out: CPU per delivery and
+// resident memory per idle stream.
+type fanOutCost struct{ cpuMicros, memKiB float64 }
+
+// reportAgainst reports c as multiples of the floor's, when it was
+// measured in this run.
+func (c fanOutCost) reportAgainst(b *testing.B, floor fanOutCost) {
+	if floor.cpuMicros <= 0 || floor.memKiB <= 0 {
+		return
+	}
+	b.ReportMetric(floor.cpuMicros, "floor-µs/delivery")
+	b.ReportMetric(floor.memKiB, "floor-KiB/stream")
+	b.ReportMetric(c.cpuMicros/floor.cpuMicros, "x-floor-cpu")
+	b.ReportMetric(c.memKiB/floor.memKiB, "x-floor-mem")
 }
 
 // benchStreams returns PARLEY_BENCH_STREAMS, or 1,000.
@@ -90,7 +144,7 @@ func benchStreams(b *testing.B) int {
 // measureFanOut opens n streams (callers u0, u1, … ten each) on the server
 // at streamAddr, whose process is pid, and times b.N messages posted to
 // postBase until every stream has read its event.
-func measureFanOut(b *testing.B, postBase, streamAddr string, pid, n int) {
+func measureFanOut(b *testing.B, postBase, streamAddr string, pid, n int) fanOutCost {
 	post(b, postBase, "tok-alice", "fanout", "warm-up")
 	time.Sleep(200 * time.Millisecond)
 	before := rss(b, pid)
@@ -171,11 +225,16 @@ func measureFanOut(b *testing.B, postBase, streamAddr string, pid, n int) {
 	pct := func(p float64) float64 {
 		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
 	}
+	c := fanOutCost{
+		cpuMicros: float64(cpu.Microseconds()) / float64(b.N*n),
+		memKiB:    float64(after-before) / float64(n) / 1024,
+	}
 	b.ReportMetric(float64(n), "streams")
 	b.ReportMetric(pct(0.5), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
-	b.ReportMetric(float64(after-before)/float64(n)/1024, "server-KiB/stream")
-	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*n), "server-µs/delivery")
+	b.ReportMetric(c.memKiB, "server-KiB/stream")
+	b.ReportMetric(c.cpuMicros, "server-µs/delivery")
+	return c
 }
 
 // processCPU returns the CPU time (user and system) process pid has used,
