@@ -91,28 +91,56 @@ const tombstoneSQL = `UPDATE messages SET text = '', search_words = ?, deleted =
 	read_at = NULL, updated_at = NULL WHERE id = ?`
 
 // takeReply checks, with the root's row locked until tx ends, that the
-// root of m, a reply, takes it, and makes the root's sender take part in
-// the thread; the reply's sender takes part by its send (ensureTaker).
+// root of m, a reply, takes it, and makes the root's sender and the
+// reply's take part in the thread, unless they do: the root's row tells
+// (takers) with the check, so that a reply in a thread its two senders
+// take part in runs no statement more for it. Its statements run
+// prepared (execWrite).
 func (s *store) takeReply(ctx context.Context, tx bun.Tx, m messaging.Message) error {
-	var rows []messageOwnRow
-	if err := s.txRead(ctx, tx, &rows, "SELECT "+messageOwnCols+" FROM messages AS m WHERE m.id = ?"+s.forUpdate(), m.ParentID); err != nil {
+	key, at := threadKey(m.ConversationID, m.ParentID), m.CreatedAt.UTC()
+	var rows []struct {
+		ConversationID string `bun:"conversation_id"`
+		ContactID      string `bun:"contact_id"`
+		Thread         bool   `bun:"thread"`
+		Deleted        bool   `bun:"deleted"`
+		Takers         int    `bun:"takers"`
+	}
+	if err := s.txRead(ctx, tx, &rows, `SELECT m.conversation_id, m.contact_id, m.thread, m.deleted,
+		(SELECT COUNT(*) FROM conversation_members AS t WHERE t.conversation_id = ? AND t.contact_id IN (m.contact_id, ?) AND t.joined_at IS NOT NULL) AS takers
+		FROM messages AS m WHERE m.id = ?`+s.forUpdate(), key, m.Contact.ID, m.ParentID); err != nil {
 		return err
 	}
 	if len(rows) == 0 || rows[0].ConversationID != m.ConversationID || rows[0].Deleted {
 		return driver.ErrNoParent
 	}
-	if !rows[0].Thread {
-		if _, err := tx.ExecContext(ctx, "UPDATE messages SET thread = TRUE WHERE id = ?", m.ParentID); err != nil {
+	r := rows[0]
+	if !r.Thread {
+		if _, err := s.execWrite(ctx, tx, "UPDATE messages SET thread = TRUE WHERE id = ?", m.ParentID); err != nil {
 			return err
 		}
 	}
-	key := threadKey(m.ConversationID, m.ParentID)
-	for _, who := range []string{rows[0].ContactID, m.Contact.ID} {
-		if err := s.ensureTaker(ctx, tx, key, who, m.CreatedAt); err != nil {
-			return err
-		}
+	var err error
+	switch {
+	case r.ContactID == m.Contact.ID && r.Takers < 1:
+		_, err = s.execWrite(ctx, tx, s.takersSQL(1), key, m.Contact.ID, at)
+	case r.ContactID != m.Contact.ID && r.Takers < 2:
+		_, err = s.execWrite(ctx, tx, s.takersSQL(2), key, r.ContactID, at, key, m.Contact.ID, at)
 	}
-	return nil
+	return err
+}
+
+// takersSQL makes n contacts, given as (thread key, contact, time) each,
+// take part in their threads, from that time; it writes no row of one
+// who takes part already.
+func (s *store) takersSQL(n int) string {
+	values := strings.Repeat(", (?, ?, ?)", n)[2:]
+	if s.flavor == flavorMySQL {
+		return `INSERT INTO conversation_members (conversation_id, contact_id, joined_at) VALUES ` + values + `
+			ON DUPLICATE KEY UPDATE joined_at = COALESCE(joined_at, VALUES(joined_at))`
+	}
+	return `INSERT INTO conversation_members (conversation_id, contact_id, joined_at) VALUES ` + values + `
+		ON CONFLICT (conversation_id, contact_id) DO UPDATE SET joined_at = EXCLUDED.joined_at
+		WHERE conversation_members.joined_at IS NULL`
 }
 
 // insertReplySQL stores a reply on PostgreSQL in one statement, as
@@ -184,18 +212,6 @@ func (s *store) insertReply(ctx context.Context, m, sm messaging.Message, evs []
 		return cmp.Or(err, driver.ErrNoParent)
 	}
 	return nil
-}
-
-// ensureTaker makes contact take part in the thread key, from at.
-func (s *store) ensureTaker(ctx context.Context, tx bun.Tx, key, contact string, at time.Time) error {
-	q := `INSERT INTO conversation_members (conversation_id, contact_id, joined_at) VALUES (?, ?, ?)
-		ON CONFLICT (conversation_id, contact_id) DO UPDATE SET joined_at = COALESCE(conversation_members.joined_at, EXCLUDED.joined_at)`
-	if s.flavor == flavorMySQL {
-		q = `INSERT INTO conversation_members (conversation_id, contact_id, joined_at) VALUES (?, ?, ?)
-			ON DUPLICATE KEY UPDATE joined_at = COALESCE(joined_at, VALUES(joined_at))`
-	}
-	_, err := tx.ExecContext(ctx, q, key, contact, at.UTC())
-	return err
 }
 
 // placeThreadsSQL gives the rows of those who take part in the threads
