@@ -53,7 +53,9 @@ CREATE INDEX messages_created ON messages (created_at DESC, id DESC)
 -- order, gives them newest first and a page stops after a page of
 -- matches (search.go orders the ties of a millisecond exactly).
 -- message_search_ids maps them to the messages (whose own rowids VACUUM
--- may renumber: messages has no INTEGER PRIMARY KEY).
+-- may renumber: messages has no INTEGER PRIMARY KEY); a message's row is
+-- found by its millisecond's range of rowids, without an index of
+-- message_id that every create would write too.
 --
 -- Besides its words, a message's row holds one token of its conversation
 -- (of the thread's conversation for a reply): "§" and the id's bytes in
@@ -62,7 +64,7 @@ CREATE INDEX messages_created ON messages (created_at DESC, id DESC)
 -- words AND (conversation OR …), which reads no row outside them.
 CREATE TABLE message_search_ids (
 	rowid INTEGER PRIMARY KEY,
-	message_id TEXT NOT NULL UNIQUE)
+	message_id TEXT NOT NULL)
 
 --bun:split
 
@@ -88,17 +90,24 @@ END
 --bun:split
 
 CREATE TRIGGER messages_search_update AFTER UPDATE OF search_words ON messages BEGIN
-	DELETE FROM message_search WHERE rowid = (SELECT rowid FROM message_search_ids WHERE message_id = old.id);
-	INSERT INTO message_search (rowid, words) SELECT rowid,
+	DELETE FROM message_search WHERE rowid = (SELECT i.rowid FROM message_search_ids AS i,
+		(SELECT CAST(round(unixepoch(old.created_at, 'subsec') * 1000) AS INTEGER) * 1048576 AS b)
+		WHERE i.rowid >= b AND i.rowid < b + 1048576 AND i.message_id = old.id);
+	INSERT INTO message_search (rowid, words) SELECT i.rowid,
 		new.search_words || ' §' || hex(CASE WHEN instr(new.conversation_id, '/') > 0 THEN substr(new.conversation_id, 1, instr(new.conversation_id, '/') - 1) ELSE new.conversation_id END)
-		FROM message_search_ids WHERE message_id = new.id;
+		FROM message_search_ids AS i, (SELECT CAST(round(unixepoch(old.created_at, 'subsec') * 1000) AS INTEGER) * 1048576 AS b)
+		WHERE i.rowid >= b AND i.rowid < b + 1048576 AND i.message_id = old.id;
 END
 
 --bun:split
 
 CREATE TRIGGER messages_search_delete AFTER DELETE ON messages BEGIN
-	DELETE FROM message_search WHERE rowid = (SELECT rowid FROM message_search_ids WHERE message_id = old.id);
-	DELETE FROM message_search_ids WHERE message_id = old.id;
+	DELETE FROM message_search WHERE rowid = (SELECT i.rowid FROM message_search_ids AS i,
+		(SELECT CAST(round(unixepoch(old.created_at, 'subsec') * 1000) AS INTEGER) * 1048576 AS b)
+		WHERE i.rowid >= b AND i.rowid < b + 1048576 AND i.message_id = old.id);
+	DELETE FROM message_search_ids WHERE rowid = (SELECT i.rowid FROM message_search_ids AS i,
+		(SELECT CAST(round(unixepoch(old.created_at, 'subsec') * 1000) AS INTEGER) * 1048576 AS b)
+		WHERE i.rowid >= b AND i.rowid < b + 1048576 AND i.message_id = old.id);
 END
 
 --bun:split
