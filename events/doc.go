@@ -43,6 +43,9 @@
 //     message or attachment deleted since (driver.Redact: only its id,
 //     an embedded message as its tombstone, a file left out of its
 //     message). Live delivery and handlers get events as recorded.
+//   - Event ids are opaque: one per event for every caller, and they tell
+//     nothing of other conversations (not how many events they had, nor
+//     when); an events.lost carries the id of the caller's own newest.
 //   - Events are kept Options.Retention (24 hours); a subscriber that
 //     resumes after a pruned event first gets messaging.EventsLost and
 //     should reload what it shows.

@@ -57,6 +57,7 @@ type Subscription struct {
 	pending []driver.Event       // read from the outbox, not yet returned
 	live    bool                 // registered with the dispatcher (under feed.mu)
 	lost    *driver.Event        // to return first
+	lostAt  int64                // the newest seq when lost was made: its id is the caller's newest up to it
 	typed   map[string]time.Time // when each caller's typing was last returned
 	ended   error                // ErrTooSlow or ErrClosed, once the subscription is over
 }
@@ -106,12 +107,15 @@ func (f *Feed) subscribe(ctx context.Context, caller driver.Contact, o Subscribe
 	case err == nil:
 		s.floor = e.Seq
 	case errors.Is(err, driver.ErrNotFound):
-		// Pruned (or never stored): say so, and go on from the newest.
+		// Pruned (or never stored): say so, and go on from the newest. The
+		// id it carries, to resume after, is that of the caller's own
+		// newest event (none when it has none): the installation's newest
+		// would tell when others' conversations last changed.
 		lost := driver.Event{Type: driver.EventsLost, ConversationID: o.ConversationID, Created: f.opts.Now().UTC()}
 		last, err := f.store.LastEvent(ctx)
 		switch {
 		case err == nil:
-			lost.ID, s.floor = last.ID, last.Seq
+			s.floor, s.lostAt = last.Seq, last.Seq
 		case !errors.Is(err, driver.ErrNotFound):
 			return nil, err
 		}
@@ -203,6 +207,13 @@ func (s *Subscription) next(ctx context.Context) (driver.Event, error) {
 	}
 	if s.lost != nil {
 		e := *s.lost
+		if s.lostAt > 0 {
+			id, err := s.newestVisible(ctx, s.lostAt)
+			if err != nil {
+				return driver.Event{}, err // e stays first
+			}
+			e.ID = id
+		}
 		s.lost = nil
 		return e, nil
 	}
@@ -272,14 +283,11 @@ func (s *Subscription) catchUp(ctx context.Context) error {
 	// Only what the caller may see is read: the store filters by its
 	// scope, as the lists do, so that a resume costs the caller's events,
 	// not the installation's.
-	q := driver.EventQuery{Scope: driver.Scope{ConversationIDs: []string{s.conv}}, ViewerID: s.caller.ID, After: s.floor, Before: upTo + 1, Limit: readBatch, Redact: true}
-	if s.conv == "" {
-		all, member, convs, err := f.m.Scope(ctx, s.caller.ID)
-		if err != nil {
-			return err
-		}
-		q.Scope, q.Unfiled = driver.Scope{All: all, MemberID: member, ConversationIDs: convs}, true
+	q, err := s.query(ctx)
+	if err != nil {
+		return err
 	}
+	q.After, q.Before, q.Limit, q.Redact = s.floor, upTo+1, readBatch, true
 	evs, err := f.store.ReadEvents(ctx, q)
 	if err != nil {
 		return err
@@ -289,6 +297,39 @@ func (s *Subscription) catchUp(ctx context.Context) error {
 		s.floor = upTo // read everything up to it
 	}
 	return nil
+}
+
+// newestVisible returns the id of the newest event up to seq upTo that
+// the subscription's caller may see, or "" when there is none.
+func (s *Subscription) newestVisible(ctx context.Context, upTo int64) (string, error) {
+	q, err := s.query(ctx)
+	if err != nil {
+		return "", err
+	}
+	q.Before, q.Newest, q.Limit = upTo+1, true, 1
+	evs, err := s.feed.store.ReadEvents(ctx, q)
+	if err != nil || len(evs) == 0 {
+		return "", err
+	}
+	if ok, err := s.visible(ctx, evs[0]); !ok || err != nil {
+		return "", err
+	}
+	return evs[0].ID, nil
+}
+
+// query returns the query of the events the subscription's caller may
+// see: those of its conversation, or of every conversation the caller may
+// see and of its files in none.
+func (s *Subscription) query(ctx context.Context) (driver.EventQuery, error) {
+	q := driver.EventQuery{Scope: driver.Scope{ConversationIDs: []string{s.conv}}, ViewerID: s.caller.ID}
+	if s.conv == "" {
+		all, member, convs, err := s.feed.m.Scope(ctx, s.caller.ID)
+		if err != nil {
+			return driver.EventQuery{}, err
+		}
+		q.Scope, q.Unfiled = driver.Scope{All: all, MemberID: member, ConversationIDs: convs}, true
+	}
+	return q, nil
 }
 
 // visible reports whether the caller may see e: the rule of

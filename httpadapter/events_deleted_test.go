@@ -101,3 +101,45 @@ func TestDeletedIsGoneFromEvents(t *testing.T) {
 		resumed(t, "mallory")
 	})
 }
+
+// TestEventsLostTellsNothingOfOthers: a stream that resumes after an event
+// no longer kept starts with events.lost, whose id (to resume after) is
+// the caller's own newest event, never the installation's newest when
+// that one is of a conversation the caller may not see; none when the
+// caller sees no event.
+func TestEventsLostTellsNothingOfOthers(t *testing.T) {
+	const pruned = "evt_01jz8k3x4y5z6a7b8c9d0e1f2g"
+	eachStore(t, func(t *testing.T, store storetest.Store) {
+		e := newEventsEnv(t, store, events.Options{})
+		for _, conv := range []string{"general", "private-x"} {
+			res := e.as(t, "alice", "POST", "/v1/messages", form("conversation_id="+conv+"&message=hi"))
+			require.Equal(t, http.StatusCreated, res.StatusCode)
+		}
+		newest := func(user, conv string) string {
+			t.Helper()
+			res := e.as(t, user, "GET", "/v1/events?limit=1&conversation_id="+conv, nil)
+			require.Equal(t, http.StatusOK, res.StatusCode)
+			data := res.json(t)["data"].([]any)
+			require.Len(t, data, 1)
+			return data[0].(map[string]any)["id"].(string)
+		}
+		general, private := newest("alice", "general"), newest("alice", "private-x")
+
+		lost := e.stream(t, "alice", "", "Last-Event-ID", pruned).next(t)
+		assert.Equal(t, "events.lost", lost.typ)
+		assert.Equal(t, private, lost.id, "alice sees the newest event")
+
+		for _, query := range []string{"conversation_id=general", "conversation_id=private-x", ""} {
+			lost := e.stream(t, "mallory", query, "Last-Event-ID", pruned).next(t)
+			assert.Equal(t, "events.lost", lost.typ)
+			assert.NotEqual(t, private, lost.id, "%q: mallory may not see private-x", query)
+			assert.NotEqual(t, private, lost.object(t)["id"])
+			if query == "conversation_id=general" {
+				assert.Equal(t, general, lost.id, "mallory's own newest")
+			} else {
+				assert.Empty(t, lost.id, "%q: mallory sees no event there", query)
+				assert.Nil(t, lost.object(t)["id"])
+			}
+		}
+	})
+}

@@ -11,7 +11,10 @@
 package ids
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/rand"
+	"encoding/binary"
 	"strings"
 	"sync"
 	"time"
@@ -147,49 +150,51 @@ func decode(s string) (b [16]byte, ok bool) {
 	return b, true
 }
 
-// sequencedFlag marks the ids of Sequenced in the first byte of the 80
-// bits after the time, whose top bit New always leaves clear.
-const sequencedFlag = 0x80
+// Sealer makes the opaque ids of a store's numbered items (its events)
+// of their numbers, under a secret key of the store, and reads them back:
+// an id is the AES encryption of the number (64 bits) and 64 zero bits,
+// written as every id is. Ids of consecutive numbers look unrelated, so
+// an id tells nothing of the number, nor of how many items came between
+// two ids; the zero bits make an id that no Sealer of this key made (one
+// changed by hand, another store's) read as none, but with a chance of
+// 2^-64.
+type Sealer struct{ block cipher.Block }
 
-// Sequenced returns the id of a store's seq-th event, for a store that
-// numbers its events itself and keeps no id of its own (an index on a
-// random id is a page more that every write carries): the Unix
-// milliseconds of t, then a flag no id of New has, 15 zero bits and seq.
-// Two events of different seqs never have the same id, and no id of New
-// is a Sequenced one. SeqOf reads the seq back.
-func Sequenced(prefix string, t time.Time, seq int64) string {
-	ms := uint64(t.UnixMilli())
+// NewSealer returns the Sealer of key, which is 16, 24 or 32 bytes.
+func NewSealer(key []byte) (*Sealer, error) {
+	b, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	return &Sealer{b}, nil
+}
+
+// Seal returns the id of the number n with the given prefix.
+func (s *Sealer) Seal(prefix string, n int64) string {
 	var b [16]byte
-	for i := 5; i >= 0; i-- {
-		b[i] = byte(ms)
-		ms >>= 8
-	}
-	b[6] = sequencedFlag
-	s := uint64(seq)
-	for i := 15; i >= 8; i-- {
-		b[i] = byte(s)
-		s >>= 8
-	}
+	binary.BigEndian.PutUint64(b[:8], uint64(n))
+	s.block.Encrypt(b[:], b[:])
 	return prefix + encode(b)
 }
 
-// SeqOf returns the seq of an id that Sequenced made with this prefix, and
-// false for any other string.
-func SeqOf(prefix, id string) (int64, bool) {
+// Open returns the number of an id that Seal made with this prefix and
+// key, and false for any other string.
+func (s *Sealer) Open(prefix, id string) (int64, bool) {
 	rest, ok := strings.CutPrefix(id, prefix)
 	if !ok {
 		return 0, false
 	}
 	b, ok := decode(rest)
-	if !ok || b[6] != sequencedFlag || b[7] != 0 {
+	if !ok {
 		return 0, false
 	}
-	var seq uint64
-	for _, c := range b[8:] {
-		seq = seq<<8 | uint64(c)
-	}
-	if seq == 0 || seq > 1<<63-1 {
+	s.block.Decrypt(b[:], b[:])
+	if binary.BigEndian.Uint64(b[8:]) != 0 {
 		return 0, false
 	}
-	return int64(seq), true
+	n := binary.BigEndian.Uint64(b[:8])
+	if n == 0 || n > 1<<63-1 {
+		return 0, false
+	}
+	return int64(n), true
 }

@@ -192,31 +192,55 @@ func assertIncreasing(tb testing.TB, prefix string, ids []string) {
 	}
 }
 
-func TestSequencedCarriesItsNumber(t *testing.T) {
-	at := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+func TestSealerIdsAreOpaque(t *testing.T) {
+	key := make([]byte, 16)
+	key[0] = 1
+	s, err := NewSealer(key)
+	require.NoError(t, err)
+	other, err := NewSealer(make([]byte, 16))
+	require.NoError(t, err)
 	seen := map[string]bool{}
-	for _, seq := range []int64{1, 2, 255, 256, 1 << 40, 1<<63 - 1} {
-		id := Sequenced(Event, at, seq)
-		assert.True(t, Valid(Event, id), "%d: %q is a valid id", seq, id)
-		assert.False(t, seen[id], "%d: ids of different seqs differ", seq)
+	var inOrder []string
+	for _, n := range []int64{1, 2, 3, 255, 256, 1 << 40, 1<<63 - 1} {
+		id := s.Seal(Event, n)
+		assert.True(t, Valid(Event, id), "%d: %q is a valid id", n, id)
+		assert.False(t, seen[id], "%d: ids of different numbers differ", n)
 		seen[id] = true
-		got, ok := SeqOf(Event, id)
-		assert.True(t, ok, "%d", seq)
-		assert.Equal(t, seq, got)
-		_, ok = SeqOf(Message, id)
+		inOrder = append(inOrder, id)
+		assert.Equal(t, id, s.Seal(Event, n), "one id per number")
+		got, ok := s.Open(Event, id)
+		assert.True(t, ok, "%d", n)
+		assert.Equal(t, n, got)
+		_, ok = s.Open(Message, id)
 		assert.False(t, ok, "another prefix")
+		_, ok = other.Open(Event, id)
+		assert.False(t, ok, "another key")
+		assert.NotEqual(t, id, other.Seal(Event, n), "another key, another id")
 	}
-	assert.Less(t, Sequenced(Event, at, 5), Sequenced(Event, at.Add(time.Millisecond), 1), "the time sorts first")
+	assert.False(t, slices.IsSorted(inOrder), "ids do not sort by number")
+	// Neighbours share no long prefix, as numbered or time-ordered ids do.
+	a, b := s.Seal(Event, 1000), s.Seal(Event, 1001)
+	assert.NotEqual(t, a[:8], b[:8])
 
-	// No id of New is a sequenced one, however many a millisecond holds.
+	// No id of New, no changed id and no other string is one of s's.
 	for range 10_000 {
-		_, ok := SeqOf(Event, NewAt(Event, at))
+		_, ok := s.Open(Event, NewAt(Event, time.Now()))
 		require.False(t, ok)
 	}
-	for _, s := range []string{"", "evt_", "evt_zzzzzzzzzzzzzzzzzzzzzzzzzz", Sequenced(Event, at, 1)[:29]} {
-		_, ok := SeqOf(Event, s)
-		assert.False(t, ok, "%q", s)
+	id := s.Seal(Event, 42)
+	for i := len(Event); i < len(id); i++ {
+		c := byte('0')
+		if id[i] == '0' {
+			c = '1'
+		}
+		changed := id[:i] + string(c) + id[i+1:]
+		_, ok := s.Open(Event, changed)
+		assert.False(t, ok, "%q changed at %d", changed, i)
 	}
-	_, ok := SeqOf(Event, Sequenced(Event, at, 0))
-	assert.False(t, ok, "seqs start at 1")
+	for _, str := range []string{"", "evt_", "evt_zzzzzzzzzzzzzzzzzzzzzzzzzz", id[:29]} {
+		_, ok := s.Open(Event, str)
+		assert.False(t, ok, "%q", str)
+	}
+	_, err = NewSealer([]byte("short"))
+	assert.Error(t, err)
 }

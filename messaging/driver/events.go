@@ -47,8 +47,10 @@ const (
 // Message, Attachment, Conversation, Thread, DeletedID and Typing is set (none for
 // EventsLost).
 type Event struct {
-	// ID is made by the Service ("evt_…"); consumers use it to drop
-	// duplicates and to resume a subscription.
+	// ID is the store's ("evt_…", see EventStore.ReadEvents): one per
+	// event for every reader, telling nothing of other events; consumers
+	// use it to drop duplicates and to resume a subscription. The
+	// Service's Recorder makes one that stores may replace.
 	ID string
 	// Type says what changed.
 	Type EventType

@@ -27,16 +27,18 @@ import (
 type EventStore interface {
 	// ReadEvents returns up to q.Limit events matching q, ordered by Seq
 	// (ascending, or descending with q.Newest), each as the write's
-	// Recorder returned it with Seq set. A store may give events ids of
-	// its own instead of the Recorder's (sqlstore on SQLite makes them of
-	// the Seq, so as to keep no index of ids): unique, valid event ids
-	// that GetEvent finds, the same at every read. It sees only events of
-	// transactions that have committed.
+	// Recorder returned it with Seq set, and with an id of the store's
+	// own instead of the Recorder's: unique, valid event ids that GetEvent
+	// finds, the same at every read, that tell nothing of the Seq (nor of
+	// how many events came between two), and that another store never
+	// gives (sqlstore and memstore seal the Seq under a secret key of the
+	// installation, ids.Sealer). It sees only events of transactions that
+	// have committed.
 	ReadEvents(ctx context.Context, q EventQuery) ([]Event, error)
 
 	// GetEvent returns the event with this id, with its Seq, or an error
 	// matching ErrNotFound when no such event is stored (never
-	// was, or was pruned).
+	// was, or was pruned, or the id is not one this store gave).
 	GetEvent(ctx context.Context, id string) (Event, error)
 
 	// LastEvent returns the event of greatest Seq, or an error matching

@@ -2,11 +2,13 @@ package memstore
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"maps"
 	"slices"
 	"time"
 
+	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 )
@@ -15,8 +17,10 @@ var _ driver.EventStore = (*store)(nil)
 
 // outbox is the Store's events, in Seq order: each write records its
 // Recorder's events under the Store's lock, as it makes its change, so
-// that Seq order is the order of the writes.
+// that Seq order is the order of the writes. Each event's id is its Seq,
+// sealed under a key of the Store (ids.Sealer), as sqlstore's are.
 type outbox struct {
+	sealer  *ids.Sealer
 	events  []messaging.Event // by Seq ascending
 	seq     int64             // the greatest Seq given; never reused
 	deleted map[string]int64  // the DeletedID of each kept delete event: its Seq
@@ -36,9 +40,13 @@ func (s *store) record(rec driver.Recorder, c driver.Change) {
 	if rec == nil {
 		return
 	}
+	if s.out.sealer == nil {
+		s.out.sealer = newSealer()
+	}
 	for _, e := range rec(c) {
 		s.out.seq++
 		e.Seq = s.out.seq
+		e.ID = s.out.sealer.Seal(ids.Event, e.Seq)
 		e.Created = norm(e.Created)
 		s.out.events = append(s.out.events, copyEvent(e))
 		if e.DeletedID != "" {
@@ -130,6 +138,17 @@ func (s *store) ReadEvents(ctx context.Context, q driver.EventQuery) ([]messagin
 	return out, nil
 }
 
+// newSealer returns a Sealer of a random key.
+func newSealer() *ids.Sealer {
+	var key [16]byte
+	_, _ = rand.Read(key[:]) // never fails (crypto/rand)
+	sl, err := ids.NewSealer(key[:])
+	if err != nil {
+		panic(err) // a 16-byte key is always one
+	}
+	return sl
+}
+
 func invalid(msg string) error { return fmt.Errorf("memstore: %s: %w", msg, messaging.ErrInvalid) }
 
 func cmpSeq(a, b int64) int {
@@ -150,9 +169,12 @@ func (s *store) GetEvent(ctx context.Context, id string) (messaging.Event, error
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := len(s.out.events) - 1; i >= 0; i-- {
-		if s.out.events[i].ID == id {
-			return copyEvent(s.out.events[i]), nil
+	if s.out.sealer != nil {
+		if seq, ok := s.out.sealer.Open(ids.Event, id); ok {
+			evs := s.out.events
+			if i, found := slices.BinarySearchFunc(evs, seq, func(e messaging.Event, seq int64) int { return cmpSeq(e.Seq, seq) }); found {
+				return copyEvent(evs[i]), nil
+			}
 		}
 	}
 	return messaging.Event{}, notFound("event", id)

@@ -2,7 +2,10 @@ package sqlstore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -44,11 +47,14 @@ var _ driver.EventStore = (*store)(nil)
 //     conversation and seq) hold only numbered rows, so that a send
 //     writes none of them; the sequencer's UPDATE does.
 //
-// No id is stored (SQLite and PostgreSQL; numberedEvents): readers are
-// given one made of the created time and the seq (numberedID), which
-// GetEvent reads back, so that a send writes no entry of an index of
-// random ids. Readers see only numbered events, so every event they see
-// has one. MySQL stores the Recorder's ids.
+// Readers are given ids made of the seq, sealed under the installation's
+// secret key (eventSealer: AES of the seq, ids.Sealer), which GetEvent
+// opens back: one id per event for every reader, that tells nothing of
+// the seq (how many events of other conversations came between two), and
+// no index of random ids for a send to write. Readers see only numbered
+// events, so every event they see has one. No id is stored (SQLite and
+// PostgreSQL; numberedEvents); MySQL stores the Recorder's, which no
+// reader is given.
 //
 // The payload is the JSON of the event's object (its Go value, as package
 // encoding/json writes it): an internal format of the store, read back by
@@ -69,15 +75,57 @@ type eventRow struct {
 }
 
 // numberedEvents reports whether events are stored without their ids,
-// which readers make of their seqs (numberedID): on SQLite and
+// which readers make of their seqs (eventSealer): on SQLite and
 // PostgreSQL. MySQL stores them.
 func (s *store) numberedEvents() bool { return s.flavor != flavorMySQL }
 
-// numberedID is the id of a numbered event, which stores none: one that
-// carries its seq, so that GetEvent finds it by seq. The id of an event
-// stored before events were numbered is kept with it.
-func numberedID(created time.Time, seq int64) string {
-	return ids.Sequenced(ids.Event, created, seq)
+// eventSealer returns the Sealer of the event ids, under the key the
+// installation row holds; the first caller of an installation makes the
+// key (16 random bytes, hex), and every instance reads the one stored.
+func (s *store) eventSealer(ctx context.Context) (*ids.Sealer, error) {
+	if sl := s.sealer.Load(); sl != nil {
+		return sl, nil
+	}
+	var keys []string
+	read := func() error {
+		keys = keys[:0]
+		if err := s.w.NewRaw("SELECT event_key FROM parley_installation WHERE one = 1").Scan(ctx, &keys); err != nil {
+			return err
+		}
+		if len(keys) == 0 {
+			return errNoInstallation
+		}
+		return nil
+	}
+	if err := read(); err != nil {
+		return nil, err
+	}
+	if keys[0] == "" {
+		var k [16]byte
+		if _, err := rand.Read(k[:]); err != nil {
+			return nil, err
+		}
+		err := s.retry(ctx, func(ctx context.Context) error {
+			_, err := s.w.ExecContext(ctx, "UPDATE parley_installation SET event_key = ? WHERE one = 1 AND event_key = ''", hex.EncodeToString(k[:]))
+			return err
+		})
+		if err == nil {
+			err = read() // ours, or another instance's made first
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	key, err := hex.DecodeString(keys[0])
+	if err != nil {
+		return nil, fmt.Errorf("the installation's event_key is not hex: %w", err)
+	}
+	sl, err := ids.NewSealer(key)
+	if err != nil {
+		return nil, err
+	}
+	s.sealer.Store(sl)
+	return sl, nil
 }
 
 const eventCols = "e.seq, e.id, e.type, e.conversation_id, e.audience_id, e.created_at, e.payload"
@@ -98,17 +146,13 @@ func payloadOf(e messaging.Event) ([]byte, error) {
 		DeletedPID: e.DeletedParentID, Thread: e.Thread})
 }
 
-func (r *eventRow) event() (messaging.Event, error) {
+func (r *eventRow) event(sealer *ids.Sealer) (messaging.Event, error) {
 	var p eventPayload
 	if err := json.Unmarshal([]byte(r.Payload), &p); err != nil {
 		return messaging.Event{}, err
 	}
-	id := r.ID
-	if id == "" {
-		id = numberedID(r.CreatedAt, r.Seq)
-	}
 	return messaging.Event{
-		ID:              id,
+		ID:              sealer.Seal(ids.Event, r.Seq),
 		Type:            messaging.EventType(r.Type),
 		ConversationID:  r.ConversationID,
 		AudienceID:      r.AudienceID,
@@ -144,7 +188,7 @@ func (s *store) insertEvents(ctx context.Context, tx bun.Tx, evs []messaging.Eve
 
 // eventsInsert returns the statement that inserts evs and its arguments;
 // "" when there are none. Numbered events are stored without their ids:
-// readers are given ids made of their seqs (see numberedID).
+// readers are given ids made of their seqs (see eventSealer).
 func eventsInsert(evs []messaging.Event, numbered bool) (string, []any, error) {
 	if len(evs) == 0 {
 		return "", nil, nil
@@ -419,7 +463,7 @@ func (s *store) readEvents(ctx context.Context, q driver.EventQuery) ([]messagin
 	if err := s.read(ctx, &rows, "SELECT "+eventCols+" FROM "+from+" WHERE "+strings.Join(where, " AND ")+" ORDER BY e.seq "+dir+" LIMIT ?", args...); err != nil {
 		return nil, err
 	}
-	evs, err := eventsOf(rows)
+	evs, err := s.eventsOf(ctx, rows)
 	if err != nil || !q.Redact {
 		return evs, err
 	}
@@ -463,11 +507,15 @@ func (s *store) redact(ctx context.Context, evs []messaging.Event) error {
 	return nil
 }
 
-func eventsOf(rows []eventRow) ([]messaging.Event, error) {
+// eventsOf returns the events of rows, with their ids.
+func (s *store) eventsOf(ctx context.Context, rows []eventRow) ([]messaging.Event, error) {
+	sealer, err := s.eventSealer(ctx)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]messaging.Event, len(rows))
 	for i := range rows {
-		var err error
-		if out[i], err = rows[i].event(); err != nil {
+		if out[i], err = rows[i].event(sealer); err != nil {
 			return nil, err
 		}
 	}
@@ -475,25 +523,22 @@ func eventsOf(rows []eventRow) ([]messaging.Event, error) {
 }
 
 // GetEvent returns the event with this id, or an error matching
-// messaging.ErrNotFound (also for an event not numbered yet, which no
-// reader has seen).
+// messaging.ErrNotFound (also for an id this installation's key did not
+// seal, and for an event not numbered yet, which no reader has seen).
 func (s *store) GetEvent(ctx context.Context, id string) (messaging.Event, error) {
-	var rows []eventRow
-	var err error
-	// A numbered id is never a stored one (ids.SeqOf): looked up by seq
-	// whatever this instance stores.
-	if seq, ok := ids.SeqOf(ids.Event, id); ok && s.flavor != flavorMySQL {
-		err = s.read(ctx, &rows, "SELECT "+eventCols+" FROM events AS e WHERE e.seq = ? AND e.id IS NULL", seq)
-	} else {
-		err = s.read(ctx, &rows, "SELECT "+eventCols+" FROM events AS e WHERE e.id = ? AND e.seq > 0", id)
-	}
 	var evs []messaging.Event
+	sealer, err := s.eventSealer(ctx)
 	if err == nil {
-		evs, err = eventsOf(rows)
+		seq, ok := sealer.Open(ids.Event, id)
+		if !ok {
+			return messaging.Event{}, wrapErr("sqlstore.GetEvent", notFound("event"))
+		}
+		var rows []eventRow
+		if err = s.read(ctx, &rows, "SELECT "+eventCols+" FROM events AS e WHERE e.seq = ?", seq); err == nil {
+			evs, err = s.eventsOf(ctx, rows)
+		}
 	}
-	if err == nil && (len(evs) == 0 || evs[0].ID != id) {
-		// The seq of another database's event (a restored backup, say) may
-		// be one of this one's: its time tells them apart.
+	if err == nil && len(evs) == 0 {
 		err = notFound("event")
 	}
 	if err != nil {
@@ -515,7 +560,7 @@ func (s *store) LastEvent(ctx context.Context) (messaging.Event, error) {
 	}
 	var evs []messaging.Event
 	if err == nil {
-		evs, err = eventsOf(rows)
+		evs, err = s.eventsOf(ctx, rows)
 	}
 	if err != nil {
 		return messaging.Event{}, wrapErr("sqlstore.LastEvent", err)

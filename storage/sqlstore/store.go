@@ -14,6 +14,7 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 
+	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 )
@@ -150,9 +151,10 @@ type store struct {
 	opts   Options
 	owned  []*bun.DB // closed by Close
 
-	stmts  *stmtCache // prepared reads of SQLite's reader pool (readPrepared); nil otherwise
-	wstmts *stmtCache // SQLite: the statements of the writer (sends, outbox.go; keys, idempotency.go; and those write transactions ran, txStmt); nil otherwise
-	seqMu  sync.Mutex // held while this process numbers events (outbox.go)
+	stmts  *stmtCache                 // prepared reads of SQLite's reader pool (readPrepared); nil otherwise
+	wstmts *stmtCache                 // SQLite: the statements of the writer (sends, outbox.go; keys, idempotency.go; and those write transactions ran, txStmt); nil otherwise
+	seqMu  sync.Mutex                 // held while this process numbers events (outbox.go)
+	sealer atomic.Pointer[ids.Sealer] // the event ids' (eventSealer, outbox.go); nil until read
 
 	sends     atomic.Int64 // sends of this Store, for folds (tallies.go)
 	foldEvery int64        // sends between two folds (tallies.go)

@@ -29,6 +29,7 @@ var eventTests = []test{
 	{"reader_during_concurrent_writes_misses_nothing", testReaderMissesNothing},
 	{"changes_of_one_message_in_commit_order", testCommitOrder},
 	{"deleted_is_redacted_on_read", testDeletedIsRedacted},
+	{"event_ids_are_opaque", testEventIDsAreOpaque},
 }
 
 // recorder is a Recorder for tests: it remembers the Changes it was given

@@ -61,7 +61,9 @@ func RunConformanceTests(t *testing.T, newStore func(t *testing.T) Store) {
 		t.Run(g.name, func(t *testing.T) {
 			for _, tc := range g.tests {
 				t.Run(tc.name, func(t *testing.T) {
-					tc.run(t, newHarness(t, newStore(t)))
+					h := newHarness(t, newStore(t))
+					h.another = func() Store { return newStore(t) }
+					tc.run(t, h)
 				})
 			}
 		})
@@ -91,6 +93,9 @@ type harness struct {
 	t   *testing.T
 	s   Store
 	ctx context.Context
+	// another returns another fresh store of the same backend; nil when
+	// the suite was given none (RunSearchTests).
+	another func() Store
 }
 
 func newHarness(t *testing.T, s Store) *harness {

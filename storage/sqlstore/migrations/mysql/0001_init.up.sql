@@ -258,13 +258,16 @@ CREATE TABLE IF NOT EXISTS event_cursors (
 --bun:split
 
 -- The database's identity: one row holding a random installation id, made
--- here, and the reconcile epoch (see driver.Installation). A repeated run
+-- here, the reconcile epoch (see driver.Installation) and the secret key
+-- of the event ids (event_key: hex, made at the first read of events,
+-- eventSealer). A repeated run
 -- keeps the row that exists.
 CREATE TABLE IF NOT EXISTS parley_installation (
 	one INT NOT NULL PRIMARY KEY,
 	id VARCHAR(64) NOT NULL,
 	epoch BIGINT NOT NULL DEFAULT 0,
-	created_at DATETIME(6) NOT NULL
+	created_at DATETIME(6) NOT NULL,
+	event_key VARCHAR(64) NOT NULL DEFAULT ''
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
 
 --bun:split

@@ -264,7 +264,7 @@ CREATE INDEX message_revisions_message_created ON message_revisions (message_id,
 
 -- The outbox. A send inserts its events with no seq; the sequencer numbers
 -- them in commit order (outbox.go). No id is stored (id stays NULL: readers
--- are given one made of the created time and the seq, numberedID). The
+-- are given one made of the seq, sealed: eventSealer). The
 -- indexes of seq hold only the numbered rows, which readers ask for
 -- (seq > n implies the predicate): a send writes none of them. The
 -- sequencer reads the partial index of the unnumbered events. Every event
@@ -326,12 +326,15 @@ CREATE TABLE event_cursors (
 --bun:split
 
 -- The database's identity: one row holding a random installation id, made
--- here, and the reconcile epoch (see driver.Installation).
+-- here, the reconcile epoch (see driver.Installation) and the secret key
+-- of the event ids (event_key: hex, made at the first read of events,
+-- eventSealer).
 CREATE TABLE parley_installation (
 	one integer PRIMARY KEY CHECK (one = 1),
 	id text COLLATE "C" NOT NULL,
 	epoch bigint NOT NULL DEFAULT 0,
-	created_at timestamptz NOT NULL)
+	created_at timestamptz NOT NULL,
+	event_key text NOT NULL DEFAULT '')
 
 --bun:split
 

@@ -305,8 +305,8 @@ CREATE INDEX message_revisions_message_created ON message_revisions (message_id,
 
 -- The outbox. The rowid is the seq: one more than the greatest at insert
 -- (PruneEvents keeps the newest, so none is given twice). No id is stored
--- (id stays NULL: readers are given one made of the created time and the
--- seq, numberedID). The index by conversation and seq (as on the server
+-- (id stays NULL: readers are given one made of the seq, sealed:
+-- eventSealer). The index by conversation and seq (as on the server
 -- engines) makes a resume or a list of a caller's conversations read those
 -- conversations' events, not the seq range of the whole installation
 -- (BENCHMARKS.md §5: a resume after 100 events costs the same with 10,000
@@ -349,12 +349,15 @@ CREATE TABLE event_cursors (
 --bun:split
 
 -- The database's identity: one row holding a random installation id, made
--- here, and the reconcile epoch (see driver.Installation).
+-- here, the reconcile epoch (see driver.Installation) and the secret key
+-- of the event ids (event_key: hex, made at the first read of events,
+-- eventSealer).
 CREATE TABLE parley_installation (
 	one INTEGER PRIMARY KEY NOT NULL CHECK (one = 1),
 	id TEXT NOT NULL,
 	epoch INTEGER NOT NULL DEFAULT 0,
-	created_at TIMESTAMP NOT NULL)
+	created_at TIMESTAMP NOT NULL,
+	event_key TEXT NOT NULL DEFAULT '')
 
 --bun:split
 
