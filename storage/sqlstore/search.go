@@ -191,8 +191,8 @@ func (s *store) searchScope(all bool, member string, convs []string) (branch, bo
 }
 
 // maxSearchConversations is the most conversations of a member that a
-// search on SQLite names in its full-text query; a member of more is
-// probed for row by row.
+// search on SQLite or PostgreSQL names in its full-text query; a member
+// of more is probed for row by row.
 var maxSearchConversations = 500
 
 // searchConversations resolves the scope of a search on SQLite and
