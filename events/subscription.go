@@ -169,7 +169,7 @@ func (s *Subscription) offerTyping(e *driver.Event) {
 
 // typedAgain reports whether the reader returned a typing indicator of
 // the same caller less than a second before e's.
-func (s *Subscription) typedAgain(e driver.Event) bool {
+func (s *Subscription) typedAgain(e *driver.Event) bool {
 	who := e.Typing.Contact.ID
 	if last, ok := s.typed[who]; ok && e.Created.Sub(last) < time.Second {
 		return true
@@ -219,7 +219,7 @@ func (s *Subscription) next(ctx context.Context) (driver.Event, error) {
 	}
 	for {
 		for len(s.pending) > 0 {
-			e := s.pending[0]
+			e := &s.pending[0]
 			ok, err := s.visible(ctx, e)
 			if err != nil {
 				return driver.Event{}, err // e stays pending
@@ -227,7 +227,7 @@ func (s *Subscription) next(ctx context.Context) (driver.Event, error) {
 			s.pending = s.pending[1:]
 			s.floor = max(s.floor, e.Seq)
 			if ok && (e.Typing == nil || !s.typedAgain(e)) {
-				return e, nil
+				return *e, nil
 			}
 		}
 		if !s.live {
@@ -238,8 +238,19 @@ func (s *Subscription) next(ctx context.Context) (driver.Event, error) {
 		}
 		select {
 		case e := <-s.ch:
-			if e.Seq > s.floor || e.Typing != nil { // typing is never stored
+			if e.Seq <= s.floor && e.Typing == nil { // typing is never stored
+				continue
+			}
+			// Live, nothing is pending: the event is returned (or
+			// passed over) as it came, without a copy into pending.
+			ok, err := s.visible(ctx, e)
+			if err != nil {
 				s.pending = append(s.pending, *e)
+				return driver.Event{}, err // e stays pending
+			}
+			s.floor = max(s.floor, e.Seq)
+			if ok && (e.Typing == nil || !s.typedAgain(e)) {
+				return *e, nil
 			}
 		case <-s.cut:
 			s.ended = ErrTooSlow
@@ -311,7 +322,7 @@ func (s *Subscription) newestVisible(ctx context.Context, upTo int64) (string, e
 	if err != nil || len(evs) == 0 {
 		return "", err
 	}
-	if ok, err := s.visible(ctx, evs[0]); !ok || err != nil {
+	if ok, err := s.visible(ctx, &evs[0]); !ok || err != nil {
 		return "", err
 	}
 	return evs[0].ID, nil
@@ -335,7 +346,7 @@ func (s *Subscription) query(ctx context.Context) (driver.EventQuery, error) {
 // visible reports whether the caller may see e: the rule of
 // messaging.Service.CanSeeEvent, with the Policy's answers shared by the
 // caller's subscriptions (Feed.canView).
-func (s *Subscription) visible(ctx context.Context, e driver.Event) (bool, error) {
+func (s *Subscription) visible(ctx context.Context, e *driver.Event) (bool, error) {
 	if s.conv != "" && e.ConversationID != s.conv {
 		return false, nil
 	}

@@ -121,15 +121,25 @@ func (a *api) streamEvents(w http.ResponseWriter, r *http.Request, caller messag
 	defer sub.Close()
 
 	writeStreamHead(w)
+	// Every write may take writeTimeout. Setting a deadline costs about as
+	// much as a small write, so it is set half as far again ahead, and
+	// renewed only once less than writeTimeout of it is left: most writes
+	// set none.
 	writeTimeout := max(minWriteTimeout, 2*a.heartbeat)
+	var deadline, lastWrite time.Time
 	send := func(b []byte) bool {
+		now := time.Now()
 		mu.Lock()
 		if cut {
 			mu.Unlock()
 			return false
 		}
-		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if deadline.Sub(now) < writeTimeout {
+			deadline = now.Add(writeTimeout + writeTimeout/2)
+			_ = rc.SetWriteDeadline(deadline)
+		}
 		mu.Unlock()
+		lastWrite = now
 		if _, err := w.Write(b); err != nil {
 			return false
 		}
@@ -140,16 +150,27 @@ func (a *api) streamEvents(w http.ResponseWriter, r *http.Request, caller messag
 	}
 	u := a.urls(r, caller)
 	var frame []byte
+	// The heartbeat's context ends a.heartbeat after the last write as of
+	// its making; it is made again only when it ends (a heartbeat is
+	// written if nothing else was since), not for every event.
+	var stopIdle context.CancelFunc
+	newIdle := func() context.Context {
+		var c context.Context
+		c, stopIdle = context.WithDeadline(ctx, lastWrite.Add(a.heartbeat))
+		return c
+	}
+	idle := newIdle()
+	defer func() { stopIdle() }()
 	for {
-		nctx, cancel := context.WithTimeout(ctx, a.heartbeat)
-		e, err := sub.Next(nctx)
-		cancel()
+		e, err := sub.Next(idle)
 		switch {
 		case err == nil:
 		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-			if !send([]byte(": heartbeat\n\n")) {
+			stopIdle()
+			if !time.Now().Before(lastWrite.Add(a.heartbeat)) && !send([]byte(": heartbeat\n\n")) {
 				return
 			}
+			idle = newIdle()
 			continue
 		case errors.Is(err, events.ErrTooSlow):
 			a.log.DebugContext(ctx, "httpadapter: event stream too slow; closed", "caller", caller.ID)
