@@ -135,13 +135,6 @@ func BenchmarkThreads(b *testing.B) {
 				b.ReportMetric(float64(cputime.Process(b)-cpu)/float64(b.N), "cpu-ns/op")
 			}
 
-			b.Run("send", func(b *testing.B) {
-				loop(b, func() { send(writer, "sends", "") })
-			})
-			replyTo := send(few, "sends", "")
-			b.Run("reply", func(b *testing.B) {
-				loop(b, func() { send(writer, "sends", replyTo.ID) })
-			})
 			b.Run("replies_page/first", func(b *testing.B) {
 				loop(b, func() {
 					p, err := msgs.Replies(ctx, few, deepRoot.ID, messaging.ListOptions{})
@@ -184,6 +177,17 @@ func BenchmarkThreads(b *testing.B) {
 					})
 				})
 			}
+			// The writes last, so that what a store does after them in the
+			// background (PostgreSQL's sequencer numbers their events)
+			// cannot fall into a read's case: right after them, a first
+			// page of replies once cost 3x page 1,000.
+			b.Run("send", func(b *testing.B) {
+				loop(b, func() { send(writer, "sends", "") })
+			})
+			replyTo := send(few, "sends", "")
+			b.Run("reply", func(b *testing.B) {
+				loop(b, func() { send(writer, "sends", replyTo.ID) })
+			})
 		})
 	}
 }
