@@ -60,17 +60,14 @@ func (s *store) pageSQL(p pageQuery) (string, []any) {
 	var seek string
 	var seekArgs []any
 	switch {
-	case p.cursorRow != "" && s.flavor == flavorPostgres:
-		// One statement: the cursor's row is an InitPlan, run once, whose
-		// values bound the index range.
+	case p.cursorRow != "":
+		// One statement: the cursor's row is read once (PostgreSQL's
+		// InitPlan, SQLite's uncorrelated subquery), and its values bound
+		// the index range as a row value. (On SQLite, three scalar
+		// subqueries, one per bound, made page 1,000 of a thread cost
+		// 1.14-1.29x its first page, BENCHMARKS.md section 13.)
 		seek = fmt.Sprintf("(%[1]s.%[3]s, %[1]s.id) %[2]s (SELECT x.%[3]s, x.id FROM %[4]s)", a, cmp, tc, p.cursorRow)
 		seekArgs = p.cursorArgs
-	case p.cursorRow != "":
-		// SQLite runs an uncorrelated scalar subquery once; the id of a
-		// cursor that exists is the one asked for.
-		t := fmt.Sprintf("(SELECT x.%s FROM %s)", tc, p.cursorRow)
-		seek = fmt.Sprintf("%[1]s.%[3]s %[2]s= %[4]s AND (%[1]s.%[3]s %[2]s %[4]s OR %[1]s.id %[2]s (SELECT x.id FROM %[5]s))", a, cmp, tc, t, p.cursorRow)
-		seekArgs = slices.Concat(p.cursorArgs, p.cursorArgs, p.cursorArgs)
 	case cur != nil:
 		t := cur.Time.UTC()
 		if s.flavor == flavorPostgres {
