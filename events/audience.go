@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/parleychat/parley/messaging/driver"
@@ -38,6 +39,10 @@ type answer struct {
 	err        error
 	until      time.Time
 	refreshing bool // an expired "no" being asked again (refresh)
+	// stale is set (under the Feed's mu) when the answer is dropped
+	// before its time (forget): a subscription that kept it (see
+	// Subscription.visible) asks again.
+	stale atomic.Bool
 }
 
 // maxAnswers bounds a viewer's answers; past it they are all dropped.
@@ -188,7 +193,7 @@ func (f *Feed) admits(v *viewer, conv string, now time.Time) bool {
 	a := v.sees[conv]
 	switch {
 	case a == nil || !a.done || a.err != nil || a.ok:
-		return true // the reader asks, if it must (canView)
+		return true // the reader asks, if it must (answer)
 	case !now.Before(a.until) && !a.refreshing:
 		a.refreshing = true
 		f.wg.Go(func() { f.refresh(v, conv, a) })
@@ -214,10 +219,11 @@ func (f *Feed) refresh(v *viewer, conv string, a *answer) {
 	v.sees[conv] = fresh
 }
 
-// canView reports whether the viewer may see the conversation: the
-// Policy's answer, asked by one of the viewer's subscriptions at a time
-// and kept for Options.PolicyTTL.
-func (f *Feed) canView(ctx context.Context, v *viewer, conv string) (bool, error) {
+// answer returns the Policy's answer for whether the viewer may see the
+// conversation, asked by one of the viewer's subscriptions at a time and
+// kept for Options.PolicyTTL; its fields may be read once it is returned
+// without error.
+func (f *Feed) answer(ctx context.Context, v *viewer, conv string) (*answer, error) {
 	now := f.opts.Now()
 	f.mu.Lock()
 	a := v.sees[conv]
@@ -228,12 +234,18 @@ func (f *Feed) canView(ctx context.Context, v *viewer, conv string) (bool, error
 		f.mu.Unlock()
 		select {
 		case <-a.ready:
-			return a.ok, a.err
+			if a.err != nil {
+				return nil, a.err
+			}
+			return a, nil
 		case <-ctx.Done():
-			return false, ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
 	if len(v.sees) >= maxAnswers {
+		for _, a := range v.sees {
+			a.stale.Store(true)
+		}
 		clear(v.sees)
 		clear(f.audiences)
 	}
@@ -251,7 +263,10 @@ func (f *Feed) canView(ctx context.Context, v *viewer, conv string) (bool, error
 	delete(f.audiences, conv)
 	close(a.ready)
 	f.mu.Unlock()
-	return ok, err
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
 // forget drops the answer for contact and conversation: its membership
@@ -259,6 +274,9 @@ func (f *Feed) canView(ctx context.Context, v *viewer, conv string) (bool, error
 func (f *Feed) forget(contactID, conversationID string) {
 	f.mu.Lock()
 	if v := f.viewers[contactID]; v != nil {
+		if a := v.sees[conversationID]; a != nil {
+			a.stale.Store(true)
+		}
 		delete(v.sees, conversationID)
 		delete(f.audiences, conversationID)
 	}

@@ -53,13 +53,15 @@ type Subscription struct {
 	closeOnce sync.Once
 
 	// The reader's own state.
-	floor   int64                // every event up to it has been considered
-	pending []driver.Event       // read from the outbox, not yet returned
-	live    bool                 // registered with the dispatcher (under feed.mu)
-	lost    *driver.Event        // to return first
-	lostAt  int64                // the newest seq when lost was made: its id is the caller's newest up to it
-	typed   map[string]time.Time // when each caller's typing was last returned
-	ended   error                // ErrTooSlow or ErrClosed, once the subscription is over
+	floor    int64                // every event up to it has been considered
+	pending  []driver.Event       // read from the outbox, not yet returned
+	live     bool                 // registered with the dispatcher (under feed.mu)
+	lost     *driver.Event        // to return first
+	lostAt   int64                // the newest seq when lost was made: its id is the caller's newest up to it
+	typed    map[string]time.Time // when each caller's typing was last returned
+	ended    error                // ErrTooSlow or ErrClosed, once the subscription is over
+	seen     *answer              // the Policy's answer for seenConv (visible)
+	seenConv string
 }
 
 // Subscribe starts a subscription of caller's events. Errors: ErrInvalid
@@ -345,7 +347,7 @@ func (s *Subscription) query(ctx context.Context) (driver.EventQuery, error) {
 
 // visible reports whether the caller may see e: the rule of
 // messaging.Service.CanSeeEvent, with the Policy's answers shared by the
-// caller's subscriptions (Feed.canView).
+// caller's subscriptions (Feed.answer).
 func (s *Subscription) visible(ctx context.Context, e *driver.Event) (bool, error) {
 	if s.conv != "" && e.ConversationID != s.conv {
 		return false, nil
@@ -356,7 +358,19 @@ func (s *Subscription) visible(ctx context.Context, e *driver.Event) (bool, erro
 	if e.ConversationID == "" {
 		return e.AudienceID != "", nil
 	}
-	return s.feed.canView(ctx, s.viewer, e.ConversationID)
+	// The answer of the conversation last asked is kept by the reader, so
+	// that a stream of one busy conversation does not take the Feed's
+	// lock (which its dispatcher holds while it offers an event to every
+	// stream) for each event; a membership change marks it stale.
+	if a := s.seen; a != nil && s.seenConv == e.ConversationID && !a.stale.Load() && s.feed.opts.Now().Before(a.until) {
+		return a.ok, nil
+	}
+	a, err := s.feed.answer(ctx, s.viewer, e.ConversationID)
+	if err != nil {
+		return false, err
+	}
+	s.seen, s.seenConv = a, e.ConversationID
+	return a.ok, nil
 }
 
 // Close ends the subscription; Next then returns ErrClosed.
