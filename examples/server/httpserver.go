@@ -20,7 +20,8 @@ type limits struct {
 	// each chunk bytes of a request body must arrive, and each chunk bytes
 	// of an answer be taken by the client, within grace. A large upload
 	// or download at any usable speed takes as long as it takes; a trickle
-	// (a byte every two seconds) is cut off after grace.
+	// (a byte every two seconds) is cut off after grace (an answer's
+	// after at most one and a half: see progressWriter).
 	grace time.Duration
 	chunk int
 }
