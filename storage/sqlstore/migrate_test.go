@@ -118,7 +118,9 @@ func TestMigratePgBouncer(t *testing.T) {
 	defer cancel()
 	admin := openPgx(t, base)
 	t.Cleanup(func() { _ = admin.Close() })
-	// fresh creates a database and returns its DSN through PgBouncer;
+	// fresh creates a database and returns its DSN through PgBouncer, in
+	// the pooler-safe mode (without it, two pools may prepare statements
+	// of one name on one server connection);
 	// newStore makes a Store on dsn as a host would, with New over its
 	// own pgx pool.
 	fresh := func() string {
@@ -132,6 +134,9 @@ func TestMigratePgBouncer(t *testing.T) {
 		u, err := url.Parse(bouncer)
 		require.NoError(t, err)
 		u.Path = "/" + name
+		q := u.Query()
+		q.Set("default_query_exec_mode", "exec") // the pooler-safe mode (package doc)
+		u.RawQuery = q.Encode()
 		return u.String()
 	}
 	newStore := func(dsn string) *sqlstore.Store {
