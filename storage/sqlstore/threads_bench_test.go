@@ -20,9 +20,11 @@ import (
 // engine: a reply against a plain send, page 1,000 of a thread against its
 // first page, the first page of a caller's threads for a caller in many
 // threads against one in 10, and a thread's unread count in a big thread
-// against one of 10 replies.
+// against one of 10 replies. reply_per_send times a send and a reply in
+// turn and reports their ratio (reply/send), steadier than the ratio of
+// the send and reply cases on a shared machine.
 //
-//	go test ./storage/sqlstore -run '^$' -bench Threads -benchtime 2s
+//	go test ./storage/sqlstore -run '^$' -bench Threads -benchtime 300x
 //
 // PARLEY_BENCH_THREADS (default 10000) and PARLEY_BENCH_REPLIES (default
 // 1000000) set the large sizes. Replies beyond the first of a thread are
@@ -187,6 +189,22 @@ func BenchmarkThreads(b *testing.B) {
 			replyTo := send(few, "sends", "")
 			b.Run("reply", func(b *testing.B) {
 				loop(b, func() { send(writer, "sends", replyTo.ID) })
+			})
+			// A send and a reply in turn, each timed: their ratio within
+			// the same moments of a shared machine (a PostgreSQL commit's
+			// flush swung either case 3x between runs).
+			b.Run("reply_per_send", func(b *testing.B) {
+				var sends, replies time.Duration
+				for b.Loop() {
+					t0 := time.Now()
+					send(writer, "sends", "")
+					t1 := time.Now()
+					send(writer, "sends", replyTo.ID)
+					sends, replies = sends+t1.Sub(t0), replies+time.Since(t1)
+				}
+				b.ReportMetric(float64(sends.Nanoseconds())/float64(b.N), "send-ns/op")
+				b.ReportMetric(float64(replies.Nanoseconds())/float64(b.N), "reply-ns/op")
+				b.ReportMetric(float64(replies)/float64(sends), "reply/send")
 			})
 		})
 	}
