@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parleychat/parley/internal/check"
@@ -46,10 +47,14 @@ type Subscription struct {
 
 	// Read by the dispatcher under feed.mu.
 	ch      chan *driver.Event // live events, bounded
-	cut     chan struct{}      // closed when the reader fell behind
 	cutOnce sync.Once
 
-	done      chan struct{} // closed by Close
+	// end is closed when the reader fell behind or by Close (then closed
+	// is set first): one channel, so that the reader's wait selects on
+	// one case fewer for each event.
+	end       chan struct{}
+	endOnce   sync.Once
+	closed    atomic.Bool
 	closeOnce sync.Once
 
 	// The reader's own state.
@@ -89,8 +94,7 @@ func (f *Feed) subscribe(ctx context.Context, caller driver.Contact, o Subscribe
 		conv:   o.ConversationID,
 		onCut:  o.OnTooSlow,
 		ch:     make(chan *driver.Event, f.opts.Buffer),
-		cut:    make(chan struct{}),
-		done:   make(chan struct{}),
+		end:    make(chan struct{}),
 	}
 	if o.After == "" {
 		f.current(ctx)
@@ -148,7 +152,7 @@ func (s *Subscription) offer(e *driver.Event) {
 	case s.ch <- e:
 	default:
 		s.cutOnce.Do(func() {
-			close(s.cut)
+			s.endOnce.Do(func() { close(s.end) })
 			if s.onCut != nil {
 				s.onCut()
 			}
@@ -199,10 +203,8 @@ func (s *Subscription) Next(ctx context.Context) (driver.Event, error) {
 }
 
 func (s *Subscription) next(ctx context.Context) (driver.Event, error) {
-	select {
-	case <-s.done:
+	if s.closed.Load() {
 		s.ended = ErrClosed
-	default:
 	}
 	if s.ended != nil {
 		return driver.Event{}, s.ended
@@ -254,13 +256,13 @@ func (s *Subscription) next(ctx context.Context) (driver.Event, error) {
 			if ok && (e.Typing == nil || !s.typedAgain(e)) {
 				return *e, nil
 			}
-		case <-s.cut:
+		case <-s.end:
 			s.ended = ErrTooSlow
-			return driver.Event{}, ErrTooSlow
+			if s.closed.Load() {
+				s.ended = ErrClosed
+			}
+			return driver.Event{}, s.ended
 		case <-s.feed.ctx.Done():
-			s.ended = ErrClosed
-			return driver.Event{}, ErrClosed
-		case <-s.done:
 			s.ended = ErrClosed
 			return driver.Event{}, ErrClosed
 		case <-ctx.Done():
@@ -278,13 +280,7 @@ func (s *Subscription) catchUp(ctx context.Context) error {
 	f.mu.Lock()
 	upTo := f.cursor
 	if upTo <= s.floor {
-		select {
-		case <-s.done:
-			f.mu.Unlock()
-			return ErrClosed
-		default:
-		}
-		if f.closed {
+		if s.closed.Load() || f.closed {
 			f.mu.Unlock()
 			return ErrClosed
 		}
@@ -376,7 +372,8 @@ func (s *Subscription) visible(ctx context.Context, e *driver.Event) (bool, erro
 // Close ends the subscription; Next then returns ErrClosed.
 func (s *Subscription) Close() {
 	s.closeOnce.Do(func() {
-		close(s.done)
+		s.closed.Store(true)
+		s.endOnce.Do(func() { close(s.end) })
 		s.feed.mu.Lock()
 		s.feed.leave(s)
 		s.feed.mu.Unlock()
