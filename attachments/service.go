@@ -308,15 +308,8 @@ func (s *Service) store(ctx context.Context, caller driver.Contact, u Upload, na
 	// their own.
 	fctx, cancel := s.finishing(ctx)
 	defer cancel()
+	m, err := s.writeRow(fctx, caller, a, u.MessageID, done)
 	if u.MessageID == "" {
-		rec := s.recorder(func(c driver.Change) []driver.Event {
-			return attachmentEvents(driver.EventAttachmentCreated, c.Attachments, a.CreatedAt)
-		})
-		if done != nil {
-			err = s.repo.CreateAttachmentKeyed(fctx, a, rec, *done)
-		} else {
-			err = s.repo.CreateAttachment(fctx, a, rec)
-		}
 		if err != nil {
 			got, ok := s.settleRow(fctx, a, err)
 			if !ok {
@@ -327,9 +320,8 @@ func (s *Service) store(ctx context.Context, caller driver.Contact, u Upload, na
 		s.notify()
 		return a, nil
 	}
-	// The row is stored linked, in one transaction with the link (and the
+	// A linked row is written in one transaction with the link (and the
 	// record): a failure leaves neither.
-	m, err := s.msgsAPI.Attach(fctx, caller, u.MessageID, a, done)
 	if err != nil {
 		if got, ok := s.settleRow(fctx, a, err); ok {
 			return got, nil // stored, linked, after all
@@ -414,6 +406,22 @@ func setReplayed(idem driver.Idempotency, v bool) {
 func (s *Service) tooLarge() error {
 	return &driver.Error{Kind: driver.ErrTooLarge, Param: "file",
 		Message: "the file is larger than the limit of " + strconv.FormatInt(s.opts.MaxUploadBytes, 10) + " bytes"}
+}
+
+// writeRow writes the row of a, a stored file, with done unless nil:
+// filed when messageID is "", else linked to the caller's message in the
+// same transaction (messaging's Attach), which it returns.
+func (s *Service) writeRow(ctx context.Context, caller driver.Contact, a driver.Attachment, messageID string, done *driver.IdempotencyRecord) (driver.Message, error) {
+	if messageID != "" {
+		return s.msgsAPI.Attach(ctx, caller, messageID, a, done)
+	}
+	rec := s.recorder(func(c driver.Change) []driver.Event {
+		return attachmentEvents(driver.EventAttachmentCreated, c.Attachments, a.CreatedAt)
+	})
+	if done != nil {
+		return driver.Message{}, s.repo.CreateAttachmentKeyed(ctx, a, rec, *done)
+	}
+	return driver.Message{}, s.repo.CreateAttachment(ctx, a, rec)
 }
 
 // settleRow decides what a failed CreateAttachment of a leaves: when the

@@ -361,22 +361,10 @@ func (s *Service) completeOnce(ctx context.Context, caller driver.Contact, id st
 	}
 	fctx, cancel := s.finishing(ctx)
 	defer cancel()
-	if r.MessageID == "" {
-		rec := s.recorder(func(c driver.Change) []driver.Event {
-			return attachmentEvents(driver.EventAttachmentCreated, c.Attachments, a.CreatedAt)
-		})
-		if done != nil {
-			err = s.repo.CreateAttachmentKeyed(fctx, a, rec, *done)
-		} else {
-			err = s.repo.CreateAttachment(fctx, a, rec)
-		}
-	} else {
-		var m driver.Message
-		m, err = s.msgsAPI.Attach(fctx, caller, r.MessageID, a, done)
-		for _, got := range m.Attachments {
-			if got.ID == a.ID {
-				out = got
-			}
+	m, err := s.writeRow(fctx, caller, a, r.MessageID, done)
+	for _, got := range m.Attachments {
+		if got.ID == a.ID {
+			out = got
 		}
 	}
 	if err != nil {
