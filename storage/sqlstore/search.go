@@ -157,8 +157,15 @@ func (s *store) searchMessages(ctx context.Context, q driver.SearchQuery) ([]mes
 		p.fromArgs, p.branches = args, []branch{{}}
 	}
 	query, qargs := s.pageSQL(p)
+	return s.searchPage(ctx, q, query, qargs)
+}
+
+// searchPage reads the page of q that query selects (up to one row more
+// than q.Limit, which tells whether more follow) and completes its
+// messages.
+func (s *store) searchPage(ctx context.Context, q driver.SearchQuery, query string, args []any) ([]messaging.Message, bool, error) {
 	rows := make([]messageRow, 0, q.Limit+1)
-	if err := s.read(ctx, &rows, query, qargs...); err != nil {
+	if err := s.read(ctx, &rows, query, args...); err != nil {
 		return nil, false, err
 	}
 	rows, more := trimPage(rows, q.Limit, q.Before != nil)
@@ -346,15 +353,5 @@ func (s *store) searchSQLite(ctx context.Context, q driver.SearchQuery) ([]messa
 		"SELECT " + messageCols + from + "LEFT JOIN contacts AS c ON c.id = m.contact_id " + cond + bound +
 		" ORDER BY m.created_at " + dir + ", m.id " + dir + " LIMIT " + limit
 	args := slices.Concat([]any{match.String()}, whereArgs, seekArgs)
-	args = slices.Concat(args, args)
-	rows := make([]messageRow, 0, q.Limit+1)
-	if err := s.read(ctx, &rows, query, args...); err != nil {
-		return nil, false, err
-	}
-	rows, more := trimPage(rows, q.Limit, q.Before != nil)
-	items, err := complete(ctx, s.flavor, s.readByIDs, rows)
-	if err != nil {
-		return nil, false, err
-	}
-	return items, more, nil
+	return s.searchPage(ctx, q, query, slices.Concat(args, args))
 }
