@@ -5,8 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,27 +88,13 @@ func BenchmarkFanOut(b *testing.B) {
 	})
 }
 
-var (
-	floorBinOnce sync.Once
-	floorBin     string
-	floorBinErr  error
-)
+var buildFloor = buildOnce("../../tools/ssefloor", "ssefloor")
 
 // floorBinary builds tools/ssefloor once.
 func floorBinary(b *testing.B) string {
-	floorBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "parley-ssefloor")
-		if err != nil {
-			floorBinErr = err
-			return
-		}
-		floorBin = filepath.Join(dir, "ssefloor")
-		build := exec.Command("go", "build", "-o", floorBin, "../../tools/ssefloor")
-		build.Stderr = os.Stderr
-		floorBinErr = build.Run()
-	})
-	require.NoError(b, floorBinErr, "go build ./tools/ssefloor")
-	return floorBin
+	bin, err := buildFloor()
+	require.NoError(b, err, "go build ./tools/ssefloor")
+	return bin
 }
 
 // fanOutCost is what a server spent on a fan-out: CPU per delivery and

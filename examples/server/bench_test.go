@@ -29,29 +29,31 @@ import (
 // and measure from a client: the time from sending a POST to reading its
 // event on a stream, and what idle streams cost the server.
 
-var (
-	benchBinOnce sync.Once
-	benchBin     string
-	benchBinErr  error
-)
+// buildOnce returns a function that builds the package pkg (a path from
+// this directory) into a temporary directory the first time it is called,
+// and returns the binary's path.
+func buildOnce(pkg, name string) func() (string, error) {
+	return sync.OnceValues(func() (string, error) {
+		dir, err := os.MkdirTemp("", "parley-bench")
+		if err != nil {
+			return "", err
+		}
+		bin := filepath.Join(dir, name)
+		build := exec.Command("go", "build", "-o", bin, pkg)
+		build.Stderr = os.Stderr
+		return bin, build.Run()
+	})
+}
+
+var buildBenchServer = buildOnce(".", "server")
 
 // serverBinary builds the server once for all benchmarks, whose servers
 // log nothing (their log would cut into the lines of results).
 func serverBinary(b *testing.B) string {
 	serverStderr = io.Discard
-	benchBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "parley-bench")
-		if err != nil {
-			benchBinErr = err
-			return
-		}
-		benchBin = filepath.Join(dir, "server")
-		build := exec.Command("go", "build", "-o", benchBin, ".")
-		build.Stderr = os.Stderr
-		benchBinErr = build.Run()
-	})
-	require.NoError(b, benchBinErr, "go build")
-	return benchBin
+	bin, err := buildBenchServer()
+	require.NoError(b, err, "go build")
+	return bin
 }
 
 // BenchmarkEventLatency measures the time from sending POST /v1/messages
