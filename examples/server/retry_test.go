@@ -95,7 +95,9 @@ func TestKillRestartReplaysRetries(t *testing.T) {
 		status, location, answer, replayed := k.send(t, base)
 		assert.Equal(t, k.status, status, "%s %s after the restart", k.method, k.path)
 		assert.Equal(t, k.location, location, "%s %s: the same Location", k.method, k.path)
-		assert.Equal(t, k.answer, answer, "%s %s: the same body", k.method, k.path)
+		// A replay shows the resource as it is now: its sender's
+		// last_active_at may have moved on since (a second later).
+		assert.Equal(t, lastActive.ReplaceAllString(k.answer, ""), lastActive.ReplaceAllString(answer, ""), "%s %s: the same body", k.method, k.path)
 		assert.True(t, replayed, "%s %s: marked Idempotent-Replayed", k.method, k.path)
 	}
 
