@@ -23,15 +23,22 @@
 // statement from one transaction to the next, set the DSN parameter
 // default_query_exec_mode to exec (or simple_protocol): every statement
 // is then sent unnamed, and the store and the host's queries on
-// Store.DB work through the pooler. Leave Options.Schema unset there
-// (PgBouncer refuses a search_path startup parameter): give the store a
-// database of its own.
+// Store.DB work through the pooler. In that mode a connection also sends
+// no cancel request when a call's context ends during a statement: pgx
+// closes the connection instead, and the statement runs on to its end on
+// the server. PgBouncer 1.18, Debian 12's, may crash on a cancel request
+// under load (pgbouncer/pgbouncer#822, fixed in 1.20). Leave
+// Options.Schema unset there (PgBouncer refuses a search_path startup
+// parameter): give the store a database of its own.
 package postgres
 
 import (
+	"context"
 	"database/sql"
 	"errors"
+	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -69,13 +76,16 @@ func (driver) Open(dsn string, o sqlstore.Options) (w, r *sql.DB, err error) {
 	if o.Schema != "" {
 		cfg.RuntimeParams["search_path"] = o.Schema
 	}
-	if !setsExecMode(dsn) {
+	var opts []stdlib.OptionOpenDB
+	if setsExecMode(dsn) {
+		opts = append(opts, stdlib.OptionBeforeConnect(noCancelRequests))
+	} else {
 		// Statements without arguments (bun writes its values into the
 		// text) are not worth a prepared statement each; those with
 		// arguments ask for the cache (CachedStatements).
 		cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
 	}
-	db := stdlib.OpenDB(*cfg)
+	db := stdlib.OpenDB(*cfg, opts...)
 	n := o.MaxOpenConns
 	if n <= 0 {
 		n = 16
@@ -84,6 +94,32 @@ func (driver) Open(dsn string, o sqlstore.Options) (w, r *sql.DB, err error) {
 	db.SetMaxIdleConns(n)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	return db, nil, nil
+}
+
+// errNoCancelRequest is what a pooler-safe connection's dialer answers a
+// cancel request with.
+var errNoCancelRequest = errors.New("postgres: no cancel requests behind a pooler")
+
+// noCancelRequests makes the connection cc configures send no cancel
+// request: pgx dials one with cc's DialFunc when a call's context ends
+// during a statement, and the dialer refuses once the connection is made.
+func noCancelRequests(_ context.Context, cc *pgx.ConnConfig) error {
+	dial, after := cc.DialFunc, cc.AfterConnect
+	var connected atomic.Bool
+	cc.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if connected.Load() {
+			return nil, errNoCancelRequest
+		}
+		return dial(ctx, network, addr)
+	}
+	cc.AfterConnect = func(ctx context.Context, c *pgconn.PgConn) error {
+		connected.Store(true)
+		if after != nil {
+			return after(ctx, c)
+		}
+		return nil
+	}
+	return nil
 }
 
 // CachedStatements returns the first argument of a statement that runs
