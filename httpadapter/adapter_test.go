@@ -35,6 +35,18 @@ func TestAdapter(t *testing.T) {
 	}
 }
 
+// TestAdapterPgBouncer runs the adapter suite on PostgreSQL through
+// PgBouncer in transaction pooling mode (PARLEY_TEST_PGBOUNCER, which
+// .ci/run sets), in the pooler-safe mode the sqlstore package gives: the
+// concurrent reactions, renames and deletes of its cases among them.
+func TestAdapterPgBouncer(t *testing.T) {
+	e, ok := backendtest.PgBouncer(t)
+	if !ok {
+		t.Skipf("%s or %s is not set: PgBouncer not tested (.ci/pgbouncer.sh starts one)", backendtest.EnvPgBouncer, backendtest.EnvPostgres)
+	}
+	runAdapterTests(t, func(t *testing.T) storetest.Store { return e.Open(t).Driver() })
+}
+
 // TestAdapterS3 runs the adapter suite with files in an S3-compatible
 // bucket (each test under its own key prefix) and rows in SQLite.
 func TestAdapterS3(t *testing.T) {
