@@ -504,15 +504,14 @@ func TestCombinedCarriedRow(t *testing.T) {
 	}
 }
 
-// TestReactOneAnswerIsStored: on PostgreSQL, reactOne's answer (its one
-// statement's reactions after the change) is GetMessage's, over random
-// adds (1 to 4 names, new and existing) and take-backs around the 100
-// embedded reactors, names that disappear, and a reactor with no contact.
-func TestReactOneAnswerIsStored(t *testing.T) {
+// TestReactionAnswerIsStored: the message a reaction change answers
+// (on PostgreSQL, reactPostgres's statements' reactions after the change)
+// is GetMessage's, and its Check sees the message's names before and
+// after, over random changes: 1 to 4 names added (new and existing), 1 to
+// 3 taken back, both at once, around the 100 embedded reactors, names
+// that disappear, and a reactor with no contact.
+func TestReactionAnswerIsStored(t *testing.T) {
 	for _, e := range backendtest.SQL(t) {
-		if e.Name != "postgres" {
-			continue
-		}
 		t.Run(e.Name, func(t *testing.T) {
 			ctx := t.Context()
 			f := newCombineFixture(t, e.Open(t), 115)
@@ -524,29 +523,48 @@ func TestReactOneAnswerIsStored(t *testing.T) {
 				_, err := f.s.Driver().UpdateMessage(ctx, f.msg.ID, add("a", rs[i], nil))
 				require.NoError(t, err)
 			}
-			for step := range 600 {
+			pick := func(list []string, n int) []string {
+				for range n {
+					if n := names[max(0, rnd.IntN(len(names)+2)-2)]; !slices.Contains(list, n) {
+						list = append(list, n)
+					}
+				}
+				return list
+			}
+			before, err := f.s.Driver().GetMessage(ctx, f.msg.ID)
+			require.NoError(t, err)
+			for step := range 400 {
 				who := rs[rnd.IntN(len(rs))]
 				ch := driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: who}}
-				if rnd.IntN(5) == 0 {
-					ch.Reactions.Remove = []string{names[rnd.IntN(len(names))]}
-					if rnd.IntN(2) == 0 {
-						ch.Reactions.Remove[0] = "a"
-					}
-				} else {
-					for range 1 + rnd.IntN(4) {
-						if n := names[max(0, rnd.IntN(len(names)+2)-2)]; !slices.Contains(ch.Reactions.Add, n) {
-							ch.Reactions.Add = append(ch.Reactions.Add, n)
-						}
-					}
+				switch rnd.IntN(5) {
+				case 0:
+					ch.Reactions.Remove = pick(nil, 1+rnd.IntN(3))
+				case 1:
+					ch.Reactions.Add, ch.Reactions.Remove = pick(nil, 1+rnd.IntN(2)), pick(nil, 1+rnd.IntN(2))
+				default:
+					ch.Reactions.Add = pick(nil, 1+rnd.IntN(4))
 				}
 				if rnd.IntN(2) == 0 {
 					ch.UpdatedAt = time.Date(2025, 4, 1, 0, 0, step, 0, time.UTC)
+				}
+				var seen []driver.MessageCounts
+				if rnd.IntN(2) == 0 {
+					ch.Check = func(b, a driver.MessageCounts) error {
+						seen = append(seen, b, a)
+						return nil
+					}
 				}
 				got, err := f.s.Driver().UpdateMessage(ctx, f.msg.ID, ch)
 				require.NoError(t, err)
 				stored, err := f.s.Driver().GetMessage(ctx, f.msg.ID)
 				require.NoError(t, err)
-				require.Equal(t, stored, got, "step %d: %+v", step, ch)
+				require.Equal(t, stored, got, "step %d: %+v", step, ch.Reactions)
+				if ch.Check != nil {
+					require.Len(t, seen, 2)
+					assert.Equal(t, len(before.Reactions), seen[0].ReactionNames, "step %d: names before", step)
+					assert.Equal(t, len(stored.Reactions), seen[1].ReactionNames, "step %d: names after", step)
+				}
+				before = stored
 			}
 		})
 	}

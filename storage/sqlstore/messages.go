@@ -658,8 +658,8 @@ func dedupe(ss []string) []string {
 // "after", and the new counters. Reactions are merged by INSERT … ON
 // CONFLICT DO NOTHING statements (MySQL: ON DUPLICATE KEY UPDATE), one
 // for new names and one per new reactor, and counted in place, never by
-// reading and rewriting them (see react); on PostgreSQL, one reactor's
-// change is one statement (reactOne).
+// reading and rewriting them (see react); on PostgreSQL, names added are
+// one statement and each name taken back one (reactPostgres).
 func (s *store) UpdateMessage(ctx context.Context, id string, ch driver.MessageChange) (messaging.Message, error) {
 	if ch.Done != nil {
 		s.prepareKeyed(ctx)
@@ -735,13 +735,12 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 	}
 
 	var rc reacted
-	var stored *updatedRow // the message's row as reactOne updated it
-	var rs []reactionRow   // the reactions as reactOne left them
-	quick := false
-	if s.quickReaction(ch) {
-		quick = true
+	var stored *updatedRow // the message's row as reactPostgres updated it
+	var rs []reactionRow   // the reactions as reactPostgres left them
+	statement := s.flavor == flavorPostgres && ch.Reactions != nil
+	if statement {
 		var one reactedOne
-		one, err = s.reactOne(ctx, tx, id, ch)
+		one, err = s.reactPostgres(ctx, tx, id, ch)
 		rc, stored, rs = one.rc, one.stored, one.reactions
 	} else {
 		rc, err = s.react(ctx, tx, id, ch.Reactions, row.ReactionCount > 0, ch.Check != nil)
@@ -780,7 +779,7 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 	}
 	// The answer embeds a bounded number of reactors of each name.
 	var reactions messaging.Message
-	if names > 0 && !quick {
+	if names > 0 && !statement {
 		if rs, err = loadReactions(ctx, s.flavor, s.txReads(tx), boxedIDs{id}); err != nil {
 			return messaging.Message{}, err
 		}
@@ -789,7 +788,7 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 		addReaction(&reactions, r)
 	}
 
-	// One UPDATE for the fields and the counters, unless reactOne made it.
+	// One UPDATE for the fields and the counters reactPostgres left.
 	var sets []string
 	var args []any
 	if ch.Text != nil {
@@ -806,15 +805,16 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 		sets, args = append(sets, "updated_at = ?"), append(args, ch.UpdatedAt.UTC())
 	}
 	fields := len(sets) > 0
-	if names != row.ReactionCount {
+	if stored != nil {
+		row.Text, row.ReadAt, row.UpdatedAt = stored.Text, stored.ReadAt, stored.UpdatedAt
+	}
+	if names != row.ReactionCount && !statement {
 		sets, args = append(sets, "reaction_count = ?"), append(args, names)
 	}
 	if len(as) != row.AttachmentCount {
 		sets, args = append(sets, "attachment_count = ?"), append(args, len(as))
 	}
-	if stored != nil {
-		row.Text, row.ReadAt, row.UpdatedAt = stored.Text, stored.ReadAt, stored.UpdatedAt
-	} else if len(sets) > 0 {
+	if len(sets) > 0 {
 		update := "UPDATE messages SET " + strings.Join(sets, ", ") + " WHERE id = ?"
 		args = append(args, id)
 		if fields && s.flavor != flavorMySQL {

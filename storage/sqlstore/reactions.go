@@ -424,27 +424,7 @@ func (s *store) listReactors(ctx context.Context, q driver.ReactorQuery) ([]mess
 	return out, more, nil
 }
 
-// quickReaction reports whether ch is a change that reactOne makes: on
-// PostgreSQL, a change of Reactions only (no text, read state or
-// attachments), which adds up to maxQuickNames names or takes one back,
-// not both, and a taken back one with no Check. React and Unreact of one
-// name make such changes.
-func (s *store) quickReaction(ch driver.MessageChange) bool {
-	rc := ch.Reactions
-	if s.flavor != flavorPostgres || rc == nil || ch.Text != nil || ch.Read != nil || ch.NewAttachment != nil || len(ch.LinkAttachments) > 0 {
-		return false
-	}
-	if len(rc.Remove) > 0 {
-		return len(rc.Add) == 0 && len(rc.Remove) == 1 && ch.Check == nil
-	}
-	return len(rc.Add) > 0 && len(rc.Add) <= maxQuickNames
-}
-
-// maxQuickNames bounds the names of one reactOne statement, and so the
-// number of prepared statements its shapes make.
-const maxQuickNames = 4
-
-// reactOneRow is a row of what reactOne's statement returns: one for each
+// reactOneRow is a row of what reactOneSQL's statement returns: one for each
 // name of the message after the change, in the names' order, or one with
 // no name when it has none.
 type reactOneRow struct {
@@ -465,8 +445,9 @@ type reactOneRow struct {
 	Embedded sql.NullString `bun:"embedded"`
 }
 
-// reactOne makes a quickReaction change on the locked message id in one
-// statement (PostgreSQL), where react sends one for each step, and returns
+// reactPostgres makes the reaction change of ch on the locked message id
+// (PostgreSQL): its names added in one statement, then each name taken
+// back in one, where react sends one for each step. It returns
 // the message's reactions after it, as loadReactions would read them
 // after the statement: the message's row lock is held for four round
 // trips fewer. Each data-modifying part of the statement sees the rows as
@@ -495,16 +476,48 @@ type reactOneRow struct {
 //
 // The change's Check, when set, runs after, with the counts the statement
 // returns, and rolls everything back by its error.
-func (s *store) reactOne(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange) (reactedOne, error) {
-	q, args := reactOneSQL(id, ch)
-	var rows []reactOneRow
-	if err := s.txRead(ctx, tx, &rows, q, args...); err != nil {
-		return reactedOne{}, err
+func (s *store) reactPostgres(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange) (reactedOne, error) {
+	var out reactedOne
+	rc := *ch.Reactions
+	var add []string
+	for _, n := range rc.Add {
+		if !slices.Contains(add, n) {
+			add = append(add, n)
+		}
 	}
-	return reactedOf(id, ch, rows)
+	var steps []driver.ReactionChange
+	if len(add) > 0 {
+		steps = append(steps, driver.ReactionChange{ContactID: rc.ContactID, Add: add, At: rc.At})
+	}
+	for _, name := range rc.Remove {
+		steps = append(steps, driver.ReactionChange{ContactID: rc.ContactID, Remove: []string{name}})
+	}
+	for i, step := range steps {
+		ch.Reactions = &step
+		q, args := reactOneSQL(id, ch)
+		var rows []reactOneRow
+		if err := s.txRead(ctx, tx, &rows, q, args...); err != nil {
+			return reactedOne{}, err
+		}
+		one, err := reactedOf(id, ch, rows)
+		if err != nil {
+			return reactedOne{}, err
+		}
+		out.rc.names += one.rc.names
+		if i == 0 && len(add) > 0 {
+			out.rc.reactorBefore, out.rc.reactorAfter = one.rc.reactorBefore, one.rc.reactorAfter
+		} else if len(add) > 0 {
+			out.rc.reactorAfter += rows[0].Reactors // as react counts them
+		}
+		if one.stored != nil {
+			out.stored = one.stored
+		}
+		out.reactions = one.reactions
+	}
+	return out, nil
 }
 
-// reactedOne is what reactOne made: the counts, the message's row as it
+// reactedOne is what reactPostgres made: the counts, the message's row as it
 // left it (nil when it did not write it) and the message's reactions.
 type reactedOne struct {
 	rc        reacted
@@ -512,8 +525,8 @@ type reactedOne struct {
 	reactions []reactionRow
 }
 
-// reactOneSQL returns reactOne's statement for ch, a quickReaction
-// change of the message id.
+// reactOneSQL returns the statement of one step of reactPostgres: ch's
+// Reactions add names, or take one back.
 func reactOneSQL(id string, ch driver.MessageChange) (string, []any) {
 	reactor := ch.Reactions.ContactID
 	// Each placeholder takes an argument of its own, in order.
@@ -604,7 +617,7 @@ func reactOneSQL(id string, ch driver.MessageChange) (string, []any) {
 	return q, args
 }
 
-// reactedOf reads the rows of reactOne's statement for the change ch on
+// reactedOf reads the rows of reactOneSQL's statement for the change ch on
 // the message id.
 func reactedOf(id string, ch driver.MessageChange, rows []reactOneRow) (reactedOne, error) {
 	if len(rows) == 0 {

@@ -117,7 +117,7 @@ func TestEmbeddedReactorsOrder(t *testing.T) {
 // again, once a first transaction ran them; they are prepared after it,
 // never inside one (with a pool of one connection, which the transaction
 // holds, preparing there would wait forever). A reaction in one reactor's
-// name is one statement (reactOne): on the store's one connection the
+// name is one statement (reactPostgres): on the store's one connection the
 // server holds it prepared, and bun formats nothing but BEGIN and COMMIT.
 // The answers are as a read gives them.
 func TestReactionsPreparedOnPostgres(t *testing.T) {
