@@ -411,7 +411,7 @@ func (s *Service) send(ctx context.Context, caller Contact, in NewMessage, done 
 	if err := s.mustView(ctx, caller.ID, in.ConversationID); err != nil {
 		return Message{}, err
 	}
-	if err := s.checkParent(ctx, caller, in); err != nil {
+	if err := s.checkParent(in); err != nil {
 		return Message{}, err
 	}
 	atts, err := s.linkable(ctx, caller, "", in.ConversationID, in.Attachments)

@@ -35,10 +35,13 @@ func noParent(id string, err error) error {
 		Message: "parent_id must name a message of the conversation that is neither a reply nor deleted: " + id, Err: err}
 }
 
-// checkParent checks the parent of a new message, if any: a root of its
-// conversation that takes replies. The store checks again as it stores
-// the reply (the root may be deleted meanwhile).
-func (s *Service) checkParent(ctx context.Context, caller Contact, in NewMessage) error {
+// checkParent checks what it can of the parent of a new message, if any,
+// without reading it: that the store takes replies and that it is a
+// message id. The store checks the rest as it stores the reply, in its
+// transaction (driver.ErrNoParent: a root of the reply's conversation,
+// which the caller may view, that is neither a reply nor deleted); a read
+// of the root here cost a SQLite reply a sixth of its CPU.
+func (s *Service) checkParent(in NewMessage) error {
 	if in.ParentID == "" {
 		return nil
 	}
@@ -46,16 +49,6 @@ func (s *Service) checkParent(ctx context.Context, caller Contact, in NewMessage
 		return err
 	}
 	if !ids.Valid(ids.Message, in.ParentID) {
-		return noParent(in.ParentID, nil)
-	}
-	m, err := s.lookup(ctx, caller, in.ParentID)
-	if errors.Is(err, ErrNotFound) {
-		return noParent(in.ParentID, err)
-	}
-	if err != nil {
-		return err
-	}
-	if m.ConversationID != in.ConversationID || m.ParentID != "" || m.Deleted {
 		return noParent(in.ParentID, nil)
 	}
 	return nil

@@ -192,19 +192,23 @@ func BenchmarkThreads(b *testing.B) {
 			})
 			// A send and a reply in turn, each timed: their ratio within
 			// the same moments of a shared machine (a PostgreSQL commit's
-			// flush swung either case 3x between runs).
+			// flush swung either case 3x between runs), in wall time and
+			// in the process's CPU time (on PostgreSQL the client's alone).
 			b.Run("reply_per_send", func(b *testing.B) {
-				var sends, replies time.Duration
+				var sends, replies, sendsCPU, repliesCPU time.Duration
 				for b.Loop() {
-					t0 := time.Now()
+					c0, t0 := cputime.Process(b), time.Now()
 					send(writer, "sends", "")
-					t1 := time.Now()
+					c1, t1 := cputime.Process(b), time.Now()
 					send(writer, "sends", replyTo.ID)
 					sends, replies = sends+t1.Sub(t0), replies+time.Since(t1)
+					c2 := cputime.Process(b)
+					sendsCPU, repliesCPU = sendsCPU+c1-c0, repliesCPU+c2-c1
 				}
 				b.ReportMetric(float64(sends.Nanoseconds())/float64(b.N), "send-ns/op")
 				b.ReportMetric(float64(replies.Nanoseconds())/float64(b.N), "reply-ns/op")
 				b.ReportMetric(float64(replies)/float64(sends), "reply/send")
+				b.ReportMetric(float64(repliesCPU)/float64(max(sendsCPU, 1)), "reply/send-cpu")
 			})
 		})
 	}
