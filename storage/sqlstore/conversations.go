@@ -26,9 +26,9 @@ import (
 // are exact under concurrent callers; a message stored with a time before
 // some reader's position (another instance's clock) counts as read for
 // that reader, as it sits before the position in the list. A send counts
-// its message in its own transaction on SQLite (touchConversation); on
-// PostgreSQL and MySQL it leaves a tally that a fold counts later, so that
-// concurrent sends to one conversation wait for no lock (tallies.go).
+// its message in its own transaction or statement (touchConversation; on
+// PostgreSQL, insertSentManySQL counts a statement's sends together), so
+// that reads only read.
 
 // conversationRow is a conversation joined with one contact's state in it.
 type conversationRow struct {
@@ -157,10 +157,7 @@ func completeConversations(ctx context.Context, f flavor, query queryFn, rows []
 // error matching ErrNotFound.
 func (s *store) GetConversation(ctx context.Context, id, viewerID string) (messaging.Conversation, error) {
 	var rows []conversationRow
-	err := s.fold(ctx, id)
-	if err == nil {
-		err = s.read(ctx, &rows, "SELECT "+conversationCols+" FROM "+conversationFrom+" WHERE c.id = ?", viewerID, id)
-	}
+	err := s.read(ctx, &rows, "SELECT "+conversationCols+" FROM "+conversationFrom+" WHERE c.id = ?", viewerID, id)
 	if err == nil && len(rows) == 0 {
 		err = notFound("conversation")
 	}
@@ -184,9 +181,6 @@ func (s *store) ListConversations(ctx context.Context, q driver.ConversationQuer
 func (s *store) listConversations(ctx context.Context, q driver.ConversationQuery) ([]messaging.Conversation, bool, error) {
 	if q.Limit < 1 {
 		return nil, false, invalid("limit must be at least 1")
-	}
-	if err := s.fold(ctx, ""); err != nil {
-		return nil, false, err
 	}
 	p := pageQuery{cols: conversationCols, from: conversationFrom, fromArgs: []any{q.ViewerID}, alias: "c", timeCol: "updated_at",
 		after: q.After, before: q.Before, limit: q.Limit}
@@ -306,17 +300,6 @@ func (s *store) fileConversation(ctx context.Context, db bun.IConn, conv string,
 // uncountMessage takes m, about to be deleted in the same transaction,
 // out of the counters of its conversation.
 func (s *store) uncountMessage(ctx context.Context, tx bun.Tx, m *messageRow) error {
-	if s.deferred() {
-		// Lock the conversation as folds do (tallies.go): then a message
-		// still tallied was never counted.
-		var locked []string
-		if err := s.txRead(ctx, tx, &locked, "SELECT id FROM conversations WHERE id = ? FOR UPDATE", m.ConversationID); err != nil {
-			return err
-		}
-		if tallied, err := s.untally(ctx, tx, m.ID); err != nil || tallied {
-			return err
-		}
-	}
 	at := m.CreatedAt.UTC()
 	for _, q := range []struct {
 		sql  string
@@ -377,8 +360,8 @@ const tailCap = 1000
 // neither the conversation nor a long way back.
 func (s *store) MarkRead(ctx context.Context, conversationID, contactID, messageID string, rec driver.Recorder) error {
 	return wrapErr("sqlstore.MarkRead", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		// Lock the conversation first, as deletes, imports and folds do
-		// (and sends on SQLite); on MySQL this also makes the reads below
+		// Lock the conversation first, as sends, deletes and imports do;
+		// on MySQL this also makes the reads below
 		// see every change committed before the lock (their snapshot
 		// starts after it).
 		var conv []struct {
@@ -386,24 +369,6 @@ func (s *store) MarkRead(ctx context.Context, conversationID, contactID, message
 		}
 		if err := tx.NewRaw("SELECT message_count FROM conversations WHERE id = ?"+s.forUpdate(), conversationID).Scan(ctx, &conv); err != nil {
 			return err
-		}
-		// Deferred counting (tallies.go): the counters count the folded
-		// messages, and the counts below count only those.
-		folded := ""
-		if s.deferred() && len(conv) > 0 {
-			for {
-				n, err := s.foldLocked(ctx, tx, []string{conversationID})
-				if err != nil {
-					return err
-				}
-				if n < foldBatch {
-					break
-				}
-			}
-			if err := tx.NewRaw("SELECT message_count FROM conversations WHERE id = ?", conversationID).Scan(ctx, &conv); err != nil {
-				return err
-			}
-			folded = " AND NOT EXISTS (SELECT 1 FROM message_tallies AS t WHERE t.message_id = messages.id)"
 		}
 		var at []placeRow
 		if len(conv) > 0 {
@@ -434,7 +399,7 @@ func (s *store) MarkRead(ctx context.Context, conversationID, contactID, message
 		count := func(where string, args ...any) (rangeCount, error) {
 			var n []rangeCount
 			err := tx.NewRaw(`SELECT COUNT(*) AS n, COALESCE(SUM(CASE WHEN contact_id = ? THEN 1 ELSE 0 END), 0) AS own
-				FROM (SELECT contact_id FROM messages WHERE conversation_id = ? AND `+where+folded+` ORDER BY created_at, id LIMIT ?) AS r`,
+				FROM (SELECT contact_id FROM messages WHERE conversation_id = ? AND `+where+` ORDER BY created_at, id LIMIT ?) AS r`,
 				append(append([]any{contactID, conversationID}, args...), tailCap+1)...).Scan(ctx, &n)
 			return n[0], err
 		}
@@ -452,7 +417,7 @@ func (s *store) MarkRead(ctx context.Context, conversationID, contactID, message
 			}
 			var n []rangeCount
 			if err := tx.NewRaw(`SELECT COUNT(*) AS n, COALESCE(SUM(CASE WHEN contact_id = ? THEN 1 ELSE 0 END), 0) AS own
-				FROM messages WHERE conversation_id = ? AND `+passed+folded, append([]any{contactID, conversationID}, pargs...)...).Scan(ctx, &n); err != nil {
+				FROM messages WHERE conversation_id = ? AND `+passed, append([]any{contactID, conversationID}, pargs...)...).Scan(ctx, &n); err != nil {
 				return err
 			}
 			set, args = "read_count = read_count + ?, own_read_count = own_read_count + ?", []any{n[0].All, n[0].Own}

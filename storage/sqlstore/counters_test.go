@@ -1,6 +1,7 @@
 package sqlstore_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -134,8 +135,8 @@ type memberCounts struct {
 
 // TestDeleteKeepsCountersExact: deletes at, before and after readers'
 // positions (the first delete's statements run unprepared, the others
-// prepared), and of messages still tallied (PostgreSQL), keep every
-// counter equal to a recount.
+// prepared), of old and of new messages, keep every counter equal to a
+// recount.
 func TestDeleteKeepsCountersExact(t *testing.T) {
 	eachMigrated(t, "mysql", func(t *testing.T, _ string, s *sqlstore.Store) {
 		ctx := t.Context()
@@ -150,24 +151,7 @@ func TestDeleteKeepsCountersExact(t *testing.T) {
 		require.NoError(t, s.Driver().MarkRead(ctx, "c", bob.ID, ms[20].ID, nil))
 		require.NoError(t, s.Driver().MarkRead(ctx, "c", carol.ID, ms[9].ID, nil))
 		require.NoError(t, s.Driver().MarkRead(ctx, "c", alice.ID, ms[29].ID, nil))
-		check := func(step string) {
-			t.Helper()
-			_, err := s.Driver().GetConversation(ctx, "c", bob.ID) // folds
-			require.NoError(t, err)
-			var got []memberCounts
-			require.NoError(t, s.DB().NewRaw(`SELECT conversation_id, contact_id, read_count, own_read_count, own_count FROM conversation_members WHERE conversation_id = 'c' ORDER BY contact_id`).Scan(ctx, &got))
-			var want []memberCounts
-			require.NoError(t, s.DB().NewRaw(`SELECT cm.conversation_id, cm.contact_id,
-				(SELECT COUNT(*) FROM messages AS m WHERE m.conversation_id = cm.conversation_id AND (m.created_at < cm.read_created OR (m.created_at = cm.read_created AND m.id <= cm.read_message_id))) AS read_count,
-				(SELECT COUNT(*) FROM messages AS m WHERE m.conversation_id = cm.conversation_id AND m.contact_id = cm.contact_id AND (m.created_at < cm.read_created OR (m.created_at = cm.read_created AND m.id <= cm.read_message_id))) AS own_read_count,
-				(SELECT COUNT(*) FROM messages AS m WHERE m.conversation_id = cm.conversation_id AND m.contact_id = cm.contact_id) AS own_count
-				FROM conversation_members AS cm WHERE cm.conversation_id = 'c' ORDER BY cm.contact_id`).Scan(ctx, &want))
-			assert.Equal(t, want, got, step)
-			var mc, n []int64
-			require.NoError(t, s.DB().NewRaw(`SELECT message_count FROM conversations WHERE id = 'c'`).Scan(ctx, &mc))
-			require.NoError(t, s.DB().NewRaw(`SELECT COUNT(*) FROM messages WHERE conversation_id = 'c'`).Scan(ctx, &n))
-			assert.Equal(t, n, mc, step)
-		}
+		check := func(step string) { t.Helper(); assertCounted(t, s, "c", step) }
 		check("before")
 		// delete at, before and after positions, including the positions themselves
 		for _, i := range []int{20, 9, 5, 21, 19, 29, 0, 10, 8, 28, 15, 14, 1, 2, 3} {
@@ -175,7 +159,7 @@ func TestDeleteKeepsCountersExact(t *testing.T) {
 			require.NoError(t, err)
 			check("after delete " + ms[i].ID)
 		}
-		// still tallied (PostgreSQL) when deleted: sent after the last fold
+		// new messages, deleted soon
 		for round := range 3 {
 			var fresh []messaging.Message
 			for i := range 6 {
@@ -187,7 +171,79 @@ func TestDeleteKeepsCountersExact(t *testing.T) {
 				_, err := s.Driver().DeleteMessage(ctx, fresh[i].ID, nil)
 				require.NoError(t, err)
 			}
-			check("after tallied deletes")
+			check("after new deletes")
 		}
 	})
+}
+
+// assertCounted asserts that the counters of conversation conv and of its
+// members are those a recount of its messages gives.
+func assertCounted(t *testing.T, s *sqlstore.Store, conv, step string) {
+	t.Helper()
+	ctx := t.Context()
+	var got []memberCounts
+	require.NoError(t, s.DB().NewRaw(`SELECT conversation_id, contact_id, read_count, own_read_count, own_count FROM conversation_members WHERE conversation_id = ? ORDER BY contact_id`, conv).Scan(ctx, &got))
+	var want []memberCounts
+	require.NoError(t, s.DB().NewRaw(`SELECT cm.conversation_id, cm.contact_id,
+		(SELECT COUNT(*) FROM messages AS m WHERE m.conversation_id = cm.conversation_id AND (m.created_at < cm.read_created OR (m.created_at = cm.read_created AND m.id <= cm.read_message_id))) AS read_count,
+		(SELECT COUNT(*) FROM messages AS m WHERE m.conversation_id = cm.conversation_id AND m.contact_id = cm.contact_id AND (m.created_at < cm.read_created OR (m.created_at = cm.read_created AND m.id <= cm.read_message_id))) AS own_read_count,
+		(SELECT COUNT(*) FROM messages AS m WHERE m.conversation_id = cm.conversation_id AND m.contact_id = cm.contact_id) AS own_count
+		FROM conversation_members AS cm WHERE cm.conversation_id = ? ORDER BY cm.contact_id`, conv).Scan(ctx, &want))
+	assert.Equal(t, want, got, step)
+	var last []struct {
+		Count int64  `bun:"message_count"`
+		Last  string `bun:"last_message_id"`
+	}
+	require.NoError(t, s.DB().NewRaw(`SELECT message_count, COALESCE(last_message_id, '') AS last_message_id FROM conversations WHERE id = ?`, conv).Scan(ctx, &last))
+	var recount []struct {
+		Count int64  `bun:"n"`
+		Last  string `bun:"last"`
+	}
+	require.NoError(t, s.DB().NewRaw(`SELECT COUNT(*) AS n, COALESCE(MAX(id), '') AS last FROM messages AS m WHERE conversation_id = ?
+		AND NOT EXISTS (SELECT 1 FROM messages AS n WHERE n.conversation_id = m.conversation_id AND (n.created_at > m.created_at OR (n.created_at = m.created_at AND n.id > m.id)))`, conv).Scan(ctx, &recount))
+	var n int64
+	require.NoError(t, s.DB().NewRaw(`SELECT COUNT(*) FROM messages WHERE conversation_id = ?`, conv).Scan(ctx, &n))
+	require.Len(t, last, 1, step)
+	assert.Equal(t, n, last[0].Count, "%s: message_count", step)
+	assert.Equal(t, recount[0].Last, last[0].Last, "%s: last message", step)
+}
+
+// TestCombinedSendsCount: sends that one statement stores together
+// (PostgreSQL, sends.go), to several conversations, each with several
+// senders, some with times before a reader's position, each counted
+// once, as alone, in every counter (the senders' and a reader's).
+func TestCombinedSendsCount(t *testing.T) {
+	e := engine(t, "postgres")
+	s := open(t, e.DSN(t))
+	ctx := t.Context()
+	require.NoError(t, s.Migrate(ctx))
+	alice, bob, carol := putContact(t, s, "alice"), putContact(t, s, "bob"), putContact(t, s, "carol")
+	dave := putContact(t, s, "dave") // reads only
+	who := []messaging.Contact{alice, bob, carol}
+	convs := []string{"b", "a", "c"}
+	var read []messaging.Message
+	for i, conv := range convs {
+		read = append(read, send(t, s, conv, who[i], sec(100)))
+		require.NoError(t, s.Driver().MarkRead(ctx, conv, carol.ID, read[i].ID, nil))
+		require.NoError(t, s.Driver().MarkRead(ctx, conv, bob.ID, read[i].ID, nil))
+		require.NoError(t, s.Driver().MarkRead(ctx, conv, dave.ID, read[i].ID, nil))
+	}
+	queued, release := sqlstore.HoldSends(s)
+	var wg sync.WaitGroup
+	const n = 30
+	for i := range n {
+		// every third before the readers' position, with a time of another
+		at := sec(50 + i)
+		if i%3 != 0 {
+			at = sec(200 + i%7)
+		}
+		m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: convs[i%len(convs)], Contact: who[(i/3)%len(who)], Text: "hi", CreatedAt: at}
+		wg.Go(func() { assert.NoError(t, s.Driver().CreateMessage(ctx, m, nil, nil)) })
+	}
+	require.Eventually(t, func() bool { return queued() == n }, 10*time.Second, time.Millisecond, "the sends wait")
+	release()
+	wg.Wait()
+	for _, conv := range convs {
+		assertCounted(t, s, conv, conv)
+	}
 }

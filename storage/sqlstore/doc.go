@@ -49,8 +49,8 @@
 // leave Options.Schema unset. The store keeps no other session state, and
 // Migrate's lock lasts one transaction.
 //
-// How the store works inside (migrations, the outbox's order, deferred
-// counters, combined writes, prepared statements) is in DESIGN.md at the
+// How the store works inside (migrations, the outbox's order, counting
+// in the send, combined writes, prepared statements) is in DESIGN.md at the
 // repository root.
 //
 // # Errors

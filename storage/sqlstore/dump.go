@@ -44,10 +44,7 @@ func (s *store) Snapshot(ctx context.Context) (storecopy.Snapshot, error) {
 	}
 	snap := &snapshot{s: s, tx: tx}
 	// The first read fixes the snapshot (SQLite, InnoDB).
-	if snap.in, err = snap.installation(ctx); err == nil {
-		err = snap.readTallies(ctx)
-	}
-	if err != nil {
+	if snap.in, err = snap.installation(ctx); err != nil {
 		_ = tx.Rollback()
 		return nil, wrapErr("sqlstore.Snapshot", err)
 	}
@@ -78,42 +75,6 @@ type snapshot struct {
 	s  *store
 	tx bun.Tx
 	in storecopy.Installation
-
-	// tallies are the messages not counted yet (tallies.go), by
-	// conversation: the snapshot adds them to the counters it reads.
-	tallies map[string][]tallyRow
-}
-
-// readTallies reads the snapshot's tallies. Folds keep them few.
-func (p *snapshot) readTallies(ctx context.Context) error {
-	if !p.s.deferred() {
-		return nil
-	}
-	var rows []tallyRow
-	if err := p.tx.NewRaw("SELECT message_id, conversation_id, contact_id, created_at FROM message_tallies").Scan(ctx, &rows); err != nil {
-		return err
-	}
-	p.tallies = make(map[string][]tallyRow)
-	for _, t := range rows {
-		p.tallies[t.ConversationID] = append(p.tallies[t.ConversationID], t)
-	}
-	return nil
-}
-
-// count adds the tallies of c's conversation to its counters.
-func (p *snapshot) count(c *storecopy.Conversation) {
-	ts := p.tallies[c.ID]
-	c.MessageCount += int64(len(ts))
-	at, id := newestTallied(ts, c.UpdatedAt, c.LastMessageID)
-	c.UpdatedAt, c.LastMessageID = utc(at), id
-}
-
-// countMember adds the tallies of m's conversation to its counters.
-func (p *snapshot) countMember(m *storecopy.Member) {
-	d := talliedFor(p.tallies[m.ConversationID], m.ContactID, m.ReadCreated, m.ReadMessageID)
-	m.OwnCount += d.own
-	m.ReadCount += d.read
-	m.OwnReadCount += d.ownRead
 }
 
 func (p *snapshot) installation(ctx context.Context) (storecopy.Installation, error) {
@@ -153,23 +114,10 @@ var dumpFrom = map[storecopy.Kind]string{
 	storecopy.IdempotencyKeys: "idempotency_keys",
 }
 
-// membersFrom is the FROM (and WHERE) of the members: those with
-// something to say, a tallied message among it (tallies.go).
-func (s *store) membersFrom() string {
-	if !s.deferred() {
-		return dumpFrom[storecopy.Members]
-	}
-	return "conversation_members WHERE (" + memberWhere + ` OR EXISTS (SELECT 1 FROM message_tallies AS t
-		WHERE t.conversation_id = conversation_members.conversation_id AND t.contact_id = conversation_members.contact_id))`
-}
-
 func (p *snapshot) Count(ctx context.Context, k storecopy.Kind) (int64, error) {
 	from, ok := dumpFrom[k]
 	if !ok {
 		return 0, nil
-	}
-	if k == storecopy.Members {
-		from = p.s.membersFrom()
 	}
 	var n int64
 	err := p.tx.NewRaw("SELECT COUNT(*) FROM "+from).Scan(ctx, &n)
@@ -216,13 +164,12 @@ func (p *snapshot) Rows(ctx context.Context, k storecopy.Kind, size int) iter.Se
 				for i, r := range rs {
 					b.Conversations[i] = storecopy.Conversation{ID: r.ID, CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt),
 						MessageCount: r.MessageCount, LastMessageID: r.LastMessageID}
-					p.count(&b.Conversations[i])
 				}
 				return b
 			})
 	case storecopy.Members:
 		return scanBatches(ctx, p, `SELECT conversation_id, contact_id, is_member, joined_at, read_created, read_message_id, read_count, own_count, own_read_count
-			FROM `+p.s.membersFrom()+` ORDER BY conversation_id, contact_id`, size,
+			FROM `+dumpFrom[k]+` ORDER BY conversation_id, contact_id`, size,
 			func(rs []memberDump) *storecopy.Batch {
 				b := &storecopy.Batch{Kind: k, Members: make([]storecopy.Member, len(rs))}
 				for i, r := range rs {
@@ -232,7 +179,6 @@ func (p *snapshot) Rows(ctx context.Context, k storecopy.Kind, size int) iter.Se
 					if r.IsMember || strings.Contains(r.ConversationID, "/") { // a thread's taker
 						m.JoinedAt = utc(r.JoinedAt)
 					}
-					p.countMember(&m)
 					b.Members[i] = m
 				}
 				return b

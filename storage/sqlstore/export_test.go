@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"io/fs"
-	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -165,15 +164,51 @@ var ReactionsSQL = [2]string{
 	reactionsSQL(flavorSQLite) + "IN (?, ?)" + reactionsOrder(flavorSQLite),
 }
 
-// SetFoldEvery sets how many sends of s pass between two folds of
-// tallies (0: never).
-func SetFoldEvery(st *Store, n int64) {
+// RecordStatements makes s record every statement it runs whose
+// context holds key (on its writer and its reader, prepared statements
+// turned off), and returns a function that gives them.
+func RecordStatements(st *Store, key any) func() []string {
 	s := st.s
-	if n == 0 {
-		n = math.MaxInt64
+	s.cached = nil
+	if s.stmts != nil {
+		_ = s.stmts.close()
+		s.stmts = nil
 	}
-	s.foldEvery = n
+	if s.wstmts != nil {
+		_ = s.wstmts.close()
+		s.wstmts = nil
+	}
+	var mu sync.Mutex
+	var qs []string
+	h := ctxHook(func(ctx context.Context, q string) {
+		if ctx.Value(key) == nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		qs = append(qs, q)
+	})
+	if s.r == s.w {
+		s.w = s.w.WithQueryHook(h)
+		s.r = s.w
+	} else {
+		s.w, s.r = s.w.WithQueryHook(h), s.r.WithQueryHook(h)
+	}
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(qs)
+	}
 }
+
+type ctxHook func(ctx context.Context, query string)
+
+func (h ctxHook) BeforeQuery(ctx context.Context, e *bun.QueryEvent) context.Context {
+	h(ctx, e.Query)
+	return ctx
+}
+
+func (ctxHook) AfterQuery(context.Context, *bun.QueryEvent) {}
 
 // RecordWrites makes s record the statements that bun formats on its
 // writer, in order, and returns a function that gives them.

@@ -147,10 +147,6 @@ func (s *store) placeImports(ctx context.Context, tx bun.Tx, rows []importRow) e
 func (s *store) recountReaders(ctx context.Context, tx bun.Tx, convs []string) error {
 	before := `m.conversation_id = conversation_members.conversation_id AND (m.created_at < conversation_members.read_created
 		OR (m.created_at = conversation_members.read_created AND m.id <= conversation_members.read_message_id))`
-	if s.deferred() {
-		// Only the folded messages: a fold counts the others (tallies.go).
-		before += " AND NOT EXISTS (SELECT 1 FROM message_tallies AS t WHERE t.message_id = m.id)"
-	}
 	_, err := tx.ExecContext(ctx, `UPDATE conversation_members SET
 		read_count = (SELECT COUNT(*) FROM messages AS m WHERE `+before+`),
 		own_read_count = (SELECT COUNT(*) FROM messages AS m WHERE `+before+` AND m.contact_id = conversation_members.contact_id)

@@ -90,7 +90,7 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 			evs = rec(driver.Change{Message: &after})
 		}
 		// The message is all of the change, known before it is made: its
-		// rows, tally, events and key record go in with it in one
+		// row, counts, events and key record go in with it in one
 		// statement, atomic on its own, with no transaction to begin and
 		// commit (a round trip is most of what each costs a send), and
 		// with other callers' sends when they send at once (sends.go).
@@ -114,35 +114,8 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 			} else if s.flavor == flavorPostgres && len(atts) == 0 {
 				return s.insertSent(ctx, tx, m, evs, nil)
 			}
-			switch {
-			case s.flavor == flavorMySQL:
-				if err := s.ensureRows(ctx, tx, sm.ConversationID, m.Contact.ID, m.CreatedAt); err != nil {
-					return err
-				}
-			case !s.deferred():
-				if err := s.touchConversation(ctx, tx, sm); err != nil {
-					return err
-				}
-			}
-			with, withArgs := "", []any(nil)
-			if s.flavor == flavorPostgres {
-				with, withArgs = ensureWith(sm.ConversationID, m.Contact.ID, m.CreatedAt)
-			}
-			if err := s.insertMessage(ctx, tx, sm, len(atts), with, withArgs...); err != nil {
+			if err := s.insertMessage(ctx, tx, sm, len(atts)); err != nil {
 				return err
-			}
-			if s.deferred() {
-				q, args := tallyInsert(sm.ConversationID, m.Contact.ID, m.ID, m.CreatedAt)
-				if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-					return err
-				}
-			}
-			if m.ParentID != "" {
-				// The reply's time on SQLite (counted above), the new
-				// takers' rows on every engine.
-				if err := s.placeThreads(ctx, tx, sm.ConversationID); err != nil {
-					return err
-				}
 			}
 			if len(atts) > 0 {
 				if err := s.link(ctx, tx, m.ID, linkConv, atts); err != nil {
@@ -158,41 +131,44 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 					}
 				}
 			}
+			var err error
 			if evs != nil { // made for a reply alone (the change is the same)
-				return s.insertEvents(ctx, tx, evs)
+				err = s.insertEvents(ctx, tx, evs)
+			} else {
+				err = s.record(ctx, tx, rec, driver.Change{Message: &after})
 			}
-			return s.record(ctx, tx, rec, driver.Change{Message: &after})
+			if err != nil {
+				return err
+			}
+			// Counted last: the conversation's row, which other sends to
+			// it wait for, is held from here to the commit.
+			if err := s.touchConversation(ctx, tx, sm); err != nil {
+				return err
+			}
+			if m.ParentID != "" {
+				// The reply's time (counted above) in its takers' rows.
+				return s.placeThreads(ctx, tx, sm.ConversationID)
+			}
+			return nil
 		})
-	}
-	if err == nil {
-		s.sent(ctx, sm.ConversationID)
 	}
 	return err
 }
 
-// insertSent stores m, a message with no attachments, with its rows,
-// tally (tallies.go), its events evs and done, the record of its key,
-// unless nil (inserted: a row in its way fails the statement, with
-// ErrConflict), in one statement (PostgreSQL).
+// insertSent stores m, a message with no attachments, counted, with its
+// events evs and done, the record of its key, unless nil (inserted: a row
+// in its way fails the statement, with ErrConflict), in one statement
+// (insertSentManySQL; PostgreSQL).
 func (s *store) insertSent(ctx context.Context, db bun.IConn, m messaging.Message, evs []messaging.Event, done *driver.IdempotencyRecord) error {
-	ensure, args := ensureWith(m.ConversationID, m.Contact.ID, m.CreatedAt)
-	with := []string{ensure}
-	if done != nil {
-		result := done.Result
-		with = append(with, `k AS (INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, result, created_at, expires_at)
-			VALUES (?, ?, ?, '', ?, ?, ?))`)
-		args = append(args, done.Scope, done.Key, done.Fingerprint, result, done.CreatedAt.UTC(), done.ExpiresAt.UTC())
-	}
-	q, evArgs, err := eventsInsert(evs, s.numberedEvents())
+	args, err := sentArrays([]*pendingSend{{m: m, evs: evs, done: done}})
 	if err != nil {
 		return err
 	}
-	if q != "" {
-		with, args = append(with, "ev AS ("+q+")"), append(args, evArgs...)
+	_, err = s.execWrite(ctx, db, insertSentManySQL, args...)
+	if isUniqueViolation(err) {
+		return conflict("a message with this id exists")
 	}
-	q, tallyArgs := tallyInsert(m.ConversationID, m.Contact.ID, m.ID, m.CreatedAt)
-	with, args = append(with, "t AS ("+q+")"), append(args, tallyArgs...)
-	return s.insertMessage(ctx, db, m, 0, strings.Join(with, ", "), args...)
+	return err
 }
 
 // execWrite runs a write statement on db (the store's, or a transaction's)
@@ -286,16 +262,9 @@ const insertMessageSQL = `INSERT INTO messages (id, conversation_id, contact_id,
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // insertMessage inserts the row of m, with attachments linked attachments.
-// with, when not "", holds WITH queries (PostgreSQL: the inserts of events
-// and of the tally, data-modifying) that run in the same statement; their
-// arguments come first.
-func (s *store) insertMessage(ctx context.Context, db bun.IConn, m messaging.Message, attachments int, with string, withArgs ...any) error {
-	q := insertMessageSQL
-	if with != "" {
-		q = "WITH " + with + " " + q
-	}
-	args := append(withArgs, m.ID, m.ConversationID, m.Contact.ID, m.Text, s.searchWords(m.Text), ts(m.ReadAt), m.CreatedAt.UTC(), ts(m.UpdatedAt), attachments)
-	_, err := s.execWrite(ctx, db, q, args...)
+func (s *store) insertMessage(ctx context.Context, db bun.IConn, m messaging.Message, attachments int) error {
+	_, err := s.execWrite(ctx, db, insertMessageSQL, m.ID, m.ConversationID, m.Contact.ID, m.Text, s.searchWords(m.Text),
+		ts(m.ReadAt), m.CreatedAt.UTC(), ts(m.UpdatedAt), attachments)
 	if isUniqueViolation(err) {
 		return conflict("a message with this id exists")
 	}
@@ -398,7 +367,7 @@ func complete(ctx context.Context, f flavor, query queryFn, rows []messageRow) (
 	for i := range rows {
 		out[i] = rows[i].message()
 	}
-	if err := addThreadCounts(ctx, f, query, rows, out); err != nil {
+	if err := addThreadCounts(ctx, query, rows, out); err != nil {
 		return nil, err
 	}
 	if len(rs) == 0 && len(as) == 0 {
@@ -918,6 +887,14 @@ func (s *store) DeleteMessage(ctx context.Context, id string, rec driver.Recorde
 				return err
 			}
 			return s.record(ctx, tx, rec, ch)
+		}
+		if parent != "" {
+			// Its root before its thread's row, as a reply's send takes them
+			// (insertReplySQL, takeReply): deadlocks otherwise.
+			var roots []string
+			if err := s.txRead(ctx, tx, &roots, "SELECT m.id FROM messages AS m WHERE m.id = ?"+s.forUpdate(), parent); err != nil {
+				return err
+			}
 		}
 		if err := s.removeMessage(ctx, tx, r); err != nil {
 			return err

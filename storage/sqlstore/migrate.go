@@ -47,8 +47,7 @@ var migrationFiles embed.FS
 // id), attachments, pending_deletions (the blob keys whose rows are gone),
 // conversations and conversation_members, message_revisions,
 // idempotency_keys, events, event_cursors and (PostgreSQL, MySQL)
-// event_sequence, message_tallies (PostgreSQL and MySQL: the messages not
-// counted yet), parley_installation, and bun/migrate's parley_migrations
+// event_sequence, parley_installation, and bun/migrate's parley_migrations
 // and parley_migration_locks.
 func (st *Store) Migrate(ctx context.Context) error { return st.s.Migrate(ctx) }
 

@@ -668,3 +668,16 @@ func (s *store) SaveCursor(ctx context.Context, name, owner string, seq int64, u
 		return err
 	}))
 }
+
+// noBitmapScans makes the rest of tx on PostgreSQL read indexes by plain
+// scans, which mark the entries of dead rows so that later scans skip
+// them (the sequencer reads rows that churn). The reads it is for are not
+// prepared statements: a plan made under it would be kept for the
+// connection.
+func (s *store) noBitmapScans(ctx context.Context, tx bun.Tx) error {
+	if s.flavor != flavorPostgres {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, "SET LOCAL enable_bitmapscan = off")
+	return err
+}

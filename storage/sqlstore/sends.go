@@ -17,11 +17,11 @@ import (
 // statement, committed on its own, whose fixed costs (a round trip, the
 // executor's start, a commit and its flush of the WAL) are most of what
 // it costs the server. When many callers send at once, the sends that
-// arrive while maxSending statements of sends are under way wait in a
+// arrive while a statement of sends is under way (maxSending) wait in a
 // queue, and the next statement stores all of them (up to maxSent): one
 // statement, of one shape (prepared) for any number, that inserts their
-// messages, tallies, events and key records from arrays, a column each
-// (insertSentManySQL).
+// messages, events and key records from arrays, a column each, and counts
+// them (insertSentManySQL).
 //
 // The statement is atomic: it stores every send of it or none. When the
 // server answers it with an error (a message id or a key's record in the
@@ -61,14 +61,16 @@ type sendSlot struct {
 }
 
 // Bounds of combined sends: the statements of sends under way at once, and
-// the sends of one statement. With two statements under way (one sent or
-// committed while the other runs), 32 callers creating messages reached
-// 0.93–0.96× the rate of the floor of the stack on two cores, as with
-// one; with four or eight, 0.82×, more sends going alone (BENCHMARKS.md).
-// A statement of 64 sends runs for a few milliseconds; stallAfter is far
-// beyond.
+// the sends of one statement. A statement holds the rows of its
+// conversations from their update to its commit (insertSentManySQL), so a
+// second statement to the same conversation would wait for the first's
+// commit, holding a connection and the sends it took: one statement runs,
+// and takes all that arrived meanwhile (32 callers creating in one
+// conversation: 0.55–0.74× the floor with one, 0.52–0.70× with two, on a
+// loaded machine; BENCHMARKS.md). A statement of 64 sends runs for a few
+// milliseconds; stallAfter is far beyond.
 const (
-	maxSending = 2
+	maxSending = 1
 	maxSent    = 64
 	stallAfter = 100 * time.Millisecond
 )
@@ -355,32 +357,53 @@ func whileWaited(ctxs []context.Context) (ctx context.Context, stop func()) {
 }
 
 // insertSentManySQL stores sends alone (insertSent) given as arrays, a
-// column each (sentArrays): their messages, the rows of their
-// conversations and memberships that are missing, their key records, their
-// events and their tallies, in one statement.
+// column each (sentArrays), in one statement: their messages, key records
+// and events, and their counts. Each conversation's row is written once,
+// with the count and the newest message of its sends (made when missing),
+// in the order of the ids, and only then the rows of its members (the
+// senders', once each, made when missing, and those of the readers whose
+// position is after one of its messages); so the statement holds the
+// locks of its conversations' rows in one order, and takes a member's row
+// only with its conversation's, as MarkRead and deletes do: statements of
+// sends cannot deadlock, with each other or with them.
 const insertSentManySQL = `WITH sent AS MATERIALIZED (
 		SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[])
 		WITH ORDINALITY AS u(id, conv, contact, text, words, read_at, created_at, updated_at, ord)),
-	c AS (INSERT INTO conversations (id, created_at, updated_at)
-		SELECT DISTINCT ON (sent.conv) sent.conv, sent.created_at, sent.created_at FROM sent
-		WHERE NOT EXISTS (SELECT 1 FROM conversations WHERE id = sent.conv)
-		ORDER BY sent.conv, sent.ord
-		ON CONFLICT (id) DO NOTHING),
-	r AS (INSERT INTO conversation_members (conversation_id, contact_id)
-		SELECT DISTINCT sent.conv, sent.contact FROM sent
-		WHERE NOT EXISTS (SELECT 1 FROM conversation_members WHERE conversation_id = sent.conv AND contact_id = sent.contact)
-		ORDER BY sent.conv, sent.contact
-		ON CONFLICT (conversation_id, contact_id) DO NOTHING),
+	c AS (INSERT INTO conversations (id, created_at, updated_at, message_count, last_message_id)
+		SELECT sent.conv, min(sent.created_at), max(sent.created_at), count(*),
+			(array_agg(sent.id ORDER BY sent.created_at DESC, sent.id DESC))[1]
+		FROM sent GROUP BY sent.conv ORDER BY sent.conv
+		ON CONFLICT (id) DO UPDATE SET message_count = conversations.message_count + EXCLUDED.message_count,
+			last_message_id = CASE WHEN ` + newest + ` THEN EXCLUDED.last_message_id ELSE conversations.last_message_id END,
+			updated_at = CASE WHEN ` + newest + ` THEN EXCLUDED.updated_at ELSE conversations.updated_at END
+		RETURNING id),
+	r AS (INSERT INTO conversation_members (conversation_id, contact_id, own_count)
+		SELECT sent.conv, sent.contact, count(*) FROM sent WHERE (SELECT count(*) FROM c) > 0
+		GROUP BY sent.conv, sent.contact ORDER BY sent.conv, sent.contact
+		ON CONFLICT (conversation_id, contact_id) DO UPDATE SET own_count = conversation_members.own_count + EXCLUDED.own_count,
+			read_count = conversation_members.read_count + (SELECT count(*) FROM sent AS b
+				WHERE b.conv = conversation_members.conversation_id AND ` + sentBefore + `),
+			own_read_count = conversation_members.own_read_count + (SELECT count(*) FROM sent AS b
+				WHERE b.conv = conversation_members.conversation_id AND b.contact = conversation_members.contact_id AND ` + sentBefore + `)),
+	rd AS (UPDATE conversation_members SET read_count = conversation_members.read_count + (SELECT count(*) FROM sent AS b
+			WHERE b.conv = conversation_members.conversation_id AND ` + sentBefore + `)
+		FROM (SELECT sent.conv, min(sent.created_at) AS at FROM sent GROUP BY sent.conv) AS lo
+		WHERE conversation_members.conversation_id = lo.conv AND conversation_members.read_created >= lo.at AND (SELECT count(*) FROM c) > 0
+			AND NOT EXISTS (SELECT 1 FROM sent AS b WHERE b.conv = lo.conv AND b.contact = conversation_members.contact_id)
+			AND EXISTS (SELECT 1 FROM sent AS b WHERE b.conv = lo.conv AND ` + sentBefore + `)),
 	k AS (INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, result, created_at, expires_at)
 		SELECT k.scope, k.key, k.fp, '', k.result, k.at, k.exp
 		FROM unnest(?::text[], ?::text[], ?::text[], ?::bytea[], ?::timestamptz[], ?::timestamptz[]) AS k(scope, key, fp, result, at, exp)),
-	ev AS (` + insertEventsArraysSQL + `),
-	t AS (INSERT INTO message_tallies (message_id, conversation_id, contact_id, created_at)
-		SELECT sent.id, sent.conv, sent.contact, sent.created_at FROM sent)
+	ev AS (` + insertEventsArraysSQL + `)
 	INSERT INTO messages (id, conversation_id, contact_id, text, search_words, read_at, created_at, updated_at, attachment_count)
 	SELECT sent.id, sent.conv, sent.contact, sent.text, sent.words, NULLIF(sent.read_at, '')::timestamptz, sent.created_at,
 		NULLIF(sent.updated_at, '')::timestamptz, 0
 	FROM sent ORDER BY sent.ord`
+
+// sentBefore is the condition that the sent message b comes before the
+// read position of the row of conversation_members: it counts as read.
+const sentBefore = `(b.created_at < conversation_members.read_created
+	OR (b.created_at = conversation_members.read_created AND b.id < conversation_members.read_message_id))`
 
 // sentArrays returns the arguments of insertSentManySQL for batch.
 func sentArrays(batch []*pendingSend) ([]any, error) {

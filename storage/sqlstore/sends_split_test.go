@@ -21,29 +21,26 @@ import (
 // driver or a bug could.
 type splitPanicHook struct {
 	armed     atomic.Bool
-	many      atomic.Int32
+	keyed     atomic.Int32 // the statements of sends with the keyed one
 	keyMarker string
 	keyedDone atomic.Bool // the keyed send alone has run
 }
 
 func (h *splitPanicHook) BeforeQuery(ctx context.Context, e *bun.QueryEvent) context.Context {
-	if !h.armed.Load() {
+	if !h.armed.Load() || !strings.Contains(e.Query, "WITH sent AS MATERIALIZED") {
 		return ctx
 	}
-	if strings.Contains(e.Query, "WITH sent AS MATERIALIZED") {
-		if h.many.Add(1) == 2 {
-			panic("a statement of sends panicked")
-		}
-		return ctx
+	if !strings.Contains(e.Query, h.keyMarker) {
+		panic("a statement of sends panicked")
 	}
-	if strings.Contains(e.Query, h.keyMarker) {
+	if h.keyed.Add(1) == 2 { // the keyed send alone, after the three together
 		time.Sleep(300 * time.Millisecond)
 	}
 	return ctx
 }
 
 func (h *splitPanicHook) AfterQuery(_ context.Context, e *bun.QueryEvent) {
-	if h.armed.Load() && !strings.Contains(e.Query, "WITH sent AS MATERIALIZED") && strings.Contains(e.Query, h.keyMarker) {
+	if h.armed.Load() && e.Err == nil && strings.Contains(e.Query, h.keyMarker) {
 		h.keyedDone.Store(true)
 	}
 }

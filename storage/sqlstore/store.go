@@ -156,10 +156,6 @@ type store struct {
 	seqMu  sync.Mutex                 // held while this process numbers events (outbox.go)
 	sealer atomic.Pointer[ids.Sealer] // the event ids' (eventSealer, outbox.go); nil until read
 
-	sends     atomic.Int64 // sends of this Store, for folds (tallies.go)
-	foldEvery int64        // sends between two folds (tallies.go)
-	folding   sync.Mutex   // held while a send folds tallies (tallies.go)
-
 	writesPrepared atomic.Bool  // wstmts holds the statements of sends (prepareWrites)
 	planStats      planStats    // the size of messages, for genericPlans (PostgreSQL)
 	combine        combiner     // changes to one message, made together (combine.go)
@@ -232,7 +228,7 @@ func open(ctx context.Context, dsn string, opts *Options) (*store, error) {
 			return nil, wrapErr("sqlstore.Open", err)
 		}
 	}
-	s := &store{flavor: f, opts: o, foldEvery: foldEvery}
+	s := &store{flavor: f, opts: o}
 	s.w = bun.NewDB(w, d.Dialect())
 	s.r = s.w
 	if c, ok := d.(statementCacher); ok {
@@ -274,7 +270,7 @@ func New(db *bun.DB, opts *Options) (*Store, error) {
 }
 
 func newStore(db *bun.DB, opts *Options) (*store, error) {
-	s := &store{w: db, r: db, opts: opts.withDefaults(), foldEvery: foldEvery}
+	s := &store{w: db, r: db, opts: opts.withDefaults()}
 	name := db.Dialect().Name()
 	f, ok := flavorOf(name)
 	if !ok {

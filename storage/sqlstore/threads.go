@@ -21,7 +21,7 @@ import (
 // counts its replies (message_count) and has the time of the newest
 // (updated_at), each reader's row of conversation_members has its read
 // position and the counters of its unread count, sends and deletes keep
-// them in their transactions (tallied on PostgreSQL and MySQL), and its
+// them in their transactions, and its
 // replies are listed by keyset on the conversation's index. A reply costs
 // what a send costs, and a thread's unread count is arithmetic on
 // counters, whatever its size. The lists of every conversation
@@ -148,23 +148,37 @@ func (s *store) takersSQL(n int) string {
 // takeReply locks it) when it takes the reply (a message of the reply's
 // conversation, not deleted), gates every other part, so that a root that
 // does not take it makes the statement store nothing (no row of messages
-// inserted: ErrNoParent). Its parts: the root's thread flag, set once;
-// the thread's conversation row, made when missing; the rows of the root's
-// sender and of the reply's as takers (placed as placeThreadsSQL would,
-// written only when they took no part yet); its key record, events and
-// tally; the message. Its arguments: insertReplyArgs.
+// inserted: ErrNoParent). Its parts: the root's thread flag, set once; the
+// reply (n); the thread's conversation row, which counts it (made when
+// missing); then, as a send's (insertSentManySQL), the rows of its
+// members: the root's sender and the reply's as takers (made when
+// missing), the reply's counted as theirs, and the others who take part
+// or read past it, each placed (thread_at, as placeThreadsSQL) at the
+// thread's new time; its key record and events; the message. Its
+// arguments: insertReplyArgs.
 func insertReplySQL(keyed, events bool) string {
+	after := `(conversation_members.read_created > n.at OR (conversation_members.read_created = n.at AND conversation_members.read_message_id > n.id))`
 	with := []string{`root AS MATERIALIZED (SELECT m.id, m.contact_id, m.thread FROM messages AS m
 			WHERE m.id = CAST(? AS text) AND m.conversation_id = CAST(? AS text) AND NOT m.deleted FOR UPDATE)`,
 		`f AS (UPDATE messages SET thread = TRUE WHERE id = (SELECT root.id FROM root WHERE NOT root.thread))`,
-		`c AS (INSERT INTO conversations (id, created_at, updated_at) SELECT CAST(? AS text), CAST(? AS timestamptz), CAST(? AS timestamptz) FROM root
-			WHERE NOT EXISTS (SELECT 1 FROM conversations WHERE id = ?) ON CONFLICT (id) DO NOTHING)`,
-		`p AS (INSERT INTO conversation_members (conversation_id, contact_id, joined_at, thread_at)
-			SELECT DISTINCT CAST(? AS text), w.contact, CAST(? AS timestamptz),
-				(SELECT CASE WHEN c.message_count > 0 THEN c.updated_at END FROM conversations AS c WHERE c.id = ?)
-			FROM root CROSS JOIN LATERAL (VALUES (root.contact_id), (CAST(? AS text))) AS w(contact)
-			ON CONFLICT (conversation_id, contact_id) DO UPDATE SET joined_at = EXCLUDED.joined_at, thread_at = EXCLUDED.thread_at
-			WHERE conversation_members.joined_at IS NULL)`,
+		`n AS MATERIALIZED (SELECT CAST(? AS text) AS id, CAST(? AS text) AS key, CAST(? AS text) AS contact, CAST(? AS timestamptz) AS at,
+			root.contact_id AS root_contact FROM root)`,
+		`c AS (INSERT INTO conversations (id, created_at, updated_at, message_count, last_message_id) SELECT n.key, n.at, n.at, 1, n.id FROM n
+			ON CONFLICT (id) DO UPDATE SET message_count = conversations.message_count + 1,
+			last_message_id = CASE WHEN ` + newest + ` THEN EXCLUDED.last_message_id ELSE conversations.last_message_id END,
+			updated_at = CASE WHEN ` + newest + ` THEN EXCLUDED.updated_at ELSE conversations.updated_at END
+			RETURNING updated_at)`,
+		`p AS (INSERT INTO conversation_members (conversation_id, contact_id, joined_at, thread_at, own_count)
+			SELECT DISTINCT n.key, w.contact, n.at, (SELECT c.updated_at FROM c), CASE WHEN w.contact = n.contact THEN 1 ELSE 0 END
+			FROM n CROSS JOIN LATERAL (VALUES (n.root_contact), (n.contact)) AS w(contact)
+			ON CONFLICT (conversation_id, contact_id) DO UPDATE SET joined_at = COALESCE(conversation_members.joined_at, EXCLUDED.joined_at),
+				thread_at = EXCLUDED.thread_at, own_count = conversation_members.own_count + EXCLUDED.own_count,
+				read_count = conversation_members.read_count + (SELECT COUNT(*) FROM n WHERE ` + after + `),
+				own_read_count = conversation_members.own_read_count + (SELECT COUNT(*) FROM n WHERE ` + after + ` AND EXCLUDED.own_count = 1))`,
+		`o AS (UPDATE conversation_members SET read_count = conversation_members.read_count + CASE WHEN ` + after + ` THEN 1 ELSE 0 END,
+				thread_at = CASE WHEN conversation_members.joined_at IS NOT NULL THEN (SELECT c.updated_at FROM c) ELSE conversation_members.thread_at END
+			FROM n WHERE conversation_members.conversation_id = n.key AND conversation_members.contact_id NOT IN (n.root_contact, n.contact)
+				AND (conversation_members.joined_at IS NOT NULL OR ` + after + `) AND (SELECT COUNT(*) FROM c) > 0)`,
 	}
 	if keyed {
 		with = append(with, `k AS (INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, result, created_at, expires_at)
@@ -173,12 +187,9 @@ func insertReplySQL(keyed, events bool) string {
 	if events {
 		with = append(with, "ev AS ("+insertEventsArraysFrom+" WHERE EXISTS (SELECT 1 FROM root) ORDER BY u.ord)")
 	}
-	with = append(with, `t AS (INSERT INTO message_tallies (message_id, conversation_id, contact_id, created_at)
-			SELECT CAST(? AS text), CAST(? AS text), CAST(? AS text), CAST(? AS timestamptz) FROM root)`)
 	return "WITH " + strings.Join(with, ",\n\t") + `
 	INSERT INTO messages (id, conversation_id, contact_id, text, search_words, read_at, created_at, updated_at, attachment_count)
-	SELECT CAST(? AS text), CAST(? AS text), CAST(? AS text), CAST(? AS text), CAST(? AS text), CAST(? AS timestamptz), CAST(? AS timestamptz),
-		CAST(? AS timestamptz), 0 FROM root`
+	SELECT n.id, n.key, n.contact, CAST(? AS text), CAST(? AS text), CAST(? AS timestamptz), n.at, CAST(? AS timestamptz), 0 FROM n`
 }
 
 // insertReply stores m, a reply with no attachments, with its events evs
@@ -187,8 +198,7 @@ func insertReplySQL(keyed, events bool) string {
 // (insertReplySQL; PostgreSQL). sm is m as stored, in its thread's
 // conversation.
 func (s *store) insertReply(ctx context.Context, m, sm messaging.Message, evs []messaging.Event, done *driver.IdempotencyRecord) error {
-	key, at := sm.ConversationID, m.CreatedAt.UTC()
-	args := []any{m.ParentID, m.ConversationID, key, at, at, key, key, at, key, m.Contact.ID}
+	args := []any{m.ParentID, m.ConversationID, m.ID, sm.ConversationID, m.Contact.ID, m.CreatedAt.UTC()}
 	if done != nil {
 		args = append(args, done.Scope, done.Key, done.Fingerprint, done.Result, done.CreatedAt.UTC(), done.ExpiresAt.UTC())
 	}
@@ -199,8 +209,7 @@ func (s *store) insertReply(ctx context.Context, m, sm messaging.Message, evs []
 		}
 		args = append(args, evArgs...)
 	}
-	args = append(args, m.ID, key, m.Contact.ID, at,
-		m.ID, key, m.Contact.ID, m.Text, s.searchWords(m.Text), ts(m.ReadAt), at, ts(m.UpdatedAt))
+	args = append(args, m.Text, s.searchWords(m.Text), ts(m.ReadAt), ts(m.UpdatedAt))
 	res, err := s.execWrite(ctx, s.w, insertReplySQL(done != nil, len(evs) > 0), args...)
 	if isUniqueViolation(err) {
 		return conflict("a message with this id exists")
@@ -286,9 +295,9 @@ type threadCount struct {
 }
 
 // addThreadCounts sets the ReplyCount and LastReplyAt of the roots among
-// out whose rows have thread set: one query for their counters, and on
-// PostgreSQL and MySQL one for their replies still tallied (tallies.go).
-func addThreadCounts(ctx context.Context, f flavor, query queryFn, rows []messageRow, out []messaging.Message) error {
+// out whose rows have thread set, from their threads' counters, in one
+// query.
+func addThreadCounts(ctx context.Context, query queryFn, rows []messageRow, out []messaging.Message) error {
 	var keys []string
 	for i := range rows {
 		if rows[i].Thread {
@@ -302,27 +311,16 @@ func addThreadCounts(ctx context.Context, f flavor, query queryFn, rows []messag
 	if err := query(ctx, &counts, "SELECT id, message_count AS n, updated_at AS last FROM conversations WHERE id IN (?)", idList(keys)); err != nil {
 		return err
 	}
-	if f != flavorSQLite {
-		var tallied []threadCount
-		if err := query(ctx, &tallied, `SELECT conversation_id AS id, COUNT(*) AS n, MAX(created_at) AS last
-			FROM message_tallies WHERE conversation_id IN (?) GROUP BY conversation_id`, idList(keys)); err != nil {
-			return err
-		}
-		counts = append(counts, tallied...)
+	byKey := make(map[string]threadCount, len(counts))
+	for _, c := range counts {
+		byKey[c.Key] = c
 	}
 	for i := range out {
 		if !rows[i].Thread {
 			continue
 		}
-		key := threadKey(out[i].ConversationID, out[i].ID)
-		for _, c := range counts {
-			if c.Key != key {
-				continue
-			}
-			out[i].ReplyCount += c.Count
-			if c.Count > 0 && c.Last.After(out[i].LastReplyAt) {
-				out[i].LastReplyAt = utc(c.Last)
-			}
+		if c := byKey[threadKey(out[i].ConversationID, out[i].ID)]; c.Count > 0 {
+			out[i].ReplyCount, out[i].LastReplyAt = c.Count, utc(c.Last)
 		}
 	}
 	return nil
@@ -402,10 +400,6 @@ const threadListCols = `c.id, c.created_at, c.updated_at, c.message_count, c.las
 func (s *store) listThreads(ctx context.Context, q driver.ThreadQuery) ([]messaging.Thread, bool, error) {
 	if q.Limit < 1 {
 		return nil, false, invalid("limit must be at least 1")
-	}
-	// Counted, and so placed (placeThreadsSQL): the replies still tallied.
-	if err := s.fold(ctx, ""); err != nil {
-		return nil, false, err
 	}
 	var scope branch
 	if !q.All {

@@ -171,18 +171,6 @@ CREATE TABLE IF NOT EXISTS conversation_members (
 
 --bun:split
 
--- The messages not counted in their conversation's counters yet
--- (tallies.go).
-CREATE TABLE IF NOT EXISTS message_tallies (
-	message_id VARCHAR(64) NOT NULL PRIMARY KEY,
-	conversation_id VARCHAR(200) NOT NULL,
-	contact_id VARCHAR(64) NOT NULL,
-	created_at DATETIME(6) NOT NULL,
-	KEY message_tallies_conversation (conversation_id, created_at, message_id)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
-
---bun:split
-
 -- One record per caller and idempotency key, stored with its result in the
 -- transaction of the write it answers, or claimed first by a long write;
 -- pruned when expired. A key is up to 255 characters: (64 + 255) × 4 bytes

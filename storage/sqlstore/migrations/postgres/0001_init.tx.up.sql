@@ -214,22 +214,6 @@ CREATE INDEX conversation_members_threads ON conversation_members (contact_id, t
 
 --bun:split
 
--- The messages not counted in their conversation's counters yet
--- (tallies.go). Every tally is deleted soon after its insert: its dead
--- rows would otherwise wait for a vacuum at a fifth of the table.
-CREATE TABLE message_tallies (
-	message_id text COLLATE "C" PRIMARY KEY,
-	conversation_id text COLLATE "C" NOT NULL,
-	contact_id text COLLATE "C" NOT NULL,
-	created_at timestamptz NOT NULL)
-	WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000)
-
---bun:split
-
-CREATE INDEX message_tallies_conversation ON message_tallies (conversation_id, created_at, message_id)
-
---bun:split
-
 -- One record per caller and idempotency key, stored with its result in the
 -- transaction of the write it answers, or claimed first by a long write;
 -- pruned when expired.
