@@ -67,6 +67,8 @@ type Subscription struct {
 	ended    error                // ErrTooSlow or ErrClosed, once the subscription is over
 	seen     *answer              // the Policy's answer for seenConv (visible)
 	seenConv string
+	recv     *driver.Event // taken off ch, not yet considered
+	ready    *driver.Event // the event Next returns next
 }
 
 // Subscribe starts a subscription of caller's events. Errors: ErrInvalid
@@ -195,78 +197,120 @@ func (s *Subscription) typedAgain(e *driver.Event) bool {
 // called again). After ErrTooSlow or ErrClosed the subscription is over:
 // subscribe again with After set to the last event's ID.
 func (s *Subscription) Next(ctx context.Context) (driver.Event, error) {
-	e, err := s.next(ctx)
-	if err != nil && !errors.Is(err, ErrTooSlow) && !errors.Is(err, ErrClosed) && ctx.Err() == nil {
-		err = domain.Wrap("events.Next", err)
+	if err := s.await(ctx); err != nil {
+		return driver.Event{}, wrapRead("events.Next", ctx, err)
 	}
-	return e, err
+	e := s.ready
+	s.ready = nil
+	return *e, nil
 }
 
-func (s *Subscription) next(ctx context.Context) (driver.Event, error) {
+// Wait waits until Next has an event to return at once, or until ctx is
+// done, and returns the error that Next would return instead of an event
+// (nil when one is ready). A server that holds many streams waits with
+// Wait and then calls Next: a goroutine parked in a select keeps a stack
+// as deep as where it parked (the runtime halves a stack only when under a
+// quarter of it is in use), and Wait parks in two small frames, where Next
+// would park below the frames that take the event and write it.
+func (s *Subscription) Wait(ctx context.Context) error {
+	return wrapRead("events.Wait", ctx, s.await(ctx))
+}
+
+// wrapRead wraps an error of the outbox or the Policy; those that end the
+// subscription, and ctx's, are returned as they are.
+func wrapRead(op string, ctx context.Context, err error) error {
+	if err != nil && !errors.Is(err, ErrTooSlow) && !errors.Is(err, ErrClosed) && ctx.Err() == nil {
+		return domain.Wrap(op, err)
+	}
+	return err
+}
+
+// await waits until an event is ready (s.ready) or the subscription has
+// ended (its error).
+func (s *Subscription) await(ctx context.Context) error {
+	for {
+		if ok, err := s.prepare(ctx); ok || err != nil {
+			return err
+		}
+		select {
+		case e := <-s.ch:
+			s.recv = e
+		case <-s.end:
+			s.ended = ErrTooSlow
+			if s.closed.Load() {
+				s.ended = ErrClosed
+			}
+		case <-s.feed.ctx.Done():
+			s.ended = ErrClosed
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// prepare sets s.ready to the next event to return, from what the reader
+// has without waiting for the dispatcher, and reports whether it did or
+// the subscription has ended (then with its error); false means: wait.
+func (s *Subscription) prepare(ctx context.Context) (bool, error) {
 	if s.closed.Load() {
 		s.ended = ErrClosed
 	}
 	if s.ended != nil {
-		return driver.Event{}, s.ended
+		return true, s.ended
+	}
+	if s.ready != nil {
+		return true, nil
 	}
 	if s.lost != nil {
 		e := *s.lost
 		if s.lostAt > 0 {
 			id, err := s.newestVisible(ctx, s.lostAt)
 			if err != nil {
-				return driver.Event{}, err // e stays first
+				return false, err // e stays first
 			}
 			e.ID = id
 		}
-		s.lost = nil
-		return e, nil
+		s.lost, s.ready = nil, &e
+		return true, nil
 	}
 	for {
 		for len(s.pending) > 0 {
 			e := &s.pending[0]
 			ok, err := s.visible(ctx, e)
 			if err != nil {
-				return driver.Event{}, err // e stays pending
+				return false, err // e stays pending
 			}
 			s.pending = s.pending[1:]
 			s.floor = max(s.floor, e.Seq)
 			if ok && (e.Typing == nil || !s.typedAgain(e)) {
-				return *e, nil
+				s.ready = e
+				return true, nil
 			}
 		}
-		if !s.live {
-			if err := s.catchUp(ctx); err != nil {
-				return driver.Event{}, err
+		if e := s.recv; e != nil {
+			// Live, nothing is pending: the event is returned (or
+			// passed over) as it came, without a copy into pending.
+			if e.Seq <= s.floor && e.Typing == nil { // typing is never stored
+				s.recv = nil
+				continue
+			}
+			ok, err := s.visible(ctx, e)
+			if err != nil {
+				return false, err // e stays next
+			}
+			s.recv = nil
+			s.floor = max(s.floor, e.Seq)
+			if ok && (e.Typing == nil || !s.typedAgain(e)) {
+				s.ready = e
+				return true, nil
 			}
 			continue
 		}
-		select {
-		case e := <-s.ch:
-			if e.Seq <= s.floor && e.Typing == nil { // typing is never stored
-				continue
-			}
-			// Live, nothing is pending: the event is returned (or
-			// passed over) as it came, without a copy into pending.
-			ok, err := s.visible(ctx, e)
-			if err != nil {
-				s.pending = append(s.pending, *e)
-				return driver.Event{}, err // e stays pending
-			}
-			s.floor = max(s.floor, e.Seq)
-			if ok && (e.Typing == nil || !s.typedAgain(e)) {
-				return *e, nil
-			}
-		case <-s.end:
-			s.ended = ErrTooSlow
-			if s.closed.Load() {
-				s.ended = ErrClosed
-			}
-			return driver.Event{}, s.ended
-		case <-s.feed.ctx.Done():
-			s.ended = ErrClosed
-			return driver.Event{}, ErrClosed
-		case <-ctx.Done():
-			return driver.Event{}, ctx.Err()
+		if s.live {
+			return false, nil
+		}
+		if err := s.catchUp(ctx); err != nil {
+			return false, err
 		}
 	}
 }

@@ -33,9 +33,15 @@ const minWriteTimeout = 10 * time.Second
 
 func (a *api) getEvents(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
 	if r.Method == http.MethodGet && acceptsEventStream(r) {
-		a.streamEvents(w, r, caller)
+		a.streamEvents(w, r, &caller)
 		return
 	}
+	a.listEvents(w, r, &caller)
+}
+
+// listEvents answers the list of the caller's events.
+func (a *api) listEvents(w http.ResponseWriter, r *http.Request, c *messaging.Contact) {
+	caller := *c
 	ctx, u := r.Context(), a.urls(r, caller)
 	serveList(a, w, r, func(conversationID string, o messaging.ListOptions) (messaging.Page[messaging.Event], error) {
 		return a.events.Events(ctx, caller, conversationID, o)
@@ -64,140 +70,222 @@ func acceptsEventStream(r *http.Request) bool {
 // streams), or when the Feed closes. A caller beyond
 // Options.MaxStreamsPerCaller open streams, or any stream beyond
 // Options.MaxStreams, gets a 429.
-func (a *api) streamEvents(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
-	q := r.URL.Query()
-	conv, err := single(q, "conversation_id")
-	if err != nil {
-		a.writeError(w, r, err)
+//
+// An idle stream's goroutine waits in a few small frames (wait, and
+// events.Subscription.Wait): the stream's state is kept in an eventStream,
+// and the deep work (opening, taking and writing an event) is done in
+// calls that have returned by then. The runtime halves a goroutine's stack
+// at a collection only when under a quarter of it is in use, so a stream
+// that waited below those frames (about 6 KiB of them with the server's
+// own) kept the 16 KiB its first write grew it to; waiting in about 3 KiB,
+// it is halved back to 8 KiB, as the bare net/http floor's are
+// (BENCHMARKS.md §5).
+func (a *api) streamEvents(w http.ResponseWriter, r *http.Request, caller *messaging.Contact) {
+	s := a.openStream(w, r, caller)
+	if s == nil {
 		return
 	}
-	after, err := single(q, "last_event_id")
-	if err != nil {
-		a.writeError(w, r, err)
-		return
+	defer s.close()
+	for s.wait() && s.step() {
 	}
-	if h := strings.TrimSpace(r.Header.Get("Last-Event-ID")); h != "" {
-		after = h // what a reconnecting EventSource sends: newer than the URL's
-	}
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	rc := http.NewResponseController(w)
+}
+
+// eventStream is an open event stream (streamEvents).
+type eventStream struct {
+	a      *api
+	w      http.ResponseWriter
+	rc     *http.ResponseController
+	ctx    context.Context // the request's, ended by end
+	cancel context.CancelFunc
+	st     *stream
+	sub    *events.Subscription
+	u      *urls
+	caller string
+	frame  []byte // the frame being written, reused
+
 	// A client cut off for being too slow is likely stuck in a write: end
 	// the write at once (with a deadline in the past) rather than wait for
 	// writeTimeout. A stream ended by its server's shutdown writes no more
 	// events, and what is being written gets a short deadline, so that the
 	// server's Shutdown need not wait for a client that does not read.
-	var mu sync.Mutex
-	cut := false
-	stopWrites := func(deadline time.Time) {
-		mu.Lock()
-		cut = true
-		_ = rc.SetWriteDeadline(deadline)
-		mu.Unlock()
-	}
-	onCut := func() { stopWrites(time.Now().Add(-time.Second)) }
-	end := func() {
-		stopWrites(time.Now().Add(shutdownWriteGrace))
-		cancel()
-	}
-	st, err := a.streams.start(r, caller.ID, end)
-	if err != nil {
-		w.Header().Set("Retry-After", retryAfterSeconds)
-		a.writeError(w, r, err)
-		return
-	}
-	defer a.streams.stop(st)
-	sub, err := a.events.Subscribe(ctx, caller, events.SubscribeOptions{ConversationID: conv, After: after, OnTooSlow: onCut})
-	if err != nil {
-		if ctx.Err() != nil && r.Context().Err() == nil {
-			// Ended by the server's shutdown before it began: an empty
-			// stream, which an EventSource resumes (elsewhere).
-			writeStreamHead(w)
-			return
-		}
-		a.writeError(w, r, err)
-		return
-	}
-	defer sub.Close()
+	mu  sync.Mutex
+	cut bool
 
-	writeStreamHead(w)
 	// Every write may take writeTimeout. Setting a deadline costs about as
 	// much as a small write, so it is set half as far again ahead, and
 	// renewed only once less than writeTimeout of it is left: most writes
 	// set none.
-	writeTimeout := max(minWriteTimeout, 2*a.heartbeat)
-	var deadline, lastWrite time.Time
-	send := func(b []byte) bool {
-		now := time.Now()
-		mu.Lock()
-		if cut {
-			mu.Unlock()
-			return false
-		}
-		if deadline.Sub(now) < writeTimeout {
-			deadline = now.Add(writeTimeout + writeTimeout/2)
-			_ = rc.SetWriteDeadline(deadline)
-		}
-		mu.Unlock()
-		lastWrite = now
-		if _, err := w.Write(b); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
-	if !send([]byte(": stream of events\n\n")) {
-		return
-	}
-	u := a.urls(r, caller)
-	var frame []byte
+	writeTimeout        time.Duration
+	deadline, lastWrite time.Time
+
 	// The heartbeat's context ends a.heartbeat after the last write as of
 	// its making; it is made again only when it ends (a heartbeat is
 	// written if nothing else was since), not for every event.
-	var stopIdle context.CancelFunc
-	newIdle := func() context.Context {
-		var c context.Context
-		c, stopIdle = context.WithDeadline(ctx, lastWrite.Add(a.heartbeat))
-		return c
+	idle     context.Context
+	stopIdle context.CancelFunc
+}
+
+// openStream starts the stream: counted against the limits, subscribed,
+// its head and first comment written. It answers the request itself and
+// returns nil when the stream does not start (or ends at once).
+func (a *api) openStream(w http.ResponseWriter, r *http.Request, caller *messaging.Contact) *eventStream {
+	q := r.URL.Query()
+	conv, err := single(q, "conversation_id")
+	if err != nil {
+		a.writeError(w, r, err)
+		return nil
 	}
-	idle := newIdle()
-	defer func() { stopIdle() }()
+	after, err := single(q, "last_event_id")
+	if err != nil {
+		a.writeError(w, r, err)
+		return nil
+	}
+	if h := strings.TrimSpace(r.Header.Get("Last-Event-ID")); h != "" {
+		after = h // what a reconnecting EventSource sends: newer than the URL's
+	}
+	s := &eventStream{a: a, w: w, rc: http.NewResponseController(w), caller: caller.ID,
+		writeTimeout: max(minWriteTimeout, 2*a.heartbeat)}
+	s.ctx, s.cancel = context.WithCancel(r.Context())
+	s.st, err = a.streams.start(r, caller.ID, s.end)
+	if err != nil {
+		s.cancel()
+		w.Header().Set("Retry-After", retryAfterSeconds)
+		a.writeError(w, r, err)
+		return nil
+	}
+	s.sub, err = a.events.Subscribe(s.ctx, *caller, events.SubscribeOptions{ConversationID: conv, After: after, OnTooSlow: s.onCut})
+	if err != nil {
+		if s.ctx.Err() != nil && r.Context().Err() == nil {
+			// Ended by the server's shutdown before it began: an empty
+			// stream, which an EventSource resumes (elsewhere).
+			writeStreamHead(w)
+		} else {
+			a.writeError(w, r, err)
+		}
+		a.streams.stop(s.st)
+		s.cancel()
+		return nil
+	}
+	writeStreamHead(w)
+	s.u = a.urls(r, *caller)
+	ok := s.send([]byte(": stream of events\n\n"))
+	s.newIdle()
+	if !ok {
+		s.close()
+		return nil
+	}
+	return s
+}
+
+// close ends the subscription and uncounts the stream.
+func (s *eventStream) close() {
+	s.stopIdle()
+	s.sub.Close()
+	s.a.streams.stop(s.st)
+	s.cancel()
+}
+
+// stopWrites makes the write under way, and every later one, end by
+// deadline.
+func (s *eventStream) stopWrites(deadline time.Time) {
+	s.mu.Lock()
+	s.cut = true
+	_ = s.rc.SetWriteDeadline(deadline)
+	s.mu.Unlock()
+}
+
+// onCut is called by the Feed when it cut the subscription off.
+func (s *eventStream) onCut() { s.stopWrites(time.Now().Add(-time.Second)) }
+
+// end ends the stream promptly: its server shuts down.
+func (s *eventStream) end() {
+	s.stopWrites(time.Now().Add(shutdownWriteGrace))
+	s.cancel()
+}
+
+// newIdle makes the heartbeat's context.
+func (s *eventStream) newIdle() {
+	s.idle, s.stopIdle = context.WithDeadline(s.ctx, s.lastWrite.Add(s.a.heartbeat))
+}
+
+// send writes and flushes b, and reports whether it was taken.
+func (s *eventStream) send(b []byte) bool {
+	now := time.Now()
+	s.mu.Lock()
+	if s.cut {
+		s.mu.Unlock()
+		return false
+	}
+	if s.deadline.Sub(now) < s.writeTimeout {
+		s.deadline = now.Add(s.writeTimeout + s.writeTimeout/2)
+		_ = s.rc.SetWriteDeadline(s.deadline)
+	}
+	s.mu.Unlock()
+	s.lastWrite = now
+	if _, err := s.w.Write(b); err != nil {
+		return false
+	}
+	return s.rc.Flush() == nil
+}
+
+// wait waits for an event, writing heartbeats meanwhile, and reports
+// whether there is one (false: the stream is over).
+func (s *eventStream) wait() bool {
 	for {
-		e, err := sub.Next(idle)
-		switch {
-		case err == nil:
-		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-			stopIdle()
-			if !time.Now().Before(lastWrite.Add(a.heartbeat)) && !send([]byte(": heartbeat\n\n")) {
-				return
-			}
-			idle = newIdle()
-			continue
-		case errors.Is(err, events.ErrTooSlow):
-			a.log.DebugContext(ctx, "httpadapter: event stream too slow; closed", "caller", caller.ID)
-			return
-		case errors.Is(err, events.ErrClosed) || ctx.Err() != nil:
-			return
-		default:
-			// The outbox or the Policy cannot be read now: end the stream;
-			// the client resumes after its last event.
-			a.log.WarnContext(ctx, "httpadapter: event stream ended", "err", err)
-			return
+		err := s.sub.Wait(s.idle)
+		if err == nil {
+			return true
 		}
-		frame = frame[:0]
-		if e.ID != "" {
-			frame = append(frame, "id: "...)
-			frame = append(frame, e.ID...)
-			frame = append(frame, '\n')
-		}
-		frame = append(frame, "event: "...)
-		frame = append(frame, e.Type...)
-		frame = append(frame, "\ndata: "...)
-		frame = append(frame, a.renderEvent(ctx, u, e)...) // one line: JSON has no raw newline
-		frame = append(frame, "\n\n"...)
-		if !send(frame) {
-			return
+		if !s.goOn(err) {
+			return false
 		}
 	}
+}
+
+// step writes the event that wait found, and reports whether the stream
+// goes on.
+func (s *eventStream) step() bool {
+	e, err := s.sub.Next(s.idle)
+	if err != nil {
+		return s.goOn(err)
+	}
+	f := s.frame[:0]
+	if e.ID != "" {
+		f = append(f, "id: "...)
+		f = append(f, e.ID...)
+		f = append(f, '\n')
+	}
+	f = append(f, "event: "...)
+	f = append(f, e.Type...)
+	f = append(f, "\ndata: "...)
+	f = append(f, s.a.renderEvent(s.ctx, s.u, e)...) // one line: JSON has no raw newline
+	f = append(f, "\n\n"...)
+	s.frame = f
+	return s.send(f)
+}
+
+// goOn handles an error of the subscription's Wait or Next: after the
+// heartbeat's period it writes a heartbeat, if nothing else was written
+// since, and reports true; otherwise the stream is over.
+func (s *eventStream) goOn(err error) bool {
+	a := s.a
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) && s.ctx.Err() == nil:
+		s.stopIdle()
+		if !time.Now().Before(s.lastWrite.Add(a.heartbeat)) && !s.send([]byte(": heartbeat\n\n")) {
+			return false
+		}
+		s.newIdle()
+		return true
+	case errors.Is(err, events.ErrTooSlow):
+		a.log.DebugContext(s.ctx, "httpadapter: event stream too slow; closed", "caller", s.caller)
+	case errors.Is(err, events.ErrClosed) || s.ctx.Err() != nil:
+	default:
+		// The outbox or the Policy cannot be read now: end the stream;
+		// the client resumes after its last event.
+		a.log.WarnContext(s.ctx, "httpadapter: event stream ended", "err", err)
+	}
+	return false
 }
 
 // writeStreamHead answers 200 with the headers of an event stream.

@@ -394,27 +394,40 @@ func (a *api) route(methods []method) *route {
 }
 
 func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The caller and the handler are found in admit, whose frame is gone
+	// when the handler runs: an event stream waits below this frame for
+	// as long as it is open (see streamEvents).
+	var caller messaging.Contact
+	if h := rt.admit(w, r, &caller); h != nil {
+		h(w, r, caller)
+	}
+}
+
+// admit checks the request's origin, authenticates its caller into
+// *caller and asks the limiter, and returns the handler of its method;
+// nil when it answered the request itself.
+func (rt *route) admit(w http.ResponseWriter, r *http.Request, caller *messaging.Contact) handlerFunc {
 	a := rt.a
 	if err := a.checkOrigin(r); err != nil {
 		a.writeError(w, r, err)
-		return
+		return nil
 	}
-	caller, err := a.authenticate(r)
+	c, err := a.authenticate(r)
 	if err != nil {
 		// Refused credentials go to the limiter too (with no caller), so
 		// that guessing tokens can be throttled.
 		if messaging.KindOf(err) != messaging.ErrUnauthenticated || !a.limited(w, r, messaging.Contact{}) {
 			a.writeError(w, r, err)
 		}
-		return
+		return nil
 	}
-	if a.limited(w, r, caller) {
-		return
+	if a.limited(w, r, c) {
+		return nil
 	}
 	if rt.methods == nil {
 		a.writeError(w, r, newHTTPError(http.StatusNotFound, typeNotFound, codeNotFound,
 			"unknown path: "+r.Method+" "+r.URL.Path))
-		return
+		return nil
 	}
 	m := r.Method
 	if m == http.MethodHead {
@@ -422,13 +435,14 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, h := range rt.methods {
 		if h.name == m {
-			h.h(w, r, caller)
-			return
+			*caller = c
+			return h.h
 		}
 	}
 	w.Header().Set("Allow", rt.allow)
 	a.writeError(w, r, newHTTPError(http.StatusMethodNotAllowed, typeInvalidRequest, codeMethod,
 		"method "+r.Method+" is not allowed on this path; allowed: "+rt.allow))
+	return nil
 }
 
 // limited asks Options.Limit about the request and, when it refuses,
