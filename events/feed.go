@@ -238,6 +238,14 @@ func (f *Feed) Close() error {
 		return nil
 	}
 	f.closed = true
+	// A live subscription's reader waits on its end channel, not also on
+	// the Feed's context: one case fewer in every wait for an event.
+	for _, v := range f.viewers {
+		for s := range v.live {
+			s.closed.Store(true)
+			s.endOnce.Do(func() { close(s.end) })
+		}
+	}
 	f.mu.Unlock()
 	f.cancel()
 	f.wg.Wait()

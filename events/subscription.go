@@ -49,9 +49,9 @@ type Subscription struct {
 	ch      chan *driver.Event // live events, bounded
 	cutOnce sync.Once
 
-	// end is closed when the reader fell behind or by Close (then closed
-	// is set first): one channel, so that the reader's wait selects on
-	// one case fewer for each event.
+	// end is closed when the reader fell behind, or by Close or the
+	// Feed's Close (then closed is set first): one channel, so that the
+	// reader's wait selects on fewer cases for each event.
 	end       chan struct{}
 	endOnce   sync.Once
 	closed    atomic.Bool
@@ -240,8 +240,6 @@ func (s *Subscription) await(ctx context.Context) error {
 			if s.closed.Load() {
 				s.ended = ErrClosed
 			}
-		case <-s.feed.ctx.Done():
-			s.ended = ErrClosed
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -249,18 +248,8 @@ func (s *eventStream) step() bool {
 	if err != nil {
 		return s.goOn(err)
 	}
-	f := s.frame[:0]
-	if e.ID != "" {
-		f = append(f, "id: "...)
-		f = append(f, e.ID...)
-		f = append(f, '\n')
-	}
-	f = append(f, "event: "...)
-	f = append(f, e.Type...)
-	f = append(f, "\ndata: "...)
-	f = append(f, s.a.renderEvent(s.ctx, s.u, e)...) // one line: JSON has no raw newline
-	f = append(f, "\n\n"...)
-	s.frame = f
+	var f []byte
+	f, s.frame = s.a.eventFrame(s.ctx, s.u, &e, s.frame)
 	return s.send(f)
 }
 
@@ -336,21 +325,69 @@ type eventFields struct {
 // conversation.read has one audience), so it is made once and kept a
 // while, unless file URLs are signed per request.
 func (a *api) renderEvent(ctx context.Context, u *urls, e messaging.Event) []byte {
-	// Only stored events (Seq > 0): an events.lost carries the id of the
-	// stored event it resumes after.
-	cacheable := e.Seq > 0 && a.signExpiry <= 0
-	var key string
+	key, cacheable := a.renderKey(u, &e, false)
 	if cacheable {
-		if u.base == "" {
-			u.base = a.baseURL(u.r)
-		}
-		// A read after a delete redacts what it deleted (Event.Redacted
-		// counts it, and only grows): never the JSON of an earlier read.
-		key = u.base + " " + e.ID + " " + strconv.Itoa(e.Redacted)
 		if b, ok := a.rendered.get(key); ok {
 			return b
 		}
 	}
+	b := a.render(ctx, u, &e)
+	if cacheable {
+		a.rendered.put(key, b)
+	}
+	return b
+}
+
+// eventFrame returns the Server-Sent Events frame of e: "id:" its id,
+// "event:" its type, "data:" its JSON (one line: JSON has no raw
+// newline). Like the JSON, the frame is the same for every stream of a
+// base URL, and is kept: a stream writes the frame made for the first.
+// One that cannot be kept is made in buf, which eventFrame returns
+// second for the next.
+func (a *api) eventFrame(ctx context.Context, u *urls, e *messaging.Event, buf []byte) (frame, next []byte) {
+	key, cacheable := a.renderKey(u, e, true)
+	f := buf[:0]
+	if cacheable {
+		if b, ok := a.rendered.get(key); ok {
+			return b, buf
+		}
+		f = nil // the frame is kept: a buffer of its own
+	}
+	if e.ID != "" {
+		f = append(f, "id: "...)
+		f = append(f, e.ID...)
+		f = append(f, '\n')
+	}
+	f = append(f, "event: "...)
+	f = append(f, e.Type...)
+	f = append(f, "\ndata: "...)
+	f = append(f, a.render(ctx, u, e)...)
+	f = append(f, "\n\n"...)
+	if !cacheable {
+		return f, f
+	}
+	a.rendered.put(key, f)
+	return f, buf
+}
+
+// renderKey returns the key of e's JSON (or its frame) in a.rendered,
+// and whether it may be kept there: only stored events (Seq > 0: an
+// events.lost carries the id of the stored event it resumes after), and
+// none with signed file URLs.
+func (a *api) renderKey(u *urls, e *messaging.Event, frame bool) (renderKey, bool) {
+	if e.Seq <= 0 || a.signExpiry > 0 {
+		return renderKey{}, false
+	}
+	if u.base == "" {
+		u.base = a.baseURL(u.r)
+	}
+	// A read after a delete redacts what it deleted (Event.Redacted
+	// counts it, and only grows): never the JSON of an earlier read.
+	return renderKey{base: u.base, id: e.ID, redacted: e.Redacted, frame: frame}, true
+}
+
+// render makes the JSON of e (renderEvent).
+func (a *api) render(ctx context.Context, u *urls, e *messaging.Event) []byte {
 	var obj any = nil
 	switch {
 	case e.Message != nil:
@@ -395,42 +432,48 @@ func (a *api) renderEvent(ctx context.Context, u *urls, e messaging.Event) []byt
 	b = append(b, `,"data":{"object":`...)
 	b = append(b, data...)
 	b = append(b, "}}"...)
-	if cacheable {
-		a.rendered.put(key, b)
-	}
 	return b
 }
 
-// renderCache keeps the JSON of the latest events, so that an event
-// delivered to many streams is rendered once per base URL.
+// renderCache keeps the JSON and the frames of the latest events, so that
+// an event delivered to many streams is rendered once per base URL.
 type renderCache struct {
 	mu   sync.Mutex
-	m    map[string][]byte
-	keys []string // ring of the keys in m, oldest at next
+	m    map[renderKey][]byte
+	keys []renderKey // ring of the keys in m, oldest at next
 	next int
+}
+
+// renderKey is what an event's rendering depends on: the base URL of its
+// links, the event, what was redacted from it, and whether it is the
+// stream's frame or the bare JSON.
+type renderKey struct {
+	base, id string
+	redacted int
+	frame    bool
 }
 
 // renderCacheSize bounds the events kept.
 const renderCacheSize = 1024
 
-func (c *renderCache) get(key string) ([]byte, bool) {
+func (c *renderCache) get(key renderKey) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b, ok := c.m[key]
 	return b, ok
 }
 
-func (c *renderCache) put(key string, b []byte) {
+func (c *renderCache) put(key renderKey, b []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		c.m = make(map[string][]byte, renderCacheSize)
-		c.keys = make([]string, renderCacheSize)
+		c.m = make(map[renderKey][]byte, renderCacheSize)
+		c.keys = make([]renderKey, renderCacheSize)
 	}
 	if _, ok := c.m[key]; ok {
 		return
 	}
-	if old := c.keys[c.next]; old != "" {
+	if old := c.keys[c.next]; old != (renderKey{}) {
 		delete(c.m, old)
 	}
 	c.keys[c.next] = key
