@@ -158,7 +158,14 @@ func postgresDSN(tb testing.TB, base string) string {
 		require.NoError(tb, err, "create a PostgreSQL schema (%s=%s)", EnvPostgres, base)
 	}
 	tb.Cleanup(func() {
+		// A store's last work may still hold locks the drop waits for;
+		// PostgreSQL may end the drop as a deadlock's victim then
+		// (SQLSTATE 40P01), and the drop is tried again.
 		_, err := admin.Exec("DROP SCHEMA " + name + " CASCADE")
+		for i := 0; i < 5 && err != nil && strings.Contains(err.Error(), "40P01"); i++ {
+			time.Sleep(100 * time.Millisecond)
+			_, err = admin.Exec("DROP SCHEMA " + name + " CASCADE")
+		}
 		_ = admin.Close()
 		if err != nil {
 			tb.Errorf("drop schema %s: %v", name, err)
