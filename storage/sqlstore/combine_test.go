@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -422,8 +423,8 @@ func TestCombinedNoHostage(t *testing.T) {
 }
 
 // TestCombinedEventsFailAlone: when the events' insert of a transaction
-// fails, each change is made again alone: here c2's event reuses an id
-// (MySQL stores events' ids, unique); c1, which alone commits, does.
+// fails, each change is made again alone: here c2's event has a type too
+// long for its column (MySQL, strict); c1, which alone commits, does.
 func TestCombinedEventsFailAlone(t *testing.T) {
 	for _, e := range backendtest.SQL(t) {
 		if e.Name != "mysql" {
@@ -433,17 +434,12 @@ func TestCombinedEventsFailAlone(t *testing.T) {
 			f := newCombineFixture(t, e.Open(t), 3)
 			r := f.reactors
 			rec0, release, entered := blocking()
-			var first string
-			c0 := f.start(t.Context(), add("a", r[0], func(c driver.Change) []messaging.Event {
-				evs := rec0(c)
-				first = evs[0].ID
-				return evs
-			}))
+			c0 := f.start(t.Context(), add("a", r[0], rec0))
 			<-entered
 			c1 := f.start(t.Context(), add("a", r[1], record))
 			c2 := f.start(t.Context(), add("a", r[2], func(c driver.Change) []messaging.Event {
 				evs := record(c)
-				evs[0].ID = first // taken by c0's event
+				evs[0].Type = messaging.EventType(strings.Repeat("x", 65)) // type is VARCHAR(64)
 				return evs
 			}))
 			close(release)

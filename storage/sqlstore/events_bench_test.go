@@ -11,7 +11,6 @@ import (
 
 	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/internal/backendtest"
-	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/sqlstore"
@@ -115,10 +114,10 @@ func loadOtherEvents(b *testing.B, s *sqlstore.Store, engine string, n int) {
 			args := make([]any, 0, 4*k)
 			for j := range k {
 				seq := last + int64(i+j) + 1
-				args = append(args, seq, ids.NewAt(ids.Event, at), fmt.Sprintf("other-%d", seq%1000), at)
+				args = append(args, seq, fmt.Sprintf("other-%d", seq%1000), at)
 			}
-			values := strings.Repeat("(?, ?, 'message.created', ?, ?, '{}'), ", k)
-			_, err := db.ExecContext(ctx, "INSERT INTO events (seq, id, type, conversation_id, created_at, payload) VALUES "+values[:len(values)-2], args...)
+			values := strings.Repeat("(?, 'message.created', ?, ?, '{}'), ", k)
+			_, err := db.ExecContext(ctx, "INSERT INTO events (seq, type, conversation_id, created_at, payload) VALUES "+values[:len(values)-2], args...)
 			require.NoError(b, err)
 		}
 		_, err := db.ExecContext(ctx, "UPDATE event_sequence SET last_seq = last_seq + ? WHERE id = 1", n)

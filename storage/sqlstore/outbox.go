@@ -52,9 +52,7 @@ var _ driver.EventStore = (*store)(nil)
 // opens back: one id per event for every reader, that tells nothing of
 // the seq (how many events of other conversations came between two), and
 // no index of random ids for a send to write. Readers see only numbered
-// events, so every event they see has one. No id is stored (SQLite and
-// PostgreSQL; numberedEvents); MySQL stores the Recorder's, which no
-// reader is given.
+// events, so every event they see has one. No id is stored.
 //
 // The payload is the JSON of the event's object (its Go value, as package
 // encoding/json writes it): an internal format of the store, read back by
@@ -66,18 +64,12 @@ const maxSequence = 1000
 // eventRow is a row of events.
 type eventRow struct {
 	Seq            int64     `bun:"seq"`
-	ID             string    `bun:"id"`
 	Type           string    `bun:"type"`
 	ConversationID string    `bun:"conversation_id"`
 	AudienceID     string    `bun:"audience_id"`
 	CreatedAt      time.Time `bun:"created_at"`
 	Payload        string    `bun:"payload"`
 }
-
-// numberedEvents reports whether events are stored without their ids,
-// which readers make of their seqs (eventSealer): on SQLite and
-// PostgreSQL. MySQL stores them.
-func (s *store) numberedEvents() bool { return s.flavor != flavorMySQL }
 
 // eventSealer returns the Sealer of the event ids, under the key the
 // installation row holds; the first caller of an installation makes the
@@ -128,7 +120,7 @@ func (s *store) eventSealer(ctx context.Context) (*ids.Sealer, error) {
 	return sl, nil
 }
 
-const eventCols = "e.seq, e.id, e.type, e.conversation_id, e.audience_id, e.created_at, e.payload"
+const eventCols = "e.seq, e.type, e.conversation_id, e.audience_id, e.created_at, e.payload"
 
 // eventPayload is the object of an event, as stored.
 type eventPayload struct {
@@ -178,7 +170,7 @@ func (s *store) record(ctx context.Context, tx bun.Tx, rec driver.Recorder, c dr
 
 // insertEvents stores evs in tx, in their order, in one statement.
 func (s *store) insertEvents(ctx context.Context, tx bun.Tx, evs []messaging.Event) error {
-	insert, args, err := eventsInsert(evs, s.numberedEvents())
+	insert, args, err := eventsInsert(evs)
 	if err != nil || insert == "" {
 		return err
 	}
@@ -187,9 +179,9 @@ func (s *store) insertEvents(ctx context.Context, tx bun.Tx, evs []messaging.Eve
 }
 
 // eventsInsert returns the statement that inserts evs and its arguments;
-// "" when there are none. Numbered events are stored without their ids:
-// readers are given ids made of their seqs (see eventSealer).
-func eventsInsert(evs []messaging.Event, numbered bool) (string, []any, error) {
+// "" when there are none. No id is stored: readers are given ids made of
+// their seqs (see eventSealer).
+func eventsInsert(evs []messaging.Event) (string, []any, error) {
 	if len(evs) == 0 {
 		return "", nil, nil
 	}
@@ -199,12 +191,9 @@ func eventsInsert(evs []messaging.Event, numbered bool) (string, []any, error) {
 		if err != nil {
 			return "", nil, err
 		}
-		if !numbered {
-			args = append(args, e.ID)
-		}
 		args = append(args, string(e.Type), nullable(e.ConversationID), nullable(e.AudienceID), e.Created.UTC(), string(p), nullable(e.DeletedID))
 	}
-	return insertEventsSQL(len(evs), numbered), args, nil
+	return insertEventsSQL(len(evs)), args, nil
 }
 
 // insertEventsArraysSQL inserts numbered events (PostgreSQL) given as
@@ -279,15 +268,10 @@ func appendArrayElem(b []byte, v string) []byte {
 	return append(b, '"')
 }
 
-// insertEventsSQL is the statement that inserts n events, without their
-// ids when they are numbered.
-func insertEventsSQL(n int, numbered bool) string {
-	if numbered {
-		values := strings.Repeat("(?, ?, ?, ?, ?, ?), ", n)
-		return "INSERT INTO events (type, conversation_id, audience_id, created_at, payload, deleted_id) VALUES " + values[:len(values)-2]
-	}
-	values := strings.Repeat("(?, ?, ?, ?, ?, ?, ?), ", n)
-	return "INSERT INTO events (id, type, conversation_id, audience_id, created_at, payload, deleted_id) VALUES " + values[:len(values)-2]
+// insertEventsSQL is the statement that inserts n events.
+func insertEventsSQL(n int) string {
+	values := strings.Repeat("(?, ?, ?, ?, ?, ?), ", n)
+	return "INSERT INTO events (type, conversation_id, audience_id, created_at, payload, deleted_id) VALUES " + values[:len(values)-2]
 }
 
 // maxPrepared is the most events of one send whose insert prepareWrites
@@ -308,7 +292,7 @@ func (s *store) prepareWrites(ctx context.Context) {
 		}
 	}
 	for n := 1; n <= maxPrepared; n++ {
-		if _, err := s.wstmts.get(ctx, insertEventsSQL(n, true)); err != nil {
+		if _, err := s.wstmts.get(ctx, insertEventsSQL(n)); err != nil {
 			return
 		}
 	}

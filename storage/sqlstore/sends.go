@@ -88,7 +88,7 @@ type pendingSend struct {
 
 // send stores p, alone or combined with other sends (see sendCombiner).
 func (s *store) send(ctx context.Context, p *pendingSend) error {
-	if !s.numberedEvents() {
+	if s.flavor == flavorMySQL {
 		return s.sendAlone(ctx, p)
 	}
 	sc := &s.sending

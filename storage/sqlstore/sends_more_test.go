@@ -25,7 +25,7 @@ func newSendFixtureOn(t *testing.T, s *sqlstore.Store, contacts int) *sendFixtur
 		require.NoError(t, f.s.Driver().PutContact(t.Context(), c))
 		f.contacts = append(f.contacts, c.ID)
 	}
-	// A first send alone learns that events are numbered (numberedEvents).
+	// A first send alone.
 	require.NoError(t, f.s.Driver().CreateMessage(t.Context(), f.message("warm", 0), nil, record))
 	f.queued, f.release = sqlstore.HoldSends(f.s)
 	return f

@@ -202,20 +202,19 @@ CREATE TABLE IF NOT EXISTS message_revisions (
 --bun:split
 
 -- The outbox: events are inserted with no seq, and numbered in commit
--- order by the sequencer (outbox.go). MySQL has no partial indexes: it
--- stores the events' ids. deleted_id is the message or attachment a
--- delete event deleted, for the reads that redact it from older events.
+-- order by the sequencer (outbox.go). No id is stored: readers are given
+-- one made of the seq, sealed (eventSealer). deleted_id is the message or
+-- attachment a delete event deleted, for the reads that redact it from
+-- older events.
 CREATE TABLE IF NOT EXISTS events (
 	pos BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
 	seq BIGINT NULL,
-	id VARCHAR(64) NOT NULL,
 	type VARCHAR(64) NOT NULL,
 	conversation_id VARCHAR(128) NULL,
 	audience_id VARCHAR(64) NULL,
 	created_at DATETIME(6) NOT NULL,
 	payload MEDIUMTEXT NOT NULL,
 	deleted_id VARCHAR(64) NULL,
-	UNIQUE KEY events_id (id),
 	KEY events_seq (seq),
 	KEY events_conversation (conversation_id, seq),
 	KEY events_deleted (deleted_id)
