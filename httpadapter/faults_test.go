@@ -292,7 +292,13 @@ func TestFaultMatrix(t *testing.T) {
 				opts:  httpadapterOptions(&logs),
 				wrap: func(h http.Handler) http.Handler {
 					return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-						ctx, cancel := context.WithTimeout(r.Context(), requestDeadline)
+						// The short deadline ends a hung call; other requests get
+						// a long one, which a loaded machine does not reach.
+						d := 10 * requestDeadline
+						if f.armed.Load() && f.mode == hang {
+							d = requestDeadline
+						}
+						ctx, cancel := context.WithTimeout(r.Context(), d)
 						defer cancel()
 						h.ServeHTTP(w, r.WithContext(ctx))
 					})
