@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
@@ -78,7 +79,10 @@ func (s *store) searchMatch(q driver.SearchQuery, convs []string) (string, []any
 			b.WriteString("'" + q.Prefix + "':*")
 		}
 		if len(convs) > 0 {
-			b.WriteString(" & (")
+			if b.Len() > 0 {
+				b.WriteString(" & ")
+			}
+			b.WriteString("(")
 			for i, c := range convs {
 				if i > 0 {
 					b.WriteString(" | ")
@@ -115,22 +119,19 @@ func (s *store) searchMessages(ctx context.Context, q driver.SearchQuery) ([]mes
 	if len(q.Words) == 0 && q.Prefix == "" {
 		return nil, false, invalid("a search needs a word")
 	}
-	if s.flavor == flavorSQLite {
+	switch s.flavor {
+	case flavorSQLite:
 		return s.searchSQLite(ctx, q)
+	case flavorMySQL:
+		return s.searchMySQL(ctx, q)
 	}
-	var convs []string
-	var member string
-	var err error
-	if s.flavor == flavorPostgres {
-		convs, member, err = s.searchConversations(ctx, q)
-	} else {
-		convs, member, err = s.scope(ctx, q.All, q.MemberID, q.ConversationIDs)
-	}
+	// PostgreSQL.
+	convs, member, err := s.searchConversations(ctx, q)
 	if err != nil {
 		return nil, false, err
 	}
 	var named []string
-	if s.flavor == flavorPostgres && nameable(q.All, member, convs) {
+	if nameable(q.All, member, convs) {
 		// The conversations are lexemes of the tsquery: no other
 		// condition.
 		named, q.All = convs, true
@@ -139,7 +140,29 @@ func (s *store) searchMessages(ctx context.Context, q driver.SearchQuery) ([]mes
 	if !ok {
 		return []messaging.Message{}, false, nil
 	}
-	match, args := s.searchMatch(q, named)
+	gin, filter, filterArgs := q, "", []any(nil)
+	if named != nil && q.Prefix != "" {
+		// GIN answers a prefix ('proj':*) by reading every match of every
+		// word it begins in the whole store into a bitmap before it
+		// intersects it with anything (21 ms of CPU for 60,000 matches),
+		// while whole words and the conversations' lexemes are
+		// intersected as they are read. So the prefix is tested on the
+		// rows those give (LIKE) when there are whole words, or, for a
+		// prefix alone, when reading the conversations' rows costs less
+		// than the prefix's matches (pgPrefixAlone).
+		like := len(q.Words) > 0
+		if !like {
+			if like, err = s.pgPrefixAlone(ctx, named, q.Prefix); err != nil {
+				return nil, false, err
+			}
+		}
+		if like {
+			gin.Prefix = ""
+			filter, filterArgs = " AND (' ' || m.search_words) LIKE ?", []any{"% " + q.Prefix + "%"}
+		}
+	}
+	match, args := s.searchMatch(gin, named)
+	match, args = match+filter, append(args, filterArgs...)
 	if b.where != "" {
 		match = b.where + " AND " + match
 		args = append(b.args, args...)
@@ -168,6 +191,12 @@ func (s *store) searchPage(ctx context.Context, q driver.SearchQuery, query stri
 	if err := s.read(ctx, &rows, query, args...); err != nil {
 		return nil, false, err
 	}
+	return s.searchDone(ctx, q, rows)
+}
+
+// searchDone completes the messages of rows, the page of q as pageSQL
+// reads it.
+func (s *store) searchDone(ctx context.Context, q driver.SearchQuery, rows []messageRow) ([]messaging.Message, bool, error) {
 	rows, more := trimPage(rows, q.Limit, q.Before != nil)
 	items, err := complete(ctx, s.flavor, s.readByIDs, rows)
 	if err != nil {
@@ -354,4 +383,201 @@ func (s *store) searchSQLite(ctx context.Context, q driver.SearchQuery) ([]messa
 		" ORDER BY m.created_at " + dir + ", m.id " + dir + " LIMIT " + limit
 	args := slices.Concat([]any{match.String()}, whereArgs, seekArgs)
 	return s.searchPage(ctx, q, query, slices.Concat(args, args))
+}
+
+// prefixCost is what a row read and tested by LIKE costs in matches of a
+// prefix read from GIN, in CPU: 1.1 µs against 0.35 (pgPrefixAlone).
+var prefixCost int64 = 3
+
+// prefixSample is the number of newest messages in which a search on
+// PostgreSQL counts the matches of a prefix, to estimate its matches in
+// the whole store (pgPrefixAlone).
+const prefixSample = 1000
+
+// pgPrefixAlone tells whether a search on PostgreSQL of prefix alone in
+// the conversations convs reads their rows and tests the prefix on each
+// (LIKE) rather than asking GIN for the prefix: when they are at most
+// maxPrefixScan rows and the prefix's matches in the whole store,
+// estimated from the newest prefixSample messages, are at least
+// prefixCost times as many. One query.
+func (s *store) pgPrefixAlone(ctx context.Context, convs []string, prefix string) (bool, error) {
+	b, _ := s.searchScope(false, "", convs)
+	var est []struct {
+		Rows, Sample, Total int64
+	}
+	err := s.read(ctx, &est, "SELECT (SELECT COALESCE(SUM(m.message_count), 0) FROM conversations AS m WHERE "+
+		strings.ReplaceAll(b.where, "m.conversation_id", "m.id")+") AS rows, "+
+		"(SELECT count(*) FROM (SELECT m.search_words FROM messages AS m ORDER BY m.created_at DESC, m.id DESC LIMIT "+
+		strconv.Itoa(prefixSample)+") AS m WHERE (' ' || m.search_words) LIKE ?) AS sample, "+
+		"(SELECT GREATEST(reltuples, 0)::bigint FROM pg_class WHERE oid = 'messages'::regclass) AS total",
+		append(b.args, "% "+prefix+"%")...)
+	if err != nil || len(est) == 0 {
+		return false, err
+	}
+	e := est[0]
+	return e.Rows <= maxPrefixScan && e.Sample*e.Total >= prefixCost*e.Rows*prefixSample, nil
+}
+
+// searchRows returns the rows of the conversations convs and of their
+// threads: the sum of their message_count.
+func (s *store) searchRows(ctx context.Context, convs []string) (int64, error) {
+	b, _ := s.searchScope(false, "", convs)
+	var n []int64
+	err := s.read(ctx, &n, "SELECT COALESCE(SUM(m.message_count), 0) FROM conversations AS m WHERE "+
+		strings.ReplaceAll(b.where, "m.conversation_id", "m.id"), b.args...)
+	if err != nil || len(n) == 0 {
+		return 0, err
+	}
+	return n[0], nil
+}
+
+// maxSearchScan is the most rows of named conversations (the sum of their
+// message_count) that a search on MySQL reads one by one, testing each
+// row's words, rather than asking the FULLTEXT index, which reads every
+// match of its words in the whole table: at a million messages, 4-7 µs a
+// row against 140 µs a match (8.3 s for a word in 6% of the messages, 1
+// ms for one in 0.01%; BENCHMARKS.md section 11). 50,000 rows cost less
+// than the FULLTEXT search of any word in more than 0.2% of a million.
+var maxSearchScan int64 = 50_000
+
+// maxPrefixScan is the most rows of named conversations that a search on
+// PostgreSQL of one word, a prefix, reads one by one rather than asking
+// GIN for the prefix (1.1 µs of CPU a row against 0.35 µs a match of the
+// prefix in the whole store: 6 ms against 21 ms for a prefix in 6% of a
+// million messages, BENCHMARKS.md section 11).
+var maxPrefixScan int64 = 20_000
+
+// searchWindow and maxSearchWindow bound the rows, beyond the cursor,
+// that a search of every conversation on MySQL walks newest first (oldest
+// first for Before), testing each row's words, before it asks the
+// FULLTEXT index: it walks searchWindow rows, then, if they held some
+// matches but less than a page, as many as those matches say a page
+// needs, up to maxSearchWindow.
+var searchWindow, maxSearchWindow = 1_000, 20_000
+
+// mysqlWords returns the condition on m that its words hold q's (the
+// last as a prefix), tested on the row by LIKE, and its arguments.
+func mysqlWords(q driver.SearchQuery) (string, []any) {
+	var b strings.Builder
+	args := make([]any, 0, len(q.Words)+1)
+	for _, w := range q.Words {
+		if b.Len() > 0 {
+			b.WriteString(" AND ")
+		}
+		b.WriteString("CONCAT(' ', m.search_words, ' ') LIKE ?")
+		args = append(args, "% "+mysqlWordMark+w+" %")
+	}
+	if q.Prefix != "" {
+		if b.Len() > 0 {
+			b.WriteString(" AND ")
+		}
+		b.WriteString("CONCAT(' ', m.search_words) LIKE ?")
+		args = append(args, "% "+mysqlWordMark+q.Prefix+"%")
+	}
+	return b.String(), args
+}
+
+// searchMySQL is SearchMessages on MySQL and MariaDB. InnoDB's FULLTEXT
+// search reads every match of its words in the whole table before it
+// returns a row, whatever the LIMIT (seconds for a word in 5% of a
+// million messages), so it is asked only when reading rows is dearer:
+//
+//   - named conversations (a member's, up to maxSearchConversations) of
+//     at most maxSearchScan rows: their rows, read from
+//     messages_conversation_created, each tested by LIKE, then sorted;
+//   - every conversation: the rows of messages_created newest first, each
+//     tested by LIKE, stopping at the page, in a window of searchWindow
+//     rows; FULLTEXT when the window holds less than a page.
+func (s *store) searchMySQL(ctx context.Context, q driver.SearchQuery) ([]messaging.Message, bool, error) {
+	convs, member, err := s.searchConversations(ctx, q)
+	if err != nil {
+		return nil, false, err
+	}
+	if !q.All && member == "" && len(convs) == 0 {
+		return []messaging.Message{}, false, nil
+	}
+	like, likeArgs := mysqlWords(q)
+	page := func(index string, b branch) (string, []any) {
+		return s.pageSQL(pageQuery{cols: messageCols, alias: "m", after: q.After, before: q.Before, limit: q.Limit,
+			from:     "messages AS m FORCE INDEX (" + index + ") LEFT JOIN contacts AS c ON c.id = m.contact_id",
+			branches: []branch{b}})
+	}
+	switch {
+	case q.All:
+		items, more, ok, err := s.searchMySQLWindow(ctx, q, like, likeArgs, page)
+		if err != nil || ok {
+			return items, more, err
+		}
+	case member == "":
+		n, err := s.searchRows(ctx, convs)
+		if err != nil {
+			return nil, false, err
+		}
+		if n <= maxSearchScan {
+			b, _ := s.searchScope(false, "", convs)
+			b.where, b.args = b.where+" AND "+like, append(b.args, likeArgs...)
+			query, args := page("messages_conversation_created", b)
+			return s.searchPage(ctx, q, query, args)
+		}
+	}
+	b, _ := s.searchScope(q.All, member, convs)
+	match, args := s.searchMatch(q, nil)
+	if b.where != "" {
+		match = b.where + " AND " + match
+		args = append(b.args, args...)
+	}
+	b = branch{where: match, args: args}
+	query, qargs := s.pageSQL(pageQuery{cols: messageCols, from: messageFrom, alias: "m", after: q.After, before: q.Before,
+		limit: q.Limit, branches: []branch{b}})
+	return s.searchPage(ctx, q, query, qargs)
+}
+
+// searchMySQLWindow reads the page of q, a search of every conversation,
+// from the rows of messages_created beyond q's cursor, testing each row's
+// words (like), in a window of rows (searchWindow): ok is false when the
+// window holds less than a page and more rows follow it.
+func (s *store) searchMySQLWindow(ctx context.Context, q driver.SearchQuery, like string, likeArgs []any,
+	page func(index string, b branch) (string, []any)) (items []messaging.Message, more, ok bool, err error) {
+	dir, cmp, cur, edge := "DESC", "<", q.After, ">="
+	if q.Before != nil {
+		dir, cmp, cur, edge = "ASC", ">", q.Before, "<="
+	}
+	var seek string
+	var seekArgs []any
+	if cur != nil {
+		t := cur.Time.UTC()
+		seek = " WHERE m.created_at " + cmp + "= ? AND (m.created_at " + cmp + " ? OR m.id " + cmp + " ?)"
+		seekArgs = []any{t, t, cur.ID}
+	}
+	for window := searchWindow; ; {
+		// The time of the row window rows beyond the cursor, from the
+		// index alone.
+		var at []time.Time
+		if err := s.read(ctx, &at, "SELECT m.created_at FROM messages AS m FORCE INDEX (messages_created)"+seek+
+			" ORDER BY m.created_at "+dir+", m.id "+dir+" LIMIT 1 OFFSET "+strconv.Itoa(window), seekArgs...); err != nil {
+			return nil, false, false, err
+		}
+		b := branch{where: like, args: likeArgs}
+		if len(at) > 0 {
+			// Every row from the cursor to at (ties included) is
+			// tested, so a page found there is the page.
+			b.where, b.args = "m.created_at "+edge+" ? AND "+like, append([]any{at[0]}, likeArgs...)
+		}
+		query, args := page("messages_created", b)
+		rows := make([]messageRow, 0, q.Limit+1)
+		if err := s.read(ctx, &rows, query, args...); err != nil {
+			return nil, false, false, err
+		}
+		if len(at) == 0 || len(rows) > q.Limit {
+			items, more, err = s.searchDone(ctx, q, rows)
+			return items, more, true, err
+		}
+		// The rows a page needs at the rate of the matches found, and a
+		// half more.
+		need := max(window, 1) * (q.Limit + 1) / max(len(rows), 1) * 3 / 2
+		if len(rows) == 0 || window >= maxSearchWindow || need > maxSearchWindow {
+			return nil, false, false, nil
+		}
+		window = need
+	}
 }

@@ -20,16 +20,33 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// TestSearchFallbacks runs the search contract on SQLite and PostgreSQL
-// with every member's conversations too many to name in the full-text
-// query, so that they are probed for row by row, and (SQLite) every
-// prefix of too many words to name, so that it is a prefix query
-// (search.go).
+// TestSearchFallbacks runs the search contract with every member's
+// conversations too many to name in the full-text query, so that they are
+// probed for row by row, and (SQLite) every prefix of too many words to
+// name, so that it is a prefix query; then (PostgreSQL, MySQL) with the
+// conversations named but their rows too many to read one by one, so that
+// the full-text index answers, (PostgreSQL) with a prefix alone tested
+// on the conversations' rows, and (MySQL) a search of every conversation
+// walking windows of 3 rows, then up to 40, so that FULLTEXT answers many
+// of its pages (search.go).
 func TestSearchFallbacks(t *testing.T) {
 	defer sqlstore.SetSearchLimits(0, 0)()
 	for _, e := range backendtest.SQL(t) {
-		if e.Name != "mysql" {
-			t.Run(e.Name, func(t *testing.T) {
+		t.Run(e.Name, func(t *testing.T) {
+			storetest.RunSearchTests(t, func(t *testing.T) storetest.Store { return e.Open(t).Driver() })
+		})
+		if e.Name != "sqlite" {
+			t.Run(e.Name+"_named", func(t *testing.T) {
+				defer sqlstore.SetSearchLimits(500, 64)()
+				defer sqlstore.SetScanLimits(0, 3, 40)()
+				storetest.RunSearchTests(t, func(t *testing.T) storetest.Store { return e.Open(t).Driver() })
+			})
+		}
+		if e.Name == "postgres" {
+			t.Run(e.Name+"_rows", func(t *testing.T) {
+				// A prefix alone tested on the conversations' rows.
+				defer sqlstore.SetSearchLimits(500, 64)()
+				defer sqlstore.SetPrefixCost(0)()
 				storetest.RunSearchTests(t, func(t *testing.T) storetest.Store { return e.Open(t).Driver() })
 			})
 		}
