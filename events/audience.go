@@ -31,19 +31,27 @@ type viewer struct {
 }
 
 // answer is the Policy's answer for one caller and conversation: asked
-// once by one reader, awaited by the others (ready), kept until until.
+// once by one reader, awaited by the others (ready), kept until its
+// expiry, which a renewal of a "yes" moves on (renew).
 type answer struct {
 	ready      chan struct{} // closed when ok and err are set
 	done       bool          // ready is closed; set under the Feed's mu
 	ok         bool
 	err        error
-	until      time.Time
-	refreshing bool // an expired "no" being asked again (refresh)
+	until      atomic.Int64 // when it expires, in Unix nanoseconds (expiry)
+	refreshing bool         // an expired "no" being asked again (refresh)
+	renewing   atomic.Bool  // a "yes" being asked again before it expires (renew)
 	// stale is set (under the Feed's mu) when the answer is dropped
 	// before its time (forget): a subscription that kept it (see
 	// Subscription.visible) asks again.
 	stale atomic.Bool
 }
+
+// expiry returns when the answer expires.
+func (a *answer) expiry() time.Time { return time.Unix(0, a.until.Load()) }
+
+// expire sets when the answer expires.
+func (a *answer) expire(t time.Time) { a.until.Store(t.UnixNano()) }
 
 // maxAnswers bounds a viewer's answers; past it they are all dropped.
 const maxAnswers = 1024
@@ -173,9 +181,9 @@ func (f *Feed) admitted(conv string, now time.Time) []*viewer {
 	for v := range f.wide {
 		if f.admits(v, conv, now) {
 			au.viewers = append(au.viewers, v)
-		} else if a := v.sees[conv]; a.until.After(now) {
-			if a.until.Before(au.until) {
-				au.until = a.until
+		} else if until := v.sees[conv].expiry(); until.After(now) {
+			if until.Before(au.until) {
+				au.until = until
 			}
 		} else {
 			au.until = now // being asked again: look again at the next event
@@ -194,7 +202,7 @@ func (f *Feed) admits(v *viewer, conv string, now time.Time) bool {
 	switch {
 	case a == nil || !a.done || a.err != nil || a.ok:
 		return true // the reader asks, if it must (answer)
-	case !now.Before(a.until) && !a.refreshing:
+	case !now.Before(a.expiry()) && !a.refreshing:
 		a.refreshing = true
 		f.wg.Go(func() { f.refresh(v, conv, a) })
 	}
@@ -214,9 +222,54 @@ func (f *Feed) refresh(v *viewer, conv string, a *answer) {
 		delete(v.sees, conv) // the next reader asks
 		return
 	}
-	fresh := &answer{ready: make(chan struct{}), done: true, ok: ok, until: f.opts.Now().Add(f.opts.PolicyTTL)}
+	fresh := &answer{ready: make(chan struct{}), done: true, ok: ok}
+	fresh.expire(f.opts.Now().Add(f.opts.PolicyTTL))
 	close(fresh.ready)
 	v.sees[conv] = fresh
+}
+
+// renewal is how much of a "yes" answer's time must be left for a reader
+// that relies on it not to have it renewed: the Policy is asked again
+// when less is left (renew), so that the answer of a conversation with
+// traffic does not expire, and none of its streams waits for the Policy
+// between two events. A busy conversation's "yes" is asked again once
+// every PolicyTTL/2, a quiet one's only when it has an event again.
+func (f *Feed) renewal() time.Duration { return f.opts.PolicyTTL / 2 }
+
+// renew asks the Policy again, in the background, for the "yes" answer a
+// of viewer v, which expires soon: a reader's call (visible), once per
+// answer. A "yes" again moves its expiry on, where every reader that
+// kept it sees it; a "no" replaces it, and the readers that kept it,
+// finding it stale, take the new one (answer). A failure leaves it to
+// expire: the readers then ask, as they do without a renewal.
+func (f *Feed) renew(v *viewer, conv string, a *answer) {
+	f.mu.Lock()
+	if f.closed || v.sees[conv] != a {
+		f.mu.Unlock()
+		return
+	}
+	f.wg.Go(func() {
+		asked := f.opts.Now()
+		ok, err := f.m.CanView(f.ctx, v.id, conv)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		switch {
+		case v.sees[conv] != a || err != nil:
+			// Forgotten meanwhile, or failed: the readers ask when it
+			// expires.
+		case ok:
+			a.expire(asked.Add(f.opts.PolicyTTL))
+			a.renewing.Store(false)
+		default:
+			no := &answer{ready: make(chan struct{}), done: true}
+			no.expire(asked.Add(f.opts.PolicyTTL))
+			close(no.ready)
+			a.stale.Store(true)
+			v.sees[conv] = no
+			delete(f.audiences, conv)
+		}
+	})
+	f.mu.Unlock()
 }
 
 // answer returns the Policy's answer for whether the viewer may see the
@@ -227,7 +280,7 @@ func (f *Feed) answer(ctx context.Context, v *viewer, conv string) (*answer, err
 	now := f.opts.Now()
 	f.mu.Lock()
 	a := v.sees[conv]
-	if a != nil && a.done && (a.err != nil || !now.Before(a.until)) {
+	if a != nil && a.done && (a.err != nil || !now.Before(a.expiry())) {
 		a = nil // failed or expired: ask again
 	}
 	if a != nil {
@@ -256,7 +309,8 @@ func (f *Feed) answer(ctx context.Context, v *viewer, conv string) (*answer, err
 	ok, err := f.m.CanView(ctx, v.id, conv)
 
 	f.mu.Lock()
-	a.ok, a.err, a.until, a.done = ok, err, now.Add(f.opts.PolicyTTL), true
+	a.ok, a.err, a.done = ok, err, true
+	a.expire(now.Add(f.opts.PolicyTTL))
 	if err != nil && v.sees[conv] == a {
 		delete(v.sees, conv)
 	}

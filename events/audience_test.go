@@ -165,3 +165,94 @@ func TestResumeReadsOnlyWhatTheCallerMaySee(t *testing.T) {
 		}
 	})
 }
+
+// heldPolicy is a privatePolicy whose answers for one caller are counted,
+// may be held until released, and may turn to "no".
+type heldPolicy struct {
+	*privatePolicy
+	who   string
+	calls atomic.Int64
+	mu    sync.Mutex
+	gate  chan struct{} // when not nil, the caller's answers wait for it
+	deny  bool
+}
+
+func (p *heldPolicy) CanView(ctx context.Context, contactID, conv string) (bool, error) {
+	if contactID != p.who {
+		return p.privatePolicy.CanView(ctx, contactID, conv)
+	}
+	p.calls.Add(1)
+	p.mu.Lock()
+	gate, deny := p.gate, p.deny
+	p.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+	return !deny, nil
+}
+
+func (p *heldPolicy) set(gate chan struct{}, deny bool) {
+	p.mu.Lock()
+	p.gate, p.deny = gate, deny
+	p.mu.Unlock()
+}
+
+// TestBusyStreamDoesNotWaitForThePolicy: a "yes" that a stream relies on
+// is asked again in the background once less than half of PolicyTTL is
+// left, so that a stream of a conversation with traffic goes on past the
+// first answer's expiry without asking the Policy (here held); a "no"
+// that the renewal brings stops the events.
+func TestBusyStreamDoesNotWaitForThePolicy(t *testing.T) {
+	eachBackend(t, func(t *testing.T, store storetest.Store) {
+		pol := &heldPolicy{privatePolicy: &privatePolicy{}}
+		e := newEnvPolicy(t, store, pol, &events.Options{PolicyTTL: time.Hour})
+		pol.who = e.bob.ID
+		s := e.subscribe(e.bob, events.SubscribeOptions{})
+		narrow := e.subscribe(e.bob, events.SubscribeOptions{ConversationID: "general"})
+		read := func(text string, subs ...*events.Subscription) messaging.Message {
+			t.Helper()
+			m := e.send(e.alice, "general", text)
+			for i, sub := range subs {
+				require.Equal(t, m.ID, next(t, sub).Message.ID, "subscription %d", i)
+			}
+			return m
+		}
+
+		read("first", s, narrow) // asked: yes, for an hour
+		require.Equal(t, int64(1), pol.calls.Load(), "one answer for both streams")
+		first := events.Expiry(e.feed, e.bob.ID, "general")
+		e.clock.add(40 * time.Minute)
+		read("second", s, narrow) // 20 minutes left: asked again in the background
+		require.Eventually(t, func() bool { return events.Expiry(e.feed, e.bob.ID, "general").After(first) },
+			10*time.Second, time.Millisecond, "the answer is renewed")
+		assert.Equal(t, int64(2), pol.calls.Load(), "renewed once for both streams")
+
+		gate := make(chan struct{})
+		t.Cleanup(func() { close(gate) })
+		pol.set(gate, false)
+		e.clock.add(25 * time.Minute) // past the first answer's expiry, 35 minutes left
+		read("third", s, narrow)      // the Policy is held: the renewed answer is used
+		assert.Equal(t, int64(2), pol.calls.Load(), "the Policy is not asked while the renewed answer holds")
+
+		pol.set(nil, true)
+		e.clock.add(30 * time.Minute) // 5 minutes left of the renewed answer
+		// Still a "yes" for the first reader, which has it renewed: "no".
+		// The second may read the event after the "no" has come, and then
+		// not get it.
+		fourth := read("fourth", s)
+		require.Eventually(t, func() bool { return pol.calls.Load() == 3 && !events.Admits(e.feed, e.bob.ID, "general") },
+			10*time.Second, time.Millisecond, "the renewal brings the Policy's no")
+		e.send(e.alice, "general", "fifth")
+		none(t, s, 300*time.Millisecond)
+		ctx, cancel := context.WithTimeout(e.ctx, 100*time.Millisecond)
+		defer cancel()
+		if ev, err := narrow.Next(ctx); err == nil {
+			require.Equal(t, fourth.ID, ev.Message.ID, "only the event from before the no")
+			none(t, narrow, 100*time.Millisecond)
+		}
+	})
+}

@@ -400,8 +400,17 @@ func (s *Subscription) visible(ctx context.Context, e *driver.Event) (bool, erro
 	// that a stream of one busy conversation does not take the Feed's
 	// lock (which its dispatcher holds while it offers an event to every
 	// stream) for each event; a membership change marks it stale.
-	if a := s.seen; a != nil && s.seenConv == e.ConversationID && !a.stale.Load() && s.feed.opts.Now().Before(a.until) {
-		return a.ok, nil
+	// A "yes" that expires soon is renewed in the background (Feed.renew),
+	// so that a stream of a conversation with traffic never waits for the
+	// Policy.
+	if a := s.seen; a != nil && s.seenConv == e.ConversationID && !a.stale.Load() {
+		now, until := s.feed.opts.Now(), a.expiry()
+		if now.Before(until) {
+			if a.ok && until.Sub(now) < s.feed.renewal() && a.renewing.CompareAndSwap(false, true) {
+				s.feed.renew(s.viewer, e.ConversationID, a)
+			}
+			return a.ok, nil
+		}
 	}
 	a, err := s.feed.answer(ctx, s.viewer, e.ConversationID)
 	if err != nil {
