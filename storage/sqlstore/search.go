@@ -401,16 +401,14 @@ const prefixSample = 1000
 // estimated from the newest prefixSample messages, are at least
 // prefixCost times as many. One query.
 func (s *store) pgPrefixAlone(ctx context.Context, convs []string, prefix string) (bool, error) {
-	b, _ := s.searchScope(false, "", convs)
 	var est []struct {
 		Rows, Sample, Total int64
 	}
-	err := s.read(ctx, &est, "SELECT (SELECT COALESCE(SUM(m.message_count), 0) FROM conversations AS m WHERE "+
-		strings.ReplaceAll(b.where, "m.conversation_id", "m.id")+") AS rows, "+
+	err := s.read(ctx, &est, "SELECT "+searchRowsSQL+" AS rows, "+
 		"(SELECT count(*) FROM (SELECT m.search_words FROM messages AS m ORDER BY m.created_at DESC, m.id DESC LIMIT "+
 		strconv.Itoa(prefixSample)+") AS m WHERE (' ' || m.search_words) LIKE ?) AS sample, "+
 		"(SELECT GREATEST(reltuples, 0)::bigint FROM pg_class WHERE oid = 'messages'::regclass) AS total",
-		append(b.args, "% "+prefix+"%")...)
+		idList(convs), "% "+prefix+"%")
 	if err != nil || len(est) == 0 {
 		return false, err
 	}
@@ -418,18 +416,23 @@ func (s *store) pgPrefixAlone(ctx context.Context, convs []string, prefix string
 	return e.Rows <= maxPrefixScan && e.Sample*e.Total >= prefixCost*e.Rows*prefixSample, nil
 }
 
-// searchRows returns the rows of the conversations convs and of their
-// threads: the sum of their message_count.
+// searchRows returns the rows of the conversations convs: the sum of
+// their message_count. Their threads' replies are not counted: the OR of
+// a LIKE per conversation that finds their rows of conversations cost
+// PostgreSQL 35 ms to plan and 8 ms to run for 50 conversations, the IN
+// alone 1 ms (EXPLAIN ANALYZE, load 21).
 func (s *store) searchRows(ctx context.Context, convs []string) (int64, error) {
-	b, _ := s.searchScope(false, "", convs)
 	var n []int64
-	err := s.read(ctx, &n, "SELECT COALESCE(SUM(m.message_count), 0) FROM conversations AS m WHERE "+
-		strings.ReplaceAll(b.where, "m.conversation_id", "m.id"), b.args...)
+	err := s.read(ctx, &n, "SELECT "+searchRowsSQL, idList(convs))
 	if err != nil || len(n) == 0 {
 		return 0, err
 	}
 	return n[0], nil
 }
+
+// searchRowsSQL is the expression of searchRows, the conversations its
+// argument.
+const searchRowsSQL = "(SELECT COALESCE(SUM(m.message_count), 0) FROM conversations AS m WHERE m.id IN (?))"
 
 // maxSearchScan is the most rows of named conversations (the sum of their
 // message_count) that a search on MySQL reads one by one, testing each
