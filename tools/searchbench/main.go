@@ -55,6 +55,7 @@ var (
 	creates  = flag.Int("creates", 2000, "creates timed with and without the index (0: none)")
 	only     = flag.String("only", "", "search, creates, load (make the data and stop), or search and creates when empty")
 	cpuprof  = flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	extra    = flag.String("extra", "", "more queries to time, comma-separated (filler words of a middling rate, say)")
 )
 
 // queries are the searches measured.
@@ -69,6 +70,11 @@ func run() error {
 	flag.Parse()
 	if *dsn == "" {
 		return errors.New("-dsn is required")
+	}
+	for q := range strings.SplitSeq(*extra, ",") {
+		if q = strings.TrimSpace(q); q != "" {
+			queries = append(queries, struct{ name, q string }{"extra", q})
+		}
 	}
 	ctx := context.Background()
 	if *cpuprof != "" {
