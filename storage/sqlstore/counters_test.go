@@ -212,7 +212,14 @@ func assertCounted(t *testing.T, s *sqlstore.Store, conv, step string) {
 // (PostgreSQL, sends.go), to several conversations, each with several
 // senders, some with times before a reader's position, each counted
 // once, as alone, in every counter (the senders' and a reader's).
-func TestCombinedSendsCount(t *testing.T) {
+func TestCombinedSendsCount(t *testing.T) { testSendsCount(t, true) }
+
+// TestSendsAloneCount: the same sends, each in a statement of its own
+// (insertSentSQL), one after the other.
+func TestSendsAloneCount(t *testing.T) { testSendsCount(t, false) }
+
+func testSendsCount(t *testing.T, together bool) {
+	const n = 30
 	e := engine(t, "postgres")
 	s := open(t, e.DSN(t))
 	ctx := t.Context()
@@ -228,9 +235,11 @@ func TestCombinedSendsCount(t *testing.T) {
 		require.NoError(t, s.Driver().MarkRead(ctx, conv, bob.ID, read[i].ID, nil))
 		require.NoError(t, s.Driver().MarkRead(ctx, conv, dave.ID, read[i].ID, nil))
 	}
-	queued, release := sqlstore.HoldSends(s)
+	queued, release := func() int { return n }, func() {}
+	if together {
+		queued, release = sqlstore.HoldSends(s)
+	}
 	var wg sync.WaitGroup
-	const n = 30
 	for i := range n {
 		// every third before the readers' position, with a time of another
 		at := sec(50 + i)
@@ -238,6 +247,10 @@ func TestCombinedSendsCount(t *testing.T) {
 			at = sec(200 + i%7)
 		}
 		m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: convs[i%len(convs)], Contact: who[(i/3)%len(who)], Text: "hi", CreatedAt: at}
+		if !together {
+			require.NoError(t, s.Driver().CreateMessage(ctx, m, nil, nil))
+			continue
+		}
 		wg.Go(func() { assert.NoError(t, s.Driver().CreateMessage(ctx, m, nil, nil)) })
 	}
 	require.Eventually(t, func() bool { return queued() == n }, 10*time.Second, time.Millisecond, "the sends wait")

@@ -158,13 +158,13 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 // insertSent stores m, a message with no attachments, counted, with its
 // events evs and done, the record of its key, unless nil (inserted: a row
 // in its way fails the statement, with ErrConflict), in one statement
-// (insertSentManySQL; PostgreSQL).
+// (insertSentSQL; PostgreSQL).
 func (s *store) insertSent(ctx context.Context, db bun.IConn, m messaging.Message, evs []messaging.Event, done *driver.IdempotencyRecord) error {
-	args, err := sentArrays([]*pendingSend{{m: m, evs: evs, done: done}})
+	args, err := sentArgs(&pendingSend{m: m, evs: evs, done: done})
 	if err != nil {
 		return err
 	}
-	_, err = s.execWrite(ctx, db, insertSentManySQL, args...)
+	_, err = s.execWrite(ctx, db, insertSentSQL, args...)
 	if isUniqueViolation(err) {
 		return conflict("a message with this id exists")
 	}
