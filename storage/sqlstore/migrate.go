@@ -55,6 +55,7 @@ func (s *store) Migrate(ctx context.Context) error {
 	err := s.migrate(ctx)
 	if err == nil {
 		s.prepareWrites(ctx)
+		s.startSearchIndexer()
 	}
 	return wrapErr("sqlstore.Migrate", err)
 }

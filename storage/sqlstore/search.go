@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -277,17 +278,23 @@ func ftsConversation(conv string) string {
 	return "§" + strings.ToUpper(hex.EncodeToString([]byte(conv)))
 }
 
-// searchSQLite is SearchMessages on SQLite. FTS5 returns the matches of
-// its query in rowid order, which is time order to the millisecond, and
-// a query that names the scope's conversations matches only theirs: the
-// first query (p) reads the matches newest first (oldest first for
-// Before) and stops at limit+1 of them, without reading the others; the
-// second reads those again with every other match of the millisecond of
-// the last of them, whose rowids are not in (created_at, id) order, and
-// sorts them exactly.
+// searchSQLite is SearchMessages on SQLite, over the messages FTS5 holds
+// (up to the mark, searchindex.go) and those beyond it, the tail, in one
+// statement: the union of the page of each, sorted.
 //
-// A member of more than maxSearchConversations conversations is probed
-// for row by row (memberOf), still in rowid order.
+// FTS5 returns the matches of its query in rowid order, which is time
+// order to the millisecond, and a query that names the scope's
+// conversations matches only theirs: the first query (p) reads the
+// matches newest first (oldest first for Before) and stops at limit+1 of
+// them, without reading the others; the second reads those again with
+// every other match of the millisecond of the last of them, whose rowids
+// are not in (created_at, id) order, and sorts them exactly. A member of
+// more than maxSearchConversations conversations is probed for row by
+// row (memberOf), still in rowid order.
+//
+// The tail is read in seq order from the mark (at most a few thousand
+// messages, messages_search_tail), each message's words matched as they
+// are: every word whole, the last as a prefix, as FTS5 matches them.
 func (s *store) searchSQLite(ctx context.Context, q driver.SearchQuery) ([]messaging.Message, bool, error) {
 	convs, member, err := s.searchConversations(ctx, q)
 	if err != nil {
@@ -296,6 +303,131 @@ func (s *store) searchSQLite(ctx context.Context, q driver.SearchQuery) ([]messa
 	if !q.All && member == "" && len(convs) == 0 {
 		return []messaging.Message{}, false, nil
 	}
+	mark, terms, err := s.searchMark(ctx, q.Prefix)
+	if err != nil {
+		return nil, false, err
+	}
+	dir, cmp, cur, edge := "DESC", "<", q.After, "MIN"
+	if q.Before != nil {
+		dir, cmp, cur, edge = "ASC", ">", q.Before, "MAX"
+	}
+	var seek string
+	var seekArgs []any
+	if cur != nil {
+		t := cur.Time.UTC()
+		seek = " AND m.created_at " + cmp + "= ? AND (m.created_at " + cmp + " ? OR m.id " + cmp + " ?)"
+		seekArgs = []any{t, t, cur.ID}
+	}
+	var where string
+	var whereArgs []any
+	named := nameable(q.All, member, convs)
+	if !q.All {
+		b, _ := s.searchScope(false, member, convs)
+		where, whereArgs = " AND "+b.where, b.args
+	}
+	limit := strconv.Itoa(q.Limit + 1)
+	order := " ORDER BY m.created_at " + dir + ", m.id " + dir + " LIMIT " + limit
+
+	// The tail, in seq order (NOT INDEXED: no index but the rowid's).
+	var tail strings.Builder
+	tailArgs := []any{mark}
+	tail.WriteString("SELECT " + messageCols + " FROM messages AS m NOT INDEXED LEFT JOIN contacts AS c ON c.id = m.contact_id WHERE m.seq > ?")
+	for _, w := range q.Words {
+		tail.WriteString(" AND instr(' ' || m.search_words || ' ', ?) > 0")
+		tailArgs = append(tailArgs, " "+w+" ")
+	}
+	if q.Prefix != "" {
+		tail.WriteString(" AND instr(' ' || m.search_words, ?) > 0")
+		tailArgs = append(tailArgs, " "+q.Prefix)
+	}
+	tail.WriteString(where + seek + order)
+	tailArgs = slices.Concat(tailArgs, whereArgs, seekArgs)
+
+	match, ok := ftsMatch(q, terms)
+	if !ok { // no word of the index begins with the prefix
+		return s.searchPage(ctx, q, tail.String(), tailArgs)
+	}
+	if named {
+		// A conversation's token stands for its replies too.
+		match += " AND ("
+		for i, c := range convs {
+			if i > 0 {
+				match += " OR "
+			}
+			match += `"` + ftsConversation(c) + `"`
+		}
+		match += ")"
+		where, whereArgs = "", nil
+	}
+	if cur != nil {
+		t := cur.Time.UTC()
+		if dir == "DESC" {
+			seek = " AND f.rowid < " + ftsBucket + " + 1048576" + seek
+		} else {
+			seek = " AND f.rowid >= " + ftsBucket + seek
+		}
+		seekArgs = append([]any{t}, seekArgs...)
+	}
+	// FTS5 is the outer loop (CROSS JOIN), in the order of its rowids; the
+	// messages beyond the mark that the indexer indexed since searchMark
+	// read it are the tail's.
+	const from = " FROM message_search AS f CROSS JOIN message_search_ids AS i CROSS JOIN messages AS m "
+	cond := "WHERE f.message_search MATCH ? AND i.rowid = f.rowid AND m.seq = i.message_seq AND m.seq <= ?" + where + seek
+	last := "(SELECT " + edge + "(r) FROM p)"
+	var bound string
+	if dir == "DESC" {
+		bound = " AND f.rowid >= (" + last + " >> 20) << 20"
+	} else {
+		bound = " AND f.rowid < ((" + last + " >> 20) + 1) << 20"
+	}
+	args := slices.Concat([]any{match, mark}, whereArgs, seekArgs)
+	query := "WITH p AS (SELECT f.rowid AS r" + from + cond + " ORDER BY f.rowid " + dir + " LIMIT " + limit + ") " +
+		"SELECT * FROM (SELECT * FROM (SELECT " + messageCols + from + "LEFT JOIN contacts AS c ON c.id = m.contact_id " + cond + bound + order + ") AS p0" +
+		" UNION ALL SELECT * FROM (" + tail.String() + ") AS p1) AS u ORDER BY u.created_at " + dir + ", u.id " + dir + " LIMIT " + limit
+	return s.searchPage(ctx, q, query, slices.Concat(args, args, tailArgs))
+}
+
+// searchMark returns the mark of the search index (searchindex.go) and,
+// for a prefix, the words of the index it begins, read together so that
+// the words are those of every message up to the mark.
+func (s *store) searchMark(ctx context.Context, prefix string) (mark int64, terms []string, err error) {
+	if prefix == "" {
+		var marks []int64
+		if err := s.read(ctx, &marks, "SELECT seq FROM message_search_mark"); err != nil {
+			return 0, nil, err
+		}
+		if len(marks) != 1 {
+			return 0, nil, errors.New("sqlstore: no search mark")
+		}
+		return marks[0], nil, nil
+	}
+	var rows []struct {
+		Mark int64   `bun:"mark"`
+		Term *string `bun:"term"`
+	}
+	if err := s.read(ctx, &rows, "SELECT k.seq AS mark, t.term AS term FROM message_search_mark AS k LEFT JOIN "+
+		"(SELECT term FROM message_search_terms WHERE term >= ? AND term < ? LIMIT ?) AS t ON 1",
+		prefix, prefix+"\U0010FFFF", maxPrefixWords+1); err != nil {
+		return 0, nil, err
+	}
+	if len(rows) == 0 {
+		return 0, nil, errors.New("sqlstore: no search mark")
+	}
+	terms = []string{}
+	for _, r := range rows {
+		if r.Term != nil {
+			terms = append(terms, *r.Term)
+		}
+	}
+	return rows[0].Mark, terms, nil
+}
+
+// ftsMatch returns the FTS5 query of q's words, its prefix named as the
+// words of the index it begins (terms) when few: FTS5 reads a prefix
+// query's every match before returning one (it merges the lists of its
+// words), but streams an OR of words in rowid order. It returns false
+// when the prefix begins no word of the index.
+func ftsMatch(q driver.SearchQuery, terms []string) (string, bool) {
 	var match strings.Builder
 	match.WriteString("(")
 	for i, w := range q.Words {
@@ -308,17 +440,9 @@ func (s *store) searchSQLite(ctx context.Context, q driver.SearchQuery) ([]messa
 		if len(q.Words) > 0 {
 			match.WriteString(" AND ")
 		}
-		// The words the prefix begins, when few: FTS5 reads a prefix
-		// query's every match before returning one (it merges the lists
-		// of its words), but streams an OR of words in rowid order.
-		var terms []string
-		if err := s.read(ctx, &terms, "SELECT term FROM message_search_terms WHERE term >= ? AND term < ? LIMIT ?",
-			q.Prefix, q.Prefix+"\U0010FFFF", maxPrefixWords+1); err != nil {
-			return nil, false, err
-		}
 		switch {
 		case len(terms) == 0:
-			return []messaging.Message{}, false, nil
+			return "", false
 		case len(terms) > maxPrefixWords:
 			match.WriteString(`"` + q.Prefix + `"*`)
 		default:
@@ -333,56 +457,7 @@ func (s *store) searchSQLite(ctx context.Context, q driver.SearchQuery) ([]messa
 		}
 	}
 	match.WriteString(")")
-	var where string
-	var whereArgs []any
-	switch {
-	case nameable(q.All, member, convs):
-		// A conversation's token stands for its replies too.
-		match.WriteString(" AND (")
-		for i, c := range convs {
-			if i > 0 {
-				match.WriteString(" OR ")
-			}
-			match.WriteString(`"` + ftsConversation(c) + `"`)
-		}
-		match.WriteString(")")
-	case !q.All:
-		// Ids of threads, or a member of many.
-		b, _ := s.searchScope(false, member, convs)
-		where, whereArgs = " AND "+b.where, b.args
-	}
-	dir, cmp, cur, edge := "DESC", "<", q.After, "MIN"
-	if q.Before != nil {
-		dir, cmp, cur, edge = "ASC", ">", q.Before, "MAX"
-	}
-	var seek string
-	var seekArgs []any
-	if cur != nil {
-		t := cur.Time.UTC()
-		if dir == "DESC" {
-			seek = " AND f.rowid < " + ftsBucket + " + 1048576"
-		} else {
-			seek = " AND f.rowid >= " + ftsBucket
-		}
-		seek += " AND m.created_at " + cmp + "= ? AND (m.created_at " + cmp + " ? OR m.id " + cmp + " ?)"
-		seekArgs = []any{t, t, t, cur.ID}
-	}
-	// FTS5 is the outer loop (CROSS JOIN), in the order of its rowids.
-	const from = " FROM message_search AS f CROSS JOIN message_search_ids AS i CROSS JOIN messages AS m "
-	cond := "WHERE f.message_search MATCH ? AND i.rowid = f.rowid AND m.id = i.message_id" + where + seek
-	last := "(SELECT " + edge + "(r) FROM p)"
-	var bound string
-	if dir == "DESC" {
-		bound = " AND f.rowid >= (" + last + " >> 20) << 20"
-	} else {
-		bound = " AND f.rowid < ((" + last + " >> 20) + 1) << 20"
-	}
-	limit := strconv.Itoa(q.Limit + 1)
-	query := "WITH p AS (SELECT f.rowid AS r" + from + cond + " ORDER BY f.rowid " + dir + " LIMIT " + limit + ") " +
-		"SELECT " + messageCols + from + "LEFT JOIN contacts AS c ON c.id = m.contact_id " + cond + bound +
-		" ORDER BY m.created_at " + dir + ", m.id " + dir + " LIMIT " + limit
-	args := slices.Concat([]any{match.String()}, whereArgs, seekArgs)
-	return s.searchPage(ctx, q, query, slices.Concat(args, args))
+	return match.String(), true
 }
 
 // prefixCost is what a row read and tested by LIKE costs in matches of a

@@ -160,6 +160,8 @@ type store struct {
 	planStats      planStats    // the size of messages, for genericPlans (PostgreSQL)
 	combine        combiner     // changes to one message, made together (combine.go)
 	sending        sendCombiner // sends alone, stored together (sends.go)
+	indexerMu      sync.Mutex
+	indexer        *searchIndexer // SQLite's search indexer while it runs (searchindex.go)
 	// cached, when not nil, is the first argument of a statement with
 	// driver placeholders that the driver runs from its per-connection
 	// statement cache (PostgreSQL, statementCacher); such statements run
@@ -248,6 +250,7 @@ func open(ctx context.Context, dsn string, opts *Options) (*store, error) {
 			s.stmts = &stmtCache{db: r, rewrite: sqliteReadCols, m: make(map[string]*sql.Stmt)}
 		}
 	}
+	s.startSearchIndexer()
 	return s, nil
 }
 
@@ -294,15 +297,17 @@ func (st *Store) DB() *bun.DB { return st.s.DB() }
 
 func (s *store) DB() *bun.DB { return s.w }
 
-// Close waits for the transactions of changes to messages, and the
-// statements of sends that waited for one another (sends.go), under way
-// (each ends once its callers have their answers or have left), then closes the
-// databases that Open opened; it leaves those of a Store made by New open.
-// Call it once the Store's other calls have returned (as for sql.DB, a
-// call that starts during Close may fail).
+// Close stops the search indexer (SQLite), waits for the transactions of
+// changes to messages, and the statements of sends that waited for one
+// another (sends.go), under way (each ends once its callers have their
+// answers or have left), then closes the databases that Open opened; it
+// leaves those of a Store made by New open. Call it once the Store's
+// other calls have returned (as for sql.DB, a call that starts during
+// Close may fail).
 func (st *Store) Close() error { return st.s.Close() }
 
 func (s *store) Close() error {
+	s.stopSearchIndexer()
 	s.combine.running.Wait()
 	s.sending.running.Wait()
 	var errs []error

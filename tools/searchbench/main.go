@@ -329,7 +329,9 @@ func afterLoad(ctx context.Context, st *sqlstore.Store) error {
 func conv(i int) string { return fmt.Sprintf("conv%05d", i) }
 
 // measureCreates times creates into two fresh stores, one with the search
-// index and one without (dropped after Migrate), in alternating rounds.
+// index and one without (dropped after Migrate), in alternating rounds. On
+// SQLite, whose index is kept behind the sends, each round of the store
+// with the index ends by indexing what its indexer has not yet.
 func measureCreates(ctx context.Context) error {
 	type side struct {
 		name  string
@@ -365,7 +367,10 @@ func measureCreates(ctx context.Context) error {
 		defer st.Close()
 		if !withIndex {
 			drop := map[string][]string{
-				"SQLite":        {"DROP TRIGGER messages_search_insert", "DROP TRIGGER messages_search_update", "DROP TRIGGER messages_search_delete"},
+				// The index's triggers and its mark (with the trigger
+				// that indexes when it moves): the indexer finds no mark.
+				"SQLite": {"DROP TRIGGER messages_search_tail", "DROP TRIGGER messages_search_update",
+					"DROP TRIGGER messages_search_delete", "DROP TABLE message_search_mark"},
 				"PostgreSQL":    {"DROP INDEX " + sch + ".messages_search"},
 				"MySQL/MariaDB": {"ALTER TABLE messages DROP INDEX messages_search"},
 			}[engine()]
@@ -401,6 +406,13 @@ func measureCreates(ctx context.Context) error {
 					return err
 				}
 				s.n++
+			}
+			if s.name == "with_index" && engine() == "SQLite" {
+				// What the indexer has not indexed yet is indexed now, in
+				// the round of the creates that wrote it.
+				if _, err := s.st.DB().ExecContext(ctx, "UPDATE message_search_mark SET seq = (SELECT MAX(seq) FROM messages) WHERE seq < (SELECT MAX(seq) FROM messages)"); err != nil {
+					return err
+				}
 			}
 			s.total += time.Since(start)
 			s.cpu += processCPU() - cpu0
