@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -24,8 +25,19 @@ import (
 // conversation, then sends b.N messages to it, one at a time, and times
 // each from the POST's answer to its event on the last of the streams
 // (goal: p99 under 100 ms). It reports the median and the 99th
-// percentile, the server's resident memory per stream while they were
-// idle, and its CPU time per delivery (the streams' server's, from /proc).
+// percentile (p50-ms, p99-ms), the server's resident memory per stream
+// while they were idle, its CPU time per delivery (the streams' server's,
+// from /proc), and the client's own (client-µs/delivery).
+//
+// The client reads every stream on the same cores as the server, and at
+// 10,000 streams a reader may run long after its bytes came. So each
+// stream also notes when the event reached its socket (the kernel's
+// receive time, SO_TIMESTAMPNS, on Linux): arrived-p50-ms and
+// arrived-p99-ms are from the POST's answer to that time on the last
+// stream, the server's time without the client's reading, and
+// sent-arrived-p50-ms and sent-arrived-p99-ms the same from before the
+// POST was sent, which count the fan-out the floor does before it
+// answers; sent-first-p50-ms is from then to the first stream's socket.
 //
 //   - floor: tools/ssefloor, a bare net/http server that sends one
 //     pre-encoded frame to every stream (no authentication, storage,
@@ -134,17 +146,19 @@ func measureFanOut(b *testing.B, postBase, streamAddr string, pid, n int) fanOut
 	before := rss(b, pid)
 
 	// Each stream's reader counts the lines that carry the text awaited;
-	// the one that completes the count notes the time.
+	// the one that completes the count notes the time. Each also keeps
+	// the latest kernel receive time of such a line (arrivals).
 	var (
-		want      atomic.Pointer[string]
+		want      atomic.Pointer[[]byte]
 		left      atomic.Int64
 		lastAt    atomic.Int64 // unix nanoseconds
+		arrivedAt atomic.Int64 // unix nanoseconds, the latest
+		firstAt   atomic.Int64 // unix nanoseconds, the earliest
 		allRead   = make(chan struct{}, 1)
 		readers   sync.WaitGroup
 		openConns []*idleStream
 	)
-	none := ""
-	want.Store(&none)
+	want.Store(new([]byte))
 	b.Cleanup(func() {
 		for _, s := range openConns {
 			_ = s.conn.Close()
@@ -157,56 +171,81 @@ func measureFanOut(b *testing.B, postBase, streamAddr string, pid, n int) fanOut
 	}
 	time.Sleep(500 * time.Millisecond) // let the server settle
 	after := rss(b, pid)
+	var (
+		eventLine = []byte("event: ")
+		created   = []byte("event: message.created\n")
+		dataLine  = []byte("data:")
+	)
 	for _, s := range openConns {
 		require.NoError(b, s.conn.SetReadDeadline(time.Time{}))
+		a := newArrivals(b, s)
 		readers.Go(func() {
-			typ := ""
-			for {
-				line, err := s.r.ReadString('\n')
-				if err != nil {
+			isCreated := false
+			a.lines(func(line []byte, at time.Time) {
+				if bytes.HasPrefix(line, eventLine) {
+					isCreated = bytes.Equal(line, created)
 					return
 				}
-				if t, ok := strings.CutPrefix(line, "event: "); ok {
-					typ = strings.TrimSpace(t)
-					continue
-				}
-				if w := *want.Load(); w != "" && typ == "message.created" && strings.HasPrefix(line, "data:") && strings.Contains(line, w) {
+				if w := *want.Load(); len(w) > 0 && isCreated && bytes.HasPrefix(line, dataLine) && bytes.Contains(line, w) {
+					for t := at.UnixNano(); ; {
+						old := arrivedAt.Load()
+						if t <= old || arrivedAt.CompareAndSwap(old, t) {
+							break
+						}
+					}
+					for t := at.UnixNano(); ; {
+						old := firstAt.Load()
+						if (old != 0 && t >= old) || firstAt.CompareAndSwap(old, t) {
+							break
+						}
+					}
 					if left.Add(-1) == 0 {
 						lastAt.Store(time.Now().UnixNano())
 						allRead <- struct{}{}
 					}
 				}
-			}
+			})
 		})
 	}
 
-	send := func(text string) (answered time.Time, last time.Time) {
+	// One send's times: sent before the POST, answered after its
+	// answer, read when the last stream's reader had the event, arrived
+	// when the event reached the last stream's socket (the kernel's
+	// time), first when it reached the first stream's.
+	type times struct{ sent, answered, read, arrived, first time.Time }
+	send := func(text string) times {
 		left.Store(int64(n))
-		quoted := strconv.Quote(text)
+		arrivedAt.Store(0)
+		firstAt.Store(0)
+		quoted := []byte(strconv.Quote(text))
 		want.Store(&quoted)
+		sent := time.Now()
 		post(b, postBase, "tok-alice", "fanout", text)
-		answered = time.Now()
+		answered := time.Now()
 		select {
 		case <-allRead:
 		case <-time.After(30 * time.Second):
 			b.Fatalf("%q reached %d of %d streams in 30 s", text, int64(n)-left.Load(), n)
 		}
-		return answered, time.Unix(0, lastAt.Load())
+		return times{sent, answered, time.Unix(0, lastAt.Load()), time.Unix(0, arrivedAt.Load()), time.Unix(0, firstAt.Load())}
 	}
 	for i := range 5 {
 		send("fanout warm-up " + strconv.Itoa(i))
 	}
-	lat := make([]time.Duration, 0, b.N)
-	cpu := processCPU(b, pid)
+	var read, arrived, sentArrived, sentFirst []time.Duration
+	cpu, clientCPU := processCPU(b, pid), ownCPU(b)
 	b.ResetTimer()
 	for i := range b.N {
-		answered, last := send("fanout message " + strconv.Itoa(i))
-		lat = append(lat, max(0, last.Sub(answered)))
+		t := send("fanout message " + strconv.Itoa(i))
+		read = append(read, max(0, t.read.Sub(t.answered)))
+		arrived = append(arrived, max(0, t.arrived.Sub(t.answered)))
+		sentArrived = append(sentArrived, max(0, t.arrived.Sub(t.sent)))
+		sentFirst = append(sentFirst, max(0, t.first.Sub(t.sent)))
 	}
 	b.StopTimer()
-	cpu = processCPU(b, pid) - cpu
-	slices.Sort(lat)
-	pct := func(p float64) float64 {
+	cpu, clientCPU = processCPU(b, pid)-cpu, ownCPU(b)-clientCPU
+	pct := func(lat []time.Duration, p float64) float64 {
+		slices.Sort(lat)
 		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
 	}
 	c := fanOutCost{
@@ -214,10 +253,16 @@ func measureFanOut(b *testing.B, postBase, streamAddr string, pid, n int) fanOut
 		memKiB:    float64(after-before) / float64(n) / 1024,
 	}
 	b.ReportMetric(float64(n), "streams")
-	b.ReportMetric(pct(0.5), "p50-ms")
-	b.ReportMetric(pct(0.99), "p99-ms")
+	b.ReportMetric(pct(read, 0.5), "p50-ms")
+	b.ReportMetric(pct(read, 0.99), "p99-ms")
+	b.ReportMetric(pct(arrived, 0.5), "arrived-p50-ms")
+	b.ReportMetric(pct(arrived, 0.99), "arrived-p99-ms")
+	b.ReportMetric(pct(sentArrived, 0.5), "sent-arrived-p50-ms")
+	b.ReportMetric(pct(sentArrived, 0.99), "sent-arrived-p99-ms")
+	b.ReportMetric(pct(sentFirst, 0.5), "sent-first-p50-ms")
 	b.ReportMetric(c.memKiB, "server-KiB/stream")
 	b.ReportMetric(c.cpuMicros, "server-µs/delivery")
+	b.ReportMetric(float64(clientCPU.Microseconds())/float64(b.N*n), "client-µs/delivery")
 	return c
 }
 
