@@ -42,8 +42,10 @@ type Options struct {
 	// changes made through another instance whose wake-up (Topic and
 	// Subscription) did not arrive. Memberships changed through the
 	// messaging Service (AddMember, RemoveMember) take effect at once in
-	// its instance, and in the others when its wake-up arrives. Default: 1
-	// second.
+	// its instance, and in the others when its wake-up arrives. A "yes"
+	// that a stream relies on is asked again in the background once less
+	// than half of PolicyTTL is left, so that a stream of a conversation
+	// with traffic does not wait for the Policy. Default: 1 second.
 	PolicyTTL time.Duration
 
 	// Topic, when set, is sent a wake-up (not the event) after each write
