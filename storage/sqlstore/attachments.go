@@ -193,13 +193,13 @@ func (s *store) RenameAttachment(ctx context.Context, id, filename string, rec d
 		out = rows[0].attachment()
 		return nil
 	}
-	if s.flavor != flavorMySQL && rec == nil {
+	if s.sql.returning && rec == nil {
 		// One statement that returns the row.
 		err := s.retry(ctx, func(ctx context.Context) error { return returning(ctx, s.w) })
 		return out, wrapErr("sqlstore.RenameAttachment", err)
 	}
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if s.flavor != flavorMySQL {
+		if s.sql.returning {
 			if err := returning(ctx, tx); err != nil {
 				return err
 			}
@@ -269,7 +269,7 @@ func (s *store) DeleteAttachment(ctx context.Context, id string, rec driver.Reco
 			if err := tx.NewRaw("SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", out.MessageID).Scan(ctx, &rows); err != nil {
 				return err
 			}
-			ms, err := complete(ctx, s.flavor, txQuery(tx), rows)
+			ms, err := complete(ctx, s.sql, txQuery(tx), rows)
 			if err != nil {
 				return err
 			}
@@ -302,13 +302,7 @@ func (s *store) addPending(ctx context.Context, tx bun.Tx, keys ...string) error
 	for _, k := range keys {
 		args = append(args, k, now)
 	}
-	q := "INSERT INTO pending_deletions (blob_key, created_at) VALUES " + values[:len(values)-2]
-	if s.flavor == flavorMySQL {
-		q += " ON DUPLICATE KEY UPDATE blob_key = blob_key"
-	} else {
-		q += " ON CONFLICT (blob_key) DO NOTHING"
-	}
-	_, err := tx.ExecContext(ctx, q, args...)
+	_, err := tx.ExecContext(ctx, "INSERT INTO pending_deletions (blob_key, created_at) VALUES "+values[:len(values)-2]+s.sql.skipTail("blob_key"), args...)
 	return err
 }
 

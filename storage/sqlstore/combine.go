@@ -253,7 +253,7 @@ func (s *store) makeTogether(id string, todo []*combined) (failed int, err error
 		// The events of all, in the order of the changes: on PostgreSQL in
 		// one statement, elsewhere in as few statements of as few shapes
 		// (prepared) as powers of two allow.
-		if s.flavor == flavorPostgres && len(evs) > 1 {
+		if s.sql.arrays && len(evs) > 1 {
 			args, err := eventsArrays(evs)
 			if err == nil {
 				_, err = s.execWrite(ctx, tx, insertEventsArraysSQL, args...)

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/parleychat/parley/messaging"
 )
 
@@ -63,51 +61,7 @@ var errUsernameTaken = fmt.Errorf("sqlstore: username taken: %w", messaging.ErrC
 // with the same ID. Errors: ErrConflict if another contact has the username.
 func (s *store) PutContact(ctx context.Context, c messaging.Contact) error {
 	args := []any{c.ID, c.Username, c.PhoneNumber, c.AvatarURL, ts(c.LastActiveAt), c.CreatedAt.UTC()}
-	if s.flavor != flavorMySQL {
-		// One statement, atomic on its own.
-		return wrapErr("sqlstore.PutContact", s.retry(ctx, func(ctx context.Context) error {
-			_, err := s.w.ExecContext(ctx, `INSERT INTO contacts (`+contactCols+`) VALUES (?, ?, ?, ?, ?, ?)
-				ON CONFLICT (id) DO UPDATE SET username = excluded.username, phone_number = excluded.phone_number,
-				avatar_url = excluded.avatar_url, last_active_at = excluded.last_active_at, created_at = excluded.created_at`, args...)
-			if isUniqueViolation(err) {
-				return errUsernameTaken // the only unique key ON CONFLICT leaves
-			}
-			return err
-		}))
-	}
-	return wrapErr("sqlstore.PutContact", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		// MySQL's ON DUPLICATE KEY UPDATE would fire on the username key
-		// too and update the other contact: update, or insert.
-		update := func() error {
-			_, err := tx.ExecContext(ctx, `UPDATE contacts SET username = ?, phone_number = ?, avatar_url = ?,
-				last_active_at = ?, created_at = ? WHERE id = ?`, append(args[1:], c.ID)...)
-			if isUniqueViolation(err) {
-				return errUsernameTaken
-			}
-			return err
-		}
-		var n int
-		if err := tx.NewRaw("SELECT COUNT(*) FROM contacts WHERE id = ? FOR UPDATE", c.ID).Scan(ctx, &n); err != nil {
-			return err
-		}
-		if n > 0 {
-			return update()
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO contacts (`+contactCols+`) VALUES (?, ?, ?, ?, ?, ?)`, args...)
-		if !isUniqueViolation(err) {
-			return err
-		}
-		// Either the username is taken, or a concurrent call inserted this
-		// id first (a failed statement leaves a MySQL transaction usable).
-		var other []string
-		if err := tx.NewRaw("SELECT id FROM contacts WHERE username = ? AND id <> ?", c.Username, c.ID).Scan(ctx, &other); err != nil {
-			return err
-		}
-		if len(other) > 0 {
-			return errUsernameTaken
-		}
-		return update()
-	}))
+	return wrapErr("sqlstore.PutContact", s.eng.putContact(ctx, s, args))
 }
 
 // GetContact returns the contact, or an error matching ErrNotFound.

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -55,18 +56,9 @@ const (
 // memberOf is the condition that conversation column col is one of
 // contact ?'s memberships: a probe of the members' primary key for each
 // row, so that a list walks its time index newest first and stops at its
-// page, however many conversations the contact is in.
-//
-// PostgreSQL takes EXISTS as that probe. MySQL/MariaDB would turn it into
-// a semi-join that reads every membership and sorts their rows, and SQLite
-// would first build a Bloom filter of every membership; a scalar subquery
-// keeps the walk on both.
-func (s *store) memberOf(col string) string {
-	if s.flavor != flavorPostgres {
-		return "(SELECT cm.is_member FROM conversation_members AS cm WHERE cm.conversation_id = " + col + " AND cm.contact_id = ?) = TRUE"
-	}
-	return "EXISTS (SELECT 1 FROM conversation_members AS cm WHERE cm.conversation_id = " + col + " AND cm.contact_id = ? AND cm.is_member = TRUE)"
-}
+// page, however many conversations the contact is in
+// (dialectSQL.memberOf).
+func (s *store) memberOf(col string) string { return fmt.Sprintf(s.sql.memberOf, col) }
 
 // memberships returns the conversations contact is a member of when they
 // are at most maxBranches, or many=true when there are more. A list over a
@@ -121,7 +113,7 @@ func (r *conversationRow) conversation() messaging.Conversation {
 
 // completeConversations turns rows into conversations with their last
 // messages, in at most three more queries whatever the number of rows.
-func completeConversations(ctx context.Context, f flavor, query queryFn, rows []conversationRow) ([]messaging.Conversation, error) {
+func completeConversations(ctx context.Context, d *dialectSQL, query queryFn, rows []conversationRow) ([]messaging.Conversation, error) {
 	out := make([]messaging.Conversation, len(rows))
 	var last []string
 	for i := range rows {
@@ -137,7 +129,7 @@ func completeConversations(ctx context.Context, f flavor, query queryFn, rows []
 	if err := query(ctx, &mrows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id IN (?)", idList(last)); err != nil {
 		return nil, err
 	}
-	ms, err := complete(ctx, f, query, mrows)
+	ms, err := complete(ctx, d, query, mrows)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +155,7 @@ func (s *store) GetConversation(ctx context.Context, id, viewerID string) (messa
 	}
 	var cs []messaging.Conversation
 	if err == nil {
-		cs, err = completeConversations(ctx, s.flavor, s.read, rows)
+		cs, err = completeConversations(ctx, s.sql, s.read, rows)
 	}
 	if err != nil {
 		return messaging.Conversation{}, wrapErr("sqlstore.GetConversation", err)
@@ -202,7 +194,7 @@ func (s *store) listConversations(ctx context.Context, q driver.ConversationQuer
 		return nil, false, err
 	}
 	rows, more := trimPage(rows, q.Limit, q.Before != nil)
-	cs, err := completeConversations(ctx, s.flavor, s.read, rows)
+	cs, err := completeConversations(ctx, s.sql, s.read, rows)
 	return cs, more, err
 }
 
@@ -231,16 +223,7 @@ func (s *store) scopeBranch(col string, all bool, memberID string, ids []string)
 // transaction ends.
 func (s *store) touchConversation(ctx context.Context, tx bun.Tx, m messaging.Message) error {
 	at := m.CreatedAt.UTC()
-	q := countSendSQL
-	if s.flavor == flavorMySQL {
-		// Assignments run in order, each seeing those before it.
-		q = `INSERT INTO conversations (id, created_at, updated_at, message_count, last_message_id)
-			VALUES (?, ?, ?, 1, ?) ON DUPLICATE KEY UPDATE message_count = message_count + 1,
-			last_message_id = IF(last_message_id IS NULL OR VALUES(updated_at) > updated_at
-				OR (VALUES(updated_at) = updated_at AND VALUES(last_message_id) > last_message_id), VALUES(last_message_id), last_message_id),
-			updated_at = IF(last_message_id = VALUES(last_message_id), VALUES(updated_at), updated_at)`
-	}
-	if _, err := s.execWrite(ctx, tx, q, m.ConversationID, at, at, m.ID); err != nil {
+	if _, err := s.execWrite(ctx, tx, s.sql.countSend, m.ConversationID, at, at, 1, m.ID); err != nil {
 		return err
 	}
 	if _, err := s.execWrite(ctx, tx, countReadSendSQL, m.Contact.ID, m.ConversationID, at, at, m.ID); err != nil {
@@ -249,19 +232,11 @@ func (s *store) touchConversation(ctx context.Context, tx bun.Tx, m messaging.Me
 	return s.countOwn(ctx, tx, m.ConversationID, m.Contact.ID)
 }
 
-// The statements of a send on SQLite (touchConversation), prepared once on
-// its writer (prepareWrites).
-const (
-	countSendSQL = `INSERT INTO conversations (id, created_at, updated_at, message_count, last_message_id)
-		VALUES (?, ?, ?, 1, ?) ON CONFLICT (id) DO UPDATE SET message_count = conversations.message_count + 1,
-		last_message_id = CASE WHEN ` + newest + ` THEN EXCLUDED.last_message_id ELSE conversations.last_message_id END,
-		updated_at = CASE WHEN ` + newest + ` THEN EXCLUDED.updated_at ELSE conversations.updated_at END`
-	countReadSendSQL = `UPDATE conversation_members SET read_count = read_count + 1,
-		own_read_count = own_read_count + CASE WHEN contact_id = ? THEN 1 ELSE 0 END
-		WHERE conversation_id = ? AND ` + afterPosition
-	countOwnSQL = `INSERT INTO conversation_members (conversation_id, contact_id, own_count) VALUES (?, ?, 1)
-		ON CONFLICT (conversation_id, contact_id) DO UPDATE SET own_count = conversation_members.own_count + 1`
-)
+// countReadSendSQL counts a new message as read by the readers whose
+// position is after it (touchConversation).
+const countReadSendSQL = `UPDATE conversation_members SET read_count = read_count + 1,
+	own_read_count = own_read_count + CASE WHEN contact_id = ? THEN 1 ELSE 0 END
+	WHERE conversation_id = ? AND ` + afterPosition
 
 // newest is the condition that an upsert's new message comes after the
 // conversation's last one.
@@ -278,22 +253,13 @@ const (
 
 // countOwn counts a new message of contact in conv.
 func (s *store) countOwn(ctx context.Context, tx bun.Tx, conv, contact string) error {
-	q := countOwnSQL
-	if s.flavor == flavorMySQL {
-		q = `INSERT INTO conversation_members (conversation_id, contact_id, own_count) VALUES (?, ?, 1)
-			ON DUPLICATE KEY UPDATE own_count = own_count + 1`
-	}
-	_, err := s.execWrite(ctx, tx, q, conv, contact)
+	_, err := s.execWrite(ctx, tx, s.sql.countOwn, conv, contact, 1)
 	return err
 }
 
 // fileConversation stores conv, created at at, unless it is stored.
 func (s *store) fileConversation(ctx context.Context, db bun.IConn, conv string, at time.Time) error {
-	q := "INSERT INTO conversations (id, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING"
-	if s.flavor == flavorMySQL {
-		q = "INSERT INTO conversations (id, created_at, updated_at) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE id = id"
-	}
-	_, err := db.ExecContext(ctx, q, conv, at.UTC(), at.UTC())
+	_, err := db.ExecContext(ctx, "INSERT INTO conversations (id, created_at, updated_at) VALUES (?, ?, ?)"+s.sql.skipTail("id"), conv, at.UTC(), at.UTC())
 	return err
 }
 
@@ -367,7 +333,7 @@ func (s *store) MarkRead(ctx context.Context, conversationID, contactID, message
 		var conv []struct {
 			Count int64 `bun:"message_count"`
 		}
-		if err := tx.NewRaw("SELECT message_count FROM conversations WHERE id = ?"+s.forUpdate(), conversationID).Scan(ctx, &conv); err != nil {
+		if err := tx.NewRaw("SELECT message_count FROM conversations WHERE id = ?"+s.sql.forUpdate, conversationID).Scan(ctx, &conv); err != nil {
 			return err
 		}
 		var at []placeRow
@@ -380,15 +346,12 @@ func (s *store) MarkRead(ctx context.Context, conversationID, contactID, message
 			return notFound("message")
 		}
 		to := at[0].CreatedAt.UTC()
-		ignore := "INSERT INTO conversation_members (conversation_id, contact_id) VALUES (?, ?) ON CONFLICT (conversation_id, contact_id) DO NOTHING"
-		if s.flavor == flavorMySQL {
-			ignore = "INSERT INTO conversation_members (conversation_id, contact_id) VALUES (?, ?) ON DUPLICATE KEY UPDATE contact_id = contact_id"
-		}
-		if _, err := tx.ExecContext(ctx, ignore, conversationID, contactID); err != nil {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO conversation_members (conversation_id, contact_id) VALUES (?, ?)"+s.sql.skipTail("contact_id"),
+			conversationID, contactID); err != nil {
 			return err
 		}
 		var st []memberState
-		if err := tx.NewRaw("SELECT read_created, read_message_id, own_count FROM conversation_members WHERE conversation_id = ? AND contact_id = ?"+s.forUpdate(),
+		if err := tx.NewRaw("SELECT read_created, read_message_id, own_count FROM conversation_members WHERE conversation_id = ? AND contact_id = ?"+s.sql.forUpdate,
 			conversationID, contactID).Scan(ctx, &st); err != nil {
 			return err
 		}
@@ -434,7 +397,7 @@ func (s *store) MarkRead(ctx context.Context, conversationID, contactID, message
 		if err := tx.NewRaw("SELECT "+conversationCols+" FROM "+conversationFrom+" WHERE c.id = ?", contactID, conversationID).Scan(ctx, &rows); err != nil {
 			return err
 		}
-		cs, err := completeConversations(ctx, s.flavor, txQuery(tx), rows)
+		cs, err := completeConversations(ctx, s.sql, txQuery(tx), rows)
 		if err != nil {
 			return err
 		}
@@ -455,13 +418,7 @@ func (s *store) AddMember(ctx context.Context, conversationID, contactID string,
 		if len(ids) == 0 {
 			return notFound("contact")
 		}
-		q := `INSERT INTO conversation_members (conversation_id, contact_id, is_member, joined_at) VALUES (?, ?, TRUE, ?)
-			ON CONFLICT (conversation_id, contact_id) DO UPDATE SET joined_at = CASE WHEN conversation_members.is_member THEN conversation_members.joined_at ELSE EXCLUDED.joined_at END, is_member = TRUE`
-		if s.flavor == flavorMySQL {
-			q = `INSERT INTO conversation_members (conversation_id, contact_id, is_member, joined_at) VALUES (?, ?, TRUE, ?)
-				ON DUPLICATE KEY UPDATE joined_at = IF(is_member, joined_at, VALUES(joined_at)), is_member = TRUE`
-		}
-		_, err := tx.ExecContext(ctx, q, conversationID, contactID, at.UTC())
+		_, err := tx.ExecContext(ctx, s.sql.addMember, conversationID, contactID, at.UTC())
 		return err
 	}))
 }

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"iter"
 	"strings"
@@ -34,11 +33,7 @@ func (s *store) Snapshot(ctx context.Context) (storecopy.Snapshot, error) {
 	}
 	var tx bun.Tx
 	var err error
-	if s.flavor == flavorSQLite {
-		tx, err = s.r.BeginTx(ctx, nil)
-	} else {
-		tx, err = s.r.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
-	}
+	tx, err = s.r.BeginTx(ctx, s.sql.snapshotOptions)
 	if err != nil {
 		return nil, wrapErr("sqlstore.Snapshot", err)
 	}
@@ -384,10 +379,7 @@ func (ins *inserter) start(table, keyCol, cols string) {
 
 func (ins *inserter) startWith(head, keyCol string) {
 	ins.head = head
-	ins.tail = " ON CONFLICT DO NOTHING"
-	if ins.s.flavor == flavorMySQL {
-		ins.tail = " ON DUPLICATE KEY UPDATE " + keyCol + " = " + keyCol
-	}
+	ins.tail = ins.s.sql.skipTail(keyCol)
 }
 
 // add adds a row of values.

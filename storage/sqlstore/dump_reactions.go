@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"time"
 
@@ -59,10 +60,7 @@ func (p *snapshot) reactionRows(ctx context.Context, k storecopy.Kind, size int)
 // seq; on PostgreSQL, whose seq is an identity column, the identity then
 // continues after the greatest.
 func (s *store) loadReactions(ctx context.Context, ins *inserter, b *storecopy.Batch) error {
-	overriding := ""
-	if s.flavor == flavorPostgres {
-		overriding = "OVERRIDING SYSTEM VALUE "
-	}
+	overriding := s.sql.overriding
 	table := "reaction_names"
 	if b.Kind == storecopy.ReactionNames {
 		ins.startWith("INSERT INTO reaction_names (seq, message_id, name) "+overriding+"VALUES ", "seq")
@@ -97,8 +95,8 @@ func (s *store) loadReactions(ctx context.Context, ins *inserter, b *storecopy.B
 			return err
 		}
 	}
-	if s.flavor == flavorPostgres {
-		_, err := ins.tx.ExecContext(ctx, "SELECT setval(pg_get_serial_sequence('"+table+"', 'seq'), (SELECT MAX(seq) FROM "+table+"))")
+	if s.sql.resetSeq != "" {
+		_, err := ins.tx.ExecContext(ctx, fmt.Sprintf(s.sql.resetSeq, table))
 		return err
 	}
 	return nil

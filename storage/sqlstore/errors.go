@@ -105,22 +105,17 @@ func (s *store) retryable(err error) bool {
 	if errors.As(err, &stale) || errors.As(err, &first) {
 		return true
 	}
-	switch s.flavor {
-	case flavorPostgres:
-		switch pgCode(err) {
-		case "40001", "40P01": // serialization_failure, deadlock_detected
-			return true
-		}
-	case flavorMySQL:
-		switch mysqlCode(err) {
-		case 1213, 1205: // ER_LOCK_DEADLOCK, ER_LOCK_WAIT_TIMEOUT
-			return true
-		}
-	case flavorSQLite:
-		switch sqliteCode(err) & 0xff {
-		case sqliteBusy, sqliteLocked:
-			return true
-		}
+	switch pgCode(err) {
+	case "40001", "40P01": // serialization_failure, deadlock_detected
+		return true
+	}
+	switch mysqlCode(err) {
+	case 1213, 1205: // ER_LOCK_DEADLOCK, ER_LOCK_WAIT_TIMEOUT
+		return true
+	}
+	switch sqliteCode(err) & 0xff {
+	case sqliteBusy, sqliteLocked:
+		return true
 	}
 	return false
 }

@@ -50,14 +50,16 @@ func MessagePageSQL(st *Store, q driver.MessageQuery) (string, []any) {
 // PreparedSQL returns query and args as s prepares them, or false.
 func PreparedSQL(st *Store, query string, args []any) (string, []any, bool) {
 	s := st.s
-	return expandArgs(query, args, s.flavor == flavorPostgres)
+	return expandArgs(query, args, s.eng.name() == "postgres")
 }
 
 // GenericPlans reports whether s prepares the page of a conversation,
 // reading the size of messages now.
 func GenericPlans(st *Store, ctx context.Context) bool {
 	s := st.s
-	s.planStats.checked.Store(0)
+	if e, ok := s.eng.(*postgresEngine); ok {
+		e.plans.checked.Store(0)
+	}
 	return s.genericPlans(ctx)
 }
 
@@ -72,7 +74,7 @@ func Write(st *Store, ctx context.Context, fn func(ctx context.Context, tx bun.T
 
 // Migrations returns the number of migrations of s's engine.
 func Migrations(st *Store) int {
-	entries, _ := fs.ReadDir(migrationFiles, "migrations/"+st.s.flavor.String())
+	entries, _ := fs.ReadDir(migrationFiles, "migrations/"+st.s.eng.name())
 	return len(entries)
 }
 
@@ -125,7 +127,7 @@ var offCached any
 // too); it does nothing on MySQL.
 func SetPreparedReads(st *Store, on bool) {
 	s := st.s
-	if s.flavor == flavorPostgres {
+	if s.eng.name() == "postgres" {
 		if !on && s.cached != nil {
 			offCached, s.cached = s.cached, nil
 		} else if on && s.cached == nil {
@@ -133,7 +135,7 @@ func SetPreparedReads(st *Store, on bool) {
 		}
 		return
 	}
-	if s.flavor == flavorMySQL || (s.flavor == flavorSQLite && s.r == s.w) {
+	if s.eng.name() == "mysql" || s.r == s.w {
 		return
 	}
 	if !on {
@@ -142,10 +144,7 @@ func SetPreparedReads(st *Store, on bool) {
 		}
 		s.stmts = nil
 	} else if s.stmts == nil {
-		s.stmts = &stmtCache{db: s.r.DB, m: make(map[string]*sql.Stmt)}
-		if s.flavor == flavorSQLite {
-			s.stmts.rewrite = sqliteReadCols
-		}
+		s.stmts = &stmtCache{db: s.r.DB, rewrite: sqliteReadCols, m: make(map[string]*sql.Stmt)}
 	}
 }
 
@@ -154,7 +153,7 @@ func SetPreparedReads(st *Store, on bool) {
 // prepared on a connection of the pool.
 func Prepared(st *Store) int {
 	s := st.s
-	if s.flavor == flavorPostgres {
+	if s.eng.name() == "postgres" {
 		// The server's, of one connection of the pool (the tests that ask
 		// have one): pgx's cache.
 		var n int
@@ -177,8 +176,8 @@ var Unavailable = unavailable
 // ReactionsSQL is SQLite's query of the embedded reactors of a message
 // (one id) and of a page (two ids), for EXPLAIN.
 var ReactionsSQL = [2]string{
-	reactionsSQL(flavorSQLite) + "= ?" + reactionsOrder(flavorSQLite),
-	reactionsSQL(flavorSQLite) + "IN (?, ?)" + reactionsOrder(flavorSQLite),
+	sqliteSQL.reactions + "= ?" + sqliteSQL.reactionsOrder,
+	sqliteSQL.reactions + "IN (?, ?)" + sqliteSQL.reactionsOrder,
 }
 
 // RecordStatements makes s record every statement it runs whose

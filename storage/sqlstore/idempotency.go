@@ -66,17 +66,7 @@ func (s *store) ClaimIdempotencyKey(ctx context.Context, rec driver.IdempotencyR
 
 func (s *store) claimKey(ctx context.Context, rec driver.IdempotencyRecord, staleBefore time.Time) (driver.IdempotencyRecord, bool, error) {
 	rec.Result = nil
-	var insert string
-	switch s.flavor {
-	case flavorPostgres:
-		insert = `INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, created_at, expires_at)
-			SELECT ?, ?, ?, ?, ?::timestamptz, ?::timestamptz FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async
-			ON CONFLICT DO NOTHING`
-	case flavorMySQL:
-		insert = `INSERT IGNORE INTO idempotency_keys (scope, client_key, fingerprint, lock_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`
-	default:
-		insert = `INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
-	}
+	insert := s.sql.claimKey
 	args := []any{rec.Scope, rec.Key, rec.Fingerprint, rec.Lock, rec.CreatedAt.UTC(), rec.ExpiresAt.UTC()}
 	var inserted int64
 	err := s.retry(ctx, func(ctx context.Context) error {
@@ -98,7 +88,7 @@ func (s *store) claimKey(ctx context.Context, rec driver.IdempotencyRecord, stal
 	claimed := false
 	err = s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var rows []keyRow
-		if err := tx.NewRaw("SELECT "+keyCols+" FROM idempotency_keys WHERE scope = ? AND client_key = ?"+s.forUpdate(), rec.Scope, rec.Key).Scan(ctx, &rows); err != nil {
+		if err := tx.NewRaw("SELECT "+keyCols+" FROM idempotency_keys WHERE scope = ? AND client_key = ?"+s.sql.forUpdate, rec.Scope, rec.Key).Scan(ctx, &rows); err != nil {
 			return err
 		}
 		if len(rows) == 0 { // pruned or released meanwhile
@@ -142,16 +132,8 @@ func (s *store) PruneIdempotencyKeys(ctx context.Context, before time.Time, limi
 	if limit < 1 {
 		return 0, wrapErr("sqlstore.PruneIdempotencyKeys", invalid("limit must be at least 1"))
 	}
-	// The outer condition is checked again on a row that a keyed write
-	// renewed while the DELETE waited for it (PostgreSQL rechecks only
-	// the DELETE's own conditions, not its subquery's): a renewed record
-	// stays.
-	q := fmt.Sprintf(`DELETE FROM idempotency_keys WHERE expires_at <= ? AND (scope, client_key) IN
-		(SELECT scope, client_key FROM idempotency_keys WHERE expires_at <= ? ORDER BY expires_at LIMIT %d)`, limit)
-	args := []any{before.UTC(), before.UTC()}
-	if s.flavor == flavorMySQL {
-		q, args = fmt.Sprintf("DELETE FROM idempotency_keys WHERE expires_at <= ? ORDER BY expires_at LIMIT %d", limit), args[:1]
-	}
+	q := fmt.Sprintf(s.sql.pruneKeys, limit)
+	args := []any{before.UTC(), before.UTC()}[:s.sql.pruneKeyArgs]
 	var n int64
 	err := s.retry(ctx, func(ctx context.Context) error {
 		res, err := s.w.ExecContext(ctx, q, args...)
@@ -169,38 +151,7 @@ func (s *store) PruneIdempotencyKeys(ctx context.Context, before time.Time, limi
 // the way fails the transaction with ErrKeyTaken.
 func (s *store) storeKey(ctx context.Context, tx bun.Tx, done driver.IdempotencyRecord) error {
 	taken := fmt.Errorf("sqlstore: idempotency key %q: %w", done.Key, driver.ErrKeyTaken)
-	if s.flavor == flavorMySQL {
-		// No conditional upsert: read the row in the way, locked.
-		var rows []keyRow
-		if err := tx.NewRaw("SELECT "+keyCols+" FROM idempotency_keys WHERE scope = ? AND client_key = ? FOR UPDATE", done.Scope, done.Key).Scan(ctx, &rows); err != nil {
-			return err
-		}
-		if len(rows) == 0 {
-			_, err := tx.ExecContext(ctx, `INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, result, created_at, expires_at)
-				VALUES (?, ?, ?, '', ?, ?, ?)`, done.Scope, done.Key, done.Fingerprint, done.Result, done.CreatedAt.UTC(), done.ExpiresAt.UTC())
-			if isUniqueViolation(err) {
-				return taken // stored by another call meanwhile
-			}
-			return err
-		}
-		if cur := rows[0].record(); cur.ExpiresAt.After(done.CreatedAt) && (cur.Lock == "" || cur.Lock != done.Lock) {
-			return taken
-		}
-		_, err := tx.ExecContext(ctx, `UPDATE idempotency_keys SET fingerprint = ?, lock_token = '', result = ?, created_at = ?, expires_at = ?
-			WHERE scope = ? AND client_key = ?`, done.Fingerprint, done.Result, done.CreatedAt.UTC(), done.ExpiresAt.UTC(), done.Scope, done.Key)
-		return err
-	}
-	res, err := s.execWrite(ctx, tx, upsertKey, s.upsertKeyArgs(done)...)
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		if err == nil {
-			err = taken
-		}
-		return err
-	}
-	return nil
+	return s.eng.storeKey(ctx, s, tx, done, taken)
 }
 
 // prepareKeyed prepares the statements of keyed writes on SQLite's writer,

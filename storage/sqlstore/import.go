@@ -111,28 +111,11 @@ func (s *store) placeImports(ctx context.Context, tx bun.Tx, rows []importRow) e
 			end++
 		}
 		n, first, last := end-start, rows[start], rows[end-1]
-		q := `INSERT INTO conversations (id, created_at, updated_at, message_count, last_message_id)
-			VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET message_count = conversations.message_count + EXCLUDED.message_count,
-			last_message_id = CASE WHEN ` + newest + ` THEN EXCLUDED.last_message_id ELSE conversations.last_message_id END,
-			updated_at = CASE WHEN ` + newest + ` THEN EXCLUDED.updated_at ELSE conversations.updated_at END`
-		if s.flavor == flavorMySQL {
-			q = `INSERT INTO conversations (id, created_at, updated_at, message_count, last_message_id)
-				VALUES (?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE message_count = message_count + VALUES(message_count),
-				last_message_id = IF(last_message_id IS NULL OR VALUES(updated_at) > updated_at
-					OR (VALUES(updated_at) = updated_at AND VALUES(last_message_id) > last_message_id), VALUES(last_message_id), last_message_id),
-				updated_at = IF(last_message_id = VALUES(last_message_id), VALUES(updated_at), updated_at)`
-		}
-		if _, err := tx.ExecContext(ctx, q, conv, first.CreatedAt, last.CreatedAt, n, last.ID); err != nil {
+		if _, err := tx.ExecContext(ctx, s.sql.countSend, conv, first.CreatedAt, last.CreatedAt, n, last.ID); err != nil {
 			return err
 		}
 		for contact, k := range own {
-			q := `INSERT INTO conversation_members (conversation_id, contact_id, own_count) VALUES (?, ?, ?)
-				ON CONFLICT (conversation_id, contact_id) DO UPDATE SET own_count = conversation_members.own_count + EXCLUDED.own_count`
-			if s.flavor == flavorMySQL {
-				q = `INSERT INTO conversation_members (conversation_id, contact_id, own_count) VALUES (?, ?, ?)
-					ON DUPLICATE KEY UPDATE own_count = own_count + VALUES(own_count)`
-			}
-			if _, err := tx.ExecContext(ctx, q, conv, contact, k); err != nil {
+			if _, err := tx.ExecContext(ctx, s.sql.countOwn, conv, contact, k); err != nil {
 				return err
 			}
 		}

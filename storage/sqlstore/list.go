@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/parleychat/parley/messaging/driver"
 )
@@ -69,17 +70,7 @@ func (s *store) pageSQL(p pageQuery) (string, []any) {
 		seek = fmt.Sprintf("(%[1]s.%[3]s, %[1]s.id) %[2]s (SELECT x.%[3]s, x.id FROM %[4]s)", a, cmp, tc, p.cursorRow)
 		seekArgs = p.cursorArgs
 	case cur != nil:
-		t := cur.Time.UTC()
-		if s.flavor == flavorPostgres {
-			// PostgreSQL compares rows by index order (an index condition).
-			seek = fmt.Sprintf("(%[1]s.%[3]s, %[1]s.id) %[2]s (?, ?)", a, cmp, tc)
-			seekArgs = []any{t, cur.ID}
-		} else {
-			// MySQL/MariaDB and SQLite use a range on created_at, then filter
-			// the ties.
-			seek = fmt.Sprintf("%[1]s.%[3]s %[2]s= ? AND (%[1]s.%[3]s %[2]s ? OR %[1]s.id %[2]s ?)", a, cmp, tc)
-			seekArgs = []any{t, t, cur.ID}
-		}
+		seek, seekArgs = s.seek(a+"."+tc, a+".id", cmp, cur.Time.UTC(), cur.ID)
 	}
 	limit := strconv.Itoa(p.limit + 1)
 	one := func(b branch) (string, []any) {
@@ -100,7 +91,7 @@ func (s *store) pageSQL(p pageQuery) (string, []any) {
 		}
 		order := ""
 		if b.conversation != "" {
-			if s.flavor == flavorPostgres || s.flavor == flavorMySQL && seek != "" {
+			if s.sql.rangeOfOne || s.sql.rangeAfterCursor && seek != "" {
 				// A range rather than "=", and the conversation first in
 				// ORDER BY: with "=", PostgreSQL drops the constant column
 				// from the order, and may then walk messages_created newest
@@ -118,7 +109,7 @@ func (s *store) pageSQL(p pageQuery) (string, []any) {
 				cond(a + ".conversation_id >= ? AND " + a + ".conversation_id <= ?")
 				args = append(args, b.conversation, b.conversation)
 				switch {
-				case s.flavor == flavorMySQL:
+				case s.sql.rangeAfterCursor:
 					// Its index is ascending throughout: read backwards, or
 					// forwards, whole.
 					order = dir
@@ -164,6 +155,17 @@ func (s *store) pageSQL(p pageQuery) (string, []any) {
 	q := "SELECT * FROM (" + strings.Join(parts, " UNION ALL ") + ") AS u" +
 		fmt.Sprintf(" ORDER BY u.%[3]s %[1]s, u.id %[1]s LIMIT %[2]s", dir, limit, tc)
 	return q, args
+}
+
+// seek returns the condition that the row's (col, id) comes before (op
+// "<") or after (op ">") (t, cursorID), with its arguments: a comparison
+// of row values where the engine reads it as a range of the index
+// (dialectSQL.rowValues), else a range on col and a filter of its ties.
+func (s *store) seek(col, id, op string, t time.Time, cursorID string) (string, []any) {
+	if s.sql.rowValues {
+		return "(" + col + ", " + id + ") " + op + " (?, ?)", []any{t, cursorID}
+	}
+	return col + " " + op + "= ? AND (" + col + " " + op + " ? OR " + id + " " + op + " ?)", []any{t, t, cursorID}
 }
 
 // trimPage cuts rows (as pageSQL returned them) to the page: at most limit,

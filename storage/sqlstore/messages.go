@@ -75,7 +75,7 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 	if m.ParentID != "" {
 		sm.ConversationID = threadKey(m.ConversationID, m.ParentID)
 	}
-	alone := s.flavor == flavorPostgres && len(atts) == 0
+	alone := s.sql.arrays && len(atts) == 0
 	var evs []messaging.Event // the events of a send alone
 	if alone && m.ParentID != "" {
 		// A reply alone is one statement too (insertReplySQL), not
@@ -111,7 +111,7 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 				if err := s.takeReply(ctx, tx, m); err != nil {
 					return err
 				}
-			} else if s.flavor == flavorPostgres && len(atts) == 0 {
+			} else if s.sql.arrays && len(atts) == 0 {
 				return s.insertSent(ctx, tx, m, evs, nil)
 			}
 			if err := s.insertMessage(ctx, tx, sm, len(atts)); err != nil {
@@ -323,7 +323,7 @@ func (s *store) getMessage(ctx context.Context, id string) (messaging.Message, e
 	if len(rows) == 0 {
 		return messaging.Message{}, notFound("message")
 	}
-	ms, err := complete(ctx, s.flavor, s.readByIDs, rows)
+	ms, err := complete(ctx, s.sql, s.readByIDs, rows)
 	if err != nil {
 		return messaging.Message{}, err
 	}
@@ -334,7 +334,7 @@ func (s *store) getMessage(ctx context.Context, id string) (messaging.Message, e
 // in at most two queries whatever the number of rows: one for the
 // reactions of the rows that have some (by their reaction_count), one for
 // the attachments of those that have some.
-func complete(ctx context.Context, f flavor, query queryFn, rows []messageRow) ([]messaging.Message, error) {
+func complete(ctx context.Context, d *dialectSQL, query queryFn, rows []messageRow) ([]messaging.Message, error) {
 	if len(rows) == 0 {
 		return []messaging.Message{}, nil
 	}
@@ -355,7 +355,7 @@ func complete(ctx context.Context, f flavor, query queryFn, rows []messageRow) (
 			withAttachments = append(withAttachments, id)
 		}
 	}
-	rs, err := loadReactions(ctx, f, query, withReactions)
+	rs, err := loadReactions(ctx, d, query, withReactions)
 	if err != nil {
 		return nil, err
 	}
@@ -514,9 +514,8 @@ func (s *store) listMessages(ctx context.Context, dq driver.MessageQuery) ([]mes
 		if len(q.ConversationIDs) != 1 || q.All || q.MemberID != "" || q.After != nil || q.Before != nil || (q.AfterID != "" && q.BeforeID != "") {
 			return nil, false, invalid("a cursor by id is for a list of one conversation, alone")
 		}
-		if s.flavor == flavorMySQL {
-			// MySQL may not bound an index range by a subquery: the
-			// cursor's row is read first.
+		if !s.sql.subqueryBounds {
+			// The cursor's row is read first.
 			if q.After, q.Before, err = s.messageCursor(ctx, q); err != nil {
 				return nil, false, err
 			}
@@ -542,7 +541,7 @@ func (s *store) listMessages(ctx context.Context, dq driver.MessageQuery) ([]mes
 		}
 	}
 	rows, more := trimPage(rows, q.Limit, q.Before != nil || q.BeforeID != "")
-	items, err := complete(ctx, s.flavor, s.readByIDs, rows)
+	items, err := complete(ctx, s.sql, s.readByIDs, rows)
 	if err != nil {
 		return nil, false, err
 	}
@@ -665,20 +664,11 @@ type updatedRow struct {
 }
 
 // lockMessage locks the row of the message id in tx and reads it into
-// row: with its contact, except on MySQL, whose locking reads would lock
-// the contact row too. SQLite's transaction holds the database already.
+// row (with its contact where the engine returns what an UPDATE
+// changed: dialectSQL.lockMessage).
 func (s *store) lockMessage(ctx context.Context, tx bun.Tx, id string, row *messageRow) error {
 	var rows []messageRow
-	var err error
-	switch s.flavor {
-	case flavorPostgres:
-		err = s.txRead(ctx, tx, &rows, lockMessageSQL, id)
-	case flavorMySQL:
-		err = s.txRead(ctx, tx, &rows, "SELECT "+messageOwnCols+" FROM messages AS m WHERE m.id = ? FOR UPDATE", id)
-	default:
-		err = s.txRead(ctx, tx, &rows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id)
-	}
-	if err != nil {
+	if err := s.txRead(ctx, tx, &rows, s.sql.lockMessage, id); err != nil {
 		return err
 	}
 	if len(rows) == 0 || rows[0].Deleted {
@@ -687,9 +677,6 @@ func (s *store) lockMessage(ctx context.Context, tx bun.Tx, id string, row *mess
 	*row = rows[0]
 	return nil
 }
-
-// lockMessageSQL is lockMessage's query on PostgreSQL.
-const lockMessageSQL = "SELECT " + messageCols + " FROM " + messageFrom + " WHERE m.id = ? FOR UPDATE OF m"
 
 // updateMessage makes ch on the message id in tx. row is the message's
 // row as an earlier change of tx left it, which holds its lock, or a zero
@@ -706,7 +693,7 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 	var rc reacted
 	var stored *updatedRow // the message's row as reactPostgres updated it
 	var rs []reactionRow   // the reactions as reactPostgres left them
-	statement := s.flavor == flavorPostgres && ch.Reactions != nil
+	statement := s.sql.arrays && ch.Reactions != nil
 	if statement {
 		var one reactedOne
 		one, err = s.reactPostgres(ctx, tx, id, ch)
@@ -749,7 +736,7 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 	// The answer embeds a bounded number of reactors of each name.
 	var reactions messaging.Message
 	if names > 0 && !statement {
-		if rs, err = loadReactions(ctx, s.flavor, s.txReads(tx), boxedIDs{id}); err != nil {
+		if rs, err = loadReactions(ctx, s.sql, s.txReads(tx), boxedIDs{id}); err != nil {
 			return messaging.Message{}, err
 		}
 	}
@@ -786,7 +773,7 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 	if len(sets) > 0 {
 		update := "UPDATE messages SET " + strings.Join(sets, ", ") + " WHERE id = ?"
 		args = append(args, id)
-		if fields && s.flavor != flavorMySQL {
+		if fields && s.sql.returning {
 			// The stored values, as a read would return them.
 			var got []updatedRow
 			if err := s.txRead(ctx, tx, &got, update+" RETURNING text, read_at, updated_at", args...); err != nil {
@@ -801,7 +788,7 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 		}
 	}
 	row.ReactionCount, row.AttachmentCount = names, len(as)
-	if s.flavor == flavorMySQL {
+	if !s.sql.returning {
 		// The updated row with its contact, read without locking the contact.
 		var rows []messageRow
 		if err := s.txRead(ctx, tx, &rows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id); err != nil {
@@ -831,7 +818,7 @@ func (s *store) DeleteMessage(ctx context.Context, id string, rec driver.Recorde
 	var out []messaging.Attachment
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		var rows []messageRow
-		if err := s.txRead(ctx, tx, &rows, "SELECT "+messageOwnCols+" FROM messages AS m WHERE m.id = ?"+s.forUpdate(), id); err != nil {
+		if err := s.txRead(ctx, tx, &rows, "SELECT "+messageOwnCols+" FROM messages AS m WHERE m.id = ?"+s.sql.forUpdate, id); err != nil {
 			return err
 		}
 		if len(rows) == 0 || rows[0].Deleted {
@@ -848,7 +835,7 @@ func (s *store) DeleteMessage(ctx context.Context, id string, rec driver.Recorde
 		out = []messaging.Attachment{}
 		if rows[0].AttachmentCount > 0 {
 			var as []attachmentRow
-			if err := s.txRead(ctx, tx, &as, "SELECT "+attachmentCols+" FROM attachments AS a WHERE a.message_id = ? ORDER BY a.created_at, a.id"+s.forUpdate(), id); err != nil {
+			if err := s.txRead(ctx, tx, &as, "SELECT "+attachmentCols+" FROM attachments AS a WHERE a.message_id = ? ORDER BY a.created_at, a.id"+s.sql.forUpdate, id); err != nil {
 				return err
 			}
 			out = make([]messaging.Attachment, len(as))
@@ -892,7 +879,7 @@ func (s *store) DeleteMessage(ctx context.Context, id string, rec driver.Recorde
 			// Its root before its thread's row, as a reply's send takes them
 			// (insertReplySQL, takeReply): deadlocks otherwise.
 			var roots []string
-			if err := s.txRead(ctx, tx, &roots, "SELECT m.id FROM messages AS m WHERE m.id = ?"+s.forUpdate(), parent); err != nil {
+			if err := s.txRead(ctx, tx, &roots, "SELECT m.id FROM messages AS m WHERE m.id = ?"+s.sql.forUpdate, parent); err != nil {
 				return err
 			}
 		}

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	sqldriver "database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -55,7 +54,7 @@ func (s *store) Migrate(ctx context.Context) error {
 	err := s.migrate(ctx)
 	if err == nil {
 		s.prepareWrites(ctx)
-		s.startSearchIndexer()
+		s.eng.start(s)
 	}
 	return wrapErr("sqlstore.Migrate", err)
 }
@@ -65,7 +64,7 @@ func (s *store) Migrate(ctx context.Context) error {
 var errApplied = errors.New("applied by another process")
 
 func (s *store) migrate(ctx context.Context) error {
-	files, err := fs.Sub(migrationFiles, "migrations/"+s.flavor.String())
+	files, err := fs.Sub(migrationFiles, "migrations/"+s.eng.name())
 	if err != nil {
 		return err
 	}
@@ -81,14 +80,12 @@ func (s *store) migrate(ctx context.Context) error {
 		migrate.BeforeMigration(s.claimMigration),
 		migrate.AfterMigration(recordMigration))
 
-	if s.flavor == flavorMySQL {
-		unlock, err := s.lockMySQL(ctx)
-		if err != nil {
-			return fmt.Errorf("migrate: lock: %w", err)
-		}
-		defer unlock()
+	unlock, err := s.eng.lockMigrations(ctx, s)
+	if err != nil {
+		return fmt.Errorf("migrate: lock: %w", err)
 	}
-	if err := s.initMigrations(ctx, m); err != nil {
+	defer unlock()
+	if err := s.eng.initMigrations(ctx, s, m); err != nil {
 		return fmt.Errorf("migrate: init: %w", err)
 	}
 	for {
@@ -100,39 +97,10 @@ func (s *store) migrate(ctx context.Context) error {
 			return fmt.Errorf("migrate: %w", err)
 		}
 		if !group.IsZero() {
-			s.opts.Logger.InfoContext(ctx, "sqlstore: schema migrated", "engine", s.flavor.String(), "applied", group.Migrations.String())
+			s.opts.Logger.InfoContext(ctx, "sqlstore: schema migrated", "engine", s.eng.name(), "applied", group.Migrations.String())
 		}
 		return nil
 	}
-}
-
-// initMigrations creates the schema (Options.Schema) and bun/migrate's
-// tables if they do not exist. On PostgreSQL, where two processes
-// creating one table at once can fail, it does so in a transaction that
-// holds the migration lock (and so does not call m.Init, which runs on
-// the pool), as Migrator.Init would.
-func (s *store) initMigrations(ctx context.Context, m *migrate.Migrator) error {
-	if s.flavor != flavorPostgres {
-		return m.Init(ctx)
-	}
-	return s.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if err := s.lockPostgres(ctx, tx); err != nil {
-			return err
-		}
-		if s.opts.Schema != "" { // a valid identifier (Options.checkSchema)
-			if _, err := tx.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+s.opts.Schema); err != nil {
-				return err
-			}
-		}
-		_, err := tx.NewCreateTable().Model((*migrate.Migration)(nil)).ModelTableExpr(migrationsTable).IfNotExists().Exec(ctx)
-		if err == nil {
-			_, err = tx.NewCreateIndex().Unique().TableExpr(migrationsTable).Index(migrationsTable + "_name_unique").Column("name").IfNotExists().Exec(ctx)
-		}
-		if err == nil {
-			_, err = tx.NewCreateTable().Model((*migrationLock)(nil)).ModelTableExpr(migrationsLocksTable).IfNotExists().Exec(ctx)
-		}
-		return err
-	})
 }
 
 // migrationLock is the row of bun/migrate's table of locks, which the
@@ -148,10 +116,8 @@ type migrationLock struct {
 // database's), and it returns errApplied if another process applied the
 // migration while this one waited.
 func (s *store) claimMigration(ctx context.Context, db bun.IConn, mig *migrate.Migration) error {
-	if s.flavor == flavorPostgres {
-		if err := s.lockPostgres(ctx, db); err != nil {
-			return err
-		}
+	if err := s.eng.claimMigration(ctx, s, db); err != nil {
+		return err
 	}
 	var n int
 	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+migrationsTable+" WHERE name = ?", mig.Name).Scan(&n); err != nil {
@@ -172,51 +138,9 @@ func recordMigration(ctx context.Context, db bun.IConn, mig *migrate.Migration) 
 	return err
 }
 
-// lockPostgres takes the migration lock of the schema (Options.Schema or
-// the current one, which need not exist yet) in db's transaction, until
-// it ends.
-func (s *store) lockPostgres(ctx context.Context, db bun.IConn) error {
-	_, err := db.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext('parley.migrate:' || current_database() || '.' || COALESCE(?, current_schema(), '')))",
-		nullable(s.opts.Schema))
-	return err
-}
-
-// lockMySQL takes the migration lock of the database on a connection of
-// its own (GET_LOCK is held by the session; MySQL does not sit behind a
-// transaction pooler); unlock releases it, or closes the connection if
-// that fails.
-func (s *store) lockMySQL(ctx context.Context) (unlock func(), err error) {
-	const key = "CONCAT('parley.migrate:', SHA1(DATABASE()))"
-	conn, err := s.w.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var got *int64
-	if err = conn.NewRaw("SELECT GET_LOCK("+key+", 600)").Scan(ctx, &got); err == nil && (got == nil || *got != 1) {
-		err = errors.New("timed out waiting for the migration lock")
-	}
-	// drop closes the connection rather than return it to the pool with
-	// the lock perhaps held: closing the session releases the lock.
-	drop := func() {
-		_ = conn.Raw(func(any) error { return sqldriver.ErrBadConn })
-		_ = conn.Close()
-	}
-	if err != nil {
-		drop()
-		return nil, err
-	}
-	return func() {
-		if _, err := conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK("+key+")"); err != nil {
-			drop()
-			return
-		}
-		_ = conn.Close()
-	}, nil
-}
-
 // schemaVersion returns the name of the last migration of s's engine.
 func (s *store) schemaVersion() string {
-	entries, _ := fs.ReadDir(migrationFiles, "migrations/"+s.flavor.String()) // sorted by name
+	entries, _ := fs.ReadDir(migrationFiles, "migrations/"+s.eng.name()) // sorted by name
 	if len(entries) == 0 {
 		return ""
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -286,7 +285,7 @@ func (s *store) prepareWrites(ctx context.Context) {
 	if s.wstmts == nil || s.writesPrepared.Load() {
 		return
 	}
-	for _, q := range []string{insertMessageSQL, countSendSQL, countReadSendSQL, countOwnSQL} {
+	for _, q := range []string{insertMessageSQL, s.sql.countSend, countReadSendSQL, s.sql.countOwn} {
 		if _, err := s.wstmts.get(ctx, q); err != nil {
 			return // no table yet: later
 		}
@@ -299,22 +298,16 @@ func (s *store) prepareWrites(ctx context.Context) {
 	s.writesPrepared.Store(true)
 }
 
-// sequence numbers the committed events that have no seq yet (PostgreSQL
-// and MySQL; see the top of this file), in batches of maxSequence.
+// sequence numbers the committed events that have no seq yet (where the
+// engine does not number them at insert; see the top of this file), in
+// batches of maxSequence.
 func (s *store) sequence(ctx context.Context) error {
-	if s.flavor == flavorSQLite {
+	if s.sql.numbersAtInsert {
 		return nil
 	}
-	// The unnumbered events, read through a plain scan of their partial
-	// index (PostgreSQL: events_unnumbered): it marks the entries of the
-	// rows that numbering left dead, so that the next pass skips them
-	// without a vacuum. A bitmap scan, which the planner would choose for
-	// many rows, marks nothing, and each pass would read every event
-	// numbered since the last vacuum.
 	// The first read, a probe outside the lock, is prepared: its plan
 	// cannot be other than the partial index's first entry.
 	const probeSQL = "SELECT pos FROM events WHERE seq IS NULL ORDER BY pos LIMIT 1"
-	const pendingSQL = "SELECT pos FROM events WHERE seq IS NULL ORDER BY pos LIMIT ?"
 	for {
 		var pending []int64
 		if err := s.readPrepared(ctx, &pending, probeSQL); err != nil || len(pending) == 0 {
@@ -330,22 +323,14 @@ func (s *store) sequence(ctx context.Context) error {
 			if len(last) == 0 {
 				return notFound("event sequence")
 			}
-			if err := s.noBitmapScans(ctx, tx); err != nil {
+			// The engine reads them again under the lock: another
+			// sequencer may have numbered them meanwhile; what committed
+			// since is taken too.
+			var err error
+			if n, err = s.eng.numberEvents(ctx, tx, last[0]); err != nil || n == 0 {
 				return err
 			}
-			// Read again under the lock: another sequencer may have
-			// numbered them meanwhile; what committed since is taken too.
-			pending = pending[:0]
-			if err := tx.NewRaw(pendingSQL, maxSequence).Scan(ctx, &pending); err != nil || len(pending) == 0 {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, numberSQL(s.flavor, pending, last[0])); err != nil {
-				return err
-			}
-			n = len(pending)
-			// Not prepared: a plan made under the SET LOCAL above would be
-			// kept for the connection after the transaction.
-			_, err := tx.ExecContext(ctx, "UPDATE event_sequence SET last_seq = ? WHERE id = 1", last[0]+int64(n))
+			_, err = tx.ExecContext(ctx, "UPDATE event_sequence SET last_seq = ? WHERE id = 1", last[0]+int64(n))
 			return err
 		})
 		s.seqMu.Unlock()
@@ -355,35 +340,13 @@ func (s *store) sequence(ctx context.Context) error {
 	}
 }
 
-// numberSQL returns the UPDATE that gives the events at the positions
-// pending, in their order, the seqs after last. On PostgreSQL the pairs
-// come as two arrays joined to the rows by pos: a CASE of a WHEN per row
-// costs each row a walk of the list, which took 23 ms for 900 rows. Every
-// value is an int64, written in the query.
-func numberSQL(f flavor, pending []int64, last int64) string {
-	list := func(b *strings.Builder) {
-		for i, pos := range pending {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(strconv.FormatInt(pos, 10))
-		}
-	}
-	var b strings.Builder
-	if f == flavorPostgres {
-		b.WriteString("UPDATE events AS e SET seq = " + strconv.FormatInt(last, 10) + " + u.n FROM unnest('{")
-		list(&b)
-		b.WriteString("}'::bigint[]) WITH ORDINALITY AS u(pos, n) WHERE e.pos = u.pos")
-		return b.String()
-	}
-	b.WriteString("UPDATE events SET seq = CASE pos")
-	for i, pos := range pending {
-		b.WriteString(" WHEN " + strconv.FormatInt(pos, 10) + " THEN " + strconv.FormatInt(last+int64(i)+1, 10))
-	}
-	b.WriteString(" END WHERE pos IN (")
-	list(&b)
-	b.WriteString(")")
-	return b.String()
+// pendingEvents returns the positions of the committed events that have
+// no seq yet, up to maxSequence, in order, for numberEvents: read through
+// a plain scan of their partial index (PostgreSQL: events_unnumbered).
+func pendingEvents(ctx context.Context, tx bun.Tx) ([]int64, error) {
+	var pending []int64
+	err := tx.NewRaw("SELECT pos FROM events WHERE seq IS NULL ORDER BY pos LIMIT ?", maxSequence).Scan(ctx, &pending)
+	return pending, err
 }
 
 // ReadEvents returns up to q.Limit events matching q in seq order, after
@@ -408,15 +371,10 @@ func (s *store) readEvents(ctx context.Context, q driver.EventQuery) ([]messagin
 	var scope []string
 	var args []any
 	from := "events AS e"
-	if s.flavor == flavorSQLite && q.After > 0 && !q.All && member == "" && len(convs) > 0 {
-		// A resume (or a page after a cursor) of a few conversations reads
-		// their ranges of the index by conversation, and sorts what it
-		// found: its cost is the caller's events after the cursor. With
-		// its bounds as parameters, SQLite's planner would rather walk the
-		// seq range in order, over every conversation's events
-		// (BENCHMARKS.md §5: about 80 times slower behind 1,000,000
-		// events of others).
-		from += " INDEXED BY events_conversation"
+	if q.After > 0 && !q.All && member == "" && len(convs) > 0 {
+		// A resume (or a page after a cursor) of a few conversations
+		// (dialectSQL.eventsOfFew).
+		from = s.sql.eventsOfFew
 	}
 	if b, ok := s.scopeBranch("e.conversation_id", q.All, member, convs); ok {
 		if b.where == "" {
@@ -561,7 +519,7 @@ const pruneBatch = 1000
 func (s *store) PruneEvents(ctx context.Context, before time.Time) (int, error) {
 	total := 0
 	var newest int64
-	if s.flavor == flavorSQLite {
+	if s.sql.numbersAtInsert { // no seq given twice
 		var last []int64
 		if err := s.read(ctx, &last, "SELECT seq FROM events ORDER BY seq DESC LIMIT 1"); err != nil {
 			return 0, wrapErr("sqlstore.PruneEvents", err)
@@ -609,11 +567,7 @@ func (s *store) ClaimCursor(ctx context.Context, name, owner string, start int64
 	var seq []int64
 	var ok bool
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		insert := "INSERT INTO event_cursors (name, seq, owner) VALUES (?, ?, '') ON CONFLICT (name) DO NOTHING"
-		if s.flavor == flavorMySQL {
-			insert = "INSERT IGNORE INTO event_cursors (name, seq, owner) VALUES (?, ?, '')"
-		}
-		if _, err := tx.ExecContext(ctx, insert, name, start); err != nil {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO event_cursors (name, seq, owner) VALUES (?, ?, '')"+s.sql.skipTail("name"), name, start); err != nil {
 			return err
 		}
 		res, err := tx.ExecContext(ctx, `UPDATE event_cursors SET owner = ?, lease_until = ?
@@ -651,17 +605,4 @@ func (s *store) SaveCursor(ctx context.Context, name, owner string, seq int64, u
 		}
 		return err
 	}))
-}
-
-// noBitmapScans makes the rest of tx on PostgreSQL read indexes by plain
-// scans, which mark the entries of dead rows so that later scans skip
-// them (the sequencer reads rows that churn). The reads it is for are not
-// prepared statements: a plan made under it would be kept for the
-// connection.
-func (s *store) noBitmapScans(ctx context.Context, tx bun.Tx) error {
-	if s.flavor != flavorPostgres {
-		return nil
-	}
-	_, err := tx.ExecContext(ctx, "SET LOCAL enable_bitmapscan = off")
-	return err
 }

@@ -58,48 +58,23 @@ type reactionRow struct {
 // character, which no username has (messaging.Service.SaveContact).
 const reactorSep = "\x1f"
 
-// reactionsCols are the columns of reactionsSQL (reactionsRowsSQL's
+// reactionsCols are the columns of reactionsBySQL (reactionsRowsSQL's
 // reactors is a column, not an expression).
 const reactionsCols = `n.message_id, n.name, n.reactors AS reactor_count`
 
-// reactionsSQL reads the embedded reactors of the messages that the
-// condition on n.message_id selects, one row per name in the names'
-// order: each name's reactors up to its head_seq, a range of the index
-// (message_id, name, seq, contact_id), aggregated in their order into one string. One
-// row per name instead of one per reactor spares the driver and the scan
-// about seven allocations a reactor, and the repeated columns: the answer
-// of a reaction on a message with 100 reactors then costs about what it
-// does with one (BENCHMARKS.md, section 8). SQLite and PostgreSQL; MySQL,
+// reactionsBySQL returns the read of the embedded reactors of the
+// messages that a condition on n.message_id selects (the engine's
+// dialectSQL.reactions), one row per name in the names' order, given agg,
+// the aggregate of a name's reactors up to its head_seq (a range of the
+// index (message_id, name, seq, contact_id)) into one string in their
+// order. One row per name instead of one per reactor spares the driver
+// and the scan about seven allocations a reactor, and the repeated
+// columns: the answer of a reaction on a message with 100 reactors then
+// costs about what it does with one (BENCHMARKS.md, section 8). MySQL,
 // whose GROUP_CONCAT is cut at group_concat_max_len (1,024 bytes by
 // default), reads reactionsRowsSQL. Both end with "n.message_id ", for "=
-// ?" or "IN (?)", and are followed by reactionsOrder.
-//
-// PostgreSQL orders string_agg's input itself. SQLite's group_concat(x
-// ORDER BY …) sorts its input in a temporary B-tree (about twice the cost
-// of the read): instead it concatenates the rows of a subquery in the
-// index's order. SQLite keeps a subquery's ORDER BY when the query around
-// it uses an aggregate other than count, min and max, has no ORDER BY of
-// its own and no join (sqlite3Select's omit-ORDER-BY rules); and with the
-// index serving the order it sorts nothing. TestEmbeddedReactorsOrder
-// checks the order against the contact ids' (which the index does not
-// follow).
-func reactionsSQL(f flavor) string {
-	const reactors = `FROM reactions AS r LEFT JOIN contacts AS c ON c.id = r.contact_id
-		WHERE r.message_id = n.message_id AND r.name = n.name AND r.seq <= n.head_seq`
-	var agg string
-	switch f {
-	case flavorMySQL:
-		return reactionsRowsSQL
-	case flavorPostgres:
-		// Each username by a lookup of its contact: with a join, the
-		// planner, which cannot know that head_seq bounds the reactors to
-		// 100, estimates a third of the reactions and hashes the whole of
-		// contacts (1.2 ms at 10,000 contacts, against 0.4 ms).
-		agg = `SELECT string_agg(COALESCE((SELECT c.username FROM contacts AS c WHERE c.id = r.contact_id), ''), chr(31) ORDER BY r.seq)
-		FROM reactions AS r WHERE r.message_id = n.message_id AND r.name = n.name AND r.seq <= n.head_seq`
-	default:
-		agg = `SELECT group_concat(u.username, char(31)) FROM (SELECT COALESCE(c.username, '') AS username ` + reactors + ` ORDER BY r.seq) AS u`
-	}
+// ?" or "IN (?)", and are followed by dialectSQL.reactionsOrder.
+func reactionsBySQL(agg string) string {
 	return `SELECT ` + reactionsCols + `, (` + agg + `) AS reactors
 	FROM reaction_names AS n WHERE n.message_id `
 }
@@ -116,27 +91,18 @@ const reactionsRowsSQL = `SELECT ` + reactionsCols + `, COALESCE(c.username, '')
 	LEFT JOIN contacts AS c ON c.id = r.contact_id
 	WHERE r.message_id = n.message_id AND r.name = n.name AND r.seq <= n.head_seq AND n.message_id `
 
-// reactionsOrder follows the condition of reactionsSQL: the names in
-// their order (and with reactionsRowsSQL each name's reactors in theirs).
-func reactionsOrder(f flavor) string {
-	if f == flavorMySQL {
-		return " ORDER BY n.message_id, n.seq, r.seq"
-	}
-	return " ORDER BY n.message_id, n.seq"
-}
-
 // loadReactions returns the embedded reactions of the messages ids: names
 // in their order, each name's first reactors in theirs. No ids, no query.
-func loadReactions(ctx context.Context, f flavor, query queryFn, ids boxedIDs) ([]reactionRow, error) {
+func loadReactions(ctx context.Context, d *dialectSQL, query queryFn, ids boxedIDs) ([]reactionRow, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	var rs []reactionRow
 	var err error
 	if len(ids) == 1 {
-		err = query(ctx, &rs, reactionsSQL(f)+"= ?"+reactionsOrder(f), ids[0])
+		err = query(ctx, &rs, d.reactions+"= ?"+d.reactionsOrder, ids[0])
 	} else {
-		err = query(ctx, &rs, reactionsSQL(f)+"IN (?)"+reactionsOrder(f), ids)
+		err = query(ctx, &rs, d.reactions+"IN (?)"+d.reactionsOrder, ids)
 	}
 	return rs, err
 }
@@ -233,14 +199,9 @@ func (s *store) react(ctx context.Context, tx bun.Tx, id string, rc *driver.Reac
 			names = append(names, n)
 		}
 	}
-	// An insert that does nothing when the row is there, and counts no
-	// row then: MySQL's ON DUPLICATE KEY UPDATE would count the row found
-	// (the driver sets clientFoundRows), INSERT IGNORE does not. Every
-	// value is checked before, so IGNORE hides no other error.
-	insert, onConflict := "INSERT INTO", " ON CONFLICT DO NOTHING"
-	if s.flavor == flavorMySQL {
-		insert, onConflict = "INSERT IGNORE INTO", ""
-	}
+	// Inserts that do nothing when the row is there, and count no row
+	// then (every value is checked before).
+	insert, onConflict := s.sql.insertNew, s.sql.insertNewTail
 	if len(names) > 0 {
 		own := 0 // the names the reactor has
 		if count {
@@ -422,220 +383,4 @@ func (s *store) listReactors(ctx context.Context, q driver.ReactorQuery) ([]mess
 		out[i] = messaging.Reactor{ContactID: r.ContactID, Username: r.Username, ReactedAt: utc(r.CreatedAt)}
 	}
 	return out, more, nil
-}
-
-// reactOneRow is a row of what reactOneSQL's statement returns: one for each
-// name of the message after the change, in the names' order, or one with
-// no name when it has none.
-type reactOneRow struct {
-	// Own is the number of names the reactor had on the message before.
-	Own int `bun:"own"`
-	// Names is the change in the number of names; Reactors, in the
-	// number of reactor rows.
-	Names    int `bun:"names"`
-	Reactors int `bun:"reactors"`
-	// Updated is 1 when the statement updated the message's row, whose
-	// stored values follow; 0 when the change left it as it was.
-	Updated int `bun:"updated"`
-	updatedRow
-	// Name, Count and Embedded are a name after the change, its number of
-	// reactors and its embedded ones, as reactionRow's.
-	Name     sql.NullString `bun:"name"`
-	Count    sql.NullInt64  `bun:"reactor_count"`
-	Embedded sql.NullString `bun:"embedded"`
-}
-
-// reactPostgres makes the reaction change of ch on the locked message id
-// (PostgreSQL): its names added in one statement, then each name taken
-// back in one, where react sends one for each step. It returns
-// the message's reactions after it, as loadReactions would read them
-// after the statement: the message's row lock is held for four round
-// trips fewer. Each data-modifying part of the statement sees the rows as
-// they were before it, so each counts what the others change from what
-// they return:
-//
-//   - an added name is inserted with its one reactor counted, and an
-//     existing one gains a reactor only when the reactor's row is
-//     inserted (the name's row inserted by the same statement is not
-//     seen by that update), and gets its head_seq when it reaches 100
-//     (below);
-//   - a taken back reactor is deleted, and its name's row counts one
-//     reactor fewer and moves head_seq past it, or goes when it was the
-//     last (the foreign key's cascade then finds nothing to delete);
-//   - the message's row gets UpdatedAt and its number of names, unless
-//     the change sets no UpdatedAt and changes no name (a reactor taken
-//     back who was not there, or not the name's last);
-//   - the reactions after the change are the names and reactors before
-//     it, with those inserted and without those deleted: each name's
-//     first 100 reactors by seq, which are those up to its head_seq
-//     (reactionsSQL), and its count of them.
-//
-// head_seq of a name reaching 100 reactors is the greatest seq of the
-// 100, as react's headSQL finds it: the new reactor's, or (should the
-// sequence of seqs ever have gone back, after a copy) an older one's.
-//
-// The change's Check, when set, runs after, with the counts the statement
-// returns, and rolls everything back by its error.
-func (s *store) reactPostgres(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange) (reactedOne, error) {
-	var out reactedOne
-	rc := *ch.Reactions
-	var add []string
-	for _, n := range rc.Add {
-		if !slices.Contains(add, n) {
-			add = append(add, n)
-		}
-	}
-	var steps []driver.ReactionChange
-	if len(add) > 0 {
-		steps = append(steps, driver.ReactionChange{ContactID: rc.ContactID, Add: add, At: rc.At})
-	}
-	for _, name := range rc.Remove {
-		steps = append(steps, driver.ReactionChange{ContactID: rc.ContactID, Remove: []string{name}})
-	}
-	for i, step := range steps {
-		ch.Reactions = &step
-		q, args := reactOneSQL(id, ch)
-		var rows []reactOneRow
-		if err := s.txRead(ctx, tx, &rows, q, args...); err != nil {
-			return reactedOne{}, err
-		}
-		one, err := reactedOf(id, ch, rows)
-		if err != nil {
-			return reactedOne{}, err
-		}
-		out.rc.names += one.rc.names
-		if i == 0 && len(add) > 0 {
-			out.rc.reactorBefore, out.rc.reactorAfter = one.rc.reactorBefore, one.rc.reactorAfter
-		} else if len(add) > 0 {
-			out.rc.reactorAfter += rows[0].Reactors // as react counts them
-		}
-		if one.stored != nil {
-			out.stored = one.stored
-		}
-		out.reactions = one.reactions
-	}
-	return out, nil
-}
-
-// reactedOne is what reactPostgres made: the counts, the message's row as it
-// left it (nil when it did not write it) and the message's reactions.
-type reactedOne struct {
-	rc        reacted
-	stored    *updatedRow
-	reactions []reactionRow
-}
-
-// reactOneSQL returns the statement of one step of reactPostgres: ch's
-// Reactions add names, or take one back.
-func reactOneSQL(id string, ch driver.MessageChange) (string, []any) {
-	reactor := ch.Reactions.ContactID
-	// Each placeholder takes an argument of its own, in order.
-	var args []any
-	arg := func(a any) string {
-		args = append(args, a)
-		return "?"
-	}
-	// The message's row is updated when the change sets UpdatedAt or the
-	// number of names changes (cte: the names added or gone).
-	setAt := func() string {
-		if ch.UpdatedAt.IsZero() {
-			return ""
-		}
-		return "updated_at = " + arg(ch.UpdatedAt.UTC()) + ", "
-	}
-	changed := func(cte string) string {
-		if ch.UpdatedAt.IsZero() {
-			return " AND EXISTS (SELECT 1 FROM " + cte + ")"
-		}
-		return ""
-	}
-	// embedded aggregates the usernames of a name's first reactors (the
-	// rows of before, with seq and contact_id, by seq, at most 100 of
-	// them), as reactionsSQL does.
-	embedded := func(before string) string {
-		return `(SELECT string_agg(COALESCE((SELECT c.username FROM contacts AS c WHERE c.id = x.contact_id), ''), chr(31) ORDER BY x.seq)
-			FROM (` + before + `) AS x) AS embedded`
-	}
-	var q string
-	if rm := ch.Reactions.Remove; len(rm) > 0 {
-		name := rm[0]
-		q = `WITH d AS (DELETE FROM reactions WHERE message_id = ` + arg(id) + ` AND name = ` + arg(name) + ` AND contact_id = ` + arg(reactor) + ` RETURNING seq),
-			up AS (UPDATE reaction_names AS n SET reactors = n.reactors - 1,
-				head_seq = CASE WHEN n.head_seq >= d.seq THEN COALESCE((SELECT h.seq FROM reactions AS h
-					WHERE h.message_id = n.message_id AND h.name = n.name AND h.seq <> d.seq
-					ORDER BY h.seq LIMIT 1 OFFSET ` + embeddedOffset + `), ` + noHead + `) ELSE n.head_seq END
-				FROM d WHERE n.message_id = ` + arg(id) + ` AND n.name = ` + arg(name) + ` AND n.reactors > 1 RETURNING n.name),
-			gone AS (DELETE FROM reaction_names AS n USING d WHERE n.message_id = ` + arg(id) + ` AND n.name = ` + arg(name) + ` AND n.reactors <= 1 RETURNING n.name),
-			m AS (UPDATE messages SET ` + setAt() + `reaction_count = reaction_count - (SELECT COUNT(*) FROM gone)
-				WHERE id = ` + arg(id) + changed("gone") + ` RETURNING text, read_at, updated_at),
-			a AS (SELECT n.name, n.seq, n.reactors - CASE WHEN n.name = ` + arg(name) + ` THEN (SELECT COUNT(*) FROM d) ELSE 0 END AS cnt
-				FROM reaction_names AS n WHERE n.message_id = ` + arg(id) + `)
-			SELECT 0 AS own, -(SELECT COUNT(*) FROM gone) AS names, -(SELECT COUNT(*) FROM d) AS reactors,
-				(SELECT COUNT(*) FROM m) AS updated, m.*, a.name, a.cnt AS reactor_count, ` +
-			embedded(`SELECT h.seq, h.contact_id FROM reactions AS h WHERE h.message_id = `+arg(id)+` AND h.name = a.name
-				AND NOT (h.name = `+arg(name)+` AND h.contact_id = `+arg(reactor)+`) ORDER BY h.seq LIMIT `+embeddedCount) + `
-			FROM (SELECT 1) AS one LEFT JOIN m ON true LEFT JOIN a ON a.cnt > 0 ORDER BY a.seq`
-	} else {
-		names := ch.Reactions.Add
-		at := ch.Reactions.At
-		if at.IsZero() {
-			at = time.Now()
-		}
-		q = `WITH own AS (SELECT COUNT(*) AS n FROM reactions WHERE message_id = ` + arg(id) + ` AND contact_id = ` + arg(reactor) + `),
-			nm AS (INSERT INTO reaction_names (message_id, name, reactors) VALUES `
-		for i, n := range names {
-			if i > 0 {
-				q += ", "
-			}
-			q += "(" + arg(id) + ", " + arg(n) + ", 1)"
-		}
-		q += ` ON CONFLICT DO NOTHING RETURNING name, seq),
-			r AS (INSERT INTO reactions (message_id, name, contact_id, created_at) VALUES `
-		for i, n := range names {
-			if i > 0 {
-				q += ", "
-			}
-			q += "(" + arg(id) + ", " + arg(n) + ", " + arg(reactor) + ", " + arg(at.UTC()) + ")"
-		}
-		q += ` ON CONFLICT DO NOTHING RETURNING name, seq, contact_id),
-			up AS (UPDATE reaction_names AS n SET reactors = n.reactors + 1,
-				head_seq = CASE WHEN n.reactors + 1 = ` + embeddedCount + ` THEN GREATEST(r.seq,
-					(SELECT max(h.seq) FROM reactions AS h WHERE h.message_id = n.message_id AND h.name = n.name)) ELSE n.head_seq END
-				FROM r WHERE n.message_id = ` + arg(id) + ` AND n.name = r.name RETURNING n.name),
-			m AS (UPDATE messages SET ` + setAt() + `reaction_count = reaction_count + (SELECT COUNT(*) FROM nm)
-				WHERE id = ` + arg(id) + changed("nm") + ` RETURNING text, read_at, updated_at),
-			a AS (SELECT n.name, n.seq, n.reactors + (SELECT COUNT(*) FROM r WHERE r.name = n.name) AS cnt
-				FROM reaction_names AS n WHERE n.message_id = ` + arg(id) + `
-				UNION ALL SELECT nm.name, nm.seq, 1 FROM nm)
-			SELECT (SELECT n FROM own) AS own, (SELECT COUNT(*) FROM nm) AS names, (SELECT COUNT(*) FROM r) AS reactors,
-				(SELECT COUNT(*) FROM m) AS updated, m.*, a.name, a.cnt AS reactor_count, ` +
-			embedded(`SELECT y.seq, y.contact_id FROM ((SELECT h.seq, h.contact_id FROM reactions AS h
-				WHERE h.message_id = `+arg(id)+` AND h.name = a.name ORDER BY h.seq LIMIT `+embeddedCount+`)
-				UNION ALL SELECT r.seq, r.contact_id FROM r WHERE r.name = a.name) AS y ORDER BY y.seq LIMIT `+embeddedCount) + `
-			FROM (SELECT 1) AS one LEFT JOIN m ON true LEFT JOIN a ON true ORDER BY a.seq`
-	}
-	return q, args
-}
-
-// reactedOf reads the rows of reactOneSQL's statement for the change ch on
-// the message id.
-func reactedOf(id string, ch driver.MessageChange, rows []reactOneRow) (reactedOne, error) {
-	if len(rows) == 0 {
-		return reactedOne{}, notFound("message")
-	}
-	r := rows[0]
-	out := reactedOne{rc: reacted{names: r.Names}}
-	if len(ch.Reactions.Remove) == 0 { // as react counts them
-		out.rc.reactorBefore, out.rc.reactorAfter = r.Own, r.Own+r.Reactors
-	}
-	out.reactions = make([]reactionRow, 0, len(rows))
-	for _, row := range rows {
-		if row.Name.Valid {
-			out.reactions = append(out.reactions, reactionRow{MessageID: id, Name: row.Name.String, Count: int(row.Count.Int64), Reactors: row.Embedded})
-		}
-	}
-	if r.Updated != 0 { // else the statement left the message's row as it was
-		out.stored = &r.updatedRow
-	}
-	return out, nil
 }

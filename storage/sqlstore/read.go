@@ -244,10 +244,11 @@ func (c *stmtCache) close() error {
 
 // read runs a query outside transactions on the reader database, and
 // scans its rows into dst (a pointer to a slice of rows). query has bun's
-// "?" placeholders; args are strings, ints, times, nils and idLists. On
-// SQLite the statement is prepared once and reused.
+// "?" placeholders; args are strings, ints, times, nils and idLists.
+// Where the engine keeps prepared reads (SQLite), the statement is
+// prepared once and reused; elsewhere it is planned with its values.
 func (s *store) read(ctx context.Context, dst any, query string, args ...any) error {
-	if s.flavor == flavorPostgres {
+	if s.stmts == nil {
 		return s.r.NewRaw(query, bunArgs(args)...).Scan(ctx, dst)
 	}
 	return s.readPrepared(ctx, dst, query, args...)
@@ -267,7 +268,7 @@ const maxPreparedIDs = 16
 // the next ANALYZE. Planning them took about as long as a page without
 // them.
 func (s *store) readByIDs(ctx context.Context, dst any, query string, args ...any) error {
-	if s.flavor != flavorPostgres || longList(args) || !s.genericPlans(ctx) {
+	if longList(args) || !s.eng.genericPlans(ctx, s) {
 		return s.read(ctx, dst, query, args...)
 	}
 	return s.readPrepared(ctx, dst, query, args...)
@@ -487,47 +488,6 @@ func (s *store) txReads(tx bun.Tx) queryFn {
 	}
 }
 
-// genericPlanRows is the least number of messages, by PostgreSQL's
-// statistics, from which a page of one conversation runs with a generic
-// plan. Without its values the planner estimates such a page at 1/200 of
-// the table (a cursor page at 1/600): in a smaller table it may then
-// prefer a bitmap scan of the conversation's whole range and a sort to
-// the index read in order, which costs as many rows as the conversation
-// holds (measured: 7 ms for a page of a conversation of 3,000 messages in
-// a table of 6,000, against 0.05 ms). From 12,000 messages on, the plan
-// read the index in order; the threshold leaves a margin of four.
-const genericPlanRows = 50_000
-
-// planStats is what the Store knows of the size of messages, for
-// genericPlans.
-type planStats struct {
-	mu      sync.Mutex
-	rows    atomic.Int64 // messages by the planner's statistics; -1 unknown
-	checked atomic.Int64 // when rows was read (UnixNano); 0 never
-}
-
-// genericPlans reports whether the reads of a page of one conversation
-// may be prepared (readPrepared): always on SQLite; on PostgreSQL when
-// messages holds at least genericPlanRows rows by the planner's
-// statistics (pg_class.reltuples, which ANALYZE and autovacuum keep),
-// read at most once a minute.
-func (s *store) genericPlans(ctx context.Context) bool {
-	if s.flavor != flavorPostgres {
-		return true
-	}
-	if s.cached == nil {
-		return false
-	}
-	st := &s.planStats
-	if at := st.checked.Load(); at != 0 && time.Since(time.Unix(0, at)) < time.Minute || !st.mu.TryLock() {
-		return st.rows.Load() >= genericPlanRows
-	}
-	defer st.mu.Unlock()
-	var rows []int64
-	err := s.r.NewRaw("SELECT COALESCE((SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass('messages')), -1)").Scan(ctx, &rows)
-	if err == nil && len(rows) == 1 {
-		st.rows.Store(rows[0])
-		st.checked.Store(time.Now().UnixNano())
-	}
-	return st.rows.Load() >= genericPlanRows
-}
+// genericPlans reports whether statements whose best plan is the same
+// whatever their values run prepared, with a generic plan (readPrepared).
+func (s *store) genericPlans(ctx context.Context) bool { return s.eng.genericPlans(ctx, s) }

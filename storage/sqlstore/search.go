@@ -37,14 +37,15 @@ import (
 const mysqlWordMark = "ww"
 
 // searchWords returns the value of messages.search_words for text.
-func (s *store) searchWords(text string) string { return searchWordsOf(s.flavor, text) }
+func (s *store) searchWords(text string) string { return searchWordsOf(s.sql.wordMark, text) }
 
-// searchWordsOf returns the value of messages.search_words for text on f.
-func searchWordsOf(f flavor, text string) string {
+// searchWordsOf returns the value of messages.search_words for text, each
+// word after mark (dialectSQL.wordMark).
+func searchWordsOf(mark, text string) string {
 	words := driver.SearchWords(text)
-	if f == flavorMySQL {
+	if mark != "" {
 		for i, w := range words {
-			words[i] = mysqlWordMark + w
+			words[i] = mark + w
 		}
 	}
 	return strings.Join(words, " ")
@@ -60,48 +61,51 @@ func tsLexeme(s string) string {
 	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", "''") + "'"
 }
 
-// searchMatch returns the condition on m (messages) of the messages whose
-// words match q, and its arguments; on PostgreSQL, of the conversations
-// convs too when not empty (their replies included).
-func (s *store) searchMatch(q driver.SearchQuery, convs []string) (string, []any) {
+// pgSearchMatch returns the condition on m (messages) of the messages
+// whose words match q, and its arguments, on PostgreSQL; of the
+// conversations convs too when not empty (their replies included).
+func pgSearchMatch(q driver.SearchQuery, convs []string) (string, []any) {
 	var b strings.Builder
-	switch s.flavor {
-	case flavorPostgres:
-		for _, w := range q.Words {
-			if b.Len() > 0 {
-				b.WriteString(" & ")
-			}
-			b.WriteString("'" + w + "'")
+	for _, w := range q.Words {
+		if b.Len() > 0 {
+			b.WriteString(" & ")
 		}
-		if q.Prefix != "" {
-			if b.Len() > 0 {
-				b.WriteString(" & ")
-			}
-			b.WriteString("'" + q.Prefix + "':*")
-		}
-		if len(convs) > 0 {
-			if b.Len() > 0 {
-				b.WriteString(" & ")
-			}
-			b.WriteString("(")
-			for i, c := range convs {
-				if i > 0 {
-					b.WriteString(" | ")
-				}
-				b.WriteString(tsLexeme("§" + c))
-			}
-			b.WriteString(")")
-		}
-		return pgSearchVector + " @@ ?::tsquery", []any{b.String()}
-	default: // MySQL, MariaDB (SQLite: searchSQLite)
-		for _, w := range q.Words {
-			b.WriteString("+" + mysqlWordMark + w + " ")
-		}
-		if q.Prefix != "" {
-			b.WriteString("+" + mysqlWordMark + q.Prefix + "*")
-		}
-		return "MATCH (m.search_words) AGAINST (? IN BOOLEAN MODE)", []any{strings.TrimSpace(b.String())}
+		b.WriteString("'" + w + "'")
 	}
+	if q.Prefix != "" {
+		if b.Len() > 0 {
+			b.WriteString(" & ")
+		}
+		b.WriteString("'" + q.Prefix + "':*")
+	}
+	if len(convs) > 0 {
+		if b.Len() > 0 {
+			b.WriteString(" & ")
+		}
+		b.WriteString("(")
+		for i, c := range convs {
+			if i > 0 {
+				b.WriteString(" | ")
+			}
+			b.WriteString(tsLexeme("§" + c))
+		}
+		b.WriteString(")")
+	}
+	return pgSearchVector + " @@ ?::tsquery", []any{b.String()}
+}
+
+// mysqlSearchMatch returns the condition on m (messages) of the messages
+// whose words match q by the FULLTEXT index, and its arguments, on MySQL
+// and MariaDB.
+func mysqlSearchMatch(q driver.SearchQuery) (string, []any) {
+	var b strings.Builder
+	for _, w := range q.Words {
+		b.WriteString("+" + mysqlWordMark + w + " ")
+	}
+	if q.Prefix != "" {
+		b.WriteString("+" + mysqlWordMark + q.Prefix + "*")
+	}
+	return "MATCH (m.search_words) AGAINST (? IN BOOLEAN MODE)", []any{strings.TrimSpace(b.String())}
 }
 
 // SearchMessages returns up to q.Limit messages of q's Scope whose words
@@ -120,13 +124,11 @@ func (s *store) searchMessages(ctx context.Context, q driver.SearchQuery) ([]mes
 	if len(q.Words) == 0 && q.Prefix == "" {
 		return nil, false, invalid("a search needs a word")
 	}
-	switch s.flavor {
-	case flavorSQLite:
-		return s.searchSQLite(ctx, q)
-	case flavorMySQL:
-		return s.searchMySQL(ctx, q)
-	}
-	// PostgreSQL.
+	return s.eng.search(ctx, s, q)
+}
+
+// searchPostgres is SearchMessages on PostgreSQL.
+func (s *store) searchPostgres(ctx context.Context, q driver.SearchQuery) ([]messaging.Message, bool, error) {
 	convs, member, err := s.searchConversations(ctx, q)
 	if err != nil {
 		return nil, false, err
@@ -162,7 +164,7 @@ func (s *store) searchMessages(ctx context.Context, q driver.SearchQuery) ([]mes
 			filter, filterArgs = " AND (' ' || m.search_words) LIKE ?", []any{"% " + q.Prefix + "%"}
 		}
 	}
-	match, args := s.searchMatch(gin, named)
+	match, args := pgSearchMatch(gin, named)
 	match, args = match+filter, append(args, filterArgs...)
 	if b.where != "" {
 		match = b.where + " AND " + match
@@ -199,7 +201,7 @@ func (s *store) searchPage(ctx context.Context, q driver.SearchQuery, query stri
 // reads it.
 func (s *store) searchDone(ctx context.Context, q driver.SearchQuery, rows []messageRow) ([]messaging.Message, bool, error) {
 	rows, more := trimPage(rows, q.Limit, q.Before != nil)
-	items, err := complete(ctx, s.flavor, s.readByIDs, rows)
+	items, err := complete(ctx, s.sql, s.readByIDs, rows)
 	if err != nil {
 		return nil, false, err
 	}
@@ -599,7 +601,7 @@ func (s *store) searchMySQL(ctx context.Context, q driver.SearchQuery) ([]messag
 		}
 	}
 	b, _ := s.searchScope(q.All, member, convs)
-	match, args := s.searchMatch(q, nil)
+	match, args := mysqlSearchMatch(q)
 	if b.where != "" {
 		match = b.where + " AND " + match
 		args = append(b.args, args...)

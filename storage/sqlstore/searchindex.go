@@ -37,14 +37,12 @@ type searchIndexer struct {
 	done chan struct{} // closed when it has stopped
 }
 
-// startSearchIndexer starts the indexer of a SQLite store, unless it runs:
-// Open starts it, and Migrate does for a Store made by New. Close stops
+// startSearchIndexer starts the indexer of a SQLite store, unless it runs
+// (sqliteEngine.start): Open starts it, and Migrate does for a Store made
+// by New. Close stops
 // it. It runs on the databases of the store as they are now (tests hook
 // s.w and s.r later).
 func (s *store) startSearchIndexer() {
-	if s.flavor != flavorSQLite {
-		return
-	}
 	s.indexerMu.Lock()
 	defer s.indexerMu.Unlock()
 	if s.indexer != nil {

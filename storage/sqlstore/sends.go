@@ -88,9 +88,6 @@ type pendingSend struct {
 
 // send stores p, alone or combined with other sends (see sendCombiner).
 func (s *store) send(ctx context.Context, p *pendingSend) error {
-	if s.flavor == flavorMySQL {
-		return s.sendAlone(ctx, p)
-	}
 	sc := &s.sending
 	sc.mu.Lock()
 	if slot := sc.slot(); slot != nil {
@@ -467,7 +464,7 @@ func sentColumns(m messaging.Message) [8]string {
 	if !m.UpdatedAt.IsZero() {
 		updatedAt = driverTime(m.UpdatedAt)
 	}
-	return [8]string{m.ID, m.ConversationID, m.Contact.ID, m.Text, searchWordsOf(flavorPostgres, m.Text), readAt, driverTime(m.CreatedAt), updatedAt}
+	return [8]string{m.ID, m.ConversationID, m.Contact.ID, m.Text, searchWordsOf("", m.Text), readAt, driverTime(m.CreatedAt), updatedAt}
 }
 
 // sentKeysEvents appends to args the key records and the events of

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect"
 
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
@@ -70,12 +69,12 @@ func (o *Options) withDefaults() Options {
 	return c
 }
 
-// checkSchema reports whether Schema is usable with the engine f.
-func (o *Options) checkSchema(op string, f flavor) error {
+// checkSchema reports whether Schema is usable with the engine e.
+func (o *Options) checkSchema(op string, e engine) error {
 	if o.Schema == "" {
 		return nil
 	}
-	if f != flavorPostgres {
+	if !e.dialect().schemas {
 		return &messaging.Error{Kind: messaging.ErrInvalid, Op: op, Message: "Options.Schema is for PostgreSQL: on MySQL name a database of its own in the DSN, on SQLite use a file of its own"}
 	}
 	if !validSchema(o.Schema) {
@@ -101,38 +100,6 @@ func validSchema(s string) bool {
 	return true
 }
 
-// flavor is the SQL engine a Store speaks to.
-type flavor int
-
-const (
-	flavorSQLite flavor = iota
-	flavorPostgres
-	flavorMySQL
-)
-
-// flavorOf returns the engine of a bun dialect, or false.
-func flavorOf(name dialect.Name) (flavor, bool) {
-	switch name {
-	case dialect.SQLite:
-		return flavorSQLite, true
-	case dialect.PG:
-		return flavorPostgres, true
-	case dialect.MySQL:
-		return flavorMySQL, true
-	}
-	return 0, false
-}
-
-func (f flavor) String() string {
-	switch f {
-	case flavorPostgres:
-		return "postgres"
-	case flavorMySQL:
-		return "mysql"
-	}
-	return "sqlite"
-}
-
 // Store is Parley's storage in one SQL database: hand it to messaging.New.
 // It is safe for concurrent use.
 type Store struct{ s *store }
@@ -145,11 +112,12 @@ func (st *Store) Driver() driver.Store { return st.s }
 // with microsecond precision (timestamptz, DATETIME(6), text in UTC on
 // SQLite) and returned in UTC.
 type store struct {
-	w      *bun.DB // writes and transactions
-	r      *bun.DB // reads outside transactions; w itself except for SQLite files
-	flavor flavor
-	opts   Options
-	owned  []*bun.DB // closed by Close
+	w     *bun.DB // writes and transactions
+	r     *bun.DB // reads outside transactions; w itself except for SQLite files
+	eng   engine
+	sql   *dialectSQL // eng's
+	opts  Options
+	owned []*bun.DB // closed by Close
 
 	stmts  *stmtCache                 // prepared reads of SQLite's reader pool (readPrepared); nil otherwise
 	wstmts *stmtCache                 // SQLite: the statements of the writer (sends, outbox.go; keys, idempotency.go; and those write transactions ran, txStmt); nil otherwise
@@ -157,7 +125,6 @@ type store struct {
 	sealer atomic.Pointer[ids.Sealer] // the event ids' (eventSealer, outbox.go); nil until read
 
 	writesPrepared atomic.Bool  // wstmts holds the statements of sends (prepareWrites)
-	planStats      planStats    // the size of messages, for genericPlans (PostgreSQL)
 	combine        combiner     // changes to one message, made together (combine.go)
 	sending        sendCombiner // sends alone, stored together (sends.go)
 	indexerMu      sync.Mutex
@@ -207,11 +174,11 @@ func open(ctx context.Context, dsn string, opts *Options) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, ok := flavorOf(d.Dialect().Name())
-	if !ok {
-		return nil, &messaging.Error{Kind: messaging.ErrUnimplemented, Op: "sqlstore.Open", Message: "unsupported SQL dialect " + d.Dialect().Name().String()}
+	e, err := engineOf("sqlstore.Open", d.Dialect().Name())
+	if err != nil {
+		return nil, err
 	}
-	if err := o.checkSchema("sqlstore.Open", f); err != nil {
+	if err := o.checkSchema("sqlstore.Open", e); err != nil {
 		return nil, err
 	}
 	w, r, err := d.Open(dsn, o)
@@ -224,13 +191,13 @@ func open(ctx context.Context, dsn string, opts *Options) (*store, error) {
 	// Ping before bun.NewDB: mysqldialect's Init queries the server without
 	// a context, and would hang on one that does not answer.
 	for _, db := range []*sql.DB{w, r} {
-		if err := ping(ctx, db, f, o.BusyTimeout); err != nil {
+		if err := ping(ctx, db, o.BusyTimeout); err != nil {
 			_ = w.Close()
 			_ = r.Close()
 			return nil, wrapErr("sqlstore.Open", err)
 		}
 	}
-	s := &store{flavor: f, opts: o}
+	s := &store{eng: e, sql: e.dialect(), opts: o}
 	s.w = bun.NewDB(w, d.Dialect())
 	s.r = s.w
 	if c, ok := d.(statementCacher); ok {
@@ -240,17 +207,11 @@ func open(ctx context.Context, dsn string, opts *Options) (*store, error) {
 		s.r = bun.NewDB(r, d.Dialect())
 	}
 	s.owned = []*bun.DB{s.w}
-	switch f {
-	case flavorSQLite:
-		s.wstmts = &stmtCache{db: w, m: make(map[string]*sql.Stmt)}
-	}
 	if s.r != s.w {
 		s.owned = append(s.owned, s.r)
-		if f == flavorSQLite {
-			s.stmts = &stmtCache{db: r, rewrite: sqliteReadCols, m: make(map[string]*sql.Stmt)}
-		}
 	}
-	s.startSearchIndexer()
+	e.opened(s, w, r)
+	e.start(s)
 	return s, nil
 }
 
@@ -273,17 +234,15 @@ func New(db *bun.DB, opts *Options) (*Store, error) {
 }
 
 func newStore(db *bun.DB, opts *Options) (*store, error) {
-	s := &store{w: db, r: db, opts: opts.withDefaults()}
 	name := db.Dialect().Name()
-	f, ok := flavorOf(name)
-	if !ok {
-		return nil, &messaging.Error{Kind: messaging.ErrUnimplemented, Op: "sqlstore.New", Message: "unsupported SQL dialect " + name.String()}
+	e, err := engineOf("sqlstore.New", name)
+	if err != nil {
+		return nil, err
 	}
-	s.flavor = f
+	s := &store{w: db, r: db, eng: e, sql: e.dialect(), opts: opts.withDefaults()}
 	if len(dialectDrivers(name)) == 0 {
-		pkg := map[flavor]string{flavorSQLite: "sqlite", flavorPostgres: "postgres", flavorMySQL: "mysql"}[f]
 		return nil, &messaging.Error{Kind: messaging.ErrUnimplemented, Op: "sqlstore.New",
-			Message: fmt.Sprintf(`no driver registered for %s: import _ "github.com/parleychat/parley/storage/sqlstore/%s"`, f, pkg)}
+			Message: fmt.Sprintf(`no driver registered for %[1]s: import _ "github.com/parleychat/parley/storage/sqlstore/%[1]s"`, e.name())}
 	}
 	if s.opts.Schema != "" {
 		return nil, &messaging.Error{Kind: messaging.ErrInvalid, Op: "sqlstore.New", Message: "Options.Schema is for Open: set the search_path of db's connections instead"}
@@ -327,15 +286,9 @@ func (s *store) Close() error {
 // it fails with a serialization failure, deadlock, busy database or stale
 // prepared statement (retryable).
 func (s *store) write(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
-	var txo *sql.TxOptions
-	if s.flavor == flavorMySQL {
-		// REPEATABLE READ (InnoDB's default) takes gap locks and reads a
-		// snapshot after a locking read; the store wants neither.
-		txo = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
-	}
 	err := s.retry(ctx, func(ctx context.Context) error {
 		began := false
-		err := s.w.RunInTx(ctx, txo, func(ctx context.Context, tx bun.Tx) error {
+		err := s.w.RunInTx(ctx, s.sql.txOptions, func(ctx context.Context, tx bun.Tx) error {
 			began = true
 			return fn(ctx, tx)
 		})
@@ -380,25 +333,15 @@ func (s *store) retry(ctx context.Context, fn func(ctx context.Context) error) e
 	}
 }
 
-// forUpdate is the locking clause of a SELECT that a transaction writes
-// after: SQLite transactions are IMMEDIATE (they hold the write lock from
-// the start) and need none.
-func (s *store) forUpdate() string {
-	if s.flavor == flavorSQLite {
-		return ""
-	}
-	return " FOR UPDATE"
-}
-
 // ping opens a first connection of db. On SQLite a connection's pragmas
 // can meet a database that another process is opening or migrating: the
 // switch to WAL then fails at once with SQLITE_BUSY (SQLite does not wait
 // where waiting could deadlock), so it is tried again, for up to busy.
-func ping(ctx context.Context, db *sql.DB, f flavor, busy time.Duration) error {
+func ping(ctx context.Context, db *sql.DB, busy time.Duration) error {
 	deadline := time.Now().Add(busy)
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
 		err := db.PingContext(ctx)
-		if err == nil || f != flavorSQLite || (sqliteCode(err)&0xff != sqliteBusy && sqliteCode(err)&0xff != sqliteLocked) || time.Now().After(deadline) {
+		if err == nil || (sqliteCode(err)&0xff != sqliteBusy && sqliteCode(err)&0xff != sqliteLocked) || time.Now().After(deadline) {
 			return err
 		}
 		select {

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,15 +64,7 @@ func threadsOf(col string, n int) string {
 
 // threadConversation returns the SQL of the conversation of the thread
 // key in col ("<conversation>/<root>"): what comes before the slash.
-func (s *store) threadConversation(col string) string {
-	switch s.flavor {
-	case flavorPostgres:
-		return "split_part(" + col + ", '/', 1)"
-	case flavorMySQL:
-		return "SUBSTRING_INDEX(" + col + ", '/', 1)"
-	}
-	return "substr(" + col + ", 1, instr(" + col + ", '/') - 1)"
-}
+func (s *store) threadConversation(col string) string { return fmt.Sprintf(s.sql.beforeSlash, col) }
 
 // threadPatterns returns the LIKE patterns of the keys of the threads of
 // convs ("_" escaped: no conversation id holds "!", "%" or "/").
@@ -107,7 +100,7 @@ func (s *store) takeReply(ctx context.Context, tx bun.Tx, m messaging.Message) e
 	}
 	if err := s.txRead(ctx, tx, &rows, `SELECT m.conversation_id, m.contact_id, m.thread, m.deleted,
 		(SELECT COUNT(*) FROM conversation_members AS t WHERE t.conversation_id = ? AND t.contact_id IN (m.contact_id, ?) AND t.joined_at IS NOT NULL) AS takers
-		FROM messages AS m WHERE m.id = ?`+s.forUpdate(), key, m.Contact.ID, m.ParentID); err != nil {
+		FROM messages AS m WHERE m.id = ?`+s.sql.forUpdate, key, m.Contact.ID, m.ParentID); err != nil {
 		return err
 	}
 	if len(rows) == 0 || rows[0].ConversationID != m.ConversationID || rows[0].Deleted {
@@ -133,14 +126,7 @@ func (s *store) takeReply(ctx context.Context, tx bun.Tx, m messaging.Message) e
 // take part in their threads, from that time; it writes no row of one
 // who takes part already.
 func (s *store) takersSQL(n int) string {
-	values := strings.Repeat(", (?, ?, ?)", n)[2:]
-	if s.flavor == flavorMySQL {
-		return `INSERT INTO conversation_members (conversation_id, contact_id, joined_at) VALUES ` + values + `
-			ON DUPLICATE KEY UPDATE joined_at = COALESCE(joined_at, VALUES(joined_at))`
-	}
-	return `INSERT INTO conversation_members (conversation_id, contact_id, joined_at) VALUES ` + values + `
-		ON CONFLICT (conversation_id, contact_id) DO UPDATE SET joined_at = EXCLUDED.joined_at
-		WHERE conversation_members.joined_at IS NULL`
+	return fmt.Sprintf(s.sql.takers, strings.Repeat(", (?, ?, ?)", n)[2:])
 }
 
 // insertReplySQL stores a reply on PostgreSQL in one statement, as
@@ -274,7 +260,7 @@ func (s *store) removeMessage(ctx context.Context, tx bun.Tx, r *messageRow) err
 // reply is deleted in tx, and returns its id; "" when it stays.
 func (s *store) replyGone(ctx context.Context, tx bun.Tx, conv, root string) (string, error) {
 	var rows []messageRow
-	if err := s.txRead(ctx, tx, &rows, "SELECT "+messageOwnCols+" FROM messages AS m WHERE m.id = ?"+s.forUpdate(), root); err != nil {
+	if err := s.txRead(ctx, tx, &rows, "SELECT "+messageOwnCols+" FROM messages AS m WHERE m.id = ?"+s.sql.forUpdate, root); err != nil {
 		return "", err
 	}
 	if len(rows) == 0 || !rows[0].Deleted {
@@ -430,13 +416,9 @@ func (s *store) listThreads(ctx context.Context, q driver.ThreadQuery) ([]messag
 		if err != nil {
 			return nil, false, err
 		}
-		if s.flavor == flavorPostgres {
-			where += " AND (t.thread_at, t.conversation_id) " + cmpOp + " (?, ?)"
-			args = append(args, at, key)
-		} else {
-			where += " AND t.thread_at " + cmpOp + "= ? AND (t.thread_at " + cmpOp + " ? OR t.conversation_id " + cmpOp + " ?)"
-			args = append(args, at, at, key)
-		}
+		seek, seekArgs := s.seek("t.thread_at", "t.conversation_id", cmpOp, at, key)
+		where += " AND " + seek
+		args = append(args, seekArgs...)
 	}
 	query := "SELECT " + threadListCols + " FROM conversation_members AS t JOIN conversations AS c ON c.id = t.conversation_id" + where +
 		" ORDER BY t.thread_at " + dir + ", t.conversation_id " + dir + " LIMIT " + strconv.Itoa(q.Limit+1)
@@ -464,7 +446,7 @@ func (s *store) listThreads(ctx context.Context, q driver.ThreadQuery) ([]messag
 			return nil, false, err
 		}
 	}
-	roots, err := complete(ctx, s.flavor, s.readByIDs, mrows)
+	roots, err := complete(ctx, s.sql, s.readByIDs, mrows)
 	if err != nil {
 		return nil, false, err
 	}

@@ -1,0 +1,416 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/migrate"
+
+	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
+)
+
+// postgresEngine is PostgreSQL, through pgx's database/sql driver (package
+// postgres). Statements with arguments run from pgx's cache of prepared
+// statements of each connection (Store.cached) unless the DSN chose
+// otherwise (behind a pooler); a send is one statement of arrays
+// (sends.go).
+type postgresEngine struct {
+	plans planStats // the size of messages, for genericPlans
+}
+
+func (*postgresEngine) name() string { return "postgres" }
+
+func (*postgresEngine) dialect() *dialectSQL { return &postgresSQL }
+
+var postgresSQL = dialectSQL{
+	schemas:         true,
+	returning:       true,
+	rowValues:       true,
+	subqueryBounds:  true,
+	arrays:          true,
+	rangeOfOne:      true,
+	snapshotOptions: &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
+	forUpdate:       " FOR UPDATE",
+	skip:            standardSkip,
+	insertNew:       "INSERT INTO",
+	insertNewTail:   standardSkip,
+	// EXISTS is the probe of the members' key that a list wants.
+	memberOf:    "EXISTS (SELECT 1 FROM conversation_members AS cm WHERE cm.conversation_id = %[1]s AND cm.contact_id = ? AND cm.is_member = TRUE)",
+	beforeSlash: "split_part(%[1]s, '/', 1)",
+	lockMessage: "SELECT " + messageCols + " FROM " + messageFrom + " WHERE m.id = ? FOR UPDATE OF m",
+	// Each username by a lookup of its contact: with a join, the planner,
+	// which cannot know that head_seq bounds the reactors to 100,
+	// estimates a third of the reactions and hashes the whole of
+	// contacts (1.2 ms at 10,000 contacts, against 0.4 ms).
+	reactions: reactionsBySQL(`SELECT string_agg(COALESCE((SELECT c.username FROM contacts AS c WHERE c.id = r.contact_id), ''), chr(31) ORDER BY r.seq)
+		FROM reactions AS r WHERE r.message_id = n.message_id AND r.name = n.name AND r.seq <= n.head_seq`),
+	reactionsOrder: " ORDER BY n.message_id, n.seq",
+	eventsOfFew:    "events AS e",
+	countSend:      standardCountSend,
+	countOwn:       standardCountOwn,
+	addMember:      standardAddMember,
+	takers:         standardTakers,
+	// An upload's claim commits without waiting for the WAL flush: a
+	// claim lost in a crash is as if never made, and the write that
+	// completes it flushes it.
+	claimKey: `INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, created_at, expires_at)
+		SELECT ?, ?, ?, ?, ?::timestamptz, ?::timestamptz FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async
+		ON CONFLICT DO NOTHING`,
+	pruneKeys:    standardPruneKeys,
+	pruneKeyArgs: 2,
+	overriding:   "OVERRIDING SYSTEM VALUE ",
+	resetSeq:     "SELECT setval(pg_get_serial_sequence('%[1]s', 'seq'), (SELECT MAX(seq) FROM %[1]s))",
+}
+
+func (*postgresEngine) opened(*store, *sql.DB, *sql.DB) {}
+
+func (*postgresEngine) start(*store) {}
+
+// genericPlanRows is the least number of messages, by PostgreSQL's
+// statistics, from which a page of one conversation runs with a generic
+// plan. Without its values the planner estimates such a page at 1/200 of
+// the table (a cursor page at 1/600): in a smaller table it may then
+// prefer a bitmap scan of the conversation's whole range and a sort to
+// the index read in order, which costs as many rows as the conversation
+// holds (measured: 7 ms for a page of a conversation of 3,000 messages in
+// a table of 6,000, against 0.05 ms). From 12,000 messages on, the plan
+// read the index in order; the threshold leaves a margin of four.
+const genericPlanRows = 50_000
+
+// planStats is what the Store knows of the size of messages, for
+// genericPlans.
+type planStats struct {
+	mu      sync.Mutex
+	rows    atomic.Int64 // messages by the planner's statistics; -1 unknown
+	checked atomic.Int64 // when rows was read (UnixNano); 0 never
+}
+
+// genericPlans reports whether messages holds at least genericPlanRows
+// rows by the planner's statistics (pg_class.reltuples, which ANALYZE
+// and autovacuum keep), read at most once a minute; never when the
+// statements are not prepared (behind a pooler).
+func (e *postgresEngine) genericPlans(ctx context.Context, s *store) bool {
+	if s.cached == nil {
+		return false
+	}
+	st := &e.plans
+	if at := st.checked.Load(); at != 0 && time.Since(time.Unix(0, at)) < time.Minute || !st.mu.TryLock() {
+		return st.rows.Load() >= genericPlanRows
+	}
+	defer st.mu.Unlock()
+	var rows []int64
+	err := s.r.NewRaw("SELECT COALESCE((SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass('messages')), -1)").Scan(ctx, &rows)
+	if err == nil && len(rows) == 1 {
+		st.rows.Store(rows[0])
+		st.checked.Store(time.Now().UnixNano())
+	}
+	return st.rows.Load() >= genericPlanRows
+}
+
+// initMigrations creates the schema and the tables in a transaction that
+// holds the migration lock (two processes creating one table at once can
+// fail), as Migrator.Init would (which runs on the pool).
+func (*postgresEngine) initMigrations(ctx context.Context, s *store, m *migrate.Migrator) error {
+	return s.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := lockPostgres(ctx, s, tx); err != nil {
+			return err
+		}
+		if s.opts.Schema != "" { // a valid identifier (Options.checkSchema)
+			if _, err := tx.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+s.opts.Schema); err != nil {
+				return err
+			}
+		}
+		_, err := tx.NewCreateTable().Model((*migrate.Migration)(nil)).ModelTableExpr(migrationsTable).IfNotExists().Exec(ctx)
+		if err == nil {
+			_, err = tx.NewCreateIndex().Unique().TableExpr(migrationsTable).Index(migrationsTable + "_name_unique").Column("name").IfNotExists().Exec(ctx)
+		}
+		if err == nil {
+			_, err = tx.NewCreateTable().Model((*migrationLock)(nil)).ModelTableExpr(migrationsLocksTable).IfNotExists().Exec(ctx)
+		}
+		return err
+	})
+}
+
+// lockMigrations takes nothing: each migration's transaction takes the
+// lock (claimMigration), which its end releases; no lock outlives a
+// transaction, so PgBouncer in transaction mode is safe.
+func (*postgresEngine) lockMigrations(context.Context, *store) (func(), error) { return func() {}, nil }
+
+func (*postgresEngine) claimMigration(ctx context.Context, s *store, db bun.IConn) error {
+	return lockPostgres(ctx, s, db)
+}
+
+// lockPostgres takes the migration lock of the schema (Options.Schema or
+// the current one, which need not exist yet) in db's transaction, until
+// it ends.
+func lockPostgres(ctx context.Context, s *store, db bun.IConn) error {
+	_, err := db.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext('parley.migrate:' || current_database() || '.' || COALESCE(?, current_schema(), '')))",
+		nullable(s.opts.Schema))
+	return err
+}
+
+func (*postgresEngine) putContact(ctx context.Context, s *store, args []any) error {
+	return putContactUpsert(ctx, s, args)
+}
+
+func (*postgresEngine) storeKey(ctx context.Context, s *store, tx bun.Tx, done driver.IdempotencyRecord, taken error) error {
+	return storeKeyUpsert(ctx, s, tx, done, taken)
+}
+
+// numberEvents joins the seqs, given as an array, to the rows by pos: a
+// CASE of a WHEN per row costs each row a walk of the list, which took
+// 23 ms for 900 rows. The transaction reads the partial index of the
+// unnumbered events by plain scans, which mark the entries of the dead
+// rows that numbering leaves, so that the next pass skips them without a
+// vacuum (a bitmap scan, which the planner would choose for many rows,
+// marks nothing, and each pass would read every event numbered since the
+// last vacuum). Not prepared: a plan made under the SET LOCAL would be
+// kept for the connection.
+func (*postgresEngine) numberEvents(ctx context.Context, tx bun.Tx, last int64) (int, error) {
+	if _, err := tx.ExecContext(ctx, "SET LOCAL enable_bitmapscan = off"); err != nil {
+		return 0, err
+	}
+	pending, err := pendingEvents(ctx, tx)
+	if err != nil || len(pending) == 0 {
+		return 0, err
+	}
+	var b strings.Builder
+	b.WriteString("UPDATE events AS e SET seq = " + strconv.FormatInt(last, 10) + " + u.n FROM unnest('{")
+	for i, pos := range pending {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatInt(pos, 10))
+	}
+	b.WriteString("}'::bigint[]) WITH ORDINALITY AS u(pos, n) WHERE e.pos = u.pos")
+	_, err = tx.ExecContext(ctx, b.String())
+	return len(pending), err
+}
+
+func (*postgresEngine) search(ctx context.Context, s *store, q driver.SearchQuery) ([]messaging.Message, bool, error) {
+	return s.searchPostgres(ctx, q)
+}
+
+// reactOneRow is a row of what reactOneSQL's statement returns: one for each
+// name of the message after the change, in the names' order, or one with
+// no name when it has none.
+type reactOneRow struct {
+	// Own is the number of names the reactor had on the message before.
+	Own int `bun:"own"`
+	// Names is the change in the number of names; Reactors, in the
+	// number of reactor rows.
+	Names    int `bun:"names"`
+	Reactors int `bun:"reactors"`
+	// Updated is 1 when the statement updated the message's row, whose
+	// stored values follow; 0 when the change left it as it was.
+	Updated int `bun:"updated"`
+	updatedRow
+	// Name, Count and Embedded are a name after the change, its number of
+	// reactors and its embedded ones, as reactionRow's.
+	Name     sql.NullString `bun:"name"`
+	Count    sql.NullInt64  `bun:"reactor_count"`
+	Embedded sql.NullString `bun:"embedded"`
+}
+
+// reactPostgres makes the reaction change of ch on the locked message id
+// (PostgreSQL): its names added in one statement, then each name taken
+// back in one, where react sends one for each step. It returns
+// the message's reactions after it, as loadReactions would read them
+// after the statement: the message's row lock is held for four round
+// trips fewer. Each data-modifying part of the statement sees the rows as
+// they were before it, so each counts what the others change from what
+// they return:
+//
+//   - an added name is inserted with its one reactor counted, and an
+//     existing one gains a reactor only when the reactor's row is
+//     inserted (the name's row inserted by the same statement is not
+//     seen by that update), and gets its head_seq when it reaches 100
+//     (below);
+//   - a taken back reactor is deleted, and its name's row counts one
+//     reactor fewer and moves head_seq past it, or goes when it was the
+//     last (the foreign key's cascade then finds nothing to delete);
+//   - the message's row gets UpdatedAt and its number of names, unless
+//     the change sets no UpdatedAt and changes no name (a reactor taken
+//     back who was not there, or not the name's last);
+//   - the reactions after the change are the names and reactors before
+//     it, with those inserted and without those deleted: each name's
+//     first 100 reactors by seq, which are those up to its head_seq
+//     (dialectSQL.reactions), and its count of them.
+//
+// head_seq of a name reaching 100 reactors is the greatest seq of the
+// 100, as react's headSQL finds it: the new reactor's, or (should the
+// sequence of seqs ever have gone back, after a copy) an older one's.
+//
+// The change's Check, when set, runs after, with the counts the statement
+// returns, and rolls everything back by its error.
+func (s *store) reactPostgres(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange) (reactedOne, error) {
+	var out reactedOne
+	rc := *ch.Reactions
+	var add []string
+	for _, n := range rc.Add {
+		if !slices.Contains(add, n) {
+			add = append(add, n)
+		}
+	}
+	var steps []driver.ReactionChange
+	if len(add) > 0 {
+		steps = append(steps, driver.ReactionChange{ContactID: rc.ContactID, Add: add, At: rc.At})
+	}
+	for _, name := range rc.Remove {
+		steps = append(steps, driver.ReactionChange{ContactID: rc.ContactID, Remove: []string{name}})
+	}
+	for i, step := range steps {
+		ch.Reactions = &step
+		q, args := reactOneSQL(id, ch)
+		var rows []reactOneRow
+		if err := s.txRead(ctx, tx, &rows, q, args...); err != nil {
+			return reactedOne{}, err
+		}
+		one, err := reactedOf(id, ch, rows)
+		if err != nil {
+			return reactedOne{}, err
+		}
+		out.rc.names += one.rc.names
+		if i == 0 && len(add) > 0 {
+			out.rc.reactorBefore, out.rc.reactorAfter = one.rc.reactorBefore, one.rc.reactorAfter
+		} else if len(add) > 0 {
+			out.rc.reactorAfter += rows[0].Reactors // as react counts them
+		}
+		if one.stored != nil {
+			out.stored = one.stored
+		}
+		out.reactions = one.reactions
+	}
+	return out, nil
+}
+
+// reactedOne is what reactPostgres made: the counts, the message's row as it
+// left it (nil when it did not write it) and the message's reactions.
+type reactedOne struct {
+	rc        reacted
+	stored    *updatedRow
+	reactions []reactionRow
+}
+
+// reactOneSQL returns the statement of one step of reactPostgres: ch's
+// Reactions add names, or take one back.
+func reactOneSQL(id string, ch driver.MessageChange) (string, []any) {
+	reactor := ch.Reactions.ContactID
+	// Each placeholder takes an argument of its own, in order.
+	var args []any
+	arg := func(a any) string {
+		args = append(args, a)
+		return "?"
+	}
+	// The message's row is updated when the change sets UpdatedAt or the
+	// number of names changes (cte: the names added or gone).
+	setAt := func() string {
+		if ch.UpdatedAt.IsZero() {
+			return ""
+		}
+		return "updated_at = " + arg(ch.UpdatedAt.UTC()) + ", "
+	}
+	changed := func(cte string) string {
+		if ch.UpdatedAt.IsZero() {
+			return " AND EXISTS (SELECT 1 FROM " + cte + ")"
+		}
+		return ""
+	}
+	// embedded aggregates the usernames of a name's first reactors (the
+	// rows of before, with seq and contact_id, by seq, at most 100 of
+	// them), as dialectSQL.reactions does.
+	embedded := func(before string) string {
+		return `(SELECT string_agg(COALESCE((SELECT c.username FROM contacts AS c WHERE c.id = x.contact_id), ''), chr(31) ORDER BY x.seq)
+			FROM (` + before + `) AS x) AS embedded`
+	}
+	var q string
+	if rm := ch.Reactions.Remove; len(rm) > 0 {
+		name := rm[0]
+		q = `WITH d AS (DELETE FROM reactions WHERE message_id = ` + arg(id) + ` AND name = ` + arg(name) + ` AND contact_id = ` + arg(reactor) + ` RETURNING seq),
+			up AS (UPDATE reaction_names AS n SET reactors = n.reactors - 1,
+				head_seq = CASE WHEN n.head_seq >= d.seq THEN COALESCE((SELECT h.seq FROM reactions AS h
+					WHERE h.message_id = n.message_id AND h.name = n.name AND h.seq <> d.seq
+					ORDER BY h.seq LIMIT 1 OFFSET ` + embeddedOffset + `), ` + noHead + `) ELSE n.head_seq END
+				FROM d WHERE n.message_id = ` + arg(id) + ` AND n.name = ` + arg(name) + ` AND n.reactors > 1 RETURNING n.name),
+			gone AS (DELETE FROM reaction_names AS n USING d WHERE n.message_id = ` + arg(id) + ` AND n.name = ` + arg(name) + ` AND n.reactors <= 1 RETURNING n.name),
+			m AS (UPDATE messages SET ` + setAt() + `reaction_count = reaction_count - (SELECT COUNT(*) FROM gone)
+				WHERE id = ` + arg(id) + changed("gone") + ` RETURNING text, read_at, updated_at),
+			a AS (SELECT n.name, n.seq, n.reactors - CASE WHEN n.name = ` + arg(name) + ` THEN (SELECT COUNT(*) FROM d) ELSE 0 END AS cnt
+				FROM reaction_names AS n WHERE n.message_id = ` + arg(id) + `)
+			SELECT 0 AS own, -(SELECT COUNT(*) FROM gone) AS names, -(SELECT COUNT(*) FROM d) AS reactors,
+				(SELECT COUNT(*) FROM m) AS updated, m.*, a.name, a.cnt AS reactor_count, ` +
+			embedded(`SELECT h.seq, h.contact_id FROM reactions AS h WHERE h.message_id = `+arg(id)+` AND h.name = a.name
+				AND NOT (h.name = `+arg(name)+` AND h.contact_id = `+arg(reactor)+`) ORDER BY h.seq LIMIT `+embeddedCount) + `
+			FROM (SELECT 1) AS one LEFT JOIN m ON true LEFT JOIN a ON a.cnt > 0 ORDER BY a.seq`
+	} else {
+		names := ch.Reactions.Add
+		at := ch.Reactions.At
+		if at.IsZero() {
+			at = time.Now()
+		}
+		q = `WITH own AS (SELECT COUNT(*) AS n FROM reactions WHERE message_id = ` + arg(id) + ` AND contact_id = ` + arg(reactor) + `),
+			nm AS (INSERT INTO reaction_names (message_id, name, reactors) VALUES `
+		for i, n := range names {
+			if i > 0 {
+				q += ", "
+			}
+			q += "(" + arg(id) + ", " + arg(n) + ", 1)"
+		}
+		q += ` ON CONFLICT DO NOTHING RETURNING name, seq),
+			r AS (INSERT INTO reactions (message_id, name, contact_id, created_at) VALUES `
+		for i, n := range names {
+			if i > 0 {
+				q += ", "
+			}
+			q += "(" + arg(id) + ", " + arg(n) + ", " + arg(reactor) + ", " + arg(at.UTC()) + ")"
+		}
+		q += ` ON CONFLICT DO NOTHING RETURNING name, seq, contact_id),
+			up AS (UPDATE reaction_names AS n SET reactors = n.reactors + 1,
+				head_seq = CASE WHEN n.reactors + 1 = ` + embeddedCount + ` THEN GREATEST(r.seq,
+					(SELECT max(h.seq) FROM reactions AS h WHERE h.message_id = n.message_id AND h.name = n.name)) ELSE n.head_seq END
+				FROM r WHERE n.message_id = ` + arg(id) + ` AND n.name = r.name RETURNING n.name),
+			m AS (UPDATE messages SET ` + setAt() + `reaction_count = reaction_count + (SELECT COUNT(*) FROM nm)
+				WHERE id = ` + arg(id) + changed("nm") + ` RETURNING text, read_at, updated_at),
+			a AS (SELECT n.name, n.seq, n.reactors + (SELECT COUNT(*) FROM r WHERE r.name = n.name) AS cnt
+				FROM reaction_names AS n WHERE n.message_id = ` + arg(id) + `
+				UNION ALL SELECT nm.name, nm.seq, 1 FROM nm)
+			SELECT (SELECT n FROM own) AS own, (SELECT COUNT(*) FROM nm) AS names, (SELECT COUNT(*) FROM r) AS reactors,
+				(SELECT COUNT(*) FROM m) AS updated, m.*, a.name, a.cnt AS reactor_count, ` +
+			embedded(`SELECT y.seq, y.contact_id FROM ((SELECT h.seq, h.contact_id FROM reactions AS h
+				WHERE h.message_id = `+arg(id)+` AND h.name = a.name ORDER BY h.seq LIMIT `+embeddedCount+`)
+				UNION ALL SELECT r.seq, r.contact_id FROM r WHERE r.name = a.name) AS y ORDER BY y.seq LIMIT `+embeddedCount) + `
+			FROM (SELECT 1) AS one LEFT JOIN m ON true LEFT JOIN a ON true ORDER BY a.seq`
+	}
+	return q, args
+}
+
+// reactedOf reads the rows of reactOneSQL's statement for the change ch on
+// the message id.
+func reactedOf(id string, ch driver.MessageChange, rows []reactOneRow) (reactedOne, error) {
+	if len(rows) == 0 {
+		return reactedOne{}, notFound("message")
+	}
+	r := rows[0]
+	out := reactedOne{rc: reacted{names: r.Names}}
+	if len(ch.Reactions.Remove) == 0 { // as react counts them
+		out.rc.reactorBefore, out.rc.reactorAfter = r.Own, r.Own+r.Reactors
+	}
+	out.reactions = make([]reactionRow, 0, len(rows))
+	for _, row := range rows {
+		if row.Name.Valid {
+			out.reactions = append(out.reactions, reactionRow{MessageID: id, Name: row.Name.String, Count: int(row.Count.Int64), Reactors: row.Embedded})
+		}
+	}
+	if r.Updated != 0 { // else the statement left the message's row as it was
+		out.stored = &r.updatedRow
+	}
+	return out, nil
+}
