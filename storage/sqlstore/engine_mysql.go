@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/migrate"
@@ -196,4 +197,165 @@ func (mysqlEngine) numberEvents(ctx context.Context, tx bun.Tx, last int64) (int
 
 func (mysqlEngine) search(ctx context.Context, s *store, q driver.SearchQuery) ([]messaging.Message, bool, error) {
 	return s.searchMySQL(ctx, q)
+}
+
+// mysqlWordMark is written before every word on MySQL.
+const mysqlWordMark = "ww"
+
+// mysqlSearchMatch returns the condition on m (messages) of the messages
+// whose words match q by the FULLTEXT index, and its arguments, on MySQL
+// and MariaDB.
+func mysqlSearchMatch(q driver.SearchQuery) (string, []any) {
+	var b strings.Builder
+	for _, w := range q.Words {
+		b.WriteString("+" + mysqlWordMark + w + " ")
+	}
+	if q.Prefix != "" {
+		b.WriteString("+" + mysqlWordMark + q.Prefix + "*")
+	}
+	return "MATCH (m.search_words) AGAINST (? IN BOOLEAN MODE)", []any{strings.TrimSpace(b.String())}
+}
+
+// maxSearchScan is the most rows of named conversations (the sum of their
+// message_count) that a search on MySQL reads one by one, testing each
+// row's words, rather than asking the FULLTEXT index, which reads every
+// match of its words in the whole table: at a million messages, 4-7 µs a
+// row against 140 µs a match (8.3 s for a word in 6% of the messages, 1
+// ms for one in 0.01%; BENCHMARKS.md section 11). 50,000 rows cost less
+// than the FULLTEXT search of any word in more than 0.2% of a million.
+var maxSearchScan int64 = 50_000
+
+// searchWindow and maxSearchWindow bound the rows, beyond the cursor,
+// that a search of every conversation on MySQL walks newest first (oldest
+// first for Before), testing each row's words, before it asks the
+// FULLTEXT index: it walks searchWindow rows, then, if they held some
+// matches but less than a page, as many as those matches say a page
+// needs, up to maxSearchWindow.
+var searchWindow, maxSearchWindow = 1_000, 20_000
+
+// mysqlWords returns the condition on m that its words hold q's (the
+// last as a prefix), tested on the row by LIKE, and its arguments.
+func mysqlWords(q driver.SearchQuery) (string, []any) {
+	var b strings.Builder
+	args := make([]any, 0, len(q.Words)+1)
+	for _, w := range q.Words {
+		if b.Len() > 0 {
+			b.WriteString(" AND ")
+		}
+		b.WriteString("CONCAT(' ', m.search_words, ' ') LIKE ?")
+		args = append(args, "% "+mysqlWordMark+w+" %")
+	}
+	if q.Prefix != "" {
+		if b.Len() > 0 {
+			b.WriteString(" AND ")
+		}
+		b.WriteString("CONCAT(' ', m.search_words) LIKE ?")
+		args = append(args, "% "+mysqlWordMark+q.Prefix+"%")
+	}
+	return b.String(), args
+}
+
+// searchMySQL is SearchMessages on MySQL and MariaDB. InnoDB's FULLTEXT
+// search reads every match of its words in the whole table before it
+// returns a row, whatever the LIMIT (seconds for a word in 5% of a
+// million messages), so it is asked only when reading rows is dearer:
+//
+//   - named conversations (a member's, up to maxSearchConversations) of
+//     at most maxSearchScan rows: their rows, read from
+//     messages_conversation_created, each tested by LIKE, then sorted;
+//   - every conversation: the rows of messages_created newest first, each
+//     tested by LIKE, stopping at the page, in a window of searchWindow
+//     rows; FULLTEXT when the window holds less than a page.
+func (s *store) searchMySQL(ctx context.Context, q driver.SearchQuery) ([]messaging.Message, bool, error) {
+	convs, member, err := s.searchConversations(ctx, q)
+	if err != nil {
+		return nil, false, err
+	}
+	if !q.All && member == "" && len(convs) == 0 {
+		return []messaging.Message{}, false, nil
+	}
+	like, likeArgs := mysqlWords(q)
+	page := func(index string, b branch) (string, []any) {
+		return s.pageSQL(pageQuery{cols: messageCols, alias: "m", after: q.After, before: q.Before, limit: q.Limit,
+			from:     "messages AS m FORCE INDEX (" + index + ") LEFT JOIN contacts AS c ON c.id = m.contact_id",
+			branches: []branch{b}})
+	}
+	switch {
+	case q.All:
+		items, more, ok, err := s.searchMySQLWindow(ctx, q, like, likeArgs, page)
+		if err != nil || ok {
+			return items, more, err
+		}
+	case member == "":
+		n, err := s.searchRows(ctx, convs)
+		if err != nil {
+			return nil, false, err
+		}
+		if n <= maxSearchScan {
+			b, _ := s.searchScope(false, "", convs)
+			b.where, b.args = b.where+" AND "+like, append(b.args, likeArgs...)
+			query, args := page("messages_conversation_created", b)
+			return s.searchPage(ctx, q, query, args)
+		}
+	}
+	b, _ := s.searchScope(q.All, member, convs)
+	match, args := mysqlSearchMatch(q)
+	if b.where != "" {
+		match = b.where + " AND " + match
+		args = append(b.args, args...)
+	}
+	b = branch{where: match, args: args}
+	query, qargs := s.pageSQL(pageQuery{cols: messageCols, from: messageFrom, alias: "m", after: q.After, before: q.Before,
+		limit: q.Limit, branches: []branch{b}})
+	return s.searchPage(ctx, q, query, qargs)
+}
+
+// searchMySQLWindow reads the page of q, a search of every conversation,
+// from the rows of messages_created beyond q's cursor, testing each row's
+// words (like), in a window of rows (searchWindow): ok is false when the
+// window holds less than a page and more rows follow it.
+func (s *store) searchMySQLWindow(ctx context.Context, q driver.SearchQuery, like string, likeArgs []any,
+	page func(index string, b branch) (string, []any)) (items []messaging.Message, more, ok bool, err error) {
+	dir, cmp, cur, edge := "DESC", "<", q.After, ">="
+	if q.Before != nil {
+		dir, cmp, cur, edge = "ASC", ">", q.Before, "<="
+	}
+	var seek string
+	var seekArgs []any
+	if cur != nil {
+		t := cur.Time.UTC()
+		seek = " WHERE m.created_at " + cmp + "= ? AND (m.created_at " + cmp + " ? OR m.id " + cmp + " ?)"
+		seekArgs = []any{t, t, cur.ID}
+	}
+	for window := searchWindow; ; {
+		// The time of the row window rows beyond the cursor, from the
+		// index alone.
+		var at []time.Time
+		if err := s.read(ctx, &at, "SELECT m.created_at FROM messages AS m FORCE INDEX (messages_created)"+seek+
+			" ORDER BY m.created_at "+dir+", m.id "+dir+" LIMIT 1 OFFSET "+strconv.Itoa(window), seekArgs...); err != nil {
+			return nil, false, false, err
+		}
+		b := branch{where: like, args: likeArgs}
+		if len(at) > 0 {
+			// Every row from the cursor to at (ties included) is
+			// tested, so a page found there is the page.
+			b.where, b.args = "m.created_at "+edge+" ? AND "+like, append([]any{at[0]}, likeArgs...)
+		}
+		query, args := page("messages_created", b)
+		rows := make([]messageRow, 0, q.Limit+1)
+		if err := s.read(ctx, &rows, query, args...); err != nil {
+			return nil, false, false, err
+		}
+		if len(at) == 0 || len(rows) > q.Limit {
+			items, more, err = s.searchDone(ctx, q, rows)
+			return items, more, true, err
+		}
+		// The rows a page needs at the rate of the matches found, and a
+		// half more.
+		need := max(window, 1) * (q.Limit + 1) / max(len(rows), 1) * 3 / 2
+		if len(rows) == 0 || window >= maxSearchWindow || need > maxSearchWindow {
+			return nil, false, false, nil
+		}
+		window = need
+	}
 }

@@ -3,6 +3,12 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/migrate"
@@ -99,4 +105,300 @@ func (sqliteEngine) numberEvents(context.Context, bun.Tx, int64) (int, error) {
 
 func (sqliteEngine) search(ctx context.Context, s *store, q driver.SearchQuery) ([]messaging.Message, bool, error) {
 	return s.searchSQLite(ctx, q)
+}
+
+// maxPrefixWords is the most words that a search on SQLite names in its
+// full-text query for its prefix; a prefix of more is a prefix query.
+var maxPrefixWords = 64
+
+// ftsBucket is the SQL of the first FTS5 rowid of the millisecond of the
+// time given as its argument, as the insert trigger computes it: a
+// message's rowid is its created_at in milliseconds times 2^20, plus a
+// number among those of its millisecond (migrations/sqlite).
+const ftsBucket = "(CAST(round(unixepoch(?, 'subsec') * 1000) AS INTEGER) << 20)"
+
+// ftsConversation returns the FTS5 token of the conversation conv: "§"
+// and its bytes in hex, as the triggers write it.
+func ftsConversation(conv string) string {
+	return "§" + strings.ToUpper(hex.EncodeToString([]byte(conv)))
+}
+
+// searchSQLite is SearchMessages on SQLite, over the messages FTS5 holds
+// (up to the mark, searchindex.go) and those beyond it, the tail, in one
+// statement: the union of the page of each, sorted.
+//
+// FTS5 returns the matches of its query in rowid order, which is time
+// order to the millisecond, and a query that names the scope's
+// conversations matches only theirs: the first query (p) reads the
+// matches newest first (oldest first for Before) and stops at limit+1 of
+// them, without reading the others; the second reads those again with
+// every other match of the millisecond of the last of them, whose rowids
+// are not in (created_at, id) order, and sorts them exactly. A member of
+// more than maxSearchConversations conversations is probed for row by
+// row (memberOf), still in rowid order.
+//
+// The tail is read in seq order from the mark (at most a few thousand
+// messages, messages_search_tail), each message's words matched as they
+// are: every word whole, the last as a prefix, as FTS5 matches them.
+func (s *store) searchSQLite(ctx context.Context, q driver.SearchQuery) ([]messaging.Message, bool, error) {
+	convs, member, err := s.searchConversations(ctx, q)
+	if err != nil {
+		return nil, false, err
+	}
+	if !q.All && member == "" && len(convs) == 0 {
+		return []messaging.Message{}, false, nil
+	}
+	mark, terms, err := s.searchMark(ctx, q.Prefix)
+	if err != nil {
+		return nil, false, err
+	}
+	dir, cmp, cur, edge := "DESC", "<", q.After, "MIN"
+	if q.Before != nil {
+		dir, cmp, cur, edge = "ASC", ">", q.Before, "MAX"
+	}
+	var seek string
+	var seekArgs []any
+	if cur != nil {
+		t := cur.Time.UTC()
+		seek = " AND m.created_at " + cmp + "= ? AND (m.created_at " + cmp + " ? OR m.id " + cmp + " ?)"
+		seekArgs = []any{t, t, cur.ID}
+	}
+	var where string
+	var whereArgs []any
+	named := nameable(q.All, member, convs)
+	if !q.All {
+		b, _ := s.searchScope(false, member, convs)
+		where, whereArgs = " AND "+b.where, b.args
+	}
+	limit := strconv.Itoa(q.Limit + 1)
+	order := " ORDER BY m.created_at " + dir + ", m.id " + dir + " LIMIT " + limit
+
+	// The tail, in seq order (NOT INDEXED: no index but the rowid's).
+	var tail strings.Builder
+	tailArgs := []any{mark}
+	tail.WriteString("SELECT " + messageCols + " FROM messages AS m NOT INDEXED LEFT JOIN contacts AS c ON c.id = m.contact_id WHERE m.seq > ?")
+	for _, w := range q.Words {
+		tail.WriteString(" AND instr(' ' || m.search_words || ' ', ?) > 0")
+		tailArgs = append(tailArgs, " "+w+" ")
+	}
+	if q.Prefix != "" {
+		tail.WriteString(" AND instr(' ' || m.search_words, ?) > 0")
+		tailArgs = append(tailArgs, " "+q.Prefix)
+	}
+	tail.WriteString(where + seek + order)
+	tailArgs = slices.Concat(tailArgs, whereArgs, seekArgs)
+
+	match, ok := ftsMatch(q, terms)
+	if !ok { // no word of the index begins with the prefix
+		return s.searchPage(ctx, q, tail.String(), tailArgs)
+	}
+	if named {
+		// A conversation's token stands for its replies too.
+		match += " AND ("
+		for i, c := range convs {
+			if i > 0 {
+				match += " OR "
+			}
+			match += `"` + ftsConversation(c) + `"`
+		}
+		match += ")"
+		where, whereArgs = "", nil
+	}
+	if cur != nil {
+		t := cur.Time.UTC()
+		if dir == "DESC" {
+			seek = " AND f.rowid < " + ftsBucket + " + 1048576" + seek
+		} else {
+			seek = " AND f.rowid >= " + ftsBucket + seek
+		}
+		seekArgs = append([]any{t}, seekArgs...)
+	}
+	// FTS5 is the outer loop (CROSS JOIN), in the order of its rowids; the
+	// messages beyond the mark that the indexer indexed since searchMark
+	// read it are the tail's.
+	const from = " FROM message_search AS f CROSS JOIN message_search_ids AS i CROSS JOIN messages AS m "
+	cond := "WHERE f.message_search MATCH ? AND i.rowid = f.rowid AND m.seq = i.message_seq AND m.seq <= ?" + where + seek
+	last := "(SELECT " + edge + "(r) FROM p)"
+	var bound string
+	if dir == "DESC" {
+		bound = " AND f.rowid >= (" + last + " >> 20) << 20"
+	} else {
+		bound = " AND f.rowid < ((" + last + " >> 20) + 1) << 20"
+	}
+	args := slices.Concat([]any{match, mark}, whereArgs, seekArgs)
+	query := "WITH p AS (SELECT f.rowid AS r" + from + cond + " ORDER BY f.rowid " + dir + " LIMIT " + limit + ") " +
+		"SELECT * FROM (SELECT * FROM (SELECT " + messageCols + from + "LEFT JOIN contacts AS c ON c.id = m.contact_id " + cond + bound + order + ") AS p0" +
+		" UNION ALL SELECT * FROM (" + tail.String() + ") AS p1) AS u ORDER BY u.created_at " + dir + ", u.id " + dir + " LIMIT " + limit
+	return s.searchPage(ctx, q, query, slices.Concat(args, args, tailArgs))
+}
+
+// searchMark returns the mark of the search index (searchindex.go) and,
+// for a prefix, the words of the index it begins, read together so that
+// the words are those of every message up to the mark.
+func (s *store) searchMark(ctx context.Context, prefix string) (mark int64, terms []string, err error) {
+	if prefix == "" {
+		var marks []int64
+		if err := s.read(ctx, &marks, "SELECT seq FROM message_search_mark"); err != nil {
+			return 0, nil, err
+		}
+		if len(marks) != 1 {
+			return 0, nil, errors.New("sqlstore: no search mark")
+		}
+		return marks[0], nil, nil
+	}
+	var rows []struct {
+		Mark int64   `bun:"mark"`
+		Term *string `bun:"term"`
+	}
+	if err := s.read(ctx, &rows, "SELECT k.seq AS mark, t.term AS term FROM message_search_mark AS k LEFT JOIN "+
+		"(SELECT term FROM message_search_terms WHERE term >= ? AND term < ? LIMIT ?) AS t ON 1",
+		prefix, prefix+"\U0010FFFF", maxPrefixWords+1); err != nil {
+		return 0, nil, err
+	}
+	if len(rows) == 0 {
+		return 0, nil, errors.New("sqlstore: no search mark")
+	}
+	terms = []string{}
+	for _, r := range rows {
+		if r.Term != nil {
+			terms = append(terms, *r.Term)
+		}
+	}
+	return rows[0].Mark, terms, nil
+}
+
+// ftsMatch returns the FTS5 query of q's words, its prefix named as the
+// words of the index it begins (terms) when few: FTS5 reads a prefix
+// query's every match before returning one (it merges the lists of its
+// words), but streams an OR of words in rowid order. It returns false
+// when the prefix begins no word of the index.
+func ftsMatch(q driver.SearchQuery, terms []string) (string, bool) {
+	var match strings.Builder
+	match.WriteString("(")
+	for i, w := range q.Words {
+		if i > 0 {
+			match.WriteString(" AND ")
+		}
+		match.WriteString(`"` + w + `"`)
+	}
+	if q.Prefix != "" {
+		if len(q.Words) > 0 {
+			match.WriteString(" AND ")
+		}
+		switch {
+		case len(terms) == 0:
+			return "", false
+		case len(terms) > maxPrefixWords:
+			match.WriteString(`"` + q.Prefix + `"*`)
+		default:
+			match.WriteString("(")
+			for i, t := range terms {
+				if i > 0 {
+					match.WriteString(" OR ")
+				}
+				match.WriteString(`"` + t + `"`)
+			}
+			match.WriteString(")")
+		}
+	}
+	match.WriteString(")")
+	return match.String(), true
+}
+
+// The search index of SQLite is kept behind the sends. A send stores its
+// message with its folded words (messages.search_words) and writes
+// nothing to FTS5, which writes a new segment at every commit: indexed in
+// the send's transaction, a create wrote 19.4–20.0 WAL pages against
+// 12.5 and ran at 0.56–0.60 of the speed of one without the index
+// (BENCHMARKS.md §11). message_search_mark holds the seq up to which every
+// message is indexed, and moving it forward indexes the messages it
+// passes (migrations/sqlite, message_search_index): the indexer below
+// moves it by up to searchBatch messages a statement, one FTS5 segment a
+// batch. A search reads FTS5 for the messages up to the mark and scans
+// those beyond it, the tail, as they are (searchSQLite); a send that finds
+// more than 2,000 in the tail indexes them itself (messages_search_tail),
+// so the tail stays short when no indexer keeps up.
+//
+// Every process on the file runs an indexer; each batch is one statement
+// under the database's write lock, which reads the mark it moves, so two
+// never index a message twice.
+
+// searchIndexEvery is how often the indexer looks for messages beyond the
+// mark; it goes on at once while a batch leaves more.
+const searchIndexEvery = 100 * time.Millisecond
+
+// searchBatch is the most messages the indexer indexes in a statement.
+const searchBatch = 1000
+
+// searchIndexer is the goroutine of a Store's indexer.
+type searchIndexer struct {
+	stop context.CancelFunc
+	done chan struct{} // closed when it has stopped
+}
+
+// startSearchIndexer starts the indexer of a SQLite store, unless it runs
+// (sqliteEngine.start): Open starts it, and Migrate does for a Store made
+// by New. Close stops
+// it. It runs on the databases of the store as they are now (tests hook
+// s.w and s.r later).
+func (s *store) startSearchIndexer() {
+	s.indexerMu.Lock()
+	defer s.indexerMu.Unlock()
+	if s.indexer != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ix := &searchIndexer{stop: cancel, done: make(chan struct{})}
+	s.indexer = ix
+	r, w, log := s.r.DB, s.w.DB, s.opts.Logger
+	go func() {
+		defer close(ix.done)
+		t := time.NewTicker(searchIndexEvery)
+		defer t.Stop()
+		for {
+			more, err := indexSearch(ctx, r, w, searchBatch)
+			if err != nil && ctx.Err() == nil {
+				// Not migrated yet, or the database busy: again at the
+				// next tick.
+				log.DebugContext(ctx, "sqlstore: search index", "err", err)
+			}
+			if more && err == nil && ctx.Err() == nil {
+				continue
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// stopSearchIndexer stops the indexer, if it runs, and waits for it.
+func (s *store) stopSearchIndexer() {
+	s.indexerMu.Lock()
+	ix := s.indexer
+	s.indexer = nil
+	s.indexerMu.Unlock()
+	if ix != nil {
+		ix.stop()
+		<-ix.done
+	}
+}
+
+// indexSearch indexes up to batch messages beyond the mark, if there are
+// any, and tells whether more are left. It looks on the reader
+// first, so that an idle store takes no write lock.
+func indexSearch(ctx context.Context, r, w *sql.DB, batch int) (more bool, err error) {
+	var pending int
+	if err := r.QueryRowContext(ctx, "SELECT COALESCE((SELECT MAX(seq) FROM messages) > seq, 0) FROM message_search_mark").Scan(&pending); err != nil || pending == 0 {
+		return false, err
+	}
+	var mark, last int64
+	err = w.QueryRowContext(ctx, `UPDATE message_search_mark SET seq = min(seq + ?, (SELECT MAX(seq) FROM messages))
+		WHERE seq < (SELECT MAX(seq) FROM messages) RETURNING seq, (SELECT MAX(seq) FROM messages)`, batch).Scan(&mark, &last)
+	if err == sql.ErrNoRows { // another process indexed them
+		return false, nil
+	}
+	return err == nil && mark < last, err
 }
