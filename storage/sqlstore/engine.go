@@ -31,7 +31,8 @@ type engine interface {
 
 	// opened sets up what the engine keeps for a store that Open made
 	// over w (writes) and r (reads outside transactions, w itself but for
-	// SQLite files), or New over one database (r == w).
+	// SQLite files). A store made by New over the host's database keeps
+	// nothing.
 	opened(s *store, w, r *sql.DB)
 	// start starts what the engine runs beside a store, unless it runs
 	// (SQLite's search indexer): Open and Migrate call it, Close stops
