@@ -34,9 +34,9 @@ type engine interface {
 	// SQLite files). A store made by New over the host's database keeps
 	// nothing.
 	opened(s *store, w, r *sql.DB)
-	// start starts what the engine runs beside a store, unless it runs
-	// (SQLite's search indexer): Open and Migrate call it, Close stops
-	// it.
+	// start starts what the engine runs beside a store that stores
+	// messages, unless it runs (SQLite's search indexer): the store's
+	// first message (a send or an import) calls it, Close stops it.
 	start(s *store)
 	// genericPlans reports whether statements whose best plan is the same
 	// whatever their values may run prepared, with a generic plan

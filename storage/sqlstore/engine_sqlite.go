@@ -336,15 +336,18 @@ type searchIndexer struct {
 	done chan struct{} // closed when it has stopped
 }
 
-// startSearchIndexer starts the indexer of a SQLite store, unless it runs
-// (sqliteEngine.start): Open starts it, and Migrate does for a Store made
-// by New. Close stops
-// it. It runs on the databases of the store as they are now (tests hook
-// s.w and s.r later).
+// startSearchIndexer starts the indexer of a SQLite store the first time
+// the store stores a message (sqliteEngine.start): a store that only
+// reads (a copy's destination that is refused, a verification) writes
+// nothing to its file. Close stops it, for good. It runs on the databases
+// of the store as they are then.
 func (s *store) startSearchIndexer() {
+	if s.indexing.Load() {
+		return
+	}
 	s.indexerMu.Lock()
 	defer s.indexerMu.Unlock()
-	if s.indexer != nil {
+	if s.indexing.Swap(true) {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -374,9 +377,11 @@ func (s *store) startSearchIndexer() {
 	}()
 }
 
-// stopSearchIndexer stops the indexer, if it runs, and waits for it.
+// stopSearchIndexer stops the indexer, if it runs, and waits for it; it
+// does not start again.
 func (s *store) stopSearchIndexer() {
 	s.indexerMu.Lock()
+	s.indexing.Store(true)
 	ix := s.indexer
 	s.indexer = nil
 	s.indexerMu.Unlock()

@@ -58,6 +58,7 @@ func (s *store) ImportMessages(ctx context.Context, msgs []messaging.Message) er
 	if len(msgs) == 0 {
 		return nil
 	}
+	s.eng.start(s)
 	rows := make([]importRow, len(msgs))
 	for i, m := range msgs {
 		if len(m.Reactions) > 0 || len(m.Attachments) > 0 {

@@ -66,6 +66,7 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 	// here: the message has as many as there are distinct ids.
 	atts := dedupe(attachmentIDs)
 	s.prepareWrites(ctx)
+	s.eng.start(s)
 	after := m
 	after.Reactions, after.Attachments = []messaging.Reaction{}, []messaging.Attachment{}
 	var err error

@@ -54,7 +54,6 @@ func (s *store) Migrate(ctx context.Context) error {
 	err := s.migrate(ctx)
 	if err == nil {
 		s.prepareWrites(ctx)
-		s.eng.start(s)
 	}
 	return wrapErr("sqlstore.Migrate", err)
 }

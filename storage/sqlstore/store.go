@@ -128,7 +128,8 @@ type store struct {
 	combine        combiner     // changes to one message, made together (combine.go)
 	sending        sendCombiner // sends alone, stored together (sends.go)
 	indexerMu      sync.Mutex
-	indexer        *searchIndexer // SQLite's search indexer while it runs (searchindex.go)
+	indexer        *searchIndexer // SQLite's search indexer while it runs (engine_sqlite.go)
+	indexing       atomic.Bool    // the indexer was started (or stopped for good)
 	// cached, when not nil, is the first argument of a statement with
 	// driver placeholders that the driver runs from its per-connection
 	// statement cache (PostgreSQL, statementCacher); such statements run
@@ -211,7 +212,6 @@ func open(ctx context.Context, dsn string, opts *Options) (*store, error) {
 		s.owned = append(s.owned, s.r)
 	}
 	e.opened(s, w, r)
-	e.start(s)
 	return s, nil
 }
 
