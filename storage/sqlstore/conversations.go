@@ -220,7 +220,10 @@ func (s *store) scopeBranch(col string, all bool, memberID string, ids []string)
 // the conversation if it is new: m becomes the last message unless it is
 // older than the last, and it counts as read for every reader whose
 // position is after it. The conversation row stays locked until the
-// transaction ends.
+// transaction ends. A reply (m in its thread's conversation, its sender
+// taking part: takeReply) is counted as its sender's with the thread's
+// new time in its takers' rows (countReplySQL), one write of the
+// sender's row.
 func (s *store) touchConversation(ctx context.Context, tx bun.Tx, m messaging.Message) error {
 	at := m.CreatedAt.UTC()
 	if _, err := s.execWrite(ctx, tx, s.sql.countSend, m.ConversationID, at, at, 1, m.ID); err != nil {
@@ -229,8 +232,18 @@ func (s *store) touchConversation(ctx context.Context, tx bun.Tx, m messaging.Me
 	if _, err := s.execWrite(ctx, tx, countReadSendSQL, m.Contact.ID, m.ConversationID, at, at, m.ID); err != nil {
 		return err
 	}
+	if m.ParentID != "" {
+		_, err := s.execWrite(ctx, tx, countReplySQL, m.Contact.ID, m.ConversationID)
+		return err
+	}
 	return s.countOwn(ctx, tx, m.ConversationID, m.Contact.ID)
 }
+
+// countReplySQL counts a reply as its sender's (countOwn) and places its
+// thread's takers (placeThreadsSQL), in one UPDATE of their rows.
+const countReplySQL = `UPDATE conversation_members SET own_count = own_count + CASE WHEN contact_id = ? THEN 1 ELSE 0 END,
+	thread_at = (SELECT CASE WHEN c.message_count > 0 THEN c.updated_at END FROM conversations AS c WHERE c.id = conversation_members.conversation_id)
+	WHERE conversation_id = ? AND joined_at IS NOT NULL`
 
 // countReadSendSQL counts a new message as read by the readers whose
 // position is after it (touchConversation).

@@ -142,15 +142,9 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 				return err
 			}
 			// Counted last: the conversation's row, which other sends to
-			// it wait for, is held from here to the commit.
-			if err := s.touchConversation(ctx, tx, sm); err != nil {
-				return err
-			}
-			if m.ParentID != "" {
-				// The reply's time (counted above) in its takers' rows.
-				return s.placeThreads(ctx, tx, sm.ConversationID)
-			}
-			return nil
+			// it wait for, is held from here to the commit; a reply's time
+			// in its takers' rows.
+			return s.touchConversation(ctx, tx, sm)
 		})
 	}
 	return err

@@ -481,6 +481,23 @@ func (s *store) txRead(ctx context.Context, tx bun.Tx, dst any, query string, ar
 	return tx.NewRaw(query, bunArgs(args)...).Scan(ctx, dst)
 }
 
+// txScan runs query, which reads one row, in tx as txRead does, and
+// scans its columns into dest (database/sql's Rows.Scan: no struct to
+// map); sql.ErrNoRows when it reads none.
+func (s *store) txScan(ctx context.Context, tx bun.Tx, query string, args []any, dest ...any) error {
+	if q, dargs, ok := s.txCached(query, args); ok {
+		err := tx.Tx.QueryRowContext(ctx, q, s.cachedArgs(dargs)...).Scan(dest...)
+		if err != nil && err != sql.ErrNoRows {
+			return staleInCachedTx(err)
+		}
+		return err
+	}
+	if st, dargs := s.txStmt(ctx, tx, query, args); st != nil {
+		return st.QueryRowContext(ctx, dargs...).Scan(dest...)
+	}
+	return tx.QueryRowContext(ctx, query, bunArgs(args)...).Scan(dest...)
+}
+
 // txReads returns the queryFn of txRead in tx.
 func (s *store) txReads(tx bun.Tx) queryFn {
 	return func(ctx context.Context, dst any, query string, args ...any) error {

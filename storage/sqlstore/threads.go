@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"strconv"
@@ -91,33 +92,29 @@ const tombstoneSQL = `UPDATE messages SET text = '', search_words = ?, deleted =
 // prepared (execWrite).
 func (s *store) takeReply(ctx context.Context, tx bun.Tx, m messaging.Message) error {
 	key, at := threadKey(m.ConversationID, m.ParentID), m.CreatedAt.UTC()
-	var rows []struct {
-		ConversationID string `bun:"conversation_id"`
-		ContactID      string `bun:"contact_id"`
-		Thread         bool   `bun:"thread"`
-		Deleted        bool   `bun:"deleted"`
-		Takers         int    `bun:"takers"`
-	}
-	if err := s.txRead(ctx, tx, &rows, `SELECT m.conversation_id, m.contact_id, m.thread, m.deleted,
-		(SELECT COUNT(*) FROM conversation_members AS t WHERE t.conversation_id = ? AND t.contact_id IN (m.contact_id, ?) AND t.joined_at IS NOT NULL) AS takers
-		FROM messages AS m WHERE m.id = ?`+s.sql.forUpdate, key, m.Contact.ID, m.ParentID); err != nil {
-		return err
-	}
-	if len(rows) == 0 || rows[0].ConversationID != m.ConversationID || rows[0].Deleted {
+	var rootContact string
+	var thread bool
+	var takers int
+	err := s.txScan(ctx, tx, `SELECT m.contact_id, m.thread,
+		(SELECT COUNT(*) FROM conversation_members AS t WHERE t.conversation_id = ? AND t.contact_id IN (m.contact_id, ?) AND t.joined_at IS NOT NULL)
+		FROM messages AS m WHERE m.id = ? AND m.conversation_id = ? AND NOT m.deleted`+s.sql.forUpdate,
+		[]any{key, m.Contact.ID, m.ParentID, m.ConversationID}, &rootContact, &thread, &takers)
+	if err == sql.ErrNoRows {
 		return driver.ErrNoParent
 	}
-	r := rows[0]
-	if !r.Thread {
+	if err != nil {
+		return err
+	}
+	if !thread {
 		if _, err := s.execWrite(ctx, tx, "UPDATE messages SET thread = TRUE WHERE id = ?", m.ParentID); err != nil {
 			return err
 		}
 	}
-	var err error
 	switch {
-	case r.ContactID == m.Contact.ID && r.Takers < 1:
+	case rootContact == m.Contact.ID && takers < 1:
 		_, err = s.execWrite(ctx, tx, s.takersSQL(1), key, m.Contact.ID, at)
-	case r.ContactID != m.Contact.ID && r.Takers < 2:
-		_, err = s.execWrite(ctx, tx, s.takersSQL(2), key, r.ContactID, at, key, m.Contact.ID, at)
+	case rootContact != m.Contact.ID && takers < 2:
+		_, err = s.execWrite(ctx, tx, s.takersSQL(2), key, rootContact, at, key, m.Contact.ID, at)
 	}
 	return err
 }
