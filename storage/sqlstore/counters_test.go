@@ -208,19 +208,28 @@ func assertCounted(t *testing.T, s *sqlstore.Store, conv, step string) {
 	assert.Equal(t, recount[0].Last, last[0].Last, "%s: last message", step)
 }
 
-// TestCombinedSendsCount: sends that one statement stores together
-// (PostgreSQL, sends.go), to several conversations, each with several
-// senders, some with times before a reader's position, each counted
-// once, as alone, in every counter (the senders' and a reader's).
-func TestCombinedSendsCount(t *testing.T) { testSendsCount(t, true) }
+// TestCombinedSendsCount: sends that one statement (PostgreSQL) or
+// transaction (SQLite) stores together (sends.go), to several
+// conversations, each with several senders, some with times before a
+// reader's position, each counted once, as alone, in every counter (the
+// senders' and a reader's).
+func TestCombinedSendsCount(t *testing.T) {
+	for _, name := range []string{"sqlite", "postgres"} {
+		t.Run(name, func(t *testing.T) { testSendsCount(t, name, true) })
+	}
+}
 
-// TestSendsAloneCount: the same sends, each in a statement of its own
-// (insertSentSQL), one after the other.
-func TestSendsAloneCount(t *testing.T) { testSendsCount(t, false) }
+// TestSendsAloneCount: the same sends, each in a statement (insertSentSQL)
+// or transaction of its own, one after the other.
+func TestSendsAloneCount(t *testing.T) {
+	for _, name := range []string{"sqlite", "postgres"} {
+		t.Run(name, func(t *testing.T) { testSendsCount(t, name, false) })
+	}
+}
 
-func testSendsCount(t *testing.T, together bool) {
+func testSendsCount(t *testing.T, name string, together bool) {
 	const n = 30
-	e := engine(t, "postgres")
+	e := engine(t, name)
 	s := open(t, e.DSN(t))
 	ctx := t.Context()
 	require.NoError(t, s.Migrate(ctx))

@@ -95,6 +95,11 @@ type dialectSQL struct {
 	// statement; a reaction change is one statement after the lock
 	// (reactPostgres).
 	arrays bool
+	// sendsInTx: a send is its transaction, and sends that wait for the
+	// writer are made in one transaction, each in a savepoint of its own
+	// (sends.go): SQLite, whose one writer makes a send's commit most of
+	// its cost.
+	sendsInTx bool
 	// rangeOfOne: a page of one conversation reads it as a range
 	// (conversation_id >= ? AND <= ?), ordered by it too, rather than by
 	// "=": always (ordered against the page), or only after a cursor

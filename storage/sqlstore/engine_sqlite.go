@@ -32,6 +32,7 @@ var sqliteSQL = dialectSQL{
 	subqueryBounds:  true,
 	returning:       true,
 	numbersAtInsert: true,
+	sendsInTx:       true,
 	skip:            standardSkip,
 	insertNew:       "INSERT INTO",
 	insertNewTail:   standardSkip,

@@ -69,27 +69,76 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 	s.eng.start(s)
 	after := m
 	after.Reactions, after.Attachments = []messaging.Reaction{}, []messaging.Attachment{}
-	var err error
 	// A reply is stored in its thread's conversation (threads.go); its
 	// attachments are its conversation's.
 	linkConv, sm := m.ConversationID, m
 	if m.ParentID != "" {
 		sm.ConversationID = threadKey(m.ConversationID, m.ParentID)
 	}
-	alone := s.sql.arrays && len(atts) == 0
-	var evs []messaging.Event // the events of a send alone
-	if alone && m.ParentID != "" {
+	// write is the message's transaction; evs, when not nil, the events
+	// it stores, made before it (a send made apart from its transaction).
+	var evs []messaging.Event
+	write := func(ctx context.Context, tx bun.Tx) error {
+		if done != nil {
+			if err := s.storeKey(ctx, tx, *done); err != nil {
+				return err
+			}
+		}
+		if m.ParentID != "" {
+			if err := s.takeReply(ctx, tx, m); err != nil {
+				return err
+			}
+		} else if s.sql.arrays && len(atts) == 0 {
+			return s.insertSent(ctx, tx, m, evs, nil)
+		}
+		if err := s.insertMessage(ctx, tx, sm, len(atts)); err != nil {
+			return err
+		}
+		if len(atts) > 0 {
+			if err := s.link(ctx, tx, m.ID, linkConv, atts); err != nil {
+				return err
+			}
+			if rec != nil {
+				as, err := loadAttachments(ctx, txQuery(tx), []string{m.ID})
+				if err != nil {
+					return err
+				}
+				for _, a := range as {
+					after.Attachments = append(after.Attachments, a.attachment())
+				}
+			}
+		}
+		var err error
+		if evs != nil { // made before (the change is the same)
+			err = s.insertEvents(ctx, tx, evs)
+		} else {
+			err = s.record(ctx, tx, rec, driver.Change{Message: &after})
+		}
+		if err != nil {
+			return err
+		}
+		// Counted last: the conversation's row, which other sends to
+		// it wait for, is held from here to the commit; a reply's time
+		// in its takers' rows.
+		return s.touchConversation(ctx, tx, sm)
+	}
+	if len(atts) > 0 || (!s.sql.arrays && !s.sql.sendsInTx) {
+		return s.write(ctx, write)
+	}
+	if rec != nil {
+		evs = rec(driver.Change{Message: &after})
+	}
+	var err error
+	switch {
+	case s.sql.sendsInTx:
+		// Made in its transaction, with the sends of other callers that
+		// wait for the writer meanwhile (sends.go).
+		return s.send(ctx, &pendingSend{m: m, evs: evs, done: done, write: write})
+	case m.ParentID != "":
 		// A reply alone is one statement too (insertReplySQL), not
 		// combined with others: its root's row lock would hold them.
-		if rec != nil {
-			evs = rec(driver.Change{Message: &after})
-		}
 		err = s.retry(ctx, func(ctx context.Context) error { return s.insertReply(ctx, m, sm, evs, done) })
-		alone = err == nil || done == nil || messaging.KindOf(err) != messaging.ErrConflict
-	} else if alone {
-		if rec != nil {
-			evs = rec(driver.Change{Message: &after})
-		}
+	default:
 		// The message is all of the change, known before it is made: its
 		// row, counts, events and key record go in with it in one
 		// statement, atomic on its own, with no transaction to begin and
@@ -99,53 +148,9 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 		// (a retry, an expired record), the statement fails and the send
 		// is made again in a transaction, which upserts it (storeKey).
 		err = s.send(ctx, &pendingSend{m: m, evs: evs, done: done})
-		alone = err == nil || done == nil || messaging.KindOf(err) != messaging.ErrConflict
 	}
-	if !alone {
-		err = s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-			if done != nil {
-				if err := s.storeKey(ctx, tx, *done); err != nil {
-					return err
-				}
-			}
-			if m.ParentID != "" {
-				if err := s.takeReply(ctx, tx, m); err != nil {
-					return err
-				}
-			} else if s.sql.arrays && len(atts) == 0 {
-				return s.insertSent(ctx, tx, m, evs, nil)
-			}
-			if err := s.insertMessage(ctx, tx, sm, len(atts)); err != nil {
-				return err
-			}
-			if len(atts) > 0 {
-				if err := s.link(ctx, tx, m.ID, linkConv, atts); err != nil {
-					return err
-				}
-				if rec != nil {
-					as, err := loadAttachments(ctx, txQuery(tx), []string{m.ID})
-					if err != nil {
-						return err
-					}
-					for _, a := range as {
-						after.Attachments = append(after.Attachments, a.attachment())
-					}
-				}
-			}
-			var err error
-			if evs != nil { // made for a reply alone (the change is the same)
-				err = s.insertEvents(ctx, tx, evs)
-			} else {
-				err = s.record(ctx, tx, rec, driver.Change{Message: &after})
-			}
-			if err != nil {
-				return err
-			}
-			// Counted last: the conversation's row, which other sends to
-			// it wait for, is held from here to the commit; a reply's time
-			// in its takers' rows.
-			return s.touchConversation(ctx, tx, sm)
-		})
+	if err != nil && done != nil && messaging.KindOf(err) == messaging.ErrConflict {
+		err = s.write(ctx, write)
 	}
 	return err
 }

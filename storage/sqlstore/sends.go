@@ -9,19 +9,25 @@ import (
 	"sync"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 )
 
-// A send alone on PostgreSQL (no attachments: insertSent) is one
-// statement, committed on its own, whose fixed costs (a round trip, the
-// executor's start, a commit and its flush of the WAL) are most of what
-// it costs the server. When many callers send at once, the sends that
-// arrive while a statement of sends is under way (maxSending) wait in a
-// queue, and the next statement stores all of them (up to maxSent): one
-// statement, of one shape (prepared) for any number, that inserts their
-// messages, events and key records from arrays, a column each, and counts
-// them (insertSentManySQL).
+// A send is most of its fixed costs: on PostgreSQL (no attachments:
+// insertSent) one statement, committed on its own, whose round trip,
+// executor start, commit and flush of the WAL are most of what it costs
+// the server; on SQLite a transaction of the one writer, whose BEGIN and
+// COMMIT (the WAL frames of every page it dirtied) are. When many callers
+// send at once, the sends that arrive while a statement or transaction of
+// sends is under way (maxSending) wait in a queue, and the next stores
+// all of them (up to maxSent). On PostgreSQL that is one statement, of
+// one shape (prepared) for any number, that inserts their messages,
+// events and key records from arrays, a column each, and counts them
+// (insertSentManySQL). On SQLite (dialectSQL.sendsInTx) it is one
+// transaction that makes each send as alone, in a savepoint of its own,
+// and commits them together (sendInTx).
 //
 // The statement is atomic: it stores every send of it or none. When the
 // server answers it with an error (a message id or a key's record in the
@@ -32,8 +38,11 @@ import (
 // alone. When the connection is lost under the statement, a read of its
 // messages tells whether it committed (all of them are there); when it
 // cannot tell, or the database cannot be reached, the error is each
-// caller's, as it would have been alone. A panic of the statement is
-// each caller's errCombinedPanic.
+// caller's, as it would have been alone. In the transaction, a send that
+// fails is rolled back to its savepoint and the others go on; when the
+// transaction fails otherwise, each send is made alone. A panic of the
+// statement is each caller's errCombinedPanic; of a send in the
+// transaction, its caller's.
 //
 // A statement waits for the slowest of its sends: one that waits for a
 // lock (a new conversation that another transaction inserted and has not
@@ -82,6 +91,8 @@ type pendingSend struct {
 	evs  []messaging.Event         // the events of the send
 	done *driver.IdempotencyRecord // the record of its key, or nil
 	out  chan error                // its outcome; buffered
+	// write makes the send in a write transaction (sendsInTx).
+	write func(ctx context.Context, tx bun.Tx) error
 
 	queued bool // it waits in sendCombiner.queue; guarded by its mu
 }
@@ -165,8 +176,11 @@ func (sc *sendCombiner) slot() *sendSlot {
 	return slot
 }
 
-// sendAlone stores p in a statement of its own.
+// sendAlone stores p in a statement or transaction of its own.
 func (s *store) sendAlone(ctx context.Context, p *pendingSend) error {
+	if p.write != nil {
+		return s.write(ctx, p.write)
+	}
 	return s.retry(ctx, func(ctx context.Context) error { return s.insertSent(ctx, s.w, p.m, p.evs, p.done) })
 }
 
@@ -246,6 +260,10 @@ func (s *store) sendAll(batch []*pendingSend) {
 	}
 	ctx, stop := whileWaited(ctxs)
 	defer stop()
+	if batch[0].write != nil {
+		s.sendInTx(ctx, batch)
+		return
+	}
 	args, err := sentArrays(batch)
 	if err != nil { // an event's payload: its send's own failure
 		s.eachAlone(batch)
@@ -275,6 +293,59 @@ func (s *store) sendAll(batch []*pendingSend) {
 		wg.Go(func() { s.eachAlone(keyed) })
 		s.sendAll(slices.DeleteFunc(batch, func(p *pendingSend) bool { return p.done != nil }))
 	}
+}
+
+// sendInTx makes the sends of batch in one write transaction, each in a
+// savepoint of its own: a send that fails is rolled back to it, alone, and
+// the others commit. A send whose caller has left by its turn is not made.
+// When the transaction fails (its BEGIN or COMMIT, a savepoint's
+// statement, the database's own rollback of it), each send is made alone.
+func (s *store) sendInTx(ctx context.Context, batch []*pendingSend) {
+	outs := make([]error, len(batch))
+	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+		for i, p := range batch {
+			if outs[i] = p.ctx.Err(); outs[i] != nil {
+				continue
+			}
+			if _, err := s.execWrite(ctx, tx, "SAVEPOINT send"); err != nil {
+				return err
+			}
+			if outs[i] = sendCaught(ctx, tx, p); outs[i] != nil {
+				if s.retryable(outs[i]) {
+					return outs[i] // the transaction's: made again (write)
+				}
+				if _, err := s.execWrite(ctx, tx, "ROLLBACK TO send"); err != nil {
+					return err
+				}
+			}
+			if _, err := s.execWrite(ctx, tx, "RELEASE send"); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	switch {
+	case err == nil:
+		for i, p := range batch {
+			p.out <- outs[i]
+		}
+	case ctx.Err() != nil: // every caller has left
+		for _, p := range batch {
+			p.out <- err
+		}
+	default:
+		s.eachAlone(batch)
+	}
+}
+
+// sendCaught is p.write in tx, a panic of it p's (*panicked).
+func sendCaught(ctx context.Context, tx bun.Tx, p *pendingSend) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &panicked{value: v}
+		}
+	}()
+	return p.write(ctx, tx)
 }
 
 // allStored reports whether the messages of batch are stored: the
