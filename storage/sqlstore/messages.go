@@ -103,6 +103,8 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 				if err != nil {
 					return err
 				}
+				// Anew at each run: a retried transaction runs this again.
+				after.Attachments = make([]messaging.Attachment, 0, len(as))
 				for _, a := range as {
 					after.Attachments = append(after.Attachments, a.attachment())
 				}

@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/sqlstore"
 )
 
@@ -122,5 +124,67 @@ func TestPruneKeepsARenewedKey(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, now.Add(24*time.Hour), rec.ExpiresAt)
 		})
+	}
+}
+
+// TestRetriedSendRecordsItsAttachmentsOnce: a send with an attachment
+// whose transaction deadlocks runs again, and its event then holds the
+// attachment once, not once per run. The send links the attachment (its
+// row locked), then waits for the conversation's row, which a
+// transaction of the test holds and which then waits for the attachment's
+// row; the send's backend, waiting first, finds the deadlock and fails,
+// and the store makes the send again after the test's transaction ends.
+func TestRetriedSendRecordsItsAttachmentsOnce(t *testing.T) {
+	i := slices.IndexFunc(backendtest.SQL(t), func(e backendtest.SQLEngine) bool { return e.Name == "postgres" })
+	if i < 0 {
+		t.Skipf("%s is not set: the deadlock needs PostgreSQL's detector", backendtest.EnvPostgres)
+	}
+	e := backendtest.SQL(t)[i]
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	s := e.Open(t)
+	d := s.Driver()
+	now := time.Now().UTC()
+	c := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: now}
+	require.NoError(t, d.PutContact(ctx, c))
+	first := messaging.Message{ID: ids.New(ids.Message), ConversationID: "general", Contact: c, Text: "first", CreatedAt: now}
+	require.NoError(t, d.CreateMessage(ctx, first, nil, nil))
+	a := messaging.Attachment{ID: ids.New(ids.Attachment), UploaderID: c.ID, Filename: "f.txt", FileType: "text/plain", Key: "k/1", CreatedAt: now}
+	require.NoError(t, d.CreateAttachment(ctx, a, nil))
+
+	tx, err := s.DB().BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback() }()
+	_, err = tx.ExecContext(ctx, "SET LOCAL deadlock_timeout = '20s'") // the send's backend finds it
+	require.NoError(t, err)
+	_, err = tx.ExecContext(ctx, "UPDATE conversations SET message_count = message_count WHERE id = 'general'")
+	require.NoError(t, err)
+
+	var mu sync.Mutex
+	var runs []int // the attachments of the message each run records
+	rec := func(ch driver.Change) []messaging.Event {
+		mu.Lock()
+		defer mu.Unlock()
+		runs = append(runs, len(ch.Message.Attachments))
+		return nil
+	}
+	m := messaging.Message{ID: ids.New(ids.Message), ConversationID: "general", Contact: c, Text: "with a file", CreatedAt: now.Add(time.Second)}
+	sent := make(chan error, 1)
+	go func() { sent <- d.CreateMessage(ctx, m, []string{a.ID}, rec) }()
+	require.Eventually(t, func() bool {
+		var waiting int
+		err := s.DB().QueryRowContext(ctx, "SELECT count(*) FROM pg_locks WHERE NOT granted").Scan(&waiting)
+		return err == nil && waiting > 0
+	}, 10*time.Second, 10*time.Millisecond, "the send waits for the conversation's row")
+	_, err = tx.ExecContext(ctx, "UPDATE attachments SET filename = filename WHERE id = ?", a.ID)
+	require.NoError(t, err, "the send, not the test, is the deadlock's victim")
+	require.NoError(t, tx.Commit())
+	require.NoError(t, <-sent)
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.GreaterOrEqual(t, len(runs), 2, "the send ran again")
+	for i, n := range runs {
+		assert.Equal(t, 1, n, "run %d records the attachment once", i+1)
 	}
 }
