@@ -426,82 +426,24 @@ func whileWaited(ctxs []context.Context) (ctx context.Context, stop func()) {
 
 // insertSentManySQL stores sends alone (insertSent) given as arrays, a
 // column each (sentArrays), in one statement: their messages, key records
-// and events, and their counts. Each conversation's row is written once,
-// with the count and the newest message of its sends (made when missing),
-// in the order of the ids, and only then the rows of its members (the
-// senders', once each, made when missing, and those of the readers whose
-// position is after one of its messages); so the statement holds the
-// locks of its conversations' rows in one order, and takes a member's row
-// only with its conversation's, as MarkRead and deletes do: statements of
-// sends cannot deadlock, with each other or with them.
-const insertSentManySQL = `WITH sent AS MATERIALIZED (
-		SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[])
-		WITH ORDINALITY AS u(id, conv, contact, text, words, read_at, created_at, updated_at, ord)),
-	c AS (INSERT INTO conversations (id, created_at, updated_at, message_count, last_message_id)
-		SELECT sent.conv, min(sent.created_at), max(sent.created_at), count(*),
-			(array_agg(sent.id ORDER BY sent.created_at DESC, sent.id DESC))[1]
-		FROM sent GROUP BY sent.conv ORDER BY sent.conv
-		ON CONFLICT (id) DO UPDATE SET message_count = conversations.message_count + EXCLUDED.message_count,
-			last_message_id = CASE WHEN ` + newest + ` THEN EXCLUDED.last_message_id ELSE conversations.last_message_id END,
-			updated_at = CASE WHEN ` + newest + ` THEN EXCLUDED.updated_at ELSE conversations.updated_at END
-		RETURNING id),
-	r AS (INSERT INTO conversation_members (conversation_id, contact_id, own_count)
-		SELECT sent.conv, sent.contact, count(*) FROM sent WHERE (SELECT count(*) FROM c) > 0
-		GROUP BY sent.conv, sent.contact ORDER BY sent.conv, sent.contact
-		ON CONFLICT (conversation_id, contact_id) DO UPDATE SET own_count = conversation_members.own_count + EXCLUDED.own_count,
-			read_count = conversation_members.read_count + (SELECT count(*) FROM sent AS b
-				WHERE b.conv = conversation_members.conversation_id AND ` + sentBefore + `),
-			own_read_count = conversation_members.own_read_count + (SELECT count(*) FROM sent AS b
-				WHERE b.conv = conversation_members.conversation_id AND b.contact = conversation_members.contact_id AND ` + sentBefore + `)),
-	rd AS (UPDATE conversation_members SET read_count = conversation_members.read_count + (SELECT count(*) FROM sent AS b
-			WHERE b.conv = conversation_members.conversation_id AND ` + sentBefore + `)
-		FROM (SELECT sent.conv, min(sent.created_at) AS at FROM sent GROUP BY sent.conv) AS lo
-		WHERE conversation_members.conversation_id = lo.conv AND conversation_members.read_created >= lo.at AND (SELECT count(*) FROM c) > 0
-			AND NOT EXISTS (SELECT 1 FROM sent AS b WHERE b.conv = lo.conv AND b.contact = conversation_members.contact_id)
-			AND EXISTS (SELECT 1 FROM sent AS b WHERE b.conv = lo.conv AND ` + sentBefore + `)),
-	k AS (INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, result, created_at, expires_at)
-		SELECT k.scope, k.key, k.fp, '', k.result, k.at, k.exp
-		FROM unnest(?::text[], ?::text[], ?::text[], ?::bytea[], ?::timestamptz[], ?::timestamptz[]) AS k(scope, key, fp, result, at, exp)),
-	ev AS (` + insertEventsArraysSQL + `)
-	INSERT INTO messages (id, conversation_id, contact_id, text, search_words, read_at, created_at, updated_at, attachment_count)
-	SELECT sent.id, sent.conv, sent.contact, sent.text, sent.words, NULLIF(sent.read_at, '')::timestamptz, sent.created_at,
-		NULLIF(sent.updated_at, '')::timestamptz, 0
-	FROM sent ORDER BY sent.ord`
+// and events, and their counts, as the function parley_send_many of the
+// schema does (migrations/postgres), each conversation's row first, in
+// the order of the ids, and its members' rows after it, so that
+// statements of sends cannot deadlock. A function, not the statement
+// itself: PL/pgSQL keeps its statement's plan on the server connection,
+// which behind PgBouncer in transaction mode (no prepared statements)
+// planned the statement anew at each run (DESIGN.md §4.4).
+const insertSentManySQL = `SELECT parley_send_many(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[],
+	?::text[], ?::text[], ?::text[], ?::bytea[], ?::timestamptz[], ?::timestamptz[],
+	?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::text[])`
 
-// sentBefore is the condition that the sent message b comes before the
-// read position of the row of conversation_members: it counts as read.
-const sentBefore = `(b.created_at < conversation_members.read_created
-	OR (b.created_at = conversation_members.read_created AND b.id < conversation_members.read_message_id))`
-
-// insertSentSQL stores one send (insertSent) as insertSentManySQL
-// does, from its columns (sentArgs): the same rows and counts, in the same
-// order of locks, without the aggregates, sorts and joins that combine a
-// batch: a send alone costs PostgreSQL about 15% less CPU this way
-// (DESIGN.md §4.4).
-const insertSentSQL = `WITH b AS NOT MATERIALIZED (
-		SELECT ?::text AS id, ?::text AS conv, ?::text AS contact, ?::text AS text, ?::text AS words,
-			NULLIF(?, '')::timestamptz AS read_at, ?::timestamptz AS created_at, NULLIF(?, '')::timestamptz AS updated_at),
-	c AS (INSERT INTO conversations (id, created_at, updated_at, message_count, last_message_id)
-		SELECT b.conv, b.created_at, b.created_at, 1, b.id FROM b
-		ON CONFLICT (id) DO UPDATE SET message_count = conversations.message_count + 1,
-			last_message_id = CASE WHEN ` + newest + ` THEN EXCLUDED.last_message_id ELSE conversations.last_message_id END,
-			updated_at = CASE WHEN ` + newest + ` THEN EXCLUDED.updated_at ELSE conversations.updated_at END
-		RETURNING id),
-	r AS (INSERT INTO conversation_members (conversation_id, contact_id, own_count)
-		SELECT c.id, b.contact, 1 FROM c, b
-		ON CONFLICT (conversation_id, contact_id) DO UPDATE SET own_count = conversation_members.own_count + 1,
-			read_count = conversation_members.read_count + (SELECT count(*) FROM b WHERE ` + sentBefore + `),
-			own_read_count = conversation_members.own_read_count + (SELECT count(*) FROM b WHERE ` + sentBefore + `)),
-	rd AS (UPDATE conversation_members SET read_count = conversation_members.read_count + 1
-		FROM c, b
-		WHERE conversation_members.conversation_id = c.id AND conversation_members.read_created >= b.created_at
-			AND conversation_members.contact_id <> b.contact AND ` + sentBefore + `),
-	k AS (INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, result, created_at, expires_at)
-		SELECT k.scope, k.key, k.fp, '', k.result, k.at, k.exp
-		FROM unnest(?::text[], ?::text[], ?::text[], ?::bytea[], ?::timestamptz[], ?::timestamptz[]) AS k(scope, key, fp, result, at, exp)),
-	ev AS (` + insertEventsArraysSQL + `)
-	INSERT INTO messages (id, conversation_id, contact_id, text, search_words, read_at, created_at, updated_at, attachment_count)
-	SELECT b.id, b.conv, b.contact, b.text, b.words, b.read_at, b.created_at, b.updated_at, 0 FROM b`
+// insertSentSQL stores one send (insertSent) as insertSentManySQL does,
+// from its columns (sentArgs), with the function parley_send: the same
+// rows and counts, in the same order of locks, without the aggregates,
+// sorts and joins that combine a batch.
+const insertSentSQL = `SELECT parley_send(?::text, ?::text, ?::text, ?::text, ?::text, ?::text, ?::timestamptz, ?::text,
+	?::text[], ?::text[], ?::text[], ?::bytea[], ?::timestamptz[], ?::timestamptz[],
+	?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::text[])`
 
 // sentArgs returns the arguments of insertSentSQL for p.
 func sentArgs(p *pendingSend) ([]any, error) {

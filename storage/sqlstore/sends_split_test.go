@@ -27,7 +27,7 @@ type splitPanicHook struct {
 }
 
 func (h *splitPanicHook) BeforeQuery(ctx context.Context, e *bun.QueryEvent) context.Context {
-	if !h.armed.Load() || !strings.Contains(e.Query, "WITH sent AS MATERIALIZED") {
+	if !h.armed.Load() || !strings.Contains(e.Query, "parley_send_many(") {
 		return ctx
 	}
 	if !strings.Contains(e.Query, h.keyMarker) {
