@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cpuper.sh: requests per second and CPU time per request, of the example
-# server and of every PostgreSQL process, for each operation of
+# server and of the PostgreSQL backends of its database, for each operation of
 # tools/loadtest given, against a fresh PostgreSQL database seeded with
 # SIZE messages in conv_big. CPU time is utime+stime of /proc/PID/stat
 # (fields 14 and 15, in ticks of 10 ms) before and after each load,
@@ -13,14 +13,19 @@
 #   PGSS=1 bash tools/cpuper.sh create             # and the statements of each load, from pg_stat_statements
 #   VIA=127.0.0.1:6432 DSNPARAMS=default_query_exec_mode=exec bash tools/cpuper.sh create  # the server through PgBouncer
 #
+# The backends are those connected to the load's database when it begins
+# (pg_stat_activity; not other sessions' work, nor a backend that connects
+# during the load: a line says when the set changed). Through VIA they are
+# the pooler's server connections, and PgBouncer's own CPU (pgrep -x
+# pgbouncer, user postgres) is printed apart.
+#
 # PGSS=1 needs a server that loads pg_stat_statements (shared_preload_libraries,
 # then a restart): per statement it prints calls, total and mean execution time,
 # rows, shared buffers hit and WAL records, the query grouped by its first 40
 # characters (the numbering UPDATEs differ only in their length).
 #
 # PostgreSQL comes from PARLEY_BENCH_POSTGRES (default: the local server
-# with trust auth); the postgres processes are found with pgrep -u postgres,
-# so the server must run on this machine.
+# with trust auth); the server must run on this machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -gt 0 ] || { echo "usage: cpuper.sh OP..." >&2; exit 2; }
@@ -80,12 +85,17 @@ PGSS=${PGSS:-}
 [ -n "$PGSS" ] && psql "$dsn" -qc 'CREATE EXTENSION IF NOT EXISTS pg_stat_statements' >/dev/null
 for op in "$@"; do
   [ -n "$PGSS" ] && psql "$dsn" -qAtc 'SELECT pg_stat_statements_reset()' >/dev/null
-  s0=$(ticks "$pid"); p0=$(ticks $(pgrep -u postgres))
+  backends() { psql "$dsn" -qAtc "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() ORDER BY pid" | tr '\n' ' '; }
+  bpids=$([ -n "${VIA:-}" ] && pgrep -u postgres -x pgbouncer || true)
+  pids=$(backends)
+  s0=$(ticks "$pid"); p0=$(ticks $pids); b0=$(ticks $bpids)
   out=$("$tmp/loadtest" -url "$url" -ops "$op" -c "$CONNS" -d "$DUR" -rounds 1 2>&1)
-  s1=$(ticks "$pid"); p1=$(ticks $(pgrep -u postgres))
+  s1=$(ticks "$pid"); p1=$(ticks $pids); b1=$(ticks $bpids)
+  [ "$(backends)" = "$pids" ] || echo "(the backends changed during the load: $pids -> $(backends))"
   read -r rps n < <(echo "$out" | awk -v op="$op" '$1 == op && $2 == "A" && $3 ~ /^[0-9.]+$/ { print $3, $9; exit }')
-  printf '%-7s %9s req/s   server %5d µs/request   postgres %5d µs/request   (%s requests, %d connections)\n' \
+  printf '%-7s %9s req/s   server %5d µs/request   backends %5d µs/request   (%s requests, %d connections)\n' \
     "$op" "$rps" $(((s1 - s0) * 10000 / n)) $(((p1 - p0) * 10000 / n)) "$n" "$CONNS"
+  [ -n "$bpids" ] && printf '%-7s %9s        pgbouncer %5d µs/request\n' "" "" $(((b1 - b0) * 10000 / n))
   if [ -n "$PGSS" ]; then
     psql "$dsn" -c "SELECT sum(calls) AS calls, round(sum(total_exec_time)::numeric, 1) AS total_ms,
         round((sum(total_exec_time) / sum(calls) * 1000)::numeric) AS mean_us, sum(rows) AS rows,
