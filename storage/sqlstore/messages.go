@@ -759,7 +759,7 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 			sets = append(sets, "read_at = NULL")
 		}
 	}
-	if !ch.UpdatedAt.IsZero() {
+	if !ch.UpdatedAt.IsZero() && !statement { // else reactPostgres set it
 		sets, args = append(sets, "updated_at = ?"), append(args, ch.UpdatedAt.UTC())
 	}
 	fields := len(sets) > 0
