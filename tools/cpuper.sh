@@ -10,6 +10,7 @@
 #   bash tools/cpuper.sh react create              # 32 connections, 8 s each
 #   CONNS=1 bash tools/cpuper.sh react             # one caller at a time
 #   SIZE=100000 REACTED=3 bash tools/cpuper.sh list  # a first page of which 3 messages have a reaction
+#   REACTORS=10000 bash tools/cpuper.sh react      # the message reacted to has 10,000 reactors of "tada"
 #   PGSS=1 bash tools/cpuper.sh create             # and the statements of each load, from pg_stat_statements
 #   VIA=127.0.0.1:6432 DSNPARAMS=default_query_exec_mode=exec bash tools/cpuper.sh create  # the server through PgBouncer
 #
@@ -33,6 +34,7 @@ SIZE=${SIZE:-1000}
 CONNS=${CONNS:-32}
 DUR=${DUR:-8s}
 REACTED=${REACTED:-0}
+REACTORS=${REACTORS:-0}
 PG=${PARLEY_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
 
 tmp=$(mktemp -d)
@@ -51,6 +53,22 @@ go build -o "$tmp/loadtest" ./tools/loadtest
 psql "$PG" -qc "CREATE DATABASE $db" >/dev/null
 dsn=${PG/\/postgres\?/\/$db?}
 "$tmp/loadtest" -seed "$SIZE" -conv conv_big -user alice -db "$dsn" | tail -1
+if [ "$REACTORS" -gt 0 ]; then
+  # REACTORS reactors of "tada" on the newest message of conv_big (the
+  # one react reacts to), with the counters as the store keeps them.
+  psql "$dsn" -q -v ON_ERROR_STOP=1 >/dev/null <<SQL
+CREATE TEMP TABLE m AS SELECT id FROM messages WHERE conversation_id = 'conv_big' ORDER BY created_at DESC, id DESC LIMIT 1;
+INSERT INTO contacts (id, username, phone_number, avatar_url, created_at)
+  SELECT 'ctc_reactor' || g, 'reactor' || g, '', '', now() FROM generate_series(1, $REACTORS) g;
+INSERT INTO reaction_names (message_id, name) SELECT id, 'tada' FROM m;
+INSERT INTO reactions (message_id, name, contact_id, created_at)
+  SELECT m.id, 'tada', 'ctc_reactor' || g, now() FROM m, generate_series(1, $REACTORS) g ORDER BY g;
+UPDATE reaction_names AS n SET reactors = $REACTORS, head_seq = COALESCE((SELECT r.seq FROM reactions AS r
+  WHERE r.message_id = n.message_id AND r.name = 'tada' ORDER BY r.seq LIMIT 1 OFFSET 99), 9223372036854775807)
+  FROM m WHERE n.message_id = m.id;
+UPDATE messages SET reaction_count = 1 FROM m WHERE messages.id = m.id;
+SQL
+fi
 psql "$dsn" -qc 'VACUUM ANALYZE'
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 url=http://127.0.0.1:$port
