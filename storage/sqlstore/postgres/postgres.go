@@ -21,12 +21,21 @@
 // it leaves no other state on the connections. Behind PgBouncer in
 // transaction pooling mode, whose server connections keep no prepared
 // statement from one transaction to the next, set the DSN parameter
-// default_query_exec_mode to exec (or simple_protocol): every statement
-// is then sent unnamed, and the store and the host's queries on
-// Store.DB work through the pooler. In that mode a connection also sends
-// no cancel request when a call's context ends during a statement: pgx
-// closes the connection instead, and the statement runs on to its end on
-// the server. PgBouncer 1.18, Debian 12's, may crash on a cancel request
+// default_query_exec_mode to exec:
+//
+//	postgres://parley:secret@pgbouncer:6432/app?sslmode=disable&default_query_exec_mode=exec
+//
+// Every statement is then sent unnamed, and the store and the host's
+// queries on Store.DB work through the pooler; the store's conformance
+// tests run through PgBouncer in this mode. (simple_protocol cost the
+// same for creates; cache_describe and describe_exec would add a round
+// trip a statement.) A send's large statement is the body of a function
+// of the schema, whose plan the server keeps on its connection: through
+// the pooler a create costs the server what it costs direct; other
+// statements are planned at each run there. In that mode a connection
+// also sends no cancel request when a call's context ends during a
+// statement: pgx closes the connection instead, and the statement runs on
+// to its end on the server. PgBouncer 1.18, Debian 12's, may crash on a cancel request
 // under load (pgbouncer/pgbouncer#822, fixed in 1.20). Leave
 // Options.Schema unset there (PgBouncer refuses a search_path startup
 // parameter): give the store a database of its own.
