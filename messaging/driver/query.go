@@ -23,6 +23,8 @@ import "time"
 // that is not a reactor is an error matching ErrNotFound; and the messages
 // of a list of one conversation (Scope.ConversationIDs of one, All false,
 // MemberID empty), where a message that is not of that conversation is an
+// error matching ErrNotFound; and the conversations (ConversationQuery)
+// and threads (ThreadQuery), where an id that is not in the list is an
 // error matching ErrNotFound. Every other cursor has its Time.
 type Cursor struct {
 	// Time is the item's time in the list's order: CreatedAt for messages,
@@ -68,7 +70,9 @@ type MessageQuery struct {
 }
 
 // ConversationQuery selects a page of conversations, most recently active
-// first.
+// first. Its cursors may be by conversation id alone (Cursor.Time zero): a
+// conversation of the list (of the Scope; with All, not a thread's), else
+// an error matching ErrNotFound.
 type ConversationQuery struct {
 	Scope
 	Window

@@ -105,6 +105,18 @@ func (s *store) ListConversations(ctx context.Context, q driver.ConversationQuer
 	}
 	pos := func(c messaging.Conversation) driver.Cursor { return driver.Cursor{Time: c.UpdatedAt, ID: c.ID} }
 	sortNewestFirst(all, pos)
+	for _, c := range []**driver.Cursor{&q.After, &q.Before} {
+		if *c == nil || !(*c).Time.IsZero() {
+			continue
+		}
+		id := (*c).ID
+		i := slices.IndexFunc(all, func(c messaging.Conversation) bool { return c.ID == id })
+		if i < 0 {
+			return nil, false, notFound("conversation", id)
+		}
+		at := pos(all[i])
+		*c = &at
+	}
 	return page(all, pos, q.Limit, q.After, q.Before)
 }
 

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -164,7 +165,10 @@ func (s *store) GetConversation(ctx context.Context, id, viewerID string) (messa
 }
 
 // ListConversations returns up to q.Limit conversations matching q, most
-// recently active first, in at most four queries.
+// recently active first, in at most four queries. A cursor by id (Time
+// zero) is read by the page's query (by one before it on MySQL), and by
+// one more after a page that comes back empty, to tell a cursor that is
+// not in the list from the end of the list.
 func (s *store) ListConversations(ctx context.Context, q driver.ConversationQuery) ([]messaging.Conversation, bool, error) {
 	cs, more, err := s.listConversations(ctx, q)
 	return cs, more, wrapErr("sqlstore.ListConversations", err)
@@ -182,20 +186,72 @@ func (s *store) listConversations(ctx context.Context, q driver.ConversationQuer
 	}
 	b, ok := s.scopeBranch("c.id", q.All, member, convs)
 	if !ok {
+		if q.After != nil || q.Before != nil {
+			return nil, false, notFound("conversation")
+		}
 		return []messaging.Conversation{}, false, nil
 	}
 	if q.All {
 		b.where = notThread("c.id") // threads' conversations are listed as threads
 	}
 	p.branches = []branch{b}
+	// A cursor by id: the row of that id among the list's (cursor, the
+	// FROM and WHERE of a query of x, and its arguments).
+	var cursor string
+	var cursorArgs []any
+	if cur := cmp.Or(q.After, q.Before); cur != nil && cur.Time.IsZero() {
+		x, _ := s.scopeBranch("x.id", q.All, member, convs)
+		if q.All {
+			x.where = notThread("x.id")
+		}
+		cursor, cursorArgs = "conversations AS x WHERE x.id = ? AND "+x.where, append([]any{cur.ID}, x.args...)
+		if s.sql.subqueryBounds {
+			p.cursorRow, p.cursorArgs, p.afterID = cursor, cursorArgs, q.After != nil
+			p.after, p.before = nil, nil
+		} else {
+			at, err := s.conversationCursor(ctx, cursor, cursorArgs)
+			if err != nil {
+				return nil, false, err
+			}
+			if q.After != nil {
+				p.after = at
+			} else {
+				p.before = at
+			}
+			cursor = ""
+		}
+	}
 	query, args := s.pageSQL(p)
 	var rows []conversationRow
 	if err := s.read(ctx, &rows, query, args...); err != nil {
 		return nil, false, err
 	}
+	if len(rows) == 0 && cursor != "" {
+		// No row beyond the cursor, or no such cursor in the list.
+		if _, err := s.conversationCursor(ctx, cursor, cursorArgs); err != nil {
+			return nil, false, err
+		}
+	}
 	rows, more := trimPage(rows, q.Limit, q.Before != nil)
 	cs, err := completeConversations(ctx, s.sql, s.read, rows)
 	return cs, more, err
+}
+
+// conversationCursor returns the place in its list of the conversation
+// that cursor (the FROM and WHERE of a query of conversations AS x) and
+// its args select, or an error matching ErrNotFound when none.
+func (s *store) conversationCursor(ctx context.Context, cursor string, args []any) (*driver.Cursor, error) {
+	var rows []struct {
+		ID        string    `bun:"id"`
+		UpdatedAt time.Time `bun:"updated_at"`
+	}
+	if err := s.read(ctx, &rows, "SELECT x.id, x.updated_at FROM "+cursor, args...); err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, notFound("conversation")
+	}
+	return &driver.Cursor{Time: utc(rows[0].UpdatedAt), ID: rows[0].ID}, nil
 }
 
 // scopeBranch returns the one branch of a list over column col of every

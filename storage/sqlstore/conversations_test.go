@@ -66,7 +66,7 @@ func TestMarkReadFarBack(t *testing.T) {
 // TestConversationsPageInFixedQueries: a page of conversations costs the
 // same number of queries whatever its size: the conversations, their last
 // messages, and those messages' reactions and attachments; one more to
-// resolve a member's memberships.
+// resolve a member's memberships; none for a cursor by id (but on MySQL).
 func TestConversationsPageInFixedQueries(t *testing.T) {
 	for _, e := range backendtest.SQL(t) {
 		t.Run(e.Name, func(t *testing.T) {
@@ -108,7 +108,29 @@ func TestConversationsPageInFixedQueries(t *testing.T) {
 					}
 					assert.Equal(t, q.reads, reads.Load(), "%s: queries for a page of %d", q.name, limit)
 				}
+				// A cursor by id costs no query of its own, but on MySQL,
+				// which reads it first.
+				reads.Store(0)
+				q.q.Limit, q.q.After = 5, &driver.Cursor{ID: "c20"}
+				items, _, err := s.Driver().ListConversations(ctx, q.q)
+				require.NoError(t, err)
+				want := q.reads
+				if e.Name == "mysql" {
+					want++
+				}
+				assert.Equal(t, want, reads.Load(), "%s: queries for a page after a cursor by id", q.name)
+				var got []string
+				for _, it := range items {
+					got = append(got, it.ID)
+				}
+				assert.Equal(t, []string{"c19", "c18", "c17", "c16", "c15"}, got, q.name)
 			}
+			// A conversation of the store whose member the contact is not.
+			at := start.Add(time.Hour)
+			require.NoError(t, s.Driver().CreateMessage(ctx, messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "other", Contact: c, Text: "m", CreatedAt: at}, nil, nil))
+			_, _, err := s.Driver().ListConversations(ctx, driver.ConversationQuery{Scope: driver.Scope{MemberID: c.ID}, ViewerID: c.ID,
+				Window: driver.Window{Limit: 5, After: &driver.Cursor{ID: "other"}}})
+			assert.ErrorIs(t, err, messaging.ErrNotFound, "a cursor by id of no membership, member of many")
 		})
 	}
 }

@@ -139,6 +139,40 @@ func testConversationCursors(t *testing.T, h *harness) {
 	got, more = page(nil, pos(all[3]), 5)
 	assert.Equal(t, all[:3], got)
 	assert.False(t, more)
+
+	// Cursors by id alone: the same pages.
+	byID := func(id string) *driver.Cursor { return &driver.Cursor{ID: id} }
+	got, more = page(byID(all[4]), nil, 5)
+	assert.Equal(t, all[5:10], got, "a cursor by id")
+	assert.True(t, more)
+	got, more = page(byID(all[11]), nil, 5)
+	assert.Empty(t, got, "after the last")
+	assert.False(t, more)
+	got, more = page(nil, byID(all[10]), 5)
+	assert.Equal(t, all[5:10], got, "Before by id")
+	assert.True(t, more)
+	got, more = page(nil, byID(all[0]), 5)
+	assert.Empty(t, got, "before the first")
+	assert.False(t, more)
+	for _, c := range []struct{ after, before *driver.Cursor }{{byID("nope"), nil}, {nil, byID("nope")}} {
+		_, _, err := h.s.ListConversations(h.ctx, driver.ConversationQuery{Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 5, After: c.after, Before: c.before}, ViewerID: alice.ID})
+		assert.ErrorIs(t, err, messaging.ErrNotFound, "a cursor by id that is no conversation")
+	}
+	// Of the store, but not of the list's scope.
+	in := driver.Scope{ConversationIDs: []string{all[2], all[3], all[4]}}
+	got2, _, err := h.s.ListConversations(h.ctx, driver.ConversationQuery{Scope: in, Window: driver.Window{Limit: 5, After: byID(all[2])}, ViewerID: alice.ID})
+	require.NoError(t, err)
+	assert.Equal(t, all[3:5], conversationIDs(got2))
+	_, _, err = h.s.ListConversations(h.ctx, driver.ConversationQuery{Scope: in, Window: driver.Window{Limit: 5, After: byID(all[0])}, ViewerID: alice.ID})
+	assert.ErrorIs(t, err, messaging.ErrNotFound, "a cursor by id out of the scope")
+	require.NoError(t, h.s.AddMember(h.ctx, all[6], alice.ID, at(0)))
+	require.NoError(t, h.s.AddMember(h.ctx, all[8], alice.ID, at(0)))
+	mine := driver.Scope{MemberID: alice.ID}
+	got2, _, err = h.s.ListConversations(h.ctx, driver.ConversationQuery{Scope: mine, Window: driver.Window{Limit: 5, After: byID(all[6])}, ViewerID: alice.ID})
+	require.NoError(t, err)
+	assert.Equal(t, []string{all[8]}, conversationIDs(got2), "a member's list")
+	_, _, err = h.s.ListConversations(h.ctx, driver.ConversationQuery{Scope: mine, Window: driver.Window{Limit: 5, Before: byID(all[7])}, ViewerID: alice.ID})
+	assert.ErrorIs(t, err, messaging.ErrNotFound, "a cursor by id of no membership")
 }
 
 func testUnreadCounts(t *testing.T, h *harness) {
