@@ -43,15 +43,29 @@ type conversationRow struct {
 	ReadCount     int64     `bun:"read_count"`
 	OwnCount      int64     `bun:"own_count"`
 	OwnReadCount  int64     `bun:"own_read_count"`
+	// Last is the last message with its sender, read by the same query
+	// (lastMessageCols; zero when there is none). Not read by ListThreads.
+	Last messageRow `bun:"embed:lm_"`
 }
 
 // conversationCols and conversationFrom select conversations AS c with the
-// state of the contact given as the first argument.
+// state of the contact given as the first argument, and the last message
+// with its sender (as lm and lc).
 const (
 	conversationCols = `c.id, c.created_at, c.updated_at, c.message_count, c.last_message_id,
 		r.read_message_id, COALESCE(r.read_count, 0) AS read_count, COALESCE(r.own_count, 0) AS own_count,
-		COALESCE(r.own_read_count, 0) AS own_read_count`
-	conversationFrom = `conversations AS c LEFT JOIN conversation_members AS r ON r.conversation_id = c.id AND r.contact_id = ?`
+		COALESCE(r.own_read_count, 0) AS own_read_count, ` + lastMessageCols
+	conversationFrom = `conversations AS c LEFT JOIN conversation_members AS r ON r.conversation_id = c.id AND r.contact_id = ?` +
+		` LEFT JOIN messages AS lm ON lm.id = c.last_message_id LEFT JOIN contacts AS lc ON lc.id = lm.contact_id`
+	// lastMessageCols are the columns of messageCols of the last message
+	// (lm) and its sender (lc), as conversationRow.Last. A page's last
+	// messages by a query of their own (WHERE id IN) cost a statement
+	// more (BENCHMARKS.md section 4, "The conversations list").
+	lastMessageCols = `lm.id AS lm_id, lm.conversation_id AS lm_conversation_id, lm.contact_id AS lm_contact_id, lm.text AS lm_text,
+		lm.read_at AS lm_read_at, lm.created_at AS lm_created_at, lm.updated_at AS lm_updated_at,
+		lm.reaction_count AS lm_reaction_count, lm.attachment_count AS lm_attachment_count, lm.thread AS lm_thread, lm.deleted AS lm_deleted,
+		lc.username AS lm_contact_username, lc.phone_number AS lm_contact_phone_number, lc.avatar_url AS lm_contact_avatar_url,
+		lc.last_active_at AS lm_contact_last_active_at, lc.created_at AS lm_contact_created_at`
 )
 
 // memberOf is the condition that conversation column col is one of
@@ -113,34 +127,30 @@ func (r *conversationRow) conversation() messaging.Conversation {
 }
 
 // completeConversations turns rows into conversations with their last
-// messages, in at most three more queries whatever the number of rows.
+// messages (read with them), in at most two more queries (their reactions
+// and attachments) whatever the number of rows.
 func completeConversations(ctx context.Context, d *dialectSQL, query queryFn, rows []conversationRow) ([]messaging.Conversation, error) {
 	out := make([]messaging.Conversation, len(rows))
-	var last []string
+	last := make([]messageRow, 0, len(rows))
 	for i := range rows {
 		out[i] = rows[i].conversation()
-		if rows[i].LastMessageID != nil {
-			last = append(last, *rows[i].LastMessageID)
+		if rows[i].LastMessageID != nil && rows[i].Last.ID != "" {
+			last = append(last, rows[i].Last)
 		}
 	}
 	if len(last) == 0 {
 		return out, nil
 	}
-	var mrows []messageRow
-	if err := query(ctx, &mrows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id IN (?)", idList(last)); err != nil {
-		return nil, err
-	}
-	ms, err := complete(ctx, d, query, mrows)
+	ms, err := complete(ctx, d, query, last)
 	if err != nil {
 		return nil, err
 	}
-	byID := make(map[string]*messaging.Message, len(ms))
-	for i := range ms {
-		byID[ms[i].ID] = &ms[i]
-	}
+	// ms are in the order of rows' last messages.
+	j := 0
 	for i := range rows {
-		if id := rows[i].LastMessageID; id != nil {
-			out[i].LastMessage = byID[*id]
+		if rows[i].LastMessageID != nil && rows[i].Last.ID != "" {
+			out[i].LastMessage = &ms[j]
+			j++
 		}
 	}
 	return out, nil
@@ -165,10 +175,12 @@ func (s *store) GetConversation(ctx context.Context, id, viewerID string) (messa
 }
 
 // ListConversations returns up to q.Limit conversations matching q, most
-// recently active first, in at most four queries. A cursor by id (Time
-// zero) is read by the page's query (by one before it on MySQL), and by
-// one more after a page that comes back empty, to tell a cursor that is
-// not in the list from the end of the list.
+// recently active first, in at most four queries: a member's
+// memberships, the page with its last messages, their reactions and their
+// attachments. A cursor by id (Time zero) is read by the page's query (by
+// one before it on MySQL), and by one more after a page that comes back
+// empty, to tell a cursor that is not in the list from the end of the
+// list.
 func (s *store) ListConversations(ctx context.Context, q driver.ConversationQuery) ([]messaging.Conversation, bool, error) {
 	cs, more, err := s.listConversations(ctx, q)
 	return cs, more, wrapErr("sqlstore.ListConversations", err)

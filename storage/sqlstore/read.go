@@ -175,6 +175,7 @@ var sqliteReadCols = strings.NewReplacer(
 	attachmentCols, exprCols(attachmentCols),
 	linkedAttachmentCols, exprCols(linkedAttachmentCols),
 	reactionsCols, exprCols(reactionsCols),
+	lastMessageCols, exprCols(lastMessageCols),
 	"SELECT "+contactCols+" FROM contacts", "SELECT "+exprCols(contactCols)+" FROM contacts",
 )
 
