@@ -52,9 +52,12 @@ type conversationRow struct {
 // state of the contact given as the first argument, and the last message
 // with its sender (as lm and lc).
 const (
-	conversationCols = `c.id, c.created_at, c.updated_at, c.message_count, c.last_message_id,
+	conversationCols = conversationOwnCols + ", " + lastMessageCols
+	// conversationOwnCols are the conversation's columns and the
+	// contact's state in it.
+	conversationOwnCols = `c.id, c.created_at, c.updated_at, c.message_count, c.last_message_id,
 		r.read_message_id, COALESCE(r.read_count, 0) AS read_count, COALESCE(r.own_count, 0) AS own_count,
-		COALESCE(r.own_read_count, 0) AS own_read_count, ` + lastMessageCols
+		COALESCE(r.own_read_count, 0) AS own_read_count`
 	conversationFrom = `conversations AS c LEFT JOIN conversation_members AS r ON r.conversation_id = c.id AND r.contact_id = ?` +
 		` LEFT JOIN messages AS lm ON lm.id = c.last_message_id LEFT JOIN contacts AS lc ON lc.id = lm.contact_id`
 	// lastMessageCols are the columns of messageCols of the last message

@@ -158,7 +158,7 @@ func (c *stmtCache) prepareWanted(ctx context.Context) {
 }
 
 // sqliteReadCols rewrites the column lists of the reads of messages,
-// contacts, attachments and embedded reactors for SQLite's prepared reads: each column becomes
+// contacts, attachments, conversations and embedded reactors for SQLite's prepared reads: each column becomes
 // the expression +column (SQLite's unary plus returns its operand
 // unchanged), named as before. The driver (modernc.org/sqlite) allocates
 // the declared type of every column that has one on every row (a Go
@@ -175,6 +175,7 @@ var sqliteReadCols = strings.NewReplacer(
 	attachmentCols, exprCols(attachmentCols),
 	linkedAttachmentCols, exprCols(linkedAttachmentCols),
 	reactionsCols, exprCols(reactionsCols),
+	conversationOwnCols, exprCols(conversationOwnCols),
 	lastMessageCols, exprCols(lastMessageCols),
 	"SELECT "+contactCols+" FROM contacts", "SELECT "+exprCols(contactCols)+" FROM contacts",
 )
