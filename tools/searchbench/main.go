@@ -26,6 +26,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -56,6 +57,8 @@ var (
 	only     = flag.String("only", "", "search, creates, load (make the data and stop), or search and creates when empty")
 	cpuprof  = flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	extra    = flag.String("extra", "", "more queries to time, comma-separated (filler words of a middling rate, say)")
+	callers  = flag.String("callers", "member_of_50,all", "the callers to time, comma-separated")
+	names    = flag.String("queries", "", "the queries to time by name (common, rare, two_words, prefix, extra), comma-separated; all when empty")
 )
 
 // queries are the searches measured.
@@ -135,13 +138,20 @@ func measureSearch(ctx context.Context) error {
 		return nil
 	}
 	fmt.Printf("# %s: %d messages in %d conversations; page of 10\n", engine(), *messages, *convs)
-	fmt.Println("caller\tquery\tfirst p50\tfirst p95\tpage 100 p50\tdeep/first\tresults (first 1000)")
+	fmt.Println("# cpu: this process's CPU per call, and on PostgreSQL + that of the backends of its connections")
+	fmt.Println("caller\tquery\tfirst p50\tfirst p95\tfirst cpu\tpage 100 p50\tpage 100 cpu\tdeep/first p50\tdeep/first cpu\tresults (first 1000)")
 	for _, c := range []struct {
 		name string
 		svc  *messaging.Service
 	}{{"member_of_50", members}, {"all", every}} {
+		if !slices.Contains(strings.Split(*callers, ","), c.name) {
+			continue
+		}
 		for _, q := range queries {
-			first, err := timeCalls(*samples, func() error {
+			if *names != "" && !slices.Contains(strings.Split(*names, ","), q.name) {
+				continue
+			}
+			first, err := timeCalls(st, *samples, func() error {
 				_, err := c.svc.Search(ctx, reader, q.q, "", messaging.ListOptions{Limit: 10})
 				return err
 			})
@@ -163,9 +173,9 @@ func measureSearch(ctx context.Context) error {
 				}
 				cursor = p.Data[len(p.Data)-1].ID
 			}
-			deep, ratio := "n/a", ""
+			deep, deepCPU, ratio, ratioCPU := "n/a", "n/a", "", ""
 			if cursor != "" {
-				d, err := timeCalls(max(*samples/3, 10), func() error {
+				d, err := timeCalls(st, *samples, func() error {
 					_, err := c.svc.Search(ctx, reader, q.q, "", messaging.ListOptions{Limit: 10, StartingAfter: cursor})
 					return err
 				})
@@ -173,10 +183,12 @@ func measureSearch(ctx context.Context) error {
 					return err
 				}
 				deep, ratio = ms(d.p50), fmt.Sprintf("%.2f", float64(d.p50)/float64(first.p50))
+				deepCPU, ratioCPU = d.cpus(), fmt.Sprintf("%.2f", float64(d.cpu+d.db)/float64(first.cpu+first.db))
 			} else {
 				ratio = fmt.Sprintf("(%d pages only)", pages)
 			}
-			fmt.Printf("%s\t%s %q\t%s\t%s\t%s\t%s\t%d\n", c.name, q.name, q.q, ms(first.p50), ms(first.p95), deep, ratio, hits)
+			fmt.Printf("%s\t%s %q\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", c.name, q.name, q.q, ms(first.p50), ms(first.p95), first.cpus(),
+				deep, deepCPU, ratio, ratioCPU, hits)
 		}
 	}
 	return nil
@@ -192,15 +204,27 @@ func engine() string {
 	return "SQLite"
 }
 
-type timing struct{ p50, p95 time.Duration }
+// timing is what timeCalls measured: wall time percentiles, and CPU time
+// per call of this process and (PostgreSQL) of the backends of its
+// connections.
+type timing struct{ p50, p95, cpu, db time.Duration }
 
-func timeCalls(n int, call func() error) (timing, error) {
+// cpus is "process + backends" CPU per call, in ms.
+func (t timing) cpus() string {
+	if t.db == 0 {
+		return ms(t.cpu)
+	}
+	return fmt.Sprintf("%.2f + %.2f ms", float64(t.cpu.Microseconds())/1000, float64(t.db.Microseconds())/1000)
+}
+
+func timeCalls(st *sqlstore.Store, n int, call func() error) (timing, error) {
 	for range 3 { // warm up
 		if err := call(); err != nil {
 			return timing{}, err
 		}
 	}
 	ds := make([]time.Duration, n)
+	db0, cpu0 := backendsCPU(st), processCPU()
 	for i := range ds {
 		start := time.Now()
 		if err := call(); err != nil {
@@ -208,8 +232,63 @@ func timeCalls(n int, call func() error) (timing, error) {
 		}
 		ds[i] = time.Since(start)
 	}
+	cpu := processCPU() - cpu0
+	var db time.Duration
+	for pid, t := range backendsCPU(st) {
+		db += t - db0[pid]
+	}
 	slices.Sort(ds)
-	return timing{p50: ds[n/2], p95: ds[n*95/100]}, nil
+	return timing{p50: ds[n/2], p95: ds[n*95/100], cpu: cpu / time.Duration(n), db: db / time.Duration(n)}, nil
+}
+
+// backendsCPU is the CPU time of the PostgreSQL backends serving this
+// process's connections, by pid (nil on another engine): those whose
+// client_port is the local port of one of the process's TCP sockets. The
+// query that finds them counts too, once.
+func backendsCPU(st *sqlstore.Store) map[int]time.Duration {
+	if engine() != "PostgreSQL" {
+		return nil
+	}
+	inodes := map[string]bool{}
+	fds, _ := os.ReadDir("/proc/self/fd")
+	for _, fd := range fds {
+		if l, err := os.Readlink("/proc/self/fd/" + fd.Name()); err == nil && strings.HasPrefix(l, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
+		}
+	}
+	var ports []string
+	for _, name := range []string{"/proc/self/net/tcp", "/proc/self/net/tcp6"} {
+		b, _ := os.ReadFile(name)
+		for i, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line) // sl local rem st tx:rx tr:when retrnsmt uid timeout inode
+			if i == 0 || len(f) < 10 || !inodes[f[9]] {
+				continue
+			}
+			_, hexPort, _ := strings.Cut(f[1], ":")
+			if p, err := strconv.ParseInt(hexPort, 16, 32); err == nil {
+				ports = append(ports, strconv.FormatInt(p, 10))
+			}
+		}
+	}
+	var pids []int
+	if len(ports) == 0 || st.DB().NewRaw("SELECT pid FROM pg_stat_activity WHERE client_port IN ("+strings.Join(ports, ",")+")").Scan(context.Background(), &pids) != nil {
+		return nil
+	}
+	out := map[int]time.Duration{}
+	for _, pid := range pids {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:])) // f[0] is field 3
+		if len(f) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		sy, _ := strconv.ParseInt(f[12], 10, 64)
+		out[pid] = time.Duration(u+sy) * 10 * time.Millisecond // USER_HZ is 100
+	}
+	return out
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
