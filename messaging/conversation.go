@@ -39,7 +39,7 @@ func (s *Service) conversations(ctx context.Context, caller Contact, o ListOptio
 	}
 	// The store finds a cursor's place in the caller's list, or reports
 	// that the conversation is not in it, in the page's own query
-	// (BENCHMARKS.md section 4, "The conversations list").
+	// (BENCHMARKS.md section 4, "The conversations list against a page of messages").
 	q.After, q.Before, err = check.Cursors(o.StartingAfter, o.EndingBefore, func(id string) (driver.Cursor, bool, error) {
 		return driver.Cursor{ID: id}, check.ConversationID("id", id) == nil, nil
 	})

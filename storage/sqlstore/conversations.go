@@ -63,7 +63,7 @@ const (
 	// lastMessageCols are the columns of messageCols of the last message
 	// (lm) and its sender (lc), as conversationRow.Last. A page's last
 	// messages by a query of their own (WHERE id IN) cost a statement
-	// more (BENCHMARKS.md section 4, "The conversations list").
+	// more (BENCHMARKS.md section 4).
 	lastMessageCols = `lm.id AS lm_id, lm.conversation_id AS lm_conversation_id, lm.contact_id AS lm_contact_id, lm.text AS lm_text,
 		lm.read_at AS lm_read_at, lm.created_at AS lm_created_at, lm.updated_at AS lm_updated_at,
 		lm.reaction_count AS lm_reaction_count, lm.attachment_count AS lm_attachment_count, lm.thread AS lm_thread, lm.deleted AS lm_deleted,
