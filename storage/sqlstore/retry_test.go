@@ -135,11 +135,12 @@ func TestPruneKeepsARenewedKey(t *testing.T) {
 // row; the send's backend, waiting first, finds the deadlock and fails,
 // and the store makes the send again after the test's transaction ends.
 func TestRetriedSendRecordsItsAttachmentsOnce(t *testing.T) {
-	i := slices.IndexFunc(backendtest.SQL(t), func(e backendtest.SQLEngine) bool { return e.Name == "postgres" })
+	engines := backendtest.SQL(t)
+	i := slices.IndexFunc(engines, func(e backendtest.SQLEngine) bool { return e.Name == "postgres" })
 	if i < 0 {
 		t.Skipf("%s is not set: the deadlock needs PostgreSQL's detector", backendtest.EnvPostgres)
 	}
-	e := backendtest.SQL(t)[i]
+	e := engines[i]
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	s := e.Open(t)
