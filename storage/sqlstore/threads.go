@@ -87,18 +87,24 @@ const tombstoneSQL = `UPDATE messages SET text = '', search_words = ?, deleted =
 // takeReply checks, with the root's row locked until tx ends, that the
 // root of m, a reply, takes it, and makes the root's sender and the
 // reply's take part in the thread, unless they do: the root's row tells
-// (takers) with the check, so that a reply in a thread its two senders
-// take part in runs no statement more for it. Its statements run
-// prepared (execWrite).
+// (whether each takes part) with the check, so that a reply in a thread
+// its two senders take part in runs no statement more for it. Its
+// statements run prepared (execWrite).
+//
+// Each sender is an EXISTS of its own, not one count over contact_id
+// IN (m.contact_id, ?): SQLite builds an IN list whose values are not
+// constants into a temporary B-tree (OpenEphemeral) at every run, and
+// opening and closing it were most of the check's CPU (BENCHMARKS.md
+// §13, 2026-11-27).
 func (s *store) takeReply(ctx context.Context, tx bun.Tx, m messaging.Message) error {
 	key, at := threadKey(m.ConversationID, m.ParentID), m.CreatedAt.UTC()
 	var rootContact string
-	var thread bool
-	var takers int
+	var thread, rootTakes, senderTakes bool
 	err := s.txScan(ctx, tx, `SELECT m.contact_id, m.thread,
-		(SELECT COUNT(*) FROM conversation_members AS t WHERE t.conversation_id = ? AND t.contact_id IN (m.contact_id, ?) AND t.joined_at IS NOT NULL)
+		EXISTS (SELECT 1 FROM conversation_members AS t WHERE t.conversation_id = ? AND t.contact_id = m.contact_id AND t.joined_at IS NOT NULL),
+		EXISTS (SELECT 1 FROM conversation_members AS t WHERE t.conversation_id = ? AND t.contact_id = ? AND t.joined_at IS NOT NULL)
 		FROM messages AS m WHERE m.id = ? AND m.conversation_id = ? AND NOT m.deleted`+s.sql.forUpdate,
-		[]any{key, m.Contact.ID, m.ParentID, m.ConversationID}, &rootContact, &thread, &takers)
+		[]any{key, key, m.Contact.ID, m.ParentID, m.ConversationID}, &rootContact, &thread, &rootTakes, &senderTakes)
 	if err == sql.ErrNoRows {
 		return driver.ErrNoParent
 	}
@@ -111,9 +117,9 @@ func (s *store) takeReply(ctx context.Context, tx bun.Tx, m messaging.Message) e
 		}
 	}
 	switch {
-	case rootContact == m.Contact.ID && takers < 1:
+	case rootContact == m.Contact.ID && !senderTakes:
 		_, err = s.execWrite(ctx, tx, s.takersSQL(1), key, m.Contact.ID, at)
-	case rootContact != m.Contact.ID && takers < 2:
+	case rootContact != m.Contact.ID && !(rootTakes && senderTakes):
 		_, err = s.execWrite(ctx, tx, s.takersSQL(2), key, rootContact, at, key, m.Contact.ID, at)
 	}
 	return err
