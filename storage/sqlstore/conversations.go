@@ -306,7 +306,7 @@ func (s *store) scopeBranch(col string, all bool, memberID string, ids []string)
 // sender's row.
 func (s *store) touchConversation(ctx context.Context, tx bun.Tx, m messaging.Message) error {
 	at := m.CreatedAt.UTC()
-	if _, err := s.execWrite(ctx, tx, s.sql.countSend, m.ConversationID, at, at, 1, m.ID); err != nil {
+	if err := s.countNew(ctx, tx, m); err != nil {
 		return err
 	}
 	if _, err := s.execWrite(ctx, tx, countReadSendSQL, m.Contact.ID, m.ConversationID, at, at, m.ID); err != nil {
@@ -317,6 +317,37 @@ func (s *store) touchConversation(ctx context.Context, tx bun.Tx, m messaging.Me
 		return err
 	}
 	return s.countOwn(ctx, tx, m.ConversationID, m.Contact.ID)
+}
+
+// countNew counts m, a new message as stored, in its conversation's row
+// (countSend). A reply, where its root is checked by that count
+// (dialectSQL.countCheckedReply), is counted so first
+// (countCheckedReplySQL); when that counts nothing (no root that takes
+// it, or one not marked as a thread's, or a sender who does not take
+// part yet), takeReply checks the root, failing with ErrNoParent, or
+// makes it a thread's and its senders take part, and the reply is
+// counted then. After ErrNoParent its caller rolls the transaction
+// back, with the reply it stored.
+func (s *store) countNew(ctx context.Context, tx bun.Tx, m messaging.Message) error {
+	at := m.CreatedAt.UTC()
+	if m.ParentID != "" && s.sql.countCheckedReply != "" {
+		conv, _ := splitThread(m.ConversationID)
+		res, err := s.execWrite(ctx, tx, s.sql.countCheckedReply, m.ConversationID, at, at, 1, m.ID,
+			m.ParentID, conv, m.ConversationID, m.ConversationID, m.Contact.ID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n > 0 {
+			return err
+		}
+		root := m
+		root.ConversationID = conv
+		if err := s.takeReply(ctx, tx, root); err != nil {
+			return err
+		}
+	}
+	_, err := s.execWrite(ctx, tx, s.sql.countSend, m.ConversationID, at, at, 1, m.ID)
+	return err
 }
 
 // countReplySQL counts a reply as its sender's (countOwn) and places its

@@ -145,6 +145,11 @@ type dialectSQL struct {
 	// newest's time, n, newest's id), storing it when new; countOwn
 	// counts n of a contact's own (conversation, contact, n).
 	countSend, countOwn string
+	// countCheckedReply, where not "", is countSend for a reply that
+	// checks its root too (countCheckedReplySQL), in place of takeReply
+	// before the reply: where a transaction holds the database (SQLite),
+	// so that the order of its statements locks nothing.
+	countCheckedReply string
 	// addMember makes a contact (conversation, contact, time) a member.
 	addMember string
 	// takers makes contacts take part in threads from a time, each a
@@ -178,7 +183,9 @@ func (d *dialectSQL) skipTail(key string) string {
 const (
 	standardSkip      = " ON CONFLICT DO NOTHING"
 	standardCountSend = `INSERT INTO conversations (id, created_at, updated_at, message_count, last_message_id)
-		VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET message_count = conversations.message_count + EXCLUDED.message_count,
+		VALUES (?, ?, ?, ?, ?)` + countSendConflict
+	// countSendConflict is the ON CONFLICT clause of standardCountSend.
+	countSendConflict = ` ON CONFLICT (id) DO UPDATE SET message_count = conversations.message_count + EXCLUDED.message_count,
 		last_message_id = CASE WHEN ` + newest + ` THEN EXCLUDED.last_message_id ELSE conversations.last_message_id END,
 		updated_at = CASE WHEN ` + newest + ` THEN EXCLUDED.updated_at ELSE conversations.updated_at END`
 	standardCountOwn = `INSERT INTO conversation_members (conversation_id, contact_id, own_count) VALUES (?, ?, ?)

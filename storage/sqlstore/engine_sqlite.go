@@ -59,14 +59,15 @@ var sqliteSQL = dialectSQL{
 	// as parameters, the planner would rather walk the seq range in
 	// order, over every conversation's events (BENCHMARKS.md §5: about 80
 	// times slower behind 1,000,000 events of others).
-	eventsOfFew:  "events AS e INDEXED BY events_conversation",
-	countSend:    standardCountSend,
-	countOwn:     standardCountOwn,
-	addMember:    standardAddMember,
-	takers:       standardTakers,
-	claimKey:     `INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-	pruneKeys:    standardPruneKeys,
-	pruneKeyArgs: 2,
+	eventsOfFew:       "events AS e INDEXED BY events_conversation",
+	countSend:         standardCountSend,
+	countCheckedReply: countCheckedReplySQL,
+	countOwn:          standardCountOwn,
+	addMember:         standardAddMember,
+	takers:            standardTakers,
+	claimKey:          `INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	pruneKeys:         standardPruneKeys,
+	pruneKeyArgs:      2,
 }
 
 // opened keeps the prepared statements of the writer and of the reader

@@ -85,8 +85,13 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 			}
 		}
 		if m.ParentID != "" {
-			if err := s.takeReply(ctx, tx, m); err != nil {
-				return err
+			// Its root is checked first, its row locked (takeReply);
+			// where a transaction holds the database, by the statement
+			// that counts the reply instead (countNew).
+			if s.sql.countCheckedReply == "" {
+				if err := s.takeReply(ctx, tx, m); err != nil {
+					return err
+				}
 			}
 		} else if s.sql.arrays && len(atts) == 0 {
 			return s.insertSent(ctx, tx, m, evs, nil)

@@ -89,7 +89,10 @@ const tombstoneSQL = `UPDATE messages SET text = '', search_words = ?, deleted =
 // reply's take part in the thread, unless they do: the root's row tells
 // (whether each takes part) with the check, so that a reply in a thread
 // its two senders take part in runs no statement more for it. Its
-// statements run prepared (execWrite).
+// statements run prepared (execWrite). Where a transaction holds the
+// database (SQLite), the count of the reply checks the same, and
+// takeReply runs only when that counted nothing (countNew): a thread's
+// first reply, a new taker's, or a root that takes no reply.
 //
 // Each sender is an EXISTS of its own, not one count over contact_id
 // IN (m.contact_id, ?): SQLite builds an IN list whose values are not
@@ -124,6 +127,25 @@ func (s *store) takeReply(ctx context.Context, tx bun.Tx, m messaging.Message) e
 	}
 	return err
 }
+
+// countCheckedReplySQL is countSend (standardCountSend) for a reply that
+// counts it only when its root takes it (a message of the reply's
+// conversation, not deleted), is marked as a thread's, and the root's
+// sender and the reply's take part: the check of takeReply, with nothing
+// to write, in the statement that counts the reply, where a transaction
+// holds the database (SQLite; dialectSQL.countCheckedReply). Its
+// arguments: countSend's, then the root, the reply's conversation, the
+// thread key twice and the reply's sender. It counts nothing otherwise
+// (countNew). The conditions are in the SELECT of an insert into
+// conversations, which reads no row of it: the same check in the WHERE
+// of the UPDATE of the takers' rows (countReplySQL) would make SQLite
+// collect their rows in a temporary table first, as for any UPDATE whose
+// WHERE has a subquery.
+const countCheckedReplySQL = `INSERT INTO conversations (id, created_at, updated_at, message_count, last_message_id)
+	SELECT ?, ?, ?, ?, ? FROM messages AS r WHERE r.id = ? AND r.conversation_id = ? AND r.thread AND NOT r.deleted
+		AND EXISTS (SELECT 1 FROM conversation_members AS t WHERE t.conversation_id = ? AND t.contact_id = r.contact_id AND t.joined_at IS NOT NULL)
+		AND EXISTS (SELECT 1 FROM conversation_members AS t WHERE t.conversation_id = ? AND t.contact_id = ? AND t.joined_at IS NOT NULL)` +
+	countSendConflict
 
 // takersSQL makes n contacts, given as (thread key, contact, time) each,
 // take part in their threads, from that time; it writes no row of one
