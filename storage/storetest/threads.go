@@ -20,6 +20,7 @@ var threadTests = []test{
 	{"replies_counted_outside_the_conversation", testReplyBasics},
 	{"parent_must_take_replies", testReplyParent},
 	{"concurrent_replies_counted", testConcurrentReplies},
+	{"refused_replies_among_sends_store_nothing", testRefusedRepliesAmongSends},
 	{"keyed_replies", testKeyedReply},
 	{"unread_replies", testThreadUnread},
 	{"unread_under_concurrent_replies_reads_deletes", testConcurrentThread},
@@ -200,6 +201,43 @@ func testConcurrentReplies(t *testing.T, h *harness) {
 	assert.EqualValues(t, n, after.LastMessage.ReplyCount, "its last message is the root, with its counts")
 	after.LastMessage.ReplyCount, after.LastMessage.LastReplyAt = 0, time.Time{}
 	assert.Equal(t, conv, after, "the conversation is otherwise unchanged")
+}
+
+// testRefusedRepliesAmongSends: replies that their roots refuse, sent at
+// once with sends and replies that are taken (a store may make them in
+// one transaction, or check a root after storing its reply), store
+// nothing and count nothing, and the others are all stored and counted.
+func testRefusedRepliesAmongSends(t *testing.T, h *harness) {
+	h.threads()
+	alice, bob := h.contact("alice"), h.contact("bob")
+	root := h.message("c", alice, at(1))
+	reply := h.reply(root, bob, at(2))
+	const n = 90
+	ms := make([]messaging.Message, n)
+	for i := range ms {
+		ms[i] = newMessage("c", []messaging.Contact{alice, bob}[i%2], at(10+i))
+		switch i % 3 {
+		case 1:
+			ms[i].ParentID = root.ID
+		case 2:
+			ms[i].ParentID = []string{reply.ID, newMessage("c", alice, at(5)).ID}[i%2] // a reply, an absent message
+		}
+	}
+	errs := parallel(n, func(i int) error { return h.s.CreateMessage(h.ctx, ms[i], nil, nil) })
+	for i, m := range ms {
+		_, err := h.s.GetMessage(h.ctx, m.ID)
+		if i%3 == 2 {
+			assert.ErrorIs(t, errs[i], driver.ErrNoParent, "%d", i)
+			assert.ErrorIs(t, err, messaging.ErrNotFound, "%d: nothing stored", i)
+		} else {
+			assert.NoError(t, errs[i], "%d", i)
+			assert.NoError(t, err, "%d: stored", i)
+		}
+	}
+	assert.EqualValues(t, 1+n/3, h.get(root.ID).ReplyCount)
+	assert.Len(t, h.replies(root.ID), 1+n/3)
+	assert.EqualValues(t, 1+n/3, h.conv("c", alice).MessageCount, "the root and the sends")
+	assert.EqualValues(t, 1+n/3, h.thread(root.ID, alice).ReplyCount)
 }
 
 func testThreadUnread(t *testing.T, h *harness) {
