@@ -2,7 +2,9 @@ package sqlstore
 
 import (
 	"context"
+	"crypto/md5"
 	"database/sql"
+	"encoding/hex"
 	"slices"
 	"strconv"
 	"strings"
@@ -416,9 +418,22 @@ func reactedOf(id string, ch driver.MessageChange, rows []reactOneRow) (reactedO
 }
 
 // pgSearchVector is the expression of the index messages_search on
-// PostgreSQL (migrations/postgres): the words of m and the lexeme of its
-// conversation.
-const pgSearchVector = "array_to_tsvector(string_to_array(m.search_words, ' ') || ('§' || split_part(m.conversation_id, '/', 1)))"
+// PostgreSQL (migrations/postgres): the words of m.
+const pgSearchVector = "array_to_tsvector(string_to_array(m.search_words, ' '))"
+
+// pgConversationVector is the expression of the index
+// messages_search_conversation on PostgreSQL: the words of m, each
+// qualified by its conversation (pgQualified).
+const pgConversationVector = "array_to_tsvector(string_to_array(regexp_replace(m.search_words, '[^ ]+', " +
+	"left(md5(split_part(m.conversation_id, '/', 1)), 8) || '\\&', 'g'), ' '))"
+
+// pgQualified returns the lexeme of word in the conversation conv in the
+// index messages_search_conversation: the first 8 hex digits of the md5
+// of conv, then word.
+func pgQualified(conv, word string) string {
+	h := md5.Sum([]byte(conv))
+	return hex.EncodeToString(h[:4]) + word
+}
 
 // tsLexeme returns the tsquery of the one lexeme s, quoted.
 func tsLexeme(s string) string {
@@ -427,35 +442,43 @@ func tsLexeme(s string) string {
 
 // pgSearchMatch returns the condition on m (messages) of the messages
 // whose words match q, and its arguments, on PostgreSQL; of the
-// conversations convs too when not empty (their replies included).
+// conversations convs too when not empty (their replies included). In
+// named conversations each word is asked as its lexemes qualified by
+// them, of messages_search_conversation, so that GIN reads the word's
+// entries in these conversations alone (a prefix: their short ranges of
+// words) rather than its entries in the whole store (12-13 ms of backend
+// CPU for 'project' in 50 of 10,000 conversations, against 2: BENCHMARKS.md
+// section 11); the rows' conversations are tested, since two
+// conversations' hashes may meet.
 func pgSearchMatch(q driver.SearchQuery, convs []string) (string, []any) {
 	var b strings.Builder
-	for _, w := range q.Words {
+	term := func(word, suffix string) {
 		if b.Len() > 0 {
 			b.WriteString(" & ")
 		}
-		b.WriteString("'" + w + "'")
-	}
-	if q.Prefix != "" {
-		if b.Len() > 0 {
-			b.WriteString(" & ")
-		}
-		b.WriteString("'" + q.Prefix + "':*")
-	}
-	if len(convs) > 0 {
-		if b.Len() > 0 {
-			b.WriteString(" & ")
+		if len(convs) == 0 {
+			b.WriteString(tsLexeme(word) + suffix)
+			return
 		}
 		b.WriteString("(")
 		for i, c := range convs {
 			if i > 0 {
 				b.WriteString(" | ")
 			}
-			b.WriteString(tsLexeme("§" + c))
+			b.WriteString(tsLexeme(pgQualified(c, word)) + suffix)
 		}
 		b.WriteString(")")
 	}
-	return pgSearchVector + " @@ ?::tsquery", []any{b.String()}
+	for _, w := range q.Words {
+		term(w, "")
+	}
+	if q.Prefix != "" {
+		term(q.Prefix, ":*")
+	}
+	if len(convs) == 0 {
+		return pgSearchVector + " @@ ?::tsquery", []any{b.String()}
+	}
+	return pgConversationVector + " @@ ?::tsquery AND split_part(m.conversation_id, '/', 1) IN (?)", []any{b.String(), idList(convs)}
 }
 
 // searchPostgres is SearchMessages on PostgreSQL.
@@ -466,37 +489,15 @@ func (s *store) searchPostgres(ctx context.Context, q driver.SearchQuery) ([]mes
 	}
 	var named []string
 	if nameable(q.All, member, convs) {
-		// The conversations are lexemes of the tsquery: no other
-		// condition.
+		// The conversations are named in the match (pgSearchMatch): no
+		// other condition.
 		named, q.All = convs, true
 	}
 	b, ok := s.searchScope(q.All, member, convs)
 	if !ok {
 		return []messaging.Message{}, false, nil
 	}
-	gin, filter, filterArgs := q, "", []any(nil)
-	if named != nil && q.Prefix != "" {
-		// GIN answers a prefix ('proj':*) by reading every match of every
-		// word it begins in the whole store into a bitmap before it
-		// intersects it with anything (21 ms of CPU for 60,000 matches),
-		// while whole words and the conversations' lexemes are
-		// intersected as they are read. So the prefix is tested on the
-		// rows those give (LIKE) when there are whole words, or, for a
-		// prefix alone, when reading the conversations' rows costs less
-		// than the prefix's matches (pgPrefixAlone).
-		like := len(q.Words) > 0
-		if !like {
-			if like, err = s.pgPrefixAlone(ctx, named, q.Prefix); err != nil {
-				return nil, false, err
-			}
-		}
-		if like {
-			gin.Prefix = ""
-			filter, filterArgs = " AND (' ' || m.search_words) LIKE ?", []any{"% " + q.Prefix + "%"}
-		}
-	}
-	match, args := pgSearchMatch(gin, named)
-	match, args = match+filter, append(args, filterArgs...)
+	match, args := pgSearchMatch(q, named)
 	if b.where != "" {
 		match = b.where + " AND " + match
 		args = append(b.args, args...)
@@ -516,41 +517,3 @@ func (s *store) searchPostgres(ctx context.Context, q driver.SearchQuery) ([]mes
 	query, qargs := s.pageSQL(p)
 	return s.searchPage(ctx, q, query, qargs)
 }
-
-// prefixCost is what a row read and tested by LIKE costs in matches of a
-// prefix read from GIN, in CPU: 1.1 µs against 0.35 (pgPrefixAlone).
-var prefixCost int64 = 3
-
-// prefixSample is the number of newest messages in which a search on
-// PostgreSQL counts the matches of a prefix, to estimate its matches in
-// the whole store (pgPrefixAlone).
-const prefixSample = 1000
-
-// pgPrefixAlone tells whether a search on PostgreSQL of prefix alone in
-// the conversations convs reads their rows and tests the prefix on each
-// (LIKE) rather than asking GIN for the prefix: when they are at most
-// maxPrefixScan rows and the prefix's matches in the whole store,
-// estimated from the newest prefixSample messages, are at least
-// prefixCost times as many. One query.
-func (s *store) pgPrefixAlone(ctx context.Context, convs []string, prefix string) (bool, error) {
-	var est []struct {
-		Rows, Sample, Total int64
-	}
-	err := s.read(ctx, &est, "SELECT "+searchRowsSQL+" AS rows, "+
-		"(SELECT count(*) FROM (SELECT m.search_words FROM messages AS m ORDER BY m.created_at DESC, m.id DESC LIMIT "+
-		strconv.Itoa(prefixSample)+") AS m WHERE (' ' || m.search_words) LIKE ?) AS sample, "+
-		"(SELECT GREATEST(reltuples, 0)::bigint FROM pg_class WHERE oid = 'messages'::regclass) AS total",
-		idList(convs), "% "+prefix+"%")
-	if err != nil || len(est) == 0 {
-		return false, err
-	}
-	e := est[0]
-	return e.Rows <= maxPrefixScan && e.Sample*e.Total >= prefixCost*e.Rows*prefixSample, nil
-}
-
-// maxPrefixScan is the most rows of named conversations that a search on
-// PostgreSQL of one word, a prefix, reads one by one rather than asking
-// GIN for the prefix (1.1 µs of CPU a row against 0.35 µs a match of the
-// prefix in the whole store: 6 ms against 21 ms for a prefix in 6% of a
-// million messages, BENCHMARKS.md section 11).
-var maxPrefixScan int64 = 20_000

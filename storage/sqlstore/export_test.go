@@ -23,21 +23,12 @@ func SetSearchLimits(conversations, prefixWords int) (restore func()) {
 	return func() { maxSearchConversations, maxPrefixWords = oldConvs, oldWords }
 }
 
-// SetScanLimits sets maxSearchScan and maxPrefixScan to scan, and
-// searchWindow and maxSearchWindow, until the returned func restores them.
+// SetScanLimits sets maxSearchScan to scan, and searchWindow and
+// maxSearchWindow, until the returned func restores them.
 func SetScanLimits(scan int64, window, maxWindow int) (restore func()) {
-	oldScan, oldPrefix, oldWindow, oldMax := maxSearchScan, maxPrefixScan, searchWindow, maxSearchWindow
-	maxSearchScan, maxPrefixScan, searchWindow, maxSearchWindow = scan, scan, window, maxWindow
-	return func() {
-		maxSearchScan, maxPrefixScan, searchWindow, maxSearchWindow = oldScan, oldPrefix, oldWindow, oldMax
-	}
-}
-
-// SetPrefixCost sets prefixCost until the returned func restores it.
-func SetPrefixCost(cost int64) (restore func()) {
-	old := prefixCost
-	prefixCost = cost
-	return func() { prefixCost = old }
+	oldScan, oldWindow, oldMax := maxSearchScan, searchWindow, maxSearchWindow
+	maxSearchScan, searchWindow, maxSearchWindow = scan, window, maxWindow
+	return func() { maxSearchScan, searchWindow, maxSearchWindow = oldScan, oldWindow, oldMax }
 }
 
 // MessagePageSQL exposes the query of a page of messages, for EXPLAIN.

@@ -20,7 +20,9 @@ import (
 //     (migrations/sqlite), whose rowids follow time and whose rows hold a
 //     token of their conversation (searchSQLite);
 //   - PostgreSQL: a GIN index of array_to_tsvector of the words (lexemes
-//     taken as they are), queried by a tsquery of quoted lexemes;
+//     taken as they are), of the conversation and of the words qualified
+//     by the conversation (pgSearchMatch), queried by a tsquery of quoted
+//     lexemes;
 //   - MySQL and MariaDB: InnoDB FULLTEXT over the words each written after
 //     mysqlWordMark, which makes every token at least three characters
 //     long (innodb_ft_min_token_size's default) and none a stop word,
@@ -148,13 +150,9 @@ func nameable(all bool, member string, convs []string) bool {
 // alone 1 ms (EXPLAIN ANALYZE, load 21).
 func (s *store) searchRows(ctx context.Context, convs []string) (int64, error) {
 	var n []int64
-	err := s.read(ctx, &n, "SELECT "+searchRowsSQL, idList(convs))
+	err := s.read(ctx, &n, "SELECT COALESCE(SUM(m.message_count), 0) FROM conversations AS m WHERE m.id IN (?)", idList(convs))
 	if err != nil || len(n) == 0 {
 		return 0, err
 	}
 	return n[0], nil
 }
-
-// searchRowsSQL is the expression of searchRows, the conversations its
-// argument.
-const searchRowsSQL = "(SELECT COALESCE(SUM(m.message_count), 0) FROM conversations AS m WHERE m.id IN (?))"

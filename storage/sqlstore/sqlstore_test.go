@@ -24,9 +24,8 @@ func TestConformance(t *testing.T) {
 // conversations too many to name in the full-text query, so that they are
 // probed for row by row, and (SQLite) every prefix of too many words to
 // name, so that it is a prefix query; then (PostgreSQL, MySQL) with the
-// conversations named but their rows too many to read one by one, so that
-// the full-text index answers, (PostgreSQL) with a prefix alone tested
-// on the conversations' rows, and (MySQL) a search of every conversation
+// conversations named, (MySQL) their rows too many to read one by one, so
+// that the full-text index answers, and a search of every conversation
 // walking windows of 3 rows, then up to 40, so that FULLTEXT answers many
 // of its pages (search.go).
 func TestSearchFallbacks(t *testing.T) {
@@ -39,14 +38,6 @@ func TestSearchFallbacks(t *testing.T) {
 			t.Run(e.Name+"_named", func(t *testing.T) {
 				defer sqlstore.SetSearchLimits(500, 64)()
 				defer sqlstore.SetScanLimits(0, 3, 40)()
-				storetest.RunSearchTests(t, func(t *testing.T) storetest.Store { return e.Open(t).Driver() })
-			})
-		}
-		if e.Name == "postgres" {
-			t.Run(e.Name+"_rows", func(t *testing.T) {
-				// A prefix alone tested on the conversations' rows.
-				defer sqlstore.SetSearchLimits(500, 64)()
-				defer sqlstore.SetPrefixCost(0)()
 				storetest.RunSearchTests(t, func(t *testing.T) storetest.Store { return e.Open(t).Driver() })
 			})
 		}

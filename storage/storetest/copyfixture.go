@@ -280,17 +280,24 @@ func view(t testing.TB, s copyStore, files attachments.BlobStore, f fixture) str
 		out["key "+k[0]+" "+k[1]] = rec
 	}
 	// A copy answers the same searches (its index made again from the
-	// texts, in the form of its engine).
+	// texts, in the form of its engine), of every conversation and of
+	// named ones (which an engine may index apart).
 	for _, q := range []string{"message", "MESS", "edited twice", "once", "general", "bye", "message 1"} {
 		p, err := search.Parse(q)
 		require.NoError(t, err)
-		found, more, err := s.SearchMessages(ctx, driver.SearchQuery{Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 100}, Words: p.Words, Prefix: p.Prefix})
-		require.NoError(t, err, "SearchMessages %q", q)
-		require.False(t, more)
-		if q == "message" {
-			require.NotEmpty(t, found, "every fixture message says message")
+		for _, scope := range []driver.Scope{{All: true}, {ConversationIDs: []string{"general"}}} {
+			found, more, err := s.SearchMessages(ctx, driver.SearchQuery{Scope: scope, Window: driver.Window{Limit: 100}, Words: p.Words, Prefix: p.Prefix})
+			require.NoError(t, err, "SearchMessages %q", q)
+			require.False(t, more)
+			if q == "message" {
+				require.NotEmpty(t, found, "every fixture message says message")
+			}
+			key := "search " + q
+			if !scope.All {
+				key += " in general"
+			}
+			out[key] = messageIDs(found)
 		}
-		out["search "+q] = messageIDs(found)
 	}
 	// The installation is not in the view: a copy has its own (see
 	// installationOf and copyAll).

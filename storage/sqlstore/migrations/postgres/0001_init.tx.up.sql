@@ -42,15 +42,24 @@ CREATE INDEX messages_created ON messages (created_at DESC, id DESC)
 -- Search: messages.search_words holds the folded words of the text
 -- (driver.SearchWords, space-separated), indexed as a tsvector of exactly
 -- those words (array_to_tsvector: no parser, no dictionary, no stop
--- words) and of one lexeme of the conversation (of the thread's
--- conversation for a reply): "§" and its id, which no word can be ("§" is
--- no letter, digit or mark), so that a search of some conversations is
--- one tsquery, words & (conversation | …), that the GIN index answers
--- without reading the rows of other conversations. Not a composite GIN
--- index with the conversation first (btree_gin): an extension is the
--- database's, not the schema's, and CREATE EXTENSION needs rights and a
--- lock that a host's schema of its own may not give.
-CREATE INDEX messages_search ON messages USING gin ((array_to_tsvector(string_to_array(search_words, ' ') || ('§' || split_part(conversation_id, '/', 1)))))
+-- words), for a search of every conversation.
+CREATE INDEX messages_search ON messages USING gin ((array_to_tsvector(string_to_array(search_words, ' '))))
+
+--bun:split
+
+-- For a search of some conversations, the same words each qualified by
+-- the conversation (of the thread's conversation for a reply): the first
+-- 8 hex digits of the md5 of its id, then the word. The query asks
+-- (h1word | h2word | …) of this index, which reads the short lists of the
+-- word in those conversations (a prefix: their short ranges of words,
+-- h1proj:*) rather than the word's list in the whole store, and tests
+-- each row's conversation (two conversations' hashes may meet). Its own
+-- index, so that a walk of messages_created tests each row's words by
+-- the plain expression above, without computing this one. Not a
+-- composite GIN index with the conversation first (btree_gin): an
+-- extension is the database's, not the schema's, and CREATE EXTENSION
+-- needs rights and a lock that a host's schema of its own may not give.
+CREATE INDEX messages_search_conversation ON messages USING gin ((array_to_tsvector(string_to_array(regexp_replace(search_words, '[^ ]+', left(md5(split_part(conversation_id, '/', 1)), 8) || '\&', 'g'), ' '))))
 
 --bun:split
 
