@@ -281,30 +281,32 @@ func TestFaultMatrix(t *testing.T) {
 	injected, scenarios := 0, 0
 	for _, b := range backends {
 		t.Run(b.Name, func(t *testing.T) {
-			f := &fault{}
-			clk := &faultClock{}
-			var logs syncLog
-			bucket := memstore.NewBlobStore()
-			e := newEnv(t, withBlobs{Store: b.New(t), blobs: bucket}, envConfig{
-				store: func(s storetest.Store) storetest.Store { return faultStore{Store: s, f: f} },
-				blobs: func(l listingBlobs) attachments.BlobStore { return faultBucket{listingBlobs: l, f: f} },
-				files: attachments.Options{Now: clk.now, FinishTimeout: requestDeadline, Logger: slog.New(slog.NewTextHandler(&logs, nil))},
-				opts:  httpadapterOptions(&logs),
-				wrap: func(h http.Handler) http.Handler {
-					return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-						// The short deadline ends a hung call; other requests get
-						// a long one, which a loaded machine does not reach.
-						d := 10 * requestDeadline
-						if f.armed.Load() && f.mode == hang {
-							d = requestDeadline
-						}
-						ctx, cancel := context.WithTimeout(r.Context(), d)
-						defer cancel()
-						h.ServeHTTP(w, r.WithContext(ctx))
-					})
-				},
-			})
 			for _, rq := range requests {
+				// A fresh store for each request: each scenario compares
+				// every row and object, which would otherwise pile up.
+				f := &fault{}
+				clk := &faultClock{}
+				var logs syncLog
+				bucket := memstore.NewBlobStore()
+				e := newEnv(t, withBlobs{Store: b.New(t), blobs: bucket}, envConfig{
+					store: func(s storetest.Store) storetest.Store { return faultStore{Store: s, f: f} },
+					blobs: func(l listingBlobs) attachments.BlobStore { return faultBucket{listingBlobs: l, f: f} },
+					files: attachments.Options{Now: clk.now, FinishTimeout: requestDeadline, Logger: slog.New(slog.NewTextHandler(&logs, nil))},
+					opts:  httpadapterOptions(&logs),
+					wrap: func(h http.Handler) http.Handler {
+						return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+							// The short deadline ends a hung call; other requests get
+							// a long one, which a loaded machine does not reach.
+							d := 10 * requestDeadline
+							if f.armed.Load() && f.mode == hang {
+								d = requestDeadline
+							}
+							ctx, cancel := context.WithTimeout(r.Context(), d)
+							defer cancel()
+							h.ServeHTTP(w, r.WithContext(ctx))
+						})
+					},
+				})
 				// How many calls the request makes when nothing fails.
 				fx := e.fixture(t)
 				f.arm(0, -1)
