@@ -28,8 +28,10 @@ import (
 // sqlite always, PostgreSQL and MySQL when PARLEY_TEST_POSTGRES and
 // PARLEY_TEST_MYSQL are set.
 func TestAdapter(t *testing.T) {
+	t.Parallel()
 	for _, b := range backendtest.All(t) {
 		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel() // each backend's stores are its own
 			runAdapterTests(t, func(t *testing.T) storetest.Store { return b.New(t) })
 		})
 	}
@@ -40,6 +42,7 @@ func TestAdapter(t *testing.T) {
 // .ci/run sets), in the pooler-safe mode the sqlstore package gives: the
 // concurrent reactions, renames and deletes of its cases among them.
 func TestAdapterPgBouncer(t *testing.T) {
+	t.Parallel()
 	e, ok := backendtest.PgBouncer(t)
 	if !ok {
 		t.Skipf("%s or %s is not set: PgBouncer not tested (.ci/pgbouncer.sh starts one)", backendtest.EnvPgBouncer, backendtest.EnvPostgres)
@@ -50,6 +53,7 @@ func TestAdapterPgBouncer(t *testing.T) {
 // TestAdapterS3 runs the adapter suite with files in an S3-compatible
 // bucket (each test under its own key prefix) and rows in SQLite.
 func TestAdapterS3(t *testing.T) {
+	t.Parallel()
 	bucketURL := os.Getenv("PARLEY_TEST_S3")
 	if bucketURL == "" {
 		t.Skip("PARLEY_TEST_S3 is not set (an s3:// bucket URL; .ci/run starts MinIO and sets it)")

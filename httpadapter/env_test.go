@@ -343,12 +343,13 @@ const (
 	pngData = "\x89PNG\r\n\x1a\n0000IHDR-fake-png"
 )
 
-var fixtureSeq int
+// fixtureSeq numbers the fixtures of all tests, which may run in parallel.
+var fixtureSeq atomic.Int64
 
 func (e *env) fixture(t testing.TB) *fixture {
 	t.Helper()
-	fixtureSeq++
-	fx := &fixture{conv: fmt.Sprintf("conv-%d", fixtureSeq), private: fmt.Sprintf("private-%d", fixtureSeq)}
+	n := fixtureSeq.Add(1)
+	fx := &fixture{conv: fmt.Sprintf("conv-%d", n), private: fmt.Sprintf("private-%d", n)}
 	alice, bob := e.users["alice"], e.users["bob"]
 	fx.attA = e.upload(t, "alice", fx.conv, "a.txt", "text/plain; charset=utf-8", textA)
 	fx.attB = e.upload(t, "bob", fx.conv, "b.txt", "", "hello from bob")

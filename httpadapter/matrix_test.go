@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -66,14 +67,18 @@ func TestAuthorizationMatrix(t *testing.T) {
 	callers := []struct{ name, token string }{
 		{"author", "tok-alice"}, {"other", "tok-bob"}, {"none", ""}, {"bad", "tok-nobody"}, {"excluded", "tok-mallory"},
 	}
-	cells := 0
+	var cells atomic.Int64
+	t.Cleanup(func() { // after the backends' parallel subtests
+		t.Logf("authorization matrix: %d endpoints × %d callers, %d cells run", len(endpoints), len(callers), cells.Load())
+	})
 	for _, b := range backendtest.All(t) {
 		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t, b.New(t), envConfig{})
 			for _, ep := range endpoints {
 				for _, c := range callers {
 					t.Run(ep.name+"/"+c.name, func(t *testing.T) {
-						cells++
+						cells.Add(1)
 						fx := e.fixture(t)
 						var body *reqBody
 						if ep.body != nil {
@@ -120,7 +125,6 @@ func TestAuthorizationMatrix(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("authorization matrix: %d endpoints × %d callers, %d cells run", len(endpoints), len(callers), cells)
 }
 
 func bodyOf(form string) func(string) *reqBody {
@@ -131,7 +135,7 @@ func bodyOf(form string) func(string) *reqBody {
 // that name nothing.
 func ghostVars(fx *fixture) *strings.Replacer {
 	return strings.NewReplacer(
-		"{private}", "private-nothing-"+fmt.Sprint(fixtureSeq), "{msgP}", ids.New(ids.Message), "{attP}", ids.New(ids.Attachment),
+		"{private}", "private-nothing-"+fmt.Sprint(fixtureSeq.Load()), "{msgP}", ids.New(ids.Message), "{attP}", ids.New(ids.Attachment),
 		"{conv}", fx.conv,
 	)
 }

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -121,18 +122,43 @@ func TestFirstStartPrintsHowToCall(t *testing.T) {
 	assert.Equal(t, "hello", m.Message)
 }
 
-// buildServer builds this program into a folder of t's, for a test that
-// runs it, and returns the binary's path. It skips t under -short.
+// built is the server binary that buildServer made once for the tests
+// of this process, in a folder that TestMain removes.
+var built struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// buildServer builds this program once for all tests, and returns the
+// binary's path (each build linked anew: seconds a test). It skips t under
+// -short.
 func buildServer(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs the server binary; skipped with -short")
 	}
-	bin := filepath.Join(t.TempDir(), "server")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run(), "go build")
-	return bin
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "parley-server-test-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.bin = filepath.Join(dir, "server")
+		build := exec.Command("go", "build", "-o", built.bin, ".")
+		build.Stderr = os.Stderr
+		built.err = build.Run()
+	})
+	require.NoError(t, built.err, "go build")
+	return built.bin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.bin != "" {
+		_ = os.RemoveAll(filepath.Dir(built.bin))
+	}
+	os.Exit(code)
 }
 
 // start runs the binary and waits until it answers.
