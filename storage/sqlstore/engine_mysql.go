@@ -28,6 +28,7 @@ func (mysqlEngine) dialect() *dialectSQL { return &mysqlSQL }
 
 var mysqlSQL = dialectSQL{
 	rangeAfterCursor: true,
+	rangeBound:       "?",
 	txOptions:        &sql.TxOptions{Isolation: sql.LevelReadCommitted},
 	snapshotOptions:  &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
 	forUpdate:        " FOR UPDATE",

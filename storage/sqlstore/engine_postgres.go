@@ -39,6 +39,7 @@ var postgresSQL = dialectSQL{
 	subqueryBounds:  true,
 	arrays:          true,
 	rangeOfOne:      true,
+	rangeBound:      "(SELECT CAST(? AS text))",
 	snapshotOptions: &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
 	forUpdate:       " FOR UPDATE",
 	skip:            standardSkip,

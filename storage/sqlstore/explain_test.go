@@ -455,3 +455,45 @@ func TestExplainPostgresGenericPlans(t *testing.T) {
 		})
 	}
 }
+
+// TestPostgresPagesRunGenericPlans: a prepared page of one conversation
+// runs its generic plan once the server has tried five custom ones, even
+// where the conversation holds the whole table in insertion order, the
+// case in which a custom plan that sees the conversation is far cheaper
+// by the planner's estimate than the generic one: with the conversation
+// as a plain parameter, every page was planned again (most of the
+// backends' CPU of a first page, BENCHMARKS.md section 2).
+func TestPostgresPagesRunGenericPlans(t *testing.T) {
+	e := engine(t, "postgres")
+	ctx := t.Context()
+	// One connection, so that this test's session is the store's.
+	s, err := sqlstore.Open(ctx, e.DSN(t), &sqlstore.Options{MaxOpenConns: 1, Logger: discard})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, s.Migrate(ctx))
+	seed(t, s, e.Name, 60000, 1)
+	require.True(t, sqlstore.GenericPlans(s, ctx), "a page of a large table is prepared")
+	first := driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"conv_0"}}, Window: driver.Window{Limit: 10}}
+	items, _, err := s.Driver().ListMessages(ctx, first)
+	require.NoError(t, err)
+	require.Len(t, items, 10)
+	after := first
+	after.After = &driver.Cursor{ID: items[9].ID}
+	for range 10 {
+		for _, q := range []driver.MessageQuery{first, after} {
+			_, _, err := s.Driver().ListMessages(ctx, q)
+			require.NoError(t, err)
+		}
+	}
+	var plans []struct {
+		Statement string `bun:"statement"`
+		Generic   int64  `bun:"generic_plans"`
+		Custom    int64  `bun:"custom_plans"`
+	}
+	require.NoError(t, s.DB().NewRaw("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%FROM messages AS m %ORDER BY m.conversation_id%'").Scan(ctx, &plans))
+	require.Len(t, plans, 2, "the first page and the page after a cursor, prepared")
+	for _, p := range plans {
+		assert.Positive(t, p.Generic, "generic plans of %s", p.Statement)
+		assert.LessOrEqual(t, p.Custom, int64(5), "custom plans of %s", p.Statement)
+	}
+}

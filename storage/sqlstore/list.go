@@ -106,7 +106,7 @@ func (s *store) pageSQL(p pageQuery) (string, []any) {
 				// a cursor "=" reads what it needs, and spares the range's
 				// estimates (a first page at 8,700 req/s with the range,
 				// 10,200 without).
-				cond(a + ".conversation_id >= ? AND " + a + ".conversation_id <= ?")
+				cond(a + ".conversation_id >= " + s.sql.rangeBound + " AND " + a + ".conversation_id <= " + s.sql.rangeBound)
 				args = append(args, b.conversation, b.conversation)
 				switch {
 				case s.sql.rangeAfterCursor:
