@@ -10,7 +10,6 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/parleychat/parley/messaging"
-	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/storecopy"
 )
 
@@ -139,81 +138,69 @@ type (
 		OwnCount       int64     `bun:"own_count"`
 		OwnReadCount   int64     `bun:"own_read_count"`
 	}
+	reactionDump struct {
+		MessageID string    `bun:"message_id"`
+		Name      string    `bun:"name"`
+		Seq       int64     `bun:"seq"`
+		ContactID string    `bun:"contact_id"`
+		CreatedAt time.Time `bun:"created_at"`
+	}
 )
 
 func (p *snapshot) Rows(ctx context.Context, k storecopy.Kind, size int) iter.Seq2[*storecopy.Batch, error] {
 	size = max(size, 1)
 	switch k {
 	case storecopy.Contacts:
-		return scanBatches(ctx, p, "SELECT "+contactCols+" FROM contacts ORDER BY id", size, func(rs []contactRow) *storecopy.Batch {
-			b := &storecopy.Batch{Kind: k, Contacts: make([]messaging.Contact, len(rs))}
-			for i, r := range rs {
-				b.Contacts[i] = r.contact()
-			}
-			return b
+		return scanBatches(ctx, p, k, "SELECT "+contactCols+" FROM contacts ORDER BY id", size, func(b *storecopy.Batch, r contactRow) {
+			b.Contacts = append(b.Contacts, r.contact())
 		})
 	case storecopy.Conversations:
-		return scanBatches(ctx, p, "SELECT id, created_at, updated_at, message_count, last_message_id FROM conversations ORDER BY id", size,
-			func(rs []conversationDump) *storecopy.Batch {
-				b := &storecopy.Batch{Kind: k, Conversations: make([]storecopy.Conversation, len(rs))}
-				for i, r := range rs {
-					b.Conversations[i] = storecopy.Conversation{ID: r.ID, CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt),
-						MessageCount: r.MessageCount, LastMessageID: r.LastMessageID}
-				}
-				return b
+		return scanBatches(ctx, p, k, "SELECT id, created_at, updated_at, message_count, last_message_id FROM conversations ORDER BY id", size,
+			func(b *storecopy.Batch, r conversationDump) {
+				b.Conversations = append(b.Conversations, storecopy.Conversation{ID: r.ID, CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt),
+					MessageCount: r.MessageCount, LastMessageID: r.LastMessageID})
 			})
 	case storecopy.Members:
-		return scanBatches(ctx, p, `SELECT conversation_id, contact_id, is_member, joined_at, read_created, read_message_id, read_count, own_count, own_read_count
+		return scanBatches(ctx, p, k, `SELECT conversation_id, contact_id, is_member, joined_at, read_created, read_message_id, read_count, own_count, own_read_count
 			FROM `+dumpFrom[k]+` ORDER BY conversation_id, contact_id`, size,
-			func(rs []memberDump) *storecopy.Batch {
-				b := &storecopy.Batch{Kind: k, Members: make([]storecopy.Member, len(rs))}
-				for i, r := range rs {
-					m := storecopy.Member{ConversationID: r.ConversationID, ContactID: r.ContactID, IsMember: r.IsMember,
-						ReadCreated: utc(r.ReadCreated), ReadMessageID: r.ReadMessageID,
-						ReadCount: r.ReadCount, OwnCount: r.OwnCount, OwnReadCount: r.OwnReadCount}
-					if r.IsMember || strings.Contains(r.ConversationID, "/") { // a thread's taker
-						m.JoinedAt = utc(r.JoinedAt)
-					}
-					b.Members[i] = m
+			func(b *storecopy.Batch, r memberDump) {
+				m := storecopy.Member{ConversationID: r.ConversationID, ContactID: r.ContactID, IsMember: r.IsMember,
+					ReadCreated: utc(r.ReadCreated), ReadMessageID: r.ReadMessageID,
+					ReadCount: r.ReadCount, OwnCount: r.OwnCount, OwnReadCount: r.OwnReadCount}
+				if r.IsMember || strings.Contains(r.ConversationID, "/") { // a thread's taker
+					m.JoinedAt = utc(r.JoinedAt)
 				}
-				return b
+				b.Members = append(b.Members, m)
 			})
 	case storecopy.Messages:
-		return scanBatches(ctx, p, "SELECT "+strings.ReplaceAll(messageOwnCols, "m.", "")+" FROM messages ORDER BY id", size,
-			func(rs []messageOwnRow) *storecopy.Batch {
-				b := &storecopy.Batch{Kind: k, Messages: make([]storecopy.Message, len(rs))}
-				for i, r := range rs {
-					b.Messages[i] = storecopy.Message{ID: r.ID, ConversationID: r.ConversationID, ContactID: r.ContactID, Text: r.Text,
-						ReadAt: utc(r.ReadAt), CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt),
-						ReactionCount: r.ReactionCount, AttachmentCount: r.AttachmentCount, Thread: r.Thread, Deleted: r.Deleted}
-				}
-				return b
+		return scanBatches(ctx, p, k, "SELECT "+strings.ReplaceAll(messageOwnCols, "m.", "")+" FROM messages ORDER BY id", size,
+			func(b *storecopy.Batch, r messageOwnRow) {
+				b.Messages = append(b.Messages, storecopy.Message{ID: r.ID, ConversationID: r.ConversationID, ContactID: r.ContactID, Text: r.Text,
+					ReadAt: utc(r.ReadAt), CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt),
+					ReactionCount: r.ReactionCount, AttachmentCount: r.AttachmentCount, Thread: r.Thread, Deleted: r.Deleted})
 			})
-	case storecopy.ReactionNames, storecopy.Reactions:
-		return p.reactionRows(ctx, k, size)
+	case storecopy.ReactionNames:
+		// Scanned as they are: storecopy.ReactionName's fields are the
+		// columns' names.
+		return scanBatches(ctx, p, k, "SELECT message_id, name, seq FROM reaction_names ORDER BY message_id, seq", size,
+			func(b *storecopy.Batch, r storecopy.ReactionName) { b.ReactionNames = append(b.ReactionNames, r) })
+	case storecopy.Reactions:
+		return scanBatches(ctx, p, k, `SELECT r.message_id, r.name, r.seq, r.contact_id, r.created_at FROM reactions AS r
+			JOIN reaction_names AS n ON n.message_id = r.message_id AND n.name = r.name ORDER BY r.message_id, n.seq, r.seq`, size,
+			func(b *storecopy.Batch, r reactionDump) {
+				b.Reactions = append(b.Reactions, storecopy.Reaction{MessageID: r.MessageID, Name: r.Name, Seq: r.Seq, ContactID: r.ContactID, ReactedAt: utc(r.CreatedAt)})
+			})
 	case storecopy.Attachments:
-		return scanBatches(ctx, p, "SELECT "+attachmentCols+" FROM attachments AS a ORDER BY a.id", size, func(rs []attachmentRow) *storecopy.Batch {
-			b := &storecopy.Batch{Kind: k, Attachments: make([]messaging.Attachment, len(rs))}
-			for i, r := range rs {
-				b.Attachments[i] = r.attachment()
-			}
-			return b
+		return scanBatches(ctx, p, k, "SELECT "+attachmentCols+" FROM attachments AS a ORDER BY a.id", size, func(b *storecopy.Batch, r attachmentRow) {
+			b.Attachments = append(b.Attachments, r.attachment())
 		})
 	case storecopy.Revisions:
-		return scanBatches(ctx, p, "SELECT "+revisionCols+" FROM message_revisions AS r ORDER BY r.id", size, func(rs []revisionRow) *storecopy.Batch {
-			b := &storecopy.Batch{Kind: k, Revisions: make([]messaging.Revision, len(rs))}
-			for i, r := range rs {
-				b.Revisions[i] = r.revision()
-			}
-			return b
+		return scanBatches(ctx, p, k, "SELECT "+revisionCols+" FROM message_revisions AS r ORDER BY r.id", size, func(b *storecopy.Batch, r revisionRow) {
+			b.Revisions = append(b.Revisions, r.revision())
 		})
 	case storecopy.IdempotencyKeys:
-		return scanBatches(ctx, p, "SELECT "+keyCols+" FROM idempotency_keys ORDER BY scope, client_key", size, func(rs []keyRow) *storecopy.Batch {
-			b := &storecopy.Batch{Kind: k, IdempotencyKeys: make([]driver.IdempotencyRecord, len(rs))}
-			for i, r := range rs {
-				b.IdempotencyKeys[i] = r.record()
-			}
-			return b
+		return scanBatches(ctx, p, k, "SELECT "+keyCols+" FROM idempotency_keys ORDER BY scope, client_key", size, func(b *storecopy.Batch, r keyRow) {
+			b.IdempotencyKeys = append(b.IdempotencyKeys, r.record())
 		})
 	}
 	return func(func(*storecopy.Batch, error) bool) {}
@@ -245,9 +232,9 @@ func rowBytes(r any) int {
 }
 
 // scanBatches runs query in the snapshot's transaction and yields its
-// rows, scanned into T, in batches of size rows (and batchBytes) made by
-// batch.
-func scanBatches[T any](ctx context.Context, p *snapshot, query string, size int, batch func([]T) *storecopy.Batch) iter.Seq2[*storecopy.Batch, error] {
+// rows, scanned into T and added by add to batches of kind k, of size
+// rows (and batchBytes).
+func scanBatches[T any](ctx context.Context, p *snapshot, k storecopy.Kind, query string, size int, add func(*storecopy.Batch, T)) iter.Seq2[*storecopy.Batch, error] {
 	return func(yield func(*storecopy.Batch, error) bool) {
 		rows, err := p.tx.QueryContext(ctx, query)
 		if err != nil {
@@ -255,29 +242,28 @@ func scanBatches[T any](ctx context.Context, p *snapshot, query string, size int
 			return
 		}
 		defer rows.Close()
-		buf := make([]T, 0, min(size, 1024))
-		bytes := 0
+		b, bytes := &storecopy.Batch{Kind: k}, 0
 		for rows.Next() {
 			var r T
 			if err := p.s.r.ScanRow(ctx, rows, &r); err != nil {
 				yield(nil, wrapErr("sqlstore.Snapshot", err))
 				return
 			}
-			buf = append(buf, r)
+			add(b, r)
 			bytes += rowBytes(r)
-			if len(buf) == size || bytes >= batchBytes {
-				if !yield(batch(buf), nil) {
+			if b.Len() == size || bytes >= batchBytes {
+				if !yield(b, nil) {
 					return
 				}
-				buf, bytes = buf[:0], 0
+				b, bytes = &storecopy.Batch{Kind: k}, 0
 			}
 		}
 		if err := rows.Err(); err != nil {
 			yield(nil, wrapErr("sqlstore.Snapshot", err))
 			return
 		}
-		if len(buf) > 0 {
-			yield(batch(buf), nil)
+		if b.Len() > 0 {
+			yield(b, nil)
 		}
 	}
 }

@@ -3,8 +3,6 @@ package sqlstore
 import (
 	"context"
 	"fmt"
-	"iter"
-	"time"
 
 	"github.com/uptrace/bun"
 
@@ -16,45 +14,6 @@ import (
 // anew from the reactors loaded) and reactions (seq, message_id, name,
 // contact_id, created_at). Both keep their seq, so that names and
 // reactors keep their order.
-
-type (
-	reactionNameDump struct {
-		MessageID string `bun:"message_id"`
-		Name      string `bun:"name"`
-		Seq       int64  `bun:"seq"`
-	}
-	reactionDump struct {
-		MessageID string    `bun:"message_id"`
-		Name      string    `bun:"name"`
-		Seq       int64     `bun:"seq"`
-		ContactID string    `bun:"contact_id"`
-		CreatedAt time.Time `bun:"created_at"`
-	}
-)
-
-// reactionRows yields the reaction names or the reactions (k) in the
-// order the messages show them.
-func (p *snapshot) reactionRows(ctx context.Context, k storecopy.Kind, size int) iter.Seq2[*storecopy.Batch, error] {
-	if k == storecopy.ReactionNames {
-		return scanBatches(ctx, p, "SELECT message_id, name, seq FROM reaction_names ORDER BY message_id, seq", size,
-			func(rs []reactionNameDump) *storecopy.Batch {
-				b := &storecopy.Batch{Kind: k, ReactionNames: make([]storecopy.ReactionName, len(rs))}
-				for i, r := range rs {
-					b.ReactionNames[i] = storecopy.ReactionName{MessageID: r.MessageID, Name: r.Name, Seq: r.Seq}
-				}
-				return b
-			})
-	}
-	return scanBatches(ctx, p, `SELECT r.message_id, r.name, r.seq, r.contact_id, r.created_at FROM reactions AS r
-		JOIN reaction_names AS n ON n.message_id = r.message_id AND n.name = r.name ORDER BY r.message_id, n.seq, r.seq`, size,
-		func(rs []reactionDump) *storecopy.Batch {
-			b := &storecopy.Batch{Kind: k, Reactions: make([]storecopy.Reaction, len(rs))}
-			for i, r := range rs {
-				b.Reactions[i] = storecopy.Reaction{MessageID: r.MessageID, Name: r.Name, Seq: r.Seq, ContactID: r.ContactID, ReactedAt: utc(r.CreatedAt)}
-			}
-			return b
-		})
-}
 
 // loadReactions stores the reaction names or reactions of b with their
 // seq; on PostgreSQL, whose seq is an identity column, the identity then
