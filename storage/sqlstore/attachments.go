@@ -12,7 +12,8 @@ import (
 	"github.com/parleychat/parley/messaging/driver"
 )
 
-// attachmentRow is a row of attachments.
+// attachmentRow is a row of attachments; its fields are
+// messaging.Attachment's, in order, so that one converts to the other.
 type attachmentRow struct {
 	ID             string    `bun:"id"`
 	MessageID      string    `bun:"message_id"`
@@ -32,20 +33,9 @@ type attachmentRow struct {
 const attachmentCols = "a.id, a.message_id, a.conversation_id, a.uploader_id, a.filename, a.file_type, a.file_size, a.sha256, a.image_width, a.image_height, a.blob_key, a.created_at"
 
 func (r attachmentRow) attachment() messaging.Attachment {
-	return messaging.Attachment{
-		ID:             r.ID,
-		MessageID:      r.MessageID,
-		ConversationID: r.ConversationID,
-		UploaderID:     r.UploaderID,
-		Filename:       r.Filename,
-		FileType:       r.FileType,
-		FileSize:       r.FileSize,
-		SHA256:         r.SHA256,
-		ImageWidth:     r.ImageWidth,
-		ImageHeight:    r.ImageHeight,
-		Key:            r.Key,
-		CreatedAt:      utc(r.CreatedAt),
-	}
+	a := messaging.Attachment(r)
+	a.CreatedAt = utc(r.CreatedAt)
+	return a
 }
 
 // CreateAttachment stores a new attachment row. Errors: ErrConflict if its

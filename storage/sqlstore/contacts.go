@@ -8,7 +8,8 @@ import (
 	"github.com/parleychat/parley/messaging"
 )
 
-// contactRow is a row of contacts.
+// contactRow is a row of contacts; its fields are messaging.Contact's, in
+// order, so that one converts to the other.
 type contactRow struct {
 	ID           string    `bun:"id"`
 	Username     string    `bun:"username"`
@@ -19,14 +20,9 @@ type contactRow struct {
 }
 
 func (r contactRow) contact() messaging.Contact {
-	return messaging.Contact{
-		ID:           r.ID,
-		Username:     r.Username,
-		PhoneNumber:  r.PhoneNumber,
-		AvatarURL:    r.AvatarURL,
-		LastActiveAt: utc(r.LastActiveAt),
-		CreatedAt:    utc(r.CreatedAt),
-	}
+	c := messaging.Contact(r)
+	c.LastActiveAt, c.CreatedAt = utc(r.LastActiveAt), utc(r.CreatedAt)
+	return c
 }
 
 // utc returns t in UTC, and the zero time (a NULL) as it is.

@@ -21,7 +21,8 @@ import (
 // completes it commits synchronously, which flushes the WAL up to and
 // including the claim.
 
-// keyRow is a row of idempotency_keys.
+// keyRow is a row of idempotency_keys; its fields are
+// driver.IdempotencyRecord's, in order, so that one converts to the other.
 type keyRow struct {
 	Scope       string    `bun:"scope"`
 	Key         string    `bun:"client_key"`
@@ -35,10 +36,9 @@ type keyRow struct {
 const keyCols = "scope, client_key, fingerprint, lock_token, result, created_at, expires_at"
 
 func (r keyRow) record() driver.IdempotencyRecord {
-	return driver.IdempotencyRecord{
-		Scope: r.Scope, Key: r.Key, Fingerprint: r.Fingerprint, Lock: r.Lock, Result: r.Result,
-		CreatedAt: utc(r.CreatedAt), ExpiresAt: utc(r.ExpiresAt),
-	}
+	rec := driver.IdempotencyRecord(r)
+	rec.CreatedAt, rec.ExpiresAt = utc(r.CreatedAt), utc(r.ExpiresAt)
+	return rec
 }
 
 // GetIdempotencyKey returns the record of the key, or an error matching
