@@ -170,6 +170,10 @@ func (s *store) listAttachments(ctx context.Context, q driver.AttachmentQuery) (
 // RenameAttachment sets the file name and returns the updated row, or an
 // error matching ErrNotFound.
 func (s *store) RenameAttachment(ctx context.Context, id, filename string, rec driver.Recorder) (messaging.Attachment, error) {
+	return s.renameAttachment(ctx, id, filename, rec, nil)
+}
+
+func (s *store) renameAttachment(ctx context.Context, id, filename string, rec driver.Recorder, done *driver.IdempotencyRecord) (messaging.Attachment, error) {
 	var out messaging.Attachment
 	const update = "UPDATE attachments SET filename = ? WHERE id = ?"
 	returning := func(ctx context.Context, db bun.IDB) error {
@@ -183,7 +187,7 @@ func (s *store) RenameAttachment(ctx context.Context, id, filename string, rec d
 		out = rows[0].attachment()
 		return nil
 	}
-	if s.sql.returning && rec == nil {
+	if s.sql.returning && rec == nil && done == nil {
 		// One statement that returns the row.
 		err := s.retry(ctx, func(ctx context.Context) error { return returning(ctx, s.w) })
 		return out, wrapErr("sqlstore.RenameAttachment", err)
@@ -202,7 +206,13 @@ func (s *store) RenameAttachment(ctx context.Context, id, filename string, rec d
 				return err
 			}
 		}
-		return s.record(ctx, tx, rec, driver.Change{Attachments: []messaging.Attachment{out}})
+		if err := s.record(ctx, tx, rec, driver.Change{Attachments: []messaging.Attachment{out}}); err != nil {
+			return err
+		}
+		if done != nil {
+			return s.storeKey(ctx, tx, *done)
+		}
+		return nil
 	})
 	return out, wrapErr("sqlstore.RenameAttachment", err)
 }
@@ -218,33 +228,25 @@ func (s *store) DeleteAttachment(ctx context.Context, id string, rec driver.Reco
 		if out, err = getAttachment(ctx, txQuery(tx), id); err != nil {
 			return err
 		}
+		del, gone := "DELETE FROM attachments WHERE id = ?", notFound("attachment") // deleted meanwhile
 		if out.MessageID == "" {
 			// Unless a link came first since the read.
-			res, err := tx.ExecContext(ctx, "DELETE FROM attachments WHERE id = ? AND message_id IS NULL", id)
-			if err != nil {
-				return err
-			}
-			if n, err := res.RowsAffected(); err != nil || n == 0 {
-				if err == nil {
-					err = errRelinked
-				}
-				return err
-			}
+			del, gone = del+" AND message_id IS NULL", errRelinked
 		} else {
 			// A linked attachment stays linked to its message until deleted.
 			if _, err := tx.ExecContext(ctx, "UPDATE messages SET attachment_count = attachment_count - 1 WHERE id = ?", out.MessageID); err != nil {
 				return err
 			}
-			res, err := tx.ExecContext(ctx, "DELETE FROM attachments WHERE id = ?", id)
-			if err != nil {
-				return err
+		}
+		res, err := tx.ExecContext(ctx, del, id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			if err == nil {
+				err = gone
 			}
-			if n, err := res.RowsAffected(); err != nil || n == 0 {
-				if err == nil {
-					err = notFound("attachment") // deleted meanwhile
-				}
-				return err
-			}
+			return err
 		}
 		if err := s.addPending(ctx, tx, out.Key); err != nil {
 			return err

@@ -190,25 +190,5 @@ func (s *store) CreateMessageKeyed(ctx context.Context, m messaging.Message, att
 // renamed row; on any error neither changes.
 func (s *store) RenameAttachmentKeyed(ctx context.Context, id, filename string, rec driver.Recorder, done driver.IdempotencyRecord) (messaging.Attachment, error) {
 	s.prepareKeyed(ctx)
-	var out messaging.Attachment
-	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		res, err := tx.ExecContext(ctx, "UPDATE attachments SET filename = ? WHERE id = ?", filename, id)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			if err == nil {
-				err = notFound("attachment")
-			}
-			return err
-		}
-		if out, err = getAttachment(ctx, txQuery(tx), id); err != nil {
-			return err
-		}
-		if err := s.record(ctx, tx, rec, driver.Change{Attachments: []messaging.Attachment{out}}); err != nil {
-			return err
-		}
-		return s.storeKey(ctx, tx, done)
-	})
-	return out, wrapErr("sqlstore.RenameAttachment", err)
+	return s.renameAttachment(ctx, id, filename, rec, &done)
 }
