@@ -229,7 +229,8 @@ func putContactUpsert(ctx context.Context, s *store, args []any) error {
 // storeKeyUpsert is storeKey by a conditional upsert (upsertKey; SQLite,
 // PostgreSQL).
 func storeKeyUpsert(ctx context.Context, s *store, tx bun.Tx, done driver.IdempotencyRecord, taken error) error {
-	res, err := s.execWrite(ctx, tx, upsertKey, s.upsertKeyArgs(done)...)
+	res, err := s.execWrite(ctx, tx, upsertKey, done.Scope, done.Key, done.Fingerprint, done.Result,
+		done.CreatedAt.UTC(), done.ExpiresAt.UTC(), done.Lock)
 	if err != nil {
 		return err
 	}

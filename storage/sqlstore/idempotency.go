@@ -172,11 +172,6 @@ const upsertKey = `INSERT INTO idempotency_keys AS k (scope, client_key, fingerp
 		result = excluded.result, created_at = excluded.created_at, expires_at = excluded.expires_at
 	WHERE k.expires_at <= excluded.created_at OR (k.lock_token <> '' AND k.lock_token = ?)`
 
-func (s *store) upsertKeyArgs(done driver.IdempotencyRecord) []any {
-	created, expires := any(done.CreatedAt.UTC()), any(done.ExpiresAt.UTC())
-	return []any{done.Scope, done.Key, done.Fingerprint, done.Result, created, expires, done.Lock}
-}
-
 // CreateMessageKeyed is CreateMessage that also stores done, the record of
 // an idempotency key, in the same transaction; on any error nothing is
 // stored.
