@@ -104,7 +104,7 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 				return err
 			}
 			if rec != nil {
-				as, err := loadAttachments(ctx, txQuery(tx), []string{m.ID})
+				as, err := loadAttachments(ctx, txQuery(tx), m.ID)
 				if err != nil {
 					return err
 				}
@@ -459,19 +459,11 @@ func loadAttachmentsOf(ctx context.Context, query queryFn, ids boxedIDs) ([]atta
 	return as, err
 }
 
-// loadAttachments returns the attachments of the messages ids, oldest
-// first. No ids, no query.
-func loadAttachments(ctx context.Context, query queryFn, ids []string) ([]attachmentRow, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	as := make([]attachmentRow, 0, len(ids))
-	var err error
-	if len(ids) == 1 {
-		err = query(ctx, &as, "SELECT "+attachmentCols+" FROM attachments AS a WHERE a.message_id = ? ORDER BY a.created_at, a.id", ids[0])
-	} else {
-		err = query(ctx, &as, "SELECT "+attachmentCols+" FROM attachments AS a WHERE a.message_id IN (?) ORDER BY a.created_at, a.id", idList(ids))
-	}
+// loadAttachments returns the attachments of the message id, oldest
+// first.
+func loadAttachments(ctx context.Context, query queryFn, id string) ([]attachmentRow, error) {
+	var as []attachmentRow
+	err := query(ctx, &as, "SELECT "+attachmentCols+" FROM attachments AS a WHERE a.message_id = ? ORDER BY a.created_at, a.id", id)
 	return as, err
 }
 
@@ -729,7 +721,7 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 	}
 	var as []attachmentRow
 	if len(ch.LinkAttachments) > 0 || row.AttachmentCount > 0 || ch.NewAttachment != nil {
-		if as, err = loadAttachments(ctx, s.txReads(tx), []string{id}); err != nil {
+		if as, err = loadAttachments(ctx, s.txReads(tx), id); err != nil {
 			return messaging.Message{}, err
 		}
 	}
