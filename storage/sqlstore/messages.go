@@ -215,12 +215,6 @@ func (s *store) execWrite(ctx context.Context, db bun.IConn, query string, args 
 	return db.ExecContext(ctx, query, bunArgs(args)...)
 }
 
-// txCache is the cache of the statements that write transactions run:
-// the writer's (SQLite); nil when there is none.
-func (s *store) txCache() *stmtCache {
-	return s.wstmts
-}
-
 // txCached returns query and args as a statement and driver arguments
 // that a transaction runs from the driver's statement cache
 // (Store.cached), with ok, when there is one and they allow it (a list of
@@ -249,7 +243,7 @@ func staleInCachedTx(err error) error {
 // returns nil otherwise (also for a list of more than maxPreparedIDs ids);
 // it never prepares.
 func (s *store) txStmt(ctx context.Context, tx bun.Tx, query string, args []any) (st *sql.Stmt, dargs []any) {
-	c := s.txCache()
+	c := s.wstmts
 	if c == nil || longList(args) {
 		return nil, nil
 	}

@@ -300,13 +300,11 @@ func (s *store) write(ctx context.Context, fn func(ctx context.Context, tx bun.T
 		}
 		return err
 	})
-	if err == nil {
+	if err == nil && s.wstmts != nil {
 		// The statements the transaction ran unprepared, now that it holds
 		// no connection (stmtCache.inTx); after a failure, at the next
 		// write that succeeds.
-		if c := s.txCache(); c != nil {
-			c.prepareWanted(ctx)
-		}
+		s.wstmts.prepareWanted(ctx)
 	}
 	return err
 }
