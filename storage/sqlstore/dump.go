@@ -38,7 +38,7 @@ func (s *store) Snapshot(ctx context.Context) (storecopy.Snapshot, error) {
 	}
 	snap := &snapshot{s: s, tx: tx}
 	// The first read fixes the snapshot (SQLite, InnoDB).
-	if snap.in, err = snap.installation(ctx); err != nil {
+	if snap.in, err = installation(ctx, tx); err != nil {
 		_ = tx.Rollback()
 		return nil, wrapErr("sqlstore.Snapshot", err)
 	}
@@ -69,20 +69,6 @@ type snapshot struct {
 	s  *store
 	tx bun.Tx
 	in storecopy.Installation
-}
-
-func (p *snapshot) installation(ctx context.Context) (storecopy.Installation, error) {
-	var rows []struct {
-		ID    string `bun:"id"`
-		Epoch int64  `bun:"epoch"`
-	}
-	if err := p.tx.NewRaw("SELECT id, epoch FROM parley_installation WHERE one = 1").Scan(ctx, &rows); err != nil {
-		return storecopy.Installation{}, err
-	}
-	if len(rows) == 0 {
-		return storecopy.Installation{}, errNoInstallation
-	}
-	return storecopy.Installation{ID: rows[0].ID, Epoch: rows[0].Epoch}, nil
 }
 
 func (p *snapshot) Installation(ctx context.Context) (storecopy.Installation, error) {

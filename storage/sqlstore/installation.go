@@ -7,6 +7,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/parleychat/parley/messaging/driver"
+	"github.com/parleychat/parley/storage/storecopy"
 )
 
 var (
@@ -19,31 +20,26 @@ var errNoInstallation = errors.New("the database has no installation row: run Mi
 
 // InstallationID returns the database's installation id, made by Migrate.
 func (s *store) InstallationID(ctx context.Context) (string, error) {
-	var ids []string
-	if err := s.w.NewRaw("SELECT id FROM parley_installation WHERE one = 1").Scan(ctx, &ids); err != nil {
-		return "", wrapErr("sqlstore.InstallationID", err)
-	}
-	if len(ids) == 0 {
-		return "", wrapErr("sqlstore.InstallationID", errNoInstallation)
-	}
-	return ids[0], nil
+	in, err := installation(ctx, s.w)
+	return in.ID, wrapErr("sqlstore.InstallationID", err)
 }
 
 // Epoch returns the database's reconcile epoch.
 func (s *store) Epoch(ctx context.Context) (int64, error) {
-	e, err := s.epoch(ctx, s.w)
-	return e, wrapErr("sqlstore.Epoch", err)
+	in, err := installation(ctx, s.w)
+	return in.Epoch, wrapErr("sqlstore.Epoch", err)
 }
 
-func (s *store) epoch(ctx context.Context, db bun.IDB) (int64, error) {
-	var es []int64
-	if err := db.NewRaw("SELECT epoch FROM parley_installation WHERE one = 1").Scan(ctx, &es); err != nil {
-		return 0, err
+// installation reads the installation row in db.
+func installation(ctx context.Context, db bun.IDB) (storecopy.Installation, error) {
+	var rows []storecopy.Installation // its fields are the columns' names
+	if err := db.NewRaw("SELECT id, epoch FROM parley_installation WHERE one = 1").Scan(ctx, &rows); err != nil {
+		return storecopy.Installation{}, err
 	}
-	if len(es) == 0 {
-		return 0, errNoInstallation
+	if len(rows) == 0 {
+		return storecopy.Installation{}, errNoInstallation
 	}
-	return es[0], nil
+	return rows[0], nil
 }
 
 // AdvanceEpoch adds one to the reconcile epoch and returns it.
@@ -57,7 +53,8 @@ func (s *store) AdvanceEpoch(ctx context.Context) (int64, error) {
 		if n, err := res.RowsAffected(); err == nil && n == 0 {
 			return errNoInstallation
 		}
-		e, err = s.epoch(ctx, tx)
+		in, err := installation(ctx, tx)
+		e = in.Epoch
 		return err
 	})
 	return e, wrapErr("sqlstore.AdvanceEpoch", err)
