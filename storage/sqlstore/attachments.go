@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -238,15 +239,8 @@ func (s *store) DeleteAttachment(ctx context.Context, id string, rec driver.Reco
 				return err
 			}
 		}
-		res, err := tx.ExecContext(ctx, del, id)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			if err == nil {
-				err = gone
-			}
-			return err
+		if n, err := affected(tx.ExecContext(ctx, del, id)); err != nil || n == 0 {
+			return cmp.Or(err, gone)
 		}
 		if err := s.addPending(ctx, tx, out.Key); err != nil {
 			return err

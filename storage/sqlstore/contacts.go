@@ -87,11 +87,7 @@ func (s *store) contactWhere(ctx context.Context, where string, arg string) (mes
 func (s *store) TouchContact(ctx context.Context, id string, at time.Time) error {
 	return wrapErr("sqlstore.TouchContact", s.retry(ctx, func(ctx context.Context) error {
 		// One statement, atomic on its own.
-		res, err := s.w.ExecContext(ctx, "UPDATE contacts SET last_active_at = ? WHERE id = ?", ts(at), id)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n > 0 {
+		if n, err := affected(s.w.ExecContext(ctx, "UPDATE contacts SET last_active_at = ? WHERE id = ?", ts(at), id)); err != nil || n > 0 {
 			return err
 		}
 		// MySQL without CLIENT_FOUND_ROWS (a *bun.DB given to New) counts

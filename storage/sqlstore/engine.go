@@ -229,18 +229,12 @@ func putContactUpsert(ctx context.Context, s *store, args []any) error {
 // storeKeyUpsert is storeKey by a conditional upsert (upsertKey; SQLite,
 // PostgreSQL).
 func storeKeyUpsert(ctx context.Context, s *store, tx bun.Tx, done driver.IdempotencyRecord, taken error) error {
-	res, err := s.execWrite(ctx, tx, upsertKey, done.Scope, done.Key, done.Fingerprint, done.Result,
-		done.CreatedAt.UTC(), done.ExpiresAt.UTC(), done.Lock)
-	if err != nil {
-		return err
+	n, err := affected(s.execWrite(ctx, tx, upsertKey, done.Scope, done.Key, done.Fingerprint, done.Result,
+		done.CreatedAt.UTC(), done.ExpiresAt.UTC(), done.Lock))
+	if err == nil && n == 0 {
+		return taken
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		if err == nil {
-			err = taken
-		}
-		return err
-	}
-	return nil
+	return err
 }
 
 // engineOf returns the engine of a bun dialect, or an error matching

@@ -69,12 +69,8 @@ func (s *store) claimKey(ctx context.Context, rec driver.IdempotencyRecord, stal
 	insert := s.sql.claimKey
 	args := []any{rec.Scope, rec.Key, rec.Fingerprint, rec.Lock, rec.CreatedAt.UTC(), rec.ExpiresAt.UTC()}
 	var inserted int64
-	err := s.retry(ctx, func(ctx context.Context) error {
-		res, err := s.w.ExecContext(ctx, insert, args...)
-		if err != nil {
-			return err
-		}
-		inserted, err = res.RowsAffected()
+	err := s.retry(ctx, func(ctx context.Context) (err error) {
+		inserted, err = affected(s.w.ExecContext(ctx, insert, args...))
 		return err
 	})
 	if err != nil {
@@ -135,12 +131,8 @@ func (s *store) PruneIdempotencyKeys(ctx context.Context, before time.Time, limi
 	q := fmt.Sprintf(s.sql.pruneKeys, limit)
 	args := []any{before.UTC(), before.UTC()}[:s.sql.pruneKeyArgs]
 	var n int64
-	err := s.retry(ctx, func(ctx context.Context) error {
-		res, err := s.w.ExecContext(ctx, q, args...)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
+	err := s.retry(ctx, func(ctx context.Context) (err error) {
+		n, err = affected(s.w.ExecContext(ctx, q, args...))
 		return err
 	})
 	return int(n), wrapErr("sqlstore.PruneIdempotencyKeys", err)

@@ -46,14 +46,10 @@ func installation(ctx context.Context, db bun.IDB) (storecopy.Installation, erro
 func (s *store) AdvanceEpoch(ctx context.Context) (int64, error) {
 	var e int64
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		res, err := tx.ExecContext(ctx, "UPDATE parley_installation SET epoch = epoch + 1 WHERE one = 1")
-		if err != nil {
+		if _, err := tx.ExecContext(ctx, "UPDATE parley_installation SET epoch = epoch + 1 WHERE one = 1"); err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err == nil && n == 0 {
-			return errNoInstallation
-		}
-		in, err := installation(ctx, tx)
+		in, err := installation(ctx, tx) // errNoInstallation when there is no row to update
 		e = in.Epoch
 		return err
 	})

@@ -277,13 +277,9 @@ func (s *store) insertMessage(ctx context.Context, db bun.IConn, m messaging.Mes
 // exactly one succeeds. The caller keeps the message's attachment_count.
 func (s *store) link(ctx context.Context, tx bun.Tx, messageID, conversationID string, ids []string) error {
 	for _, id := range ids {
-		res, err := tx.ExecContext(ctx, `UPDATE attachments SET message_id = ?, conversation_id = ?
+		n, err := affected(tx.ExecContext(ctx, `UPDATE attachments SET message_id = ?, conversation_id = ?
 			WHERE id = ? AND (message_id IS NULL OR message_id = ?) AND (conversation_id IS NULL OR conversation_id = ?)`,
-			messageID, conversationID, id, messageID, conversationID)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
+			messageID, conversationID, id, messageID, conversationID))
 		if err != nil {
 			return err
 		}

@@ -545,11 +545,7 @@ func (s *store) PruneEvents(ctx context.Context, before time.Time) (int, error) 
 			return total, nil
 		}
 		err := s.retry(ctx, func(ctx context.Context) error {
-			res, err := s.w.ExecContext(ctx, "DELETE FROM events WHERE seq > 0 AND seq <= ?", rows[k-1].Seq)
-			if err != nil {
-				return err
-			}
-			n, err := res.RowsAffected()
+			n, err := affected(s.w.ExecContext(ctx, "DELETE FROM events WHERE seq > 0 AND seq <= ?", rows[k-1].Seq))
 			total += int(n)
 			return err
 		})
@@ -570,12 +566,8 @@ func (s *store) ClaimCursor(ctx context.Context, name, owner string, start int64
 		if _, err := tx.ExecContext(ctx, "INSERT INTO event_cursors (name, seq, owner) VALUES (?, ?, '')"+s.sql.skipTail("name"), name, start); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE event_cursors SET owner = ?, lease_until = ?
-			WHERE name = ? AND (owner = '' OR owner = ? OR lease_until IS NULL OR lease_until < ?)`, owner, until.UTC(), name, owner, now.UTC())
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
+		n, err := affected(tx.ExecContext(ctx, `UPDATE event_cursors SET owner = ?, lease_until = ?
+			WHERE name = ? AND (owner = '' OR owner = ? OR lease_until IS NULL OR lease_until < ?)`, owner, until.UTC(), name, owner, now.UTC()))
 		if err != nil {
 			return err
 		}
@@ -595,11 +587,7 @@ func (s *store) ClaimCursor(ctx context.Context, name, owner string, start int64
 // SaveCursor stores the handler position name, if owner holds its claim.
 func (s *store) SaveCursor(ctx context.Context, name, owner string, seq int64, until time.Time) error {
 	return wrapErr("sqlstore.SaveCursor", s.retry(ctx, func(ctx context.Context) error {
-		res, err := s.w.ExecContext(ctx, "UPDATE event_cursors SET seq = ?, lease_until = ? WHERE name = ? AND owner = ?", seq, until.UTC(), name, owner)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
+		n, err := affected(s.w.ExecContext(ctx, "UPDATE event_cursors SET seq = ?, lease_until = ? WHERE name = ? AND owner = ?", seq, until.UTC(), name, owner))
 		if err == nil && n == 0 {
 			err = conflict("the handler " + name + " is claimed by another owner")
 		}

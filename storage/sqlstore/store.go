@@ -331,6 +331,15 @@ func (s *store) retry(ctx context.Context, fn func(ctx context.Context) error) e
 	}
 }
 
+// affected returns the number of rows that the statement of res affected,
+// or err, the statement's error: affected(db.ExecContext(…)).
+func affected(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
 // ping opens a first connection of db. On SQLite a connection's pragmas
 // can meet a database that another process is opening or migrating: the
 // switch to WAL then fails at once with SQLITE_BUSY (SQLite does not wait

@@ -1,7 +1,6 @@
 package sqlstore
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -221,17 +220,14 @@ func (s *store) insertReply(ctx context.Context, m, sm messaging.Message, evs []
 		args = append(args, evArgs...)
 	}
 	args = append(args, m.Text, s.searchWords(m.Text), ts(m.ReadAt), ts(m.UpdatedAt))
-	res, err := s.execWrite(ctx, s.w, insertReplySQL(done != nil, len(evs) > 0), args...)
+	n, err := affected(s.execWrite(ctx, s.w, insertReplySQL(done != nil, len(evs) > 0), args...))
 	if isUniqueViolation(err) {
 		return conflict("a message with this id exists")
 	}
-	if err != nil {
-		return err
+	if err == nil && n == 0 {
+		return driver.ErrNoParent
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return cmp.Or(err, driver.ErrNoParent)
-	}
-	return nil
+	return err
 }
 
 // placeThreadsSQL gives the rows of those who take part in the threads
