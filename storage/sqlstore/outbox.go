@@ -468,44 +468,41 @@ func (s *store) eventsOf(ctx context.Context, rows []eventRow) ([]messaging.Even
 // messaging.ErrNotFound (also for an id this installation's key did not
 // seal, and for an event not numbered yet, which no reader has seen).
 func (s *store) GetEvent(ctx context.Context, id string) (messaging.Event, error) {
-	var evs []messaging.Event
 	sealer, err := s.eventSealer(ctx)
-	if err == nil {
-		seq, ok := sealer.Open(ids.Event, id)
-		if !ok {
-			return messaging.Event{}, wrapErr("sqlstore.GetEvent", notFound("event"))
-		}
-		var rows []eventRow
-		if err = s.read(ctx, &rows, "SELECT "+eventCols+" FROM events AS e WHERE e.seq = ?", seq); err == nil {
-			evs, err = s.eventsOf(ctx, rows)
-		}
-	}
-	if err == nil && len(evs) == 0 {
-		err = notFound("event")
-	}
 	if err != nil {
 		return messaging.Event{}, wrapErr("sqlstore.GetEvent", err)
 	}
-	return evs[0], nil
+	seq, ok := sealer.Open(ids.Event, id)
+	if !ok {
+		return messaging.Event{}, wrapErr("sqlstore.GetEvent", notFound("event"))
+	}
+	e, err := s.oneEvent(ctx, "e.seq = ?", seq)
+	return e, wrapErr("sqlstore.GetEvent", err)
 }
 
 // LastEvent returns the event of greatest seq, or an error matching
 // messaging.ErrNotFound.
 func (s *store) LastEvent(ctx context.Context) (messaging.Event, error) {
-	err := s.sequence(ctx)
-	var rows []eventRow
-	if err == nil {
-		err = s.read(ctx, &rows, "SELECT "+eventCols+" FROM events AS e WHERE e.seq > 0 ORDER BY e.seq DESC LIMIT 1")
-	}
-	if err == nil && len(rows) == 0 {
-		err = notFound("event")
-	}
-	var evs []messaging.Event
-	if err == nil {
-		evs, err = s.eventsOf(ctx, rows)
-	}
-	if err != nil {
+	if err := s.sequence(ctx); err != nil {
 		return messaging.Event{}, wrapErr("sqlstore.LastEvent", err)
+	}
+	e, err := s.oneEvent(ctx, "e.seq > 0 ORDER BY e.seq DESC LIMIT 1")
+	return e, wrapErr("sqlstore.LastEvent", err)
+}
+
+// oneEvent returns the first event of those that where (and what follows
+// it) selects, or an error matching messaging.ErrNotFound.
+func (s *store) oneEvent(ctx context.Context, where string, args ...any) (messaging.Event, error) {
+	var rows []eventRow
+	if err := s.read(ctx, &rows, "SELECT "+eventCols+" FROM events AS e WHERE "+where, args...); err != nil {
+		return messaging.Event{}, err
+	}
+	if len(rows) == 0 {
+		return messaging.Event{}, notFound("event")
+	}
+	evs, err := s.eventsOf(ctx, rows[:1])
+	if err != nil {
+		return messaging.Event{}, err
 	}
 	return evs[0], nil
 }
