@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -339,9 +340,7 @@ const uploadedBytesSQL = "SELECT (SELECT COALESCE(SUM(file_size), 0) FROM attach
 func (s *store) KeysInUse(ctx context.Context, keys []string) (map[string]bool, error) {
 	used := make(map[string]bool)
 	const batch = 500
-	for len(keys) > 0 {
-		chunk := keys[:min(batch, len(keys))]
-		keys = keys[len(chunk):]
+	for chunk := range slices.Chunk(keys, batch) {
 		var found []string
 		err := s.read(ctx, &found, "SELECT blob_key FROM attachments WHERE blob_key IN (?) UNION SELECT blob_key FROM pending_deletions WHERE blob_key IN (?)"+
 			" UNION SELECT blob_key FROM upload_reservations WHERE blob_key IN (?)",

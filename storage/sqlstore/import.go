@@ -76,8 +76,7 @@ func (s *store) ImportMessages(ctx context.Context, msgs []messaging.Message) er
 		if err := s.placeImports(ctx, tx, rows); err != nil {
 			return err
 		}
-		for start := 0; start < len(rows); start += importBatch {
-			batch := rows[start:min(start+importBatch, len(rows))]
+		for batch := range slices.Chunk(rows, importBatch) {
 			_, err := tx.NewInsert().Model(&batch).Exec(ctx)
 			if isUniqueViolation(err) {
 				return conflict("a message with this id exists")

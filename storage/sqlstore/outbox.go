@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -430,16 +431,14 @@ func (s *store) redact(ctx context.Context, evs []messaging.Event) error {
 		})
 	}
 	found := false
-	for len(subjects) > 0 {
-		n := min(len(subjects), maxRedactIDs)
+	for chunk := range slices.Chunk(subjects, maxRedactIDs) {
 		var gone []string
-		if err := s.read(ctx, &gone, "SELECT deleted_id FROM events WHERE deleted_id IN (?)", idList(subjects[:n])); err != nil {
+		if err := s.read(ctx, &gone, "SELECT deleted_id FROM events WHERE deleted_id IN (?)", idList(chunk)); err != nil {
 			return err
 		}
 		for _, id := range gone {
 			seen[id], found = true, true
 		}
-		subjects = subjects[n:]
 	}
 	if found {
 		for i := range evs {
