@@ -237,8 +237,18 @@ func (s *store) makeTogether(id string, todo []*combined) (failed int, err error
 		failed = failedTogether
 		var row messageRow // locked by the first change, and left by each as the next finds it
 		var evs []messaging.Event
+		ahead, err := s.reactAhead(ctx, tx, id, todo, &row)
+		if err != nil && row.ID == "" { // the lock's: the first change's, as in updateMessage
+			return blame(0, err)
+		} else if err != nil {
+			return blame(failedTogether, err)
+		}
 		for k, c := range todo {
-			out, err := s.updateCaught(ctx, tx, id, c.ch, &row, &evs)
+			var made *reactedOne
+			if ahead != nil {
+				made = &ahead[k]
+			}
+			out, err := s.updateCaught(ctx, tx, id, c.ch, &row, made, &evs)
 			if err != nil {
 				return blame(k, err)
 			}
@@ -310,13 +320,36 @@ func (p *panicked) Error() string { return fmt.Sprintf("sqlstore: the change pan
 // updateCaught is updateRecorded, with a panic of the change returned as a
 // *panicked error: the transaction, which may hold the changes of other
 // callers, rolls back, and they are made again without it.
-func (s *store) updateCaught(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, row *messageRow, evs *[]messaging.Event) (out messaging.Message, err error) {
+func (s *store) updateCaught(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, row *messageRow, ahead *reactedOne, evs *[]messaging.Event) (out messaging.Message, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = &panicked{value: p}
 		}
 	}()
-	return s.updateRecorded(ctx, tx, id, ch, row, evs)
+	return s.updateRecorded(ctx, tx, id, ch, row, ahead, evs)
+}
+
+// reactAhead makes the reactions of todo on PostgreSQL in one call
+// (reactPostgres), having locked the message into row, when each change
+// of todo is a reaction change and no more, and returns what each made;
+// otherwise nil, and each change's reactions are made with its other
+// fields. When the lock fails, row is left as it was.
+func (s *store) reactAhead(ctx context.Context, tx bun.Tx, id string, todo []*combined, row *messageRow) ([]reactedOne, error) {
+	if !s.sql.arrays || len(todo) < 2 {
+		return nil, nil
+	}
+	chs := make([]driver.MessageChange, len(todo))
+	for k, c := range todo {
+		ch := c.ch
+		if ch.Reactions == nil || ch.Text != nil || ch.Read != nil || ch.NewAttachment != nil || len(ch.LinkAttachments) > 0 {
+			return nil, nil
+		}
+		chs[k] = ch
+	}
+	if err := s.lockMessage(ctx, tx, id, row); err != nil {
+		return nil, err
+	}
+	return s.reactPostgres(ctx, tx, id, chs)
 }
 
 // finish gives c's caller its outcome.

@@ -92,8 +92,8 @@ type dialectSQL struct {
 	// arrays: the engine takes a batch of rows as arrays, a column each
 	// (unnest): a send alone is one statement, and sends that wait are
 	// stored together (sends.go); events of a combined change go in one
-	// statement; a reaction change is one statement after the lock
-	// (reactPostgres).
+	// statement; the reaction changes of a transaction are one call of
+	// parley_react after the lock (reactPostgres).
 	arrays bool
 	// sendsInTx: a send is its transaction, and sends that wait for the
 	// writer are made in one transaction, each in a savepoint of its own

@@ -5,6 +5,7 @@ import (
 	"crypto/md5"
 	"database/sql"
 	"encoding/hex"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -202,220 +203,146 @@ func (*postgresEngine) search(ctx context.Context, s *store, q driver.SearchQuer
 	return s.searchPostgres(ctx, q)
 }
 
-// reactOneRow is a row of what reactOneSQL's statement returns: one for each
-// name of the message after the change, in the names' order, or one with
-// no name when it has none.
-type reactOneRow struct {
-	// Own is the number of names the reactor had on the message before.
-	Own int `bun:"own"`
+// reactRow is a row of what the function parley_react returns
+// (migrations/postgres): one for each name of the message after a step,
+// in the names' order, or one with no name when it has none.
+type reactRow struct {
+	// Step is the step's number, from 1.
+	Step int `bun:"r_step"`
+	// Own is the number of names the reactor had on the message before
+	// (a step that adds).
+	Own int `bun:"r_own"`
 	// Names is the change in the number of names; Reactors, in the
 	// number of reactor rows.
-	Names    int `bun:"names"`
-	Reactors int `bun:"reactors"`
-	// Updated is 1 when the statement updated the message's row, whose
-	// stored values follow; 0 when the change left it as it was.
-	Updated int `bun:"updated"`
-	updatedRow
-	// Name, Count and Embedded are a name after the change, its number of
-	// reactors and its embedded ones, as reactionRow's.
-	Name     sql.NullString `bun:"name"`
-	Count    sql.NullInt64  `bun:"reactor_count"`
-	Embedded sql.NullString `bun:"embedded"`
+	Names    int `bun:"r_names"`
+	Reactors int `bun:"r_reactors"`
+	// Updated is 1 when the step updated the message's row, whose stored
+	// values follow; 0 when it left it as it was.
+	Updated   int       `bun:"r_updated"`
+	Text      string    `bun:"r_text"`
+	ReadAt    time.Time `bun:"r_read_at"`
+	UpdatedAt time.Time `bun:"r_updated_at"`
+	// Name, Count and Embedded are a name after the step, its number of
+	// reactors and its embedded ones, as reactionRow's; Same, that its
+	// embedded reactors are those of the step before, and not read again.
+	Name     sql.NullString `bun:"r_name"`
+	Count    sql.NullInt64  `bun:"r_count"`
+	Embedded sql.NullString `bun:"r_embedded"`
+	Same     bool           `bun:"r_same"`
 }
 
-// reactPostgres makes the reaction change of ch on the locked message id
-// (PostgreSQL): its names added in one statement, then each name taken
-// back in one, where react sends one for each step. It returns
-// the message's reactions after it, as loadReactions would read them
-// after the statement: the message's row lock is held for four round
-// trips fewer. Each data-modifying part of the statement sees the rows as
-// they were before it, so each counts what the others change from what
-// they return:
-//
-//   - an added name is inserted with its one reactor counted, and an
-//     existing one gains a reactor only when the reactor's row is
-//     inserted (the name's row inserted by the same statement is not
-//     seen by that update), and gets its head_seq when it reaches 100
-//     (below);
-//   - a taken back reactor is deleted, and its name's row counts one
-//     reactor fewer and moves head_seq past it, or goes when it was the
-//     last (the foreign key's cascade then finds nothing to delete);
-//   - the message's row gets UpdatedAt and its number of names, unless
-//     the change sets no UpdatedAt and changes no name (a reactor taken
-//     back who was not there, or not the name's last);
-//   - the reactions after the change are the names and reactors before
-//     it, with those inserted and without those deleted: each name's
-//     first 100 reactors by seq, which are those up to its head_seq
-//     (dialectSQL.reactions), and its count of them.
-//
-// head_seq of a name reaching 100 reactors is the greatest seq of the
-// 100, as react's headSQL finds it: the new reactor's, or (should the
-// sequence of seqs ever have gone back, after a copy) an older one's.
-//
-// The change's Check, when set, runs after, with the counts the statement
-// returns, and rolls everything back by its error.
-func (s *store) reactPostgres(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange) (reactedOne, error) {
-	var out reactedOne
-	rc := *ch.Reactions
-	var add []string
-	for _, n := range rc.Add {
-		if !slices.Contains(add, n) {
-			add = append(add, n)
+// reactSQL calls parley_react with the arguments of reactPostgres.
+const reactSQL = `SELECT * FROM parley_react(?::text, ?::text[], ?::integer[], ?::integer[], ?::text[], ?::text[], ?::timestamptz[], ?::text[])`
+
+// reactPostgres makes the reaction changes of chs, in order, on the
+// locked message id (PostgreSQL) in one call of the function
+// parley_react, where react sends a statement for each step of each: the
+// names a change adds are one step, each name it takes back one. It
+// returns what each change made, with the message's reactions after it as
+// loadReactions would read them: a transaction of combined reactions
+// holds the message's row lock for one round trip rather than one a
+// change. Each change's Check, when set, runs after (updateMessage), with
+// the counts returned, and rolls everything back by its error.
+func (s *store) reactPostgres(ctx context.Context, tx bun.Tx, id string, chs []driver.MessageChange) ([]reactedOne, error) {
+	// The steps, a column each: contacts, first name, count of names,
+	// names added, name taken back, time, updated_at.
+	cols := make(pgArrays, 7)
+	var stepOf []int // the change of each step
+	names := 0
+	for k, ch := range chs {
+		rc := ch.Reactions
+		updated := ""
+		if !ch.UpdatedAt.IsZero() {
+			updated = driverTime(ch.UpdatedAt)
+		}
+		var add []string
+		for _, n := range rc.Add {
+			if !slices.Contains(add, n) {
+				add = append(add, n)
+			}
+		}
+		if len(add) > 0 {
+			at := rc.At
+			if at.IsZero() {
+				at = time.Now()
+			}
+			for _, n := range add {
+				cols.add(3, n)
+			}
+			for c, v := range [7]string{0: rc.ContactID, 1: strconv.Itoa(names + 1), 2: strconv.Itoa(len(add)), 4: "", 5: driverTime(at), 6: updated} {
+				if c != 3 {
+					cols.add(c, v)
+				}
+			}
+			names += len(add)
+			stepOf = append(stepOf, k)
+		}
+		for _, name := range rc.Remove {
+			for c, v := range [7]string{0: rc.ContactID, 1: "0", 2: "0", 4: name, 5: driverTime(time.Time{}), 6: updated} {
+				if c != 3 {
+					cols.add(c, v)
+				}
+			}
+			stepOf = append(stepOf, k)
 		}
 	}
-	var steps []driver.ReactionChange
-	if len(add) > 0 {
-		steps = append(steps, driver.ReactionChange{ContactID: rc.ContactID, Add: add, At: rc.At})
+	out := make([]reactedOne, len(chs))
+	if len(stepOf) == 0 {
+		return out, nil
 	}
-	for _, name := range rc.Remove {
-		steps = append(steps, driver.ReactionChange{ContactID: rc.ContactID, Remove: []string{name}})
+	var rows []reactRow
+	if err := s.txRead(ctx, tx, &rows, reactSQL, cols.args([]any{id})...); err != nil {
+		return nil, err
 	}
-	for i, step := range steps {
-		ch.Reactions = &step
-		q, args := reactOneSQL(id, ch)
-		var rows []reactOneRow
-		if err := s.txRead(ctx, tx, &rows, q, args...); err != nil {
-			return reactedOne{}, err
+	embedded := make(map[string]sql.NullString) // each name's, as the last step read them
+	for i := 0; i < len(rows); {
+		j := i
+		for j < len(rows) && rows[j].Step == rows[i].Step {
+			j++
 		}
-		one, err := reactedOf(id, ch, rows)
-		if err != nil {
-			return reactedOne{}, err
+		step := rows[i].Step - 1
+		if step < 0 || step >= len(stepOf) {
+			return nil, fmt.Errorf("sqlstore: parley_react returned step %d of %d", step+1, len(stepOf))
 		}
-		out.rc.names += one.rc.names
-		if i == 0 && len(add) > 0 {
-			out.rc.reactorBefore, out.rc.reactorAfter = one.rc.reactorBefore, one.rc.reactorAfter
-		} else if len(add) > 0 {
-			out.rc.reactorAfter += rows[0].Reactors // as react counts them
+		k := stepOf[step]
+		o, r := &out[k], rows[i]
+		adds := step == 0 || stepOf[step-1] != k // the change's first step: its adds, if any
+		adds = adds && len(chs[k].Reactions.Add) > 0
+		o.rc.names += r.Names
+		switch {
+		case adds: // as react counts them
+			o.rc.reactorBefore, o.rc.reactorAfter = r.Own, r.Own+r.Reactors
+		case len(chs[k].Reactions.Add) > 0:
+			o.rc.reactorAfter += r.Reactors
 		}
-		if one.stored != nil {
-			out.stored = one.stored
+		if r.Updated != 0 { // else the step left the message's row as it was
+			o.stored = &updatedRow{Text: r.Text, ReadAt: r.ReadAt, UpdatedAt: r.UpdatedAt}
 		}
-		out.reactions = one.reactions
+		o.reactions = make([]reactionRow, 0, j-i)
+		for _, row := range rows[i:j] {
+			if !row.Name.Valid {
+				continue
+			}
+			e := row.Embedded
+			if row.Same {
+				e = embedded[row.Name.String]
+			} else {
+				embedded[row.Name.String] = e
+			}
+			o.reactions = append(o.reactions, reactionRow{MessageID: id, Name: row.Name.String, Count: int(row.Count.Int64), Reactors: e})
+		}
+		i = j
 	}
 	return out, nil
 }
 
-// reactedOne is what reactPostgres made: the counts, the message's row as it
-// left it (nil when it did not write it) and the message's reactions.
+// reactedOne is what reactPostgres made of a change: the counts, the
+// message's row as it left it (nil when it did not write it) and the
+// message's reactions.
 type reactedOne struct {
 	rc        reacted
 	stored    *updatedRow
 	reactions []reactionRow
-}
-
-// reactOneSQL returns the statement of one step of reactPostgres: ch's
-// Reactions add names, or take one back.
-func reactOneSQL(id string, ch driver.MessageChange) (string, []any) {
-	reactor := ch.Reactions.ContactID
-	// Each placeholder takes an argument of its own, in order.
-	var args []any
-	arg := func(a any) string {
-		args = append(args, a)
-		return "?"
-	}
-	// The message's row is updated when the change sets UpdatedAt or the
-	// number of names changes (cte: the names added or gone).
-	setAt := func() string {
-		if ch.UpdatedAt.IsZero() {
-			return ""
-		}
-		return "updated_at = " + arg(ch.UpdatedAt.UTC()) + ", "
-	}
-	changed := func(cte string) string {
-		if ch.UpdatedAt.IsZero() {
-			return " AND EXISTS (SELECT 1 FROM " + cte + ")"
-		}
-		return ""
-	}
-	// embedded aggregates the usernames of a name's first reactors (the
-	// rows of before, with seq and contact_id, by seq, at most 100 of
-	// them), as dialectSQL.reactions does.
-	embedded := func(before string) string {
-		return `(SELECT string_agg(COALESCE((SELECT c.username FROM contacts AS c WHERE c.id = x.contact_id), ''), chr(31) ORDER BY x.seq)
-			FROM (` + before + `) AS x) AS embedded`
-	}
-	var q string
-	if rm := ch.Reactions.Remove; len(rm) > 0 {
-		name := rm[0]
-		q = `WITH d AS (DELETE FROM reactions WHERE message_id = ` + arg(id) + ` AND name = ` + arg(name) + ` AND contact_id = ` + arg(reactor) + ` RETURNING seq),
-			up AS (UPDATE reaction_names AS n SET reactors = n.reactors - 1,
-				head_seq = CASE WHEN n.head_seq >= d.seq THEN COALESCE((SELECT h.seq FROM reactions AS h
-					WHERE h.message_id = n.message_id AND h.name = n.name AND h.seq <> d.seq
-					ORDER BY h.seq LIMIT 1 OFFSET ` + embeddedOffset + `), ` + noHead + `) ELSE n.head_seq END
-				FROM d WHERE n.message_id = ` + arg(id) + ` AND n.name = ` + arg(name) + ` AND n.reactors > 1 RETURNING n.name),
-			gone AS (DELETE FROM reaction_names AS n USING d WHERE n.message_id = ` + arg(id) + ` AND n.name = ` + arg(name) + ` AND n.reactors <= 1 RETURNING n.name),
-			m AS (UPDATE messages SET ` + setAt() + `reaction_count = reaction_count - (SELECT COUNT(*) FROM gone)
-				WHERE id = ` + arg(id) + changed("gone") + ` RETURNING text, read_at, updated_at),
-			a AS (SELECT n.name, n.seq, n.reactors - CASE WHEN n.name = ` + arg(name) + ` THEN (SELECT COUNT(*) FROM d) ELSE 0 END AS cnt
-				FROM reaction_names AS n WHERE n.message_id = ` + arg(id) + `)
-			SELECT 0 AS own, -(SELECT COUNT(*) FROM gone) AS names, -(SELECT COUNT(*) FROM d) AS reactors,
-				(SELECT COUNT(*) FROM m) AS updated, m.*, a.name, a.cnt AS reactor_count, ` +
-			embedded(`SELECT h.seq, h.contact_id FROM reactions AS h WHERE h.message_id = `+arg(id)+` AND h.name = a.name
-				AND NOT (h.name = `+arg(name)+` AND h.contact_id = `+arg(reactor)+`) ORDER BY h.seq LIMIT `+embeddedCount) + `
-			FROM (SELECT 1) AS one LEFT JOIN m ON true LEFT JOIN a ON a.cnt > 0 ORDER BY a.seq`
-	} else {
-		names := ch.Reactions.Add
-		at := ch.Reactions.At
-		if at.IsZero() {
-			at = time.Now()
-		}
-		q = `WITH own AS (SELECT COUNT(*) AS n FROM reactions WHERE message_id = ` + arg(id) + ` AND contact_id = ` + arg(reactor) + `),
-			nm AS (INSERT INTO reaction_names (message_id, name, reactors) VALUES `
-		for i, n := range names {
-			if i > 0 {
-				q += ", "
-			}
-			q += "(" + arg(id) + ", " + arg(n) + ", 1)"
-		}
-		q += ` ON CONFLICT DO NOTHING RETURNING name, seq),
-			r AS (INSERT INTO reactions (message_id, name, contact_id, created_at) VALUES `
-		for i, n := range names {
-			if i > 0 {
-				q += ", "
-			}
-			q += "(" + arg(id) + ", " + arg(n) + ", " + arg(reactor) + ", " + arg(at.UTC()) + ")"
-		}
-		q += ` ON CONFLICT DO NOTHING RETURNING name, seq, contact_id),
-			up AS (UPDATE reaction_names AS n SET reactors = n.reactors + 1,
-				head_seq = CASE WHEN n.reactors + 1 = ` + embeddedCount + ` THEN GREATEST(r.seq,
-					(SELECT max(h.seq) FROM reactions AS h WHERE h.message_id = n.message_id AND h.name = n.name)) ELSE n.head_seq END
-				FROM r WHERE n.message_id = ` + arg(id) + ` AND n.name = r.name RETURNING n.name),
-			m AS (UPDATE messages SET ` + setAt() + `reaction_count = reaction_count + (SELECT COUNT(*) FROM nm)
-				WHERE id = ` + arg(id) + changed("nm") + ` RETURNING text, read_at, updated_at),
-			a AS (SELECT n.name, n.seq, n.reactors + (SELECT COUNT(*) FROM r WHERE r.name = n.name) AS cnt
-				FROM reaction_names AS n WHERE n.message_id = ` + arg(id) + `
-				UNION ALL SELECT nm.name, nm.seq, 1 FROM nm)
-			SELECT (SELECT n FROM own) AS own, (SELECT COUNT(*) FROM nm) AS names, (SELECT COUNT(*) FROM r) AS reactors,
-				(SELECT COUNT(*) FROM m) AS updated, m.*, a.name, a.cnt AS reactor_count, ` +
-			embedded(`SELECT y.seq, y.contact_id FROM ((SELECT h.seq, h.contact_id FROM reactions AS h
-				WHERE h.message_id = `+arg(id)+` AND h.name = a.name ORDER BY h.seq LIMIT `+embeddedCount+`)
-				UNION ALL SELECT r.seq, r.contact_id FROM r WHERE r.name = a.name) AS y ORDER BY y.seq LIMIT `+embeddedCount) + `
-			FROM (SELECT 1) AS one LEFT JOIN m ON true LEFT JOIN a ON true ORDER BY a.seq`
-	}
-	return q, args
-}
-
-// reactedOf reads the rows of reactOneSQL's statement for the change ch on
-// the message id.
-func reactedOf(id string, ch driver.MessageChange, rows []reactOneRow) (reactedOne, error) {
-	if len(rows) == 0 {
-		return reactedOne{}, notFound("message")
-	}
-	r := rows[0]
-	out := reactedOne{rc: reacted{names: r.Names}}
-	if len(ch.Reactions.Remove) == 0 { // as react counts them
-		out.rc.reactorBefore, out.rc.reactorAfter = r.Own, r.Own+r.Reactors
-	}
-	out.reactions = make([]reactionRow, 0, len(rows))
-	for _, row := range rows {
-		if row.Name.Valid {
-			out.reactions = append(out.reactions, reactionRow{MessageID: id, Name: row.Name.String, Count: int(row.Count.Int64), Reactors: row.Embedded})
-		}
-	}
-	if r.Updated != 0 { // else the statement left the message's row as it was
-		out.stored = &r.updatedRow
-	}
-	return out, nil
 }
 
 // pgSearchVector is the expression of the index messages_search on

@@ -627,9 +627,9 @@ func (s *store) UpdateMessage(ctx context.Context, id string, ch driver.MessageC
 
 // updateRecorded makes ch on the message id in tx, with its idempotency
 // record, and returns the message as it leaves it; its events are added
-// to evs, which the caller stores. row is as updateMessage's.
-func (s *store) updateRecorded(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, row *messageRow, evs *[]messaging.Event) (messaging.Message, error) {
-	out, err := s.updateMessage(ctx, tx, id, ch, row)
+// to evs, which the caller stores. row and ahead are as updateMessage's.
+func (s *store) updateRecorded(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, row *messageRow, ahead *reactedOne, evs *[]messaging.Event) (messaging.Message, error) {
+	out, err := s.updateMessage(ctx, tx, id, ch, row, ahead)
 	if err != nil {
 		return messaging.Message{}, err
 	}
@@ -670,8 +670,9 @@ func (s *store) lockMessage(ctx context.Context, tx bun.Tx, id string, row *mess
 // updateMessage makes ch on the message id in tx. row is the message's
 // row as an earlier change of tx left it, which holds its lock, or a zero
 // row, which updateMessage locks and reads; either way updateMessage
-// leaves it as it leaves the message.
-func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, row *messageRow) (messaging.Message, error) {
+// leaves it as it leaves the message. ahead, when not nil, is what
+// reactPostgres made of ch's reactions already.
+func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, row *messageRow, ahead *reactedOne) (messaging.Message, error) {
 	var err error
 	if row.ID == "" {
 		if err := s.lockMessage(ctx, tx, id, row); err != nil {
@@ -684,9 +685,15 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 	var rs []reactionRow   // the reactions as reactPostgres left them
 	statement := s.sql.arrays && ch.Reactions != nil
 	if statement {
-		var one reactedOne
-		one, err = s.reactPostgres(ctx, tx, id, ch)
-		rc, stored, rs = one.rc, one.stored, one.reactions
+		if ahead == nil {
+			var made []reactedOne
+			if made, err = s.reactPostgres(ctx, tx, id, []driver.MessageChange{ch}); err == nil {
+				ahead = &made[0]
+			}
+		}
+		if ahead != nil {
+			rc, stored, rs = ahead.rc, ahead.stored, ahead.reactions
+		}
 	} else {
 		rc, err = s.react(ctx, tx, id, ch.Reactions, row.ReactionCount > 0, ch.Check != nil)
 	}

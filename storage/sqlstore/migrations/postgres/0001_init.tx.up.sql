@@ -103,6 +103,136 @@ CREATE INDEX reactions_embed ON reactions (message_id, name, seq, contact_id)
 
 --bun:split
 
+-- parley_react makes the reaction changes of one message (locked by the
+-- caller), given as steps in order, and returns after each step the
+-- message's reactions: the changes of a combined transaction
+-- (storage/sqlstore/combine.go) in one call rather than a round trip
+-- each. A step adds the names add_names[st_first : st_first + st_count -
+-- 1] of the reactor st_contacts, at st_ats, or (st_removes not '') takes
+-- that one name back; st_updated, when not '', is the message's new
+-- updated_at. Each step is one statement, which sees the rows as the
+-- steps before left them, and whose data-modifying parts see them as they
+-- were before it, so each counts what the others change from what they
+-- return:
+--
+--   - an added name is inserted with its one reactor counted, and an
+--     existing one gains a reactor only when the reactor's row is
+--     inserted, and gets its head_seq when it reaches 100: the greatest
+--     seq of its 100 reactors (the new reactor's, or, should the sequence
+--     of seqs ever have gone back after a copy, an older one's);
+--   - a reactor taken back is deleted, and its name's row counts one
+--     reactor fewer and moves head_seq past it, or, when it was the last,
+--     goes after the statement (parley_react_gone; the foreign key's
+--     cascade then finds nothing to delete);
+--   - the message's row gets updated_at and its number of names, unless
+--     the step sets no updated_at and changes no name;
+--   - the reactions after the step are the names and reactors before it,
+--     with those inserted and without those deleted: each name's first
+--     100 reactors by seq (those up to its head_seq) and its count.
+--
+-- A step returns a row for each name after it, in the names' order (one
+-- without a name when none is left), with r_own the names the reactor had
+-- before (adds), r_names and r_reactors the change in the number of names
+-- and reactor rows, r_updated 1 and the message's row when it was
+-- updated. The usernames of a name's first reactors (r_embedded, joined by
+-- chr(31)) are looked up at the first step only, and again at a step that
+-- changed them (r_same false): the first 100 reactors of a name of 10,000
+-- are read once a call, not once a change. The statements' plans are
+-- generic: a custom plan for each run of these large statements was a
+-- third of the call's CPU.
+-- parley_react_gone deletes the reaction name of a message whose last
+-- reactor parley_react took back (it loses its place). Its statement and
+-- that of the foreign key's cascade to reactions are planned as the
+-- server chooses: the plans of parley_react's statements are generic
+-- (they do not depend on the values: each reads an index by its key or a
+-- range of it), but the cascade's generic plan would scan every reaction
+-- when the statistics say that most reactions are of one message.
+CREATE FUNCTION parley_react_gone(msg text, gone_name text) RETURNS void
+	LANGUAGE plpgsql SET plan_cache_mode = auto AS $$
+BEGIN
+	DELETE FROM reaction_names WHERE message_id = msg AND name = gone_name AND reactors <= 0;
+END
+$$
+
+--bun:split
+
+CREATE FUNCTION parley_react(msg text, st_contacts text[], st_first integer[], st_count integer[], add_names text[],
+	st_removes text[], st_ats timestamptz[], st_updated text[])
+	RETURNS TABLE (r_step integer, r_own bigint, r_names bigint, r_reactors bigint, r_updated bigint,
+		r_text text, r_read_at timestamptz, r_updated_at timestamptz, r_name text, r_count bigint, r_embedded text, r_same boolean)
+	LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+	i integer;
+	who text;
+	gone_name text;
+	added text[];
+	react_at timestamptz;
+	upd timestamptz;
+BEGIN
+	FOR i IN 1 .. coalesce(array_length(st_contacts, 1), 0) LOOP
+		who := st_contacts[i];
+		upd := NULLIF(st_updated[i], '')::timestamptz;
+		IF st_removes[i] <> '' THEN
+			gone_name := st_removes[i];
+			RETURN QUERY WITH d AS (DELETE FROM reactions WHERE message_id = msg AND name = gone_name AND contact_id = who RETURNING seq),
+				hd AS (SELECT n.head_seq FROM reaction_names AS n WHERE n.message_id = msg AND n.name = gone_name),
+				up AS (UPDATE reaction_names AS n SET reactors = n.reactors - 1,
+					head_seq = CASE WHEN n.reactors > 1 AND n.head_seq >= d.seq THEN COALESCE((SELECT h.seq FROM reactions AS h
+						WHERE h.message_id = n.message_id AND h.name = n.name AND h.seq <> d.seq
+						ORDER BY h.seq LIMIT 1 OFFSET 99), 9223372036854775807) ELSE n.head_seq END
+					FROM d WHERE n.message_id = msg AND n.name = gone_name RETURNING n.reactors),
+				gone AS (SELECT 1 FROM up WHERE up.reactors <= 0),
+				m AS (UPDATE messages SET updated_at = COALESCE(upd, messages.updated_at), reaction_count = reaction_count - (SELECT COUNT(*) FROM gone)
+					WHERE id = msg AND (upd IS NOT NULL OR EXISTS (SELECT 1 FROM gone)) RETURNING messages.text, messages.read_at, messages.updated_at),
+				-- the embedded reactors of the name changed: one of them went
+				ch AS (SELECT 1 FROM d, hd WHERE d.seq <= hd.head_seq),
+				a AS (SELECT n.name, n.seq, n.reactors - CASE WHEN n.name = gone_name THEN (SELECT COUNT(*) FROM d) ELSE 0 END AS cnt
+					FROM reaction_names AS n WHERE n.message_id = msg),
+				e AS (SELECT a.name, a.seq, a.cnt, i = 1 OR (a.name = gone_name AND EXISTS (SELECT 1 FROM ch)) AS fresh FROM a WHERE a.cnt > 0)
+				SELECT i, 0::bigint, -(SELECT COUNT(*) FROM gone), -(SELECT COUNT(*) FROM d), (SELECT COUNT(*) FROM m),
+					m.text::text, m.read_at::timestamptz, m.updated_at::timestamptz, e.name, e.cnt,
+					CASE WHEN e.fresh THEN (SELECT string_agg(COALESCE((SELECT c.username FROM contacts AS c WHERE c.id = x.contact_id), ''), chr(31) ORDER BY x.seq)
+						FROM (SELECT h.seq, h.contact_id FROM reactions AS h WHERE h.message_id = msg AND h.name = e.name
+							AND NOT (h.name = gone_name AND h.contact_id = who) ORDER BY h.seq LIMIT 100) AS x) END,
+					NOT coalesce(e.fresh, true)
+				FROM (SELECT 1) AS one LEFT JOIN m ON true LEFT JOIN e ON true ORDER BY e.seq;
+			PERFORM parley_react_gone(msg, gone_name);
+		ELSE
+			added := add_names[st_first[i] : st_first[i] + st_count[i] - 1];
+			react_at := st_ats[i];
+			RETURN QUERY WITH own AS (SELECT COUNT(*) AS k FROM reactions WHERE message_id = msg AND contact_id = who),
+				nm AS (INSERT INTO reaction_names (message_id, name, reactors)
+					SELECT msg, u.nm, 1 FROM unnest(added) WITH ORDINALITY AS u(nm, o) ORDER BY u.o
+					ON CONFLICT DO NOTHING RETURNING reaction_names.name, reaction_names.seq),
+				r AS (INSERT INTO reactions (message_id, name, contact_id, created_at)
+					SELECT msg, u.nm, who, react_at FROM unnest(added) WITH ORDINALITY AS u(nm, o) ORDER BY u.o
+					ON CONFLICT DO NOTHING RETURNING reactions.name, reactions.seq, reactions.contact_id),
+				up AS (UPDATE reaction_names AS n SET reactors = n.reactors + 1,
+					head_seq = CASE WHEN n.reactors + 1 = 100 THEN GREATEST(r.seq,
+						(SELECT max(h.seq) FROM reactions AS h WHERE h.message_id = n.message_id AND h.name = n.name)) ELSE n.head_seq END
+					FROM r WHERE n.message_id = msg AND n.name = r.name RETURNING n.name),
+				m AS (UPDATE messages SET updated_at = COALESCE(upd, messages.updated_at), reaction_count = reaction_count + (SELECT COUNT(*) FROM nm)
+					WHERE id = msg AND (upd IS NOT NULL OR EXISTS (SELECT 1 FROM nm)) RETURNING messages.text, messages.read_at, messages.updated_at),
+				a AS (SELECT n.name, n.seq, n.reactors + (SELECT COUNT(*) FROM r WHERE r.name = n.name) AS cnt,
+						-- the embedded reactors of the name changed: a reactor came among them
+						i = 1 OR EXISTS (SELECT 1 FROM r WHERE r.name = n.name AND (n.reactors < 100 OR r.seq <= n.head_seq)) AS fresh
+					FROM reaction_names AS n WHERE n.message_id = msg
+					UNION ALL SELECT nm.name, nm.seq, 1, true FROM nm)
+				SELECT i, (SELECT k FROM own), (SELECT COUNT(*) FROM nm), (SELECT COUNT(*) FROM r), (SELECT COUNT(*) FROM m),
+					m.text::text, m.read_at::timestamptz, m.updated_at::timestamptz, a.name, a.cnt,
+					CASE WHEN a.fresh THEN (SELECT string_agg(COALESCE((SELECT c.username FROM contacts AS c WHERE c.id = x.contact_id), ''), chr(31) ORDER BY x.seq)
+						FROM (SELECT y.seq, y.contact_id FROM ((SELECT h.seq, h.contact_id FROM reactions AS h
+							WHERE h.message_id = msg AND h.name = a.name ORDER BY h.seq LIMIT 100)
+							UNION ALL SELECT r.seq, r.contact_id FROM r WHERE r.name = a.name) AS y ORDER BY y.seq LIMIT 100) AS x) END,
+					NOT coalesce(a.fresh, true)
+				FROM (SELECT 1) AS one LEFT JOIN m ON true LEFT JOIN a ON true ORDER BY a.seq;
+		END IF;
+	END LOOP;
+END
+$$
+
+--bun:split
+
 CREATE TABLE attachments (
 	id text COLLATE "C" PRIMARY KEY,
 	message_id text COLLATE "C" REFERENCES messages (id),
