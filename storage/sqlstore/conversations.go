@@ -332,12 +332,9 @@ func (s *store) countNew(ctx context.Context, tx bun.Tx, m messaging.Message) er
 	at := m.CreatedAt.UTC()
 	if m.ParentID != "" && s.sql.countCheckedReply != "" {
 		conv, _ := splitThread(m.ConversationID)
-		res, err := s.execWrite(ctx, tx, s.sql.countCheckedReply, m.ConversationID, at, at, 1, m.ID,
-			m.ParentID, conv, m.ConversationID, m.ConversationID, m.Contact.ID)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n > 0 {
+		n, err := affected(s.execWrite(ctx, tx, s.sql.countCheckedReply, m.ConversationID, at, at, 1, m.ID,
+			m.ParentID, conv, m.ConversationID, m.ConversationID, m.Contact.ID))
+		if err != nil || n > 0 {
 			return err
 		}
 		root := m

@@ -105,12 +105,12 @@ type dialectSQL struct {
 	// "=": always (ordered against the page), or only after a cursor
 	// (ordered with the page).
 	rangeOfOne, rangeAfterCursor bool
-	// rangeBound is each bound of that range, the conversation given
-	// as "?" inside it. PostgreSQL's is a subquery,
-	// whose value its planner cannot see: a custom plan, which knows the
-	// conversation's rows, is then no cheaper than the generic one, and
-	// a prepared page runs the generic plan after its fifth run rather
-	// than being planned at every run (BENCHMARKS.md section 2).
+	// rangeBound is each bound of that range, the conversation given as
+	// "?" inside it. PostgreSQL's is a subquery, whose value its planner
+	// cannot see: a custom plan, which knows the conversation's rows, is
+	// then no cheaper than the generic one, and a prepared page runs the
+	// generic plan after its fifth run rather than being planned at every
+	// run (BENCHMARKS.md section 2).
 	rangeBound string
 
 	// Transactions.

@@ -217,11 +217,7 @@ func (s *store) react(ctx context.Context, tx bun.Tx, id string, rc *driver.Reac
 		for _, n := range names {
 			args = append(args, id, n)
 		}
-		res, err := s.execWrite(ctx, tx, insert+" reaction_names (message_id, name) VALUES "+values[:len(values)-2]+onConflict, args...)
-		if err != nil {
-			return out, err
-		}
-		n, err := res.RowsAffected()
+		n, err := affected(s.execWrite(ctx, tx, insert+" reaction_names (message_id, name) VALUES "+values[:len(values)-2]+onConflict, args...))
 		if err != nil {
 			return out, err
 		}
@@ -234,14 +230,12 @@ func (s *store) react(ctx context.Context, tx bun.Tx, id string, rc *driver.Reac
 			at = time.Now()
 		}
 		for _, name := range names {
-			res, err := s.execWrite(ctx, tx, insert+" reactions (message_id, name, contact_id, created_at) VALUES (?, ?, ?, ?)"+onConflict,
-				id, name, who, at.UTC())
+			n, err := affected(s.execWrite(ctx, tx, insert+" reactions (message_id, name, contact_id, created_at) VALUES (?, ?, ?, ?)"+onConflict,
+				id, name, who, at.UTC()))
 			if err != nil {
 				return out, err
 			}
-			if n, err := res.RowsAffected(); err != nil {
-				return out, err
-			} else if n > 0 {
+			if n > 0 {
 				gained[name]++
 				own++
 			}
@@ -289,11 +283,7 @@ func (s *store) react(ctx context.Context, tx bun.Tx, id string, rc *driver.Reac
 			return out, err
 		}
 		// A name left with no reactors disappears (and loses its place).
-		res, err := s.execWrite(ctx, tx, "DELETE FROM reaction_names WHERE message_id = ? AND name = ? AND reactors <= 0", id, name)
-		if err != nil {
-			return out, err
-		}
-		n, err := res.RowsAffected()
+		n, err := affected(s.execWrite(ctx, tx, "DELETE FROM reaction_names WHERE message_id = ? AND name = ? AND reactors <= 0", id, name))
 		if err != nil {
 			return out, err
 		}
