@@ -70,14 +70,7 @@ for i in "${!names[@]}"; do
   for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && break; sleep 0.1; done
 done
 
-ticks() { # the CPU ticks of the processes given
-  local sum=0 u s
-  for p in "$@"; do
-    read -r u s < <(awk '{print $14, $15}' "/proc/$p/stat" 2>/dev/null || echo "0 0")
-    sum=$((sum + u + s))
-  done
-  echo "$sum"
-}
+. tools/cputicks.sh # ticks PID...: their CPU ticks
 for op in $OPS; do
   for r in $(seq "$ROUNDS"); do
     for name in "${names[@]}"; do

@@ -90,14 +90,7 @@ if [ "$REACTED" -gt 0 ]; then
   done
 fi
 
-ticks() { # the CPU ticks of the processes given
-  local sum=0 u s
-  for p in "$@"; do
-    read -r u s < <(awk '{print $14, $15}' "/proc/$p/stat" 2>/dev/null || echo "0 0")
-    sum=$((sum + u + s))
-  done
-  echo "$sum"
-}
+. tools/cputicks.sh # ticks PID...: their CPU ticks
 "$tmp/loadtest" -url "$url" -ops "$1" -c "$CONNS" -d 2s -rounds 1 >/dev/null 2>&1 # warm-up
 PGSS=${PGSS:-}
 [ -n "$PGSS" ] && psql "$dsn" -qc 'CREATE EXTENSION IF NOT EXISTS pg_stat_statements' >/dev/null
