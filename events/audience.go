@@ -248,6 +248,13 @@ func (f *Feed) renew(v *viewer, conv string, a *answer) {
 		f.mu.Unlock()
 		return
 	}
+	if a.expiry().Sub(f.opts.Now()) >= f.renewal() {
+		// Renewed meanwhile: this reader saw the old expiry, and took the
+		// flag once the renewal had put it down.
+		a.renewing.Store(false)
+		f.mu.Unlock()
+		return
+	}
 	f.wg.Go(func() {
 		asked := f.opts.Now()
 		ok, err := f.m.CanView(f.ctx, v.id, conv)
