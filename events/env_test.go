@@ -162,6 +162,18 @@ func none(t testing.TB, s *events.Subscription, d time.Duration) {
 	require.ErrorIs(t, err, context.DeadlineExceeded, "unexpected event %s %s", ev.Type, ev.ID)
 }
 
+// passes checks that the subscription returns no event up to seq: it
+// reads until it has considered the event seq (passed it over), unlike
+// none, which cannot tell an event passed over from one not yet read.
+func passes(t testing.TB, s *events.Subscription, seq int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for events.Floor(s) < seq {
+		require.True(t, time.Now().Before(deadline), "the subscription did not reach event %d", seq)
+		none(t, s, 10*time.Millisecond)
+	}
+}
+
 // take returns the subscription's next n events.
 func take(t testing.TB, s *events.Subscription, n int) []messaging.Event {
 	t.Helper()

@@ -5,6 +5,10 @@ import "time"
 // Queued returns how many events wait in s's queue for its reader.
 func Queued(s *Subscription) int { return len(s.ch) }
 
+// Floor returns the seq up to which s has considered every event; it may
+// be called only between calls of s.Next.
+func Floor(s *Subscription) int64 { return s.floor }
+
 // Holds reports whether f holds the Policy's answer for the contact and
 // the conversation.
 func Holds(f *Feed, contactID, conversationID string) bool {
