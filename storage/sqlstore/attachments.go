@@ -119,12 +119,8 @@ func getAttachment(ctx context.Context, query queryFn, id string) (messaging.Att
 
 // ListAttachments returns up to q.Limit attachments matching q, newest
 // first, and whether more exist beyond them in the direction of travel.
-func (s *store) ListAttachments(ctx context.Context, q driver.AttachmentQuery) ([]messaging.Attachment, bool, error) {
-	items, more, err := s.listAttachments(ctx, q)
-	return items, more, wrapErr("sqlstore.ListAttachments", err)
-}
-
-func (s *store) listAttachments(ctx context.Context, q driver.AttachmentQuery) ([]messaging.Attachment, bool, error) {
+func (s *store) ListAttachments(ctx context.Context, q driver.AttachmentQuery) (_ []messaging.Attachment, _ bool, err error) {
+	defer wrapTo("sqlstore.ListAttachments", &err)
 	if q.Limit < 1 {
 		return nil, false, invalid("limit must be at least 1")
 	}

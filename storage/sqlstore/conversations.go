@@ -184,12 +184,8 @@ func (s *store) GetConversation(ctx context.Context, id, viewerID string) (messa
 // one before it on MySQL), and by one more after a page that comes back
 // empty, to tell a cursor that is not in the list from the end of the
 // list.
-func (s *store) ListConversations(ctx context.Context, q driver.ConversationQuery) ([]messaging.Conversation, bool, error) {
-	cs, more, err := s.listConversations(ctx, q)
-	return cs, more, wrapErr("sqlstore.ListConversations", err)
-}
-
-func (s *store) listConversations(ctx context.Context, q driver.ConversationQuery) ([]messaging.Conversation, bool, error) {
+func (s *store) ListConversations(ctx context.Context, q driver.ConversationQuery) (_ []messaging.Conversation, _ bool, err error) {
+	defer wrapTo("sqlstore.ListConversations", &err)
 	if q.Limit < 1 {
 		return nil, false, invalid("limit must be at least 1")
 	}

@@ -173,6 +173,10 @@ func wrapErr(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
+// wrapTo sets *err to wrapErr(op, *err): deferred by the store's methods
+// with named results.
+func wrapTo(op string, err *error) { *err = wrapErr(op, *err) }
+
 func notFound(what string) error {
 	return fmt.Errorf("sqlstore: no such %s: %w", what, messaging.ErrNotFound)
 }

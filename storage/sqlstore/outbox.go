@@ -352,12 +352,8 @@ func pendingEvents(ctx context.Context, tx bun.Tx) ([]int64, error) {
 
 // ReadEvents returns up to q.Limit events matching q in seq order, after
 // numbering the events committed since the last call (PostgreSQL, MySQL).
-func (s *store) ReadEvents(ctx context.Context, q driver.EventQuery) ([]messaging.Event, error) {
-	evs, err := s.readEvents(ctx, q)
-	return evs, wrapErr("sqlstore.ReadEvents", err)
-}
-
-func (s *store) readEvents(ctx context.Context, q driver.EventQuery) ([]messaging.Event, error) {
+func (s *store) ReadEvents(ctx context.Context, q driver.EventQuery) (_ []messaging.Event, err error) {
+	defer wrapTo("sqlstore.ReadEvents", &err)
 	if q.Limit < 1 {
 		return nil, invalid("limit must be at least 1")
 	}

@@ -327,12 +327,8 @@ type reactorRow struct {
 // they came, by a range of the index (message_id, name, seq, contact_id): its cost
 // does not depend on the number of reactors. A cursor that is not a
 // reactor is an error matching ErrNotFound.
-func (s *store) ListReactors(ctx context.Context, q driver.ReactorQuery) ([]messaging.Reactor, bool, error) {
-	items, more, err := s.listReactors(ctx, q)
-	return items, more, wrapErr("sqlstore.ListReactors", err)
-}
-
-func (s *store) listReactors(ctx context.Context, q driver.ReactorQuery) ([]messaging.Reactor, bool, error) {
+func (s *store) ListReactors(ctx context.Context, q driver.ReactorQuery) (_ []messaging.Reactor, _ bool, err error) {
+	defer wrapTo("sqlstore.ListReactors", &err)
 	if q.Limit < 1 {
 		return nil, false, invalid("limit must be at least 1")
 	}

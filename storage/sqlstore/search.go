@@ -50,12 +50,8 @@ func searchWordsOf(mark, text string) string {
 // match q, newest first, and whether more exist beyond them in the
 // direction of travel, in three queries (as ListMessages): the Scope and
 // the match are conditions of one query.
-func (s *store) SearchMessages(ctx context.Context, q driver.SearchQuery) ([]messaging.Message, bool, error) {
-	items, more, err := s.searchMessages(ctx, q)
-	return items, more, wrapErr("sqlstore.SearchMessages", err)
-}
-
-func (s *store) searchMessages(ctx context.Context, q driver.SearchQuery) ([]messaging.Message, bool, error) {
+func (s *store) SearchMessages(ctx context.Context, q driver.SearchQuery) (_ []messaging.Message, _ bool, err error) {
+	defer wrapTo("sqlstore.SearchMessages", &err)
 	if q.Limit < 1 {
 		return nil, false, invalid("limit must be at least 1")
 	}

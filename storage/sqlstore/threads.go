@@ -345,12 +345,8 @@ func thread(root messaging.Message, conv messaging.Conversation) messaging.Threa
 }
 
 // GetThread returns the thread of the root as viewerID sees it.
-func (s *store) GetThread(ctx context.Context, rootID, viewerID string) (messaging.Thread, error) {
-	t, err := s.getThread(ctx, rootID, viewerID)
-	return t, wrapErr("sqlstore.GetThread", err)
-}
-
-func (s *store) getThread(ctx context.Context, rootID, viewerID string) (messaging.Thread, error) {
+func (s *store) GetThread(ctx context.Context, rootID, viewerID string) (_ messaging.Thread, err error) {
+	defer wrapTo("sqlstore.GetThread", &err)
 	root, err := s.getMessage(ctx, rootID)
 	if err != nil {
 		return messaging.Thread{}, err
@@ -388,23 +384,19 @@ func (s *store) ListReplies(ctx context.Context, q driver.ReplyQuery) ([]messagi
 	return items, more, wrapErr("sqlstore.ListReplies", err)
 }
 
+// threadListCols are the columns of a thread's conversation (c) with the
+// state of its taker (t), as conversationRow.
+const threadListCols = `c.id, c.created_at, c.updated_at, c.message_count, c.last_message_id,
+	t.read_message_id, t.read_count, t.own_count, t.own_read_count`
+
 // ListThreads returns a page of the viewer's threads, most recently
 // replied first: a range of conversation_members_threads, the viewer's
 // rows of the threads it takes part in ordered by their thread_at
 // (placeThreadsSQL), joined with their conversations, each row of another
 // conversation than the scope's skipped. The walk stops at its page,
 // however many threads the viewer takes part in.
-func (s *store) ListThreads(ctx context.Context, q driver.ThreadQuery) ([]messaging.Thread, bool, error) {
-	ts, more, err := s.listThreads(ctx, q)
-	return ts, more, wrapErr("sqlstore.ListThreads", err)
-}
-
-// threadListCols are the columns of a thread's conversation (c) with the
-// state of its taker (t), as conversationRow.
-const threadListCols = `c.id, c.created_at, c.updated_at, c.message_count, c.last_message_id,
-	t.read_message_id, t.read_count, t.own_count, t.own_read_count`
-
-func (s *store) listThreads(ctx context.Context, q driver.ThreadQuery) ([]messaging.Thread, bool, error) {
+func (s *store) ListThreads(ctx context.Context, q driver.ThreadQuery) (_ []messaging.Thread, _ bool, err error) {
+	defer wrapTo("sqlstore.ListThreads", &err)
 	if q.Limit < 1 {
 		return nil, false, invalid("limit must be at least 1")
 	}
