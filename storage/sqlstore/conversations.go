@@ -78,15 +78,6 @@ const (
 // (dialectSQL.memberOf).
 func (s *store) memberOf(col string) string { return fmt.Sprintf(s.sql.memberOf, col) }
 
-// memberships returns the conversations contact is a member of when they
-// are at most maxBranches, or many=true when there are more. A list over a
-// few conversations reads each one's own index range; over many, it walks
-// the time index and probes each row's membership (memberOf), which finds
-// a page soon because most rows match.
-func (s *store) memberships(ctx context.Context, contact string) (ids []string, many bool, err error) {
-	return s.membershipsUpTo(ctx, contact, maxBranches)
-}
-
 // membershipsUpTo returns the conversations contact is a member of when
 // they are at most n, or many=true when there are more.
 func (s *store) membershipsUpTo(ctx context.Context, contact string, n int) (ids []string, many bool, err error) {
@@ -102,13 +93,16 @@ func (s *store) membershipsUpTo(ctx context.Context, contact string, n int) (ids
 }
 
 // scope resolves the conversations a list selects: all, or ids and those
-// of memberID's memberships, given as a list of ids when they are few
-// (byMember is then ""), else as memberID to probe for.
+// of memberID's memberships, given as a list of ids when they are at most
+// maxBranches (byMember is then ""), else as memberID to probe for. A list
+// over a few conversations reads each one's own index range; over many, it
+// walks the time index and probes each row's membership (memberOf), which
+// finds a page soon because most rows match.
 func (s *store) scope(ctx context.Context, all bool, memberID string, ids []string) (convs []string, byMember string, err error) {
 	if all || memberID == "" {
 		return ids, "", nil
 	}
-	mine, many, err := s.memberships(ctx, memberID)
+	mine, many, err := s.membershipsUpTo(ctx, memberID, maxBranches)
 	if err != nil || many {
 		return ids, memberID, err
 	}
@@ -476,17 +470,13 @@ func (s *store) MarkRead(ctx context.Context, conversationID, contactID, message
 		if from.ReadCreated != nil && (from.ReadCreated.After(to) || from.ReadCreated.Equal(to) && *from.ReadID >= messageID) {
 			return nil // positions never move back
 		}
-		count := func(where string, args ...any) (rangeCount, error) {
-			var n []rangeCount
-			err := tx.NewRaw(`SELECT COUNT(*) AS n, COALESCE(SUM(CASE WHEN contact_id = ? THEN 1 ELSE 0 END), 0) AS own
-				FROM (SELECT contact_id FROM messages WHERE conversation_id = ? AND `+where+` ORDER BY created_at, id LIMIT ?) AS r`,
-				append(append([]any{contactID, conversationID}, args...), tailCap+1)...).Scan(ctx, &n)
-			return n[0], err
-		}
-		tail, err := count("(created_at > ? OR (created_at = ? AND id > ?))", to, to, messageID)
-		if err != nil {
+		var tails []rangeCount
+		if err := tx.NewRaw(`SELECT COUNT(*) AS n, COALESCE(SUM(CASE WHEN contact_id = ? THEN 1 ELSE 0 END), 0) AS own
+			FROM (SELECT contact_id FROM messages WHERE conversation_id = ? AND (created_at > ? OR (created_at = ? AND id > ?))
+			ORDER BY created_at, id LIMIT ?) AS r`, contactID, conversationID, to, to, messageID, tailCap+1).Scan(ctx, &tails); err != nil {
 			return err
 		}
+		tail := tails[0]
 		set, args := "read_count = ?, own_read_count = ?", []any{conv[0].Count - tail.All, from.OwnCount - tail.Own}
 		if tail.All > tailCap {
 			passed := "(created_at < ? OR (created_at = ? AND id <= ?))"
