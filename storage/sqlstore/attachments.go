@@ -107,14 +107,8 @@ func (s *store) GetAttachment(ctx context.Context, id string) (messaging.Attachm
 }
 
 func getAttachment(ctx context.Context, query queryFn, id string) (messaging.Attachment, error) {
-	var rows []attachmentRow
-	if err := query(ctx, &rows, "SELECT "+attachmentCols+" FROM attachments AS a WHERE a.id = ?", id); err != nil {
-		return messaging.Attachment{}, err
-	}
-	if len(rows) == 0 {
-		return messaging.Attachment{}, notFound("attachment")
-	}
-	return rows[0].attachment(), nil
+	r, err := readOne[attachmentRow](ctx, query, "attachment", "SELECT "+attachmentCols+" FROM attachments AS a WHERE a.id = ?", id)
+	return r.attachment(), err
 }
 
 // ListAttachments returns up to q.Limit attachments matching q, newest

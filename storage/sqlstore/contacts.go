@@ -72,14 +72,8 @@ func (s *store) ContactByUsername(ctx context.Context, username string) (messagi
 }
 
 func (s *store) contactWhere(ctx context.Context, where string, arg string) (messaging.Contact, error) {
-	var rows []contactRow
-	if err := s.readPrepared(ctx, &rows, "SELECT "+contactCols+" FROM contacts WHERE "+where, arg); err != nil {
-		return messaging.Contact{}, wrapErr("sqlstore.GetContact", err)
-	}
-	if len(rows) == 0 {
-		return messaging.Contact{}, notFound("contact")
-	}
-	return rows[0].contact(), nil
+	r, err := readOne[contactRow](ctx, s.readPrepared, "contact", "SELECT "+contactCols+" FROM contacts WHERE "+where, arg)
+	return r.contact(), wrapErr("sqlstore.GetContact", err)
 }
 
 // TouchContact sets the contact's LastActiveAt, or returns an error

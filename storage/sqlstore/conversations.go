@@ -255,17 +255,14 @@ func (s *store) ListConversations(ctx context.Context, q driver.ConversationQuer
 // that cursor (the FROM and WHERE of a query of conversations AS x) and
 // its args select, or an error matching ErrNotFound when none.
 func (s *store) conversationCursor(ctx context.Context, cursor string, args []any) (*driver.Cursor, error) {
-	var rows []struct {
+	r, err := readOne[struct {
 		ID        string    `bun:"id"`
 		UpdatedAt time.Time `bun:"updated_at"`
-	}
-	if err := s.read(ctx, &rows, "SELECT x.id, x.updated_at FROM "+cursor, args...); err != nil {
+	}](ctx, s.read, "conversation", "SELECT x.id, x.updated_at FROM "+cursor, args...)
+	if err != nil {
 		return nil, err
 	}
-	if len(rows) == 0 {
-		return nil, notFound("conversation")
-	}
-	return &driver.Cursor{Time: utc(rows[0].UpdatedAt), ID: rows[0].ID}, nil
+	return &driver.Cursor{Time: utc(r.UpdatedAt), ID: r.ID}, nil
 }
 
 // scopeBranch returns the one branch of a list over column col of every
@@ -413,12 +410,6 @@ type memberState struct {
 	OwnCount    int64      `bun:"own_count"`
 }
 
-// placeRow is a message's place in its conversation's order, and sender.
-type placeRow struct {
-	CreatedAt time.Time `bun:"created_at"`
-	ContactID string    `bun:"contact_id"`
-}
-
 // rangeCount counts the messages of a range of places, and the reader's
 // own among them.
 type rangeCount struct {
@@ -447,16 +438,14 @@ func (s *store) MarkRead(ctx context.Context, conversationID, contactID, message
 		if err := tx.NewRaw("SELECT message_count FROM conversations WHERE id = ?"+s.sql.forUpdate, conversationID).Scan(ctx, &conv); err != nil {
 			return err
 		}
-		var at []placeRow
-		if len(conv) > 0 {
-			if err := tx.NewRaw("SELECT created_at, contact_id FROM messages WHERE id = ? AND conversation_id = ?", messageID, conversationID).Scan(ctx, &at); err != nil {
-				return err
-			}
-		}
-		if len(at) == 0 {
+		if len(conv) == 0 {
 			return notFound("message")
 		}
-		to := at[0].CreatedAt.UTC()
+		at, err := readOne[time.Time](ctx, txQuery(tx), "message", "SELECT created_at FROM messages WHERE id = ? AND conversation_id = ?", messageID, conversationID)
+		if err != nil {
+			return err
+		}
+		to := at.UTC()
 		if _, err := tx.ExecContext(ctx, "INSERT INTO conversation_members (conversation_id, contact_id) VALUES (?, ?)"+s.sql.skipTail("contact_id"),
 			conversationID, contactID); err != nil {
 			return err
@@ -518,12 +507,8 @@ func (s *store) MarkRead(ctx context.Context, conversationID, contactID, message
 // AddMember records the membership, keeping an existing one.
 func (s *store) AddMember(ctx context.Context, conversationID, contactID string, at time.Time) error {
 	return wrapErr("sqlstore.AddMember", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		var ids []string
-		if err := tx.NewRaw("SELECT id FROM contacts WHERE id = ?", contactID).Scan(ctx, &ids); err != nil {
+		if _, err := readOne[string](ctx, txQuery(tx), "contact", "SELECT id FROM contacts WHERE id = ?", contactID); err != nil {
 			return err
-		}
-		if len(ids) == 0 {
-			return notFound("contact")
 		}
 		_, err := tx.ExecContext(ctx, s.sql.addMember, conversationID, contactID, at.UTC())
 		return err

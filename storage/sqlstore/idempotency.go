@@ -44,14 +44,8 @@ func (r keyRow) record() driver.IdempotencyRecord {
 // GetIdempotencyKey returns the record of the key, or an error matching
 // ErrNotFound.
 func (s *store) GetIdempotencyKey(ctx context.Context, scope, key string) (driver.IdempotencyRecord, error) {
-	var rows []keyRow
-	if err := s.read(ctx, &rows, "SELECT "+keyCols+" FROM idempotency_keys WHERE scope = ? AND client_key = ?", scope, key); err != nil {
-		return driver.IdempotencyRecord{}, wrapErr("sqlstore.GetIdempotencyKey", err)
-	}
-	if len(rows) == 0 {
-		return driver.IdempotencyRecord{}, notFound("idempotency key")
-	}
-	return rows[0].record(), nil
+	r, err := readOne[keyRow](ctx, s.read, "idempotency key", "SELECT "+keyCols+" FROM idempotency_keys WHERE scope = ? AND client_key = ?", scope, key)
+	return r.record(), wrapErr("sqlstore.GetIdempotencyKey", err)
 }
 
 // ClaimIdempotencyKey stores rec unless an unexpired record of its key is

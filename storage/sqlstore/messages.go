@@ -542,14 +542,12 @@ func (s *store) listMessages(ctx context.Context, dq driver.MessageQuery) ([]mes
 // ErrNotFound.
 func (s *store) messageCursor(ctx context.Context, q messageQuery) (after, before *driver.Cursor, err error) {
 	id := cmp.Or(q.AfterID, q.BeforeID)
-	var rows []messageRefRow
-	if err := s.readPrepared(ctx, &rows, "SELECT m.id, m.conversation_id, m.contact_id, m.created_at FROM messages AS m WHERE m.id = ? AND m.conversation_id = ?", id, q.ConversationIDs[0]); err != nil {
+	r, err := readOne[messageRefRow](ctx, s.readPrepared, "message",
+		"SELECT m.id, m.conversation_id, m.contact_id, m.created_at FROM messages AS m WHERE m.id = ? AND m.conversation_id = ?", id, q.ConversationIDs[0])
+	if err != nil {
 		return nil, nil, err
 	}
-	if len(rows) == 0 {
-		return nil, nil, notFound("message")
-	}
-	c := &driver.Cursor{Time: utc(rows[0].CreatedAt), ID: rows[0].ID}
+	c := &driver.Cursor{Time: utc(r.CreatedAt), ID: r.ID}
 	if q.AfterID != "" {
 		return c, nil, nil
 	}
@@ -656,15 +654,14 @@ type updatedRow struct {
 // row (with its contact where the engine returns what an UPDATE
 // changed: dialectSQL.lockMessage).
 func (s *store) lockMessage(ctx context.Context, tx bun.Tx, id string, row *messageRow) error {
-	var rows []messageRow
-	if err := s.txRead(ctx, tx, &rows, s.sql.lockMessage, id); err != nil {
-		return err
+	r, err := readOne[messageRow](ctx, s.txReads(tx), "message", s.sql.lockMessage, id)
+	if err == nil && r.Deleted {
+		err = notFound("message")
 	}
-	if len(rows) == 0 || rows[0].Deleted {
-		return notFound("message")
+	if err == nil {
+		*row = r
 	}
-	*row = rows[0]
-	return nil
+	return err
 }
 
 // updateMessage makes ch on the message id in tx. row is the message's
@@ -786,14 +783,11 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 	row.ReactionCount, row.AttachmentCount = names, len(as)
 	if !s.sql.returning {
 		// The updated row with its contact, read without locking the contact.
-		var rows []messageRow
-		if err := s.txRead(ctx, tx, &rows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id); err != nil {
+		r, err := readOne[messageRow](ctx, s.txReads(tx), "message", "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id)
+		if err != nil {
 			return messaging.Message{}, err
 		}
-		if len(rows) == 0 {
-			return messaging.Message{}, notFound("message")
-		}
-		*row = rows[0]
+		*row = r
 	}
 	m := row.message()
 	if len(reactions.Reactions) > 0 {
@@ -813,23 +807,22 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 func (s *store) DeleteMessage(ctx context.Context, id string, rec driver.Recorder) ([]messaging.Attachment, error) {
 	var out []messaging.Attachment
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		var rows []messageRow
-		if err := s.txRead(ctx, tx, &rows, "SELECT "+messageOwnCols+" FROM messages AS m WHERE m.id = ?"+s.sql.forUpdate, id); err != nil {
+		r, err := readOne[messageRow](ctx, s.txReads(tx), "message", "SELECT "+messageOwnCols+" FROM messages AS m WHERE m.id = ?"+s.sql.forUpdate, id)
+		if err == nil && r.Deleted {
+			err = notFound("message")
+		}
+		if err != nil {
 			return err
 		}
-		if len(rows) == 0 || rows[0].Deleted {
-			return notFound("message")
-		}
-		conv, parent := splitThread(rows[0].ConversationID)
+		conv, parent := splitThread(r.ConversationID)
 		tomb := false
-		if parent == "" && rows[0].Thread {
-			var err error
+		if parent == "" && r.Thread {
 			if tomb, err = s.hasReplies(ctx, tx, threadKey(conv, id)); err != nil {
 				return err
 			}
 		}
 		out = []messaging.Attachment{}
-		if rows[0].AttachmentCount > 0 {
+		if r.AttachmentCount > 0 {
 			var as []attachmentRow
 			if err := s.txRead(ctx, tx, &as, "SELECT "+attachmentCols+" FROM attachments AS a WHERE a.message_id = ? ORDER BY a.created_at, a.id"+s.sql.forUpdate, id); err != nil {
 				return err
@@ -846,12 +839,12 @@ func (s *store) DeleteMessage(ctx context.Context, id string, rec driver.Recorde
 				return err
 			}
 		}
-		if !rows[0].UpdatedAt.IsZero() { // an edited message may have revisions
+		if !r.UpdatedAt.IsZero() { // an edited message may have revisions
 			if _, err := s.execWrite(ctx, tx, "DELETE FROM message_revisions WHERE message_id = ?", id); err != nil {
 				return err
 			}
 		}
-		if rows[0].ReactionCount > 0 {
+		if r.ReactionCount > 0 {
 			for _, q := range []string{
 				"DELETE FROM reactions WHERE message_id = ?",
 				"DELETE FROM reaction_names WHERE message_id = ?",
@@ -861,7 +854,6 @@ func (s *store) DeleteMessage(ctx context.Context, id string, rec driver.Recorde
 				}
 			}
 		}
-		r := &rows[0]
 		gone := messaging.Message{ID: id, ConversationID: conv, Contact: messaging.Contact{ID: r.ContactID}, ParentID: parent}
 		ch := driver.Change{Message: &gone, Removed: out}
 		if tomb {
@@ -879,11 +871,10 @@ func (s *store) DeleteMessage(ctx context.Context, id string, rec driver.Recorde
 				return err
 			}
 		}
-		if err := s.removeMessage(ctx, tx, r); err != nil {
+		if err := s.removeMessage(ctx, tx, &r); err != nil {
 			return err
 		}
 		if parent != "" {
-			var err error
 			if ch.RemovedRoot, err = s.replyGone(ctx, tx, conv, parent); err != nil {
 				return err
 			}

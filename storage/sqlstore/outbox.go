@@ -317,21 +317,17 @@ func (s *store) sequence(ctx context.Context) error {
 		s.seqMu.Lock() // one sequencer of this process at a time; others wait, then find less to do
 		n := 0
 		err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-			var last []int64
-			if err := s.txRead(ctx, tx, &last, "SELECT last_seq FROM event_sequence WHERE id = 1 FOR UPDATE"); err != nil {
+			last, err := readOne[int64](ctx, s.txReads(tx), "event sequence", "SELECT last_seq FROM event_sequence WHERE id = 1 FOR UPDATE")
+			if err != nil {
 				return err
-			}
-			if len(last) == 0 {
-				return notFound("event sequence")
 			}
 			// The engine reads them again under the lock: another
 			// sequencer may have numbered them meanwhile; what committed
 			// since is taken too.
-			var err error
-			if n, err = s.eng.numberEvents(ctx, tx, last[0]); err != nil || n == 0 {
+			if n, err = s.eng.numberEvents(ctx, tx, last); err != nil || n == 0 {
 				return err
 			}
-			_, err = tx.ExecContext(ctx, "UPDATE event_sequence SET last_seq = ? WHERE id = 1", last[0]+int64(n))
+			_, err = tx.ExecContext(ctx, "UPDATE event_sequence SET last_seq = ? WHERE id = 1", last+int64(n))
 			return err
 		})
 		s.seqMu.Unlock()
@@ -488,14 +484,11 @@ func (s *store) LastEvent(ctx context.Context) (messaging.Event, error) {
 // oneEvent returns the first event of those that where (and what follows
 // it) selects, or an error matching messaging.ErrNotFound.
 func (s *store) oneEvent(ctx context.Context, where string, args ...any) (messaging.Event, error) {
-	var rows []eventRow
-	if err := s.read(ctx, &rows, "SELECT "+eventCols+" FROM events AS e WHERE "+where, args...); err != nil {
+	r, err := readOne[eventRow](ctx, s.read, "event", "SELECT "+eventCols+" FROM events AS e WHERE "+where, args...)
+	if err != nil {
 		return messaging.Event{}, err
 	}
-	if len(rows) == 0 {
-		return messaging.Event{}, notFound("event")
-	}
-	evs, err := s.eventsOf(ctx, rows[:1])
+	evs, err := s.eventsOf(ctx, []eventRow{r})
 	if err != nil {
 		return messaging.Event{}, err
 	}

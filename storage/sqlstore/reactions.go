@@ -292,6 +292,9 @@ func (s *store) react(ctx context.Context, tx bun.Tx, id string, rc *driver.Reac
 	return out, nil
 }
 
+// messageRefSQL reads a message's messageRefRow by its id.
+const messageRefSQL = "SELECT m.id, m.conversation_id, m.contact_id, m.created_at, m.deleted FROM messages AS m WHERE m.id = ?"
+
 // messageRefRow is what LookupMessage reads of a message.
 type messageRefRow struct {
 	ID             string    `bun:"id"`
@@ -304,14 +307,10 @@ type messageRefRow struct {
 // LookupMessage returns the conversation, sender and creation time of the
 // message in one query on its row, or an error matching ErrNotFound.
 func (s *store) LookupMessage(ctx context.Context, id string) (driver.MessageRef, error) {
-	var rows []messageRefRow
-	if err := s.readPrepared(ctx, &rows, "SELECT m.id, m.conversation_id, m.contact_id, m.created_at, m.deleted FROM messages AS m WHERE m.id = ?", id); err != nil {
+	r, err := readOne[messageRefRow](ctx, s.readPrepared, "message", messageRefSQL, id)
+	if err != nil {
 		return driver.MessageRef{}, wrapErr("sqlstore.LookupMessage", err)
 	}
-	if len(rows) == 0 {
-		return driver.MessageRef{}, wrapErr("sqlstore.LookupMessage", notFound("message"))
-	}
-	r := rows[0]
 	conv, parent := splitThread(r.ConversationID)
 	return driver.MessageRef{ID: r.ID, ConversationID: conv, SenderID: r.ContactID, CreatedAt: utc(r.CreatedAt), ParentID: parent, Deleted: r.Deleted}, nil
 }
@@ -338,12 +337,9 @@ func (s *store) ListReactors(ctx context.Context, q driver.ReactorQuery) (_ []me
 	order := " ORDER BY r.seq LIMIT ?"
 	after, before := cursorID(q.After), cursorID(q.Before)
 	if cursor := cmp.Or(after, before); cursor != "" {
-		var seqs []int64
-		if err := s.read(ctx, &seqs, "SELECT seq FROM reactions WHERE message_id = ? AND contact_id = ? AND name = ?", q.MessageID, cursor, q.Name); err != nil {
+		seq, err := readOne[int64](ctx, s.read, "reactor", "SELECT seq FROM reactions WHERE message_id = ? AND contact_id = ? AND name = ?", q.MessageID, cursor, q.Name)
+		if err != nil {
 			return nil, false, err
-		}
-		if len(seqs) == 0 {
-			return nil, false, notFound("reactor")
 		}
 		if after != "" {
 			query += " AND r.seq > ?"
@@ -351,7 +347,7 @@ func (s *store) ListReactors(ctx context.Context, q driver.ReactorQuery) (_ []me
 			query += " AND r.seq < ?"
 			order = " ORDER BY r.seq DESC LIMIT ?"
 		}
-		args = append(args, seqs[0])
+		args = append(args, seq)
 	}
 	var rows []reactorRow
 	if err := s.read(ctx, &rows, query+order, append(args, q.Limit+1)...); err != nil {

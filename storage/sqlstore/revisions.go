@@ -63,12 +63,6 @@ func (s *store) ListRevisions(ctx context.Context, q driver.RevisionQuery) ([]me
 
 // GetRevision returns the revision, or an error matching ErrNotFound.
 func (s *store) GetRevision(ctx context.Context, id string) (messaging.Revision, error) {
-	var rows []revisionRow
-	if err := s.read(ctx, &rows, "SELECT "+revisionCols+" FROM message_revisions AS r WHERE r.id = ?", id); err != nil {
-		return messaging.Revision{}, wrapErr("sqlstore.GetRevision", err)
-	}
-	if len(rows) == 0 {
-		return messaging.Revision{}, notFound("revision")
-	}
-	return rows[0].revision(), nil
+	r, err := readOne[revisionRow](ctx, s.read, "revision", "SELECT "+revisionCols+" FROM message_revisions AS r WHERE r.id = ?", id)
+	return r.revision(), wrapErr("sqlstore.GetRevision", err)
 }

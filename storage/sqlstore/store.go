@@ -331,6 +331,21 @@ func (s *store) retry(ctx context.Context, fn func(ctx context.Context) error) e
 	}
 }
 
+// readOne reads the first row of query into a T, or fails with an error
+// matching ErrNotFound that names what when there is none.
+func readOne[T any](ctx context.Context, read queryFn, what, query string, args ...any) (T, error) {
+	var rows []T
+	err := read(ctx, &rows, query, args...)
+	if err == nil && len(rows) == 0 {
+		err = notFound(what)
+	}
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return rows[0], nil
+}
+
 // affected returns the number of rows that the statement of res affected,
 // or err, the statement's error: affected(db.ExecContext(…)).
 func affected(res sql.Result, err error) (int64, error) {

@@ -368,7 +368,7 @@ func (s *store) GetThread(ctx context.Context, rootID, viewerID string) (_ messa
 // of the thread's conversation.
 func (s *store) ListReplies(ctx context.Context, q driver.ReplyQuery) ([]messaging.Message, bool, error) {
 	var rows []messageRefRow
-	if err := s.readPrepared(ctx, &rows, "SELECT m.id, m.conversation_id, m.contact_id, m.created_at, m.deleted FROM messages AS m WHERE m.id = ?", q.RootID); err != nil {
+	if err := s.readPrepared(ctx, &rows, messageRefSQL, q.RootID); err != nil {
 		return nil, false, wrapErr("sqlstore.ListReplies", err)
 	}
 	if len(rows) == 0 || strings.Contains(rows[0].ConversationID, "/") {
@@ -479,22 +479,16 @@ func (s *store) ListThreads(ctx context.Context, q driver.ThreadQuery) (_ []mess
 // over conversation_members AS t) of the thread of root: its thread_at
 // and key; an error matching ErrNotFound when it is not in the list.
 func (s *store) threadCursor(ctx context.Context, root, where string, args []any) (time.Time, string, error) {
-	var refs []messageRefRow
-	if err := s.readPrepared(ctx, &refs, "SELECT m.id, m.conversation_id, m.contact_id, m.created_at, m.deleted FROM messages AS m WHERE m.id = ?", root); err != nil {
+	ref, err := readOne[messageRefRow](ctx, s.readPrepared, "thread", messageRefSQL, root)
+	if err == nil && strings.IndexByte(ref.ConversationID, '/') >= 0 {
+		err = notFound("thread")
+	}
+	if err != nil {
 		return time.Time{}, "", err
 	}
-	if len(refs) == 0 || strings.IndexByte(refs[0].ConversationID, '/') >= 0 {
-		return time.Time{}, "", notFound("thread")
-	}
-	key := threadKey(refs[0].ConversationID, root)
-	var at []time.Time
-	if err := s.read(ctx, &at, "SELECT t.thread_at FROM conversation_members AS t"+where+" AND t.conversation_id = ?", append(slices.Clone(args), key)...); err != nil {
-		return time.Time{}, "", err
-	}
-	if len(at) == 0 {
-		return time.Time{}, "", notFound("thread")
-	}
-	return at[0], key, nil
+	key := threadKey(ref.ConversationID, root)
+	at, err := readOne[time.Time](ctx, s.read, "thread", "SELECT t.thread_at FROM conversation_members AS t"+where+" AND t.conversation_id = ?", append(slices.Clone(args), key)...)
+	return at, key, err
 }
 
 // MarkThreadRead moves contactID's read position in the thread forward: a
