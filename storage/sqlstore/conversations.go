@@ -554,10 +554,7 @@ func (s *store) ListMembers(ctx context.Context, q driver.MemberQuery) ([]messag
 	if err != nil {
 		return nil, false, wrapErr("sqlstore.ListMembers", err)
 	}
-	more := len(rows) > q.Limit
-	if more {
-		rows = rows[:q.Limit]
-	}
+	rows, more := trimPage(rows, q.Limit, false)
 	out := make([]messaging.Member, len(rows))
 	for i, r := range rows {
 		out[i] = messaging.Member{ConversationID: r.ConversationID, ContactID: r.ContactID, JoinedAt: utc(r.JoinedAt)}

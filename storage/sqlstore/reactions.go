@@ -353,13 +353,7 @@ func (s *store) ListReactors(ctx context.Context, q driver.ReactorQuery) (_ []me
 	if err := s.read(ctx, &rows, query+order, append(args, q.Limit+1)...); err != nil {
 		return nil, false, err
 	}
-	more := len(rows) > q.Limit
-	if more {
-		rows = rows[:q.Limit]
-	}
-	if before != "" {
-		slices.Reverse(rows)
-	}
+	rows, more := trimPage(rows, q.Limit, before != "")
 	out := make([]messaging.Reactor, len(rows))
 	for i, r := range rows {
 		out[i] = messaging.Reactor{ContactID: r.ContactID, Username: r.Username, ReactedAt: utc(r.CreatedAt)}
