@@ -104,35 +104,9 @@ func (p *snapshot) Count(ctx context.Context, k storecopy.Kind) (int64, error) {
 	return n, wrapErr("sqlstore.Snapshot", err)
 }
 
-// Rows of the kinds, as read.
-type (
-	conversationDump struct {
-		ID            string    `bun:"id"`
-		CreatedAt     time.Time `bun:"created_at"`
-		UpdatedAt     time.Time `bun:"updated_at"`
-		MessageCount  int64     `bun:"message_count"`
-		LastMessageID string    `bun:"last_message_id"`
-	}
-	memberDump struct {
-		ConversationID string    `bun:"conversation_id"`
-		ContactID      string    `bun:"contact_id"`
-		IsMember       bool      `bun:"is_member"`
-		JoinedAt       time.Time `bun:"joined_at"`
-		ReadCreated    time.Time `bun:"read_created"`
-		ReadMessageID  string    `bun:"read_message_id"`
-		ReadCount      int64     `bun:"read_count"`
-		OwnCount       int64     `bun:"own_count"`
-		OwnReadCount   int64     `bun:"own_read_count"`
-	}
-	reactionDump struct {
-		MessageID string    `bun:"message_id"`
-		Name      string    `bun:"name"`
-		Seq       int64     `bun:"seq"`
-		ContactID string    `bun:"contact_id"`
-		CreatedAt time.Time `bun:"created_at"`
-	}
-)
-
+// Rows yields the rows of kind k in batches (storecopy.Snapshot), scanned
+// into storecopy's types, whose fields are named as the columns, their
+// times made UTC.
 func (p *snapshot) Rows(ctx context.Context, k storecopy.Kind, size int) iter.Seq2[*storecopy.Batch, error] {
 	size = max(size, 1)
 	switch k {
@@ -142,39 +116,35 @@ func (p *snapshot) Rows(ctx context.Context, k storecopy.Kind, size int) iter.Se
 		})
 	case storecopy.Conversations:
 		return scanBatches(ctx, p, k, "SELECT id, created_at, updated_at, message_count, last_message_id FROM conversations ORDER BY id", size,
-			func(b *storecopy.Batch, r conversationDump) {
-				b.Conversations = append(b.Conversations, storecopy.Conversation{ID: r.ID, CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt),
-					MessageCount: r.MessageCount, LastMessageID: r.LastMessageID})
+			func(b *storecopy.Batch, r storecopy.Conversation) {
+				r.CreatedAt, r.UpdatedAt = utc(r.CreatedAt), utc(r.UpdatedAt)
+				b.Conversations = append(b.Conversations, r)
 			})
 	case storecopy.Members:
 		return scanBatches(ctx, p, k, `SELECT conversation_id, contact_id, is_member, joined_at, read_created, read_message_id, read_count, own_count, own_read_count
 			FROM `+dumpFrom[k]+` ORDER BY conversation_id, contact_id`, size,
-			func(b *storecopy.Batch, r memberDump) {
-				m := storecopy.Member{ConversationID: r.ConversationID, ContactID: r.ContactID, IsMember: r.IsMember,
-					ReadCreated: utc(r.ReadCreated), ReadMessageID: r.ReadMessageID,
-					ReadCount: r.ReadCount, OwnCount: r.OwnCount, OwnReadCount: r.OwnReadCount}
-				if r.IsMember || strings.Contains(r.ConversationID, "/") { // a thread's taker
-					m.JoinedAt = utc(r.JoinedAt)
+			func(b *storecopy.Batch, r storecopy.Member) {
+				r.JoinedAt, r.ReadCreated = utc(r.JoinedAt), utc(r.ReadCreated)
+				if !r.IsMember && !strings.Contains(r.ConversationID, "/") { // neither a member nor a thread's taker
+					r.JoinedAt = time.Time{}
 				}
-				b.Members = append(b.Members, m)
+				b.Members = append(b.Members, r)
 			})
 	case storecopy.Messages:
 		return scanBatches(ctx, p, k, "SELECT "+strings.ReplaceAll(messageOwnCols, "m.", "")+" FROM messages ORDER BY id", size,
-			func(b *storecopy.Batch, r messageOwnRow) {
-				b.Messages = append(b.Messages, storecopy.Message{ID: r.ID, ConversationID: r.ConversationID, ContactID: r.ContactID, Text: r.Text,
-					ReadAt: utc(r.ReadAt), CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt),
-					ReactionCount: r.ReactionCount, AttachmentCount: r.AttachmentCount, Thread: r.Thread, Deleted: r.Deleted})
+			func(b *storecopy.Batch, r storecopy.Message) {
+				r.ReadAt, r.CreatedAt, r.UpdatedAt = utc(r.ReadAt), utc(r.CreatedAt), utc(r.UpdatedAt)
+				b.Messages = append(b.Messages, r)
 			})
 	case storecopy.ReactionNames:
-		// Scanned as they are: storecopy.ReactionName's fields are the
-		// columns' names.
 		return scanBatches(ctx, p, k, "SELECT message_id, name, seq FROM reaction_names ORDER BY message_id, seq", size,
 			func(b *storecopy.Batch, r storecopy.ReactionName) { b.ReactionNames = append(b.ReactionNames, r) })
 	case storecopy.Reactions:
-		return scanBatches(ctx, p, k, `SELECT r.message_id, r.name, r.seq, r.contact_id, r.created_at FROM reactions AS r
+		return scanBatches(ctx, p, k, `SELECT r.message_id, r.name, r.seq, r.contact_id, r.created_at AS reacted_at FROM reactions AS r
 			JOIN reaction_names AS n ON n.message_id = r.message_id AND n.name = r.name ORDER BY r.message_id, n.seq, r.seq`, size,
-			func(b *storecopy.Batch, r reactionDump) {
-				b.Reactions = append(b.Reactions, storecopy.Reaction{MessageID: r.MessageID, Name: r.Name, Seq: r.Seq, ContactID: r.ContactID, ReactedAt: utc(r.CreatedAt)})
+			func(b *storecopy.Batch, r storecopy.Reaction) {
+				r.ReactedAt = utc(r.ReactedAt)
+				b.Reactions = append(b.Reactions, r)
 			})
 	case storecopy.Attachments:
 		return scanBatches(ctx, p, k, "SELECT "+attachmentCols+" FROM attachments AS a ORDER BY a.id", size, func(b *storecopy.Batch, r attachmentRow) {
@@ -203,7 +173,7 @@ var batchBytes = 8 << 20
 func rowBytes(r any) int {
 	const fixed = 64 // times, counts, headers of strings
 	switch r := r.(type) {
-	case messageOwnRow:
+	case storecopy.Message:
 		return fixed + len(r.ID) + len(r.ConversationID) + len(r.ContactID) + len(r.Text)
 	case revisionRow:
 		return fixed + len(r.ID) + len(r.MessageID) + len(r.Text)
