@@ -13,24 +13,17 @@ import (
 )
 
 // A conversation is a row of conversations with its counters and last
-// message; each contact's state in a conversation is a row of
-// conversation_members: its membership, its read position (the
-// (created_at, id) of the message it read through, in the order of the
-// lists) and three counters, so that its unread count is arithmetic, never
-// a count of rows:
+// message; each contact's state in it is a row of conversation_members:
+// membership, read position (the (created_at, id) of the message read
+// through) and three counters, so that its unread count is arithmetic:
 //
 //	unread = (message_count - read_count) - (own_count - own_read_count)
 //
-// read_count counts the messages at or before the read position,
-// own_count the contact's own messages, own_read_count those of them at or
-// before the position. Deletes and reads keep them in the transactions
-// that change them, each first locking the conversation row, so that they
-// are exact under concurrent callers; a message stored with a time before
-// some reader's position (another instance's clock) counts as read for
-// that reader, as it sits before the position in the list. A send counts
-// its message in its own transaction or statement (touchConversation; on
-// PostgreSQL, insertSentManySQL counts a statement's sends together), so
-// that reads only read.
+// read_count counts the messages at or before the position, own_count the
+// contact's own, own_read_count those of them at or before it. Whatever
+// changes them locks the conversation's row first, and sends count in
+// their own transaction or statement, so that reads only read (DESIGN.md
+// §4.2). A message stored before a reader's position counts as read.
 
 // conversationRow is a conversation joined with one contact's state in it.
 type conversationRow struct {
@@ -173,11 +166,9 @@ func (s *store) GetConversation(ctx context.Context, id, viewerID string) (messa
 
 // ListConversations returns up to q.Limit conversations matching q, most
 // recently active first, in at most four queries: a member's
-// memberships, the page with its last messages, their reactions and their
-// attachments. A cursor by id (Time zero) is read by the page's query (by
-// one before it on MySQL), and by one more after a page that comes back
-// empty, to tell a cursor that is not in the list from the end of the
-// list.
+// memberships, the page with its last messages, their reactions and
+// attachments. A cursor by id (Time zero) is read as ListMessages reads
+// one.
 func (s *store) ListConversations(ctx context.Context, q driver.ConversationQuery) (_ []messaging.Conversation, _ bool, err error) {
 	defer wrapTo("sqlstore.ListConversations", &err)
 	if q.Limit < 1 {
@@ -227,11 +218,10 @@ func (s *store) ListConversations(ctx context.Context, q driver.ConversationQuer
 		}
 	}
 	query, args := s.pageSQL(p)
-	// Over every conversation, or a member's many (probed row by row), a
-	// walk of conversations_updated whatever the values: prepared, once
-	// the tables are large enough for a generic plan to be the same
-	// (genericPlans). Planning the page's joins took PostgreSQL 0.5 ms,
-	// three times its execution (BENCHMARKS.md section 4).
+	// Over every conversation, or a member's many, a walk of
+	// conversations_updated whatever the values: prepared (genericPlans).
+	// Planning its joins took PostgreSQL three times its execution
+	// (BENCHMARKS.md section 4).
 	read := s.read
 	if (q.All || member != "" && len(convs) == 0) && s.genericPlans(ctx) {
 		read = s.readPrepared
@@ -285,12 +275,9 @@ func (s *store) scopeBranch(col string, all bool, memberID string, ids []string)
 
 // touchConversation counts a new message m of its conversation, storing
 // the conversation if it is new: m becomes the last message unless it is
-// older than the last, and it counts as read for every reader whose
-// position is after it. The conversation row stays locked until the
-// transaction ends. A reply (m in its thread's conversation, its sender
-// taking part: takeReply) is counted as its sender's with the thread's
-// new time in its takers' rows (countReplySQL), one write of the
-// sender's row.
+// older, and counts as read for every reader whose position is after it.
+// The conversation row stays locked until the transaction ends. A reply
+// is counted as its sender's with its takers placed (countReplySQL).
 func (s *store) touchConversation(ctx context.Context, tx bun.Tx, m messaging.Message) error {
 	at := m.CreatedAt.UTC()
 	if err := s.countNew(ctx, tx, m); err != nil {
@@ -307,14 +294,10 @@ func (s *store) touchConversation(ctx context.Context, tx bun.Tx, m messaging.Me
 }
 
 // countNew counts m, a new message as stored, in its conversation's row
-// (countSend). A reply, where its root is checked by that count
-// (dialectSQL.countCheckedReply), is counted so first
-// (countCheckedReplySQL); when that counts nothing (no root that takes
-// it, or one not marked as a thread's, or a sender who does not take
-// part yet), takeReply checks the root, failing with ErrNoParent, or
-// makes it a thread's and its senders take part, and the reply is
-// counted then. After ErrNoParent its caller rolls the transaction
-// back, with the reply it stored.
+// (countSend). A reply, where the count checks its root
+// (countCheckedReplySQL), is counted so first; when that counts nothing,
+// takeReply checks the root (ErrNoParent rolls the transaction back, with
+// the reply) or makes it a thread's, and the reply is counted then.
 func (s *store) countNew(ctx context.Context, tx bun.Tx, m messaging.Message) error {
 	at := m.CreatedAt.UTC()
 	if m.ParentID != "" && s.sql.countCheckedReply != "" {
@@ -422,16 +405,13 @@ type rangeCount struct {
 const tailCap = 1000
 
 // MarkRead moves contactID's read position in the conversation forward to
-// messageID. Its counters come from the messages after the new position
-// (none, when it reads through the newest), or, when there are more than
-// tailCap of them, from the messages it passes: the cost grows with
-// neither the conversation nor a long way back.
+// messageID. Its counters come from the messages after the new position,
+// or, past tailCap of them, from the messages it passes: the cost grows
+// with neither the conversation nor a long way back.
 func (s *store) MarkRead(ctx context.Context, conversationID, contactID, messageID string, rec driver.Recorder) error {
 	return wrapErr("sqlstore.MarkRead", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		// Lock the conversation first, as sends, deletes and imports do;
-		// on MySQL this also makes the reads below
-		// see every change committed before the lock (their snapshot
-		// starts after it).
+		// Lock the conversation first, as sends, deletes and imports do; on
+		// MySQL the reads below then see every change committed before it.
 		var conv []struct {
 			Count int64 `bun:"message_count"`
 		}

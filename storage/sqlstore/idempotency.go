@@ -12,14 +12,9 @@ import (
 )
 
 // The records of idempotency keys are rows of idempotency_keys, one per
-// (scope, client_key). A keyed write stores its row in its own transaction
-// with one conditional upsert (storeKey), which fails the transaction when
-// another call's row is in the way. A claim (of a long write, an upload)
-// is a row whose lock_token is set; it commits without waiting for the WAL
-// to be flushed on PostgreSQL (synchronous_commit off for that statement
-// only): a claim lost in a crash is as if never made, and the write that
-// completes it commits synchronously, which flushes the WAL up to and
-// including the claim.
+// (scope, client_key), stored in the keyed write's transaction (storeKey).
+// A claim (of an upload) is a row whose lock_token is set (DESIGN.md
+// §4.8).
 
 // keyRow is a row of idempotency_keys; its fields are
 // driver.IdempotencyRecord's, in order, so that one converts to the other.

@@ -147,13 +147,11 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 		err = s.retry(ctx, func(ctx context.Context) error { return s.insertReply(ctx, m, sm, evs, done) })
 	default:
 		// The message is all of the change, known before it is made: its
-		// row, counts, events and key record go in with it in one
-		// statement, atomic on its own, with no transaction to begin and
-		// commit (a round trip is most of what each costs a send), and
-		// with other callers' sends when they send at once (sends.go).
-		// The key's record is inserted plainly: when a row is in its way
-		// (a retry, an expired record), the statement fails and the send
-		// is made again in a transaction, which upserts it (storeKey).
+		// row, counts, events and key record are one statement, with no
+		// transaction to begin and commit, and with other callers' sends
+		// (sends.go). A key record in its way (a retry, an expired
+		// record) fails it, and the send is made again in a transaction,
+		// which upserts the record (storeKey).
 		err = s.send(ctx, &pendingSend{m: m, evs: evs, done: done})
 	}
 	if err != nil && done != nil && messaging.KindOf(err) == messaging.ErrConflict {
@@ -163,9 +161,8 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 }
 
 // insertSent stores m, a message with no attachments, counted, with its
-// events evs and done, the record of its key, unless nil (inserted: a row
-// in its way fails the statement, with ErrConflict), in one statement
-// (insertSentSQL; PostgreSQL).
+// events evs and done, its key's record unless nil (a row in its way:
+// ErrConflict), in one statement (insertSentSQL; PostgreSQL).
 func (s *store) insertSent(ctx context.Context, db bun.IConn, m messaging.Message, evs []messaging.Event, done *driver.IdempotencyRecord) error {
 	args, err := sentArgs(&pendingSend{m: m, evs: evs, done: done})
 	if err != nil {
@@ -460,10 +457,9 @@ func loadAttachments(ctx context.Context, query queryFn, id string) ([]attachmen
 // ListMessages returns up to q.Limit messages matching q, newest first, and
 // whether more exist beyond them in the direction of travel, in three
 // queries: the messages with their contacts, their reactions, their
-// attachments. A cursor by id (Time zero) is read by the
-// page's query (by one before it on MySQL), and by one more after a page
-// that comes back empty, to tell an unknown cursor from the end of the
-// list.
+// attachments. A cursor by id (Time zero) is read by the page's query (by
+// one before it on MySQL), and again after an empty page, to tell an
+// unknown cursor from the end of the list.
 func (s *store) ListMessages(ctx context.Context, q driver.MessageQuery) ([]messaging.Message, bool, error) {
 	items, more, err := s.listMessages(ctx, q)
 	return items, more, wrapErr("sqlstore.ListMessages", err)
@@ -598,23 +594,17 @@ func dedupe(ss []string) []string {
 
 // UpdateMessage applies ch in one transaction and returns the message as
 // GetMessage would after it. The message row is locked first, so changes
-// of one message, and their limits, are serialized; the changes of one
-// message that arrive while a transaction changes it are made together by
-// the next, each as alone (combine.go: ch.Check and ch.Record may then run
-// on another goroutine, and again when another change of the transaction
-// fails). A caller whose ctx ends returns at once: a change that a
-// transaction had taken may still be made. Errors: ErrNotFound for
-// a missing message or attachment, ErrConflict for an attachment linked
-// elsewhere, and ch.Check's error when it refuses the change (it is called
-// with the counts before and after, the row locked).
-//
-// The message's counters of reaction names and attachments give the
-// limits their "before"; the rows the change adds and removes give their
-// "after", and the new counters. Reactions are merged by INSERT … ON
-// CONFLICT DO NOTHING statements (MySQL: ON DUPLICATE KEY UPDATE), one
-// for new names and one per new reactor, and counted in place, never by
-// reading and rewriting them (see react); on PostgreSQL, names added are
-// one statement and each name taken back one (reactPostgres).
+// of one message, and their limits, are serialized; changes that arrive
+// meanwhile are made together by the next transaction, each as alone
+// (combine.go: ch.Check and ch.Record may then run on another goroutine,
+// and again when another change of it fails). A caller whose ctx ends
+// returns at once: a change that a transaction had taken may still be
+// made. Errors: ErrNotFound for a missing message or attachment,
+// ErrConflict for an attachment linked elsewhere, and ch.Check's error
+// when it refuses the change (called with the counts before and after,
+// the row locked). The message's counters give the limits their "before",
+// the rows the change adds and removes their "after"; reactions are
+// counted in place, never read whole (react, reactPostgres).
 func (s *store) UpdateMessage(ctx context.Context, id string, ch driver.MessageChange) (messaging.Message, error) {
 	if ch.Done != nil {
 		s.prepareKeyed(ctx)
@@ -803,7 +793,7 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 // and records the attachments' keys as pending deletions, in one
 // transaction. It returns the removed attachments, oldest first, or an
 // error matching ErrNotFound. The message's counters spare the statements
-// on reactions and attachments it has none of.
+// on what it has none of.
 func (s *store) DeleteMessage(ctx context.Context, id string, rec driver.Recorder) ([]messaging.Attachment, error) {
 	var out []messaging.Attachment
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {

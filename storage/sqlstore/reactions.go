@@ -63,17 +63,15 @@ const reactorSep = "\x1f"
 const reactionsCols = `n.message_id, n.name, n.reactors AS reactor_count`
 
 // reactionsBySQL returns the read of the embedded reactors of the
-// messages that a condition on n.message_id selects (the engine's
-// dialectSQL.reactions), one row per name in the names' order, given agg,
-// the aggregate of a name's reactors up to its head_seq (a range of the
-// index (message_id, name, seq, contact_id)) into one string in their
-// order. One row per name instead of one per reactor spares the driver
-// and the scan about seven allocations a reactor, and the repeated
-// columns: the answer of a reaction on a message with 100 reactors then
-// costs about what it does with one (BENCHMARKS.md, section 8). MySQL,
-// whose GROUP_CONCAT is cut at group_concat_max_len (1,024 bytes by
-// default), reads reactionsRowsSQL. Both end with "n.message_id ", for "=
-// ?" or "IN (?)", and are followed by dialectSQL.reactionsOrder.
+// messages that a condition on n.message_id selects (dialectSQL.reactions),
+// one row per name in the names' order, given agg, the aggregate of a
+// name's reactors up to its head_seq into one string in their order. One
+// row per name instead of one per reactor spares about seven allocations
+// a reactor: a reaction on a message with 100 reactors then costs about
+// what it does with one (BENCHMARKS.md, section 8). MySQL, whose
+// GROUP_CONCAT is cut at group_concat_max_len, reads reactionsRowsSQL.
+// Both end with "n.message_id ", for "= ?" or "IN (?)", and are followed
+// by dialectSQL.reactionsOrder.
 func reactionsBySQL(agg string) string {
 	return `SELECT ` + reactionsCols + `, (` + agg + `) AS reactors
 	FROM reaction_names AS n WHERE n.message_id `
@@ -108,14 +106,11 @@ func loadReactions(ctx context.Context, d *dialectSQL, query queryFn, ids boxedI
 }
 
 // addReactions sets the reactions of the messages (index finds one by
-// id) from rs, in loadReactions's order (by message, each message's names
-// in their order, each name's reactors in theirs; one row a name, or on
-// MySQL one a reactor). The reactions of all the messages share one array
-// and their reactors another, each message's and each name's a full slice
-// of it (an append to one reallocates it): two allocations for a page
-// rather than two for each message. The usernames share the rows' memory.
-// A name without reactors read (a NULL aggregate) is left out, as a name
-// with none disappears.
+// id) from rs, in loadReactions's order. The reactions of all the
+// messages share one array and their reactors another, each message's and
+// each name's a full slice of it (an append to one reallocates it): two
+// allocations a page rather than two a message. A name without reactors
+// read (a NULL aggregate) is left out, as a name with none disappears.
 func addReactions(index func(id string) *messaging.Message, rs []reactionRow) {
 	rs = slices.DeleteFunc(rs, func(r reactionRow) bool { return !r.Reactors.Valid })
 	if len(rs) == 0 {
@@ -149,10 +144,8 @@ func addReactions(index func(id string) *messaging.Message, rs []reactionRow) {
 	}
 }
 
-// addReaction adds the reactors of r to m, whose reactions come in order
-// (names by their seq, each name's reactors by theirs). A name without
-// reactors read (a NULL aggregate) is left out, as a name with none
-// disappears.
+// addReaction adds the reactors of r to m, in loadReactions's order, as
+// addReactions does.
 func addReaction(m *messaging.Message, r reactionRow) {
 	if !r.Reactors.Valid {
 		return

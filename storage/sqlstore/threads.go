@@ -15,25 +15,16 @@ import (
 	"github.com/parleychat/parley/messaging/driver"
 )
 
-// Threads. A reply is a row of messages whose conversation_id is its
-// thread's key, "<conversation id>/<root id>" (threadKey): no conversation
-// id the API accepts holds a slash. A thread is then a conversation of its
-// own, kept by the code that keeps conversations: its row of conversations
-// counts its replies (message_count) and has the time of the newest
-// (updated_at), each reader's row of conversation_members has its read
-// position and the counters of its unread count, sends and deletes keep
-// them in their transactions, and its
-// replies are listed by keyset on the conversation's index. A reply costs
-// what a send costs, and a thread's unread count is arithmetic on
-// counters, whatever its size. The lists of every conversation
-// (notThread) leave threads' keys out.
-//
-// Who takes part in a thread (the root's sender, each who replied) has a
+// Threads (DESIGN.md §4.11). A reply is a row of messages whose
+// conversation_id is its thread's key, "<conversation id>/<root id>"
+// (threadKey; no conversation id the API accepts holds a slash): a thread
+// is a conversation of its own, counted, read and listed by the code of
+// conversations, which the lists of every conversation leave out
+// (notThread). Who takes part (the root's sender, each who replied) has a
 // row of the thread's conversation_members with joined_at set and
-// is_member false (is_member is the host's membership of real
-// conversations). The root's row of messages has thread set from its first
-// reply, so that reads ask for the counts of those roots only; deleted
-// marks a root's tombstone.
+// is_member false. The root's row has thread set from its first reply, so
+// that reads ask for the counts of those roots only; deleted marks a
+// root's tombstone.
 
 // threadKey is the conversation id that the replies of root, a message of
 // conv, are stored under.
@@ -85,13 +76,11 @@ const tombstoneSQL = `UPDATE messages SET text = '', search_words = ?, deleted =
 
 // takeReply checks, with the root's row locked until tx ends, that the
 // root of m, a reply, takes it, and makes the root's sender and the
-// reply's take part in the thread, unless they do: the root's row tells
-// (whether each takes part) with the check, so that a reply in a thread
-// its two senders take part in runs no statement more for it. Its
-// statements run prepared (execWrite). Where a transaction holds the
-// database (SQLite), the count of the reply checks the same, and
-// takeReply runs only when that counted nothing (countNew): a thread's
-// first reply, a new taker's, or a root that takes no reply.
+// reply's take part in the thread unless they do; the read that checks
+// tells that too, so a reply in a thread both take part in writes nothing
+// more. Where a transaction holds the database (SQLite), the reply's count
+// checks the same, and takeReply runs only when that counted nothing
+// (countNew).
 //
 // Each sender is an EXISTS of its own, not one count over contact_id
 // IN (m.contact_id, ?): SQLite builds an IN list whose values are not
@@ -127,19 +116,14 @@ func (s *store) takeReply(ctx context.Context, tx bun.Tx, m messaging.Message) e
 	return err
 }
 
-// countCheckedReplySQL is countSend (standardCountSend) for a reply that
-// counts it only when its root takes it (a message of the reply's
-// conversation, not deleted), is marked as a thread's, and the root's
-// sender and the reply's take part: the check of takeReply, with nothing
-// to write, in the statement that counts the reply, where a transaction
-// holds the database (SQLite; dialectSQL.countCheckedReply). Its
-// arguments: countSend's, then the root, the reply's conversation, the
-// thread key twice and the reply's sender. It counts nothing otherwise
-// (countNew). The conditions are in the SELECT of an insert into
-// conversations, which reads no row of it: the same check in the WHERE
-// of the UPDATE of the takers' rows (countReplySQL) would make SQLite
-// collect their rows in a temporary table first, as for any UPDATE whose
-// WHERE has a subquery.
+// countCheckedReplySQL is countSend for a reply, counting it only when
+// takeReply would write nothing: its root takes it, is marked as a
+// thread's, and both senders take part (SQLite;
+// dialectSQL.countCheckedReply). Its arguments: countSend's, then the
+// root, the reply's conversation, the thread key twice and the reply's
+// sender. The check is in the SELECT of an insert: in the WHERE of an
+// UPDATE (countReplySQL) it would make SQLite collect the rows in a
+// temporary table first, as for any UPDATE whose WHERE has a subquery.
 const countCheckedReplySQL = `INSERT INTO conversations (id, created_at, updated_at, message_count, last_message_id)
 	SELECT ?, ?, ?, ?, ? FROM messages AS r WHERE r.id = ? AND r.conversation_id = ? AND r.thread AND NOT r.deleted
 		AND EXISTS (SELECT 1 FROM conversation_members AS t WHERE t.conversation_id = ? AND t.contact_id = r.contact_id AND t.joined_at IS NOT NULL)
@@ -154,18 +138,12 @@ func (s *store) takersSQL(n int) string {
 }
 
 // insertReplySQL stores a reply on PostgreSQL in one statement, as
-// insertSent stores a send: root, the root's row locked (FOR UPDATE, as
-// takeReply locks it) when it takes the reply (a message of the reply's
-// conversation, not deleted), gates every other part, so that a root that
-// does not take it makes the statement store nothing (no row of messages
-// inserted: ErrNoParent). Its parts: the root's thread flag, set once; the
-// reply (n); the thread's conversation row, which counts it (made when
-// missing); then, as a send's (insertSentManySQL), the rows of its
-// members: the root's sender and the reply's as takers (made when
-// missing), the reply's counted as theirs, and the others who take part
-// or read past it, each placed (thread_at, as placeThreadsSQL) at the
-// thread's new time; its key record and events; the message. Its
-// arguments: insertReplyArgs.
+// insertSent stores a send. Every part selects from root, the root's row
+// locked when it takes the reply, so that a root that does not take it
+// makes the statement store nothing (no row inserted: ErrNoParent). The
+// parts: the root's thread flag; the thread's conversation row; the rows
+// of its takers and readers (counted and placed as insertSentManySQL and
+// placeThreadsSQL do); its key record and events; the message.
 func insertReplySQL(keyed, events bool) string {
 	after := `(conversation_members.read_created > n.at OR (conversation_members.read_created = n.at AND conversation_members.read_message_id > n.id))`
 	with := []string{`root AS MATERIALIZED (SELECT m.id, m.contact_id, m.thread FROM messages AS m
@@ -202,10 +180,8 @@ func insertReplySQL(keyed, events bool) string {
 	SELECT n.id, n.key, n.contact, CAST(? AS text), CAST(? AS text), CAST(? AS timestamptz), n.at, CAST(? AS timestamptz), 0 FROM n`
 }
 
-// insertReply stores m, a reply with no attachments, with its events evs
-// and done, the record of its key, unless nil (inserted: a row in its way
-// fails the statement, with ErrConflict), in one statement
-// (insertReplySQL; PostgreSQL). sm is m as stored, in its thread's
+// insertReply stores m, a reply with no attachments, as insertSent stores
+// a send (insertReplySQL; PostgreSQL). sm is m as stored, in its thread's
 // conversation.
 func (s *store) insertReply(ctx context.Context, m, sm messaging.Message, evs []messaging.Event, done *driver.IdempotencyRecord) error {
 	args := []any{m.ParentID, m.ConversationID, m.ID, sm.ConversationID, m.Contact.ID, m.CreatedAt.UTC()}
@@ -390,11 +366,10 @@ const threadListCols = `c.id, c.created_at, c.updated_at, c.message_count, c.las
 	t.read_message_id, t.read_count, t.own_count, t.own_read_count`
 
 // ListThreads returns a page of the viewer's threads, most recently
-// replied first: a range of conversation_members_threads, the viewer's
-// rows of the threads it takes part in ordered by their thread_at
-// (placeThreadsSQL), joined with their conversations, each row of another
-// conversation than the scope's skipped. The walk stops at its page,
-// however many threads the viewer takes part in.
+// replied first: a range of the viewer's rows of conversation_members by
+// thread_at (placeThreadsSQL), joined with their conversations, rows out
+// of the scope skipped; it stops at its page, however many threads the
+// viewer takes part in.
 func (s *store) ListThreads(ctx context.Context, q driver.ThreadQuery) (_ []messaging.Thread, _ bool, err error) {
 	defer wrapTo("sqlstore.ListThreads", &err)
 	if q.Limit < 1 {
