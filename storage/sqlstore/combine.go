@@ -15,39 +15,24 @@ import (
 	"github.com/parleychat/parley/messaging/driver"
 )
 
-// Changes to one message wait for each other: each locks the message's
-// row (PostgreSQL, MySQL) or the database (SQLite) from its first
-// statement to its commit. When many callers change one message at once
-// (a popular message's reactions), each would wait for the commit of the
-// one before it, and the message would take one change per commit.
+// A combiner makes together the changes to one message that arrive while
+// a transaction on it runs (DESIGN.md §4.5): each change locks the
+// message's row (the database on SQLite) to its commit, so a popular
+// message would otherwise take one change per commit. The changes wait in
+// a queue, and the next transaction makes all of them (up to maxCombined)
+// in order, each as alone (its checks, events and idempotency record, the
+// message as the one before left it), on a goroutine of its own, and
+// commits them together, on one connection.
 //
-// UpdateMessage therefore combines the changes to one message that arrive
-// while a transaction on it runs: they wait in a queue, and the next
-// transaction makes all of them (up to maxCombined), in the order they
-// arrived, each as it would be made alone (its own checks, events and
-// idempotency record, the message as the one before left it), and
-// commits them together. The transactions of a message run on a goroutine
-// of their own, one after the other, while the callers wait for their
-// outcomes.
-//
-// Failures are the failing change's own: a change that fails (its Check,
-// a row it does not find, a conflict, a panic of its Check or Record)
-// makes the others run again without it, so that it commits nothing and
-// they commit all they would have alone; a failure that no one change can be blamed for (the
-// events' insert, a transaction that did not begin for another reason)
-// makes each run alone; a failure of the transaction itself (the database
-// unreachable or too busy, a lock or statement timeout, a commit that
-// failed) is every caller's.
-//
-// A caller whose context ends returns the context's error at once. A
-// change still waiting is then not made; one that a transaction has taken
-// may be, as a change whose context ends during its commit may be. A
-// transaction goes on while one of its callers waits, and is rolled back
-// (or not committed) once none does.
-//
-// A transaction holds one of the pool's connections; combining makes
-// changes to one message take one connection, not one each. Store.Close
-// waits for the transactions under way (running).
+// A change that fails (its Check, a row not found, a conflict, a panic of
+// Check or Record) makes the others run again without it; a failure no
+// one change can be blamed for (the events' insert, a BEGIN) makes each
+// run alone; a failure of the transaction itself (the database
+// unreachable, a timeout, the commit) is every caller's. A caller whose
+// context ends returns at once: a change still waiting is not made, one a
+// transaction has taken may be. A transaction goes on while one of its
+// callers waits, and is rolled back once none does. Store.Close waits for
+// those under way (running).
 type combiner struct {
 	running sync.WaitGroup // the goroutines of run
 	mu      sync.Mutex

@@ -19,44 +19,29 @@ import (
 
 var _ driver.EventStore = (*store)(nil)
 
-// The outbox: the writes store the events of their changes in the table
-// events, in their transactions (record). Each event has a seq, its place
-// in commit order, which readers follow:
+// The outbox (DESIGN.md §4.3): the writes store the events of their
+// changes in the table events, in their transactions (record). Each event
+// has a seq, its place in commit order, which readers follow: a reader that
+// has read up to seq n never sees a row appear below n.
 //
-//   - SQLite: seq is the row's INTEGER PRIMARY KEY, given at insert (one
-//     more than the greatest). Write transactions are serialized (BEGIN
-//     IMMEDIATE on one writer connection; other processes wait for the
-//     database lock), so the order of inserts is the order of commits.
+//   - SQLite: seq is the row's INTEGER PRIMARY KEY, given at insert: write
+//     transactions are serialized, so insert order is commit order.
 //     PruneEvents keeps the newest event, so that no seq is given twice
-//     (AUTOINCREMENT would too, at the cost of a write of its counter in
-//     every transaction). The insert is a statement prepared once.
-//   - PostgreSQL and MySQL: an identity / AUTO_INCREMENT column (pos) is
-//     given at insert, but concurrent transactions commit in another order
-//     than they insert, so a reader following pos could pass over a row
-//     that commits later with a lower one. So seq is left NULL by the
-//     writes and given after they commit, by a sequencer that every reader
-//     runs first (sequence): under the lock of the one row of
+//     (AUTOINCREMENT would too, at the cost of a write in every
+//     transaction).
+//   - PostgreSQL and MySQL: transactions commit in another order than they
+//     insert, so the writes leave seq NULL and every reader first runs the
+//     sequencer (sequence): under the lock of the one row of
 //     event_sequence, it numbers the committed rows without a seq in pos
-//     order, after the greatest seq given. A row is numbered only once it
-//     is visible, and numbers only grow, so a reader that has read up to
-//     seq n never sees a row appear below n. Two changes of which one
-//     began after the other committed (or waited for its locks) insert in
-//     that order, and the first is visible whenever the second is: their
-//     seqs are in commit order. The writes take no lock for this and wait
-//     for nothing. On PostgreSQL the indexes that readers use (seq, and
-//     conversation and seq) hold only numbered rows, so that a send
-//     writes none of them; the sequencer's UPDATE does.
+//     (insert) order, after the greatest seq given. A row is numbered only
+//     once visible, and two changes of which one began after the other
+//     committed insert in that order, so seqs follow commit order; the
+//     writes take no lock for it.
 //
 // Readers are given ids made of the seq, sealed under the installation's
-// secret key (eventSealer: AES of the seq, ids.Sealer), which GetEvent
-// opens back: one id per event for every reader, that tells nothing of
-// the seq (how many events of other conversations came between two), and
-// no index of random ids for a send to write. Readers see only numbered
-// events, so every event they see has one. No id is stored.
-//
-// The payload is the JSON of the event's object (its Go value, as package
-// encoding/json writes it): an internal format of the store, read back by
-// ReadEvents, never shown to clients as it is.
+// secret key (eventSealer, ids.Sealer), which GetEvent opens back: an id
+// tells nothing of the seq, and no id is stored. The payload is the JSON of
+// the event's object: the store's own format, never shown as it is.
 
 // maxSequence is the most rows one sequencing transaction numbers.
 const maxSequence = 1000

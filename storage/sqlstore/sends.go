@@ -15,46 +15,29 @@ import (
 	"github.com/parleychat/parley/messaging/driver"
 )
 
-// A send is most of its fixed costs: on PostgreSQL (no attachments:
-// insertSent) one statement, committed on its own, whose round trip,
-// executor start, commit and flush of the WAL are most of what it costs
-// the server; on SQLite a transaction of the one writer, whose BEGIN and
-// COMMIT (the WAL frames of every page it dirtied) are. When many callers
-// send at once, the sends that arrive while a statement or transaction of
-// sends is under way (maxSending) wait in a queue, and the next stores
-// all of them (up to maxSent). On PostgreSQL that is one statement, of
-// one shape (prepared) for any number, that inserts their messages,
-// events and key records from arrays, a column each, and counts them
-// (insertSentManySQL). On SQLite (dialectSQL.sendsInTx) it is one
-// transaction that makes each send as alone, in a savepoint of its own,
-// and commits them together (sendInTx).
+// A sendCombiner stores together the sends that arrive while a statement
+// or transaction of sends is under way (DESIGN.md §4.4): a send's fixed
+// costs (a round trip, the executor's start, a commit and its flush) are
+// most of what it costs. The sends that wait (up to maxSent) are one
+// statement on PostgreSQL, from arrays (insertSentManySQL), and one
+// transaction on SQLite, each send in a savepoint of its own (sendInTx).
 //
-// The statement is atomic: it stores every send of it or none. When the
-// server answers it with an error (a message id or a key's record in the
-// way, a deadlock, a lock or statement timeout), it stored nothing, and
-// its sends are made again: those without a key together, those with one
-// alone (a retried key is the likely cause), and all alone when the
-// statement fails again; so each send fails or succeeds as it would have
-// alone. When the connection is lost under the statement, a read of its
-// messages tells whether it committed (all of them are there); when it
-// cannot tell, or the database cannot be reached, the error is each
-// caller's, as it would have been alone. In the transaction, a send that
-// fails is rolled back to its savepoint and the others go on; when the
-// transaction fails otherwise, each send is made alone. A panic of the
-// statement is each caller's errCombinedPanic; of a send in the
-// transaction, its caller's.
+// Each send fails or succeeds as it would have alone. A statement the
+// server refuses (an id or a key's record in the way, a deadlock, a
+// timeout) stored nothing: its sends are made again, those without a key
+// together, those with one alone, and all alone when it fails again. When
+// the connection is lost under it, a read of its messages tells whether it
+// committed; when that cannot tell, the error is each caller's. In the
+// transaction a failed send is rolled back to its savepoint; when the
+// transaction fails otherwise, each send is made alone. A panic is each
+// caller's errCombinedPanic in the statement, its own caller's in the
+// transaction.
 //
-// A statement waits for the slowest of its sends: one that waits for a
-// lock (a new conversation that another transaction inserted and has not
-// committed) holds the others. So that such waits do not hold every send
-// of the process, a send does not wait behind statements that have all
-// run for stallAfter or longer: it is made alone at once, beside them,
-// and then stores those that wait.
-//
-// A caller whose context ends while its send waits returns the context's
-// error at once, and the send is not made; one that a statement has
-// taken may be, as a send whose context ends while its statement runs
-// may be. A statement goes on while one of its callers waits.
+// A statement waits for the slowest of its sends (one that waits for a
+// lock holds the others), so a send does not wait behind statements that
+// have all run for stallAfter: it is made alone at once, beside them. A
+// caller whose context ends while its send waits returns at once, and the
+// send is not made; one that a statement has taken may be.
 type sendCombiner struct {
 	running sync.WaitGroup // the goroutines that send queued sends (Store.Close waits)
 	mu      sync.Mutex
