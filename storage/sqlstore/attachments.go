@@ -119,26 +119,17 @@ func (s *store) ListAttachments(ctx context.Context, q driver.AttachmentQuery) (
 		return nil, false, invalid("limit must be at least 1")
 	}
 	p := pageQuery{cols: attachmentCols, from: "attachments AS a", alias: "a", after: q.After, before: q.Before, limit: q.Limit}
-	scoped, member, err := s.scope(ctx, q.All, q.MemberID, q.ConversationIDs)
+	convs, member, err := s.scope(ctx, q.All, q.MemberID, q.ConversationIDs)
 	if err != nil {
 		return nil, false, err
 	}
-	q.MemberID = member
-	convs := dedupe(scoped)
 	switch {
 	case q.All && q.UploaderID != "":
 		p.branches = []branch{{where: "(a.conversation_id IS NOT NULL OR a.uploader_id = ?)", args: []any{q.UploaderID}}}
 	case q.All:
 		p.branches = []branch{{where: "a.conversation_id IS NOT NULL"}}
-	case q.MemberID != "":
-		b, _ := s.scopeBranch("a.conversation_id", false, q.MemberID, convs)
-		p.branches = []branch{b}
-	case len(convs) <= maxBranches:
-		for _, c := range convs {
-			p.branches = append(p.branches, branch{conversation: c})
-		}
 	default:
-		p.branches = []branch{{where: "a.conversation_id IN (?)", args: []any{idList(convs)}}}
+		p.branches = s.conversationBranches("a.conversation_id", member, dedupe(convs))
 	}
 	if !q.All && q.UploaderID != "" {
 		p.branches = append(p.branches, branch{where: "a.uploader_id = ? AND a.conversation_id IS NULL", args: []any{q.UploaderID}})

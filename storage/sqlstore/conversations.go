@@ -273,6 +273,25 @@ func (s *store) scopeBranch(col string, all bool, memberID string, ids []string)
 	return branch{}, false
 }
 
+// conversationBranches returns the branches of a list, over conversation
+// column col, of the conversations convs and those of member's many
+// memberships unless member is "": one branch a conversation (a range of
+// its index) when they are at most maxBranches, else one condition.
+func (s *store) conversationBranches(col, member string, convs []string) []branch {
+	switch {
+	case member != "":
+		b, _ := s.scopeBranch(col, false, member, convs)
+		return []branch{b}
+	case len(convs) > maxBranches:
+		return []branch{{where: col + " IN (?)", args: []any{idList(convs)}}}
+	}
+	bs := make([]branch, len(convs))
+	for i, c := range convs {
+		bs[i] = branch{conversation: c}
+	}
+	return bs
+}
+
 // touchConversation counts a new message m of its conversation, storing
 // the conversation if it is new: m becomes the last message unless it is
 // older, and counts as read for every reader whose position is after it.

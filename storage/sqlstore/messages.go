@@ -555,22 +555,14 @@ func (s *store) messageCursor(ctx context.Context, q messageQuery) (after, befor
 // or all: a range of one index), or false when q matches nothing.
 func (s *store) messagePageSQL(q messageQuery) (query string, args []any, fixed, ok bool) {
 	p := pageQuery{cols: messageCols, from: messageFrom, alias: "m", after: q.After, before: q.Before, limit: q.Limit}
-	switch convs := dedupe(q.ConversationIDs); {
-	case q.All:
-		p.branches = []branch{{where: notThread("m.conversation_id")}}
-		fixed = true
-	case q.MemberID != "":
-		b, _ := s.scopeBranch("m.conversation_id", false, q.MemberID, convs)
-		p.branches = []branch{b}
-	case len(convs) == 0:
+	if q.All {
+		p.branches, fixed = []branch{{where: notThread("m.conversation_id")}}, true
+	} else {
+		convs := dedupe(q.ConversationIDs)
+		p.branches, fixed = s.conversationBranches("m.conversation_id", q.MemberID, convs), q.MemberID == "" && len(convs) == 1
+	}
+	if len(p.branches) == 0 {
 		return "", nil, false, false
-	case len(convs) <= maxBranches:
-		for _, c := range convs {
-			p.branches = append(p.branches, branch{conversation: c})
-		}
-		fixed = len(convs) == 1
-	default:
-		p.branches = []branch{{where: "m.conversation_id IN (?)", args: []any{idList(convs)}}}
 	}
 	if id := cmp.Or(q.AfterID, q.BeforeID); id != "" {
 		p.cursorRow, p.cursorArgs, p.afterID = "messages AS x WHERE x.id = ? AND x.conversation_id = ?", []any{id, q.ConversationIDs[0]}, q.AfterID != ""
