@@ -119,7 +119,7 @@ func (s *store) ListAttachments(ctx context.Context, q driver.AttachmentQuery) (
 		return nil, false, invalid("limit must be at least 1")
 	}
 	p := pageQuery{cols: attachmentCols, from: "attachments AS a", alias: "a", after: q.After, before: q.Before, limit: q.Limit}
-	convs, member, err := s.scope(ctx, q.All, q.MemberID, q.ConversationIDs)
+	convs, member, err := s.scope(ctx, q.All, q.MemberID, q.ConversationIDs, maxBranches)
 	if err != nil {
 		return nil, false, err
 	}

@@ -71,32 +71,22 @@ const (
 // (dialectSQL.memberOf).
 func (s *store) memberOf(col string) string { return fmt.Sprintf(s.sql.memberOf, col) }
 
-// membershipsUpTo returns the conversations contact is a member of when
-// they are at most n, or many=true when there are more.
-func (s *store) membershipsUpTo(ctx context.Context, contact string, n int) (ids []string, many bool, err error) {
-	// In the index's order, so that the planner reads the index: by its
-	// statistics a seq scan would find a few rows of a contact in many as
-	// soon, but a contact's rows lie together, after everyone else's.
-	err = s.read(ctx, &ids, "SELECT conversation_id FROM conversation_members WHERE contact_id = ? AND is_member = TRUE ORDER BY conversation_id LIMIT ?",
-		contact, n+1)
-	if len(ids) > n {
-		return nil, true, err
-	}
-	return ids, false, err
-}
-
 // scope resolves the conversations a list selects: all, or ids and those
 // of memberID's memberships, given as a list of ids when they are at most
-// maxBranches (byMember is then ""), else as memberID to probe for. A list
-// over a few conversations reads each one's own index range; over many, it
-// walks the time index and probes each row's membership (memberOf), which
-// finds a page soon because most rows match.
-func (s *store) scope(ctx context.Context, all bool, memberID string, ids []string) (convs []string, byMember string, err error) {
+// n (byMember is then ""), else as memberID to probe for. A list over a
+// few conversations reads each one's own index range (n is maxBranches);
+// over many, it walks the time index and probes each row's membership
+// (memberOf), which finds a page soon because most rows match.
+func (s *store) scope(ctx context.Context, all bool, memberID string, ids []string, n int) (convs []string, byMember string, err error) {
 	if all || memberID == "" {
 		return ids, "", nil
 	}
-	mine, many, err := s.membershipsUpTo(ctx, memberID, maxBranches)
-	if err != nil || many {
+	// In the index's order, so that the planner reads the index: by its
+	// statistics a seq scan would find a few rows of a contact in many as
+	// soon, but a contact's rows lie together, after everyone else's.
+	var mine []string
+	if err := s.read(ctx, &mine, "SELECT conversation_id FROM conversation_members WHERE contact_id = ? AND is_member = TRUE ORDER BY conversation_id LIMIT ?",
+		memberID, n+1); err != nil || len(mine) > n {
 		return ids, memberID, err
 	}
 	return append(mine, ids...), "", nil
@@ -176,7 +166,7 @@ func (s *store) ListConversations(ctx context.Context, q driver.ConversationQuer
 	}
 	p := pageQuery{cols: conversationCols, from: conversationFrom, fromArgs: []any{q.ViewerID}, alias: "c", timeCol: "updated_at",
 		after: q.After, before: q.Before, limit: q.Limit}
-	convs, member, err := s.scope(ctx, q.All, q.MemberID, q.ConversationIDs)
+	convs, member, err := s.scope(ctx, q.All, q.MemberID, q.ConversationIDs, maxBranches)
 	if err != nil {
 		return nil, false, err
 	}

@@ -489,7 +489,7 @@ func (s *store) listMessages(ctx context.Context, dq driver.MessageQuery) ([]mes
 	if q.Limit < 1 {
 		return nil, false, invalid("limit must be at least 1")
 	}
-	convs, member, err := s.scope(ctx, q.All, q.MemberID, q.ConversationIDs)
+	convs, member, err := s.scope(ctx, q.All, q.MemberID, q.ConversationIDs, maxBranches)
 	if err != nil {
 		return nil, false, err
 	}

@@ -342,7 +342,7 @@ func (s *store) ReadEvents(ctx context.Context, q driver.EventQuery) (_ []messag
 	if err := s.sequence(ctx); err != nil {
 		return nil, err
 	}
-	convs, member, err := s.scope(ctx, q.All, q.MemberID, q.ConversationIDs)
+	convs, member, err := s.scope(ctx, q.All, q.MemberID, q.ConversationIDs, maxBranches)
 	if err != nil {
 		return nil, err
 	}

@@ -109,26 +109,15 @@ func (s *store) searchScope(all bool, member string, convs []string) (branch, bo
 // of more is probed for row by row.
 var maxSearchConversations = 500
 
-// searchConversations resolves the scope of a search on SQLite and
-// PostgreSQL: the conversations of q.ConversationIDs and of q.MemberID's
-// memberships, up to maxSearchConversations of these, or member (q's
-// MemberID) to probe for when more.
+// searchConversations resolves the scope of a search, as scope does with
+// up to maxSearchConversations conversations, without repeats; none for
+// q.All.
 func (s *store) searchConversations(ctx context.Context, q driver.SearchQuery) (convs []string, member string, err error) {
 	if q.All {
 		return nil, "", nil
 	}
-	convs = q.ConversationIDs
-	if q.MemberID != "" {
-		mine, many, err := s.membershipsUpTo(ctx, q.MemberID, maxSearchConversations)
-		if err != nil {
-			return nil, "", err
-		}
-		if many {
-			return dedupe(convs), q.MemberID, nil
-		}
-		convs = append(mine, convs...)
-	}
-	return dedupe(convs), "", nil
+	convs, member, err = s.scope(ctx, false, q.MemberID, q.ConversationIDs, maxSearchConversations)
+	return dedupe(convs), member, err
 }
 
 // nameable tells whether the scope of a search can be named in the

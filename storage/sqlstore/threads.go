@@ -377,7 +377,7 @@ func (s *store) ListThreads(ctx context.Context, q driver.ThreadQuery) (_ []mess
 	}
 	var scope branch
 	if !q.All {
-		convs, member, err := s.scope(ctx, false, q.MemberID, q.ConversationIDs)
+		convs, member, err := s.scope(ctx, false, q.MemberID, q.ConversationIDs, maxBranches)
 		if err != nil {
 			return nil, false, err
 		}
