@@ -9,27 +9,13 @@ import (
 	"github.com/parleychat/parley/messaging/driver"
 )
 
-// Search. Every engine stores the words of a message's text as
-// driver.SearchWords folds them, in messages.search_words, and indexes
-// that column with its full-text index; a query is matched against those
-// words as they are, so that no engine's own tokenizer, folding, stop
-// words or minimum word length changes what a query finds:
-//
-//   - SQLite: FTS5 with the ascii tokenizer (which splits on ASCII
-//     punctuation only and folds ASCII case only), kept by triggers
-//     (migrations/sqlite), whose rowids follow time and whose rows hold a
-//     token of their conversation (searchSQLite);
-//   - PostgreSQL: a GIN index of array_to_tsvector of the words (lexemes
-//     taken as they are), of the conversation and of the words qualified
-//     by the conversation (pgSearchMatch), queried by a tsquery of quoted
-//     lexemes;
-//   - MySQL and MariaDB: InnoDB FULLTEXT over the words each written after
-//     mysqlWordMark, which makes every token at least three characters
-//     long (innodb_ft_min_token_size's default) and none a stop word,
-//     queried in boolean mode.
-//
-// Words hold only letters, digits and marks (no quote, operator or space),
-// so that they need no escaping in any engine's query syntax.
+// Search (DESIGN.md §4.10). Every engine stores the words of a message's
+// text as driver.SearchWords folds them, in messages.search_words, and
+// indexes that column with its full-text index (searchSQLite,
+// searchPostgres, searchMySQL), so that no engine's own tokenizer, folding,
+// stop words or minimum word length changes what a query finds. Words hold
+// only letters, digits and marks, so they need no escaping in any
+// engine's query syntax.
 
 // searchWords returns the value of messages.search_words for text.
 func (s *store) searchWords(text string) string { return searchWordsOf(s.sql.wordMark, text) }
