@@ -209,11 +209,11 @@ func (s *store) ListConversations(ctx context.Context, q driver.ConversationQuer
 	}
 	query, args := s.pageSQL(p)
 	// Over every conversation, or a member's many, a walk of
-	// conversations_updated whatever the values: prepared (genericPlans).
-	// Planning its joins took PostgreSQL three times its execution
-	// (BENCHMARKS.md section 4).
+	// conversations_updated whatever the values: prepared. Planning its
+	// joins took PostgreSQL three times its execution (BENCHMARKS.md
+	// section 4).
 	read := s.read
-	if (q.All || member != "" && len(convs) == 0) && s.genericPlans(ctx) {
+	if q.All || member != "" && len(convs) == 0 {
 		read = s.readPrepared
 	}
 	var rows []conversationRow

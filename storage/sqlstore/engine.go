@@ -38,10 +38,6 @@ type engine interface {
 	// messages, unless it runs (SQLite's search indexer): the store's
 	// first message (a send or an import) calls it, Close stops it.
 	start(s *store)
-	// genericPlans reports whether statements whose best plan is the same
-	// whatever their values may run prepared, with a generic plan
-	// (readPrepared).
-	genericPlans(ctx context.Context, s *store) bool
 
 	// initMigrations creates Options.Schema and bun/migrate's tables.
 	initMigrations(ctx context.Context, s *store, m *migrate.Migrator) error

@@ -72,8 +72,6 @@ func (mysqlEngine) opened(*store, *sql.DB, *sql.DB) {}
 
 func (mysqlEngine) start(*store) {}
 
-func (mysqlEngine) genericPlans(context.Context, *store) bool { return true }
-
 func (mysqlEngine) initMigrations(ctx context.Context, _ *store, m *migrate.Migrator) error {
 	return m.Init(ctx)
 }

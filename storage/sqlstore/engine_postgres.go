@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -25,9 +23,7 @@ import (
 // statements of each connection (Store.cached) unless the DSN chose
 // otherwise (behind a pooler); a send is one statement of arrays
 // (sends.go).
-type postgresEngine struct {
-	plans planStats // the size of messages, for genericPlans
-}
+type postgresEngine struct{}
 
 func (*postgresEngine) name() string { return "postgres" }
 
@@ -77,47 +73,6 @@ var postgresSQL = dialectSQL{
 func (*postgresEngine) opened(*store, *sql.DB, *sql.DB) {}
 
 func (*postgresEngine) start(*store) {}
-
-// genericPlanRows is the least number of messages, by PostgreSQL's
-// statistics, from which a page of one conversation runs with a generic
-// plan. Without its values the planner estimates such a page at 1/200 of
-// the table (a cursor page at 1/600): in a smaller table it may then
-// prefer a bitmap scan of the conversation's whole range and a sort to
-// the index read in order, which costs as many rows as the conversation
-// holds (measured: 7 ms for a page of a conversation of 3,000 messages in
-// a table of 6,000, against 0.05 ms). From 12,000 messages on, the plan
-// read the index in order; the threshold leaves a margin of four.
-const genericPlanRows = 50_000
-
-// planStats is what the Store knows of the size of messages, for
-// genericPlans.
-type planStats struct {
-	mu      sync.Mutex
-	rows    atomic.Int64 // messages by the planner's statistics; -1 unknown
-	checked atomic.Int64 // when rows was read (UnixNano); 0 never
-}
-
-// genericPlans reports whether messages holds at least genericPlanRows
-// rows by the planner's statistics (pg_class.reltuples, which ANALYZE
-// and autovacuum keep), read at most once a minute; never when the
-// statements are not prepared (behind a pooler).
-func (e *postgresEngine) genericPlans(ctx context.Context, s *store) bool {
-	if s.cached == nil {
-		return false
-	}
-	st := &e.plans
-	if at := st.checked.Load(); at != 0 && time.Since(time.Unix(0, at)) < time.Minute || !st.mu.TryLock() {
-		return st.rows.Load() >= genericPlanRows
-	}
-	defer st.mu.Unlock()
-	var rows []int64
-	err := s.r.NewRaw("SELECT COALESCE((SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass('messages')), -1)").Scan(ctx, &rows)
-	if err == nil && len(rows) == 1 {
-		st.rows.Store(rows[0])
-		st.checked.Store(time.Now().UnixNano())
-	}
-	return st.rows.Load() >= genericPlanRows
-}
 
 // initMigrations creates the schema and the tables in a transaction that
 // holds the migration lock (two processes creating one table at once can

@@ -81,8 +81,6 @@ func (sqliteEngine) opened(s *store, w, r *sql.DB) {
 
 func (sqliteEngine) start(s *store) { s.startSearchIndexer() }
 
-func (sqliteEngine) genericPlans(context.Context, *store) bool { return true }
-
 func (sqliteEngine) initMigrations(ctx context.Context, _ *store, m *migrate.Migrator) error {
 	return m.Init(ctx)
 }

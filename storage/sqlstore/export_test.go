@@ -44,16 +44,6 @@ func PreparedSQL(st *Store, query string, args []any) (string, []any, bool) {
 	return expandArgs(query, args, s.eng.name() == "postgres")
 }
 
-// GenericPlans reports whether s prepares the page of a conversation,
-// reading the size of messages now.
-func GenericPlans(st *Store, ctx context.Context) bool {
-	s := st.s
-	if e, ok := s.eng.(*postgresEngine); ok {
-		e.plans.checked.Store(0)
-	}
-	return s.genericPlans(ctx)
-}
-
 // ReaderDB returns the database the Store reads from outside transactions.
 func ReaderDB(st *Store) *bun.DB { return st.s.r }
 

@@ -512,7 +512,7 @@ func (s *store) listMessages(ctx context.Context, dq driver.MessageQuery) ([]mes
 		return []messaging.Message{}, false, nil
 	}
 	read := s.read
-	if fixed && s.genericPlans(ctx) {
+	if fixed {
 		read = s.readPrepared
 	}
 	rows := make([]messageRow, 0, q.Limit+1)

@@ -144,9 +144,9 @@ func TestReactionsPreparedOnPostgres(t *testing.T) {
 		return got
 	}
 	react(alice)
-	takeBack(alice)
-	_, err := s.Driver().GetMessage(ctx, m.ID)
+	_, err := s.Driver().GetMessage(ctx, m.ID) // its reactions' read, prepared
 	require.NoError(t, err)
+	takeBack(alice)
 	before := sqlstore.Prepared(s)
 
 	statements := sqlstore.RecordWrites(s)

@@ -262,15 +262,12 @@ func (s *store) read(ctx context.Context, dst any, query string, args ...any) er
 const maxPreparedIDs = 16
 
 // readByIDs is read for the queries of the reactions and attachments of
-// messages by their ids (complete), whose plan, once the tables have
-// statistics, is a lookup of each id whatever the ids: on PostgreSQL too
-// they are prepared (readPrepared), for lists of up to maxPreparedIDs ids,
-// once the pages are (genericPlans): a generic plan made while the tables
-// were empty and never analyzed may read every reactor of a message, until
-// the next ANALYZE. Planning them took about as long as a page without
-// them.
+// messages by their ids (complete), whose plan is a lookup of each id
+// whatever the ids: on PostgreSQL too they are prepared (readPrepared),
+// for lists of up to maxPreparedIDs ids. Planning them took about as long
+// as a page without them.
 func (s *store) readByIDs(ctx context.Context, dst any, query string, args ...any) error {
-	if longList(args) || !s.eng.genericPlans(ctx, s) {
+	if longList(args) {
 		return s.read(ctx, dst, query, args...)
 	}
 	return s.readPrepared(ctx, dst, query, args...)
@@ -506,7 +503,3 @@ func (s *store) txReads(tx bun.Tx) queryFn {
 		return s.txRead(ctx, tx, dst, query, args...)
 	}
 }
-
-// genericPlans reports whether statements whose best plan is the same
-// whatever their values run prepared, with a generic plan (readPrepared).
-func (s *store) genericPlans(ctx context.Context) bool { return s.eng.genericPlans(ctx, s) }

@@ -411,11 +411,10 @@ func (s *store) ListThreads(ctx context.Context, q driver.ThreadQuery) (_ []mess
 	query := "SELECT " + threadListCols + " FROM conversation_members AS t JOIN conversations AS c ON c.id = t.conversation_id" + where +
 		" ORDER BY t.thread_at " + dir + ", t.conversation_id " + dir + " LIMIT " + strconv.Itoa(q.Limit+1)
 	// Over every conversation, a range of one index whatever the values:
-	// prepared, once the tables are large enough for a generic plan to
-	// be the same (genericPlans). Planning took 0.4 ms of a PostgreSQL
-	// page whose execution took 0.07 ms.
+	// prepared. Planning took 0.4 ms of a PostgreSQL page whose execution
+	// took 0.07 ms.
 	read := s.read
-	if scope.where == "" && s.genericPlans(ctx) {
+	if scope.where == "" {
 		read = s.readPrepared
 	}
 	var rows []conversationRow

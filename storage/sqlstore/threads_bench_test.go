@@ -13,7 +13,6 @@ import (
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
-	"github.com/parleychat/parley/storage/sqlstore"
 )
 
 // BenchmarkThreads measures issue 31's targets through the Service on each
@@ -112,14 +111,6 @@ func BenchmarkThreads(b *testing.B) {
 			}
 			_, err := s.DB().ExecContext(ctx, analyze)
 			require.NoError(b, err)
-			// The store reads the size of messages at most once a minute to
-			// choose whether pages of one conversation run prepared, with
-			// generic plans (PostgreSQL; genericPlans in read.go): read now,
-			// after the load, so that every case runs in the mode of the
-			// loaded table. Left to its clock, the mode could change between
-			// the cases of one run (page 1 planned each time and page 1,000
-			// prepared, or the reverse).
-			sqlstore.GenericPlans(s, ctx)
 			if e.Name == "sqlite" {
 				// The load's WAL written back now, not by the first sends
 				// (which made a send cost twice a reply).
