@@ -73,9 +73,9 @@ var sqliteSQL = dialectSQL{
 // opened keeps the prepared statements of the writer and of the reader
 // pool (reads select columns as +column: sqliteReadCols).
 func (sqliteEngine) opened(s *store, w, r *sql.DB) {
-	s.wstmts = &stmtCache{db: w, m: make(map[string]*sql.Stmt)}
+	s.wstmts = newStmtCache(w, nil)
 	if r != w {
-		s.stmts = &stmtCache{db: r, rewrite: sqliteReadCols, m: make(map[string]*sql.Stmt)}
+		s.stmts = newStmtCache(r, sqliteReadCols)
 	}
 }
 

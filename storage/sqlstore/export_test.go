@@ -125,7 +125,7 @@ func SetPreparedReads(st *Store, on bool) {
 		}
 		s.stmts = nil
 	} else if s.stmts == nil {
-		s.stmts = &stmtCache{db: s.r.DB, rewrite: sqliteReadCols, m: make(map[string]*sql.Stmt)}
+		s.stmts = newStmtCache(s.r.DB, sqliteReadCols)
 	}
 }
 

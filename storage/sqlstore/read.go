@@ -3,10 +3,12 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -25,15 +27,12 @@ type boxedIDs []any
 // differ by page size and by the number of conversations and ids.
 const maxStmts = 256
 
-// stmtCache holds the prepared statements of reads, by query text.
-// SQLite parses and plans a statement on every query otherwise: with them
-// a page of messages takes about two thirds of the time and a message or
-// contact under half (BenchmarkSQLiteReads). On PostgreSQL it holds the
-// reads whose plan suits every value of their arguments (readPrepared),
-// which the server then runs with a generic plan, neither parsed nor
-// planned again. Prepared statements are reused on each connection of the
-// reader pool (database/sql prepares them on a connection when first used
-// there).
+// stmtCache holds SQLite's prepared statements, by query text: of the
+// reader pool (readPrepared), or of the writer (txStmt). SQLite parses and
+// plans a statement on every query otherwise: with them a page of messages
+// takes about two thirds of the time and a message or contact under half
+// (BenchmarkSQLiteReads). database/sql prepares a statement again on each
+// connection of the pool that runs it.
 type stmtCache struct {
 	db *sql.DB
 	// rewrite, when not nil, turns a query into the text prepared for it
@@ -41,73 +40,45 @@ type stmtCache struct {
 	rewrite *strings.Replacer
 	mu      sync.RWMutex
 	m       map[string]*sql.Stmt
-	// want holds the queries that transactions ran unprepared, for
-	// prepareWanted; wanted reports whether it holds any.
-	want   map[string]struct{}
-	wanted atomic.Bool
-	// preparing holds the queries that get is preparing, each with a
-	// channel closed when it is done.
-	preparing map[string]chan struct{}
-	closed    bool // by close: nothing more is prepared
+	want    map[string]bool // queries transactions ran unprepared (inTx)
+	closed  bool            // by close: nothing more is prepared
+}
+
+func newStmtCache(db *sql.DB, rewrite *strings.Replacer) *stmtCache {
+	return &stmtCache{db: db, rewrite: rewrite, m: map[string]*sql.Stmt{}, want: map[string]bool{}}
 }
 
 // get returns the prepared statement of query, or nil when the cache is
 // full or closed. It prepares outside the cache's lock: preparing takes a
 // connection of the pool, which transactions that look statements up
-// (inTx) may all hold. A query is prepared by one caller at a time; the
-// others wait for it, holding nothing, rather than prepare it again.
+// (inTx) may all hold. Two callers may prepare a query at once; the
+// second's statement is closed.
 func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
 	c.mu.RLock()
 	st, ok := c.m[query]
+	full := c.closed || len(c.m) >= maxStmts
 	c.mu.RUnlock()
-	if ok {
+	if ok || full {
 		return st, nil
 	}
-	for {
-		c.mu.Lock()
-		if st, ok := c.m[query]; ok || c.closed || len(c.m) >= maxStmts {
-			c.mu.Unlock()
-			return st, nil
-		}
-		done, busy := c.preparing[query]
-		if !busy {
-			if c.preparing == nil {
-				c.preparing = make(map[string]chan struct{})
-			}
-			done = make(chan struct{})
-			c.preparing[query] = done
-			c.mu.Unlock()
-			return c.prepare(ctx, query, done)
-		}
-		c.mu.Unlock()
-		select {
-		case <-done: // prepared, or failed: look again
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}
-
-// prepare prepares query for get, which marked it with done.
-func (c *stmtCache) prepare(ctx context.Context, query string, done chan struct{}) (*sql.Stmt, error) {
 	text := query
 	if c.rewrite != nil {
 		text = c.rewrite.Replace(query)
 	}
 	st, err := c.db.PrepareContext(ctx, text)
-	c.mu.Lock()
-	delete(c.preparing, query)
-	close(done)
-	if err == nil && (c.closed || len(c.m) >= maxStmts) {
-		c.mu.Unlock()
-		_ = st.Close()
-		return nil, nil
+	if err != nil {
+		return nil, err
 	}
-	if err == nil {
-		c.m[query] = st
+	c.mu.Lock()
+	kept, ok := c.m[query]
+	if !ok && !c.closed && len(c.m) < maxStmts {
+		c.m[query], kept = st, st
 	}
 	c.mu.Unlock()
-	return st, err
+	if kept != st {
+		_ = st.Close()
+	}
+	return kept, nil
 }
 
 // inTx returns the prepared statement of query, for a transaction to run
@@ -118,43 +89,43 @@ func (c *stmtCache) prepare(ctx context.Context, query string, done chan struct{
 // of the pool, which other transactions could all hold, waiting for rows
 // this one holds.
 func (c *stmtCache) inTx(query string) *sql.Stmt {
-	c.mu.RLock()
-	st, ok := c.m[query]
-	_, wanted := c.want[query]
-	room := len(c.m)+len(c.want) < maxStmts && !c.closed
-	c.mu.RUnlock()
-	if ok || wanted || !room {
-		return st
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.want == nil {
-		c.want = make(map[string]struct{})
+	st, ok := c.m[query]
+	if !ok && !c.closed && len(c.m)+len(c.want) < maxStmts {
+		c.want[query] = true
 	}
-	c.want[query] = struct{}{}
-	c.wanted.Store(true)
-	return nil
+	return st
 }
 
 // prepareWanted prepares the queries that transactions ran unprepared
 // (inTx). The caller holds no connection of the pool.
 func (c *stmtCache) prepareWanted(ctx context.Context) {
-	if !c.wanted.Load() {
-		return
-	}
 	c.mu.Lock()
-	qs := make([]string, 0, len(c.want))
-	for q := range c.want {
-		qs = append(qs, q)
-	}
+	qs := slices.Collect(maps.Keys(c.want))
 	clear(c.want)
-	c.wanted.Store(false)
 	c.mu.Unlock()
 	for _, q := range qs {
 		if _, err := c.get(ctx, q); err != nil {
 			return // canceled, or no such table yet: a later transaction asks again
 		}
 	}
+}
+
+// close closes the statements outside the lock: closing one waits for the
+// callers running it, which may wait for a connection that a transaction
+// holds, itself waiting for the lock (inTx).
+func (c *stmtCache) close() error {
+	c.mu.Lock()
+	c.closed = true
+	m := c.m
+	c.m = map[string]*sql.Stmt{}
+	c.mu.Unlock()
+	var errs []error
+	for _, st := range m {
+		errs = append(errs, st.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // sqliteReadCols rewrites the column lists of the reads of messages,
@@ -216,32 +187,6 @@ func exprCols(cols string) string {
 		parts[i] = "+" + col + " AS " + alias
 	}
 	return strings.Join(parts, ", ")
-}
-
-// Stale statements (PostgreSQL). The server refuses to run a prepared
-// statement whose result types a schema change changed (stalePlan), on
-// every connection it was prepared on, until it is prepared again (a newer
-// instance's migration in a rolling deployment). pgx drops a cached
-// statement that failed; the caller runs its operation again: outside a
-// transaction at once (readPrepared, execWrite), a transaction whole
-// (staleInCachedTx, retryable). SQLite prepares again by itself.
-
-func (c *stmtCache) close() error {
-	// The statements are closed outside the lock: closing one waits for
-	// the callers running it, which may wait for a connection that a
-	// transaction holds, itself waiting for the lock (inTx).
-	c.mu.Lock()
-	c.closed = true
-	m := c.m
-	c.m = map[string]*sql.Stmt{}
-	c.mu.Unlock()
-	var first error
-	for _, st := range m {
-		if err := st.Close(); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
 }
 
 // read runs a query outside transactions on the reader database, and

@@ -1,7 +1,6 @@
 package sqlstore
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"sync"
@@ -136,52 +135,6 @@ func TestStmtCacheInTx(t *testing.T) {
 	assert.Nil(t, st, "a closed cache prepares nothing")
 }
 
-// TestStmtCachePreparesOnceAtATime: a caller that waits for another's
-// prepare of the same query gives up when its context ends, without
-// preparing; a failed prepare leaves nothing behind, and its waiters find
-// the error themselves.
-func TestStmtCachePreparesOnceAtATime(t *testing.T) {
-	db, c := memCache(t, "stmtsonce", 1)
-	ctx := t.Context()
-
-	tx, err := db.BeginTx(ctx, nil) // the preparer will wait for the one connection
-	require.NoError(t, err)
-	first := make(chan error, 1)
-	go func() {
-		_, err := c.get(ctx, "SELECT 5")
-		first <- err
-	}()
-	require.Eventually(t, func() bool {
-		c.mu.RLock()
-		defer c.mu.RUnlock()
-		return c.preparing["SELECT 5"] != nil
-	}, 5*time.Second, time.Millisecond, "the first caller prepares")
-	waitCtx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	defer cancel()
-	st, err := c.get(waitCtx, "SELECT 5")
-	assert.ErrorIs(t, err, context.DeadlineExceeded, "the second waits, then gives up")
-	assert.Nil(t, st)
-	require.NoError(t, tx.Rollback())
-	require.NoError(t, <-first)
-	c.mu.RLock()
-	assert.NotNil(t, c.m["SELECT 5"], "prepared once, by the first")
-	c.mu.RUnlock()
-
-	var wg sync.WaitGroup
-	errs := make([]error, 4)
-	for i := range errs {
-		wg.Go(func() { _, errs[i] = c.get(ctx, "SELECT FROM nowhere") })
-	}
-	wg.Wait()
-	for _, err := range errs {
-		assert.Error(t, err)
-	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	assert.NotContains(t, c.m, "SELECT FROM nowhere")
-	assert.Empty(t, c.preparing)
-}
-
 // memCache returns an in-memory SQLite database of that name, with a pool
 // of conns connections (0: no bound), and a stmtCache over it.
 func memCache(t *testing.T, name string, conns int) (*sql.DB, *stmtCache) {
@@ -190,5 +143,5 @@ func memCache(t *testing.T, name string, conns int) (*sql.DB, *stmtCache) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 	db.SetMaxOpenConns(conns)
-	return db, &stmtCache{db: db, m: make(map[string]*sql.Stmt)}
+	return db, newStmtCache(db, nil)
 }
