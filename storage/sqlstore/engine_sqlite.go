@@ -5,9 +5,11 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -20,7 +22,7 @@ import (
 // sqliteEngine is SQLite (modernc.org/sqlite): a file in WAL mode, one
 // writer connection whose transactions are BEGIN IMMEDIATE (a transaction
 // holds the database), and a pool of readers. Every statement with
-// arguments is prepared once (read.go's stmtCache): SQLite parses and
+// arguments is prepared once (stmtCache, below): SQLite parses and
 // plans each query otherwise.
 type sqliteEngine struct{}
 
@@ -406,4 +408,170 @@ func indexSearch(ctx context.Context, r, w *sql.DB, batch int) (more bool, err e
 		return false, nil
 	}
 	return err == nil && mark < last, err
+}
+
+// maxStmts bounds the prepared statements a Store keeps: list queries
+// differ by page size and by the number of conversations and ids.
+const maxStmts = 256
+
+// stmtCache holds SQLite's prepared statements, by query text: of the
+// reader pool (readPrepared), or of the writer (txStmt). SQLite parses and
+// plans a statement on every query otherwise: with them a message takes
+// about a third of the CPU, a page about two thirds, a reaction about
+// half (DESIGN.md §4.7). database/sql prepares a statement again on each
+// connection of the pool that runs it.
+type stmtCache struct {
+	db *sql.DB
+	// rewrite, when not nil, turns a query into the text prepared for it
+	// (sqliteReadCols); the cache keeps the statement under the query.
+	rewrite *strings.Replacer
+	mu      sync.RWMutex
+	m       map[string]*sql.Stmt
+	want    map[string]bool // queries transactions ran unprepared (inTx)
+	closed  bool            // by close: nothing more is prepared
+}
+
+func newStmtCache(db *sql.DB, rewrite *strings.Replacer) *stmtCache {
+	return &stmtCache{db: db, rewrite: rewrite, m: map[string]*sql.Stmt{}, want: map[string]bool{}}
+}
+
+// get returns the prepared statement of query, or nil when the cache is
+// full or closed. It prepares outside the cache's lock: preparing takes a
+// connection of the pool, which transactions that look statements up
+// (inTx) may all hold. Two callers may prepare a query at once; the
+// second's statement is closed.
+func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
+	c.mu.RLock()
+	st, ok := c.m[query]
+	full := c.closed || len(c.m) >= maxStmts
+	c.mu.RUnlock()
+	if ok || full {
+		return st, nil
+	}
+	text := query
+	if c.rewrite != nil {
+		text = c.rewrite.Replace(query)
+	}
+	st, err := c.db.PrepareContext(ctx, text)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	kept, ok := c.m[query]
+	if !ok && !c.closed && len(c.m) < maxStmts {
+		c.m[query], kept = st, st
+	}
+	c.mu.Unlock()
+	if kept != st {
+		_ = st.Close()
+	}
+	return kept, nil
+}
+
+// inTx returns the prepared statement of query, for a transaction to run
+// on its own connection (sql.Tx.StmtContext prepares it there the first
+// time). When the cache has none yet it returns nil, and notes query for
+// prepareWanted, which prepares it once no transaction of the caller holds
+// a connection: preparing in the transaction would wait for a connection
+// of the pool, which other transactions could all hold, waiting for rows
+// this one holds.
+func (c *stmtCache) inTx(query string) *sql.Stmt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, ok := c.m[query]
+	if !ok && !c.closed && len(c.m)+len(c.want) < maxStmts {
+		c.want[query] = true
+	}
+	return st
+}
+
+// prepareWanted prepares the queries that transactions ran unprepared
+// (inTx). The caller holds no connection of the pool.
+func (c *stmtCache) prepareWanted(ctx context.Context) {
+	c.mu.Lock()
+	qs := slices.Collect(maps.Keys(c.want))
+	clear(c.want)
+	c.mu.Unlock()
+	for _, q := range qs {
+		if _, err := c.get(ctx, q); err != nil {
+			return // canceled, or no such table yet: a later transaction asks again
+		}
+	}
+}
+
+// close closes the statements outside the lock: closing one waits for the
+// callers running it, which may wait for a connection that a transaction
+// holds, itself waiting for the lock (inTx).
+func (c *stmtCache) close() error {
+	c.mu.Lock()
+	c.closed = true
+	m := c.m
+	c.m = map[string]*sql.Stmt{}
+	c.mu.Unlock()
+	var errs []error
+	for _, st := range m {
+		errs = append(errs, st.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// sqliteReadCols rewrites the column lists of the reads of messages,
+// contacts, attachments, conversations and embedded reactors for SQLite's prepared reads: each column becomes
+// the expression +column (SQLite's unary plus returns its operand
+// unchanged), named as before. The driver (modernc.org/sqlite) allocates
+// the declared type of every column that has one on every row (a Go
+// string from C), and for a DATETIME column it first parses the text with
+// time.String's layout, which fails and allocates a *time.ParseError,
+// before the layout the store writes; an expression has no declared type,
+// so the value comes as text, which bun parses with the right layout at
+// once. On a first page of ten messages with reactions and attachments
+// this saves about half the allocations of the request (BENCHMARKS.md,
+// section 1). Only the select lists change: WHERE and ORDER BY name the
+// table's columns, so the indexes serve as before.
+var sqliteReadCols = strings.NewReplacer(
+	messageCols, exprCols(messageCols),
+	attachmentCols, exprCols(attachmentCols),
+	linkedAttachmentCols, exprCols(linkedAttachmentCols),
+	reactionsCols, exprCols(reactionsCols),
+	conversationOwnCols, exprCols(conversationOwnCols),
+	lastMessageCols, exprCols(lastMessageCols),
+	"SELECT "+contactCols+" FROM contacts", "SELECT "+exprCols(contactCols)+" FROM contacts",
+)
+
+// exprCols turns a column list such as "m.id, c.username AS
+// contact_username" into "+m.id AS id, +c.username AS contact_username".
+// An expression (with parentheses) stays as it is.
+func exprCols(cols string) string {
+	var parts []string
+	depth, start := 0, 0
+	for i, c := range cols {
+		switch c {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				parts = append(parts, cols[start:i])
+				start = i + 1
+			}
+		}
+	}
+	parts = append(parts, cols[start:])
+	for i, p := range parts {
+		p = strings.Join(strings.Fields(p), " ")
+		if strings.Contains(p, "(") {
+			parts[i] = p
+			continue
+		}
+		col, alias, ok := strings.Cut(p, " AS ")
+		if !ok {
+			_, alias, ok = strings.Cut(col, ".")
+			if !ok {
+				alias = col
+			}
+		}
+		parts[i] = "+" + col + " AS " + alias
+	}
+	return strings.Join(parts, ", ")
 }
