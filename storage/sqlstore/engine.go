@@ -38,6 +38,10 @@ type engine interface {
 	// messages, unless it runs (SQLite's search indexer): the store's
 	// first message (a send or an import) calls it, Close stops it.
 	start(s *store)
+	// oneConversation returns the condition that col holds a page's one
+	// conversation where the page reads it as a range (rangeOfOne), with
+	// the conversation as n arguments.
+	oneConversation(s *store, col string) (cond string, n int)
 
 	// initMigrations creates Options.Schema and bun/migrate's tables.
 	initMigrations(ctx context.Context, s *store, m *migrate.Migrator) error
@@ -101,13 +105,6 @@ type dialectSQL struct {
 	// "=": always (ordered against the page), or only after a cursor
 	// (ordered with the page).
 	rangeOfOne, rangeAfterCursor bool
-	// rangeBound is each bound of that range, the conversation given as
-	// "?" inside it. PostgreSQL's is a subquery, whose value its planner
-	// cannot see: a custom plan, which knows the conversation's rows, is
-	// then no cheaper than the generic one, and a prepared page runs the
-	// generic plan after its fifth run rather than being planned at every
-	// run (BENCHMARKS.md section 2).
-	rangeBound string
 
 	// Transactions.
 

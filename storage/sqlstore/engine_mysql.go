@@ -28,7 +28,6 @@ func (mysqlEngine) dialect() *dialectSQL { return &mysqlSQL }
 
 var mysqlSQL = dialectSQL{
 	rangeAfterCursor: true,
-	rangeBound:       "?",
 	txOptions:        &sql.TxOptions{Isolation: sql.LevelReadCommitted},
 	snapshotOptions:  &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
 	forUpdate:        " FOR UPDATE",
@@ -69,6 +68,10 @@ var mysqlSQL = dialectSQL{
 }
 
 func (mysqlEngine) opened(*store, *sql.DB, *sql.DB) {}
+
+func (mysqlEngine) oneConversation(_ *store, col string) (string, int) {
+	return col + " >= ? AND " + col + " <= ?", 2
+}
 
 func (mysqlEngine) start(*store) {}
 

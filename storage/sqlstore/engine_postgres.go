@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -23,7 +25,11 @@ import (
 // statements of each connection (Store.cached) unless the DSN chose
 // otherwise (behind a pooler); a send is one statement of arrays
 // (sends.go).
-type postgresEngine struct{}
+type postgresEngine struct {
+	mu      sync.Mutex   // held by the reader of rows
+	rows    atomic.Int64 // messages by the planner's statistics; 0 until read
+	checked atomic.Int64 // when rows was read (UnixNano); 0 never
+}
 
 func (*postgresEngine) name() string { return "postgres" }
 
@@ -36,7 +42,6 @@ var postgresSQL = dialectSQL{
 	subqueryBounds:  true,
 	arrays:          true,
 	rangeOfOne:      true,
-	rangeBound:      "(SELECT CAST(? AS text))",
 	snapshotOptions: &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
 	forUpdate:       " FOR UPDATE",
 	skip:            standardSkip,
@@ -73,6 +78,51 @@ var postgresSQL = dialectSQL{
 func (*postgresEngine) opened(*store, *sql.DB, *sql.DB) {}
 
 func (*postgresEngine) start(*store) {}
+
+// hiddenRangeRows is the number of messages, by the planner's
+// statistics, from which a page reads its conversation as a range of two
+// bounds. Its conversation is hidden from the planner in any table, as
+// (SELECT CAST(? AS text)): a prepared page then runs its generic plan
+// after five runs, where a conversation that holds most of the table made
+// every run plan again, most of a page's CPU (BENCHMARKS.md section 2,
+// "Pages planned once"). The planner guesses a hidden range at 1/200 of
+// the table, a page after a cursor at 1/600: from this size on, more rows
+// than a page of 100, so it reads the index in order. Below, such a
+// guess was fewer rows than the page, and it read the conversation's
+// whole range and sorted it (a first page of 50 in 6,000 messages of two
+// conversations sorted 3,000 rows: 18 ms against 0.1 ms by the index).
+// So below, the conversation is an element of an array, col = ANY(...),
+// guessed at 1/n_distinct of the table as an "=" would be, and not an
+// equality that would let the page be read from messages_created (see
+// pageSQL).
+const hiddenRangeRows = 80_000
+
+// hiddenConversation is the conversation as a value no plan sees.
+const hiddenConversation = "(SELECT CAST(? AS text))"
+
+// oneConversation returns a range once messages holds hiddenRangeRows by
+// pg_class.reltuples (which ANALYZE and autovacuum keep), read at most
+// once a minute by one caller, and an array of one element below.
+func (e *postgresEngine) oneConversation(s *store, col string) (string, int) {
+	if at := e.checked.Load(); (at == 0 || time.Since(time.Unix(0, at)) >= time.Minute) && e.mu.TryLock() {
+		// Read in the caller's goroutine, not under its context: a
+		// page's query is built without it, and this reads one row, on
+		// database/sql (no bun hook counts it as a page's).
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		var rows int64
+		err := s.r.DB.QueryRowContext(ctx, "SELECT COALESCE((SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass('messages')), -1)").Scan(&rows)
+		cancel()
+		if err == nil {
+			e.rows.Store(rows)
+		}
+		e.checked.Store(time.Now().UnixNano())
+		e.mu.Unlock()
+	}
+	if e.rows.Load() >= hiddenRangeRows {
+		return col + " >= " + hiddenConversation + " AND " + col + " <= " + hiddenConversation, 2
+	}
+	return col + " = ANY(ARRAY[" + hiddenConversation + "])", 1
+}
 
 // initMigrations creates the schema and the tables in a transaction that
 // holds the migration lock (two processes creating one table at once can

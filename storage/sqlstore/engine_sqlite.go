@@ -81,6 +81,10 @@ func (sqliteEngine) opened(s *store, w, r *sql.DB) {
 	}
 }
 
+func (sqliteEngine) oneConversation(_ *store, col string) (string, int) {
+	return col + " >= ? AND " + col + " <= ?", 2
+}
+
 func (sqliteEngine) start(s *store) { s.startSearchIndexer() }
 
 func (sqliteEngine) initMigrations(ctx context.Context, _ *store, m *migrate.Migrator) error {

@@ -92,7 +92,8 @@ func (s *store) pageSQL(p pageQuery) (string, []any) {
 		order := ""
 		if b.conversation != "" {
 			if s.sql.rangeOfOne || s.sql.rangeAfterCursor && seek != "" {
-				// A range rather than "=", and the conversation first in
+				// A range (PostgreSQL: or an array of one, see
+				// oneConversation) rather than "=", and the conversation first in
 				// ORDER BY: with "=", PostgreSQL drops the constant column
 				// from the order, and may then walk messages_created newest
 				// first and filter, which costs as many rows as other
@@ -106,8 +107,11 @@ func (s *store) pageSQL(p pageQuery) (string, []any) {
 				// a cursor "=" reads what it needs, and spares the range's
 				// estimates (a first page at 8,700 req/s with the range,
 				// 10,200 without).
-				cond(a + ".conversation_id >= " + s.sql.rangeBound + " AND " + a + ".conversation_id <= " + s.sql.rangeBound)
-				args = append(args, b.conversation, b.conversation)
+				c, n := s.eng.oneConversation(s, a+".conversation_id")
+				cond(c)
+				for range n {
+					args = append(args, b.conversation)
+				}
 				switch {
 				case s.sql.rangeAfterCursor:
 					// Its index is ascending throughout: read backwards, or
