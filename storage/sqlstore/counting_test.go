@@ -1,8 +1,6 @@
 package sqlstore_test
 
 import (
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +10,6 @@ import (
 	"github.com/parleychat/parley/internal/backendtest"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
-	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/sqlstore"
 )
 
@@ -95,75 +92,4 @@ func TestImportBeforeAPosition(t *testing.T) {
 		assert.EqualValues(t, 3, got.MessageCount)
 		assert.EqualValues(t, 0, got.UnreadCount)
 	})
-}
-
-// TestSequencerReadsUnnumberedIndex checks, on PostgreSQL, that the
-// sequencer reads the events to number with a plain index scan, which
-// marks the entries that numbering left dead, not a bitmap scan of the seq
-// index's NULLs, which reads every event numbered since the last vacuum
-// again on each pass.
-func TestSequencerReadsUnnumberedIndex(t *testing.T) {
-	e := engine(t, "postgres")
-	s := open(t, e.DSN(t))
-	ctx := t.Context()
-	require.NoError(t, s.Migrate(ctx))
-	alice := putContact(t, s, "alice")
-	rec := func(c driver.Change) []messaging.Event {
-		return []messaging.Event{{ID: ids.New(ids.Event), Type: messaging.EventMessageCreated, ConversationID: c.Message.ConversationID, Created: c.Message.CreatedAt, Message: c.Message}}
-	}
-	sendEvents := func(n int) {
-		for i := range n {
-			at := time.Now().UTC()
-			m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: alice, Text: fmt.Sprint(i), CreatedAt: at}
-			require.NoError(t, s.Driver().CreateMessage(ctx, m, nil, rec))
-		}
-	}
-	sendEvents(300)
-	_, err := s.Driver().ReadEvents(ctx, driver.EventQuery{Scope: driver.Scope{All: true}, Limit: 1}) // numbers them: 300 dead entries
-	require.NoError(t, err)
-	sendEvents(5)
-	_, err = s.DB().ExecContext(ctx, "ANALYZE events")
-	require.NoError(t, err)
-
-	statements := sqlstore.RecordWrites(s)
-	_, err = s.Driver().ReadEvents(ctx, driver.EventQuery{Scope: driver.Scope{All: true}, Limit: 1})
-	require.NoError(t, err)
-	var numbering []string // the statements of the numbering transaction
-	for _, q := range statements() {
-		if q == "BEGIN" || len(numbering) > 0 {
-			numbering = append(numbering, q)
-		}
-		if q == "COMMIT" && len(numbering) > 0 {
-			break
-		}
-	}
-	require.NotEmpty(t, numbering, "a transaction numbered the events")
-	var pending string
-	for i, q := range numbering {
-		if strings.HasPrefix(q, "SELECT pos FROM events WHERE seq IS NULL") {
-			pending = q
-			assert.Contains(t, numbering[:i], "SET LOCAL enable_bitmapscan = off", "the setting comes before the read")
-		}
-	}
-	require.NotEmpty(t, pending, "the transaction reads the unnumbered events")
-
-	text := planWithoutBitmaps(t, s, pending)
-	// A plain scan of either index marks the dead entries it meets.
-	assert.Regexp(t, `Index (Only )?Scan using events_(unnumbered|seq_key)`, text)
-	assert.NotContains(t, text, "Bitmap")
-}
-
-// planWithoutBitmaps is PostgreSQL's plan of query (a statement as bun
-// formatted it) under SET LOCAL enable_bitmapscan = off, as the store's
-// transactions that set it plan it.
-func planWithoutBitmaps(t *testing.T, s *sqlstore.Store, query string) string {
-	t.Helper()
-	tx, err := s.DB().BeginTx(t.Context(), nil)
-	require.NoError(t, err)
-	defer tx.Rollback()
-	_, err = tx.ExecContext(t.Context(), "SET LOCAL enable_bitmapscan = off")
-	require.NoError(t, err)
-	var plan []string
-	require.NoError(t, tx.NewRaw("EXPLAIN "+query).Scan(t.Context(), &plan))
-	return strings.Join(plan, "\n")
 }

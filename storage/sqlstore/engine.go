@@ -61,11 +61,10 @@ type engine interface {
 	storeKey(ctx context.Context, s *store, tx bun.Tx, done driver.IdempotencyRecord, taken error) error
 	// search is SearchMessages, q checked.
 	search(ctx context.Context, s *store, q driver.SearchQuery) ([]messaging.Message, bool, error)
-	// numberEvents gives the committed events that have no seq yet (up
-	// to maxSequence, pendingEvents), in pos order, the seqs after last,
-	// in tx, which holds the sequencer's lock, and returns how many it
-	// numbered (numbersAtInsert false).
-	numberEvents(ctx context.Context, tx bun.Tx, last int64) (int, error)
+	// sequence gives the events committed since the last call their
+	// seqs, where the engine does not give them at insert
+	// (numbersAtInsert false; outbox.go): readers call it first.
+	sequence(ctx context.Context, s *store) error
 }
 
 // dialectSQL is what differs in the text of an engine's statements, and
@@ -138,6 +137,12 @@ type dialectSQL struct {
 	// reactions and reactionsOrder read the embedded reactors of messages
 	// (reactions.go).
 	reactions, reactionsOrder string
+	// eventLog is the table that writes insert their events into:
+	// events, or the log that the sequencer copies into events.
+	eventLog string
+	// pruneEvents deletes the events up to seq ? (PruneEvents), and what
+	// the engine keeps of them elsewhere.
+	pruneEvents string
 	// eventsOfFew is the FROM of a page of events of a few conversations
 	// after a cursor.
 	eventsOfFew string
@@ -202,7 +207,8 @@ const (
 	// renewed record stays.
 	standardPruneKeys = `DELETE FROM idempotency_keys WHERE expires_at <= ? AND (scope, client_key) IN
 		(SELECT scope, client_key FROM idempotency_keys WHERE expires_at <= ? ORDER BY expires_at LIMIT %[1]d)`
-	standardMemberOf = "(SELECT cm.is_member FROM conversation_members AS cm WHERE cm.conversation_id = %[1]s AND cm.contact_id = ?) = TRUE"
+	standardPruneEvents = "DELETE FROM events WHERE seq > 0 AND seq <= ?"
+	standardMemberOf    = "(SELECT cm.is_member FROM conversation_members AS cm WHERE cm.conversation_id = %[1]s AND cm.contact_id = ?) = TRUE"
 )
 
 // putContactUpsert is putContact in one statement, atomic on its own

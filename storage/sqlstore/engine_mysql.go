@@ -48,6 +48,8 @@ var mysqlSQL = dialectSQL{
 	// (1,024 bytes by default).
 	reactions:      reactionsRowsSQL,
 	reactionsOrder: " ORDER BY n.message_id, n.seq, r.seq",
+	eventLog:       "events",
+	pruneEvents:    standardPruneEvents,
 	eventsOfFew:    "events AS e",
 	// Assignments run in order, each seeing those before it.
 	countSend: `INSERT INTO conversations (id, created_at, updated_at, message_count, last_message_id)
@@ -174,8 +176,54 @@ func (mysqlEngine) storeKey(ctx context.Context, _ *store, tx bun.Tx, done drive
 	return err
 }
 
-// numberEvents gives each row its seq by a CASE of its position.
-func (mysqlEngine) numberEvents(ctx context.Context, tx bun.Tx, last int64) (int, error) {
+// sequence numbers the committed events that have no seq yet, in
+// batches of maxSequence (see the top of outbox.go).
+func (mysqlEngine) sequence(ctx context.Context, s *store) error {
+	// The first read, a probe outside the lock, is prepared: its plan
+	// cannot be other than the seq index's first NULL.
+	const probeSQL = "SELECT pos FROM events WHERE seq IS NULL ORDER BY pos LIMIT 1"
+	for {
+		var pending []int64
+		if err := s.readPrepared(ctx, &pending, probeSQL); err != nil || len(pending) == 0 {
+			return err
+		}
+		s.seqMu.Lock() // one sequencer of this process at a time; others wait, then find less to do
+		n := 0
+		err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+			last, err := readOne[int64](ctx, s.txReads(tx), "event sequence", "SELECT last_seq FROM event_sequence WHERE id = 1 FOR UPDATE")
+			if err != nil {
+				return err
+			}
+			// The engine reads them again under the lock: another
+			// sequencer may have numbered them meanwhile; what committed
+			// since is taken too.
+			if n, err = numberEvents(ctx, tx, last); err != nil || n == 0 {
+				return err
+			}
+			_, err = tx.ExecContext(ctx, "UPDATE event_sequence SET last_seq = ? WHERE id = 1", last+int64(n))
+			return err
+		})
+		s.seqMu.Unlock()
+		if err != nil || n < maxSequence {
+			return err
+		}
+	}
+}
+
+// pendingEvents returns the positions of the committed events that have
+// no seq yet, up to maxSequence, in order, for numberEvents: read through
+// the seq index's NULLs (events_seq), in pos (primary key) order.
+func pendingEvents(ctx context.Context, tx bun.Tx) ([]int64, error) {
+	var pending []int64
+	err := tx.NewRaw("SELECT pos FROM events WHERE seq IS NULL ORDER BY pos LIMIT ?", maxSequence).Scan(ctx, &pending)
+	return pending, err
+}
+
+// numberEvents gives the committed events that have no seq yet (up to
+// maxSequence, pendingEvents), in pos order, the seqs after last, in tx,
+// which holds the sequencer's lock, each by a CASE of its position, and
+// returns how many it numbered.
+func numberEvents(ctx context.Context, tx bun.Tx, last int64) (int, error) {
 	pending, err := pendingEvents(ctx, tx)
 	if err != nil || len(pending) == 0 {
 		return 0, err

@@ -58,11 +58,17 @@ var postgresSQL = dialectSQL{
 	reactions: reactionsBySQL(`SELECT string_agg(COALESCE((SELECT c.username FROM contacts AS c WHERE c.id = r.contact_id), ''), chr(31) ORDER BY r.seq)
 		FROM reactions AS r WHERE r.message_id = n.message_id AND r.name = n.name AND r.seq <= n.head_seq`),
 	reactionsOrder: " ORDER BY n.message_id, n.seq",
-	eventsOfFew:    "events AS e",
-	countSend:      standardCountSend,
-	countOwn:       standardCountOwn,
-	addMember:      standardAddMember,
-	takers:         standardTakers,
+	eventLog:       "event_log",
+	// The log's rows of the events pruned, found by their copies: only
+	// what was copied, and nothing of a hole.
+	pruneEvents: `WITH b AS (SELECT CAST(? AS bigint) AS top),
+		l AS (DELETE FROM event_log AS l USING events AS e, b WHERE e.seq > 0 AND e.seq <= b.top AND l.pos = e.pos)
+		DELETE FROM events USING b WHERE events.seq > 0 AND events.seq <= b.top`,
+	eventsOfFew: "events AS e",
+	countSend:   standardCountSend,
+	countOwn:    standardCountOwn,
+	addMember:   standardAddMember,
+	takers:      standardTakers,
 	// An upload's claim commits without waiting for the WAL flush: a
 	// claim lost in a crash is as if never made, and the write that
 	// completes it flushes it.
@@ -174,34 +180,23 @@ func (*postgresEngine) storeKey(ctx context.Context, s *store, tx bun.Tx, done d
 	return storeKeyUpsert(ctx, s, tx, done, taken)
 }
 
-// numberEvents joins the seqs, given as an array, to the rows by pos: a
-// CASE of a WHEN per row costs each row a walk of the list, which took
-// 23 ms for 900 rows. The transaction reads the partial index of the
-// unnumbered events by plain scans, which mark the entries of the dead
-// rows that numbering leaves, so that the next pass skips them without a
-// vacuum (a bitmap scan, which the planner would choose for many rows,
-// marks nothing, and each pass would read every event numbered since the
-// last vacuum). Not prepared: a plan made under the SET LOCAL would be
-// kept for the connection.
-func (*postgresEngine) numberEvents(ctx context.Context, tx bun.Tx, last int64) (int, error) {
-	if _, err := tx.ExecContext(ctx, "SET LOCAL enable_bitmapscan = off"); err != nil {
-		return 0, err
-	}
-	pending, err := pendingEvents(ctx, tx)
-	if err != nil || len(pending) == 0 {
-		return 0, err
-	}
-	var b strings.Builder
-	b.WriteString("UPDATE events AS e SET seq = " + strconv.FormatInt(last, 10) + " + u.n FROM unnest('{")
-	for i, pos := range pending {
-		if i > 0 {
-			b.WriteByte(',')
+// sequence copies the committed rows of event_log into events, numbered,
+// by passes of the function parley_sequence (migrations/postgres;
+// DESIGN.md §4.3), one statement each, while a pass reads a full batch.
+// No row is updated per event: the log is only inserted into, and events
+// only gets the copies.
+func (*postgresEngine) sequence(ctx context.Context, s *store) error {
+	for {
+		s.seqMu.Lock() // one sequencer of this process at a time; others wait, then find less to do
+		var n int
+		err := s.retry(ctx, func(ctx context.Context) error {
+			return s.w.QueryRowContext(ctx, "SELECT parley_sequence(?)", maxSequence).Scan(&n)
+		})
+		s.seqMu.Unlock()
+		if err != nil || n < maxSequence {
+			return err
 		}
-		b.WriteString(strconv.FormatInt(pos, 10))
 	}
-	b.WriteString("}'::bigint[]) WITH ORDINALITY AS u(pos, n) WHERE e.pos = u.pos")
-	_, err = tx.ExecContext(ctx, b.String())
-	return len(pending), err
 }
 
 func (*postgresEngine) search(ctx context.Context, s *store, q driver.SearchQuery) ([]messaging.Message, bool, error) {

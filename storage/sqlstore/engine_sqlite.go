@@ -34,6 +34,8 @@ var sqliteSQL = dialectSQL{
 	subqueryBounds:  true,
 	returning:       true,
 	numbersAtInsert: true,
+	eventLog:        "events",
+	pruneEvents:     standardPruneEvents,
 	sendsInTx:       true,
 	skip:            standardSkip,
 	insertNew:       "INSERT INTO",
@@ -105,9 +107,8 @@ func (sqliteEngine) storeKey(ctx context.Context, s *store, tx bun.Tx, done driv
 	return storeKeyUpsert(ctx, s, tx, done, taken)
 }
 
-func (sqliteEngine) numberEvents(context.Context, bun.Tx, int64) (int, error) {
-	panic("sqlstore: SQLite numbers events at insert")
-}
+// sequence does nothing: SQLite numbers events at insert.
+func (sqliteEngine) sequence(context.Context, *store) error { return nil }
 
 func (sqliteEngine) search(ctx context.Context, s *store, q driver.SearchQuery) ([]messaging.Message, bool, error) {
 	return s.searchSQLite(ctx, q)

@@ -99,11 +99,14 @@ func loadOtherEvents(b *testing.B, s *sqlstore.Store, engine string, n int) {
 			SELECT 'message.created', 'other-' || (i % 1000), ?, '{}' FROM n`, n, at)
 		require.NoError(b, err)
 	case "postgres":
-		_, err := db.ExecContext(ctx, `INSERT INTO events (seq, type, conversation_id, created_at, payload)
-			SELECT l.last_seq + i, 'message.created', 'other-' || (i % 1000), ?, '{}'
-			FROM event_sequence AS l, generate_series(1, ?) AS i WHERE l.id = 1`, at, n)
-		require.NoError(b, err)
-		_, err = db.ExecContext(ctx, "UPDATE event_sequence SET last_seq = last_seq + ? WHERE id = 1", n)
+		// Into the log, and copied as the sequencer would (after every
+		// event copied: none is pending).
+		_, err := db.ExecContext(ctx, `WITH l AS (INSERT INTO event_log (type, conversation_id, created_at, payload)
+				SELECT 'message.created', 'other-' || (i % 1000), ?, '{}' FROM generate_series(1, ?) AS i RETURNING *),
+			c AS (INSERT INTO events (seq, pos, type, conversation_id, created_at, payload)
+				SELECT q.last_seq + row_number() OVER (ORDER BY l.pos), l.pos, l.type, l.conversation_id, l.created_at, l.payload
+				FROM l, event_sequence AS q WHERE q.id = 1 RETURNING pos)
+			UPDATE event_sequence SET last_seq = last_seq + (SELECT count(*) FROM c), high_pos = (SELECT max(pos) FROM c) WHERE id = 1`, at, n)
 		require.NoError(b, err)
 	case "mysql":
 		var last int64

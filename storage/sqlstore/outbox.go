@@ -30,13 +30,18 @@ var _ driver.EventStore = (*store)(nil)
 //     (AUTOINCREMENT would too, at the cost of a write in every
 //     transaction).
 //   - PostgreSQL and MySQL: transactions commit in another order than they
-//     insert, so the writes leave seq NULL and every reader first runs the
-//     sequencer (sequence): under the lock of the one row of
-//     event_sequence, it numbers the committed rows without a seq in pos
-//     (insert) order, after the greatest seq given. A row is numbered only
-//     once visible, and two changes of which one began after the other
-//     committed insert in that order, so seqs follow commit order; the
-//     writes take no lock for it.
+//     insert, so every reader first runs the sequencer (sequence), which
+//     gives the committed events their seqs in pos (insert) order, after
+//     the greatest seq given. A row is numbered only once visible, and two
+//     changes of which one began after the other committed insert in that
+//     order, so seqs follow commit order; the writes take no lock for it.
+//     On MySQL the writes leave seq NULL and the sequencer, under the lock
+//     of the one row of event_sequence, updates it. On PostgreSQL the
+//     writes insert into event_log, and the sequencer copies the committed
+//     rows into events, numbered, keeping the positions it passed that
+//     were not committed yet (holes) until it finds them or can prove them
+//     rolled back (engine_postgres.go, parley_sequence): no row is updated
+//     per event.
 //
 // Readers are given ids made of the seq, sealed under the installation's
 // secret key (eventSealer, ids.Sealer), which GetEvent opens back: an id
@@ -155,7 +160,7 @@ func (s *store) record(ctx context.Context, tx bun.Tx, rec driver.Recorder, c dr
 
 // insertEvents stores evs in tx, in their order, in one statement.
 func (s *store) insertEvents(ctx context.Context, tx bun.Tx, evs []messaging.Event) error {
-	insert, args, err := eventsInsert(evs)
+	insert, args, err := eventsInsert(s.sql.eventLog, evs)
 	if err != nil || insert == "" {
 		return err
 	}
@@ -163,10 +168,10 @@ func (s *store) insertEvents(ctx context.Context, tx bun.Tx, evs []messaging.Eve
 	return err
 }
 
-// eventsInsert returns the statement that inserts evs and its arguments;
-// "" when there are none. No id is stored: readers are given ids made of
-// their seqs (see eventSealer).
-func eventsInsert(evs []messaging.Event) (string, []any, error) {
+// eventsInsert returns the statement that inserts evs into table (the
+// dialect's eventLog) and its arguments; "" when there are none. No id is
+// stored: readers are given ids made of their seqs (see eventSealer).
+func eventsInsert(table string, evs []messaging.Event) (string, []any, error) {
 	if len(evs) == 0 {
 		return "", nil, nil
 	}
@@ -178,10 +183,10 @@ func eventsInsert(evs []messaging.Event) (string, []any, error) {
 		}
 		args = append(args, string(e.Type), nullable(e.ConversationID), nullable(e.AudienceID), e.Created.UTC(), string(p), nullable(e.DeletedID))
 	}
-	return insertEventsSQL(len(evs)), args, nil
+	return insertEventsSQL(table, len(evs)), args, nil
 }
 
-// insertEventsArraysSQL inserts numbered events (PostgreSQL) given as
+// insertEventsArraysSQL inserts events into PostgreSQL's event_log, given as
 // six arrays, a column each (eventsArrays), in their order: one
 // statement of one shape, which is prepared, for any number of events.
 // (Arrays cost the server about a third of what a JSON array of the same
@@ -191,7 +196,7 @@ const insertEventsArraysSQL = insertEventsArraysFrom + `
 
 // insertEventsArraysFrom is insertEventsArraysSQL without its order, for
 // a condition to follow (WHERE).
-const insertEventsArraysFrom = `INSERT INTO events (type, conversation_id, audience_id, created_at, payload, deleted_id)
+const insertEventsArraysFrom = `INSERT INTO event_log (type, conversation_id, audience_id, created_at, payload, deleted_id)
 	SELECT u.t, NULLIF(u.c, ''), NULLIF(u.a, ''), u.at, u.p, NULLIF(u.d, '')
 	FROM unnest(?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::text[]) WITH ORDINALITY AS u(t, c, a, at, p, d, ord)`
 
@@ -253,10 +258,10 @@ func appendArrayElem(b []byte, v string) []byte {
 	return append(b, '"')
 }
 
-// insertEventsSQL is the statement that inserts n events.
-func insertEventsSQL(n int) string {
+// insertEventsSQL is the statement that inserts n events into table.
+func insertEventsSQL(table string, n int) string {
 	values := strings.Repeat("(?, ?, ?, ?, ?, ?), ", n)
-	return "INSERT INTO events (type, conversation_id, audience_id, created_at, payload, deleted_id) VALUES " + values[:len(values)-2]
+	return "INSERT INTO " + table + " (type, conversation_id, audience_id, created_at, payload, deleted_id) VALUES " + values[:len(values)-2]
 }
 
 // maxPrepared is the most events of one send whose insert prepareWrites
@@ -277,58 +282,17 @@ func (s *store) prepareWrites(ctx context.Context) {
 		}
 	}
 	for n := 1; n <= maxPrepared; n++ {
-		if _, err := s.wstmts.get(ctx, insertEventsSQL(n)); err != nil {
+		if _, err := s.wstmts.get(ctx, insertEventsSQL(s.sql.eventLog, n)); err != nil {
 			return
 		}
 	}
 	s.writesPrepared.Store(true)
 }
 
-// sequence numbers the committed events that have no seq yet (where the
-// engine does not number them at insert; see the top of this file), in
-// batches of maxSequence.
+// sequence numbers the events committed since the last call, where the
+// engine does not number them at insert (see the top of this file).
 func (s *store) sequence(ctx context.Context) error {
-	if s.sql.numbersAtInsert {
-		return nil
-	}
-	// The first read, a probe outside the lock, is prepared: its plan
-	// cannot be other than the partial index's first entry.
-	const probeSQL = "SELECT pos FROM events WHERE seq IS NULL ORDER BY pos LIMIT 1"
-	for {
-		var pending []int64
-		if err := s.readPrepared(ctx, &pending, probeSQL); err != nil || len(pending) == 0 {
-			return err
-		}
-		s.seqMu.Lock() // one sequencer of this process at a time; others wait, then find less to do
-		n := 0
-		err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-			last, err := readOne[int64](ctx, s.txReads(tx), "event sequence", "SELECT last_seq FROM event_sequence WHERE id = 1 FOR UPDATE")
-			if err != nil {
-				return err
-			}
-			// The engine reads them again under the lock: another
-			// sequencer may have numbered them meanwhile; what committed
-			// since is taken too.
-			if n, err = s.eng.numberEvents(ctx, tx, last); err != nil || n == 0 {
-				return err
-			}
-			_, err = tx.ExecContext(ctx, "UPDATE event_sequence SET last_seq = ? WHERE id = 1", last+int64(n))
-			return err
-		})
-		s.seqMu.Unlock()
-		if err != nil || n < maxSequence {
-			return err
-		}
-	}
-}
-
-// pendingEvents returns the positions of the committed events that have
-// no seq yet, up to maxSequence, in order, for numberEvents: read through
-// a plain scan of their partial index (PostgreSQL: events_unnumbered).
-func pendingEvents(ctx context.Context, tx bun.Tx) ([]int64, error) {
-	var pending []int64
-	err := tx.NewRaw("SELECT pos FROM events WHERE seq IS NULL ORDER BY pos LIMIT ?", maxSequence).Scan(ctx, &pending)
-	return pending, err
+	return s.eng.sequence(ctx, s)
 }
 
 // ReadEvents returns up to q.Limit events matching q in seq order, after
@@ -515,7 +479,7 @@ func (s *store) PruneEvents(ctx context.Context, before time.Time) (int, error) 
 			return total, nil
 		}
 		err := s.retry(ctx, func(ctx context.Context) error {
-			n, err := affected(s.w.ExecContext(ctx, "DELETE FROM events WHERE seq > 0 AND seq <= ?", rows[k-1].Seq))
+			n, err := affected(s.w.ExecContext(ctx, s.sql.pruneEvents, rows[k-1].Seq))
 			total += int(n)
 			return err
 		})

@@ -389,57 +389,152 @@ CREATE INDEX message_revisions_message_created ON message_revisions (message_id,
 
 --bun:split
 
--- The outbox. A send inserts its events with no seq; the sequencer numbers
--- them in commit order (outbox.go). No id is stored (id stays NULL: readers
--- are given one made of the seq, sealed: eventSealer). The
--- indexes of seq hold only the numbered rows, which readers ask for
--- (seq > n implies the predicate): a send writes none of them. The
--- sequencer reads the partial index of the unnumbered events. Every event
--- is updated (numbered) soon after its insert: its dead row would
--- otherwise wait for a vacuum at a fifth of the table.
-CREATE TABLE events (
-	pos bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-	seq bigint,
-	id text COLLATE "C",
+-- The outbox (storage/sqlstore/outbox.go, DESIGN.md §4.3). Writers
+-- insert their events into event_log, which is only inserted into and
+-- pruned: pos is drawn from a sequence of CACHE 1 after the writer's xid
+-- is given (the CASE), so a writer holds its xid before its position. The
+-- sequencer (parley_sequence) copies the committed rows of the log into
+-- events, numbered in pos order after the greatest seq given: readers read
+-- events alone, and no row is updated per event.
+CREATE SEQUENCE event_log_pos CACHE 1
+
+--bun:split
+
+CREATE TABLE event_log (
+	pos bigint PRIMARY KEY DEFAULT CASE WHEN pg_current_xact_id() IS NOT NULL THEN nextval('event_log_pos') END,
 	type text NOT NULL,
 	conversation_id text COLLATE "C",
 	audience_id text COLLATE "C",
 	created_at timestamptz NOT NULL,
 	payload text NOT NULL,
 	deleted_id text COLLATE "C")
-	WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000)
 
 --bun:split
 
-CREATE UNIQUE INDEX events_stored_id ON events (id) WHERE id IS NOT NULL
+ALTER SEQUENCE event_log_pos OWNED BY event_log.pos
 
 --bun:split
 
-CREATE UNIQUE INDEX events_numbered ON events (seq) WHERE seq IS NOT NULL
+-- The events in commit order, copied from event_log (pos) by the
+-- sequencer. No id is stored: readers are given one made of the seq,
+-- sealed (eventSealer).
+CREATE TABLE events (
+	seq bigint PRIMARY KEY,
+	pos bigint NOT NULL,
+	type text NOT NULL,
+	conversation_id text COLLATE "C",
+	audience_id text COLLATE "C",
+	created_at timestamptz NOT NULL,
+	payload text NOT NULL,
+	deleted_id text COLLATE "C")
 
 --bun:split
 
-CREATE INDEX events_conversation_numbered ON events (conversation_id, seq) WHERE seq IS NOT NULL
-
---bun:split
-
-CREATE INDEX events_unnumbered ON events (pos) WHERE seq IS NULL
+CREATE INDEX events_conversation ON events (conversation_id, seq)
 
 --bun:split
 
 -- The message or attachment a delete event deleted (deleted_id), for the
 -- reads that redact it from older events (EventQuery.Redact): only delete
--- events are in the index, so a send writes nothing to it.
+-- events are in the index, so a copy of a send writes nothing to it.
 CREATE INDEX events_deleted ON events (deleted_id) WHERE deleted_id IS NOT NULL
 
 --bun:split
 
--- The last seq given.
-CREATE TABLE event_sequence (id integer PRIMARY KEY, last_seq bigint NOT NULL)
+-- The sequencer's state: the last seq given; high_pos, the position up to
+-- which every row of event_log is copied or a hole; the holes below it,
+-- as ranges of positions (hole_from[i] .. hole_to[i]) whose rows were not
+-- visible to the read that passed them, each with its fence (hole_fence:
+-- the xid of the pass that found it, given after its read).
+CREATE TABLE event_sequence (
+	id integer PRIMARY KEY,
+	last_seq bigint NOT NULL,
+	high_pos bigint NOT NULL DEFAULT 0,
+	hole_from bigint[] NOT NULL DEFAULT '{}',
+	hole_to bigint[] NOT NULL DEFAULT '{}',
+	hole_fence xid8[] NOT NULL DEFAULT '{}')
 
 --bun:split
 
 INSERT INTO event_sequence (id, last_seq) VALUES (1, 0)
+
+--bun:split
+
+-- parley_sequence copies up to batch committed rows of event_log past
+-- high_pos, and those of the holes, into events, numbered after last_seq
+-- in pos order, and returns how many it read past high_pos (batch: there
+-- may be more). One statement reads the rows and the xmin of its own
+-- snapshot. Rules (DESIGN.md §4.3):
+--
+--   - LOCK TABLE in SHARE ROW EXCLUSIVE mode serializes sequencers and
+--     gives no xid (FOR UPDATE would give one before the read);
+--   - a position between high_pos and the greatest position read that
+--     was not read is a hole, fenced by this pass's xid, given after the
+--     read (by its insert): the hole's writer had its xid before its
+--     position, its position before a greater one that had committed by
+--     the read, so its xid is below the fence;
+--   - a hole is forgotten only when the xmin of the snapshot of a read
+--     that still does not find it is at or past its fence: its writer had
+--     ended, without committing it (a rollback).
+--
+-- A pass with nothing to copy and no hole to forget writes nothing.
+CREATE FUNCTION parley_sequence(batch integer) RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+	st event_sequence;
+	got bigint[];
+	top bigint;
+	horizon xid8;
+	fence xid8;
+	n integer;
+BEGIN
+	-- The probe, without the lock: the last entry of the log's key (an
+	-- EXISTS of pos > high_pos was planned as a scan of the log).
+	IF NOT EXISTS (SELECT 1 FROM event_sequence AS q WHERE q.id = 1 AND (cardinality(q.hole_from) > 0
+		OR (SELECT max(l.pos) FROM event_log AS l) > q.high_pos)) THEN
+		RETURN 0;
+	END IF;
+	LOCK TABLE event_sequence IN SHARE ROW EXCLUSIVE MODE;
+	SELECT * INTO STRICT st FROM event_sequence WHERE id = 1;
+	WITH r AS MATERIALIZED (
+		(SELECT l.* FROM event_log AS l WHERE l.pos > st.high_pos ORDER BY l.pos LIMIT batch)
+		UNION ALL
+		SELECT l.* FROM unnest(st.hole_from, st.hole_to) AS h(lo, hi) JOIN event_log AS l ON l.pos BETWEEN h.lo AND h.hi),
+	c AS (INSERT INTO events (seq, pos, type, conversation_id, audience_id, created_at, payload, deleted_id)
+		SELECT st.last_seq + row_number() OVER (ORDER BY r.pos), r.pos, r.type, r.conversation_id, r.audience_id,
+			r.created_at, r.payload, r.deleted_id
+		FROM r ORDER BY r.pos
+		RETURNING pos)
+	SELECT coalesce(array_agg(c.pos ORDER BY c.pos), '{}'), max(c.pos), pg_snapshot_xmin(pg_current_snapshot())
+		INTO got, top, horizon FROM c;
+	n := cardinality(got);
+	IF top <= st.high_pos THEN
+		top := NULL; -- only holes' rows were read
+	END IF;
+	IF n = 0 AND NOT EXISTS (SELECT 1 FROM unnest(st.hole_fence) AS f WHERE f <= horizon) THEN
+		RETURN 0;
+	END IF;
+	fence := pg_current_xact_id(); -- after the read: given by the insert, or now
+	-- The ranges to keep: each kept hole's, and the new one past high_pos,
+	-- cut at the positions read.
+	WITH iv AS (
+		SELECT h.lo, h.hi, h.f FROM unnest(st.hole_from, st.hole_to, st.hole_fence) AS h(lo, hi, f) WHERE h.f > horizon
+		UNION ALL
+		SELECT st.high_pos + 1, top, fence WHERE top IS NOT NULL),
+	cut AS (
+		SELECT iv.lo, iv.f, p.at, lead(p.at) OVER (PARTITION BY iv.lo ORDER BY p.at) AS nxt
+		FROM iv CROSS JOIN LATERAL (
+			SELECT iv.lo - 1 AS at
+			UNION ALL SELECT g FROM unnest(got) AS g WHERE g BETWEEN iv.lo AND iv.hi
+			UNION ALL SELECT iv.hi + 1) AS p),
+	kept AS (SELECT cut.at + 1 AS lo, cut.nxt - 1 AS hi, cut.f FROM cut WHERE cut.nxt > cut.at + 1)
+	UPDATE event_sequence SET last_seq = st.last_seq + n, high_pos = GREATEST(st.high_pos, coalesce(top, 0)),
+		hole_from = coalesce((SELECT array_agg(kept.lo ORDER BY kept.lo) FROM kept), '{}'),
+		hole_to = coalesce((SELECT array_agg(kept.hi ORDER BY kept.lo) FROM kept), '{}'),
+		hole_fence = coalesce((SELECT array_agg(kept.f ORDER BY kept.lo) FROM kept), '{}')
+	WHERE id = 1;
+	RETURN (SELECT count(*) FROM unnest(got) AS g WHERE g > st.high_pos);
+END
+$$
 
 --bun:split
 
@@ -526,7 +621,7 @@ BEGIN
 	k AS (INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, result, created_at, expires_at)
 		SELECT k.scope, k.key, k.fp, '', k.result, k.at, k.exp
 		FROM unnest(key_scopes, key_keys, key_fps, key_results, key_ats, key_exps) AS k(scope, key, fp, result, at, exp)),
-	ev AS (INSERT INTO events (type, conversation_id, audience_id, created_at, payload, deleted_id)
+	ev AS (INSERT INTO event_log (type, conversation_id, audience_id, created_at, payload, deleted_id)
 	SELECT u.t, NULLIF(u.c, ''), NULLIF(u.a, ''), u.at, u.p, NULLIF(u.d, '')
 	FROM unnest(ev_types, ev_convs, ev_audiences, ev_ats, ev_payloads, ev_deleted) WITH ORDINALITY AS u(t, c, a, at, p, d, ord)
 	ORDER BY u.ord)
@@ -574,7 +669,7 @@ BEGIN
 	k AS (INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, result, created_at, expires_at)
 		SELECT k.scope, k.key, k.fp, '', k.result, k.at, k.exp
 		FROM unnest(key_scopes, key_keys, key_fps, key_results, key_ats, key_exps) AS k(scope, key, fp, result, at, exp)),
-	ev AS (INSERT INTO events (type, conversation_id, audience_id, created_at, payload, deleted_id)
+	ev AS (INSERT INTO event_log (type, conversation_id, audience_id, created_at, payload, deleted_id)
 	SELECT u.t, NULLIF(u.c, ''), NULLIF(u.a, ''), u.at, u.p, NULLIF(u.d, '')
 	FROM unnest(ev_types, ev_convs, ev_audiences, ev_ats, ev_payloads, ev_deleted) WITH ORDINALITY AS u(t, c, a, at, p, d, ord)
 	ORDER BY u.ord)
