@@ -493,6 +493,11 @@ BEGIN
 		OR (SELECT max(l.pos) FROM event_log AS l) > q.high_pos)) THEN
 		RETURN 0;
 	END IF;
+	IF current_setting('transaction_isolation') <> 'read committed' THEN
+		-- Each statement must read with a snapshot of its own, taken
+		-- after the lock.
+		RAISE EXCEPTION 'parley_sequence must run in READ COMMITTED, not %', current_setting('transaction_isolation');
+	END IF;
 	LOCK TABLE event_sequence IN SHARE ROW EXCLUSIVE MODE;
 	SELECT * INTO STRICT st FROM event_sequence WHERE id = 1;
 	WITH r AS MATERIALIZED (
