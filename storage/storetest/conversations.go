@@ -20,6 +20,7 @@ var conversationTests = []test{
 	{"exists_from_first_message_or_file", testConversationExists},
 	{"ordered_by_activity_with_ties", testConversationOrder},
 	{"cursors_both_ways", testConversationCursors},
+	{"cursors_within_and_across_seconds", testConversationSeconds},
 	{"unread_counts", testUnreadCounts},
 	{"counts_across_deletes", testCountsAcrossDeletes},
 	{"positions_never_move_back", testPositionsNeverMoveBack},
@@ -173,6 +174,78 @@ func testConversationCursors(t *testing.T, h *harness) {
 	assert.Equal(t, []string{all[8]}, conversationIDs(got2), "a member's list")
 	_, _, err = h.s.ListConversations(h.ctx, driver.ConversationQuery{Scope: mine, Window: driver.Window{Limit: 5, Before: byID(all[7])}, ViewerID: alice.ID})
 	assert.ErrorIs(t, err, messaging.ErrNotFound, "a cursor by id of no membership")
+}
+
+// testConversationSeconds pages through conversations active within one
+// second and in the seconds around it, with ties, ids out of their times'
+// order and a conversation that moves, by every limit and both kinds of
+// cursor, both ways: a backend may order by the second first (sqlstore on
+// PostgreSQL does), and the pages must not show it.
+func testConversationSeconds(t *testing.T, h *harness) {
+	alice := h.contact("alice")
+	s0 := base.Truncate(time.Second).Add(time.Hour)
+	offs := []time.Duration{
+		-time.Microsecond, 0, 0, time.Microsecond, 250 * time.Millisecond, 250 * time.Millisecond,
+		500 * time.Millisecond, time.Second - time.Microsecond, time.Second - time.Microsecond,
+		time.Second, time.Second, time.Second + time.Microsecond, 2*time.Second - time.Microsecond,
+		2*time.Second + 500*time.Millisecond, 3 * time.Second,
+	}
+	items := make([]item, len(offs))
+	for i, off := range offs {
+		// Ids in another order than times, within a second too.
+		items[i] = item{id: fmt.Sprintf("s%02d", (i*7)%len(offs)), at: s0.Add(off)}
+		h.message(items[i].id, alice, items[i].at)
+		require.NoError(t, h.s.AddMember(h.ctx, items[i].id, alice.ID, s0))
+	}
+	// The first moves into the middle of the next second but one.
+	items[0].at = s0.Add(2*time.Second + 500*time.Millisecond)
+	h.message(items[0].id, alice, items[0].at)
+	all := newestFirst(items)
+
+	for _, scope := range []driver.Scope{{All: true}, {MemberID: alice.ID}} {
+		list := func(limit int, after, before *driver.Cursor) ([]string, bool) {
+			t.Helper()
+			got, more, err := h.s.ListConversations(h.ctx, driver.ConversationQuery{Scope: scope,
+				Window: driver.Window{Limit: limit, After: after, Before: before}, ViewerID: alice.ID})
+			require.NoError(t, err)
+			return conversationIDs(got), more
+		}
+		got, more := list(len(all)+1, nil, nil)
+		require.Equal(t, all, got, "one page of all, UpdatedAt then ID descending (scope %+v)", scope)
+		require.False(t, more)
+		for _, byID := range []bool{true, false} {
+			cursor := func(id string) *driver.Cursor {
+				if byID {
+					return &driver.Cursor{ID: id}
+				}
+				return itemOf(items, id).cursor()
+			}
+			for limit := 1; limit <= 4; limit++ {
+				var fwd []string
+				var after *driver.Cursor
+				for range len(all) + 1 {
+					got, more := list(limit, after, nil)
+					fwd = append(fwd, got...)
+					if !more {
+						break
+					}
+					after = cursor(got[len(got)-1])
+				}
+				assert.Equal(t, all, fwd, "forward by %d, by id %v, scope %+v", limit, byID, scope)
+				var back []string
+				before := cursor(all[len(all)-1])
+				for range len(all) + 1 {
+					got, more := list(limit, nil, before)
+					back = append(slices.Clone(got), back...)
+					if !more {
+						break
+					}
+					before = cursor(got[0])
+				}
+				assert.Equal(t, all[:len(all)-1], back, "backward by %d, by id %v, scope %+v", limit, byID, scope)
+			}
+		}
+	}
 }
 
 func testUnreadCounts(t *testing.T, h *harness) {
