@@ -165,7 +165,7 @@ func (s *store) ListConversations(ctx context.Context, q driver.ConversationQuer
 		return nil, false, invalid("limit must be at least 1")
 	}
 	p := pageQuery{cols: conversationCols, from: conversationFrom, fromArgs: []any{q.ViewerID}, alias: "c", timeCol: "updated_at",
-		after: q.After, before: q.Before, limit: q.Limit}
+		coarse: s.sql.listedAt, after: q.After, before: q.Before, limit: q.Limit}
 	convs, member, err := s.scope(ctx, q.All, q.MemberID, q.ConversationIDs, maxBranches)
 	if err != nil {
 		return nil, false, err
@@ -208,8 +208,8 @@ func (s *store) ListConversations(ctx context.Context, q driver.ConversationQuer
 		}
 	}
 	query, args := s.pageSQL(p)
-	// Over every conversation, or a member's many, a walk of
-	// conversations_updated whatever the values: prepared. Planning its
+	// Over every conversation, or a member's many, a walk of the list's
+	// index (conversations_listed or conversations_updated) whatever the values: prepared. Planning its
 	// joins took PostgreSQL three times its execution (BENCHMARKS.md
 	// section 4).
 	read := s.read

@@ -47,6 +47,10 @@ var postgresSQL = dialectSQL{
 	skip:            standardSkip,
 	insertNew:       "INSERT INTO",
 	insertNewTail:   standardSkip,
+	// A send's update of its conversation is HOT but once a second
+	// (TestConversationUpdatesHOT); a first page of the list sorts the
+	// rows of its first second (Incremental Sort).
+	listedAt: "listed_at",
 	// EXISTS is the probe of the members' key that a list wants.
 	memberOf:    "EXISTS (SELECT 1 FROM conversation_members AS cm WHERE cm.conversation_id = %[1]s AND cm.contact_id = ? AND cm.is_member = TRUE)",
 	beforeSlash: "split_part(%[1]s, '/', 1)",

@@ -34,6 +34,12 @@ type pageQuery struct {
 	fromArgs []any  // arguments of from's placeholders
 	alias    string // alias of the listed table in from
 	timeCol  string // the time of the order: "created_at" when ""
+	// coarse, when not "", is a column that orders as timeCol does in
+	// steps of a second (timeCol truncated to the second), indexed with
+	// the id in timeCol's place: the order and the seek start from it,
+	// so that a row whose time moves within its second keeps its index
+	// entry (dialectSQL.listedAt).
+	coarse   string
 	branches []branch
 	after    *driver.Cursor
 	before   *driver.Cursor
@@ -61,6 +67,11 @@ func (s *store) pageSQL(p pageQuery) (string, []any) {
 	var seek string
 	var seekArgs []any
 	switch {
+	case p.cursorRow != "" && p.coarse != "":
+		// The row value's first column bounds the range of the index
+		// (PostgreSQL: an index condition on coarse, the rest a filter).
+		seek = fmt.Sprintf("(%[1]s.%[5]s, %[1]s.%[3]s, %[1]s.id) %[2]s (SELECT x.%[5]s, x.%[3]s, x.id FROM %[4]s)", a, cmp, tc, p.cursorRow, p.coarse)
+		seekArgs = p.cursorArgs
 	case p.cursorRow != "":
 		// One statement: the cursor's row is read once (PostgreSQL's
 		// InitPlan, SQLite's uncorrelated subquery), and its values bound
@@ -71,6 +82,10 @@ func (s *store) pageSQL(p pageQuery) (string, []any) {
 		seekArgs = p.cursorArgs
 	case cur != nil:
 		seek, seekArgs = s.seek(a+"."+tc, a+".id", cmp, cur.Time.UTC(), cur.ID)
+		if p.coarse != "" {
+			seek = a + "." + p.coarse + " " + cmp + "= ? AND " + seek
+			seekArgs = append([]any{cur.Time.UTC().Truncate(time.Second)}, seekArgs...)
+		}
 	}
 	limit := strconv.Itoa(p.limit + 1)
 	one := func(b branch) (string, []any) {
@@ -138,6 +153,11 @@ func (s *store) pageSQL(p pageQuery) (string, []any) {
 		q.WriteString(" ORDER BY ")
 		for _, part := range [...]string{a, ".conversation_id ", order, ", "} {
 			if order != "" {
+				q.WriteString(part)
+			}
+		}
+		if p.coarse != "" {
+			for _, part := range [...]string{a, ".", p.coarse, " ", dir, ", "} {
 				q.WriteString(part)
 			}
 		}

@@ -310,16 +310,22 @@ CREATE INDEX pending_deletions_created ON pending_deletions (created_at, blob_ke
 --bun:split
 
 -- One row per conversation with its counters and last message.
+-- listed_at is updated_at truncated to the second; the list's index
+-- (conversations_listed) holds it, not updated_at, so that a send's
+-- update of the row changes no indexed column but once a second and is
+-- HOT (the list orders by listed_at, updated_at, id: DESIGN.md §4.12).
 CREATE TABLE conversations (
 	id text COLLATE "C" PRIMARY KEY,
 	created_at timestamptz NOT NULL,
 	updated_at timestamptz NOT NULL,
 	message_count bigint NOT NULL DEFAULT 0,
-	last_message_id text COLLATE "C")
+	last_message_id text COLLATE "C",
+	listed_at timestamptz NOT NULL
+		GENERATED ALWAYS AS (date_trunc('second', updated_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC') STORED)
 
 --bun:split
 
-CREATE INDEX conversations_updated ON conversations (updated_at DESC, id DESC)
+CREATE INDEX conversations_listed ON conversations (listed_at DESC, id DESC)
 
 --bun:split
 
