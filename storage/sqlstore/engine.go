@@ -67,6 +67,33 @@ type engine interface {
 	sequence(ctx context.Context, s *store) error
 }
 
+// engineDefaults are the engine methods that most engines share; an
+// engine embeds it and writes the others.
+type engineDefaults struct{}
+
+func (engineDefaults) opened(*store, *sql.DB, *sql.DB) {}
+func (engineDefaults) start(*store)                    {}
+
+// oneConversation is a range of col: conversation_id >= ? AND <= ?.
+func (engineDefaults) oneConversation(_ *store, col string) (string, int) {
+	return col + " >= ? AND " + col + " <= ?", 2
+}
+
+func (engineDefaults) initMigrations(ctx context.Context, _ *store, m *migrate.Migrator) error {
+	return m.Init(ctx)
+}
+
+func (engineDefaults) lockMigrations(context.Context, *store) (func(), error)  { return func() {}, nil }
+func (engineDefaults) claimMigration(context.Context, *store, bun.IConn) error { return nil }
+
+func (engineDefaults) putContact(ctx context.Context, s *store, args []any) error {
+	return putContactUpsert(ctx, s, args)
+}
+
+func (engineDefaults) storeKey(ctx context.Context, s *store, tx bun.Tx, done driver.IdempotencyRecord, taken error) error {
+	return storeKeyUpsert(ctx, s, tx, done, taken)
+}
+
 // dialectSQL is what differs in the text of an engine's statements, and
 // what the engine can do that others cannot.
 type dialectSQL struct {

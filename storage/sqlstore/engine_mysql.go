@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/migrate"
 
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
@@ -20,7 +19,7 @@ import (
 // with utf8mb4 and a binary collation. Transactions run at READ COMMITTED:
 // REPEATABLE READ (InnoDB's default) takes gap locks and reads a snapshot
 // after a locking read, and the store wants neither.
-type mysqlEngine struct{}
+type mysqlEngine struct{ engineDefaults }
 
 func (mysqlEngine) name() string { return "mysql" }
 
@@ -69,18 +68,6 @@ var mysqlSQL = dialectSQL{
 	wordMark:     mysqlWordMark,
 }
 
-func (mysqlEngine) opened(*store, *sql.DB, *sql.DB) {}
-
-func (mysqlEngine) oneConversation(_ *store, col string) (string, int) {
-	return col + " >= ? AND " + col + " <= ?", 2
-}
-
-func (mysqlEngine) start(*store) {}
-
-func (mysqlEngine) initMigrations(ctx context.Context, _ *store, m *migrate.Migrator) error {
-	return m.Init(ctx)
-}
-
 // lockMigrations takes the migration lock of the database on a connection
 // of its own (GET_LOCK is held by the session; MySQL does not sit behind a
 // transaction pooler): its DDL commits implicitly, so no transaction could
@@ -113,8 +100,6 @@ func (mysqlEngine) lockMigrations(ctx context.Context, s *store) (unlock func(),
 		_ = conn.Close()
 	}, nil
 }
-
-func (mysqlEngine) claimMigration(context.Context, *store, bun.IConn) error { return nil }
 
 // putContact updates, or inserts: ON DUPLICATE KEY UPDATE would fire on
 // the username's key too, and update the other contact.

@@ -12,9 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/migrate"
-
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 )
@@ -24,7 +21,10 @@ import (
 // holds the database), and a pool of readers. Every statement with
 // arguments is prepared once (stmtCache, below): SQLite parses and
 // plans each query otherwise.
-type sqliteEngine struct{}
+//
+// SQLite's migrations take no lock of their own: each one's IMMEDIATE
+// transaction holds the database's write lock.
+type sqliteEngine struct{ engineDefaults }
 
 func (sqliteEngine) name() string { return "sqlite" }
 
@@ -83,29 +83,7 @@ func (sqliteEngine) opened(s *store, w, r *sql.DB) {
 	}
 }
 
-func (sqliteEngine) oneConversation(_ *store, col string) (string, int) {
-	return col + " >= ? AND " + col + " <= ?", 2
-}
-
 func (sqliteEngine) start(s *store) { s.startSearchIndexer() }
-
-func (sqliteEngine) initMigrations(ctx context.Context, _ *store, m *migrate.Migrator) error {
-	return m.Init(ctx)
-}
-
-func (sqliteEngine) lockMigrations(context.Context, *store) (func(), error) { return func() {}, nil }
-
-// claimMigration takes nothing: the migration's IMMEDIATE transaction
-// holds the database's write lock.
-func (sqliteEngine) claimMigration(context.Context, *store, bun.IConn) error { return nil }
-
-func (sqliteEngine) putContact(ctx context.Context, s *store, args []any) error {
-	return putContactUpsert(ctx, s, args)
-}
-
-func (sqliteEngine) storeKey(ctx context.Context, s *store, tx bun.Tx, done driver.IdempotencyRecord, taken error) error {
-	return storeKeyUpsert(ctx, s, tx, done, taken)
-}
 
 // sequence does nothing: SQLite numbers events at insert.
 func (sqliteEngine) sequence(context.Context, *store) error { return nil }
