@@ -16,23 +16,12 @@ import (
 )
 
 // A combiner makes together the changes to one message that arrive while
-// a transaction on it runs (DESIGN.md §4.5): each change locks the
-// message's row (the database on SQLite) to its commit, so a popular
-// message would otherwise take one change per commit. The changes wait in
-// a queue, and the next transaction makes all of them (up to maxCombined)
-// in order, each as alone (its checks, events and idempotency record, the
-// message as the one before left it), on a goroutine of its own, and
-// commits them together, on one connection.
-//
-// A change that fails (its Check, a row not found, a conflict, a panic of
-// Check or Record) makes the others run again without it; a failure no
-// one change can be blamed for (the events' insert, a BEGIN) makes each
-// run alone; a failure of the transaction itself (the database
-// unreachable, a timeout, the commit) is every caller's. A caller whose
-// context ends returns at once: a change still waiting is not made, one a
-// transaction has taken may be. A transaction goes on while one of its
-// callers waits, and is rolled back once none does. Store.Close waits for
-// those under way (running).
+// a transaction on it runs (up to maxCombined), in order, each as alone,
+// in one transaction on a goroutine of its own: DESIGN.md §4.5. A change
+// that fails makes the others run again without it; a failure no one
+// change can be blamed for makes each run alone; the transaction's own
+// failure is every caller's. A caller whose context ends returns at once;
+// a change a transaction has taken may still be made.
 type combiner struct {
 	running sync.WaitGroup // the goroutines of run
 	mu      sync.Mutex

@@ -290,23 +290,10 @@ func ftsMatch(q driver.SearchQuery, terms []string) (string, bool) {
 	return match.String(), true
 }
 
-// The search index of SQLite is kept behind the sends. A send stores its
-// message with its folded words (messages.search_words) and writes
-// nothing to FTS5, which writes a new segment at every commit: indexed in
-// the send's transaction, a create wrote 19.4–20.0 WAL pages against
-// 12.5 and ran at 0.56–0.60 of the speed of one without the index
-// (BENCHMARKS.md §11). message_search_mark holds the seq up to which every
-// message is indexed, and moving it forward indexes the messages it
-// passes (migrations/sqlite, message_search_index): the indexer below
-// moves it by up to searchBatch messages a statement, one FTS5 segment a
-// batch. A search reads FTS5 for the messages up to the mark and scans
-// those beyond it, the tail, as they are (searchSQLite); a send that finds
-// more than 2,000 in the tail indexes them itself (messages_search_tail),
-// so the tail stays short when no indexer keeps up.
-//
-// Every process on the file runs an indexer; each batch is one statement
-// under the database's write lock, which reads the mark it moves, so two
-// never index a message twice.
+// SQLite's search index is kept behind the sends by an indexer of each
+// process, which moves message_search_mark by up to searchBatch messages a
+// statement (DESIGN.md §4.10); a search reads FTS5 up to the mark and
+// scans the tail beyond it.
 
 // searchIndexEvery is how often the indexer looks for messages beyond the
 // mark; it goes on at once while a batch leaves more.
@@ -498,19 +485,10 @@ func (c *stmtCache) close() error {
 	return errors.Join(errs...)
 }
 
-// sqliteReadCols rewrites the column lists of the reads of messages,
-// contacts, attachments, conversations and embedded reactors for SQLite's prepared reads: each column becomes
-// the expression +column (SQLite's unary plus returns its operand
-// unchanged), named as before. The driver (modernc.org/sqlite) allocates
-// the declared type of every column that has one on every row (a Go
-// string from C), and for a DATETIME column it first parses the text with
-// time.String's layout, which fails and allocates a *time.ParseError,
-// before the layout the store writes; an expression has no declared type,
-// so the value comes as text, which bun parses with the right layout at
-// once. On a first page of ten messages with reactions and attachments
-// this saves about half the allocations of the request (BENCHMARKS.md,
-// section 1). Only the select lists change: WHERE and ORDER BY name the
-// table's columns, so the indexes serve as before.
+// sqliteReadCols rewrites the select lists of the prepared reads so that
+// each column is +column, an expression without a declared type: the
+// driver hands over text, which bun parses once (DESIGN.md §4.7, the
+// "+column reads"). WHERE and ORDER BY still name the columns.
 var sqliteReadCols = strings.NewReplacer(
 	messageCols, exprCols(messageCols),
 	attachmentCols, exprCols(attachmentCols),

@@ -16,28 +16,11 @@ import (
 )
 
 // A sendCombiner stores together the sends that arrive while a statement
-// or transaction of sends is under way (DESIGN.md §4.4): a send's fixed
-// costs (a round trip, the executor's start, a commit and its flush) are
-// most of what it costs. The sends that wait (up to maxSent) are one
-// statement on PostgreSQL, from arrays (insertSentManySQL), and one
-// transaction on SQLite, each send in a savepoint of its own (sendInTx).
-//
-// Each send fails or succeeds as it would have alone. A statement the
-// server refuses (an id or a key's record in the way, a deadlock, a
-// timeout) stored nothing: its sends are made again, those without a key
-// together, those with one alone, and all alone when it fails again. When
-// the connection is lost under it, a read of its messages tells whether it
-// committed; when that cannot tell, the error is each caller's. In the
-// transaction a failed send is rolled back to its savepoint; when the
-// transaction fails otherwise, each send is made alone. A panic is each
+// or transaction of sends is under way (up to maxSent), each failing or
+// succeeding as it would alone: DESIGN.md §4.4. A send lost with its
+// connection is read back to tell whether it committed; a panic is each
 // caller's errCombinedPanic in the statement, its own caller's in the
 // transaction.
-//
-// A statement waits for the slowest of its sends (one that waits for a
-// lock holds the others), so a send does not wait behind statements that
-// have all run for stallAfter: it is made alone at once, beside them. A
-// caller whose context ends while its send waits returns at once, and the
-// send is not made; one that a statement has taken may be.
 type sendCombiner struct {
 	running sync.WaitGroup // the goroutines that send queued sends (Store.Close waits)
 	mu      sync.Mutex
@@ -52,15 +35,10 @@ type sendSlot struct {
 	since time.Time // when its statement began
 }
 
-// Bounds of combined sends: the statements of sends under way at once, and
-// the sends of one statement. A statement holds the rows of its
-// conversations from their update to its commit (insertSentManySQL), so a
-// second statement to the same conversation would wait for the first's
-// commit, holding a connection and the sends it took: one statement runs,
-// and takes all that arrived meanwhile (32 callers creating in one
-// conversation: 0.55–0.74× the floor with one, 0.52–0.70× with two, on a
-// loaded machine; BENCHMARKS.md). A statement of 64 sends runs for a few
-// milliseconds; stallAfter is far beyond.
+// Bounds of combined sends: one statement under way (a second to the same
+// conversation would wait for the first's commit), 64 sends a statement,
+// and a send goes alone beside statements that have run for stallAfter
+// (DESIGN.md §4.4).
 const (
 	maxSending = 1
 	maxSent    = 64

@@ -15,16 +15,10 @@ import (
 	"github.com/parleychat/parley/messaging/driver"
 )
 
-// Threads (DESIGN.md §4.11). A reply is a row of messages whose
-// conversation_id is its thread's key, "<conversation id>/<root id>"
-// (threadKey; no conversation id the API accepts holds a slash): a thread
-// is a conversation of its own, counted, read and listed by the code of
-// conversations, which the lists of every conversation leave out
-// (notThread). Who takes part (the root's sender, each who replied) has a
-// row of the thread's conversation_members with joined_at set and
-// is_member false. The root's row has thread set from its first reply, so
-// that reads ask for the counts of those roots only; deleted marks a
-// root's tombstone.
+// Threads: DESIGN.md §4.11. A reply's conversation_id is its thread's key
+// (threadKey); those who take part have joined_at set and is_member false;
+// a root's thread flag is set from its first reply, deleted marks its
+// tombstone.
 
 // threadKey is the conversation id that the replies of root, a message of
 // conv, are stored under.
