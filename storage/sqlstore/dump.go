@@ -26,21 +26,20 @@ var _ storecopy.Sink = (*store)(nil)
 // (InnoDB's consistent snapshot, taken by its first read, here), a read
 // transaction of SQLite's WAL. It holds one connection until closed. The
 // schema must be this version's (Migrate); Snapshot never writes.
-func (s *store) Snapshot(ctx context.Context) (storecopy.Snapshot, error) {
+func (s *store) Snapshot(ctx context.Context) (_ storecopy.Snapshot, err error) {
+	defer wrapTo("sqlstore.Snapshot", &err)
 	if err := s.checkVersion(ctx); err != nil {
-		return nil, wrapErr("sqlstore.Snapshot", err)
+		return nil, err
 	}
-	var tx bun.Tx
-	var err error
-	tx, err = s.r.BeginTx(ctx, s.sql.snapshotOptions)
+	tx, err := s.r.BeginTx(ctx, s.sql.snapshotOptions)
 	if err != nil {
-		return nil, wrapErr("sqlstore.Snapshot", err)
+		return nil, err
 	}
 	snap := &snapshot{s: s, tx: tx}
 	// The first read fixes the snapshot (SQLite, InnoDB).
 	if snap.in, err = installation(ctx, tx); err != nil {
 		_ = tx.Rollback()
-		return nil, wrapErr("sqlstore.Snapshot", err)
+		return nil, err
 	}
 	return snap, nil
 }

@@ -69,13 +69,14 @@ func insertReservation(ctx context.Context, db bun.IConn, r driver.Reservation) 
 
 // GetReservation returns the reservation, or an error matching
 // ErrNotFound.
-func (s *store) GetReservation(ctx context.Context, id string) (driver.Reservation, error) {
+func (s *store) GetReservation(ctx context.Context, id string) (_ driver.Reservation, err error) {
+	defer wrapTo("sqlstore.GetReservation", &err)
 	var rows []reservationRow
 	if err := s.read(ctx, &rows, "SELECT "+reservationCols+" FROM upload_reservations WHERE id = ?", id); err != nil {
-		return driver.Reservation{}, wrapErr("sqlstore.GetReservation", err)
+		return driver.Reservation{}, err
 	}
 	if len(rows) == 0 {
-		return driver.Reservation{}, wrapErr("sqlstore.GetReservation", &messaging.Error{Kind: messaging.ErrNotFound, Message: "no such reservation: " + id})
+		return driver.Reservation{}, &messaging.Error{Kind: messaging.ErrNotFound, Message: "no such reservation: " + id}
 	}
 	return rows[0].reservation(), nil
 }

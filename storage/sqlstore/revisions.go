@@ -42,16 +42,17 @@ func (s *store) keepRevision(ctx context.Context, tx bun.Tx, id, old string, ch 
 // ListRevisions returns up to q.Limit revisions of the message, newest
 // first, and whether more exist beyond them in the direction of travel, in
 // one query along the index of the message's revisions.
-func (s *store) ListRevisions(ctx context.Context, q driver.RevisionQuery) ([]messaging.Revision, bool, error) {
+func (s *store) ListRevisions(ctx context.Context, q driver.RevisionQuery) (_ []messaging.Revision, _ bool, err error) {
+	defer wrapTo("sqlstore.ListRevisions", &err)
 	if q.Limit < 1 {
-		return nil, false, wrapErr("sqlstore.ListRevisions", invalid("limit must be at least 1"))
+		return nil, false, invalid("limit must be at least 1")
 	}
 	p := pageQuery{cols: revisionCols, from: "message_revisions AS r", alias: "r", after: q.After, before: q.Before, limit: q.Limit,
 		branches: []branch{{where: "r.message_id = ?", args: []any{q.MessageID}}}}
 	query, args := s.pageSQL(p)
 	var rows []revisionRow
 	if err := s.read(ctx, &rows, query, args...); err != nil {
-		return nil, false, wrapErr("sqlstore.ListRevisions", err)
+		return nil, false, err
 	}
 	rows, more := trimPage(rows, q.Limit, q.Before != nil)
 	out := make([]messaging.Revision, len(rows))
