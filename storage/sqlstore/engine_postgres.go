@@ -89,22 +89,10 @@ func (*postgresEngine) opened(*store, *sql.DB, *sql.DB) {}
 
 func (*postgresEngine) start(*store) {}
 
-// hiddenRangeRows is the number of messages, by the planner's
-// statistics, from which a page reads its conversation as a range of two
-// bounds. Its conversation is hidden from the planner in any table, as
-// (SELECT CAST(? AS text)): a prepared page then runs its generic plan
-// after five runs, where a conversation that holds most of the table made
-// every run plan again, most of a page's CPU (BENCHMARKS.md section 2,
-// "Pages planned once"). The planner guesses a hidden range at 1/200 of
-// the table, a page after a cursor at 1/600: from this size on, more rows
-// than a page of 100, so it reads the index in order. Below, such a
-// guess was fewer rows than the page, and it read the conversation's
-// whole range and sorted it (a first page of 50 in 6,000 messages of two
-// conversations sorted 3,000 rows: 18 ms against 0.1 ms by the index).
-// So below, the conversation is an element of an array, col = ANY(...),
-// guessed at 1/n_distinct of the table as an "=" would be, and not an
-// equality that would let the page be read from messages_created (see
-// pageSQL).
+// hiddenRangeRows is the number of messages, by the planner's statistics,
+// from which a page reads its conversation as a range of two hidden bounds;
+// below, as an array of one, col = ANY(...), so that the planner's guess
+// does not make it sort the conversation's whole range (DESIGN.md §4.7).
 const hiddenRangeRows = 80_000
 
 // hiddenConversation is the conversation as a value no plan sees.

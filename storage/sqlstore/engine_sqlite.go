@@ -109,22 +109,10 @@ func ftsConversation(conv string) string {
 }
 
 // searchSQLite is SearchMessages on SQLite, over the messages FTS5 holds
-// (up to the mark, searchindex.go) and those beyond it, the tail, in one
-// statement: the union of the page of each, sorted.
-//
-// FTS5 returns the matches of its query in rowid order, which is time
-// order to the millisecond, and a query that names the scope's
-// conversations matches only theirs: the first query (p) reads the
-// matches newest first (oldest first for Before) and stops at limit+1 of
-// them, without reading the others; the second reads those again with
-// every other match of the millisecond of the last of them, whose rowids
-// are not in (created_at, id) order, and sorts them exactly. A member of
-// more than maxSearchConversations conversations is probed for row by
-// row (memberOf), still in rowid order.
-//
-// The tail is read in seq order from the mark (at most a few thousand
-// messages, messages_search_tail), each message's words matched as they
-// are: every word whole, the last as a prefix, as FTS5 matches them.
+// (up to the mark) and the tail beyond it, in one statement: the union of
+// the page of each, sorted (DESIGN.md §4.10). FTS5 gives its matches in
+// rowid order, time order to the millisecond: the matches of the last
+// millisecond of the page are read again and sorted exactly.
 func (s *store) searchSQLite(ctx context.Context, q driver.SearchQuery) ([]messaging.Message, bool, error) {
 	convs, member, err := s.searchConversations(ctx, q)
 	if err != nil {

@@ -176,16 +176,9 @@ func (s *store) insertSent(ctx context.Context, db bun.IConn, m messaging.Messag
 }
 
 // execWrite runs a write statement on db (the store's, or a transaction's)
-// as a statement prepared once, when its arguments allow: on PostgreSQL,
-// from the cache of the reads, which the server neither parses nor plans
-// again (readPrepared), prepared at once outside a transaction (a send
-// alone) and after the first one inside them (stmtCache.inTx); on SQLite,
-// in a transaction, from the writer's cache, which prepareWrites fills
-// with the sends' statements and each write transaction with those it ran
-// unprepared (stmtCache.inTx; they cannot be prepared in the transaction,
-// which holds the writer's one connection). As bun formats it otherwise.
-// A send's statements took about as long to parse and plan as to run, and
-// parsing took a third of a SQLite reaction's CPU.
+// prepared once where its arguments allow: on PostgreSQL from pgx's cache,
+// on SQLite in a transaction from the writer's (txStmt); as bun formats it
+// otherwise (DESIGN.md §4.7).
 func (s *store) execWrite(ctx context.Context, db bun.IConn, query string, args ...any) (sql.Result, error) {
 	if tx, inTx := db.(bun.Tx); inTx {
 		if q, dargs, ok := s.txCached(query, args); ok {
