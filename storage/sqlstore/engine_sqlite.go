@@ -372,11 +372,9 @@ func indexSearch(ctx context.Context, r, w *sql.DB, batch int) (more bool, err e
 // differ by page size and by the number of conversations and ids.
 const maxStmts = 256
 
-// stmtCache holds SQLite's prepared statements, by query text: of the
-// reader pool (readPrepared), or of the writer (txStmt). SQLite parses and
-// plans a statement on every query otherwise: with them a message takes
-// about a third of the CPU, a page about two thirds, a reaction about
-// half (DESIGN.md §4.7). database/sql prepares a statement again on each
+// stmtCache holds SQLite's prepared statements by query text, of the
+// reader pool (readPrepared) or of the writer (txStmt), at most maxStmts
+// (DESIGN.md §4.7). database/sql prepares a statement again on each
 // connection of the pool that runs it.
 type stmtCache struct {
 	db *sql.DB

@@ -64,14 +64,11 @@ const reactionsCols = `n.message_id, n.name, n.reactors AS reactor_count`
 
 // reactionsBySQL returns the read of the embedded reactors of the
 // messages that a condition on n.message_id selects (dialectSQL.reactions),
-// one row per name in the names' order, given agg, the aggregate of a
-// name's reactors up to its head_seq into one string in their order. One
-// row per name instead of one per reactor spares about seven allocations
-// a reactor: a reaction on a message with 100 reactors then costs about
-// what it does with one (BENCHMARKS.md, section 8). MySQL, whose
+// one row per name, given agg, the aggregate of a name's reactors up to its
+// head_seq into one string in their order: one row per name rather than
+// per reactor spares about seven allocations a reactor (BENCHMARKS.md §8).
+// It ends with "n.message_id ", for "= ?" or "IN (?)"; MySQL, whose
 // GROUP_CONCAT is cut at group_concat_max_len, reads reactionsRowsSQL.
-// Both end with "n.message_id ", for "= ?" or "IN (?)", and are followed
-// by dialectSQL.reactionsOrder.
 func reactionsBySQL(agg string) string {
 	return `SELECT ` + reactionsCols + `, (` + agg + `) AS reactors
 	FROM reaction_names AS n WHERE n.message_id `

@@ -36,11 +36,9 @@ func (s *store) read(ctx context.Context, dst any, query string, args ...any) er
 // own.
 const maxPreparedIDs = 16
 
-// readByIDs is read for the queries of the reactions and attachments of
-// messages by their ids (complete), whose plan is a lookup of each id
-// whatever the ids: on PostgreSQL too they are prepared (readPrepared),
-// for lists of up to maxPreparedIDs ids. Planning them took about as long
-// as a page without them.
+// readByIDs is read for the reactions and attachments of messages by their
+// ids, whose plan is a lookup of each id: prepared on PostgreSQL too, for
+// up to maxPreparedIDs ids.
 func (s *store) readByIDs(ctx context.Context, dst any, query string, args ...any) error {
 	if longList(args) {
 		return s.read(ctx, dst, query, args...)
@@ -67,11 +65,9 @@ func longList(args []any) bool {
 }
 
 // readPrepared is read for a query whose best plan is the same for every
-// value of its arguments: a lookup by key, or a range of one index read in
-// its order. On PostgreSQL too it runs prepared, from the driver's cache
-// of each connection (Store.cached), which the server does not parse
-// again and, once it chose a generic plan, does not plan again. Other
-// reads are planned with their values, as statements of their own.
+// value of its arguments (a lookup by key, a range of one index in its
+// order): prepared, from pgx's cache of each connection on PostgreSQL
+// (Store.cached), from stmtCache on SQLite (DESIGN.md §4.7).
 func (s *store) readPrepared(ctx context.Context, dst any, query string, args ...any) error {
 	if s.cached != nil {
 		if q, dargs, ok := expandArgs(query, args, true); ok {
