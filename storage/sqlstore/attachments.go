@@ -50,7 +50,6 @@ func (s *store) CreateAttachment(ctx context.Context, a messaging.Attachment, re
 // record of an idempotency key, in the same transaction; on any error
 // neither is stored.
 func (s *store) CreateAttachmentKeyed(ctx context.Context, a messaging.Attachment, rec driver.Recorder, done driver.IdempotencyRecord) error {
-	s.prepareKeyed(ctx)
 	return wrapErr("sqlstore.CreateAttachment", s.createAttachment(ctx, a, rec, &done))
 }
 

@@ -135,15 +135,6 @@ func (s *store) storeKey(ctx context.Context, tx bun.Tx, done driver.Idempotency
 	return s.eng.storeKey(ctx, s, tx, done, taken)
 }
 
-// prepareKeyed prepares the statements of keyed writes on SQLite's writer,
-// once, before a keyed write's transaction begins (preparing takes the
-// writer's one connection, which the transaction then holds).
-func (s *store) prepareKeyed(ctx context.Context) {
-	if s.wstmts != nil {
-		_, _ = s.wstmts.get(ctx, upsertKey) // its placeholders are the driver's too
-	}
-}
-
 // upsertKey stores a keyed write's record, on PostgreSQL and SQLite: it
 // inserts it, or replaces an expired row or the claim of its lock; any
 // other row stays, and no row is affected.
@@ -157,7 +148,6 @@ const upsertKey = `INSERT INTO idempotency_keys AS k (scope, client_key, fingerp
 // an idempotency key, in the same transaction; on any error nothing is
 // stored.
 func (s *store) CreateMessageKeyed(ctx context.Context, m messaging.Message, attachmentIDs []string, rec driver.Recorder, done driver.IdempotencyRecord) error {
-	s.prepareKeyed(ctx)
 	return wrapErr("sqlstore.CreateMessage", s.createMessage(ctx, m, attachmentIDs, rec, &done))
 }
 
@@ -165,6 +155,5 @@ func (s *store) CreateMessageKeyed(ctx context.Context, m messaging.Message, att
 // record of an idempotency key, in the same transaction, its result the
 // renamed row; on any error neither changes.
 func (s *store) RenameAttachmentKeyed(ctx context.Context, id, filename string, rec driver.Recorder, done driver.IdempotencyRecord) (messaging.Attachment, error) {
-	s.prepareKeyed(ctx)
 	return s.renameAttachment(ctx, id, filename, rec, &done)
 }

@@ -591,9 +591,6 @@ func dedupe(ss []string) []string {
 // the rows the change adds and removes their "after"; reactions are
 // counted in place, never read whole (react, reactPostgres).
 func (s *store) UpdateMessage(ctx context.Context, id string, ch driver.MessageChange) (messaging.Message, error) {
-	if ch.Done != nil {
-		s.prepareKeyed(ctx)
-	}
 	out, err := s.update(ctx, id, ch)
 	return out, wrapErr("sqlstore.UpdateMessage", err)
 }

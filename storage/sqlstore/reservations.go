@@ -48,7 +48,6 @@ func (s *store) CreateReservation(ctx context.Context, r driver.Reservation) err
 // CreateReservationKeyed is CreateReservation that also stores done, the
 // record of an idempotency key, in the same transaction.
 func (s *store) CreateReservationKeyed(ctx context.Context, r driver.Reservation, done driver.IdempotencyRecord) error {
-	s.prepareKeyed(ctx)
 	return wrapErr("sqlstore.CreateReservation", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if err := s.storeKey(ctx, tx, done); err != nil {
 			return err
