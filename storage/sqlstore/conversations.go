@@ -51,7 +51,9 @@ const (
 	conversationOwnCols = `c.id, c.created_at, c.updated_at, c.message_count, c.last_message_id,
 		r.read_message_id, COALESCE(r.read_count, 0) AS read_count, COALESCE(r.own_count, 0) AS own_count,
 		COALESCE(r.own_read_count, 0) AS own_read_count`
-	conversationFrom = `conversations AS c LEFT JOIN conversation_members AS r ON r.conversation_id = c.id AND r.contact_id = ?` +
+	conversationFrom = "conversations AS c " + conversationJoins
+	// conversationJoins are conversationFrom's joins to c.
+	conversationJoins = `LEFT JOIN conversation_members AS r ON r.conversation_id = c.id AND r.contact_id = ?` +
 		` LEFT JOIN messages AS lm ON lm.id = c.last_message_id LEFT JOIN contacts AS lc ON lc.id = lm.contact_id`
 	// lastMessageCols are the columns of messageCols of the last message
 	// (lm) and its sender (lc), as conversationRow.Last. A page's last
@@ -164,7 +166,7 @@ func (s *store) ListConversations(ctx context.Context, q driver.ConversationQuer
 	if q.Limit < 1 {
 		return nil, false, invalid("limit must be at least 1")
 	}
-	p := pageQuery{cols: conversationCols, from: conversationFrom, fromArgs: []any{q.ViewerID}, alias: "c", timeCol: "updated_at",
+	p := pageQuery{cols: conversationCols, from: "conversations AS c", joins: conversationJoins, joinArgs: []any{q.ViewerID}, alias: "c", timeCol: "updated_at",
 		coarse: s.sql.listedAt, after: q.After, before: q.Before, limit: q.Limit}
 	convs, member, err := s.scope(ctx, q.All, q.MemberID, q.ConversationIDs, maxBranches)
 	if err != nil {

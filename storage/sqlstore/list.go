@@ -32,6 +32,13 @@ type pageQuery struct {
 	cols     string // the selected columns, unique names including timeCol and id
 	from     string // FROM clause
 	fromArgs []any  // arguments of from's placeholders
+	// joins, when not "", is joined to the listed table (from, alone),
+	// with joinArgs: where coarse is set, to the page's rows after their
+	// order and limit, so that sorting within a second handles the
+	// listed table's rows only, and no more rows are joined than the page
+	// holds (Incremental Sort reads at least 32); else as part of from.
+	joins    string
+	joinArgs []any
 	alias    string // alias of the listed table in from
 	timeCol  string // the time of the order: "created_at" when ""
 	// coarse, when not "", is a column that orders as timeCol does in
@@ -90,14 +97,20 @@ func (s *store) pageSQL(p pageQuery) (string, []any) {
 	limit := strconv.Itoa(p.limit + 1)
 	one := func(b branch) (string, []any) {
 		// Built in one buffer: a page's query is built at every request.
-		args := make([]any, 0, len(p.fromArgs)+2+len(b.args)+len(seekArgs))
+		args := make([]any, 0, len(p.fromArgs)+len(p.joinArgs)+2+len(b.args)+len(seekArgs))
 		args = append(args, p.fromArgs...)
+		late := p.coarse != "" && p.joins != ""
 		var q strings.Builder
-		q.Grow(len(p.cols) + len(p.from) + len(b.where) + len(seek) + 200)
-		q.WriteString("SELECT ")
-		q.WriteString(p.cols)
-		q.WriteString(" FROM ")
-		q.WriteString(p.from)
+		q.Grow(2*len(p.cols) + len(p.from) + len(p.joins) + len(b.where) + len(seek) + 300)
+		if late {
+			q.WriteString("SELECT " + p.cols + " FROM (SELECT " + a + ".* FROM " + p.from)
+		} else {
+			q.WriteString("SELECT " + p.cols + " FROM " + p.from)
+			if p.joins != "" {
+				q.WriteString(" " + p.joins)
+				args = append(args, p.joinArgs...)
+			}
+		}
 		and := " WHERE "
 		cond := func(c string) {
 			q.WriteString(and)
@@ -163,6 +176,13 @@ func (s *store) pageSQL(p pageQuery) (string, []any) {
 		}
 		for _, part := range [...]string{a, ".", tc, " ", dir, ", ", a, ".id ", dir, " LIMIT ", limit} {
 			q.WriteString(part)
+		}
+		if late {
+			q.WriteString(") AS " + a + " " + p.joins + " ORDER BY ")
+			for _, part := range [...]string{a, ".", p.coarse, " ", dir, ", ", a, ".", tc, " ", dir, ", ", a, ".id ", dir} {
+				q.WriteString(part)
+			}
+			args = append(args, p.joinArgs...)
 		}
 		return q.String(), args
 	}
