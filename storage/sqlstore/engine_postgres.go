@@ -26,6 +26,7 @@ import (
 // otherwise (behind a pooler); a send is one statement of arrays
 // (sends.go).
 type postgresEngine struct {
+	engineDefaults
 	mu      sync.Mutex   // held by the reader of rows
 	rows    atomic.Int64 // messages by the planner's statistics; 0 until read
 	checked atomic.Int64 // when rows was read (UnixNano); 0 never
@@ -85,10 +86,6 @@ var postgresSQL = dialectSQL{
 	resetSeq:     "SELECT setval(pg_get_serial_sequence('%[1]s', 'seq'), (SELECT MAX(seq) FROM %[1]s))",
 }
 
-func (*postgresEngine) opened(*store, *sql.DB, *sql.DB) {}
-
-func (*postgresEngine) start(*store) {}
-
 // hiddenRangeRows is the number of messages, by the planner's statistics,
 // from which a page reads its conversation as a range of two hidden bounds;
 // below, as an array of one, col = ANY(...), so that the planner's guess
@@ -146,11 +143,9 @@ func (*postgresEngine) initMigrations(ctx context.Context, s *store, m *migrate.
 	})
 }
 
-// lockMigrations takes nothing: each migration's transaction takes the
-// lock (claimMigration), which its end releases; no lock outlives a
+// claimMigration takes the lock in each migration's transaction, which
+// its end releases (lockMigrations takes nothing): no lock outlives a
 // transaction, so PgBouncer in transaction mode is safe.
-func (*postgresEngine) lockMigrations(context.Context, *store) (func(), error) { return func() {}, nil }
-
 func (*postgresEngine) claimMigration(ctx context.Context, s *store, db bun.IConn) error {
 	return lockPostgres(ctx, s, db)
 }
@@ -162,14 +157,6 @@ func lockPostgres(ctx context.Context, s *store, db bun.IConn) error {
 	_, err := db.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext('parley.migrate:' || current_database() || '.' || COALESCE(?, current_schema(), '')))",
 		nullable(s.opts.Schema))
 	return err
-}
-
-func (*postgresEngine) putContact(ctx context.Context, s *store, args []any) error {
-	return putContactUpsert(ctx, s, args)
-}
-
-func (*postgresEngine) storeKey(ctx context.Context, s *store, tx bun.Tx, done driver.IdempotencyRecord, taken error) error {
-	return storeKeyUpsert(ctx, s, tx, done, taken)
 }
 
 // sequence copies the committed rows of event_log into events, numbered,
