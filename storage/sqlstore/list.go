@@ -101,15 +101,20 @@ func (s *store) pageSQL(p pageQuery) (string, []any) {
 		args = append(args, p.fromArgs...)
 		late := p.coarse != "" && p.joins != ""
 		var q strings.Builder
-		q.Grow(2*len(p.cols) + len(p.from) + len(p.joins) + len(b.where) + len(seek) + 300)
+		q.Grow(len(p.cols) + len(p.from) + len(p.joins) + len(b.where) + len(seek) + 300)
+		for _, part := range [...]string{"SELECT ", p.cols, " FROM "} {
+			q.WriteString(part)
+		}
 		if late {
-			q.WriteString("SELECT " + p.cols + " FROM (SELECT " + a + ".* FROM " + p.from)
-		} else {
-			q.WriteString("SELECT " + p.cols + " FROM " + p.from)
-			if p.joins != "" {
-				q.WriteString(" " + p.joins)
-				args = append(args, p.joinArgs...)
+			for _, part := range [...]string{"(SELECT ", a, ".* FROM "} {
+				q.WriteString(part)
 			}
+		}
+		q.WriteString(p.from)
+		if !late && p.joins != "" {
+			q.WriteString(" ")
+			q.WriteString(p.joins)
+			args = append(args, p.joinArgs...)
 		}
 		and := " WHERE "
 		cond := func(c string) {
@@ -178,8 +183,8 @@ func (s *store) pageSQL(p pageQuery) (string, []any) {
 			q.WriteString(part)
 		}
 		if late {
-			q.WriteString(") AS " + a + " " + p.joins + " ORDER BY ")
-			for _, part := range [...]string{a, ".", p.coarse, " ", dir, ", ", a, ".", tc, " ", dir, ", ", a, ".id ", dir} {
+			for _, part := range [...]string{") AS ", a, " ", p.joins, " ORDER BY ",
+				a, ".", p.coarse, " ", dir, ", ", a, ".", tc, " ", dir, ", ", a, ".id ", dir} {
 				q.WriteString(part)
 			}
 			args = append(args, p.joinArgs...)
