@@ -59,8 +59,9 @@ type engine interface {
 	// storeKey stores done, the record of a keyed write, in the write's
 	// transaction; a live record in the way fails it with taken.
 	storeKey(ctx context.Context, s *store, tx bun.Tx, done driver.IdempotencyRecord, taken error) error
-	// search is SearchMessages, q checked.
-	search(ctx context.Context, s *store, q driver.SearchQuery) ([]messaging.Message, bool, error)
+	// search is SearchMessages, q checked and its scope resolved
+	// (searchConversations): some conversations, a member, or q.All.
+	search(ctx context.Context, s *store, q driver.SearchQuery, convs []string, member string) ([]messaging.Message, bool, error)
 	// sequence gives the events committed since the last call their
 	// seqs, where the engine does not give them at insert
 	// (numbersAtInsert false; outbox.go): readers call it first.

@@ -229,10 +229,6 @@ func numberEvents(ctx context.Context, tx bun.Tx, last int64) (int, error) {
 	return len(pending), err
 }
 
-func (mysqlEngine) search(ctx context.Context, s *store, q driver.SearchQuery) ([]messaging.Message, bool, error) {
-	return s.searchMySQL(ctx, q)
-}
-
 // mysqlWordMark is written before every word on MySQL.
 const mysqlWordMark = "ww"
 
@@ -289,7 +285,7 @@ func mysqlWords(q driver.SearchQuery) (string, []any) {
 	return b.String(), args
 }
 
-// searchMySQL is SearchMessages on MySQL and MariaDB. InnoDB's FULLTEXT
+// search is SearchMessages on MySQL and MariaDB. InnoDB's FULLTEXT
 // search reads every match of its words in the whole table before it
 // returns a row, whatever the LIMIT (seconds for a word in 5% of a
 // million messages), so it is asked only when reading rows is dearer:
@@ -300,14 +296,7 @@ func mysqlWords(q driver.SearchQuery) (string, []any) {
 //   - every conversation: the rows of messages_created newest first, each
 //     tested by LIKE, stopping at the page, in a window of searchWindow
 //     rows; FULLTEXT when the window holds less than a page.
-func (s *store) searchMySQL(ctx context.Context, q driver.SearchQuery) ([]messaging.Message, bool, error) {
-	convs, member, err := s.searchConversations(ctx, q)
-	if err != nil {
-		return nil, false, err
-	}
-	if !q.All && member == "" && len(convs) == 0 {
-		return []messaging.Message{}, false, nil
-	}
+func (mysqlEngine) search(ctx context.Context, s *store, q driver.SearchQuery, convs []string, member string) ([]messaging.Message, bool, error) {
 	like, likeArgs := mysqlWords(q)
 	page := func(index string, b branch) (string, []any) {
 		return s.pageSQL(pageQuery{cols: messageCols, alias: "m", after: q.After, before: q.Before, limit: q.Limit,

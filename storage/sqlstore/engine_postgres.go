@@ -172,10 +172,6 @@ func (*postgresEngine) sequence(ctx context.Context, s *store) error {
 	}
 }
 
-func (*postgresEngine) search(ctx context.Context, s *store, q driver.SearchQuery) ([]messaging.Message, bool, error) {
-	return s.searchPostgres(ctx, q)
-}
-
 // reactRow is a row of what the function parley_react returns
 // (migrations/postgres): one for each name of the message after a step,
 // in the names' order, or one with no name when it has none.
@@ -382,22 +378,15 @@ func pgSearchMatch(q driver.SearchQuery, convs []string) (string, []any) {
 	return pgConversationVector + " @@ ?::tsquery AND split_part(m.conversation_id, '/', 1) IN (?)", []any{b.String(), idList(convs)}
 }
 
-// searchPostgres is SearchMessages on PostgreSQL.
-func (s *store) searchPostgres(ctx context.Context, q driver.SearchQuery) ([]messaging.Message, bool, error) {
-	convs, member, err := s.searchConversations(ctx, q)
-	if err != nil {
-		return nil, false, err
-	}
+// search is SearchMessages on PostgreSQL.
+func (*postgresEngine) search(ctx context.Context, s *store, q driver.SearchQuery, convs []string, member string) ([]messaging.Message, bool, error) {
 	var named []string
 	if nameable(q.All, member, convs) {
 		// The conversations are named in the match (pgSearchMatch): no
 		// other condition.
 		named, q.All = convs, true
 	}
-	b, ok := s.searchScope(q.All, member, convs)
-	if !ok {
-		return []messaging.Message{}, false, nil
-	}
+	b, _ := s.searchScope(q.All, member, convs)
 	match, args := pgSearchMatch(q, named)
 	if b.where != "" {
 		match = b.where + " AND " + match

@@ -87,10 +87,6 @@ func (sqliteEngine) start(s *store) { s.startSearchIndexer() }
 // sequence does nothing: SQLite numbers events at insert.
 func (sqliteEngine) sequence(context.Context, *store) error { return nil }
 
-func (sqliteEngine) search(ctx context.Context, s *store, q driver.SearchQuery) ([]messaging.Message, bool, error) {
-	return s.searchSQLite(ctx, q)
-}
-
 // maxPrefixWords is the most words that a search on SQLite names in its
 // full-text query for its prefix; a prefix of more is a prefix query.
 var maxPrefixWords = 64
@@ -107,19 +103,12 @@ func ftsConversation(conv string) string {
 	return "§" + strings.ToUpper(hex.EncodeToString([]byte(conv)))
 }
 
-// searchSQLite is SearchMessages on SQLite, over the messages FTS5 holds
+// search is SearchMessages on SQLite, over the messages FTS5 holds
 // (up to the mark) and the tail beyond it, in one statement: the union of
 // the page of each, sorted (DESIGN.md §4.10). FTS5 gives its matches in
 // rowid order, time order to the millisecond: the matches of the last
 // millisecond of the page are read again and sorted exactly.
-func (s *store) searchSQLite(ctx context.Context, q driver.SearchQuery) ([]messaging.Message, bool, error) {
-	convs, member, err := s.searchConversations(ctx, q)
-	if err != nil {
-		return nil, false, err
-	}
-	if !q.All && member == "" && len(convs) == 0 {
-		return []messaging.Message{}, false, nil
-	}
+func (sqliteEngine) search(ctx context.Context, s *store, q driver.SearchQuery, convs []string, member string) ([]messaging.Message, bool, error) {
 	mark, terms, err := s.searchMark(ctx, q.Prefix)
 	if err != nil {
 		return nil, false, err

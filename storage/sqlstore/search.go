@@ -11,8 +11,7 @@ import (
 
 // Search (DESIGN.md §4.10). Every engine stores the words of a message's
 // text as driver.SearchWords folds them, in messages.search_words, and
-// indexes that column with its full-text index (searchSQLite,
-// searchPostgres, searchMySQL), so that no engine's own tokenizer, folding,
+// indexes that column with its full-text index (engine.search), so that no engine's own tokenizer, folding,
 // stop words or minimum word length changes what a query finds. Words hold
 // only letters, digits and marks, so they need no escaping in any
 // engine's query syntax.
@@ -44,7 +43,14 @@ func (s *store) SearchMessages(ctx context.Context, q driver.SearchQuery) (_ []m
 	if len(q.Words) == 0 && q.Prefix == "" {
 		return nil, false, invalid("a search needs a word")
 	}
-	return s.eng.search(ctx, s, q)
+	convs, member, err := s.searchConversations(ctx, q)
+	if err != nil {
+		return nil, false, err
+	}
+	if !q.All && member == "" && len(convs) == 0 {
+		return []messaging.Message{}, false, nil
+	}
+	return s.eng.search(ctx, s, q, convs, member)
 }
 
 // searchPage reads the page of q that query selects (up to one row more
