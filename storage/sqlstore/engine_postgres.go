@@ -20,11 +20,8 @@ import (
 	"github.com/parleychat/parley/messaging/driver"
 )
 
-// postgresEngine is PostgreSQL, through pgx's database/sql driver (package
-// postgres). Statements with arguments run from pgx's cache of prepared
-// statements of each connection (Store.cached) unless the DSN chose
-// otherwise (behind a pooler); a send is one statement of arrays
-// (sends.go).
+// postgresEngine is PostgreSQL through pgx (package postgres; DESIGN.md
+// §4.6). It keeps the size of messages for oneConversation.
 type postgresEngine struct {
 	engineDefaults
 	mu      sync.Mutex   // held by the reader of rows
@@ -48,24 +45,19 @@ var postgresSQL = dialectSQL{
 	skip:            standardSkip,
 	insertNew:       "INSERT INTO",
 	insertNewTail:   standardSkip,
-	// A send's update of its conversation is HOT but once a second
-	// (TestConversationUpdatesHOT); a first page of the list sorts the
-	// rows of its first second (Incremental Sort).
-	listedAt: "listed_at",
+	listedAt:        "listed_at", // a send's update is HOT but once a second
+
 	// EXISTS is the probe of the members' key that a list wants.
 	memberOf:    "EXISTS (SELECT 1 FROM conversation_members AS cm WHERE cm.conversation_id = %[1]s AND cm.contact_id = ? AND cm.is_member = TRUE)",
 	beforeSlash: "split_part(%[1]s, '/', 1)",
 	lockMessage: "SELECT " + messageCols + " FROM " + messageFrom + " WHERE m.id = ? FOR UPDATE OF m",
-	// Each username by a lookup of its contact: with a join, the planner,
-	// which cannot know that head_seq bounds the reactors to 100,
-	// estimates a third of the reactions and hashes the whole of
-	// contacts (1.2 ms at 10,000 contacts, against 0.4 ms).
+	// A lookup of each username, not a join, which the planner makes a
+	// hash of every contact (DESIGN.md §4.5).
 	reactions: reactionsBySQL(`SELECT string_agg(COALESCE((SELECT c.username FROM contacts AS c WHERE c.id = r.contact_id), ''), chr(31) ORDER BY r.seq)
 		FROM reactions AS r WHERE r.message_id = n.message_id AND r.name = n.name AND r.seq <= n.head_seq`),
 	reactionsOrder: " ORDER BY n.message_id, n.seq",
 	eventLog:       "event_log",
-	// The log's rows of the events pruned, found by their copies: only
-	// what was copied, and nothing of a hole.
+	// The log's rows found by their copies: only what was copied.
 	pruneEvents: `WITH b AS (SELECT CAST(? AS bigint) AS top),
 		l AS (DELETE FROM event_log AS l USING events AS e, b WHERE e.seq > 0 AND e.seq <= b.top AND l.pos = e.pos)
 		DELETE FROM events USING b WHERE events.seq > 0 AND events.seq <= b.top`,
@@ -116,9 +108,9 @@ func (e *postgresEngine) oneConversation(s *store, col string) (string, int) {
 // initMigrations creates the schema and the tables in a transaction that
 // holds the migration lock (two processes creating one table at once can
 // fail), as Migrator.Init would (which runs on the pool).
-func (*postgresEngine) initMigrations(ctx context.Context, s *store, m *migrate.Migrator) error {
+func (e *postgresEngine) initMigrations(ctx context.Context, s *store, m *migrate.Migrator) error {
 	return s.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if err := lockPostgres(ctx, s, tx); err != nil {
+		if err := e.claimMigration(ctx, s, tx); err != nil {
 			return err
 		}
 		if s.opts.Schema != "" { // a valid identifier (Options.checkSchema)
@@ -137,27 +129,18 @@ func (*postgresEngine) initMigrations(ctx context.Context, s *store, m *migrate.
 	})
 }
 
-// claimMigration takes the lock in each migration's transaction, which
-// its end releases (lockMigrations takes nothing): no lock outlives a
-// transaction, so PgBouncer in transaction mode is safe.
+// claimMigration takes the migration lock of the schema (Options.Schema
+// or the current one, which need not exist yet) in db's transaction, until
+// it ends: no lock outlives a transaction, as PgBouncer needs.
 func (*postgresEngine) claimMigration(ctx context.Context, s *store, db bun.IConn) error {
-	return lockPostgres(ctx, s, db)
-}
-
-// lockPostgres takes the migration lock of the schema (Options.Schema or
-// the current one, which need not exist yet) in db's transaction, until
-// it ends.
-func lockPostgres(ctx context.Context, s *store, db bun.IConn) error {
 	_, err := db.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext('parley.migrate:' || current_database() || '.' || COALESCE(?, current_schema(), '')))",
 		nullable(s.opts.Schema))
 	return err
 }
 
 // sequence copies the committed rows of event_log into events, numbered,
-// by passes of the function parley_sequence (migrations/postgres;
-// DESIGN.md §4.3), one statement each, while a pass reads a full batch.
-// No row is updated per event: the log is only inserted into, and events
-// only gets the copies.
+// by calls of parley_sequence (DESIGN.md §4.3) while a call reads a full
+// batch.
 func (*postgresEngine) sequence(ctx context.Context, s *store) error {
 	for {
 		s.seqMu.Lock() // one sequencer of this process at a time; others wait, then find less to do
@@ -172,50 +155,43 @@ func (*postgresEngine) sequence(ctx context.Context, s *store) error {
 	}
 }
 
-// reactRow is a row of what the function parley_react returns
-// (migrations/postgres): one for each name of the message after a step,
-// in the names' order, or one with no name when it has none.
+// reactRow is a row of parley_react's answer (migrations/postgres): one
+// for each name of the message after a step, in the names' order, or one
+// without a name when it has none.
 type reactRow struct {
-	// Step is the step's number, from 1.
-	Step int `bun:"r_step"`
-	// Own is the number of names the reactor had on the message before
-	// (a step that adds).
-	Own int `bun:"r_own"`
-	// Names is the change in the number of names; Reactors, in the
-	// number of reactor rows.
+	Step int `bun:"r_step"` // from 1
+	// Own is the reactor's number of names before a step that adds;
+	// Names and Reactors, the change in names and in reactor rows.
+	Own      int `bun:"r_own"`
 	Names    int `bun:"r_names"`
 	Reactors int `bun:"r_reactors"`
-	// Updated is 1 when the step updated the message's row, whose stored
-	// values follow; 0 when it left it as it was.
+	// Updated is 1 when the step wrote the message's row, whose values
+	// follow.
 	Updated   int       `bun:"r_updated"`
 	Text      string    `bun:"r_text"`
 	ReadAt    time.Time `bun:"r_read_at"`
 	UpdatedAt time.Time `bun:"r_updated_at"`
-	// Name, Count and Embedded are a name after the step, its number of
-	// reactors and its embedded ones, as reactionRow's; Same, that its
-	// embedded reactors are those of the step before, and not read again.
+	// Name, Count and Embedded are a name after the step, as reactionRow
+	// has them; Same, that its embedded reactors are the previous step's.
 	Name     sql.NullString `bun:"r_name"`
 	Count    sql.NullInt64  `bun:"r_count"`
 	Embedded sql.NullString `bun:"r_embedded"`
 	Same     bool           `bun:"r_same"`
 }
 
-// reactSQL calls parley_react with the arguments of reactPostgres.
+// reactSQL calls parley_react: the message, then the steps' contacts,
+// first added name, number of added names, the added names, name taken
+// back, time and updated_at.
 const reactSQL = `SELECT * FROM parley_react(?::text, ?::text[], ?::integer[], ?::integer[], ?::text[], ?::text[], ?::timestamptz[], ?::text[])`
 
-// reactPostgres makes the reaction changes of chs, in order, on the
-// locked message id (PostgreSQL) in one call of the function
-// parley_react, where react sends a statement for each step of each: the
-// names a change adds are one step, each name it takes back one. It
-// returns what each change made, with the message's reactions after it as
-// loadReactions would read them: a transaction of combined reactions
-// holds the message's row lock for one round trip rather than one a
-// change. Each change's Check, when set, runs after (updateMessage), with
-// the counts returned, and rolls everything back by its error.
+// reactPostgres makes the reaction changes of chs, in order, on the locked
+// message id in one call of parley_react (DESIGN.md §4.5): the names a
+// change adds are one step, each name it takes back one. It returns what
+// each change made, with the message's reactions after it as
+// loadReactions reads them. Each change's Check runs after
+// (updateMessage), and its error rolls everything back.
 func (s *store) reactPostgres(ctx context.Context, tx bun.Tx, id string, chs []driver.MessageChange) ([]reactedOne, error) {
-	// The steps, a column each: contacts, first name, count of names,
-	// names added, name taken back, time, updated_at.
-	cols := make(pgArrays, 7)
+	steps, added := make(pgArrays, 6), make(pgArrays, 1)
 	var stepOf []int // the change of each step
 	names := 0
 	for k, ch := range chs {
@@ -224,10 +200,17 @@ func (s *store) reactPostgres(ctx context.Context, tx bun.Tx, id string, chs []d
 		if !ch.UpdatedAt.IsZero() {
 			updated = driverTime(ch.UpdatedAt)
 		}
+		step := func(first, n int, name string, at time.Time) {
+			for c, v := range [...]string{rc.ContactID, strconv.Itoa(first), strconv.Itoa(n), name, driverTime(at), updated} {
+				steps.add(c, v)
+			}
+			stepOf = append(stepOf, k)
+		}
 		var add []string
 		for _, n := range rc.Add {
 			if !slices.Contains(add, n) {
 				add = append(add, n)
+				added.add(0, n)
 			}
 		}
 		if len(add) > 0 {
@@ -235,24 +218,11 @@ func (s *store) reactPostgres(ctx context.Context, tx bun.Tx, id string, chs []d
 			if at.IsZero() {
 				at = time.Now()
 			}
-			for _, n := range add {
-				cols.add(3, n)
-			}
-			for c, v := range [7]string{0: rc.ContactID, 1: strconv.Itoa(names + 1), 2: strconv.Itoa(len(add)), 4: "", 5: driverTime(at), 6: updated} {
-				if c != 3 {
-					cols.add(c, v)
-				}
-			}
+			step(names+1, len(add), "", at)
 			names += len(add)
-			stepOf = append(stepOf, k)
 		}
 		for _, name := range rc.Remove {
-			for c, v := range [7]string{0: rc.ContactID, 1: "0", 2: "0", 4: name, 5: driverTime(time.Time{}), 6: updated} {
-				if c != 3 {
-					cols.add(c, v)
-				}
-			}
-			stepOf = append(stepOf, k)
+			step(0, 0, name, time.Time{})
 		}
 	}
 	out := make([]reactedOne, len(chs))
@@ -260,7 +230,8 @@ func (s *store) reactPostgres(ctx context.Context, tx bun.Tx, id string, chs []d
 		return out, nil
 	}
 	var rows []reactRow
-	if err := s.txRead(ctx, tx, &rows, reactSQL, cols.args([]any{id})...); err != nil {
+	args := steps[3:].args(added.args(steps[:3].args([]any{id})))
+	if err := s.txRead(ctx, tx, &rows, reactSQL, args...); err != nil {
 		return nil, err
 	}
 	embedded := make(map[string]sql.NullString) // each name's, as the last step read them
@@ -275,16 +246,15 @@ func (s *store) reactPostgres(ctx context.Context, tx bun.Tx, id string, chs []d
 		}
 		k := stepOf[step]
 		o, r := &out[k], rows[i]
-		adds := step == 0 || stepOf[step-1] != k // the change's first step: its adds, if any
-		adds = adds && len(chs[k].Reactions.Add) > 0
 		o.rc.names += r.Names
-		switch {
-		case adds: // as react counts them
-			o.rc.reactorBefore, o.rc.reactorAfter = r.Own, r.Own+r.Reactors
-		case len(chs[k].Reactions.Add) > 0:
-			o.rc.reactorAfter += r.Reactors
+		if len(chs[k].Reactions.Add) > 0 {
+			if step == 0 || stepOf[step-1] != k { // the change's first step, its adds: as react counts them
+				o.rc.reactorBefore, o.rc.reactorAfter = r.Own, r.Own+r.Reactors
+			} else {
+				o.rc.reactorAfter += r.Reactors
+			}
 		}
-		if r.Updated != 0 { // else the step left the message's row as it was
+		if r.Updated != 0 {
 			o.stored = &updatedRow{Text: r.Text, ReadAt: r.ReadAt, UpdatedAt: r.UpdatedAt}
 		}
 		o.reactions = make([]reactionRow, 0, j-i)
@@ -306,21 +276,20 @@ func (s *store) reactPostgres(ctx context.Context, tx bun.Tx, id string, chs []d
 }
 
 // reactedOne is what reactPostgres made of a change: the counts, the
-// message's row as it left it (nil when it did not write it) and the
-// message's reactions.
+// message's row as it left it (nil if unwritten) and its reactions.
 type reactedOne struct {
 	rc        reacted
 	stored    *updatedRow
 	reactions []reactionRow
 }
 
-// pgSearchVector is the expression of the index messages_search on
-// PostgreSQL (migrations/postgres): the words of m.
+// pgSearchVector is the expression of the index messages_search: the
+// words of m.
 const pgSearchVector = "array_to_tsvector(string_to_array(m.search_words, ' '))"
 
 // pgConversationVector is the expression of the index
-// messages_search_conversation on PostgreSQL: the words of m, each
-// qualified by its conversation (pgQualified).
+// messages_search_conversation: the words of m qualified by its
+// conversation (pgQualified).
 const pgConversationVector = "array_to_tsvector(string_to_array(regexp_replace(m.search_words, '[^ ]+', " +
 	"left(md5(split_part(m.conversation_id, '/', 1)), 8) || '\\&', 'g'), ' '))"
 
@@ -337,16 +306,11 @@ func tsLexeme(s string) string {
 	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", "''") + "'"
 }
 
-// pgSearchMatch returns the condition on m (messages) of the messages
-// whose words match q, and its arguments, on PostgreSQL; of the
-// conversations convs too when not empty (their replies included). In
-// named conversations each word is asked as its lexemes qualified by
-// them, of messages_search_conversation, so that GIN reads the word's
-// entries in these conversations alone (a prefix: their short ranges of
-// words) rather than its entries in the whole store (12-13 ms of backend
-// CPU for 'project' in 50 of 10,000 conversations, against 2: BENCHMARKS.md
-// section 11); the rows' conversations are tested, since two
-// conversations' hashes may meet.
+// pgSearchMatch returns the condition on m of the messages whose words
+// match q, and its arguments; of the conversations convs too, if any
+// (their replies included), by each word's lexemes qualified by them, so
+// that GIN reads their entries alone (DESIGN.md §4.10). The rows'
+// conversations are tested too: two conversations' hashes may meet.
 func pgSearchMatch(q driver.SearchQuery, convs []string) (string, []any) {
 	var b strings.Builder
 	term := func(word, suffix string) {
@@ -382,8 +346,7 @@ func pgSearchMatch(q driver.SearchQuery, convs []string) (string, []any) {
 func (*postgresEngine) search(ctx context.Context, s *store, q driver.SearchQuery, convs []string, member string) ([]messaging.Message, bool, error) {
 	var named []string
 	if nameable(q.All, member, convs) {
-		// The conversations are named in the match (pgSearchMatch): no
-		// other condition.
+		// Named in the match (pgSearchMatch): no other condition.
 		named, q.All = convs, true
 	}
 	b, _ := s.searchScope(q.All, member, convs)
@@ -395,12 +358,9 @@ func (*postgresEngine) search(ctx context.Context, s *store, q driver.SearchQuer
 	p := pageQuery{cols: messageCols, from: messageFrom, alias: "m", after: q.After, before: q.Before, limit: q.Limit,
 		branches: []branch{{where: match, args: args}}}
 	if named != nil {
-		// Every match of the conversations, from the GIN index, then
-		// sorted: OFFSET 0 keeps the planner from walking messages_created
-		// newest first and testing each row, which it prefers by its
-		// estimate of @@ (about 0.1% of the rows, whatever the lexemes)
-		// and which reads every newer row of other conversations (65 ms
-		// rather than 2 ms for a word in 50 of 10,000 conversations).
+		// Every match from GIN, then sorted: OFFSET 0 keeps the planner
+		// from walking messages_created and testing each row, which reads
+		// every newer row of other conversations (DESIGN.md §4.10).
 		p.from = "(SELECT * FROM messages AS m WHERE " + match + " OFFSET 0) AS m LEFT JOIN contacts AS c ON c.id = m.contact_id"
 		p.fromArgs, p.branches = args, []branch{{}}
 	}
