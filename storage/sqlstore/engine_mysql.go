@@ -15,10 +15,9 @@ import (
 	"github.com/parleychat/parley/messaging/driver"
 )
 
-// mysqlEngine is MySQL 8 and MariaDB 10.6+ (go-sql-driver/mysql), InnoDB
-// with utf8mb4 and a binary collation. Transactions run at READ COMMITTED:
-// REPEATABLE READ (InnoDB's default) takes gap locks and reads a snapshot
-// after a locking read, and the store wants neither.
+// mysqlEngine is MySQL 8 and MariaDB 10.6+ (package mysql). Transactions
+// run at READ COMMITTED: REPEATABLE READ, InnoDB's default, takes gap
+// locks and reads a snapshot after a locking read.
 type mysqlEngine struct{ engineDefaults }
 
 func (mysqlEngine) name() string { return "mysql" }
@@ -163,12 +162,11 @@ func (mysqlEngine) storeKey(ctx context.Context, _ *store, tx bun.Tx, done drive
 // sequence numbers the committed events that have no seq yet, in
 // batches of maxSequence (see the top of outbox.go).
 func (mysqlEngine) sequence(ctx context.Context, s *store) error {
-	// The first read, a probe outside the lock, is prepared: its plan
-	// cannot be other than the seq index's first NULL.
-	const probeSQL = "SELECT pos FROM events WHERE seq IS NULL ORDER BY pos LIMIT 1"
 	for {
+		// A probe outside the lock, so that a reader finding nothing to
+		// number writes nothing.
 		var pending []int64
-		if err := s.readPrepared(ctx, &pending, probeSQL); err != nil || len(pending) == 0 {
+		if err := s.read(ctx, &pending, "SELECT pos FROM events WHERE seq IS NULL ORDER BY pos LIMIT 1"); err != nil || len(pending) == 0 {
 			return err
 		}
 		s.seqMu.Lock() // one sequencer of this process at a time; others wait, then find less to do
@@ -194,21 +192,13 @@ func (mysqlEngine) sequence(ctx context.Context, s *store) error {
 	}
 }
 
-// pendingEvents returns the positions of the committed events that have
-// no seq yet, up to maxSequence, in order, for numberEvents: read through
-// the seq index's NULLs (events_seq), in pos (primary key) order.
-func pendingEvents(ctx context.Context, tx bun.Tx) ([]int64, error) {
+// numberEvents gives the committed events that have no seq yet (up to
+// maxSequence, read through the seq index's NULLs), in pos order, the seqs
+// after last, in tx, which holds the sequencer's lock, and returns how
+// many it numbered.
+func numberEvents(ctx context.Context, tx bun.Tx, last int64) (int, error) {
 	var pending []int64
 	err := tx.NewRaw("SELECT pos FROM events WHERE seq IS NULL ORDER BY pos LIMIT ?", maxSequence).Scan(ctx, &pending)
-	return pending, err
-}
-
-// numberEvents gives the committed events that have no seq yet (up to
-// maxSequence, pendingEvents), in pos order, the seqs after last, in tx,
-// which holds the sequencer's lock, each by a CASE of its position, and
-// returns how many it numbered.
-func numberEvents(ctx context.Context, tx bun.Tx, last int64) (int, error) {
-	pending, err := pendingEvents(ctx, tx)
 	if err != nil || len(pending) == 0 {
 		return 0, err
 	}
@@ -247,20 +237,14 @@ func mysqlSearchMatch(q driver.SearchQuery) (string, []any) {
 }
 
 // maxSearchScan is the most rows of named conversations (the sum of their
-// message_count) that a search on MySQL reads one by one, testing each
-// row's words, rather than asking the FULLTEXT index, which reads every
-// match of its words in the whole table: at a million messages, 4-7 µs a
-// row against 140 µs a match (8.3 s for a word in 6% of the messages, 1
-// ms for one in 0.01%; BENCHMARKS.md section 11). 50,000 rows cost less
-// than the FULLTEXT search of any word in more than 0.2% of a million.
+// message_count) that a search reads and tests one by one rather than
+// asking FULLTEXT, which reads every match in the table (DESIGN.md §4.10).
 var maxSearchScan int64 = 50_000
 
-// searchWindow and maxSearchWindow bound the rows, beyond the cursor,
-// that a search of every conversation on MySQL walks newest first (oldest
-// first for Before), testing each row's words, before it asks the
-// FULLTEXT index: it walks searchWindow rows, then, if they held some
-// matches but less than a page, as many as those matches say a page
-// needs, up to maxSearchWindow.
+// searchWindow and maxSearchWindow bound the rows beyond the cursor that a
+// search of every conversation walks and tests before it asks FULLTEXT:
+// searchWindow, then as many as the matches found say a page needs, up to
+// maxSearchWindow.
 var searchWindow, maxSearchWindow = 1_000, 20_000
 
 // mysqlWords returns the condition on m that its words hold q's (the
@@ -285,17 +269,11 @@ func mysqlWords(q driver.SearchQuery) (string, []any) {
 	return b.String(), args
 }
 
-// search is SearchMessages on MySQL and MariaDB. InnoDB's FULLTEXT
-// search reads every match of its words in the whole table before it
-// returns a row, whatever the LIMIT (seconds for a word in 5% of a
-// million messages), so it is asked only when reading rows is dearer:
-//
-//   - named conversations (a member's, up to maxSearchConversations) of
-//     at most maxSearchScan rows: their rows, read from
-//     messages_conversation_created, each tested by LIKE, then sorted;
-//   - every conversation: the rows of messages_created newest first, each
-//     tested by LIKE, stopping at the page, in a window of searchWindow
-//     rows; FULLTEXT when the window holds less than a page.
+// search is SearchMessages on MySQL and MariaDB. FULLTEXT reads every
+// match in the table before it returns a row, so rows are read and tested
+// by LIKE instead where they cost less (DESIGN.md §4.10): the rows of
+// named conversations, up to maxSearchScan; for every conversation, a
+// window of messages_created beyond the cursor (searchMySQLWindow).
 func (mysqlEngine) search(ctx context.Context, s *store, q driver.SearchQuery, convs []string, member string) ([]messaging.Message, bool, error) {
 	like, likeArgs := mysqlWords(q)
 	page := func(index string, b branch) (string, []any) {

@@ -16,14 +16,10 @@ import (
 	"github.com/parleychat/parley/messaging/driver"
 )
 
-// sqliteEngine is SQLite (modernc.org/sqlite): a file in WAL mode, one
-// writer connection whose transactions are BEGIN IMMEDIATE (a transaction
-// holds the database), and a pool of readers. Every statement with
-// arguments is prepared once (stmtCache, below): SQLite parses and
-// plans each query otherwise.
-//
-// SQLite's migrations take no lock of their own: each one's IMMEDIATE
-// transaction holds the database's write lock.
+// sqliteEngine is SQLite (package sqlite): a file in WAL mode, one writer
+// connection whose transactions are BEGIN IMMEDIATE (a transaction holds
+// the database, migrations' too), and a pool of readers. Statements with
+// arguments are prepared once (stmtCache).
 type sqliteEngine struct{ engineDefaults }
 
 func (sqliteEngine) name() string { return "sqlite" }
@@ -45,24 +41,14 @@ var sqliteSQL = dialectSQL{
 	memberOf:    standardMemberOf,
 	beforeSlash: "substr(%[1]s, 1, instr(%[1]s, '/') - 1)",
 	lockMessage: "SELECT " + messageCols + " FROM " + messageFrom + " WHERE m.id = ?",
-	// group_concat(x ORDER BY …) sorts its input in a temporary B-tree
-	// (about twice the cost of the read): instead it concatenates the
-	// rows of a subquery in the index's order. SQLite keeps a subquery's
-	// ORDER BY when the query around it uses an aggregate other than
-	// count, min and max, has no ORDER BY of its own and no join
-	// (sqlite3Select's omit-ORDER-BY rules); with the index serving the
-	// order it sorts nothing. TestEmbeddedReactorsOrder checks the order
-	// against the contact ids' (which the index does not follow).
+	// The rows of a subquery in the index's order, which SQLite keeps
+	// under an aggregate, not group_concat(x ORDER BY …), which sorts
+	// (DESIGN.md §4.5; TestEmbeddedReactorsOrder).
 	reactions: reactionsBySQL(`SELECT group_concat(u.username, char(31)) FROM (SELECT COALESCE(c.username, '') AS username
 		FROM reactions AS r LEFT JOIN contacts AS c ON c.id = r.contact_id
 		WHERE r.message_id = n.message_id AND r.name = n.name AND r.seq <= n.head_seq ORDER BY r.seq) AS u`),
 	reactionsOrder: " ORDER BY n.message_id, n.seq",
-	// A resume (or a page after a cursor) of a few conversations reads
-	// their ranges of the index by conversation, and sorts what it found:
-	// its cost is the caller's events after the cursor. With its bounds
-	// as parameters, the planner would rather walk the seq range in
-	// order, over every conversation's events (BENCHMARKS.md §5: about 80
-	// times slower behind 1,000,000 events of others).
+	// The planner would walk every conversation's events (DESIGN.md §5).
 	eventsOfFew:       "events AS e INDEXED BY events_conversation",
 	countSend:         standardCountSend,
 	countCheckedReply: countCheckedReplySQL,
@@ -73,8 +59,8 @@ var sqliteSQL = dialectSQL{
 	pruneKeyArgs:      2,
 }
 
-// opened keeps the prepared statements of the writer and of the reader
-// pool (reads select columns as +column: sqliteReadCols).
+// opened makes the caches of prepared statements of the writer and of
+// the readers (sqliteReadCols).
 func (sqliteEngine) opened(s *store, w, r *sql.DB) {
 	s.wstmts = newStmtCache(w, nil)
 	if r != w {
@@ -87,27 +73,25 @@ func (sqliteEngine) start(s *store) { s.startSearchIndexer() }
 // sequence does nothing: SQLite numbers events at insert.
 func (sqliteEngine) sequence(context.Context, *store) error { return nil }
 
-// maxPrefixWords is the most words that a search on SQLite names in its
-// full-text query for its prefix; a prefix of more is a prefix query.
+// maxPrefixWords is the most words a search names in its FTS5 query for
+// its prefix; a prefix of more is a prefix query.
 var maxPrefixWords = 64
 
-// ftsBucket is the SQL of the first FTS5 rowid of the millisecond of the
-// time given as its argument, as the insert trigger computes it: a
-// message's rowid is its created_at in milliseconds times 2^20, plus a
-// number among those of its millisecond (migrations/sqlite).
+// ftsBucket is the first FTS5 rowid of the millisecond of the time ?: a
+// message's rowid is its created_at in milliseconds times 2^20, plus its
+// number in the millisecond (DESIGN.md §4.10).
 const ftsBucket = "(CAST(round(unixepoch(?, 'subsec') * 1000) AS INTEGER) << 20)"
 
-// ftsConversation returns the FTS5 token of the conversation conv: "§"
-// and its bytes in hex, as the triggers write it.
+// ftsConversation returns the FTS5 token of the conversation conv, as the
+// triggers write it.
 func ftsConversation(conv string) string {
 	return "§" + strings.ToUpper(hex.EncodeToString([]byte(conv)))
 }
 
-// search is SearchMessages on SQLite, over the messages FTS5 holds
-// (up to the mark) and the tail beyond it, in one statement: the union of
-// the page of each, sorted (DESIGN.md §4.10). FTS5 gives its matches in
-// rowid order, time order to the millisecond: the matches of the last
-// millisecond of the page are read again and sorted exactly.
+// search is SearchMessages on SQLite: the union of the page of FTS5 (up
+// to the mark) and of the tail beyond it, sorted, in one statement
+// (DESIGN.md §4.10). FTS5's matches are in time order to the millisecond:
+// the last millisecond of its page is read again and sorted exactly.
 func (sqliteEngine) search(ctx context.Context, s *store, q driver.SearchQuery, convs []string, member string) ([]messaging.Message, bool, error) {
 	mark, terms, err := s.searchMark(ctx, q.Prefix)
 	if err != nil {
@@ -193,33 +177,26 @@ func (sqliteEngine) search(ctx context.Context, s *store, q driver.SearchQuery, 
 	return s.searchPage(ctx, q, query, slices.Concat(args, args, tailArgs))
 }
 
-// searchMark returns the mark of the search index (searchindex.go) and,
-// for a prefix, the words of the index it begins, read together so that
-// the words are those of every message up to the mark.
+// searchMark returns the mark of the search index and, for a prefix, the
+// words of the index it begins, read together so that the words are
+// those of every message up to the mark.
 func (s *store) searchMark(ctx context.Context, prefix string) (mark int64, terms []string, err error) {
-	if prefix == "" {
-		var marks []int64
-		if err := s.read(ctx, &marks, "SELECT seq FROM message_search_mark"); err != nil {
-			return 0, nil, err
-		}
-		if len(marks) != 1 {
-			return 0, nil, errors.New("sqlstore: no search mark")
-		}
-		return marks[0], nil, nil
-	}
 	var rows []struct {
 		Mark int64   `bun:"mark"`
 		Term *string `bun:"term"`
 	}
+	n := 0
+	if prefix != "" {
+		n = maxPrefixWords + 1
+	}
 	if err := s.read(ctx, &rows, "SELECT k.seq AS mark, t.term AS term FROM message_search_mark AS k LEFT JOIN "+
 		"(SELECT term FROM message_search_terms WHERE term >= ? AND term < ? LIMIT ?) AS t ON 1",
-		prefix, prefix+"\U0010FFFF", maxPrefixWords+1); err != nil {
+		prefix, prefix+"\U0010FFFF", n); err != nil {
 		return 0, nil, err
 	}
 	if len(rows) == 0 {
 		return 0, nil, errors.New("sqlstore: no search mark")
 	}
-	terms = []string{}
 	for _, r := range rows {
 		if r.Term != nil {
 			terms = append(terms, *r.Term)
@@ -230,46 +207,24 @@ func (s *store) searchMark(ctx context.Context, prefix string) (mark int64, term
 
 // ftsMatch returns the FTS5 query of q's words, its prefix named as the
 // words of the index it begins (terms) when few: FTS5 reads a prefix
-// query's every match before returning one (it merges the lists of its
-// words), but streams an OR of words in rowid order. It returns false
-// when the prefix begins no word of the index.
+// query's every match before returning one, but streams an OR of words in
+// rowid order. It returns false when the prefix begins no word.
 func ftsMatch(q driver.SearchQuery, terms []string) (string, bool) {
-	var match strings.Builder
-	match.WriteString("(")
-	for i, w := range q.Words {
-		if i > 0 {
-			match.WriteString(" AND ")
-		}
-		match.WriteString(`"` + w + `"`)
+	all := make([]string, 0, len(q.Words)+1)
+	for _, w := range q.Words {
+		all = append(all, `"`+w+`"`)
 	}
-	if q.Prefix != "" {
-		if len(q.Words) > 0 {
-			match.WriteString(" AND ")
-		}
-		switch {
-		case len(terms) == 0:
-			return "", false
-		case len(terms) > maxPrefixWords:
-			match.WriteString(`"` + q.Prefix + `"*`)
-		default:
-			match.WriteString("(")
-			for i, t := range terms {
-				if i > 0 {
-					match.WriteString(" OR ")
-				}
-				match.WriteString(`"` + t + `"`)
-			}
-			match.WriteString(")")
-		}
+	switch {
+	case q.Prefix == "":
+	case len(terms) == 0:
+		return "", false
+	case len(terms) > maxPrefixWords:
+		all = append(all, `"`+q.Prefix+`"*`)
+	default:
+		all = append(all, `("`+strings.Join(terms, `" OR "`)+`")`)
 	}
-	match.WriteString(")")
-	return match.String(), true
+	return "(" + strings.Join(all, " AND ") + ")", true
 }
-
-// SQLite's search index is kept behind the sends by an indexer of each
-// process, which moves message_search_mark by up to searchBatch messages a
-// statement (DESIGN.md §4.10); a search reads FTS5 up to the mark and
-// scans the tail beyond it.
 
 // searchIndexEvery is how often the indexer looks for messages beyond the
 // mark; it goes on at once while a batch leaves more.
@@ -278,17 +233,16 @@ const searchIndexEvery = 100 * time.Millisecond
 // searchBatch is the most messages the indexer indexes in a statement.
 const searchBatch = 1000
 
-// searchIndexer is the goroutine of a Store's indexer.
+// searchIndexer is the goroutine of a Store's search indexer, which keeps
+// FTS5 behind the sends by moving message_search_mark (DESIGN.md §4.10).
 type searchIndexer struct {
 	stop context.CancelFunc
 	done chan struct{} // closed when it has stopped
 }
 
-// startSearchIndexer starts the indexer of a SQLite store the first time
-// the store stores a message (sqliteEngine.start): a store that only
-// reads (a copy's destination that is refused, a verification) writes
-// nothing to its file. Close stops it, for good. It runs on the databases
-// of the store as they are then.
+// startSearchIndexer starts the indexer the first time the store stores a
+// message (sqliteEngine.start), so that a store that only reads writes
+// nothing to its file. Close stops it, for good.
 func (s *store) startSearchIndexer() {
 	if s.indexing.Load() {
 		return
@@ -309,8 +263,7 @@ func (s *store) startSearchIndexer() {
 		for {
 			more, err := indexSearch(ctx, r, w, searchBatch)
 			if err != nil && ctx.Err() == nil {
-				// Not migrated yet, or the database busy: again at the
-				// next tick.
+				// Not migrated yet, or busy: again at the next tick.
 				log.DebugContext(ctx, "sqlstore: search index", "err", err)
 			}
 			if more && err == nil && ctx.Err() == nil {
@@ -339,9 +292,9 @@ func (s *store) stopSearchIndexer() {
 	}
 }
 
-// indexSearch indexes up to batch messages beyond the mark, if there are
-// any, and tells whether more are left. It looks on the reader
-// first, so that an idle store takes no write lock.
+// indexSearch indexes up to batch messages beyond the mark and tells
+// whether more are left. It looks on the reader first, so that an idle
+// store takes no write lock.
 func indexSearch(ctx context.Context, r, w *sql.DB, batch int) (more bool, err error) {
 	var pending int
 	if err := r.QueryRowContext(ctx, "SELECT COALESCE((SELECT MAX(seq) FROM messages) > seq, 0) FROM message_search_mark").Scan(&pending); err != nil || pending == 0 {
@@ -360,15 +313,12 @@ func indexSearch(ctx context.Context, r, w *sql.DB, batch int) (more bool, err e
 // differ by page size and by the number of conversations and ids.
 const maxStmts = 256
 
-// stmtCache holds SQLite's prepared statements by query text, of the
-// reader pool (readPrepared) or of the writer (txStmt), at most maxStmts
-// (DESIGN.md §4.7). database/sql prepares a statement again on each
-// connection of the pool that runs it.
+// stmtCache holds prepared statements by query text, of the readers
+// (readPrepared) or of the writer (txStmt), at most maxStmts (DESIGN.md
+// §4.7).
 type stmtCache struct {
-	db *sql.DB
-	// rewrite, when not nil, turns a query into the text prepared for it
-	// (sqliteReadCols); the cache keeps the statement under the query.
-	rewrite *strings.Replacer
+	db      *sql.DB
+	rewrite *strings.Replacer // if set, turns a query into the text prepared
 	mu      sync.RWMutex
 	m       map[string]*sql.Stmt
 	want    map[string]bool // queries transactions ran unprepared (inTx)
@@ -380,10 +330,9 @@ func newStmtCache(db *sql.DB, rewrite *strings.Replacer) *stmtCache {
 }
 
 // get returns the prepared statement of query, or nil when the cache is
-// full or closed. It prepares outside the cache's lock: preparing takes a
-// connection of the pool, which transactions that look statements up
-// (inTx) may all hold. Two callers may prepare a query at once; the
-// second's statement is closed.
+// full or closed. It prepares outside the lock: preparing takes a
+// connection, which transactions waiting for the lock (inTx) may all hold.
+// Of two callers that prepare a query at once, the second closes its own.
 func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
 	c.mu.RLock()
 	st, ok := c.m[query]
@@ -412,13 +361,10 @@ func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
 	return kept, nil
 }
 
-// inTx returns the prepared statement of query, for a transaction to run
-// on its own connection (sql.Tx.StmtContext prepares it there the first
-// time). When the cache has none yet it returns nil, and notes query for
-// prepareWanted, which prepares it once no transaction of the caller holds
-// a connection: preparing in the transaction would wait for a connection
-// of the pool, which other transactions could all hold, waiting for rows
-// this one holds.
+// inTx returns the prepared statement of query for a transaction, or nil
+// and notes query for prepareWanted: preparing in the transaction would
+// wait for a connection, which other transactions could all hold, waiting
+// for rows this one holds.
 func (c *stmtCache) inTx(query string) *sql.Stmt {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -443,9 +389,9 @@ func (c *stmtCache) prepareWanted(ctx context.Context) {
 	}
 }
 
-// close closes the statements outside the lock: closing one waits for the
-// callers running it, which may wait for a connection that a transaction
-// holds, itself waiting for the lock (inTx).
+// close closes the statements outside the lock: closing one waits for
+// its callers, which may wait for a connection that a transaction waiting
+// for the lock (inTx) holds.
 func (c *stmtCache) close() error {
 	c.mu.Lock()
 	c.closed = true
@@ -460,9 +406,8 @@ func (c *stmtCache) close() error {
 }
 
 // sqliteReadCols rewrites the select lists of the prepared reads so that
-// each column is +column, an expression without a declared type: the
-// driver hands over text, which bun parses once (DESIGN.md §4.7, the
-// "+column reads"). WHERE and ORDER BY still name the columns.
+// each column is +column, without a declared type: the driver hands over
+// text, which bun parses once (DESIGN.md §4.7, "+column reads").
 var sqliteReadCols = strings.NewReplacer(
 	messageCols, exprCols(messageCols),
 	attachmentCols, exprCols(attachmentCols),
