@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,9 +23,8 @@ import (
 // §4.6). It keeps the size of messages for oneConversation.
 type postgresEngine struct {
 	engineDefaults
-	mu      sync.Mutex   // held by the reader of rows
 	rows    atomic.Int64 // messages by the planner's statistics; 0 until read
-	checked atomic.Int64 // when rows was read (UnixNano); 0 never
+	checked atomic.Int64 // when rows was last read (UnixNano)
 }
 
 func (*postgresEngine) name() string { return "postgres" }
@@ -85,10 +83,9 @@ const hiddenConversation = "(SELECT CAST(? AS text))"
 // pg_class.reltuples (which ANALYZE and autovacuum keep), read at most
 // once a minute by one caller, and an array of one element below.
 func (e *postgresEngine) oneConversation(s *store, col string) (string, int) {
-	if at := e.checked.Load(); (at == 0 || time.Since(time.Unix(0, at)) >= time.Minute) && e.mu.TryLock() {
-		// Read in the caller's goroutine, not under its context: a
-		// page's query is built without it, and this reads one row, on
-		// database/sql (no bun hook counts it as a page's).
+	if at := e.checked.Load(); time.Since(time.Unix(0, at)) >= time.Minute && e.checked.CompareAndSwap(at, time.Now().UnixNano()) {
+		// Not under the caller's context: a page's query is built
+		// without it. On database/sql: no bun hook counts it as a page's.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		var rows int64
 		err := s.r.DB.QueryRowContext(ctx, "SELECT COALESCE((SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass('messages')), -1)").Scan(&rows)
@@ -96,8 +93,6 @@ func (e *postgresEngine) oneConversation(s *store, col string) (string, int) {
 		if err == nil {
 			e.rows.Store(rows)
 		}
-		e.checked.Store(time.Now().UnixNano())
-		e.mu.Unlock()
 	}
 	if e.rows.Load() >= hiddenRangeRows {
 		return col + " >= " + hiddenConversation + " AND " + col + " <= " + hiddenConversation, 2

@@ -15,30 +15,20 @@
 //
 // # Behind a pooler
 //
-// By default the store runs its statements that take arguments from
-// pgx's cache of prepared statements, one per connection, and the others
-// in one round trip each without naming a statement (pgx's exec mode);
-// it leaves no other state on the connections. Behind PgBouncer in
-// transaction pooling mode, whose server connections keep no prepared
-// statement from one transaction to the next, set the DSN parameter
-// default_query_exec_mode to exec:
+// By default the statements that take arguments run from pgx's cache of
+// prepared statements of each connection, and the others unnamed (pgx's
+// exec mode); nothing else is left on the connections. Behind PgBouncer
+// in transaction pooling mode, which keeps no prepared statement from one
+// transaction to the next, set default_query_exec_mode to exec:
 //
 //	postgres://parley:secret@pgbouncer:6432/app?sslmode=disable&default_query_exec_mode=exec
 //
-// Every statement is then sent unnamed, and the store and the host's
-// queries on Store.DB work through the pooler; the store's conformance
-// tests run through PgBouncer in this mode. (simple_protocol cost the
-// same for creates; cache_describe and describe_exec would add a round
-// trip a statement.) A send's large statement is the body of a function
-// of the schema, whose plan the server keeps on its connection: through
-// the pooler a create costs the server what it costs direct; other
-// statements are planned at each run there. In that mode a connection
-// also sends no cancel request when a call's context ends during a
-// statement: pgx closes the connection instead, and the statement runs on
-// to its end on the server. PgBouncer 1.18, Debian 12's, may crash on a cancel request
-// under load (pgbouncer/pgbouncer#822, fixed in 1.20). Leave
-// Options.Schema unset there (PgBouncer refuses a search_path startup
-// parameter): give the store a database of its own.
+// Every statement is then sent unnamed, and no cancel request is sent
+// when a call's context ends during a statement (PgBouncer 1.18 may crash
+// on one): pgx closes the connection, and the statement runs to its end
+// on the server. Leave Options.Schema unset there (PgBouncer refuses a
+// search_path startup parameter): give the store a database of its own.
+// DESIGN.md §4.6 has the figures.
 package postgres
 
 import (
@@ -89,9 +79,8 @@ func (driver) Open(dsn string, o sqlstore.Options) (w, r *sql.DB, err error) {
 	if setsExecMode(dsn) {
 		opts = append(opts, stdlib.OptionBeforeConnect(noCancelRequests))
 	} else {
-		// Statements without arguments (bun writes its values into the
-		// text) are not worth a prepared statement each; those with
-		// arguments ask for the cache (CachedStatements).
+		// Statements without arguments (bun's values are in the text)
+		// are not worth preparing; the others ask (CachedStatements).
 		cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
 	}
 	db := stdlib.OpenDB(*cfg, opts...)
