@@ -100,39 +100,30 @@ func (mysqlEngine) lockMigrations(ctx context.Context, s *store) (unlock func(),
 }
 
 // putContact updates, or inserts: ON DUPLICATE KEY UPDATE would fire on
-// the username's key too, and update the other contact.
+// the username's key too, and update the other contact. An insert that
+// meets a taken key looks again, once: a concurrent call may have
+// inserted the id (a failed statement leaves a MySQL transaction usable).
 func (mysqlEngine) putContact(ctx context.Context, s *store, args []any) error {
-	id, username := args[0], args[1]
 	return s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		update := func() error {
-			_, err := tx.ExecContext(ctx, `UPDATE contacts SET username = ?, phone_number = ?, avatar_url = ?,
-				last_active_at = ?, created_at = ? WHERE id = ?`, append(args[1:], id)...)
-			if isUniqueViolation(err) {
+		for range 2 {
+			var n int
+			if err := tx.NewRaw("SELECT COUNT(*) FROM contacts WHERE id = ? FOR UPDATE", args[0]).Scan(ctx, &n); err != nil {
+				return err
+			}
+			query, qargs := `INSERT INTO contacts (`+contactCols+`) VALUES (?, ?, ?, ?, ?, ?)`, args
+			if n > 0 {
+				query, qargs = `UPDATE contacts SET username = ?, phone_number = ?, avatar_url = ?,
+					last_active_at = ?, created_at = ? WHERE id = ?`, append(args[1:len(args):len(args)], args[0])
+			}
+			_, err := tx.ExecContext(ctx, query, qargs...)
+			switch {
+			case !isUniqueViolation(err):
+				return err
+			case n > 0:
 				return errUsernameTaken
 			}
-			return err
 		}
-		var n int
-		if err := tx.NewRaw("SELECT COUNT(*) FROM contacts WHERE id = ? FOR UPDATE", id).Scan(ctx, &n); err != nil {
-			return err
-		}
-		if n > 0 {
-			return update()
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO contacts (`+contactCols+`) VALUES (?, ?, ?, ?, ?, ?)`, args...)
-		if !isUniqueViolation(err) {
-			return err
-		}
-		// Either the username is taken, or a concurrent call inserted this
-		// id first (a failed statement leaves a MySQL transaction usable).
-		var other []string
-		if err := tx.NewRaw("SELECT id FROM contacts WHERE username = ? AND id <> ?", username, id).Scan(ctx, &other); err != nil {
-			return err
-		}
-		if len(other) > 0 {
-			return errUsernameTaken
-		}
-		return update()
+		return errUsernameTaken
 	})
 }
 
