@@ -58,20 +58,15 @@ func (driver) Open(dsn string, o sqlstore.Options) (w, r *sql.DB, err error) {
 	if dsn == "" {
 		return nil, nil, errors.New("empty SQLite path")
 	}
-	if dsn == ":memory:" {
-		// Every connection to ":memory:" is a database of its own: use one.
-		db, err := sql.Open(sqliteshim.ShimName, driverDSN(":memory:", "immediate", o.BusyTimeout, true))
-		if err != nil {
-			return nil, nil, err
-		}
-		single(db)
-		return db, nil, nil
-	}
-	w, err = sql.Open(sqliteshim.ShimName, driverDSN(dsn, "immediate", o.BusyTimeout, false))
+	memory := dsn == ":memory:"
+	w, err = sql.Open(sqliteshim.ShimName, driverDSN(dsn, "immediate", o.BusyTimeout, memory))
 	if err != nil {
 		return nil, nil, err
 	}
 	single(w) // the single writer
+	if memory {
+		return w, nil, nil // every connection to ":memory:" is a database of its own
+	}
 	r, err = sql.Open(sqliteshim.ShimName, driverDSN(dsn, "deferred", o.BusyTimeout, false))
 	if err != nil {
 		_ = w.Close()
