@@ -139,24 +139,19 @@ func (sqliteEngine) search(ctx context.Context, s *store, q driver.SearchQuery, 
 	}
 	if named {
 		// A conversation's token stands for its replies too.
-		match += " AND ("
+		tokens := make([]string, len(convs))
 		for i, c := range convs {
-			if i > 0 {
-				match += " OR "
-			}
-			match += `"` + ftsConversation(c) + `"`
+			tokens[i] = `"` + ftsConversation(c) + `"`
 		}
-		match += ")"
+		match += " AND (" + strings.Join(tokens, " OR ") + ")"
 		where, whereArgs = "", nil
 	}
 	if cur != nil {
-		t := cur.Time.UTC()
-		if dir == "DESC" {
-			seek = " AND f.rowid < " + ftsBucket + " + 1048576" + seek
-		} else {
-			seek = " AND f.rowid >= " + ftsBucket + seek
+		bucket := " AND f.rowid < " + ftsBucket + " + 1048576"
+		if dir == "ASC" {
+			bucket = " AND f.rowid >= " + ftsBucket
 		}
-		seekArgs = append([]any{t}, seekArgs...)
+		seek, seekArgs = bucket+seek, append([]any{cur.Time.UTC()}, seekArgs...)
 	}
 	// FTS5 is the outer loop (CROSS JOIN), in the order of its rowids; the
 	// messages beyond the mark that the indexer indexed since searchMark
@@ -164,10 +159,8 @@ func (sqliteEngine) search(ctx context.Context, s *store, q driver.SearchQuery, 
 	const from = " FROM message_search AS f CROSS JOIN message_search_ids AS i CROSS JOIN messages AS m "
 	cond := "WHERE f.message_search MATCH ? AND i.rowid = f.rowid AND m.seq = i.message_seq AND m.seq <= ?" + where + seek
 	last := "(SELECT " + edge + "(r) FROM p)"
-	var bound string
-	if dir == "DESC" {
-		bound = " AND f.rowid >= (" + last + " >> 20) << 20"
-	} else {
+	bound := " AND f.rowid >= (" + last + " >> 20) << 20"
+	if dir == "ASC" {
 		bound = " AND f.rowid < ((" + last + " >> 20) + 1) << 20"
 	}
 	args := slices.Concat([]any{match, mark}, whereArgs, seekArgs)
