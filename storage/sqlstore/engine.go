@@ -162,8 +162,13 @@ type dialectSQL struct {
 	reactions, reactionsOrder string
 	// eventLog is the table writes insert their events into.
 	eventLog string
-	// pruneEvents deletes the events up to seq ?, and their log rows.
-	pruneEvents string
+	// eventGate, if set, is the first value of an insert into eventLog,
+	// in its type's place: it reads the type through a lock (MySQL's gate).
+	eventGate string
+	// pruneEvents deletes the events up to seq ?, and their log rows;
+	// prunedPerEvent, if set, is the rows it counts an event for.
+	pruneEvents    string
+	prunedPerEvent int64
 	// eventsOfFew is the FROM of a page of a few conversations' events.
 	eventsOfFew string
 	// countSend counts n messages of a conversation (id, first's time,

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	sqldriver "database/sql/driver"
 	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,8 +48,11 @@ var mysqlSQL = dialectSQL{
 	// (1,024 bytes by default).
 	reactions:      reactionsRowsSQL,
 	reactionsOrder: " ORDER BY n.message_id, n.seq, r.seq",
-	eventLog:       "events",
-	pruneEvents:    standardPruneEvents,
+	eventLog:       "event_log",
+	eventGate:      mysqlGate,
+	// The log's rows with their copies, counted with them.
+	pruneEvents:    "DELETE e, l FROM events AS e JOIN event_log AS l ON l.pos = e.pos WHERE e.seq > 0 AND e.seq <= ?",
+	prunedPerEvent: 2,
 	eventsOfFew:    "events AS e",
 	// Assignments run in order, each seeing those before it.
 	countSend: `INSERT INTO conversations (id, created_at, updated_at, message_count, last_message_id)
@@ -150,30 +155,121 @@ func (mysqlEngine) storeKey(ctx context.Context, _ *store, tx bun.Tx, done drive
 	return err
 }
 
-// sequence numbers the committed events that have no seq yet, in
-// batches of maxSequence (see the top of outbox.go).
+// The outbox on MySQL (DESIGN.md §4.3): writers insert into event_log,
+// each insert taking the gate (row 2 of event_sequence) shared before
+// AUTO_INCREMENT draws its positions, to its commit. A pass copies the
+// committed rows past high_pos into events, numbered in pos order, and
+// keeps the positions it passed unseen as holes, read again later; a
+// hole is forgotten only if a read after the gate was taken exclusively,
+// after the hole was found, still misses it: its writer had then ended.
+
+// mysqlGate is the first value of an insert into event_log, its type,
+// read through the gate's shared lock (MariaDB has no FOR SHARE).
+const mysqlGate = "(SELECT ? FROM event_sequence WHERE id = 2 LOCK IN SHARE MODE)"
+
+// A hole older than gateAge makes passes try the gate at once (NOWAIT);
+// older than gateWait, wait for it, and writers that come meanwhile with
+// them: most holes are writers in flight, found a pass later.
+var gateAge, gateWait = time.Second, 10 * time.Second
+
+// hole is a range of positions a pass found unseen, first at found (Unix
+// ms of this process's clock: it only paces the gate). event_sequence
+// keeps them as "from:to:found", space-separated, in order.
+type hole struct{ from, to, found int64 }
+
+func parseHoles(text string) ([]hole, error) {
+	var hs []hole
+	for _, f := range strings.Fields(text) {
+		var h hole
+		if _, err := fmt.Sscanf(f, "%d:%d:%d", &h.from, &h.to, &h.found); err != nil {
+			return nil, fmt.Errorf("sqlstore: bad hole %q in event_sequence: %w", f, err)
+		}
+		hs = append(hs, h)
+	}
+	return hs, nil
+}
+
+func holesText(hs []hole) string {
+	var b strings.Builder
+	for _, h := range hs {
+		fmt.Fprintf(&b, "%d:%d:%d ", h.from, h.to, h.found)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// cutHole appends to dst the ranges of h without the positions of got
+// (sorted), nor those of proven (in order): what a read left of h.
+func cutHole(dst []hole, h hole, got []int64, proven []hole) []hole {
+	lo := h.from
+	emit := func(hi int64) {
+		for _, p := range proven {
+			if hi >= lo && p.to >= lo && p.from <= hi {
+				if p.from > lo {
+					dst = append(dst, hole{lo, p.from - 1, h.found})
+				}
+				lo = p.to + 1
+			}
+		}
+		if lo <= hi {
+			dst = append(dst, hole{lo, hi, h.found})
+		}
+	}
+	for i, _ := slices.BinarySearch(got, h.from); i < len(got) && got[i] <= h.to; i++ {
+		emit(got[i] - 1)
+		lo = got[i] + 1
+	}
+	emit(h.to)
+	return dst
+}
+
+// sequence copies the committed rows of event_log into events, numbered,
+// by passes (mysqlPass), while a pass reads a full batch.
 func (mysqlEngine) sequence(ctx context.Context, s *store) error {
+	// The probe, outside the lock, so that a reader finding nothing to
+	// copy writes nothing: the holes, and whether there is anything to do.
+	const probeSQL = `SELECT COALESCE(q.holes, '') FROM event_sequence AS q
+		WHERE q.id = 1 AND (q.holes <> '' OR (SELECT MAX(l.pos) FROM event_log AS l) > q.high_pos)`
 	for {
-		// A probe outside the lock, so that a reader finding nothing to
-		// number writes nothing.
-		var pending []int64
-		if err := s.read(ctx, &pending, "SELECT pos FROM events WHERE seq IS NULL ORDER BY pos LIMIT 1"); err != nil || len(pending) == 0 {
+		var probe []string
+		if err := s.read(ctx, &probe, probeSQL); err != nil || len(probe) == 0 {
+			return err
+		}
+		known, err := parseHoles(probe[0])
+		if err != nil {
 			return err
 		}
 		s.seqMu.Lock() // one sequencer of this process at a time; others wait, then find less to do
+		var proven []hole
+		now := time.Now().UnixMilli()
+		oldest := now
+		for _, h := range known {
+			oldest = min(oldest, h.found)
+		}
+		if len(known) > 0 && now-oldest >= gateAge.Milliseconds() {
+			// The gate, exclusively, in a transaction of its own (MySQL
+			// locks no row in autocommit), released at once: granted, the
+			// known holes' writers had ended. If it fails (NOWAIT while a
+			// writer holds it, a deadlock with a writer waiting at it),
+			// the holes wait for a later pass.
+			gate := "SELECT id FROM event_sequence WHERE id = 2 FOR UPDATE NOWAIT"
+			if now-oldest >= gateWait.Milliseconds() {
+				gate = "SELECT id FROM event_sequence WHERE id = 2 FOR UPDATE"
+			}
+			err := s.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+				_, err := tx.ExecContext(ctx, gate)
+				return err
+			})
+			switch {
+			case err == nil:
+				proven = known
+			case ctx.Err() != nil:
+				s.seqMu.Unlock()
+				return err
+			}
+		}
 		n := 0
-		err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-			last, err := readOne[int64](ctx, s.txReads(tx), "event sequence", "SELECT last_seq FROM event_sequence WHERE id = 1 FOR UPDATE")
-			if err != nil {
-				return err
-			}
-			// The engine reads them again under the lock: another
-			// sequencer may have numbered them meanwhile; what committed
-			// since is taken too.
-			if n, err = numberEvents(ctx, tx, last); err != nil || n == 0 {
-				return err
-			}
-			_, err = tx.ExecContext(ctx, "UPDATE event_sequence SET last_seq = ? WHERE id = 1", last+int64(n))
+		err = s.write(ctx, func(ctx context.Context, tx bun.Tx) (err error) {
+			n, err = mysqlPass(ctx, s, tx, proven)
 			return err
 		})
 		s.seqMu.Unlock()
@@ -183,31 +279,84 @@ func (mysqlEngine) sequence(ctx context.Context, s *store) error {
 	}
 }
 
-// numberEvents gives the committed events that have no seq yet (up to
-// maxSequence, read through the seq index's NULLs), in pos order, the seqs
-// after last, in tx, which holds the sequencer's lock, and returns how
-// many it numbered.
-func numberEvents(ctx context.Context, tx bun.Tx, last int64) (int, error) {
-	var pending []int64
-	err := tx.NewRaw("SELECT pos FROM events WHERE seq IS NULL ORDER BY pos LIMIT ?", maxSequence).Scan(ctx, &pending)
-	if err != nil || len(pending) == 0 {
+// mysqlPass copies up to maxSequence committed rows of event_log past
+// high_pos, and those of the holes, into events, numbered in pos order
+// after last_seq, in tx, and returns how many it read past high_pos. The
+// positions of proven, holes known before the gate was taken, that it
+// does not read are forgotten. A pass that copies nothing and forgets
+// nothing writes nothing.
+func mysqlPass(ctx context.Context, s *store, tx bun.Tx, proven []hole) (int, error) {
+	type state struct {
+		Last  int64  `bun:"last_seq"`
+		High  int64  `bun:"high_pos"`
+		Holes string `bun:"holes"`
+	}
+	st, err := readOne[state](ctx, s.txReads(tx), "event sequence", "SELECT last_seq, high_pos, COALESCE(holes, '') AS holes FROM event_sequence WHERE id = 1 FOR UPDATE")
+	if err != nil {
 		return 0, err
 	}
+	holes, err := parseHoles(st.Holes)
+	if err != nil {
+		return 0, err
+	}
+	// The positions to copy: a consistent read, after the lock (and the
+	// gate), of those past high_pos and those of the holes.
 	var b strings.Builder
-	b.WriteString("UPDATE events SET seq = CASE pos")
-	for i, pos := range pending {
-		b.WriteString(" WHEN " + strconv.FormatInt(pos, 10) + " THEN " + strconv.FormatInt(last+int64(i)+1, 10))
-	}
-	b.WriteString(" END WHERE pos IN (")
-	for i, pos := range pending {
-		if i > 0 {
-			b.WriteByte(',')
+	b.WriteString("(SELECT pos FROM event_log WHERE pos > ? ORDER BY pos LIMIT ?)")
+	args := []any{st.High, maxSequence}
+	for i, h := range holes {
+		if i == 0 {
+			b.WriteString(" UNION ALL (SELECT pos FROM event_log WHERE ")
+		} else {
+			b.WriteString(" OR ")
 		}
-		b.WriteString(strconv.FormatInt(pos, 10))
+		b.WriteString("pos BETWEEN ? AND ?")
+		args = append(args, h.from, h.to)
 	}
-	b.WriteString(")")
-	_, err = tx.ExecContext(ctx, b.String())
-	return len(pending), err
+	if len(holes) > 0 {
+		b.WriteString(")")
+	}
+	var got []int64
+	if err := tx.NewRaw(b.String(), args...).Scan(ctx, &got); err != nil {
+		return 0, err
+	}
+	slices.Sort(got)
+	top, past := st.High, 0
+	if len(got) > 0 && got[len(got)-1] > st.High {
+		top = got[len(got)-1]
+		i, _ := slices.BinarySearch(got, st.High+1)
+		past = len(got) - i
+	}
+	var kept []hole
+	for _, h := range holes {
+		kept = cutHole(kept, h, got, proven)
+	}
+	if top > st.High {
+		kept = cutHole(kept, hole{st.High + 1, top, time.Now().UnixMilli()}, got, nil)
+	}
+	if len(got) == 0 && holesText(kept) == holesText(holes) {
+		return 0, nil // nothing copied, nothing forgotten
+	}
+	n := int64(0)
+	if len(got) > 0 {
+		var in strings.Builder
+		for i, pos := range got {
+			if i > 0 {
+				in.WriteByte(',')
+			}
+			in.WriteString(strconv.FormatInt(pos, 10))
+		}
+		if n, err = affected(tx.ExecContext(ctx, `INSERT INTO events (seq, pos, type, conversation_id, audience_id, created_at, payload, deleted_id)
+			SELECT ? + ROW_NUMBER() OVER (ORDER BY l.pos), l.pos, l.type, l.conversation_id, l.audience_id, l.created_at, l.payload, l.deleted_id
+			FROM event_log AS l WHERE l.pos IN (`+in.String()+`)`, st.Last)); err != nil {
+			return 0, err
+		}
+		if n != int64(len(got)) {
+			return 0, errors.New("sqlstore: the sequencer copied " + strconv.FormatInt(n, 10) + " of " + strconv.Itoa(len(got)) + " events")
+		}
+	}
+	_, err = tx.ExecContext(ctx, "UPDATE event_sequence SET last_seq = ?, high_pos = ?, holes = ? WHERE id = 1", st.Last+n, top, holesText(kept))
+	return past, err
 }
 
 // mysqlWordMark is written before every word on MySQL.

@@ -109,21 +109,25 @@ func loadOtherEvents(b *testing.B, s *sqlstore.Store, engine string, n int) {
 			UPDATE event_sequence SET last_seq = last_seq + (SELECT count(*) FROM c), high_pos = (SELECT max(pos) FROM c) WHERE id = 1`, at, n)
 		require.NoError(b, err)
 	case "mysql":
-		var last int64
-		require.NoError(b, db.QueryRowContext(ctx, "SELECT last_seq FROM event_sequence WHERE id = 1").Scan(&last))
+		// Into the log, and copied as the sequencer would.
+		var last, high int64
+		require.NoError(b, db.QueryRowContext(ctx, "SELECT last_seq, high_pos FROM event_sequence WHERE id = 1").Scan(&last, &high))
 		const batch = 2000
 		for i := 0; i < n; i += batch {
 			k := min(batch, n-i)
-			args := make([]any, 0, 4*k)
+			args := make([]any, 0, 2*k)
 			for j := range k {
-				seq := last + int64(i+j) + 1
-				args = append(args, seq, fmt.Sprintf("other-%d", seq%1000), at)
+				args = append(args, fmt.Sprintf("other-%d", (last+int64(i+j)+1)%1000), at)
 			}
-			values := strings.Repeat("(?, 'message.created', ?, ?, '{}'), ", k)
-			_, err := db.ExecContext(ctx, "INSERT INTO events (seq, type, conversation_id, created_at, payload) VALUES "+values[:len(values)-2], args...)
+			values := strings.Repeat("('message.created', ?, ?, '{}'), ", k)
+			_, err := db.ExecContext(ctx, "INSERT INTO event_log (type, conversation_id, created_at, payload) VALUES "+values[:len(values)-2], args...)
 			require.NoError(b, err)
 		}
-		_, err := db.ExecContext(ctx, "UPDATE event_sequence SET last_seq = last_seq + ? WHERE id = 1", n)
+		_, err := db.ExecContext(ctx, `INSERT INTO events (seq, pos, type, conversation_id, created_at, payload)
+			SELECT ? + ROW_NUMBER() OVER (ORDER BY l.pos), l.pos, l.type, l.conversation_id, l.created_at, l.payload
+			FROM event_log AS l WHERE l.pos > ?`, last, high)
+		require.NoError(b, err)
+		_, err = db.ExecContext(ctx, "UPDATE event_sequence SET last_seq = last_seq + ?, high_pos = (SELECT MAX(pos) FROM event_log) WHERE id = 1", n)
 		require.NoError(b, err)
 	default:
 		b.Fatalf("no bulk load for %s", engine)

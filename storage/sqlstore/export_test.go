@@ -313,3 +313,11 @@ func SetBatchBytes(tb interface{ Cleanup(func()) }, n int) {
 	batchBytes = n
 	tb.Cleanup(func() { batchBytes = old })
 }
+
+// SetGateAges sets gateAge and gateWait (MySQL's sequencer), until the
+// returned func restores them.
+func SetGateAges(age, wait time.Duration) (restore func()) {
+	oldAge, oldWait := gateAge, gateWait
+	gateAge, gateWait = age, wait
+	return func() { gateAge, gateWait = oldAge, oldWait }
+}

@@ -45,7 +45,7 @@ var migrationFiles embed.FS
 // The tables are contacts, messages, reaction_names, reactions (by contact
 // id), attachments, pending_deletions (the blob keys whose rows are gone),
 // conversations and conversation_members, message_revisions,
-// idempotency_keys, events (and PostgreSQL's event_log), event_cursors
+// idempotency_keys, events (and, PostgreSQL and MySQL, event_log), event_cursors
 // and (PostgreSQL, MySQL) event_sequence, parley_installation, and
 // bun/migrate's parley_migrations and parley_migration_locks.
 func (st *Store) Migrate(ctx context.Context) error { return st.s.Migrate(ctx) }

@@ -34,14 +34,13 @@ var _ driver.EventStore = (*store)(nil)
 //     gives the committed events their seqs in pos (insert) order, after
 //     the greatest seq given. A row is numbered only once visible, and two
 //     changes of which one began after the other committed insert in that
-//     order, so seqs follow commit order; the writes take no lock for it.
-//     On MySQL the writes leave seq NULL and the sequencer, under the lock
-//     of the one row of event_sequence, updates it. On PostgreSQL the
-//     writes insert into event_log, and the sequencer copies the committed
-//     rows into events, numbered, keeping the positions it passed that
-//     were not committed yet (holes) until it finds them or can prove them
-//     rolled back (engine_postgres.go, parley_sequence): no row is updated
-//     per event.
+//     order, so seqs follow commit order. The writes insert into
+//     event_log, and the sequencer copies the committed rows into events,
+//     numbered, keeping the positions it passed that were not committed
+//     yet (holes) until it finds them or can prove them rolled back: on
+//     PostgreSQL by the xmin of its snapshot (engine_postgres.go,
+//     parley_sequence), on MySQL by a gate that writers hold shared
+//     (engine_mysql.go). No row is updated per event.
 //
 // Readers are given ids made of the seq, sealed under the installation's
 // secret key (eventSealer, ids.Sealer), which GetEvent opens back: an id
@@ -160,7 +159,7 @@ func (s *store) record(ctx context.Context, tx bun.Tx, rec driver.Recorder, c dr
 
 // insertEvents stores evs in tx, in their order, in one statement.
 func (s *store) insertEvents(ctx context.Context, tx bun.Tx, evs []messaging.Event) error {
-	insert, args, err := eventsInsert(s.sql.eventLog, evs)
+	insert, args, err := eventsInsert(s.sql, evs)
 	if err != nil || insert == "" {
 		return err
 	}
@@ -168,10 +167,10 @@ func (s *store) insertEvents(ctx context.Context, tx bun.Tx, evs []messaging.Eve
 	return err
 }
 
-// eventsInsert returns the statement that inserts evs into table (the
-// dialect's eventLog) and its arguments; "" when there are none. No id is
-// stored: readers are given ids made of their seqs (see eventSealer).
-func eventsInsert(table string, evs []messaging.Event) (string, []any, error) {
+// eventsInsert returns the statement that inserts evs into d's eventLog
+// and its arguments; "" when there are none. No id is stored: readers
+// are given ids made of their seqs (see eventSealer).
+func eventsInsert(d *dialectSQL, evs []messaging.Event) (string, []any, error) {
 	if len(evs) == 0 {
 		return "", nil, nil
 	}
@@ -183,7 +182,7 @@ func eventsInsert(table string, evs []messaging.Event) (string, []any, error) {
 		}
 		args = append(args, string(e.Type), nullable(e.ConversationID), nullable(e.AudienceID), e.Created.UTC(), string(p), nullable(e.DeletedID))
 	}
-	return insertEventsSQL(table, len(evs)), args, nil
+	return insertEventsSQL(d, len(evs)), args, nil
 }
 
 // insertEventsArraysSQL inserts events into PostgreSQL's event_log, given as
@@ -258,10 +257,14 @@ func appendArrayElem(b []byte, v string) []byte {
 	return append(b, '"')
 }
 
-// insertEventsSQL is the statement that inserts n events into table.
-func insertEventsSQL(table string, n int) string {
+// insertEventsSQL is the statement that inserts n events into d's
+// eventLog, the first row's type through d's eventGate if it has one.
+func insertEventsSQL(d *dialectSQL, n int) string {
 	values := strings.Repeat("(?, ?, ?, ?, ?, ?), ", n)
-	return "INSERT INTO " + table + " (type, conversation_id, audience_id, created_at, payload, deleted_id) VALUES " + values[:len(values)-2]
+	if d.eventGate != "" {
+		values = "(" + d.eventGate + values[2:]
+	}
+	return "INSERT INTO " + d.eventLog + " (type, conversation_id, audience_id, created_at, payload, deleted_id) VALUES " + values[:len(values)-2]
 }
 
 // maxPrepared is the most events of one send whose insert prepareWrites
@@ -282,7 +285,7 @@ func (s *store) prepareWrites(ctx context.Context) {
 		}
 	}
 	for n := 1; n <= maxPrepared; n++ {
-		if _, err := s.wstmts.get(ctx, insertEventsSQL(s.sql.eventLog, n)); err != nil {
+		if _, err := s.wstmts.get(ctx, insertEventsSQL(s.sql, n)); err != nil {
 			return
 		}
 	}
@@ -480,7 +483,7 @@ func (s *store) PruneEvents(ctx context.Context, before time.Time) (int, error) 
 		}
 		err := s.retry(ctx, func(ctx context.Context) error {
 			n, err := affected(s.w.ExecContext(ctx, s.sql.pruneEvents, rows[k-1].Seq))
-			total += int(n)
+			total += int(n / max(s.sql.prunedPerEvent, 1))
 			return err
 		})
 		if err != nil {

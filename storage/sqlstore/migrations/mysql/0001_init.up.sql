@@ -201,36 +201,62 @@ CREATE TABLE IF NOT EXISTS message_revisions (
 
 --bun:split
 
--- The outbox: events are inserted with no seq, and numbered in commit
--- order by the sequencer (outbox.go). No id is stored: readers are given
--- one made of the seq, sealed (eventSealer). deleted_id is the message or
--- attachment a delete event deleted, for the reads that redact it from
--- older events.
-CREATE TABLE IF NOT EXISTS events (
+-- The outbox (storage/sqlstore/outbox.go, DESIGN.md §4.3). Writers insert
+-- their events into event_log, which is only inserted into and pruned;
+-- the statement first takes a shared lock on the gate (event_sequence's
+-- row 2), then draws each pos. The sequencer (engine_mysql.go) copies the
+-- committed rows of the log into events, numbered in pos order after the
+-- greatest seq given: readers read events alone, and no row is updated
+-- per event.
+CREATE TABLE IF NOT EXISTS event_log (
 	pos BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
-	seq BIGINT NULL,
+	type VARCHAR(64) NOT NULL,
+	conversation_id VARCHAR(128) NULL,
+	audience_id VARCHAR(64) NULL,
+	created_at DATETIME(6) NOT NULL,
+	payload MEDIUMTEXT NOT NULL,
+	deleted_id VARCHAR(64) NULL
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
+
+--bun:split
+
+-- The events in commit order, copied from event_log (pos) by the
+-- sequencer. No id is stored: readers are given one made of the seq,
+-- sealed (eventSealer). deleted_id is the message or attachment a delete
+-- event deleted, for the reads that redact it from older events.
+CREATE TABLE IF NOT EXISTS events (
+	seq BIGINT NOT NULL PRIMARY KEY,
+	pos BIGINT NOT NULL,
 	type VARCHAR(64) NOT NULL,
 	conversation_id VARCHAR(128) NULL,
 	audience_id VARCHAR(64) NULL,
 	created_at DATETIME(6) NOT NULL,
 	payload MEDIUMTEXT NOT NULL,
 	deleted_id VARCHAR(64) NULL,
-	KEY events_seq (seq),
 	KEY events_conversation (conversation_id, seq),
 	KEY events_deleted (deleted_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
 
 --bun:split
 
--- The last seq given.
+-- Row 1 is the sequencer's state: the last seq given; high_pos, the
+-- position up to which every row of event_log is copied or a hole; the
+-- holes below it, positions the sequencer passed that were not visible
+-- to its read, as ranges "from:to:found" (found: when first kept, in Unix
+-- milliseconds), space-separated. Row 2 is the gate: writers hold it
+-- shared from before their positions to their commit; the sequencer takes
+-- it exclusively, rarely, to prove holes rolled back. It is never
+-- updated.
 CREATE TABLE IF NOT EXISTS event_sequence (
 	id INT NOT NULL PRIMARY KEY,
-	last_seq BIGINT NOT NULL
+	last_seq BIGINT NOT NULL,
+	high_pos BIGINT NOT NULL DEFAULT 0,
+	holes MEDIUMTEXT NULL
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin
 
 --bun:split
 
-INSERT IGNORE INTO event_sequence (id, last_seq) VALUES (1, 0)
+INSERT IGNORE INTO event_sequence (id, last_seq, holes) VALUES (1, 0, ''), (2, 0, '')
 
 --bun:split
 
