@@ -184,6 +184,9 @@ type dialectSQL struct {
 	// takers makes contacts take part in threads from a time, each a
 	// "(?, ?, ?)" of %[1]s (thread key, contact, time).
 	takers string
+	// claimKey inserts an upload's claim of its key, unless a row is in
+	// its way.
+	claimKey string
 	// pruneKeys deletes up to %[1]d records of keys expired before a
 	// time, given pruneKeyArgs times.
 	pruneKeys    string

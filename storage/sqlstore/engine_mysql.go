@@ -66,6 +66,7 @@ var mysqlSQL = dialectSQL{
 		ON DUPLICATE KEY UPDATE joined_at = IF(is_member, joined_at, VALUES(joined_at)), is_member = TRUE`,
 	takers: `INSERT INTO conversation_members (conversation_id, contact_id, joined_at) VALUES %[1]s
 		ON DUPLICATE KEY UPDATE joined_at = COALESCE(joined_at, VALUES(joined_at))`,
+	claimKey:     `INSERT IGNORE INTO idempotency_keys (scope, client_key, fingerprint, lock_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
 	pruneKeys:    "DELETE FROM idempotency_keys WHERE expires_at <= ? ORDER BY expires_at LIMIT %[1]d",
 	pruneKeyArgs: 1,
 	wordMark:     mysqlWordMark,

@@ -59,11 +59,17 @@ var postgresSQL = dialectSQL{
 	pruneEvents: `WITH b AS (SELECT CAST(? AS bigint) AS top),
 		l AS (DELETE FROM event_log AS l USING events AS e, b WHERE e.seq > 0 AND e.seq <= b.top AND l.pos = e.pos)
 		DELETE FROM events USING b WHERE events.seq > 0 AND events.seq <= b.top`,
-	eventsOfFew:  "events AS e",
-	countSend:    standardCountSend,
-	countOwn:     standardCountOwn,
-	addMember:    standardAddMember,
-	takers:       standardTakers,
+	eventsOfFew: "events AS e",
+	countSend:   standardCountSend,
+	countOwn:    standardCountOwn,
+	addMember:   standardAddMember,
+	takers:      standardTakers,
+	// An upload's claim commits without waiting for the WAL flush
+	// (DESIGN.md §4.8): a claim lost in a crash is as if never made, and
+	// the write that completes it flushes it.
+	claimKey: `INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, created_at, expires_at)
+		SELECT ?, ?, ?, ?, ?::timestamptz, ?::timestamptz FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async
+		ON CONFLICT DO NOTHING`,
 	pruneKeys:    standardPruneKeys,
 	pruneKeyArgs: 2,
 	overriding:   "OVERRIDING SYSTEM VALUE ",

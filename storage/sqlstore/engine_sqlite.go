@@ -55,6 +55,7 @@ var sqliteSQL = dialectSQL{
 	countOwn:          standardCountOwn,
 	addMember:         standardAddMember,
 	takers:            standardTakers,
+	claimKey:          `INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 	pruneKeys:         standardPruneKeys,
 	pruneKeyArgs:      2,
 }

@@ -55,7 +55,7 @@ func (s *store) ClaimIdempotencyKey(ctx context.Context, rec driver.IdempotencyR
 
 func (s *store) claimKey(ctx context.Context, rec driver.IdempotencyRecord, staleBefore time.Time) (driver.IdempotencyRecord, bool, error) {
 	rec.Result = nil
-	insert := s.sql.insertNew + " idempotency_keys (scope, client_key, fingerprint, lock_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)" + s.sql.insertNewTail
+	insert := s.sql.claimKey
 	args := []any{rec.Scope, rec.Key, rec.Fingerprint, rec.Lock, rec.CreatedAt.UTC(), rec.ExpiresAt.UTC()}
 	var inserted int64
 	err := s.retry(ctx, func(ctx context.Context) (err error) {
