@@ -40,6 +40,15 @@ func (r attachmentRow) attachment() messaging.Attachment {
 	return a
 }
 
+// attachmentsOf returns the attachments of rows.
+func attachmentsOf(rows []attachmentRow) []messaging.Attachment {
+	out := make([]messaging.Attachment, len(rows))
+	for i, r := range rows {
+		out[i] = r.attachment()
+	}
+	return out
+}
+
 // CreateAttachment stores a new attachment row. Errors: ErrConflict if its
 // id or key exists.
 func (s *store) CreateAttachment(ctx context.Context, a messaging.Attachment, rec driver.Recorder) error {
@@ -142,11 +151,7 @@ func (s *store) ListAttachments(ctx context.Context, q driver.AttachmentQuery) (
 		return nil, false, err
 	}
 	rows, more := trimPage(rows, q.Limit, q.Before != nil)
-	out := make([]messaging.Attachment, len(rows))
-	for i, r := range rows {
-		out[i] = r.attachment()
-	}
-	return out, more, nil
+	return attachmentsOf(rows), more, nil
 }
 
 // RenameAttachment sets the file name and returns the updated row, or an

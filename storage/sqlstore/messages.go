@@ -104,15 +104,12 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 				return err
 			}
 			if rec != nil {
-				as, err := loadAttachments(ctx, txQuery(tx), m.ID)
+				as, err := loadAttachments(ctx, txQuery(tx), boxedIDs{m.ID})
 				if err != nil {
 					return err
 				}
 				// Anew at each run: a retried transaction runs this again.
-				after.Attachments = make([]messaging.Attachment, 0, len(as))
-				for _, a := range as {
-					after.Attachments = append(after.Attachments, a.attachment())
-				}
+				after.Attachments = attachmentsOf(as)
 			}
 		}
 		var err error
@@ -346,7 +343,7 @@ func complete(ctx context.Context, d *dialectSQL, query queryFn, rows []messageR
 	if err != nil {
 		return nil, err
 	}
-	as, err := loadAttachmentsOf(ctx, query, withAttachments)
+	as, err := loadAttachments(ctx, query, withAttachments)
 	if err != nil {
 		return nil, err
 	}
@@ -375,7 +372,7 @@ func complete(ctx context.Context, d *dialectSQL, query queryFn, rows []messageR
 	all := make([]messaging.Attachment, len(as))
 	for i, a := range as {
 		all[i] = a.attachment()
-		// Linked: its conversation is its message's (not read).
+		// Linked: its conversation is its message's (a reply's, not its thread's).
 		all[i].ConversationID = index(a.MessageID).ConversationID
 	}
 	for i := 0; i < len(all); {
@@ -418,32 +415,19 @@ func (r *messageRow) message() messaging.Message {
 	}
 }
 
-// linkedAttachmentCols are attachmentCols but the conversation, which a
-// linked attachment shares with its message.
-const linkedAttachmentCols = "a.id, a.message_id, a.uploader_id, a.filename, a.file_type, a.file_size, a.sha256, a.image_width, a.image_height, a.blob_key, a.created_at"
-
-// loadAttachmentsOf is loadAttachments without the attachments'
-// ConversationID, which the caller takes from their messages: a column
-// fewer on each row.
-func loadAttachmentsOf(ctx context.Context, query queryFn, ids boxedIDs) ([]attachmentRow, error) {
+// loadAttachments returns the attachments of the messages ids, oldest
+// first. No ids, no query.
+func loadAttachments(ctx context.Context, query queryFn, ids boxedIDs) ([]attachmentRow, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	as := make([]attachmentRow, 0, len(ids))
 	var err error
 	if len(ids) == 1 {
-		err = query(ctx, &as, "SELECT "+linkedAttachmentCols+" FROM attachments AS a WHERE a.message_id = ? ORDER BY a.created_at, a.id", ids[0])
+		err = query(ctx, &as, "SELECT "+attachmentCols+" FROM attachments AS a WHERE a.message_id = ? ORDER BY a.created_at, a.id", ids[0])
 	} else {
-		err = query(ctx, &as, "SELECT "+linkedAttachmentCols+" FROM attachments AS a WHERE a.message_id IN (?) ORDER BY a.created_at, a.id", ids)
+		err = query(ctx, &as, "SELECT "+attachmentCols+" FROM attachments AS a WHERE a.message_id IN (?) ORDER BY a.created_at, a.id", ids)
 	}
-	return as, err
-}
-
-// loadAttachments returns the attachments of the message id, oldest
-// first.
-func loadAttachments(ctx context.Context, query queryFn, id string) ([]attachmentRow, error) {
-	var as []attachmentRow
-	err := query(ctx, &as, "SELECT "+attachmentCols+" FROM attachments AS a WHERE a.message_id = ? ORDER BY a.created_at, a.id", id)
 	return as, err
 }
 
@@ -642,31 +626,30 @@ func (s *store) lockMessage(ctx context.Context, tx bun.Tx, id string, row *mess
 // leaves it as it leaves the message. ahead, when not nil, is what
 // reactPostgres made of ch's reactions already.
 func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, row *messageRow, ahead *reactedOne) (messaging.Message, error) {
-	var err error
 	if row.ID == "" {
 		if err := s.lockMessage(ctx, tx, id, row); err != nil {
 			return messaging.Message{}, err
 		}
 	}
-
-	var rc reacted
-	var stored *updatedRow // the message's row as reactPostgres updated it
-	var rs []reactionRow   // the reactions as reactPostgres left them
+	// On PostgreSQL the reactions are one call (reactPostgres), which also
+	// sets updated_at and the counter, and returns the reactions after it.
 	statement := s.sql.arrays && ch.Reactions != nil
-	if statement {
-		if ahead == nil {
-			var made []reactedOne
-			if made, err = s.reactPostgres(ctx, tx, id, []driver.MessageChange{ch}); err == nil {
-				ahead = &made[0]
-			}
+	if statement && ahead == nil {
+		made, err := s.reactPostgres(ctx, tx, id, []driver.MessageChange{ch})
+		if err != nil {
+			return messaging.Message{}, err
 		}
-		if ahead != nil {
-			rc, stored, rs = ahead.rc, ahead.stored, ahead.reactions
-		}
-	} else {
-		rc, err = s.react(ctx, tx, id, ch.Reactions, row.ReactionCount > 0, ch.Check != nil)
+		ahead = &made[0]
 	}
-	if err != nil {
+	var rc reacted
+	var rs []reactionRow
+	var err error
+	if statement {
+		rc, rs = ahead.rc, ahead.reactions
+		if st := ahead.stored; st != nil {
+			row.Text, row.ReadAt, row.UpdatedAt = st.Text, st.ReadAt, st.UpdatedAt
+		}
+	} else if rc, err = s.react(ctx, tx, id, ch.Reactions, row.ReactionCount > 0, ch.Check != nil); err != nil {
 		return messaging.Message{}, err
 	}
 	names := row.ReactionCount + rc.names
@@ -687,7 +670,7 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 	}
 	var as []attachmentRow
 	if len(ch.LinkAttachments) > 0 || row.AttachmentCount > 0 || ch.NewAttachment != nil {
-		if as, err = loadAttachments(ctx, s.txReads(tx), id); err != nil {
+		if as, err = loadAttachments(ctx, s.txReads(tx), boxedIDs{id}); err != nil {
 			return messaging.Message{}, err
 		}
 	}
@@ -699,14 +682,10 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 		}
 	}
 	// The answer embeds a bounded number of reactors of each name.
-	var reactions messaging.Message
 	if names > 0 && !statement {
 		if rs, err = loadReactions(ctx, s.sql, s.txReads(tx), boxedIDs{id}); err != nil {
 			return messaging.Message{}, err
 		}
-	}
-	for _, r := range rs {
-		addReaction(&reactions, r)
 	}
 
 	// One UPDATE for the fields and the counters reactPostgres left.
@@ -715,20 +694,15 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 	if ch.Text != nil {
 		sets, args = append(sets, "text = ?", "search_words = ?"), append(args, *ch.Text, s.searchWords(*ch.Text))
 	}
-	if ch.Read != nil {
-		if *ch.Read {
-			sets, args = append(sets, "read_at = COALESCE(read_at, ?)"), append(args, ts(ch.ReadAt))
-		} else {
-			sets = append(sets, "read_at = NULL")
-		}
+	if ch.Read != nil && *ch.Read {
+		sets, args = append(sets, "read_at = COALESCE(read_at, ?)"), append(args, ts(ch.ReadAt))
+	} else if ch.Read != nil {
+		sets = append(sets, "read_at = NULL")
 	}
-	if !ch.UpdatedAt.IsZero() && !statement { // else reactPostgres set it
+	if !ch.UpdatedAt.IsZero() && !statement {
 		sets, args = append(sets, "updated_at = ?"), append(args, ch.UpdatedAt.UTC())
 	}
 	fields := len(sets) > 0
-	if stored != nil {
-		row.Text, row.ReadAt, row.UpdatedAt = stored.Text, stored.ReadAt, stored.UpdatedAt
-	}
 	if names != row.ReactionCount && !statement {
 		sets, args = append(sets, "reaction_count = ?"), append(args, names)
 	}
@@ -740,14 +714,11 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 		args = append(args, id)
 		if fields && s.sql.returning {
 			// The stored values, as a read would return them.
-			var got []updatedRow
-			if err := s.txRead(ctx, tx, &got, update+" RETURNING text, read_at, updated_at", args...); err != nil {
+			got, err := readOne[updatedRow](ctx, s.txReads(tx), "message", update+" RETURNING text, read_at, updated_at", args...)
+			if err != nil {
 				return messaging.Message{}, err
 			}
-			if len(got) == 0 {
-				return messaging.Message{}, notFound("message")
-			}
-			row.Text, row.ReadAt, row.UpdatedAt = got[0].Text, got[0].ReadAt, got[0].UpdatedAt
+			row.Text, row.ReadAt, row.UpdatedAt = got.Text, got.ReadAt, got.UpdatedAt
 		} else if _, err := s.execWrite(ctx, tx, update, args...); err != nil {
 			return messaging.Message{}, err
 		}
@@ -755,19 +726,13 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 	row.ReactionCount, row.AttachmentCount = names, len(as)
 	if !s.sql.returning {
 		// The updated row with its contact, read without locking the contact.
-		r, err := readOne[messageRow](ctx, s.txReads(tx), "message", "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id)
-		if err != nil {
+		if *row, err = readOne[messageRow](ctx, s.txReads(tx), "message", "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id); err != nil {
 			return messaging.Message{}, err
 		}
-		*row = r
 	}
 	m := row.message()
-	if len(reactions.Reactions) > 0 {
-		m.Reactions = reactions.Reactions
-	}
-	for _, a := range as {
-		m.Attachments = append(m.Attachments, a.attachment())
-	}
+	addReactions(func(string) *messaging.Message { return &m }, rs)
+	m.Attachments = attachmentsOf(as)
 	return m, nil
 }
 
@@ -799,10 +764,10 @@ func (s *store) DeleteMessage(ctx context.Context, id string, rec driver.Recorde
 			if err := s.txRead(ctx, tx, &as, "SELECT "+attachmentCols+" FROM attachments AS a WHERE a.message_id = ? ORDER BY a.created_at, a.id"+s.sql.forUpdate, id); err != nil {
 				return err
 			}
-			out = make([]messaging.Attachment, len(as))
+			out = attachmentsOf(as)
 			keys := make([]string, len(as))
 			for i, a := range as {
-				out[i], keys[i] = a.attachment(), a.Key
+				keys[i] = a.Key
 			}
 			if err := s.addPending(ctx, tx, keys...); err != nil {
 				return err

@@ -141,26 +141,6 @@ func addReactions(index func(id string) *messaging.Message, rs []reactionRow) {
 	}
 }
 
-// addReaction adds the reactors of r to m, in loadReactions's order, as
-// addReactions does.
-func addReaction(m *messaging.Message, r reactionRow) {
-	if !r.Reactors.Valid {
-		return
-	}
-	i := len(m.Reactions) - 1
-	for ; i >= 0 && m.Reactions[i].Name != r.Name; i-- {
-	}
-	if i < 0 {
-		m.Reactions = append(m.Reactions, messaging.Reaction{Name: r.Name, Count: r.Count,
-			Reactors: make([]string, 0, min(r.Count, messaging.MaxEmbeddedReactors))})
-		i = len(m.Reactions) - 1
-	}
-	// The usernames share r.Reactors' memory.
-	for who := range strings.SplitSeq(r.Reactors.String, reactorSep) {
-		m.Reactions[i].Reactors = append(m.Reactions[i].Reactors, who)
-	}
-}
-
 // reacted is what react changed.
 type reacted struct {
 	// names is the change in the number of reaction names.
@@ -214,7 +194,6 @@ func (s *store) react(ctx context.Context, tx bun.Tx, id string, rc *driver.Reac
 		out.names += int(n)
 		// One insert per name, which does nothing when the reactor is
 		// there: its count of affected rows says whether the name gained it.
-		gained := make(map[string]int, len(names))
 		at := rc.At
 		if at.IsZero() {
 			at = time.Now()
@@ -224,23 +203,16 @@ func (s *store) react(ctx context.Context, tx bun.Tx, id string, rc *driver.Reac
 				id, name, who, at.UTC()))
 			if err != nil {
 				return out, err
-			}
-			if n > 0 {
-				gained[name]++
-				own++
-			}
-		}
-		for _, name := range names {
-			k := gained[name]
-			if k == 0 {
+			} else if n == 0 {
 				continue
 			}
+			own++
 			// head_seq moves only when the name reaches the embedded count.
 			// (head_seq is set before reactors: MySQL assigns in order, with
 			// the values already assigned.)
 			if _, err := s.execWrite(ctx, tx, `UPDATE reaction_names SET
-				head_seq = CASE WHEN reactors < `+embeddedCount+` AND reactors + ? >= `+embeddedCount+` THEN `+headSQL("?", "?")+` ELSE head_seq END,
-				reactors = reactors + ? WHERE message_id = ? AND name = ?`, k, id, name, k, id, name); err != nil {
+				head_seq = CASE WHEN reactors < `+embeddedCount+` AND reactors + 1 >= `+embeddedCount+` THEN `+headSQL("?", "?")+` ELSE head_seq END,
+				reactors = reactors + 1 WHERE message_id = ? AND name = ?`, id, name, id, name); err != nil {
 				return out, err
 			}
 		}
