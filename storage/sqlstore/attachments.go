@@ -78,9 +78,8 @@ func (s *store) createAttachment(ctx context.Context, a messaging.Attachment, re
 		}
 		switch {
 		case a.MessageID != "":
-			// Created linked (the Service links through
-			// driver.MessageStore instead): count it on its message,
-			// locked first as links do.
+			// Created linked: counted on its message, locked first as
+			// links do.
 			if _, err := tx.ExecContext(ctx, "UPDATE messages SET attachment_count = attachment_count + 1 WHERE id = ?", a.MessageID); err != nil {
 				return err
 			}
@@ -162,36 +161,27 @@ func (s *store) RenameAttachment(ctx context.Context, id, filename string, rec d
 
 func (s *store) renameAttachment(ctx context.Context, id, filename string, rec driver.Recorder, done *driver.IdempotencyRecord) (messaging.Attachment, error) {
 	var out messaging.Attachment
-	const update = "UPDATE attachments SET filename = ? WHERE id = ?"
-	returning := func(ctx context.Context, db bun.IDB) error {
-		var rows []attachmentRow
-		if err := db.NewRaw(update+" RETURNING "+strings.ReplaceAll(attachmentCols, "a.", ""), filename, id).Scan(ctx, &rows); err != nil {
+	rename := func(ctx context.Context, db bun.IDB) (err error) {
+		const update = "UPDATE attachments SET filename = ? WHERE id = ?"
+		if !s.sql.returning {
+			if _, err := db.ExecContext(ctx, update, filename, id); err != nil {
+				return err
+			}
+			out, err = getAttachment(ctx, txQuery(db), id)
 			return err
 		}
-		if len(rows) == 0 {
-			return notFound("attachment")
-		}
-		out = rows[0].attachment()
-		return nil
+		r, err := readOne[attachmentRow](ctx, txQuery(db), "attachment", update+" RETURNING "+strings.ReplaceAll(attachmentCols, "a.", ""), filename, id)
+		out = r.attachment()
+		return err
 	}
 	if s.sql.returning && rec == nil && done == nil {
 		// One statement that returns the row.
-		err := s.retry(ctx, func(ctx context.Context) error { return returning(ctx, s.w) })
+		err := s.retry(ctx, func(ctx context.Context) error { return rename(ctx, s.w) })
 		return out, wrapErr("sqlstore.RenameAttachment", err)
 	}
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if s.sql.returning {
-			if err := returning(ctx, tx); err != nil {
-				return err
-			}
-		} else {
-			if _, err := tx.ExecContext(ctx, update, filename, id); err != nil {
-				return err
-			}
-			var err error
-			if out, err = getAttachment(ctx, txQuery(tx), id); err != nil {
-				return err
-			}
+		if err := rename(ctx, tx); err != nil {
+			return err
 		}
 		if err := s.record(ctx, tx, rec, driver.Change{Attachments: []messaging.Attachment{out}}); err != nil {
 			return err
@@ -206,8 +196,7 @@ func (s *store) renameAttachment(ctx context.Context, id, filename string, rec d
 
 // DeleteAttachment removes the row and records its key as a pending
 // deletion, in one transaction; it returns the removed row, or an error
-// matching ErrNotFound. A linked attachment is uncounted from its message,
-// whose row is locked before the attachment's, in the order of links.
+// matching ErrNotFound. A linked one's message is locked first, as links do.
 func (s *store) DeleteAttachment(ctx context.Context, id string, rec driver.Recorder) (messaging.Attachment, error) {
 	var out messaging.Attachment
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
@@ -237,17 +226,11 @@ func (s *store) DeleteAttachment(ctx context.Context, id string, rec driver.Reco
 		c := driver.Change{Removed: []messaging.Attachment{out}}
 		if out.MessageID != "" {
 			// The message without the attachment, for the event.
-			var rows []messageRow
-			if err := tx.NewRaw("SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", out.MessageID).Scan(ctx, &rows); err != nil {
-				return err
-			}
-			ms, err := complete(ctx, s.sql, txQuery(tx), rows)
+			m, err := readMessage(ctx, s.sql, txQuery(tx), txQuery(tx), out.MessageID)
 			if err != nil {
 				return err
 			}
-			if len(ms) > 0 {
-				c.Message = &ms[0]
-			}
+			c.Message = &m
 		}
 		return s.record(ctx, tx, rec, c)
 	})
@@ -302,19 +285,11 @@ func (s *store) ForgetDeletion(ctx context.Context, key string) error {
 }
 
 // UploadedBytes returns the sum of the sizes of the attachments that
-// uploaderID uploaded and of its reservations, read from the indexes
-// attachments_uploader_size and upload_reservations_uploader_size
-// (without the rows): a caller of 100,000 files costs a read of 100,000
-// index entries.
+// uploaderID uploaded and of its reservations, read from indexes
+// (attachments_uploader_size, upload_reservations_uploader_size) alone.
 func (s *store) UploadedBytes(ctx context.Context, uploaderID string) (int64, error) {
-	var sums []int64
-	if err := s.readPrepared(ctx, &sums, uploadedBytesSQL, uploaderID, uploaderID); err != nil {
-		return 0, wrapErr("sqlstore.UploadedBytes", err)
-	}
-	if len(sums) == 0 {
-		return 0, nil
-	}
-	return sums[0], nil
+	n, err := readOne[int64](ctx, s.readPrepared, "sum", uploadedBytesSQL, uploaderID, uploaderID)
+	return n, wrapErr("sqlstore.UploadedBytes", err)
 }
 
 const uploadedBytesSQL = "SELECT (SELECT COALESCE(SUM(file_size), 0) FROM attachments WHERE uploader_id = ?)" +

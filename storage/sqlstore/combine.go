@@ -17,18 +17,12 @@ import (
 
 // A combiner makes together the changes to one message that arrive while
 // a transaction on it runs (up to maxCombined), in order, each as alone,
-// in one transaction on a goroutine of its own: DESIGN.md §4.5. A change
-// that fails makes the others run again without it; a failure no one
-// change can be blamed for makes each run alone; the transaction's own
-// failure is every caller's. A caller whose context ends returns at once;
-// a change a transaction has taken may still be made.
+// in one transaction on a goroutine of its own (DESIGN.md §4.5).
 type combiner struct {
 	running sync.WaitGroup // the goroutines of run
 	mu      sync.Mutex
 	// queues holds, for each message a transaction is changing, the
-	// changes that arrived since, in order. A message is there (with an
-	// empty queue) from the moment a transaction starts on it until the
-	// last has found its queue empty.
+	// changes that arrived since, in order (an empty queue: none yet).
 	queues map[string][]*combined
 }
 
@@ -109,9 +103,8 @@ func (s *store) next(id string) []*combined {
 	return next
 }
 
-// makeCaught is makeAll, on run's goroutine, where a panic would end the
-// program: a panic outside the changes (a change's own is its failure,
-// updateCaught) gives the callers not yet answered errCombinedPanic.
+// makeCaught is makeAll, with a panic outside the changes given to the
+// callers not yet answered as errCombinedPanic.
 func (s *store) makeCaught(id string, batch []*combined) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -182,10 +175,9 @@ const (
 	failedTogether = -2 // no one change's: each is made again alone
 )
 
-// makeTogether makes the changes of todo in one transaction, and gives
-// each caller its outcome when it commits. Otherwise it returns the error
-// and what failed: the index of the change that failed, failedAll or
-// failedTogether; and gives no outcome.
+// makeTogether makes the changes of todo in one transaction and gives each
+// caller its outcome when it commits; otherwise it returns the error and
+// what failed: a change's index, failedAll or failedTogether.
 func (s *store) makeTogether(id string, todo []*combined) (failed int, err error) {
 	// The transaction runs while one of its callers waits for it.
 	ctxs := make([]context.Context, len(todo))
@@ -234,9 +226,8 @@ func (s *store) makeTogether(id string, todo []*combined) (failed int, err error
 			failed = failedAll
 			return todo[0].ctx.Err()
 		}
-		// The events of all, in the order of the changes: on PostgreSQL in
-		// one statement, elsewhere in as few statements of as few shapes
-		// (prepared) as powers of two allow.
+		// The events of all, in order: on PostgreSQL in one statement,
+		// elsewhere in statements of powers of two (few shapes to prepare).
 		if s.sql.arrays && len(evs) > 1 {
 			args, err := eventsArrays(evs)
 			if err == nil {
@@ -291,23 +282,36 @@ type panicked struct{ value any }
 
 func (p *panicked) Error() string { return fmt.Sprintf("sqlstore: the change panicked: %v", p.value) }
 
-// updateCaught is updateRecorded, with a panic of the change returned as a
-// *panicked error: the transaction, which may hold the changes of other
-// callers, rolls back, and they are made again without it.
+// updateCaught makes ch on the message id in tx, with its idempotency
+// record, and returns the message as it leaves it; its events are added
+// to evs, which the caller stores. row and ahead are as updateMessage's.
+// A panic of the change is returned as a *panicked error: the
+// transaction, which may hold the changes of other callers, rolls back,
+// and they are made again without it.
 func (s *store) updateCaught(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, row *messageRow, ahead *reactedOne, evs *[]messaging.Event) (out messaging.Message, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = &panicked{value: p}
 		}
 	}()
-	return s.updateRecorded(ctx, tx, id, ch, row, ahead, evs)
+	if out, err = s.updateMessage(ctx, tx, id, ch, row, ahead); err != nil {
+		return messaging.Message{}, err
+	}
+	if ch.Record != nil {
+		after := out
+		*evs = append(*evs, ch.Record(driver.Change{Message: &after})...)
+	}
+	if ch.Done != nil {
+		if err := s.storeKey(ctx, tx, *ch.Done); err != nil {
+			return messaging.Message{}, err
+		}
+	}
+	return out, nil
 }
 
 // reactAhead makes the reactions of todo on PostgreSQL in one call
-// (reactPostgres), having locked the message into row, when each change
-// of todo is a reaction change and no more, and returns what each made;
-// otherwise nil, and each change's reactions are made with its other
-// fields. When the lock fails, row is left as it was.
+// (reactPostgres), having locked the message into row, when every change
+// is of reactions alone, and returns what each made; otherwise nil.
 func (s *store) reactAhead(ctx context.Context, tx bun.Tx, id string, todo []*combined, row *messageRow) ([]reactedOne, error) {
 	if !s.sql.arrays || len(todo) < 2 {
 		return nil, nil

@@ -75,8 +75,8 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 	if m.ParentID != "" {
 		sm.ConversationID = threadKey(m.ConversationID, m.ParentID)
 	}
-	// write is the message's transaction; evs, when not nil, the events
-	// it stores, made before it (a send made apart from its transaction).
+	// write is the message's transaction; evs, unless nil, its events,
+	// made before it.
 	var evs []messaging.Event
 	write := func(ctx context.Context, tx bun.Tx) error {
 		if done != nil {
@@ -85,9 +85,8 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 			}
 		}
 		if m.ParentID != "" {
-			// Its root is checked first, its row locked (takeReply);
-			// where a transaction holds the database, by the statement
-			// that counts the reply instead (countNew).
+			// Its root is checked and locked first (takeReply), or by
+			// the statement that counts the reply (countCheckedReply).
 			if s.sql.countCheckedReply == "" {
 				if err := s.takeReply(ctx, tx, m); err != nil {
 					return err
@@ -121,9 +120,8 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 		if err != nil {
 			return err
 		}
-		// Counted last: the conversation's row, which other sends to
-		// it wait for, is held from here to the commit; a reply's time
-		// in its takers' rows.
+		// Counted last: the conversation's row, which other sends wait
+		// for, is held from here to the commit.
 		return s.touchConversation(ctx, tx, sm)
 	}
 	if len(atts) > 0 || (!s.sql.arrays && !s.sql.sendsInTx) {
@@ -143,12 +141,9 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 		// combined with others: its root's row lock would hold them.
 		err = s.retry(ctx, func(ctx context.Context) error { return s.insertReply(ctx, m, sm, evs, done) })
 	default:
-		// The message is all of the change, known before it is made: its
-		// row, counts, events and key record are one statement, with no
-		// transaction to begin and commit, and with other callers' sends
-		// (sends.go). A key record in its way (a retry, an expired
-		// record) fails it, and the send is made again in a transaction,
-		// which upserts the record (storeKey).
+		// One statement with other callers' sends (sends.go, DESIGN.md
+		// §4.4). A key record in its way fails it, and the send is made
+		// again in a transaction, which upserts the record (storeKey).
 		err = s.send(ctx, &pendingSend{m: m, evs: evs, done: done})
 	}
 	if err != nil && done != nil && messaging.KindOf(err) == messaging.ErrConflict {
@@ -157,9 +152,8 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 	return err
 }
 
-// insertSent stores m, a message with no attachments, counted, with its
-// events evs and done, its key's record unless nil (a row in its way:
-// ErrConflict), in one statement (insertSentSQL; PostgreSQL).
+// insertSent stores m, without attachments, counted, with its events evs
+// and done unless nil, in one statement (insertSentSQL; PostgreSQL).
 func (s *store) insertSent(ctx context.Context, db bun.IConn, m messaging.Message, evs []messaging.Event, done *driver.IdempotencyRecord) error {
 	args, err := sentArgs(&pendingSend{m: m, evs: evs, done: done})
 	if err != nil {
@@ -172,10 +166,8 @@ func (s *store) insertSent(ctx context.Context, db bun.IConn, m messaging.Messag
 	return err
 }
 
-// execWrite runs a write statement on db (the store's, or a transaction's)
-// prepared once where its arguments allow: on PostgreSQL from pgx's cache,
-// on SQLite in a transaction from the writer's (txStmt); as bun formats it
-// otherwise (DESIGN.md §4.7).
+// execWrite runs a write statement on db (the store's, or a transaction's),
+// prepared where its arguments allow (DESIGN.md §4.7).
 func (s *store) execWrite(ctx context.Context, db bun.IConn, query string, args ...any) (sql.Result, error) {
 	if tx, inTx := db.(bun.Tx); inTx {
 		if q, dargs, ok := s.txCached(query, args); ok {
@@ -202,10 +194,8 @@ func (s *store) execWrite(ctx context.Context, db bun.IConn, query string, args 
 	return db.ExecContext(ctx, query, bunArgs(args)...)
 }
 
-// txCached returns query and args as a statement and driver arguments
-// that a transaction runs from the driver's statement cache
-// (Store.cached), with ok, when there is one and they allow it (a list of
-// at most maxPreparedIDs ids).
+// txCached returns query and args as a transaction runs them from pgx's
+// statement cache (Store.cached), with ok when they can be.
 func (s *store) txCached(query string, args []any) (q string, dargs []any, ok bool) {
 	if s.cached == nil || longList(args) {
 		return "", nil, false
@@ -213,10 +203,8 @@ func (s *store) txCached(query string, args []any) (q string, dargs []any, ok bo
 	return expandArgs(query, args, true)
 }
 
-// staleInCachedTx returns err, the error of a transaction's statement
-// from the driver's cache: as a staleError when a schema change made the
-// statement stale (stalePlan), which the driver then dropped; the
-// transaction, run again (retryable), prepares it anew.
+// staleInCachedTx returns err, a cached statement's error in a
+// transaction, as a retryable staleError when the statement was stale.
 func staleInCachedTx(err error) error {
 	if stalePlan(err) {
 		return &staleError{err: err}
@@ -224,11 +212,9 @@ func staleInCachedTx(err error) error {
 	return err
 }
 
-// txStmt returns query as a statement prepared for tx, with its driver
-// arguments, when one is: once a transaction ran it (stmtCache.inTx), or,
-// on SQLite, a send's, which prepareWrites prepared on the writer. It
-// returns nil otherwise (also for a list of more than maxPreparedIDs ids);
-// it never prepares.
+// txStmt returns query as a statement prepared for tx (SQLite's
+// stmtCache, DESIGN.md §4.7), with its driver arguments, or nil when none
+// is; it never prepares.
 func (s *store) txStmt(ctx context.Context, tx bun.Tx, query string, args []any) (st *sql.Stmt, dargs []any) {
 	c := s.wstmts
 	if c == nil || longList(args) {
@@ -259,9 +245,8 @@ func (s *store) insertMessage(ctx context.Context, db bun.IConn, m messaging.Mes
 	return err
 }
 
-// link links the attachments ids to the message, each by one conditional
-// UPDATE, so that of two transactions linking one attachment elsewhere
-// exactly one succeeds. The caller keeps the message's attachment_count.
+// link links the attachments ids to the message, each by a conditional
+// UPDATE; the caller keeps the message's attachment_count.
 func (s *store) link(ctx context.Context, tx bun.Tx, messageID, conversationID string, ids []string) error {
 	for _, id := range ids {
 		n, err := affected(tx.ExecContext(ctx, `UPDATE attachments SET message_id = ?, conversation_id = ?
@@ -292,22 +277,24 @@ func (s *store) link(ctx context.Context, tx bun.Tx, messageID, conversationID s
 }
 
 // GetMessage returns the message with its contact, reactions and
-// attachments, or an error matching ErrNotFound. A message without
-// reactions or attachments takes one query.
+// attachments, or an error matching ErrNotFound.
 func (s *store) GetMessage(ctx context.Context, id string) (messaging.Message, error) {
 	m, err := s.getMessage(ctx, id)
 	return m, wrapErr("sqlstore.GetMessage", err)
 }
 
 func (s *store) getMessage(ctx context.Context, id string) (messaging.Message, error) {
-	var rows []messageRow
-	if err := s.readPrepared(ctx, &rows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id); err != nil {
+	return readMessage(ctx, s.sql, s.readPrepared, s.readByIDs, id)
+}
+
+// readMessage reads the message id with its contact by read, and its
+// reactions and attachments by byIDs.
+func readMessage(ctx context.Context, d *dialectSQL, read, byIDs queryFn, id string) (messaging.Message, error) {
+	r, err := readOne[messageRow](ctx, read, "message", "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id = ?", id)
+	if err != nil {
 		return messaging.Message{}, err
 	}
-	if len(rows) == 0 {
-		return messaging.Message{}, notFound("message")
-	}
-	ms, err := complete(ctx, s.sql, s.readByIDs, rows)
+	ms, err := complete(ctx, d, byIDs, []messageRow{r})
 	if err != nil {
 		return messaging.Message{}, err
 	}
@@ -315,9 +302,7 @@ func (s *store) getMessage(ctx context.Context, id string) (messaging.Message, e
 }
 
 // complete turns rows into messages with their reactions and attachments,
-// in at most two queries whatever the number of rows: one for the
-// reactions of the rows that have some (by their reaction_count), one for
-// the attachments of those that have some.
+// in at most two queries whatever the number of rows.
 func complete(ctx context.Context, d *dialectSQL, query queryFn, rows []messageRow) ([]messaging.Message, error) {
 	if len(rows) == 0 {
 		return []messaging.Message{}, nil
@@ -432,11 +417,8 @@ func loadAttachments(ctx context.Context, query queryFn, ids boxedIDs) ([]attach
 }
 
 // ListMessages returns up to q.Limit messages matching q, newest first, and
-// whether more exist beyond them in the direction of travel, in three
-// queries: the messages with their contacts, their reactions, their
-// attachments. A cursor by id (Time zero) is read by the page's query (by
-// one before it on MySQL), and again after an empty page, to tell an
-// unknown cursor from the end of the list.
+// whether more exist beyond them in the direction of travel. A cursor by
+// id (Time zero) must be a message of q's one conversation.
 func (s *store) ListMessages(ctx context.Context, q driver.MessageQuery) ([]messaging.Message, bool, error) {
 	items, more, err := s.listMessages(ctx, q)
 	return items, more, wrapErr("sqlstore.ListMessages", err)
@@ -511,8 +493,7 @@ func (s *store) listMessages(ctx context.Context, dq driver.MessageQuery) ([]mes
 }
 
 // messageCursor returns the cursor of q.AfterID (as after) or q.BeforeID
-// (as before), a message of q's one conversation, or an error matching
-// ErrNotFound.
+// (as before) in q's one conversation, or an error matching ErrNotFound.
 func (s *store) messageCursor(ctx context.Context, q messageQuery) (after, before *driver.Cursor, err error) {
 	id := cmp.Or(q.AfterID, q.BeforeID)
 	r, err := readOne[messageRefRow](ctx, s.readPrepared, "message",
@@ -527,9 +508,8 @@ func (s *store) messageCursor(ctx context.Context, q messageQuery) (after, befor
 	return nil, c, nil
 }
 
-// messagePageSQL returns the query of a page of messages (with contacts),
-// whether its plan suits every value of its arguments (one conversation,
-// or all: a range of one index), or false when q matches nothing.
+// messagePageSQL returns the query of a page of messages, whether its plan
+// suits every value of its arguments, or false when q matches nothing.
 func (s *store) messagePageSQL(q messageQuery) (query string, args []any, fixed, ok bool) {
 	p := pageQuery{cols: messageCols, from: messageFrom, alias: "m", after: q.After, before: q.Before, limit: q.Limit}
 	if q.All {
@@ -561,42 +541,15 @@ func dedupe(ss []string) []string {
 	return out
 }
 
-// UpdateMessage applies ch in one transaction and returns the message as
-// GetMessage would after it. The message row is locked first, so changes
-// of one message, and their limits, are serialized; changes that arrive
-// meanwhile are made together by the next transaction, each as alone
-// (combine.go: ch.Check and ch.Record may then run on another goroutine,
-// and again when another change of it fails). A caller whose ctx ends
-// returns at once: a change that a transaction had taken may still be
-// made. Errors: ErrNotFound for a missing message or attachment,
-// ErrConflict for an attachment linked elsewhere, and ch.Check's error
-// when it refuses the change (called with the counts before and after,
-// the row locked). The message's counters give the limits their "before",
-// the rows the change adds and removes their "after"; reactions are
-// counted in place, never read whole (react, reactPostgres).
+// UpdateMessage applies ch in one transaction, the message's row locked
+// first, and returns the message as GetMessage would after it. Changes
+// that arrive meanwhile are made together (combine.go, DESIGN.md §4.5):
+// ch.Check and ch.Record may run on another goroutine, and again. Errors:
+// ErrNotFound for a missing message or attachment, ErrConflict for an
+// attachment linked elsewhere, ch.Check's error when it refuses the change.
 func (s *store) UpdateMessage(ctx context.Context, id string, ch driver.MessageChange) (messaging.Message, error) {
 	out, err := s.update(ctx, id, ch)
 	return out, wrapErr("sqlstore.UpdateMessage", err)
-}
-
-// updateRecorded makes ch on the message id in tx, with its idempotency
-// record, and returns the message as it leaves it; its events are added
-// to evs, which the caller stores. row and ahead are as updateMessage's.
-func (s *store) updateRecorded(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, row *messageRow, ahead *reactedOne, evs *[]messaging.Event) (messaging.Message, error) {
-	out, err := s.updateMessage(ctx, tx, id, ch, row, ahead)
-	if err != nil {
-		return messaging.Message{}, err
-	}
-	if ch.Record != nil {
-		after := out
-		*evs = append(*evs, ch.Record(driver.Change{Message: &after})...)
-	}
-	if ch.Done != nil {
-		if err := s.storeKey(ctx, tx, *ch.Done); err != nil {
-			return messaging.Message{}, err
-		}
-	}
-	return out, nil
 }
 
 // updatedRow is what UPDATE … RETURNING gives back of a changed message.
@@ -606,9 +559,8 @@ type updatedRow struct {
 	UpdatedAt time.Time `bun:"updated_at"`
 }
 
-// lockMessage locks the row of the message id in tx and reads it into
-// row (with its contact where the engine returns what an UPDATE
-// changed: dialectSQL.lockMessage).
+// lockMessage locks the row of the message id in tx and reads it into row
+// (dialectSQL.lockMessage); a deleted root is ErrNotFound.
 func (s *store) lockMessage(ctx context.Context, tx bun.Tx, id string, row *messageRow) error {
 	r, err := readOne[messageRow](ctx, s.txReads(tx), "message", s.sql.lockMessage, id)
 	if err == nil && r.Deleted {
@@ -621,10 +573,8 @@ func (s *store) lockMessage(ctx context.Context, tx bun.Tx, id string, row *mess
 }
 
 // updateMessage makes ch on the message id in tx. row is the message's
-// row as an earlier change of tx left it, which holds its lock, or a zero
-// row, which updateMessage locks and reads; either way updateMessage
-// leaves it as it leaves the message. ahead, when not nil, is what
-// reactPostgres made of ch's reactions already.
+// locked row as tx left it (zero: it is locked and read here), and is left
+// as the change leaves it; ahead, unless nil, is reactPostgres's of ch.
 func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, row *messageRow, ahead *reactedOne) (messaging.Message, error) {
 	if row.ID == "" {
 		if err := s.lockMessage(ctx, tx, id, row); err != nil {
@@ -739,20 +689,17 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 // DeleteMessage removes the message, its reactions and its attachment rows
 // and records the attachments' keys as pending deletions, in one
 // transaction. It returns the removed attachments, oldest first, or an
-// error matching ErrNotFound. The message's counters spare the statements
-// on what it has none of.
+// error matching ErrNotFound.
 func (s *store) DeleteMessage(ctx context.Context, id string, rec driver.Recorder) ([]messaging.Attachment, error) {
 	var out []messaging.Attachment
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		r, err := readOne[messageRow](ctx, s.txReads(tx), "message", "SELECT "+messageOwnCols+" FROM messages AS m WHERE m.id = ?"+s.sql.forUpdate, id)
-		if err == nil && r.Deleted {
-			err = notFound("message")
-		}
-		if err != nil {
+		var r messageRow
+		if err := s.lockMessage(ctx, tx, id, &r); err != nil {
 			return err
 		}
 		conv, parent := splitThread(r.ConversationID)
-		tomb := false
+		var tomb bool
+		var err error
 		if parent == "" && r.Thread {
 			if tomb, err = s.hasReplies(ctx, tx, threadKey(conv, id)); err != nil {
 				return err

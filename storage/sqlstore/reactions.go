@@ -14,22 +14,18 @@ import (
 	"github.com/parleychat/parley/messaging/driver"
 )
 
-// Reactions are stored by the reactor's contact id, one row per reactor
-// of a name (reactions), under a row per name (reaction_names) that keeps
-// the name's place, its number of reactors and head_seq, the seq of its
-// messaging.MaxEmbeddedReactors-th reactor (noHead while it has fewer):
-// a message embeds the reactors up to head_seq, so that reading or
-// changing a reaction reads a bounded number of rows, and never all its
-// reactors. A write keeps both counters in place.
+// Reactions are stored one row per reactor of a name (reactions), under a
+// row per name (reaction_names) that keeps the name's place, its number of
+// reactors and head_seq, the seq of its messaging.MaxEmbeddedReactors-th
+// reactor: a message embeds the reactors up to head_seq, so that no read
+// or write of a reaction reads all its reactors.
 
 // noHead is the head_seq of a reaction name with fewer than
 // messaging.MaxEmbeddedReactors reactors: every reactor is embedded.
 const noHead = "9223372036854775807"
 
 // headSQL is the head_seq of the reaction (message_id, name) given as the
-// SQL expressions msg and name: the seq of its
-// messaging.MaxEmbeddedReactors-th reactor, or noHead. It reads at most
-// that many index entries.
+// SQL expressions msg and name: the seq of its embeddedCount-th reactor.
 func headSQL(msg, name string) string {
 	return "COALESCE((SELECT h.seq FROM reactions AS h WHERE h.message_id = " + msg + " AND h.name = " + name +
 		" ORDER BY h.seq LIMIT 1 OFFSET " + embeddedOffset + "), " + noHead + ")"
@@ -62,24 +58,18 @@ const reactorSep = "\x1f"
 // reactors is a column, not an expression).
 const reactionsCols = `n.message_id, n.name, n.reactors AS reactor_count`
 
-// reactionsBySQL returns the read of the embedded reactors of the
-// messages that a condition on n.message_id selects (dialectSQL.reactions),
-// one row per name, given agg, the aggregate of a name's reactors up to its
-// head_seq into one string in their order: one row per name rather than
-// per reactor spares about seven allocations a reactor (BENCHMARKS.md §8).
-// It ends with "n.message_id ", for "= ?" or "IN (?)"; MySQL, whose
-// GROUP_CONCAT is cut at group_concat_max_len, reads reactionsRowsSQL.
+// reactionsBySQL returns the read of the embedded reactors
+// (dialectSQL.reactions), one row per name, given agg, which joins a
+// name's reactors up to its head_seq in their order (BENCHMARKS.md §8).
+// It ends with "n.message_id ", for "= ?" or "IN (?)".
 func reactionsBySQL(agg string) string {
 	return `SELECT ` + reactionsCols + `, (` + agg + `) AS reactors
 	FROM reaction_names AS n WHERE n.message_id `
 }
 
-// reactionsRowsSQL reads the embedded reactors of the messages that the
-// condition on n.message_id selects, one row per reactor: names by their
-// seq, each name's reactors by theirs, up to its head_seq. The names come
-// first (CROSS JOIN: SQLite keeps the order of the tables), so that each
-// name's reactors are a range of the index (message_id, name, seq, contact_id) that
-// stops at head_seq.
+// reactionsRowsSQL is reactionsBySQL with a row per reactor (MySQL, whose
+// GROUP_CONCAT is cut at group_concat_max_len): each name's reactors are a
+// range of the index (message_id, name, seq, contact_id).
 const reactionsRowsSQL = `SELECT ` + reactionsCols + `, COALESCE(c.username, '') AS reactors
 	FROM reaction_names AS n
 	CROSS JOIN reactions AS r
@@ -103,11 +93,8 @@ func loadReactions(ctx context.Context, d *dialectSQL, query queryFn, ids boxedI
 }
 
 // addReactions sets the reactions of the messages (index finds one by
-// id) from rs, in loadReactions's order. The reactions of all the
-// messages share one array and their reactors another, each message's and
-// each name's a full slice of it (an append to one reallocates it): two
-// allocations a page rather than two a message. A name without reactors
-// read (a NULL aggregate) is left out, as a name with none disappears.
+// id) from rs, in loadReactions's order, all in two arrays, each message's
+// a full slice of them. A name without reactors read (NULL) is left out.
 func addReactions(index func(id string) *messaging.Message, rs []reactionRow) {
 	rs = slices.DeleteFunc(rs, func(r reactionRow) bool { return !r.Reactors.Valid })
 	if len(rs) == 0 {
@@ -145,30 +132,21 @@ func addReactions(index func(id string) *messaging.Message, rs []reactionRow) {
 type reacted struct {
 	// names is the change in the number of reaction names.
 	names int
-	// reactorBefore and reactorAfter are the names the reactor of the
-	// change had before it and has after it (MessageCounts.ReactorNames),
-	// counted only when count is set and the change adds names.
+	// reactorBefore and reactorAfter are MessageCounts.ReactorNames,
+	// counted when count is set and the change adds names.
 	reactorBefore, reactorAfter int
 }
 
-// react applies rc, the reaction change of a MessageChange (nil: none),
-// to the locked message id, which has reactions if hasReactions. Every
-// statement reads or writes the rows of the names and reactor it names,
-// and at most messaging.MaxEmbeddedReactors index entries of a name:
-// never every reactor. With count, it counts the reactor's names before
-// and after.
+// react applies rc, a MessageChange's reactions (nil: none), to the
+// locked message id, which has reactions if hasReactions, reading no
+// name's every reactor. With count, it counts the reactor's names.
 func (s *store) react(ctx context.Context, tx bun.Tx, id string, rc *driver.ReactionChange, hasReactions, count bool) (reacted, error) {
 	var out reacted
 	if rc == nil {
 		return out, nil
 	}
 	who := rc.ContactID
-	var names []string
-	for _, n := range rc.Add {
-		if !slices.Contains(names, n) {
-			names = append(names, n)
-		}
-	}
+	names := dedupe(rc.Add)
 	// Inserts that do nothing when the row is there, and count no row
 	// then (every value is checked before).
 	insert, onConflict := s.sql.insertNew, s.sql.insertNewTail
@@ -285,9 +263,8 @@ type reactorRow struct {
 }
 
 // ListReactors returns a page of the reactors of a reaction in the order
-// they came, by a range of the index (message_id, name, seq, contact_id): its cost
-// does not depend on the number of reactors. A cursor that is not a
-// reactor is an error matching ErrNotFound.
+// they came, by a range of an index. A cursor that is not a reactor is an
+// error matching ErrNotFound.
 func (s *store) ListReactors(ctx context.Context, q driver.ReactorQuery) (_ []messaging.Reactor, _ bool, err error) {
 	defer wrapTo("sqlstore.ListReactors", &err)
 	if q.Limit < 1 {
