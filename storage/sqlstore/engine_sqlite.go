@@ -413,6 +413,7 @@ func (c *stmtCache) close() error {
 var sqliteReadCols = strings.NewReplacer(
 	messageCols, exprCols(messageCols),
 	attachmentCols, exprCols(attachmentCols),
+	linkedAttachmentCols, exprCols(linkedAttachmentCols),
 	reactionsCols, exprCols(reactionsCols),
 	conversationOwnCols, exprCols(conversationOwnCols),
 	lastMessageCols, exprCols(lastMessageCols),
