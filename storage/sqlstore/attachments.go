@@ -66,10 +66,6 @@ func (s *store) createAttachment(ctx context.Context, a messaging.Attachment, re
 	stored := a
 	stored.CreatedAt = a.CreatedAt.UTC()
 	change := driver.Change{Attachments: []messaging.Attachment{stored}}
-	if a.MessageID == "" && a.ConversationID == "" && rec == nil && done == nil {
-		// One statement, atomic on its own.
-		return s.retry(ctx, func(ctx context.Context) error { return insertAttachment(ctx, s.w, a) })
-	}
 	return s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if done != nil {
 			if err := s.storeKey(ctx, tx, *done); err != nil {
@@ -161,26 +157,17 @@ func (s *store) RenameAttachment(ctx context.Context, id, filename string, rec d
 
 func (s *store) renameAttachment(ctx context.Context, id, filename string, rec driver.Recorder, done *driver.IdempotencyRecord) (messaging.Attachment, error) {
 	var out messaging.Attachment
-	rename := func(ctx context.Context, db bun.IDB) (err error) {
+	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		const update = "UPDATE attachments SET filename = ? WHERE id = ?"
-		if !s.sql.returning {
-			if _, err := db.ExecContext(ctx, update, filename, id); err != nil {
+		if s.sql.returning {
+			r, err := readOne[attachmentRow](ctx, txQuery(tx), "attachment", update+" RETURNING "+strings.ReplaceAll(attachmentCols, "a.", ""), filename, id)
+			if err != nil {
 				return err
 			}
-			out, err = getAttachment(ctx, txQuery(db), id)
+			out = r.attachment()
+		} else if _, err := tx.ExecContext(ctx, update, filename, id); err != nil {
 			return err
-		}
-		r, err := readOne[attachmentRow](ctx, txQuery(db), "attachment", update+" RETURNING "+strings.ReplaceAll(attachmentCols, "a.", ""), filename, id)
-		out = r.attachment()
-		return err
-	}
-	if s.sql.returning && rec == nil && done == nil {
-		// One statement that returns the row.
-		err := s.retry(ctx, func(ctx context.Context) error { return rename(ctx, s.w) })
-		return out, wrapErr("sqlstore.RenameAttachment", err)
-	}
-	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if err := rename(ctx, tx); err != nil {
+		} else if out, err = getAttachment(ctx, txQuery(tx), id); err != nil {
 			return err
 		}
 		if err := s.record(ctx, tx, rec, driver.Change{Attachments: []messaging.Attachment{out}}); err != nil {
