@@ -207,9 +207,6 @@ func (s *store) DeleteAttachment(ctx context.Context, id string, rec driver.Reco
 		if err := s.addPending(ctx, tx, out.Key); err != nil {
 			return err
 		}
-		if rec == nil {
-			return nil
-		}
 		c := driver.Change{Removed: []messaging.Attachment{out}}
 		if out.MessageID != "" {
 			// The message without the attachment, for the event.

@@ -102,14 +102,12 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 			if err := s.link(ctx, tx, m.ID, linkConv, atts); err != nil {
 				return err
 			}
-			if rec != nil {
-				as, err := loadAttachments(ctx, txQuery(tx), m.ID)
-				if err != nil {
-					return err
-				}
-				// Anew at each run: a retried transaction runs this again.
-				after.Attachments = attachmentsOf(as)
+			as, err := loadAttachments(ctx, txQuery(tx), m.ID)
+			if err != nil {
+				return err
 			}
+			// Anew at each run: a retried transaction runs this again.
+			after.Attachments = attachmentsOf(as)
 		}
 		var err error
 		if evs != nil { // made before (the change is the same)
