@@ -500,10 +500,7 @@ func (s *store) listMessages(ctx context.Context, dq driver.MessageQuery) ([]mes
 	}
 	rows, more := trimPage(rows, q.Limit, q.Before != nil || q.BeforeID != "")
 	items, err := complete(ctx, s.sql, s.readByIDs, rows)
-	if err != nil {
-		return nil, false, err
-	}
-	return items, more, nil
+	return items, more && err == nil, err
 }
 
 // messageCursor returns the cursor of q.AfterID (as after) or q.BeforeID
