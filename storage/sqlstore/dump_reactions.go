@@ -9,15 +9,9 @@ import (
 	"github.com/parleychat/parley/storage/storecopy"
 )
 
-// The reactions of a copy, in the shape of the tables now: reaction_names
-// (seq, message_id, name; its counters reactors and head_seq are made
-// anew from the reactors loaded) and reactions (seq, message_id, name,
-// contact_id, created_at). Both keep their seq, so that names and
-// reactors keep their order.
-
 // loadReactions stores the reaction names or reactions of b with their
-// seq; on PostgreSQL, whose seq is an identity column, the identity then
-// continues after the greatest.
+// seq, which keeps their order; a name's counters are made anew from the
+// reactors loaded, and PostgreSQL's identity continues after the greatest.
 func (s *store) loadReactions(ctx context.Context, ins *inserter, b *storecopy.Batch) error {
 	overriding := s.sql.overriding
 	table := "reaction_names"

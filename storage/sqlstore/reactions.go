@@ -25,7 +25,7 @@ import (
 const noHead = "9223372036854775807"
 
 // headSQL is the head_seq of the reaction (message_id, name) given as the
-// SQL expressions msg and name: the seq of its embeddedCount-th reactor.
+// SQL expressions msg and name: the seq of its MaxEmbeddedReactors-th reactor.
 func headSQL(msg, name string) string {
 	return "COALESCE((SELECT h.seq FROM reactions AS h WHERE h.message_id = " + msg + " AND h.name = " + name +
 		" ORDER BY h.seq LIMIT 1 OFFSET " + embeddedOffset + "), " + noHead + ")"
@@ -33,9 +33,6 @@ func headSQL(msg, name string) string {
 
 // embeddedOffset is messaging.MaxEmbeddedReactors - 1, for SQL.
 const embeddedOffset = "99"
-
-// embeddedCount is messaging.MaxEmbeddedReactors, for SQL.
-const embeddedCount = "100"
 
 // backfillReactorCounts sets the number of reactors of each name (Load).
 const backfillReactorCounts = `UPDATE reaction_names SET reactors = (SELECT COUNT(*) FROM reactions AS r
@@ -189,7 +186,7 @@ func (s *store) react(ctx context.Context, tx bun.Tx, id string, rc *driver.Reac
 			// (head_seq is set before reactors: MySQL assigns in order, with
 			// the values already assigned.)
 			if _, err := s.execWrite(ctx, tx, `UPDATE reaction_names SET
-				head_seq = CASE WHEN reactors < `+embeddedCount+` AND reactors + 1 >= `+embeddedCount+` THEN `+headSQL("?", "?")+` ELSE head_seq END,
+				head_seq = CASE WHEN reactors = `+embeddedOffset+` THEN `+headSQL("?", "?")+` ELSE head_seq END,
 				reactors = reactors + 1 WHERE message_id = ? AND name = ?`, id, name, id, name); err != nil {
 				return out, err
 			}
