@@ -82,9 +82,16 @@ func (engineDefaults) claimMigration(context.Context, *store, bun.IConn) error {
 // key it updates on.
 func (engineDefaults) putContact(ctx context.Context, s *store, args []any) error {
 	return s.retry(ctx, func(ctx context.Context) error {
-		_, err := s.w.ExecContext(ctx, `INSERT INTO contacts (`+contactCols+`) VALUES (?, ?, ?, ?, ?, ?)
+		const upsert = `INSERT INTO contacts (` + contactCols + `) VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET username = excluded.username, phone_number = excluded.phone_number,
-			avatar_url = excluded.avatar_url, last_active_at = excluded.last_active_at, created_at = excluded.created_at`, args...)
+			avatar_url = excluded.avatar_url, last_active_at = excluded.last_active_at, created_at = excluded.created_at`
+		_, err := s.w.ExecContext(ctx, upsert, args...)
+		if isUniqueViolation(err) {
+			// PostgreSQL may check the username's index before the id's:
+			// a concurrent insert of the same new contact then violates
+			// it. That insert has committed now, so once more finds its id.
+			_, err = s.w.ExecContext(ctx, upsert, args...)
+		}
 		if isUniqueViolation(err) {
 			return errUsernameTaken // the only unique key ON CONFLICT leaves
 		}

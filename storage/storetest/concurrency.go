@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 )
@@ -19,6 +20,7 @@ var concurrencyTests = []test{
 	{"one_attachment_in_two_creates_at_once", testConcurrentCreateLinks},
 	{"max_reaction_names_under_contention", testConcurrentReactionLimit},
 	{"max_attachments_under_contention", testConcurrentAttachmentLimit},
+	{"one_new_contact_put_at_once", testConcurrentContactPuts},
 }
 
 // parallel runs f(0..n-1) in n goroutines released together, and returns
@@ -194,5 +196,32 @@ func testConcurrentAttachmentLimit(t *testing.T, h *harness) {
 		if got.MessageID != "" {
 			assert.Contains(t, won, a.ID, "attachment %d is linked only if its call succeeded", i)
 		}
+	}
+}
+
+func testConcurrentContactPuts(t *testing.T, h *harness) {
+	for round := range 10 {
+		c := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice" + itoa(round), CreatedAt: base}
+		for i, err := range parallel(8, func(int) error { return h.s.PutContact(h.ctx, c) }) {
+			require.NoError(t, err, "round %d, put %d: the same contact put at once is no conflict", round, i)
+		}
+		got, err := h.s.ContactByUsername(h.ctx, c.Username)
+		require.NoError(t, err)
+		assert.Equal(t, c, got)
+
+		rivals := []messaging.Contact{
+			{ID: ids.New(ids.Contact), Username: "bob" + itoa(round), CreatedAt: base},
+			{ID: ids.New(ids.Contact), Username: "bob" + itoa(round), CreatedAt: base},
+		}
+		errs := parallel(2, func(i int) error { return h.s.PutContact(h.ctx, rivals[i]) })
+		won := 0
+		for _, err := range errs {
+			if err == nil {
+				won++
+			} else {
+				assert.ErrorIs(t, err, messaging.ErrConflict, "round %d: the other contact's username is taken", round)
+			}
+		}
+		assert.Equal(t, 1, won, "round %d: one of two new contacts of one username is stored", round)
 	}
 }
