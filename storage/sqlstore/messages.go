@@ -617,15 +617,17 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 	if err := s.keepRevision(ctx, tx, id, row.Text, ch); err != nil {
 		return messaging.Message{}, err
 	}
+	// A reply's attachments are its conversation's, not its thread's.
+	conv, _ := splitThread(row.ConversationID)
 	if a := ch.NewAttachment; a != nil {
 		linked := *a
-		linked.MessageID, linked.ConversationID = id, row.ConversationID
+		linked.MessageID, linked.ConversationID = id, conv
 		if err := insertAttachment(ctx, tx, linked); err != nil {
 			return messaging.Message{}, err
 		}
 	}
 	if len(ch.LinkAttachments) > 0 {
-		if err := s.link(ctx, tx, id, row.ConversationID, ch.LinkAttachments); err != nil {
+		if err := s.link(ctx, tx, id, conv, ch.LinkAttachments); err != nil {
 			return messaging.Message{}, err
 		}
 	}

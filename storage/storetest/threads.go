@@ -31,6 +31,34 @@ var threadTests = []test{
 	{"threads_follow_deleted_replies", testThreadListDeletes},
 	{"thread_events", testThreadEvents},
 	{"search_narrowed_finds_replies", testThreadSearch},
+	{"attachments_of_a_reply_are_its_conversations", testReplyAttachments},
+}
+
+// testReplyAttachments: attachments linked to a reply when it is sent, by
+// a change, or uploaded to it, belong to the reply's conversation.
+func testReplyAttachments(t *testing.T, h *harness) {
+	h.threads()
+	alice := h.contact("alice")
+	root := h.message("c", alice, at(1))
+	sent := h.attachment("c", alice, at(2))
+	later := h.attachment("c", alice, at(3))
+	m := newMessage("c", alice, at(4))
+	m.ParentID = root.ID
+	require.NoError(t, h.s.CreateMessage(h.ctx, m, []string{sent.ID}, nil))
+
+	got := h.update(m.ID, driver.MessageChange{LinkAttachments: []string{later.ID}, UpdatedAt: at(5)})
+	assert.Equal(t, []messaging.Attachment{linked(sent, m), linked(later, m)}, got.Attachments)
+	up := newAttachment("c", alice.ID, at(6))
+	got = h.update(m.ID, driver.MessageChange{NewAttachment: &up, UpdatedAt: at(6)})
+	require.Len(t, got.Attachments, 3)
+	assert.Equal(t, linked(up, m), got.Attachments[2])
+
+	for _, a := range []messaging.Attachment{sent, later, up} {
+		assert.Equal(t, "c", h.getAttachment(a.ID).ConversationID, "attachment %s", a.ID)
+	}
+	listed, _, err := h.s.ListAttachments(h.ctx, driver.AttachmentQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: 10}})
+	require.NoError(t, err)
+	assert.Len(t, listed, 3, "the conversation lists its replies' attachments")
 }
 
 // testThreadSearch: a search narrowed to a conversation finds its replies,
