@@ -19,35 +19,19 @@ const (
 	migrationsLocksTable = "parley_migration_locks"
 )
 
-// migrationFiles holds the migrations of each engine, in bun/migrate's
-// SQL files, in migrations/sqlite, migrations/postgres and
-// migrations/mysql: one initial migration each. Until the first release
-// it is changed in place; from then on migrations are immutable, and a
-// change to the schema is a new file. SQLite's and PostgreSQL's run in a
-// transaction (.tx.up.sql); MySQL's DDL commits implicitly, so its
-// statements are written to be run again after an interrupted run.
+// migrationFiles holds each engine's migrations, bun/migrate's SQL files
+// in migrations/{sqlite,postgres,mysql} (DESIGN.md §4.1).
 //
 //go:embed migrations
 var migrationFiles embed.FS
 
 // Migrate brings the schema up to date: it applies, in order, the
 // migrations that the database has not recorded (in the table
-// parley_migrations). It is idempotent, and safe when several processes
-// start at once. On PostgreSQL each migration takes a transaction-scoped
-// advisory lock (pg_advisory_xact_lock) of the database, or of
-// Options.Schema, in its transaction, and is skipped if another process
-// applied it meanwhile: no lock outlives a transaction, so that Migrate
-// is safe behind a pooler in transaction mode (PgBouncer). On SQLite each
-// migration's IMMEDIATE transaction holds the database's write lock. On
-// MySQL Migrate holds GET_LOCK on a connection of its own while it runs.
-// With Options.Schema it first creates that schema if it does not exist.
-//
-// The tables are contacts, messages, reaction_names, reactions (by contact
-// id), attachments, pending_deletions (the blob keys whose rows are gone),
-// conversations and conversation_members, message_revisions,
-// idempotency_keys, events (and, PostgreSQL and MySQL, event_log), event_cursors
-// and (PostgreSQL, MySQL) event_sequence, parley_installation, and
-// bun/migrate's parley_migrations and parley_migration_locks.
+// parley_migrations). It is idempotent, safe when several processes start
+// at once, and safe behind a pooler in transaction mode (PgBouncer): no
+// lock outlives a transaction, except MySQL's GET_LOCK on a connection of
+// its own. With Options.Schema it first creates that schema if it does not
+// exist. DESIGN.md §4.1 says how, and lists the tables.
 func (st *Store) Migrate(ctx context.Context) error { return st.s.Migrate(ctx) }
 
 func (s *store) Migrate(ctx context.Context) error {

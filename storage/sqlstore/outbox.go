@@ -20,32 +20,12 @@ import (
 var _ driver.EventStore = (*store)(nil)
 
 // The outbox (DESIGN.md §4.3): the writes store the events of their
-// changes in the table events, in their transactions (record). Each event
-// has a seq, its place in commit order, which readers follow: a reader that
-// has read up to seq n never sees a row appear below n.
-//
-//   - SQLite: seq is the row's INTEGER PRIMARY KEY, given at insert: write
-//     transactions are serialized, so insert order is commit order.
-//     PruneEvents keeps the newest event, so that no seq is given twice
-//     (AUTOINCREMENT would too, at the cost of a write in every
-//     transaction).
-//   - PostgreSQL and MySQL: transactions commit in another order than they
-//     insert, so every reader first runs the sequencer (sequence), which
-//     gives the committed events their seqs in pos (insert) order, after
-//     the greatest seq given. A row is numbered only once visible, and two
-//     changes of which one began after the other committed insert in that
-//     order, so seqs follow commit order. The writes insert into
-//     event_log, and the sequencer copies the committed rows into events,
-//     numbered, keeping the positions it passed that were not committed
-//     yet (holes) until it finds them or can prove them rolled back: on
-//     PostgreSQL by the xmin of its snapshot (engine_postgres.go,
-//     parley_sequence), on MySQL by a gate that writers hold shared
-//     (engine_mysql.go). No row is updated per event.
-//
-// Readers are given ids made of the seq, sealed under the installation's
-// secret key (eventSealer, ids.Sealer), which GetEvent opens back: an id
-// tells nothing of the seq, and no id is stored. The payload is the JSON of
-// the event's object: the store's own format, never shown as it is.
+// changes in their transactions (record). Each event has a seq, its place
+// in commit order: SQLite gives it at insert; on PostgreSQL and MySQL the
+// writes insert into event_log, and every reader first runs the sequencer
+// (sequence), which copies the committed events into events, numbered in
+// insert order, updating no row. Readers are given ids made of the seq,
+// sealed (eventSealer); the payload is the JSON of the event's object.
 
 // maxSequence is the most rows one sequencing transaction numbers.
 const maxSequence = 1000
@@ -410,27 +390,27 @@ func (s *store) eventsOf(ctx context.Context, rows []eventRow) ([]messaging.Even
 // GetEvent returns the event with this id, or an error matching
 // messaging.ErrNotFound (also for an id this installation's key did not
 // seal, and for an event not numbered yet, which no reader has seen).
-func (s *store) GetEvent(ctx context.Context, id string) (messaging.Event, error) {
+func (s *store) GetEvent(ctx context.Context, id string) (_ messaging.Event, err error) {
+	defer wrapTo("sqlstore.GetEvent", &err)
 	sealer, err := s.eventSealer(ctx)
 	if err != nil {
-		return messaging.Event{}, wrapErr("sqlstore.GetEvent", err)
+		return messaging.Event{}, err
 	}
 	seq, ok := sealer.Open(ids.Event, id)
 	if !ok {
-		return messaging.Event{}, wrapErr("sqlstore.GetEvent", notFound("event"))
+		return messaging.Event{}, notFound("event")
 	}
-	e, err := s.oneEvent(ctx, "e.seq = ?", seq)
-	return e, wrapErr("sqlstore.GetEvent", err)
+	return s.oneEvent(ctx, "e.seq = ?", seq)
 }
 
 // LastEvent returns the event of greatest seq, or an error matching
 // messaging.ErrNotFound.
-func (s *store) LastEvent(ctx context.Context) (messaging.Event, error) {
+func (s *store) LastEvent(ctx context.Context) (_ messaging.Event, err error) {
+	defer wrapTo("sqlstore.LastEvent", &err)
 	if err := s.sequence(ctx); err != nil {
-		return messaging.Event{}, wrapErr("sqlstore.LastEvent", err)
+		return messaging.Event{}, err
 	}
-	e, err := s.oneEvent(ctx, "e.seq > 0 ORDER BY e.seq DESC LIMIT 1")
-	return e, wrapErr("sqlstore.LastEvent", err)
+	return s.oneEvent(ctx, "e.seq > 0 ORDER BY e.seq DESC LIMIT 1")
 }
 
 // oneEvent returns the first event of those that where (and what follows
@@ -453,13 +433,13 @@ const pruneBatch = 1000
 // PruneEvents removes events oldest first while they were created before
 // before, in batches, walking the seq index (no index on the time is kept
 // for it). On SQLite it keeps the newest event.
-func (s *store) PruneEvents(ctx context.Context, before time.Time) (int, error) {
-	total := 0
+func (s *store) PruneEvents(ctx context.Context, before time.Time) (total int, err error) {
+	defer wrapTo("sqlstore.PruneEvents", &err)
 	var newest int64
 	if s.sql.numbersAtInsert { // no seq given twice
 		var last []int64
 		if err := s.read(ctx, &last, "SELECT seq FROM events ORDER BY seq DESC LIMIT 1"); err != nil {
-			return 0, wrapErr("sqlstore.PruneEvents", err)
+			return 0, err
 		}
 		if len(last) == 0 {
 			return 0, nil
@@ -472,7 +452,7 @@ func (s *store) PruneEvents(ctx context.Context, before time.Time) (int, error) 
 			CreatedAt time.Time `bun:"created_at"`
 		}
 		if err := s.read(ctx, &rows, "SELECT seq, created_at FROM events WHERE seq > 0 ORDER BY seq LIMIT ?", pruneBatch); err != nil {
-			return total, wrapErr("sqlstore.PruneEvents", err)
+			return total, err
 		}
 		k := 0
 		for k < len(rows) && rows[k].CreatedAt.Before(before) && rows[k].Seq != newest {
@@ -487,7 +467,7 @@ func (s *store) PruneEvents(ctx context.Context, before time.Time) (int, error) 
 			return err
 		})
 		if err != nil {
-			return total, wrapErr("sqlstore.PruneEvents", err)
+			return total, err
 		}
 		if k < len(rows) || len(rows) < pruneBatch {
 			return total, nil
@@ -496,10 +476,10 @@ func (s *store) PruneEvents(ctx context.Context, before time.Time) (int, error) 
 }
 
 // ClaimCursor claims the handler position name for owner until until.
-func (s *store) ClaimCursor(ctx context.Context, name, owner string, start int64, now, until time.Time) (int64, bool, error) {
+func (s *store) ClaimCursor(ctx context.Context, name, owner string, start int64, now, until time.Time) (_ int64, ok bool, err error) {
+	defer wrapTo("sqlstore.ClaimCursor", &err)
 	var seq []int64
-	var ok bool
-	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err = s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.ExecContext(ctx, "INSERT INTO event_cursors (name, seq, owner) VALUES (?, ?, '')"+s.sql.skipTail("name"), name, start); err != nil {
 			return err
 		}
@@ -516,7 +496,7 @@ func (s *store) ClaimCursor(ctx context.Context, name, owner string, start int64
 		err = notFound("handler cursor")
 	}
 	if err != nil {
-		return 0, false, wrapErr("sqlstore.ClaimCursor", err)
+		return 0, false, err
 	}
 	return seq[0], ok, nil
 }
