@@ -60,42 +60,8 @@ func mysqlHoles(t *testing.T, s *sqlstore.Store) []string {
 func TestOutboxMySQLKeepsAnEarlyUncommittedEvent(t *testing.T) {
 	defer sqlstore.SetGateAges(0, time.Hour)() // the gate at every pass, never waited for
 	s := openMySQLOutbox(t)
-	alice := putContact(t, s, "alice")
-	ctx := t.Context()
-	sendWithEvent(t, s, "c", alice)
-	last := readAll(t, s, 0)
-	require.Len(t, last, 1)
-	after := last[0].Seq
-
-	early, err := s.DB().DB.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-	require.NoError(t, err)
-	defer early.Rollback()
-	logMySQLEvents(t, early, "early", 1)
-
-	seen := 0
-	for pass := range 30 {
-		sendWithEvent(t, s, "c", alice)
-		if pass%3 == 0 {
-			tx, err := s.DB().DB.BeginTx(ctx, nil)
-			require.NoError(t, err)
-			logMySQLEvents(t, tx, "gone", 1)
-			require.NoError(t, tx.Rollback())
-		}
-		for _, e := range readAll(t, s, after) {
-			require.NotContains(t, e.DeletedID, "early", "pass %d: the uncommitted event", pass)
-			require.Greater(t, e.Seq, after)
-			after = e.Seq
-			seen++
-		}
-		require.NotEmpty(t, mysqlHoles(t, s), "pass %d: the early event's position is a hole", pass)
-	}
-	require.Equal(t, 30, seen)
-
-	require.NoError(t, early.Commit())
-	got := readAll(t, s, after)
-	require.Len(t, got, 1, "the early event, delivered once committed")
-	assert.Equal(t, "early-1", got[0].DeletedID)
-	assert.Greater(t, got[0].Seq, after)
+	after := keepsAnEarlyUncommittedEvent(t, s, putContact(t, s, "alice"),
+		&sql.TxOptions{Isolation: sql.LevelReadCommitted}, logMySQLEvents, mysqlHoles)
 	readAll(t, s, after)
 	assert.Empty(t, mysqlHoles(t, s), "the rollbacks' holes are forgotten")
 }

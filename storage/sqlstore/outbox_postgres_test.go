@@ -72,16 +72,29 @@ func holes(t *testing.T, s *sqlstore.Store) []string {
 // never forgotten while its transaction runs.
 func TestOutboxKeepsAnEarlyUncommittedEvent(t *testing.T) {
 	s, alice := openOutbox(t)
+	after := keepsAnEarlyUncommittedEvent(t, s, alice, nil, logEvents, holes)
+	require.Eventually(t, func() bool { readAll(t, s, after); return len(holes(t, s)) == 0 }, 10*time.Second, 50*time.Millisecond,
+		"the rollbacks' holes are forgotten")
+}
+
+// keepsAnEarlyUncommittedEvent logs an event in a transaction (begun with
+// opts) left open while 30 passes send, roll back and read later events,
+// checks that it is never read while open, that its position stays a hole
+// (by holes), and that it is read once committed, after those. It returns
+// the last position read. log inserts events as the engine's writers do.
+func keepsAnEarlyUncommittedEvent(t *testing.T, s *sqlstore.Store, alice messaging.Contact, opts *sql.TxOptions,
+	log func(*testing.T, *sql.Tx, string, int), holes func(*testing.T, *sqlstore.Store) []string) int64 {
+	t.Helper()
 	ctx := t.Context()
 	sendWithEvent(t, s, "c", alice)
 	last := readAll(t, s, 0)
 	require.Len(t, last, 1)
 	after := last[0].Seq
 
-	early, err := s.DB().DB.BeginTx(ctx, nil)
+	early, err := s.DB().DB.BeginTx(ctx, opts)
 	require.NoError(t, err)
 	defer early.Rollback()
-	logEvents(t, early, "early", 1)
+	log(t, early, "early", 1)
 
 	seen := 0
 	for pass := range 30 {
@@ -90,7 +103,7 @@ func TestOutboxKeepsAnEarlyUncommittedEvent(t *testing.T) {
 			// A transaction that ends meanwhile moves the horizon on.
 			tx, err := s.DB().DB.BeginTx(ctx, nil)
 			require.NoError(t, err)
-			logEvents(t, tx, "gone", 1)
+			log(t, tx, "gone", 1)
 			require.NoError(t, tx.Rollback())
 		}
 		for _, e := range readAll(t, s, after) {
@@ -108,8 +121,7 @@ func TestOutboxKeepsAnEarlyUncommittedEvent(t *testing.T) {
 	require.Len(t, got, 1, "the early event, delivered once committed")
 	assert.Equal(t, "early-1", got[0].DeletedID)
 	assert.Greater(t, got[0].Seq, after)
-	require.Eventually(t, func() bool { readAll(t, s, after); return len(holes(t, s)) == 0 }, 10*time.Second, 50*time.Millisecond,
-		"the rollbacks' holes are forgotten")
+	return got[0].Seq
 }
 
 // TestOutboxForgetsRollbacksAsRanges checks that the positions of a
