@@ -156,16 +156,9 @@ func (mysqlEngine) storeKey(ctx context.Context, _ *store, tx bun.Tx, done drive
 	return err
 }
 
-// The outbox on MySQL (DESIGN.md §4.3): writers insert into event_log,
-// each insert taking the gate (row 2 of event_sequence) shared before
-// AUTO_INCREMENT draws its positions, to its commit. A pass copies the
-// committed rows past high_pos into events, numbered in pos order, and
-// keeps the positions it passed unseen as holes, read again later; a
-// hole is forgotten only if a read after the gate was taken exclusively,
-// after the hole was found, still misses it: its writer had then ended.
-
 // mysqlGate is the first value of an insert into event_log, its type,
-// read through the gate's shared lock (MariaDB has no FOR SHARE).
+// read through the gate's shared lock (MariaDB has no FOR SHARE; the
+// outbox on MySQL: DESIGN.md §4.3).
 const mysqlGate = "(SELECT ? FROM event_sequence WHERE id = 2 LOCK IN SHARE MODE)"
 
 // A hole older than gateAge makes passes try the gate at once (NOWAIT);
@@ -199,48 +192,41 @@ func holesText(hs []hole) string {
 }
 
 // cutHole appends to dst the ranges of h without the positions of got
-// (sorted), nor those of proven (in order): what a read left of h.
-func cutHole(dst []hole, h hole, got []int64, proven []hole) []hole {
+// (sorted): what a read left of h.
+func cutHole(dst []hole, h hole, got []int64) []hole {
 	lo := h.from
-	emit := func(hi int64) {
-		for _, p := range proven {
-			if hi >= lo && p.to >= lo && p.from <= hi {
-				if p.from > lo {
-					dst = append(dst, hole{lo, p.from - 1, h.found})
-				}
-				lo = p.to + 1
-			}
-		}
-		if lo <= hi {
-			dst = append(dst, hole{lo, hi, h.found})
-		}
-	}
 	for i, _ := slices.BinarySearch(got, h.from); i < len(got) && got[i] <= h.to; i++ {
-		emit(got[i] - 1)
+		if got[i] > lo {
+			dst = append(dst, hole{lo, got[i] - 1, h.found})
+		}
 		lo = got[i] + 1
 	}
-	emit(h.to)
+	if lo <= h.to {
+		dst = append(dst, hole{lo, h.to, h.found})
+	}
 	return dst
 }
 
 // sequence copies the committed rows of event_log into events, numbered,
 // by passes (mysqlPass), while a pass reads a full batch.
 func (mysqlEngine) sequence(ctx context.Context, s *store) error {
-	// The probe, outside the lock, so that a reader finding nothing to
-	// copy writes nothing: the holes, and whether there is anything to do.
-	const probeSQL = `SELECT COALESCE(q.holes, '') FROM event_sequence AS q
-		WHERE q.id = 1 AND (q.holes <> '' OR (SELECT MAX(l.pos) FROM event_log AS l) > q.high_pos)`
 	for {
-		var probe []string
-		if err := s.read(ctx, &probe, probeSQL); err != nil || len(probe) == 0 {
+		// The probe, outside the lock, so that a reader finding nothing to
+		// copy writes nothing.
+		var probe []struct {
+			Holes string `bun:"holes"`
+			High  int64  `bun:"high_pos"`
+		}
+		if err := s.read(ctx, &probe, `SELECT COALESCE(q.holes, '') AS holes, q.high_pos FROM event_sequence AS q
+			WHERE q.id = 1 AND (q.holes <> '' OR (SELECT MAX(l.pos) FROM event_log AS l) > q.high_pos)`); err != nil || len(probe) == 0 {
 			return err
 		}
-		known, err := parseHoles(probe[0])
+		known, err := parseHoles(probe[0].Holes)
 		if err != nil {
 			return err
 		}
 		s.seqMu.Lock() // one sequencer of this process at a time; others wait, then find less to do
-		var proven []hole
+		proven := int64(0)
 		now := time.Now().UnixMilli()
 		oldest := now
 		for _, h := range known {
@@ -249,9 +235,10 @@ func (mysqlEngine) sequence(ctx context.Context, s *store) error {
 		if len(known) > 0 && now-oldest >= gateAge.Milliseconds() {
 			// The gate, exclusively, in a transaction of its own (MySQL
 			// locks no row in autocommit), released at once: granted, the
-			// known holes' writers had ended. If it fails (NOWAIT while a
-			// writer holds it, a deadlock with a writer waiting at it),
-			// the holes wait for a later pass.
+			// known holes' writers had ended, and the holes up to the
+			// probe's high_pos are those known ones, or what passes left of
+			// them. If it fails (NOWAIT while a writer holds it, a deadlock
+			// with a writer waiting at it), the holes wait for a later pass.
 			gate := "SELECT id FROM event_sequence WHERE id = 2 FOR UPDATE NOWAIT"
 			if now-oldest >= gateWait.Milliseconds() {
 				gate = "SELECT id FROM event_sequence WHERE id = 2 FOR UPDATE"
@@ -262,7 +249,7 @@ func (mysqlEngine) sequence(ctx context.Context, s *store) error {
 			})
 			switch {
 			case err == nil:
-				proven = known
+				proven = probe[0].High
 			case ctx.Err() != nil:
 				s.seqMu.Unlock()
 				return err
@@ -283,10 +270,9 @@ func (mysqlEngine) sequence(ctx context.Context, s *store) error {
 // mysqlPass copies up to maxSequence committed rows of event_log past
 // high_pos, and those of the holes, into events, numbered in pos order
 // after last_seq, in tx, and returns how many it read past high_pos. The
-// positions of proven, holes known before the gate was taken, that it
-// does not read are forgotten. A pass that copies nothing and forgets
-// nothing writes nothing.
-func mysqlPass(ctx context.Context, s *store, tx bun.Tx, proven []hole) (int, error) {
+// holes up to proven that it does not read are forgotten. A pass that
+// copies nothing and forgets nothing writes nothing.
+func mysqlPass(ctx context.Context, s *store, tx bun.Tx, proven int64) (int, error) {
 	type state struct {
 		Last  int64  `bun:"last_seq"`
 		High  int64  `bun:"high_pos"`
@@ -302,58 +288,43 @@ func mysqlPass(ctx context.Context, s *store, tx bun.Tx, proven []hole) (int, er
 	}
 	// The positions to copy: a consistent read, after the lock (and the
 	// gate), of those past high_pos and those of the holes.
-	var b strings.Builder
-	b.WriteString("(SELECT pos FROM event_log WHERE pos > ? ORDER BY pos LIMIT ?)")
-	args := []any{st.High, maxSequence}
-	for i, h := range holes {
-		if i == 0 {
-			b.WriteString(" UNION ALL (SELECT pos FROM event_log WHERE ")
-		} else {
-			b.WriteString(" OR ")
-		}
-		b.WriteString("pos BETWEEN ? AND ?")
-		args = append(args, h.from, h.to)
-	}
+	query, args := "(SELECT pos FROM event_log WHERE pos > ? ORDER BY pos LIMIT ?)", []any{st.High, maxSequence}
 	if len(holes) > 0 {
-		b.WriteString(")")
+		query += " UNION ALL (SELECT pos FROM event_log WHERE " + strings.Repeat(" OR pos BETWEEN ? AND ?", len(holes))[4:] + ")"
+		for _, h := range holes {
+			args = append(args, h.from, h.to)
+		}
 	}
 	var got []int64
-	if err := tx.NewRaw(b.String(), args...).Scan(ctx, &got); err != nil {
+	if err := tx.NewRaw(query, args...).Scan(ctx, &got); err != nil {
 		return 0, err
 	}
 	slices.Sort(got)
-	top, past := st.High, 0
-	if len(got) > 0 && got[len(got)-1] > st.High {
+	past, _ := slices.BinarySearch(got, st.High+1)
+	past = len(got) - past
+	top := st.High
+	if past > 0 {
 		top = got[len(got)-1]
-		i, _ := slices.BinarySearch(got, st.High+1)
-		past = len(got) - i
 	}
 	var kept []hole
 	for _, h := range holes {
-		kept = cutHole(kept, h, got, proven)
+		if h.to > proven {
+			kept = cutHole(kept, h, got)
+		}
 	}
-	if top > st.High {
-		kept = cutHole(kept, hole{st.High + 1, top, time.Now().UnixMilli()}, got, nil)
-	}
-	if len(got) == 0 && holesText(kept) == holesText(holes) {
+	kept = cutHole(kept, hole{st.High + 1, top, time.Now().UnixMilli()}, got)
+	if len(got) == 0 && len(kept) == len(holes) {
 		return 0, nil // nothing copied, nothing forgotten
 	}
 	n := int64(0)
 	if len(got) > 0 {
-		var in strings.Builder
-		for i, pos := range got {
-			if i > 0 {
-				in.WriteByte(',')
-			}
-			in.WriteString(strconv.FormatInt(pos, 10))
-		}
 		if n, err = affected(tx.ExecContext(ctx, `INSERT INTO events (seq, pos, type, conversation_id, audience_id, created_at, payload, deleted_id)
 			SELECT ? + ROW_NUMBER() OVER (ORDER BY l.pos), l.pos, l.type, l.conversation_id, l.audience_id, l.created_at, l.payload, l.deleted_id
-			FROM event_log AS l WHERE l.pos IN (`+in.String()+`)`, st.Last)); err != nil {
+			FROM event_log AS l WHERE l.pos IN (?)`, st.Last, bun.List(got))); err != nil {
 			return 0, err
 		}
 		if n != int64(len(got)) {
-			return 0, errors.New("sqlstore: the sequencer copied " + strconv.FormatInt(n, 10) + " of " + strconv.Itoa(len(got)) + " events")
+			return 0, fmt.Errorf("sqlstore: the sequencer copied %d of %d events", n, len(got))
 		}
 	}
 	_, err = tx.ExecContext(ctx, "UPDATE event_sequence SET last_seq = ?, high_pos = ?, holes = ? WHERE id = 1", st.Last+n, top, holesText(kept))
