@@ -424,34 +424,19 @@ var sqliteReadCols = strings.NewReplacer(
 // contact_username" into "+m.id AS id, +c.username AS contact_username".
 // An expression (with parentheses) stays as it is.
 func exprCols(cols string) string {
-	var parts []string
-	depth, start := 0, 0
-	for i, c := range cols {
-		switch c {
-		case '(':
-			depth++
-		case ')':
-			depth--
-		case ',':
-			if depth == 0 {
-				parts = append(parts, cols[start:i])
-				start = i + 1
-			}
-		}
-	}
-	parts = append(parts, cols[start:])
+	parts := strings.Split(cols, ",")
+	depth := 0
 	for i, p := range parts {
 		p = strings.Join(strings.Fields(p), " ")
-		if strings.Contains(p, "(") {
+		inExpr := depth > 0 || strings.Contains(p, "(")
+		depth += strings.Count(p, "(") - strings.Count(p, ")")
+		if inExpr {
 			parts[i] = p
 			continue
 		}
 		col, alias, ok := strings.Cut(p, " AS ")
 		if !ok {
-			_, alias, ok = strings.Cut(col, ".")
-			if !ok {
-				alias = col
-			}
+			alias = col[strings.IndexByte(col, '.')+1:]
 		}
 		parts[i] = "+" + col + " AS " + alias
 	}
