@@ -362,23 +362,15 @@ var searchWindow, maxSearchWindow = 1_000, 20_000
 // mysqlWords returns the condition on m that its words hold q's (the
 // last as a prefix), tested on the row by LIKE, and its arguments.
 func mysqlWords(q driver.SearchQuery) (string, []any) {
-	var b strings.Builder
-	args := make([]any, 0, len(q.Words)+1)
+	var conds []string
+	var args []any
 	for _, w := range q.Words {
-		if b.Len() > 0 {
-			b.WriteString(" AND ")
-		}
-		b.WriteString("CONCAT(' ', m.search_words, ' ') LIKE ?")
-		args = append(args, "% "+mysqlWordMark+w+" %")
+		conds, args = append(conds, "CONCAT(' ', m.search_words, ' ') LIKE ?"), append(args, "% "+mysqlWordMark+w+" %")
 	}
 	if q.Prefix != "" {
-		if b.Len() > 0 {
-			b.WriteString(" AND ")
-		}
-		b.WriteString("CONCAT(' ', m.search_words) LIKE ?")
-		args = append(args, "% "+mysqlWordMark+q.Prefix+"%")
+		conds, args = append(conds, "CONCAT(' ', m.search_words) LIKE ?"), append(args, "% "+mysqlWordMark+q.Prefix+"%")
 	}
-	return b.String(), args
+	return strings.Join(conds, " AND "), args
 }
 
 // search is SearchMessages on MySQL and MariaDB. FULLTEXT reads every
@@ -388,14 +380,9 @@ func mysqlWords(q driver.SearchQuery) (string, []any) {
 // window of messages_created beyond the cursor (searchMySQLWindow).
 func (mysqlEngine) search(ctx context.Context, s *store, q driver.SearchQuery, convs []string, member string) ([]messaging.Message, bool, error) {
 	like, likeArgs := mysqlWords(q)
-	page := func(index string, b branch) (string, []any) {
-		return s.pageSQL(pageQuery{cols: messageCols, alias: "m", after: q.After, before: q.Before, limit: q.Limit,
-			from:     "messages AS m FORCE INDEX (" + index + ") LEFT JOIN contacts AS c ON c.id = m.contact_id",
-			branches: []branch{b}})
-	}
 	switch {
 	case q.All:
-		items, more, ok, err := s.searchMySQLWindow(ctx, q, like, likeArgs, page)
+		items, more, ok, err := s.searchMySQLWindow(ctx, q, like, likeArgs)
 		if err != nil || ok {
 			return items, more, err
 		}
@@ -405,21 +392,14 @@ func (mysqlEngine) search(ctx context.Context, s *store, q driver.SearchQuery, c
 			return nil, false, err
 		}
 		if n <= maxSearchScan {
-			b, _ := s.searchScope(false, "", convs)
-			b.where, b.args = b.where+" AND "+like, append(b.args, likeArgs...)
-			query, args := page("messages_conversation_created", b)
+			p := s.matchPage(q, "", convs, like, likeArgs)
+			p.from = "messages AS m FORCE INDEX (messages_conversation_created) LEFT JOIN contacts AS c ON c.id = m.contact_id"
+			query, args := s.pageSQL(p)
 			return s.searchPage(ctx, q, query, args)
 		}
 	}
-	b, _ := s.searchScope(q.All, member, convs)
 	match, args := mysqlSearchMatch(q)
-	if b.where != "" {
-		match = b.where + " AND " + match
-		args = append(b.args, args...)
-	}
-	b = branch{where: match, args: args}
-	query, qargs := s.pageSQL(pageQuery{cols: messageCols, from: messageFrom, alias: "m", after: q.After, before: q.Before,
-		limit: q.Limit, branches: []branch{b}})
+	query, qargs := s.pageSQL(s.matchPage(q, member, convs, match, args))
 	return s.searchPage(ctx, q, query, qargs)
 }
 
@@ -427,8 +407,7 @@ func (mysqlEngine) search(ctx context.Context, s *store, q driver.SearchQuery, c
 // from the rows of messages_created beyond q's cursor, testing each row's
 // words (like), in a window of rows (searchWindow): ok is false when the
 // window holds less than a page and more rows follow it.
-func (s *store) searchMySQLWindow(ctx context.Context, q driver.SearchQuery, like string, likeArgs []any,
-	page func(index string, b branch) (string, []any)) (items []messaging.Message, more, ok bool, err error) {
+func (s *store) searchMySQLWindow(ctx context.Context, q driver.SearchQuery, like string, likeArgs []any) (items []messaging.Message, more, ok bool, err error) {
 	dir, cmp, cur, edge := "DESC", "<", q.After, ">="
 	if q.Before != nil {
 		dir, cmp, cur, edge = "ASC", ">", q.Before, "<="
@@ -448,13 +427,15 @@ func (s *store) searchMySQLWindow(ctx context.Context, q driver.SearchQuery, lik
 			" ORDER BY m.created_at "+dir+", m.id "+dir+" LIMIT 1 OFFSET "+strconv.Itoa(window), seekArgs...); err != nil {
 			return nil, false, false, err
 		}
-		b := branch{where: like, args: likeArgs}
+		where, args := like, likeArgs
 		if len(at) > 0 {
 			// Every row from the cursor to at (ties included) is
 			// tested, so a page found there is the page.
-			b.where, b.args = "m.created_at "+edge+" ? AND "+like, append([]any{at[0]}, likeArgs...)
+			where, args = "m.created_at "+edge+" ? AND "+like, append([]any{at[0]}, likeArgs...)
 		}
-		query, args := page("messages_created", b)
+		p := s.matchPage(q, "", nil, where, args)
+		p.from = "messages AS m FORCE INDEX (messages_created) LEFT JOIN contacts AS c ON c.id = m.contact_id"
+		query, args := s.pageSQL(p)
 		rows := make([]messageRow, 0, q.Limit+1)
 		if err := s.read(ctx, &rows, query, args...); err != nil {
 			return nil, false, false, err

@@ -313,23 +313,17 @@ func tsLexeme(s string) string {
 // that GIN reads their entries alone (DESIGN.md §4.10). The rows'
 // conversations are tested too: two conversations' hashes may meet.
 func pgSearchMatch(q driver.SearchQuery, convs []string) (string, []any) {
-	var b strings.Builder
+	var terms []string
 	term := func(word, suffix string) {
-		if b.Len() > 0 {
-			b.WriteString(" & ")
-		}
 		if len(convs) == 0 {
-			b.WriteString(tsLexeme(word) + suffix)
+			terms = append(terms, tsLexeme(word)+suffix)
 			return
 		}
-		b.WriteString("(")
+		alts := make([]string, len(convs))
 		for i, c := range convs {
-			if i > 0 {
-				b.WriteString(" | ")
-			}
-			b.WriteString(tsLexeme(pgQualified(c, word)) + suffix)
+			alts[i] = tsLexeme(pgQualified(c, word)) + suffix
 		}
-		b.WriteString(")")
+		terms = append(terms, "("+strings.Join(alts, " | ")+")")
 	}
 	for _, w := range q.Words {
 		term(w, "")
@@ -337,10 +331,11 @@ func pgSearchMatch(q driver.SearchQuery, convs []string) (string, []any) {
 	if q.Prefix != "" {
 		term(q.Prefix, ":*")
 	}
+	tsq := strings.Join(terms, " & ")
 	if len(convs) == 0 {
-		return pgSearchVector + " @@ ?::tsquery", []any{b.String()}
+		return pgSearchVector + " @@ ?::tsquery", []any{tsq}
 	}
-	return pgConversationVector + " @@ ?::tsquery AND split_part(m.conversation_id, '/', 1) IN (?)", []any{b.String(), idList(convs)}
+	return pgConversationVector + " @@ ?::tsquery AND split_part(m.conversation_id, '/', 1) IN (?)", []any{tsq, idList(convs)}
 }
 
 // search is SearchMessages on PostgreSQL.
@@ -350,14 +345,8 @@ func (*postgresEngine) search(ctx context.Context, s *store, q driver.SearchQuer
 		// Named in the match (pgSearchMatch): no other condition.
 		named, q.All = convs, true
 	}
-	b, _ := s.searchScope(q.All, member, convs)
 	match, args := pgSearchMatch(q, named)
-	if b.where != "" {
-		match = b.where + " AND " + match
-		args = append(b.args, args...)
-	}
-	p := pageQuery{cols: messageCols, from: messageFrom, alias: "m", after: q.After, before: q.Before, limit: q.Limit,
-		branches: []branch{{where: match, args: args}}}
+	p := s.matchPage(q, member, convs, match, args)
 	if named != nil {
 		// Every match from GIN, then sorted: OFFSET 0 keeps the planner
 		// from walking messages_created and testing each row, which reads
@@ -367,4 +356,15 @@ func (*postgresEngine) search(ctx context.Context, s *store, q driver.SearchQuer
 	}
 	query, qargs := s.pageSQL(p)
 	return s.searchPage(ctx, q, query, qargs)
+}
+
+// matchPage returns the page of q of the messages that match (a condition
+// on m, with args) in the scope of q.All, member and convs (searchScope).
+func (s *store) matchPage(q driver.SearchQuery, member string, convs []string, match string, args []any) pageQuery {
+	b, _ := s.searchScope(q.All, member, convs)
+	if b.where != "" {
+		match, args = b.where+" AND "+match, append(b.args, args...)
+	}
+	return pageQuery{cols: messageCols, from: messageFrom, alias: "m", after: q.After, before: q.Before, limit: q.Limit,
+		branches: []branch{{where: match, args: args}}}
 }
