@@ -2,7 +2,7 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,16 +14,14 @@ import (
 // one placeholder per element on the prepared path.
 type idList []string
 
-// boxedIDs is an idList whose ids are boxed already (each a string), so
-// that two queries of the same ids box them once (a page's reactions and
-// attachments).
+// boxedIDs is an idList boxed already, for two queries of the same ids
+// (DESIGN.md §4.7).
 type boxedIDs []any
 
-// read runs a query outside transactions on the reader database, and
-// scans its rows into dst (a pointer to a slice of rows). query has bun's
-// "?" placeholders; args are strings, ints, times, nils and idLists.
-// Where the engine keeps prepared reads (SQLite), the statement is
-// prepared once and reused; elsewhere it is planned with its values.
+// read runs query outside transactions on the reader database and scans
+// its rows into dst (a pointer to a slice of rows). query has bun's "?"
+// placeholders; args are strings, ints, times, nils and idLists. Prepared
+// where the engine keeps prepared reads (SQLite, DESIGN.md §4.7).
 func (s *store) read(ctx context.Context, dst any, query string, args ...any) error {
 	if s.stmts == nil {
 		return s.r.NewRaw(query, bunArgs(args)...).Scan(ctx, dst)
@@ -32,13 +30,11 @@ func (s *store) read(ctx context.Context, dst any, query string, args ...any) er
 }
 
 // maxPreparedIDs is the most ids in the lists of a query that readByIDs
-// and transactions (txStmt) prepare: each length is a statement of its
-// own.
+// and transactions prepare: each length is a statement of its own.
 const maxPreparedIDs = 16
 
-// readByIDs is read for the reactions and attachments of messages by their
-// ids, whose plan is a lookup of each id: prepared on PostgreSQL too, for
-// up to maxPreparedIDs ids.
+// readByIDs is read for the reactions and attachments of messages by
+// their ids: prepared on PostgreSQL too, for up to maxPreparedIDs ids.
 func (s *store) readByIDs(ctx context.Context, dst any, query string, args ...any) error {
 	if longList(args) {
 		return s.read(ctx, dst, query, args...)
@@ -46,8 +42,7 @@ func (s *store) readByIDs(ctx context.Context, dst any, query string, args ...an
 	return s.readPrepared(ctx, dst, query, args...)
 }
 
-// longList reports whether args hold a list of more than maxPreparedIDs
-// ids, whose statement is not worth one of the cache's maxStmts.
+// longList reports whether args hold a list of more than maxPreparedIDs.
 func longList(args []any) bool {
 	for _, a := range args {
 		switch l := a.(type) {
@@ -64,10 +59,8 @@ func longList(args []any) bool {
 	return false
 }
 
-// readPrepared is read for a query whose best plan is the same for every
-// value of its arguments (a lookup by key, a range of one index in its
-// order): prepared, from pgx's cache of each connection on PostgreSQL
-// (Store.cached), from stmtCache on SQLite (DESIGN.md §4.7).
+// readPrepared is read for a query whose plan suits every value of its
+// arguments, prepared on every engine that can (DESIGN.md §4.7).
 func (s *store) readPrepared(ctx context.Context, dst any, query string, args ...any) error {
 	if s.cached != nil {
 		if q, dargs, ok := expandArgs(query, args, true); ok {
@@ -123,8 +116,7 @@ func bunArgs(args []any) []any {
 			continue
 		}
 		if out == nil {
-			out = make([]any, len(args))
-			copy(out, args)
+			out = slices.Clone(args)
 		}
 		out[i] = bun.List(l)
 	}
@@ -219,20 +211,18 @@ func driverTime(t time.Time) string {
 }
 
 // queryFn runs a query and scans its rows into dst: Store.read, or a
-// transaction's (txQuery).
+// transaction's (txQuery, txReads).
 type queryFn func(ctx context.Context, dst any, query string, args ...any) error
 
-// txQuery returns the queryFn of tx.
+// txQuery returns the queryFn of tx, unprepared.
 func txQuery(tx bun.IDB) queryFn {
 	return func(ctx context.Context, dst any, query string, args ...any) error {
 		return tx.NewRaw(query, bunArgs(args)...).Scan(ctx, dst)
 	}
 }
 
-// txRead runs query in tx and scans its rows into dst, as execWrite runs
-// a write: as the statement txStmt gives (on PostgreSQL, prepared once a
-// transaction ran it), for a query whose plan suits every value of its
-// arguments (as readPrepared's); as bun formats it otherwise.
+// txRead runs query in tx and scans its rows into dst, prepared where
+// execWrite would prepare a write (DESIGN.md §4.7).
 func (s *store) txRead(ctx context.Context, tx bun.Tx, dst any, query string, args ...any) error {
 	if q, dargs, ok := s.txCached(query, args); ok {
 		rows, err := tx.Tx.QueryContext(ctx, q, s.cachedArgs(dargs)...)
@@ -249,23 +239,6 @@ func (s *store) txRead(ctx context.Context, tx bun.Tx, dst any, query string, ar
 		return s.w.ScanRows(ctx, rows, dst)
 	}
 	return tx.NewRaw(query, bunArgs(args)...).Scan(ctx, dst)
-}
-
-// txScan runs query, which reads one row, in tx as txRead does, and
-// scans its columns into dest (database/sql's Rows.Scan: no struct to
-// map); sql.ErrNoRows when it reads none.
-func (s *store) txScan(ctx context.Context, tx bun.Tx, query string, args []any, dest ...any) error {
-	if q, dargs, ok := s.txCached(query, args); ok {
-		err := tx.Tx.QueryRowContext(ctx, q, s.cachedArgs(dargs)...).Scan(dest...)
-		if err != nil && err != sql.ErrNoRows {
-			return staleInCachedTx(err)
-		}
-		return err
-	}
-	if st, dargs := s.txStmt(ctx, tx, query, args); st != nil {
-		return st.QueryRowContext(ctx, dargs...).Scan(dest...)
-	}
-	return tx.QueryRowContext(ctx, query, bunArgs(args)...).Scan(dest...)
 }
 
 // txReads returns the queryFn of txRead in tx.

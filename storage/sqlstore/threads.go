@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"slices"
 	"strconv"
@@ -70,42 +69,39 @@ const tombstoneSQL = `UPDATE messages SET text = '', search_words = ?, deleted =
 
 // takeReply checks, with the root's row locked until tx ends, that the
 // root of m, a reply, takes it, and makes the root's sender and the
-// reply's take part in the thread unless they do; the read that checks
-// tells that too, so a reply in a thread both take part in writes nothing
-// more. Where a transaction holds the database (SQLite), the reply's count
-// checks the same, and takeReply runs only when that counted nothing
-// (countNew).
-//
-// Each sender is an EXISTS of its own, not one count over contact_id
-// IN (m.contact_id, ?): SQLite builds an IN list whose values are not
-// constants into a temporary B-tree (OpenEphemeral) at every run, and
-// opening and closing it were most of the check's CPU (BENCHMARKS.md
-// §13, 2026-11-27).
+// reply's take part in the thread unless they do (one EXISTS each:
+// DESIGN.md §4.11). On SQLite it runs only when countCheckedReplySQL
+// counted nothing (countNew).
 func (s *store) takeReply(ctx context.Context, tx bun.Tx, m messaging.Message) error {
 	key, at := threadKey(m.ConversationID, m.ParentID), m.CreatedAt.UTC()
-	var rootContact string
-	var thread, rootTakes, senderTakes bool
-	err := s.txScan(ctx, tx, `SELECT m.contact_id, m.thread,
-		EXISTS (SELECT 1 FROM conversation_members AS t WHERE t.conversation_id = ? AND t.contact_id = m.contact_id AND t.joined_at IS NOT NULL),
-		EXISTS (SELECT 1 FROM conversation_members AS t WHERE t.conversation_id = ? AND t.contact_id = ? AND t.joined_at IS NOT NULL)
-		FROM messages AS m WHERE m.id = ? AND m.conversation_id = ? AND NOT m.deleted`+s.sql.forUpdate,
-		[]any{key, key, m.Contact.ID, m.ParentID, m.ConversationID}, &rootContact, &thread, &rootTakes, &senderTakes)
-	if err == sql.ErrNoRows {
-		return driver.ErrNoParent
+	var roots []struct {
+		Contact     string `bun:"contact_id"`
+		Thread      bool   `bun:"thread"`
+		RootTakes   bool   `bun:"root_takes"`
+		SenderTakes bool   `bun:"sender_takes"`
 	}
-	if err != nil {
+	if err := s.txRead(ctx, tx, &roots, `SELECT m.contact_id, m.thread,
+		EXISTS (SELECT 1 FROM conversation_members AS t WHERE t.conversation_id = ? AND t.contact_id = m.contact_id AND t.joined_at IS NOT NULL) AS root_takes,
+		EXISTS (SELECT 1 FROM conversation_members AS t WHERE t.conversation_id = ? AND t.contact_id = ? AND t.joined_at IS NOT NULL) AS sender_takes
+		FROM messages AS m WHERE m.id = ? AND m.conversation_id = ? AND NOT m.deleted`+s.sql.forUpdate,
+		key, key, m.Contact.ID, m.ParentID, m.ConversationID); err != nil {
 		return err
 	}
-	if !thread {
+	if len(roots) == 0 {
+		return driver.ErrNoParent
+	}
+	root := roots[0]
+	var err error
+	if !root.Thread {
 		if _, err := s.execWrite(ctx, tx, "UPDATE messages SET thread = TRUE WHERE id = ?", m.ParentID); err != nil {
 			return err
 		}
 	}
 	switch {
-	case rootContact == m.Contact.ID && !senderTakes:
+	case root.Contact == m.Contact.ID && !root.SenderTakes:
 		_, err = s.execWrite(ctx, tx, s.takersSQL(1), key, m.Contact.ID, at)
-	case rootContact != m.Contact.ID && !(rootTakes && senderTakes):
-		_, err = s.execWrite(ctx, tx, s.takersSQL(2), key, rootContact, at, key, m.Contact.ID, at)
+	case root.Contact != m.Contact.ID && !(root.RootTakes && root.SenderTakes):
+		_, err = s.execWrite(ctx, tx, s.takersSQL(2), key, root.Contact, at, key, m.Contact.ID, at)
 	}
 	return err
 }
