@@ -12,18 +12,9 @@ import (
 	"github.com/parleychat/parley/messaging/driver"
 )
 
-// A conversation is a row of conversations with its counters and last
-// message; each contact's state in it is a row of conversation_members:
-// membership, read position (the (created_at, id) of the message read
-// through) and three counters, so that its unread count is arithmetic:
-//
-//	unread = (message_count - read_count) - (own_count - own_read_count)
-//
-// read_count counts the messages at or before the position, own_count the
-// contact's own, own_read_count those of them at or before it. Whatever
-// changes them locks the conversation's row first, and sends count in
-// their own transaction or statement, so that reads only read (DESIGN.md
-// §4.2). A message stored before a reader's position counts as read.
+// A conversation is a row of conversations; each contact's state in it,
+// a row of conversation_members: membership, read position and the
+// counters of its unread count (DESIGN.md §4.2).
 
 // conversationRow is a conversation joined with one contact's state in it.
 type conversationRow struct {
@@ -141,17 +132,23 @@ func completeConversations(ctx context.Context, d *dialectSQL, query queryFn, ro
 // GetConversation returns the conversation as viewerID sees it, or an
 // error matching ErrNotFound.
 func (s *store) GetConversation(ctx context.Context, id, viewerID string) (messaging.Conversation, error) {
+	c, err := s.readConversation(ctx, s.read, id, viewerID)
+	return c, wrapErr("sqlstore.GetConversation", err)
+}
+
+// readConversation is GetConversation by read.
+func (s *store) readConversation(ctx context.Context, read queryFn, id, viewerID string) (messaging.Conversation, error) {
 	var rows []conversationRow
-	err := s.read(ctx, &rows, "SELECT "+conversationCols+" FROM "+conversationFrom+" WHERE c.id = ?", viewerID, id)
+	err := read(ctx, &rows, "SELECT "+conversationCols+" FROM "+conversationFrom+" WHERE c.id = ?", viewerID, id)
 	if err == nil && len(rows) == 0 {
 		err = notFound("conversation")
 	}
 	var cs []messaging.Conversation
 	if err == nil {
-		cs, err = completeConversations(ctx, s.sql, s.read, rows)
+		cs, err = completeConversations(ctx, s.sql, read, rows)
 	}
 	if err != nil {
-		return messaging.Conversation{}, wrapErr("sqlstore.GetConversation", err)
+		return messaging.Conversation{}, err
 	}
 	return cs[0], nil
 }
@@ -166,32 +163,31 @@ func (s *store) ListConversations(ctx context.Context, q driver.ConversationQuer
 	if q.Limit < 1 {
 		return nil, false, invalid("limit must be at least 1")
 	}
-	p := pageQuery{cols: conversationCols, from: "conversations AS c", joins: conversationJoins, joinArgs: []any{q.ViewerID}, alias: "c", timeCol: "updated_at",
-		coarse: s.sql.listedAt, after: q.After, before: q.Before, limit: q.Limit}
 	convs, member, err := s.scope(ctx, q.All, q.MemberID, q.ConversationIDs, maxBranches)
 	if err != nil {
 		return nil, false, err
 	}
-	b, ok := s.scopeBranch("c.id", q.All, member, convs)
-	if !ok {
-		if q.After != nil || q.Before != nil {
-			return nil, false, notFound("conversation")
+	// The list over column col (threads' conversations are listed as
+	// threads).
+	scoped := func(col string) (branch, bool) {
+		b, ok := s.scopeBranch(col, q.All, member, convs)
+		if q.All {
+			b.where = notThread(col)
 		}
-		return []messaging.Conversation{}, false, nil
+		return b, ok
 	}
-	if q.All {
-		b.where = notThread("c.id") // threads' conversations are listed as threads
+	b, ok := scoped("c.id")
+	if !ok {
+		return nothing[messaging.Conversation](q.Window, "conversation")
 	}
-	p.branches = []branch{b}
+	p := pageQuery{cols: conversationCols, from: "conversations AS c", joins: conversationJoins, joinArgs: []any{q.ViewerID}, alias: "c", timeCol: "updated_at",
+		coarse: s.sql.listedAt, branches: []branch{b}, after: q.After, before: q.Before, limit: q.Limit}
 	// A cursor by id: the row of that id among the list's (cursor, the
 	// FROM and WHERE of a query of x, and its arguments).
 	var cursor string
 	var cursorArgs []any
 	if cur := cmp.Or(q.After, q.Before); cur != nil && cur.Time.IsZero() {
-		x, _ := s.scopeBranch("x.id", q.All, member, convs)
-		if q.All {
-			x.where = notThread("x.id")
-		}
+		x, _ := scoped("x.id")
 		cursor, cursorArgs = "conversations AS x WHERE x.id = ? AND "+x.where, append([]any{cur.ID}, x.args...)
 		if s.sql.subqueryBounds {
 			p.cursorRow, p.cursorArgs, p.afterID = cursor, cursorArgs, q.After != nil
@@ -211,9 +207,7 @@ func (s *store) ListConversations(ctx context.Context, q driver.ConversationQuer
 	}
 	query, args := s.pageSQL(p)
 	// Over every conversation, or a member's many, a walk of the list's
-	// index (conversations_listed or conversations_updated) whatever the values: prepared. Planning its
-	// joins took PostgreSQL three times its execution (BENCHMARKS.md
-	// section 4).
+	// index whatever the values: prepared (DESIGN.md §4.12).
 	read := s.read
 	if q.All || member != "" && len(convs) == 0 {
 		read = s.readPrepared
@@ -423,16 +417,12 @@ func (s *store) MarkRead(ctx context.Context, conversationID, contactID, message
 	return wrapErr("sqlstore.MarkRead", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		// Lock the conversation first, as sends, deletes and imports do; on
 		// MySQL the reads below then see every change committed before it.
-		var conv []struct {
-			Count int64 `bun:"message_count"`
-		}
-		if err := tx.NewRaw("SELECT message_count FROM conversations WHERE id = ?"+s.sql.forUpdate, conversationID).Scan(ctx, &conv); err != nil {
+		read := txQuery(tx)
+		count, err := readOne[int64](ctx, read, "message", "SELECT message_count FROM conversations WHERE id = ?"+s.sql.forUpdate, conversationID)
+		if err != nil {
 			return err
 		}
-		if len(conv) == 0 {
-			return notFound("message")
-		}
-		at, err := readOne[time.Time](ctx, txQuery(tx), "message", "SELECT created_at FROM messages WHERE id = ? AND conversation_id = ?", messageID, conversationID)
+		at, err := readOne[time.Time](ctx, read, "message", "SELECT created_at FROM messages WHERE id = ? AND conversation_id = ?", messageID, conversationID)
 		if err != nil {
 			return err
 		}
@@ -441,36 +431,33 @@ func (s *store) MarkRead(ctx context.Context, conversationID, contactID, message
 			conversationID, contactID); err != nil {
 			return err
 		}
-		var st []memberState
-		if err := tx.NewRaw("SELECT read_created, read_message_id, own_count FROM conversation_members WHERE conversation_id = ? AND contact_id = ?"+s.sql.forUpdate,
-			conversationID, contactID).Scan(ctx, &st); err != nil {
+		from, err := readOne[memberState](ctx, read, "member", "SELECT read_created, read_message_id, own_count FROM conversation_members WHERE conversation_id = ? AND contact_id = ?"+s.sql.forUpdate,
+			conversationID, contactID)
+		if err != nil {
 			return err
 		}
-		from := st[0]
 		if from.ReadCreated != nil && (from.ReadCreated.After(to) || from.ReadCreated.Equal(to) && *from.ReadID >= messageID) {
 			return nil // positions never move back
 		}
-		var tails []rangeCount
-		if err := tx.NewRaw(`SELECT COUNT(*) AS n, COALESCE(SUM(CASE WHEN contact_id = ? THEN 1 ELSE 0 END), 0) AS own
-			FROM (SELECT contact_id FROM messages WHERE conversation_id = ? AND (created_at > ? OR (created_at = ? AND id > ?))
-			ORDER BY created_at, id LIMIT ?) AS r`, contactID, conversationID, to, to, messageID, tailCap+1).Scan(ctx, &tails); err != nil {
+		const counts = "SELECT COUNT(*) AS n, COALESCE(SUM(CASE WHEN contact_id = ? THEN 1 ELSE 0 END), 0) AS own FROM "
+		tail, err := readOne[rangeCount](ctx, read, "message", counts+`(SELECT contact_id FROM messages WHERE conversation_id = ?
+			AND (created_at > ? OR (created_at = ? AND id > ?)) ORDER BY created_at, id LIMIT ?) AS r`, contactID, conversationID, to, to, messageID, tailCap+1)
+		if err != nil {
 			return err
 		}
-		tail := tails[0]
-		set, args := "read_count = ?, own_read_count = ?", []any{conv[0].Count - tail.All, from.OwnCount - tail.Own}
+		set, args := "read_count = ?, own_read_count = ?", []any{count - tail.All, from.OwnCount - tail.Own}
 		if tail.All > tailCap {
 			passed := "(created_at < ? OR (created_at = ? AND id <= ?))"
-			pargs := []any{to, to, messageID}
+			pargs := []any{contactID, conversationID, to, to, messageID}
 			if from.ReadCreated != nil {
 				passed += " AND (created_at > ? OR (created_at = ? AND id > ?))"
 				pargs = append(pargs, *from.ReadCreated, *from.ReadCreated, *from.ReadID)
 			}
-			var n []rangeCount
-			if err := tx.NewRaw(`SELECT COUNT(*) AS n, COALESCE(SUM(CASE WHEN contact_id = ? THEN 1 ELSE 0 END), 0) AS own
-				FROM messages WHERE conversation_id = ? AND `+passed, append([]any{contactID, conversationID}, pargs...)...).Scan(ctx, &n); err != nil {
+			n, err := readOne[rangeCount](ctx, read, "message", counts+"messages WHERE conversation_id = ? AND "+passed, pargs...)
+			if err != nil {
 				return err
 			}
-			set, args = "read_count = read_count + ?, own_read_count = own_read_count + ?", []any{n[0].All, n[0].Own}
+			set, args = "read_count = read_count + ?, own_read_count = own_read_count + ?", []any{n.All, n.Own}
 		}
 		if _, err := tx.ExecContext(ctx, "UPDATE conversation_members SET read_created = ?, read_message_id = ?, "+set+
 			" WHERE conversation_id = ? AND contact_id = ?", append(append([]any{to, messageID}, args...), conversationID, contactID)...); err != nil {
@@ -480,18 +467,11 @@ func (s *store) MarkRead(ctx context.Context, conversationID, contactID, message
 			return nil
 		}
 		// The conversation as the reader sees it now, for the event.
-		var rows []conversationRow
-		if err := tx.NewRaw("SELECT "+conversationCols+" FROM "+conversationFrom+" WHERE c.id = ?", contactID, conversationID).Scan(ctx, &rows); err != nil {
-			return err
-		}
-		cs, err := completeConversations(ctx, s.sql, txQuery(tx), rows)
+		c, err := s.readConversation(ctx, read, conversationID, contactID)
 		if err != nil {
 			return err
 		}
-		if len(cs) == 0 {
-			return notFound("conversation")
-		}
-		return s.record(ctx, tx, rec, driver.Change{Conversation: &cs[0]})
+		return s.record(ctx, tx, rec, driver.Change{Conversation: &c})
 	}))
 }
 

@@ -86,7 +86,8 @@ func (s *store) searchScope(all bool, member string, convs []string) (branch, bo
 	if len(convs) > 0 {
 		// The replies of these conversations are under their threads'
 		// keys (threads.go).
-		b.where, b.args = "("+b.where+" OR "+threadsOf("m.conversation_id", len(convs))+")", append(b.args, threadPatterns(convs)...)
+		c, args := threadsOf("m.conversation_id", convs)
+		b.where, b.args = "("+b.where+" OR "+c+")", append(b.args, args...)
 	}
 	if member != "" {
 		// A member of many conversations: the replies of those are under

@@ -14,10 +14,7 @@ import (
 	"github.com/parleychat/parley/messaging/driver"
 )
 
-// Threads: DESIGN.md §4.11. A reply's conversation_id is its thread's key
-// (threadKey); those who take part have joined_at set and is_member false;
-// a root's thread flag is set from its first reply, deleted marks its
-// tombstone.
+// Threads: DESIGN.md §4.11.
 
 // threadKey is the conversation id that the replies of root, a message of
 // conv, are stored under.
@@ -35,35 +32,24 @@ func splitThread(stored string) (conv, root string) {
 // notThread is the condition that conversation column col is no thread's.
 func notThread(col string) string { return col + " NOT LIKE '%/%'" }
 
-// threadsOf is the condition that conversation column col is the key of
-// a thread of one of n conversations, whose threadPatterns are its
-// arguments.
-func threadsOf(col string, n int) string {
-	parts := make([]string, n)
-	for i := range parts {
-		parts[i] = col + " LIKE ? ESCAPE '!'"
+// threadsOf returns the condition that conversation column col is the
+// key of a thread of one of convs, and its arguments ("_" escaped: no
+// conversation id holds "!", "%" or "/").
+func threadsOf(col string, convs []string) (string, []any) {
+	parts, args := make([]string, len(convs)), make([]any, len(convs))
+	for i, c := range convs {
+		parts[i], args[i] = col+" LIKE ? ESCAPE '!'", strings.ReplaceAll(c, "_", "!_")+"/%"
 	}
-	return strings.Join(parts, " OR ")
+	return strings.Join(parts, " OR "), args
 }
 
 // threadConversation returns the SQL of the conversation of the thread
 // key in col ("<conversation>/<root>"): what comes before the slash.
 func (s *store) threadConversation(col string) string { return fmt.Sprintf(s.sql.beforeSlash, col) }
 
-// threadPatterns returns the LIKE patterns of the keys of the threads of
-// convs ("_" escaped: no conversation id holds "!", "%" or "/").
-func threadPatterns(convs []string) []any {
-	out := make([]any, len(convs))
-	for i, c := range convs {
-		out[i] = strings.ReplaceAll(c, "_", "!_") + "/%"
-	}
-	return out
-}
-
-// tombstoneSQL turns a root into its tombstone: nothing of its text (nor
-// its words: search finds no tombstone), reactions, attachments or read
-// state is kept (their rows are deleted with it). Its arguments: the
-// words of no text, the id.
+// tombstoneSQL turns a root into its tombstone, of no text, words,
+// reactions, attachments or read state. Its arguments: the words of no
+// text, the id.
 const tombstoneSQL = `UPDATE messages SET text = '', search_words = ?, deleted = TRUE, reaction_count = 0, attachment_count = 0,
 	read_at = NULL, updated_at = NULL WHERE id = ?`
 
@@ -107,13 +93,10 @@ func (s *store) takeReply(ctx context.Context, tx bun.Tx, m messaging.Message) e
 }
 
 // countCheckedReplySQL is countSend for a reply, counting it only when
-// takeReply would write nothing: its root takes it, is marked as a
-// thread's, and both senders take part (SQLite;
-// dialectSQL.countCheckedReply). Its arguments: countSend's, then the
-// root, the reply's conversation, the thread key twice and the reply's
-// sender. The check is in the SELECT of an insert: in the WHERE of an
-// UPDATE (countReplySQL) it would make SQLite collect the rows in a
-// temporary table first, as for any UPDATE whose WHERE has a subquery.
+// takeReply would write nothing (SQLite, DESIGN.md §4.11). Its arguments:
+// countSend's, the root, the reply's conversation, the thread key twice,
+// the reply's sender. An INSERT … SELECT: in an UPDATE's WHERE, the check
+// would make SQLite collect the rows in a temporary table first.
 const countCheckedReplySQL = `INSERT INTO conversations (id, created_at, updated_at, message_count, last_message_id)
 	SELECT ?, ?, ?, ?, ? FROM messages AS r WHERE r.id = ? AND r.conversation_id = ? AND r.thread AND NOT r.deleted
 		AND EXISTS (SELECT 1 FROM conversation_members AS t WHERE t.conversation_id = ? AND t.contact_id = r.contact_id AND t.joined_at IS NOT NULL)
@@ -128,12 +111,8 @@ func (s *store) takersSQL(n int) string {
 }
 
 // insertReplySQL stores a reply on PostgreSQL in one statement, as
-// insertSent stores a send. Every part selects from root, the root's row
-// locked when it takes the reply, so that a root that does not take it
-// makes the statement store nothing (no row inserted: ErrNoParent). The
-// parts: the root's thread flag; the thread's conversation row; the rows
-// of its takers and readers (counted and placed as insertSentManySQL and
-// placeThreadsSQL do); its key record and events; the message.
+// insertSent stores a send; every part selects from root, so that a root
+// that does not take the reply stores nothing (DESIGN.md §4.11).
 func insertReplySQL(keyed, events bool) string {
 	after := `(conversation_members.read_created > n.at OR (conversation_members.read_created = n.at AND conversation_members.read_message_id > n.id))`
 	with := []string{`root AS MATERIALIZED (SELECT m.id, m.contact_id, m.thread FROM messages AS m
@@ -170,9 +149,8 @@ func insertReplySQL(keyed, events bool) string {
 	SELECT n.id, n.key, n.contact, CAST(? AS text), CAST(? AS text), CAST(? AS timestamptz), n.at, CAST(? AS timestamptz), 0 FROM n`
 }
 
-// insertReply stores m, a reply with no attachments, as insertSent stores
-// a send (insertReplySQL; PostgreSQL). sm is m as stored, in its thread's
-// conversation.
+// insertReply stores m, a reply with no attachments, by insertReplySQL;
+// sm is m as stored, in its thread's conversation.
 func (s *store) insertReply(ctx context.Context, m, sm messaging.Message, evs []messaging.Event, done *driver.IdempotencyRecord) error {
 	args := []any{m.ParentID, m.ConversationID, m.ID, sm.ConversationID, m.Contact.ID, m.CreatedAt.UTC()}
 	if done != nil {
@@ -196,11 +174,8 @@ func (s *store) insertReply(ctx context.Context, m, sm messaging.Message, evs []
 	return err
 }
 
-// placeThreadsSQL gives the rows of those who take part in the threads
-// of its list of keys their thread's last reply time (thread_at), while
-// the thread has replies: its conversation's updated_at, NULL when it has
-// none. Whatever changes a thread's updated_at or message_count, or makes
-// one take part, runs it in the same transaction (placeThreads).
+// placeThreadsSQL sets the takers' thread_at of the threads of its list
+// of keys (DESIGN.md §4.11).
 const placeThreadsSQL = `UPDATE conversation_members SET thread_at = (SELECT CASE WHEN c.message_count > 0 THEN c.updated_at END
 		FROM conversations AS c WHERE c.id = conversation_members.conversation_id)
 	WHERE conversation_id IN (?) AND joined_at IS NOT NULL`
@@ -268,8 +243,7 @@ type threadCount struct {
 }
 
 // addThreadCounts sets the ReplyCount and LastReplyAt of the roots among
-// out whose rows have thread set, from their threads' counters, in one
-// query.
+// out (of rows) from their threads' rows, in one query.
 func addThreadCounts(ctx context.Context, query queryFn, rows []messageRow, out []messaging.Message) error {
 	var keys []string
 	for i := range rows {
@@ -299,8 +273,7 @@ func addThreadCounts(ctx context.Context, query queryFn, rows []messageRow, out 
 	return nil
 }
 
-// thread returns root's thread as conv, the thread's conversation as the
-// viewer sees it, gives it.
+// thread returns root's thread of conv, its conversation.
 func thread(root messaging.Message, conv messaging.Conversation) messaging.Thread {
 	t := messaging.Thread{Root: root, ReplyCount: conv.MessageCount, UnreadCount: conv.UnreadCount, LastReadMessageID: conv.LastReadMessageID}
 	if conv.MessageCount > 0 {
@@ -332,22 +305,25 @@ func (s *store) GetThread(ctx context.Context, rootID, viewerID string) (_ messa
 
 // ListReplies returns a page of the root's replies, newest first: a page
 // of the thread's conversation.
-func (s *store) ListReplies(ctx context.Context, q driver.ReplyQuery) ([]messaging.Message, bool, error) {
-	var rows []messageRefRow
-	if err := s.readPrepared(ctx, &rows, messageRefSQL, q.RootID); err != nil {
-		return nil, false, wrapErr("sqlstore.ListReplies", err)
+func (s *store) ListReplies(ctx context.Context, q driver.ReplyQuery) (_ []messaging.Message, _ bool, err error) {
+	defer wrapTo("sqlstore.ListReplies", &err)
+	key, err := s.threadOf(ctx, q.RootID, "message")
+	if messaging.KindOf(err) == messaging.ErrNotFound {
+		return nothing[messaging.Message](q.Window, "message")
+	} else if err != nil {
+		return nil, false, err
 	}
-	if len(rows) == 0 || strings.Contains(rows[0].ConversationID, "/") {
-		if q.After != nil || q.Before != nil {
-			return nil, false, wrapErr("sqlstore.ListReplies", notFound("message"))
-		}
-		return []messaging.Message{}, false, nil
+	return s.listMessages(ctx, driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{key}}, Window: q.Window})
+}
+
+// threadOf returns the thread key of root, or an error matching
+// ErrNotFound that names what when root is no message or a reply.
+func (s *store) threadOf(ctx context.Context, root, what string) (string, error) {
+	ref, err := readOne[messageRefRow](ctx, s.readPrepared, what, messageRefSQL, root)
+	if err == nil && strings.Contains(ref.ConversationID, "/") {
+		err = notFound(what)
 	}
-	items, more, err := s.listMessages(ctx, driver.MessageQuery{
-		Scope:  driver.Scope{ConversationIDs: []string{threadKey(rows[0].ConversationID, q.RootID)}},
-		Window: q.Window,
-	})
-	return items, more, wrapErr("sqlstore.ListReplies", err)
+	return threadKey(ref.ConversationID, root), err
 }
 
 // threadListCols are the columns of a thread's conversation (c) with the
@@ -357,54 +333,47 @@ const threadListCols = `c.id, c.created_at, c.updated_at, c.message_count, c.las
 
 // ListThreads returns a page of the viewer's threads, most recently
 // replied first: a range of the viewer's rows of conversation_members by
-// thread_at (placeThreadsSQL), joined with their conversations, rows out
-// of the scope skipped; it stops at its page, however many threads the
-// viewer takes part in.
+// thread_at, rows out of the scope skipped (DESIGN.md §4.11).
 func (s *store) ListThreads(ctx context.Context, q driver.ThreadQuery) (_ []messaging.Thread, _ bool, err error) {
 	defer wrapTo("sqlstore.ListThreads", &err)
 	if q.Limit < 1 {
 		return nil, false, invalid("limit must be at least 1")
 	}
-	var scope branch
+	where, args := " WHERE t.contact_id = ? AND t.thread_at IS NOT NULL", []any{q.ViewerID}
 	if !q.All {
 		convs, member, err := s.scope(ctx, false, q.MemberID, q.ConversationIDs, maxBranches)
 		if err != nil {
 			return nil, false, err
 		}
-		var ok bool
-		if scope, ok = s.scopeBranch(s.threadConversation("t.conversation_id"), false, member, convs); !ok {
-			if q.After != nil || q.Before != nil {
-				return nil, false, notFound("thread")
-			}
-			return []messaging.Thread{}, false, nil
+		b, ok := s.scopeBranch(s.threadConversation("t.conversation_id"), false, member, convs)
+		if !ok {
+			return nothing[messaging.Thread](q.Window, "thread")
 		}
+		where, args = where+" AND "+b.where, append(args, b.args...)
 	}
-	where := " WHERE t.contact_id = ? AND t.thread_at IS NOT NULL"
-	args := []any{q.ViewerID}
-	if scope.where != "" {
-		where += " AND " + scope.where
-		args = append(args, scope.args...)
-	}
-	dir, cmpOp, cur := "DESC", "<", q.After
+	dir, op, cur := "DESC", "<", q.After
 	if q.Before != nil {
-		dir, cmpOp, cur = "ASC", ">", q.Before
+		dir, op, cur = "ASC", ">", q.Before
 	}
 	if cur != nil {
-		at, key, err := s.threadCursor(ctx, cur.ID, where, args)
+		key, err := s.threadOf(ctx, cur.ID, "thread")
 		if err != nil {
 			return nil, false, err
 		}
-		seek, seekArgs := s.seek("t.thread_at", "t.conversation_id", cmpOp, at, key)
-		where += " AND " + seek
-		args = append(args, seekArgs...)
+		at, err := readOne[time.Time](ctx, s.read, "thread", "SELECT t.thread_at FROM conversation_members AS t"+where+" AND t.conversation_id = ?",
+			append(slices.Clone(args), key)...)
+		if err != nil {
+			return nil, false, err
+		}
+		seek, seekArgs := s.seek("t.thread_at", "t.conversation_id", op, at, key)
+		where, args = where+" AND "+seek, append(args, seekArgs...)
 	}
 	query := "SELECT " + threadListCols + " FROM conversation_members AS t JOIN conversations AS c ON c.id = t.conversation_id" + where +
 		" ORDER BY t.thread_at " + dir + ", t.conversation_id " + dir + " LIMIT " + strconv.Itoa(q.Limit+1)
 	// Over every conversation, a range of one index whatever the values:
-	// prepared. Planning took 0.4 ms of a PostgreSQL page whose execution
-	// took 0.07 ms.
+	// prepared (DESIGN.md §4.11).
 	read := s.read
-	if scope.where == "" {
+	if q.All {
 		read = s.readPrepared
 	}
 	var rows []conversationRow
@@ -412,16 +381,16 @@ func (s *store) ListThreads(ctx context.Context, q driver.ThreadQuery) (_ []mess
 		return nil, false, err
 	}
 	rows, more := trimPage(rows, q.Limit, q.Before != nil)
-	rootIDs := make([]string, 0, len(rows))
-	for _, r := range rows {
-		_, root := splitThread(r.ID)
-		rootIDs = append(rootIDs, root)
+	if len(rows) == 0 {
+		return []messaging.Thread{}, more, nil
+	}
+	rootIDs := make([]string, len(rows))
+	for i, r := range rows {
+		_, rootIDs[i] = splitThread(r.ID)
 	}
 	var mrows []messageRow
-	if len(rootIDs) > 0 {
-		if err := s.read(ctx, &mrows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id IN (?)", idList(rootIDs)); err != nil {
-			return nil, false, err
-		}
+	if err := s.read(ctx, &mrows, "SELECT "+messageCols+" FROM "+messageFrom+" WHERE m.id IN (?)", idList(rootIDs)); err != nil {
+		return nil, false, err
 	}
 	roots, err := complete(ctx, s.sql, s.readByIDs, mrows)
 	if err != nil {
@@ -429,30 +398,13 @@ func (s *store) ListThreads(ctx context.Context, q driver.ThreadQuery) (_ []mess
 	}
 	out := make([]messaging.Thread, 0, len(rows))
 	for i := range rows {
-		_, rootID := splitThread(rows[i].ID)
 		for _, r := range roots {
-			if r.ID == rootID {
+			if r.ID == rootIDs[i] {
 				out = append(out, thread(r, rows[i].conversation()))
 			}
 		}
 	}
 	return out, more, nil
-}
-
-// threadCursor returns the place in the list of where (and its args,
-// over conversation_members AS t) of the thread of root: its thread_at
-// and key; an error matching ErrNotFound when it is not in the list.
-func (s *store) threadCursor(ctx context.Context, root, where string, args []any) (time.Time, string, error) {
-	ref, err := readOne[messageRefRow](ctx, s.readPrepared, "thread", messageRefSQL, root)
-	if err == nil && strings.IndexByte(ref.ConversationID, '/') >= 0 {
-		err = notFound("thread")
-	}
-	if err != nil {
-		return time.Time{}, "", err
-	}
-	key := threadKey(ref.ConversationID, root)
-	at, err := readOne[time.Time](ctx, s.read, "thread", "SELECT t.thread_at FROM conversation_members AS t"+where+" AND t.conversation_id = ?", append(slices.Clone(args), key)...)
-	return at, key, err
 }
 
 // MarkThreadRead moves contactID's read position in the thread forward: a
