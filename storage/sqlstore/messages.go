@@ -93,7 +93,7 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 				}
 			}
 		} else if s.sql.arrays && len(atts) == 0 {
-			return s.insertSent(ctx, tx, m, evs, nil)
+			return s.insertSent(ctx, tx, &pendingSend{m: m, evs: evs})
 		}
 		if err := s.insertMessage(ctx, tx, sm, len(atts)); err != nil {
 			return err
@@ -150,14 +150,14 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 	return err
 }
 
-// insertSent stores m, without attachments, counted, with its events evs
-// and done unless nil, in one statement (insertSentSQL; PostgreSQL).
-func (s *store) insertSent(ctx context.Context, db bun.IConn, m messaging.Message, evs []messaging.Event, done *driver.IdempotencyRecord) error {
-	args, err := sentArgs(&pendingSend{m: m, evs: evs, done: done})
+// insertSent stores p's message, without attachments, counted, with its
+// events and key's record, in one statement (insertSentSQL; PostgreSQL).
+func (s *store) insertSent(ctx context.Context, db bun.IConn, p *pendingSend) error {
+	q, args, err := sentSQL([]*pendingSend{p})
 	if err != nil {
 		return err
 	}
-	_, err = s.execWrite(ctx, db, insertSentSQL, args...)
+	_, err = s.execWrite(ctx, db, q, args...)
 	if isUniqueViolation(err) {
 		return conflict("a message with this id exists")
 	}

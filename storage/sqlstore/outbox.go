@@ -3,8 +3,10 @@ package sqlstore
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -47,25 +49,18 @@ func (s *store) eventSealer(ctx context.Context) (*ids.Sealer, error) {
 	if sl := s.sealer.Load(); sl != nil {
 		return sl, nil
 	}
-	var keys []string
+	var key string
 	read := func() error {
-		keys = keys[:0]
-		if err := s.w.NewRaw("SELECT event_key FROM parley_installation WHERE one = 1").Scan(ctx, &keys); err != nil {
-			return err
-		}
-		if len(keys) == 0 {
-			return errNoInstallation
-		}
-		return nil
+		return s.w.NewRaw("SELECT event_key FROM parley_installation WHERE one = 1").Scan(ctx, &key)
 	}
-	if err := read(); err != nil {
+	if err := read(); errors.Is(err, sql.ErrNoRows) {
+		return nil, errNoInstallation
+	} else if err != nil {
 		return nil, err
 	}
-	if keys[0] == "" {
+	if key == "" {
 		var k [16]byte
-		if _, err := rand.Read(k[:]); err != nil {
-			return nil, err
-		}
+		rand.Read(k[:])
 		err := s.retry(ctx, func(ctx context.Context) error {
 			_, err := s.w.ExecContext(ctx, "UPDATE parley_installation SET event_key = ? WHERE one = 1 AND event_key = ''", hex.EncodeToString(k[:]))
 			return err
@@ -77,11 +72,11 @@ func (s *store) eventSealer(ctx context.Context) (*ids.Sealer, error) {
 			return nil, err
 		}
 	}
-	key, err := hex.DecodeString(keys[0])
+	k, err := hex.DecodeString(key)
 	if err != nil {
 		return nil, fmt.Errorf("the installation's event_key is not hex: %w", err)
 	}
-	sl, err := ids.NewSealer(key)
+	sl, err := ids.NewSealer(k)
 	if err != nil {
 		return nil, err
 	}
@@ -137,32 +132,22 @@ func (s *store) record(ctx context.Context, tx bun.Tx, rec driver.Recorder, c dr
 	return s.insertEvents(ctx, tx, rec(c))
 }
 
-// insertEvents stores evs in tx, in their order, in one statement.
+// insertEvents stores evs in tx, in their order, in one statement. No
+// id is stored: readers are given ids made of their seqs (eventSealer).
 func (s *store) insertEvents(ctx context.Context, tx bun.Tx, evs []messaging.Event) error {
-	insert, args, err := eventsInsert(s.sql, evs)
-	if err != nil || insert == "" {
-		return err
-	}
-	_, err = s.execWrite(ctx, tx, insert, args...)
-	return err
-}
-
-// eventsInsert returns the statement that inserts evs into d's eventLog
-// and its arguments; "" when there are none. No id is stored: readers
-// are given ids made of their seqs (see eventSealer).
-func eventsInsert(d *dialectSQL, evs []messaging.Event) (string, []any, error) {
 	if len(evs) == 0 {
-		return "", nil, nil
+		return nil
 	}
-	args := make([]any, 0, 7*len(evs))
+	args := make([]any, 0, 6*len(evs))
 	for _, e := range evs {
 		p, err := payloadOf(e)
 		if err != nil {
-			return "", nil, err
+			return err
 		}
 		args = append(args, string(e.Type), nullable(e.ConversationID), nullable(e.AudienceID), e.Created.UTC(), string(p), nullable(e.DeletedID))
 	}
-	return insertEventsSQL(d, len(evs)), args, nil
+	_, err := s.execWrite(ctx, tx, insertEventsSQL(s.sql, len(evs)), args...)
+	return err
 }
 
 // insertEventsArraysSQL inserts events into PostgreSQL's event_log, given as

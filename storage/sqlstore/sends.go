@@ -142,7 +142,7 @@ func (s *store) sendAlone(ctx context.Context, p *pendingSend) error {
 	if p.write != nil {
 		return s.write(ctx, p.write)
 	}
-	return s.retry(ctx, func(ctx context.Context) error { return s.insertSent(ctx, s.w, p.m, p.evs, p.done) })
+	return s.retry(ctx, func(ctx context.Context) error { return s.insertSent(ctx, s.w, p) })
 }
 
 // sendNext hands slot, whose statement ended, to the sends that wait, on
@@ -225,12 +225,12 @@ func (s *store) sendAll(batch []*pendingSend) {
 		s.sendInTx(ctx, batch)
 		return
 	}
-	args, err := sentArrays(batch)
+	q, args, err := sentSQL(batch)
 	if err != nil { // an event's payload: its send's own failure
 		s.eachAlone(batch)
 		return
 	}
-	_, err = s.execWrite(ctx, s.w, insertSentManySQL, args...)
+	_, err = s.execWrite(ctx, s.w, q, args...)
 	switch {
 	case err == nil:
 		for _, p := range batch {
@@ -386,7 +386,7 @@ func whileWaited(ctxs []context.Context) (ctx context.Context, stop func()) {
 }
 
 // insertSentManySQL stores sends alone (insertSent) given as arrays, a
-// column each (sentArrays), in one statement: their messages, key records
+// column each (sentSQL), in one statement: their messages, key records
 // and events, and their counts, as the function parley_send_many of the
 // schema does (migrations/postgres), each conversation's row first, in
 // the order of the ids, and its members' rows after it, so that
@@ -399,36 +399,15 @@ const insertSentManySQL = `SELECT parley_send_many(?::text[], ?::text[], ?::text
 	?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::text[])`
 
 // insertSentSQL stores one send (insertSent) as insertSentManySQL does,
-// from its columns (sentArgs), with the function parley_send: the same
+// from its columns (sentSQL), with the function parley_send: the same
 // rows and counts, in the same order of locks, without the aggregates,
 // sorts and joins that combine a batch.
 const insertSentSQL = `SELECT parley_send(?::text, ?::text, ?::text, ?::text, ?::text, ?::text, ?::timestamptz, ?::text,
 	?::text[], ?::text[], ?::text[], ?::bytea[], ?::timestamptz[], ?::timestamptz[],
 	?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::text[])`
 
-// sentArgs returns the arguments of insertSentSQL for p.
-func sentArgs(p *pendingSend) ([]any, error) {
-	cols := sentColumns(p.m)
-	args := make([]any, 0, 20)
-	for _, v := range cols {
-		args = append(args, v)
-	}
-	return sentKeysEvents(args, []*pendingSend{p})
-}
-
-// sentArrays returns the arguments of insertSentManySQL for batch.
-func sentArrays(batch []*pendingSend) ([]any, error) {
-	msgs := make(pgArrays, 8)
-	for _, p := range batch {
-		for c, v := range sentColumns(p.m) {
-			msgs.add(c, v)
-		}
-	}
-	return sentKeysEvents(msgs.args(make([]any, 0, 20)), batch)
-}
-
-// sentColumns returns the columns of m's row as sentArrays and sentArgs
-// pass them: id, conversation, contact, text, search words, read_at,
+// sentColumns returns the columns of m's row as sentSQL
+// passes them: id, conversation, contact, text, search words, read_at,
 // created_at and updated_at ("" when zero).
 func sentColumns(m messaging.Message) [8]string {
 	readAt, updatedAt := "", ""
@@ -441,9 +420,26 @@ func sentColumns(m messaging.Message) [8]string {
 	return [8]string{m.ID, m.ConversationID, m.Contact.ID, m.Text, searchWordsOf("", m.Text), readAt, driverTime(m.CreatedAt), updatedAt}
 }
 
-// sentKeysEvents appends to args the key records and the events of
-// batch, as arrays, a column each.
-func sentKeysEvents(args []any, batch []*pendingSend) ([]any, error) {
+// sentSQL returns the statement that stores batch (insertSentSQL for a
+// send alone, insertSentManySQL for more) and its arguments: the
+// messages' columns (sentColumns), then their key records and events, a
+// column each.
+func sentSQL(batch []*pendingSend) (string, []any, error) {
+	q, args := insertSentManySQL, make([]any, 0, 20)
+	if len(batch) == 1 {
+		q = insertSentSQL
+		for _, v := range sentColumns(batch[0].m) {
+			args = append(args, v)
+		}
+	} else {
+		msgs := make(pgArrays, 8)
+		for _, p := range batch {
+			for c, v := range sentColumns(p.m) {
+				msgs.add(c, v)
+			}
+		}
+		args = msgs.args(args)
+	}
 	keys := make(pgArrays, 6)
 	var evs []messaging.Event
 	for _, p := range batch {
@@ -456,7 +452,7 @@ func sentKeysEvents(args []any, batch []*pendingSend) ([]any, error) {
 	}
 	evArgs, err := eventsArrays(evs)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	return append(keys.args(args), evArgs...), nil
+	return q, append(keys.args(args), evArgs...), nil
 }
