@@ -180,11 +180,7 @@ const (
 // what failed: a change's index, failedAll or failedTogether.
 func (s *store) makeTogether(id string, todo []*combined) (failed int, err error) {
 	// The transaction runs while one of its callers waits for it.
-	ctxs := make([]context.Context, len(todo))
-	for i, c := range todo {
-		ctxs[i] = c.ctx
-	}
-	ctx, stop := whileWaited(ctxs)
+	ctx, stop := whileWaited(todo, func(c *combined) context.Context { return c.ctx })
 	defer stop()
 
 	outs := make([]messaging.Message, len(todo))

@@ -215,11 +215,7 @@ func (s *store) sendAll(batch []*pendingSend) {
 		s.eachAlone(batch)
 		return
 	}
-	ctxs := make([]context.Context, len(batch))
-	for i, p := range batch {
-		ctxs[i] = p.ctx
-	}
-	ctx, stop := whileWaited(ctxs)
+	ctx, stop := whileWaited(batch, func(p *pendingSend) context.Context { return p.ctx })
 	defer stop()
 	if batch[0].write != nil {
 		s.sendInTx(ctx, batch)
@@ -361,15 +357,16 @@ func serverAnswered(ctx context.Context, err error) bool {
 	return c != "57014" || ctx.Err() == nil
 }
 
-// whileWaited returns a context with the values of ctxs[0] that ends once
-// every one of ctxs has ended, or once stop is called.
-func whileWaited(ctxs []context.Context) (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctxs[0]))
+// whileWaited returns a context with the values of the first of
+// waiters' contexts (ctxOf) that ends once every one has ended, or once
+// stop is called.
+func whileWaited[W any](waiters []W, ctxOf func(W) context.Context) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctxOf(waiters[0])))
 	var waiting sync.WaitGroup
-	waiting.Add(len(ctxs))
-	stops := make([]func() bool, len(ctxs))
-	for i, c := range ctxs {
-		stops[i] = context.AfterFunc(c, waiting.Done)
+	waiting.Add(len(waiters))
+	stops := make([]func() bool, len(waiters))
+	for i, w := range waiters {
+		stops[i] = context.AfterFunc(ctxOf(w), waiting.Done)
 	}
 	go func() {
 		waiting.Wait()
