@@ -16,20 +16,17 @@ import (
 	"github.com/parleychat/parley/messaging"
 )
 
-// SQLite result codes (primary codes are the low byte of extended ones).
-const (
-	sqliteBusy       = 5
-	sqliteLocked     = 6
-	sqliteCantOpen   = 14
-	sqliteConstraint = 19
-	sqliteUnique     = 2067 // SQLITE_CONSTRAINT_UNIQUE
-	sqlitePrimaryKey = 1555 // SQLITE_CONSTRAINT_PRIMARYKEY
-)
-
-// sqliteCode returns the (extended) result code of a SQLite error, or 0.
+// sqliteCode returns the (extended) result code of a SQLite error, or 0;
+// its low byte is the primary code.
 func sqliteCode(err error) int {
 	n, _ := strconv.Atoi(errCode(dialect.SQLite, err))
 	return n
+}
+
+// sqliteBusy reports whether err is SQLITE_BUSY or SQLITE_LOCKED.
+func sqliteBusy(err error) bool {
+	c := sqliteCode(err) & 0xff
+	return c == 5 || c == 6
 }
 
 // pgCode returns the SQLSTATE of a PostgreSQL error, or "".
@@ -42,12 +39,9 @@ func mysqlCode(err error) uint16 {
 	return uint16(n)
 }
 
-// stalePlan reports whether err is PostgreSQL's refusal to run a
-// prepared statement whose result columns a schema change changed the
-// type of (SQLSTATE 0A000, "cached plan must not change result type"),
-// which it refuses until the statement is prepared again. The code is
-// that of every unsupported feature: the callers ask only of the errors
-// of prepared statements (stmtCache.stale).
+// stalePlan reports whether err, of a prepared statement, is PostgreSQL's
+// "cached plan must not change result type" (SQLSTATE 0A000, also that of
+// every unsupported feature): prepared again, the statement runs.
 func stalePlan(err error) bool { return pgCode(err) == "0A000" }
 
 // staleError is the error of a transaction's statement that the cache
@@ -58,20 +52,17 @@ type staleError struct{ err error }
 func (e *staleError) Error() string { return e.err.Error() }
 func (e *staleError) Unwrap() error { return e.err }
 
-// firstFailed is the error of a transaction's first statement that its
-// connection failed (connLost), before the server did anything of it: the
-// transaction can run again, on another connection (retryable).
+// firstFailed is the error of a transaction's BEGIN on a connection that
+// was closed (connLost): it can run again, on another connection.
 type firstFailed struct{ err error }
 
 func (e *firstFailed) Error() string { return e.err.Error() }
 func (e *firstFailed) Unwrap() error { return e.err }
 
 // connLost reports whether err, of a PostgreSQL statement, says that its
-// connection was closed: by the server, with an answer that ends the
-// session (08: connection exception; 57P0x: shutdown,
-// idle_session_timeout), or without one (end of file, reset, broken
-// pipe). A timeout is not: the server may still be running the statement
-// (waiting for a lock, say).
+// connection was closed, with an answer that ends the session (08:
+// connection exception; 57P0x: shutdown, idle_session_timeout) or
+// without one. A timeout is not: the statement may still be running.
 func connLost(err error) bool {
 	if c := pgCode(err); c != "" {
 		return strings.HasPrefix(c, "08") || strings.HasPrefix(c, "57P")
@@ -90,8 +81,7 @@ func connLost(err error) bool {
 }
 
 // broken reports whether err says that a connection broke under a
-// statement: the driver found it bad, or it was reset, or its other end
-// closed.
+// statement.
 func broken(err error) bool {
 	return errors.Is(err, sqldriver.ErrBadConn) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrUnexpectedEOF)
@@ -102,7 +92,7 @@ func broken(err error) bool {
 func (s *store) retryable(err error) bool {
 	var stale *staleError
 	var first *firstFailed
-	if errors.As(err, &stale) || errors.As(err, &first) {
+	if errors.As(err, &stale) || errors.As(err, &first) || sqliteBusy(err) {
 		return true
 	}
 	switch pgCode(err) {
@@ -111,10 +101,6 @@ func (s *store) retryable(err error) bool {
 	}
 	switch mysqlCode(err) {
 	case 1213, 1205: // ER_LOCK_DEADLOCK, ER_LOCK_WAIT_TIMEOUT
-		return true
-	}
-	switch sqliteCode(err) & 0xff {
-	case sqliteBusy, sqliteLocked:
 		return true
 	}
 	return false
@@ -126,10 +112,10 @@ func isUniqueViolation(err error) bool {
 	if pgCode(err) == "23505" || mysqlCode(err) == 1062 {
 		return true
 	}
-	switch c := sqliteCode(err); c {
-	case sqliteUnique, sqlitePrimaryKey:
+	switch sqliteCode(err) {
+	case 2067, 1555: // SQLITE_CONSTRAINT_UNIQUE, SQLITE_CONSTRAINT_PRIMARYKEY
 		return true
-	case sqliteConstraint:
+	case 19: // SQLITE_CONSTRAINT
 		return strings.Contains(err.Error(), "UNIQUE")
 	}
 	return false
@@ -156,7 +142,7 @@ func unavailable(err error) bool {
 	case 2006, 2013: // CR_SERVER_GONE_ERROR, CR_SERVER_LOST: the connection broke
 		return true
 	}
-	return sqliteCode(err)&0xff == sqliteCantOpen
+	return sqliteCode(err)&0xff == 14 // SQLITE_CANTOPEN
 }
 
 // wrapErr returns err as the store returns it: a contract error (one with a
@@ -190,11 +176,8 @@ func invalid(msg string) error {
 }
 
 // networkError reports whether err is the failure of a network operation:
-// a *net.OpError, or a net.Error other than a bare system call error.
-// syscall.Errno has Timeout and Temporary, so it is a net.Error too; but
-// one that no *net.OpError wraps is a local failure (a full disk, a file
-// that may not be written, an I/O error), which waiting will not mend: it
-// is an internal error, not an unavailable backend.
+// a *net.OpError, or a net.Error other than a bare syscall.Errno (a local
+// failure, such as a full disk, which waiting will not mend).
 func networkError(err error) bool {
 	var op *net.OpError
 	if errors.As(err, &op) {

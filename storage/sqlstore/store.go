@@ -363,7 +363,7 @@ func ping(ctx context.Context, db *sql.DB, busy time.Duration) error {
 	deadline := time.Now().Add(busy)
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
 		err := db.PingContext(ctx)
-		if err == nil || (sqliteCode(err)&0xff != sqliteBusy && sqliteCode(err)&0xff != sqliteLocked) || time.Now().After(deadline) {
+		if err == nil || !sqliteBusy(err) || time.Now().After(deadline) {
 			return err
 		}
 		select {
