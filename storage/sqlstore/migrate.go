@@ -32,9 +32,8 @@ var migrationFiles embed.FS
 // lock outlives a transaction, except MySQL's GET_LOCK on a connection of
 // its own. With Options.Schema it first creates that schema if it does not
 // exist. DESIGN.md §4.1 says how, and lists the tables.
-func (st *Store) Migrate(ctx context.Context) error { return st.s.Migrate(ctx) }
-
-func (s *store) Migrate(ctx context.Context) error {
+func (st *Store) Migrate(ctx context.Context) error {
+	s := st.s
 	err := s.migrate(ctx)
 	if err == nil {
 		s.prepareWrites(ctx)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"regexp"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,32 +21,21 @@ import (
 
 // Options configure a Store. A nil *Options means all defaults.
 type Options struct {
-	// MaxOpenConns is the most connections Open keeps open: of the pool
-	// for PostgreSQL and MySQL, of the reader pool for SQLite (SQLite
-	// writes always go through one connection). New leaves the pool of the
-	// *bun.DB it is given as it is. Default: 16 for PostgreSQL and MySQL,
-	// max(4, 2×GOMAXPROCS) SQLite readers.
+	// MaxOpenConns is the most connections Open keeps open (SQLite: its
+	// readers; it writes through one). Default: 16 for PostgreSQL and
+	// MySQL, max(4, 2×GOMAXPROCS) SQLite readers.
 	MaxOpenConns int
-	// MaxRetries is how many times a write transaction is run again after a
-	// serialization failure, deadlock or lock wait timeout (PostgreSQL
-	// SQLSTATE 40001/40P01, MySQL errors 1213/1205), a busy SQLite
-	// database, or a prepared statement that a schema change made stale
-	// (PostgreSQL SQLSTATE 0A000, "cached plan must not change result
-	// type": a newer instance's migration during a rolling deployment), before
-	// the error is returned. Default: 10.
+	// MaxRetries is how many times a write transaction is run again after
+	// a serialization failure, deadlock, lock wait timeout, busy SQLite
+	// database or stale prepared statement. Default: 10.
 	MaxRetries int
-	// BusyTimeout is how long a SQLite connection waits for a lock held by
-	// another connection (another process, or another Store on the same
-	// file) before failing; Open only. Default: 10 seconds.
+	// BusyTimeout is how long a SQLite connection waits for another's
+	// lock; Open only. Default: 10 seconds.
 	BusyTimeout time.Duration
-	// Schema is the PostgreSQL schema that holds the store's tables, so
-	// that they sit apart from the host's own: Open sets it as the
-	// search_path of every connection (in place of one the DSN sets), and
-	// Migrate creates it if it does not exist. It is a lower-case SQL
-	// identifier (letters, digits and underscores). Default: "", the
-	// DSN's search_path. PostgreSQL and Open only; on MySQL or MariaDB,
-	// name a database of its own in the DSN instead, and on SQLite use a
-	// file of its own.
+	// Schema is the PostgreSQL schema of the store's tables, a lower-case
+	// SQL identifier: Open sets it as every connection's search_path and
+	// Migrate creates it. Open and PostgreSQL only. Default: "", the
+	// DSN's search_path.
 	Schema string
 	// Logger receives retried transactions and applied migrations.
 	// Default: slog.Default().
@@ -69,36 +59,9 @@ func (o *Options) withDefaults() Options {
 	return c
 }
 
-// checkSchema reports whether Schema is usable with the engine e.
-func (o *Options) checkSchema(op string, e engine) error {
-	if o.Schema == "" {
-		return nil
-	}
-	if !e.dialect().schemas {
-		return &messaging.Error{Kind: messaging.ErrInvalid, Op: op, Message: "Options.Schema is for PostgreSQL: on MySQL name a database of its own in the DSN, on SQLite use a file of its own"}
-	}
-	if !validSchema(o.Schema) {
-		return &messaging.Error{Kind: messaging.ErrInvalid, Op: op, Message: fmt.Sprintf("Options.Schema %q is not a lower-case SQL identifier", o.Schema)}
-	}
-	return nil
-}
-
-// validSchema reports whether s is a lower-case unquoted SQL identifier of
-// at most 63 bytes (PostgreSQL's limit).
-func validSchema(s string) bool {
-	if s == "" || len(s) > 63 {
-		return false
-	}
-	for i, c := range s {
-		switch {
-		case 'a' <= c && c <= 'z', c == '_':
-		case i > 0 && '0' <= c && c <= '9':
-		default:
-			return false
-		}
-	}
-	return true
-}
+// schemaName is a lower-case unquoted SQL identifier of at most 63 bytes
+// (PostgreSQL's limit): what Options.Schema may be.
+var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // Store is Parley's storage in one SQL database: hand it to messaging.New.
 // It is safe for concurrent use.
@@ -137,39 +100,15 @@ type store struct {
 	cached any
 }
 
-var (
-	_ driver.Store = (*store)(nil)
-)
-
-// Open opens a store by DSN, through the driver registered for its
-// scheme:
-//
-//   - "postgres://…" or "postgresql://…": PostgreSQL, with the package
-//     storage/sqlstore/postgres;
-//   - "mysql://user:pass@host:port/db?param=value", or the
-//     go-sql-driver/mysql form "user:pass@tcp(host:port)/db": MySQL or
-//     MariaDB, with storage/sqlstore/mysql;
-//   - anything else, a file path, a "file:" URI or ":memory:": SQLite,
-//     with storage/sqlstore/sqlite.
-//
-// The driver packages document the DSN parameters they read. A DSN whose
-// driver the program does not import gives an error matching
+// Open opens a store by DSN, through the driver registered for its scheme
+// (see the package doc; the driver packages document their DSNs). A DSN
+// whose driver the program does not import gives an error matching
 // messaging.ErrUnimplemented that names the package to import; a
 // malformed DSN, or an Options.Schema the engine cannot use, one matching
-// messaging.ErrInvalid.
-//
-// Open checks that the database can be reached (errors.Is(err,
-// messaging.ErrUnavailable) when it cannot) but does not create or change
-// the schema: call Migrate.
+// messaging.ErrInvalid; a database that cannot be reached, one matching
+// messaging.ErrUnavailable. Open does not create or change the schema:
+// call Migrate.
 func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
-	s, err := open(ctx, dsn, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &Store{s}, nil
-}
-
-func open(ctx context.Context, dsn string, opts *Options) (*store, error) {
 	o := opts.withDefaults()
 	d, err := driverFor(dsn)
 	if err != nil {
@@ -179,8 +118,11 @@ func open(ctx context.Context, dsn string, opts *Options) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := o.checkSchema("sqlstore.Open", e); err != nil {
-		return nil, err
+	if o.Schema != "" && !e.dialect().schemas {
+		return nil, &messaging.Error{Kind: messaging.ErrInvalid, Op: "sqlstore.Open", Message: "Options.Schema is for PostgreSQL: on MySQL name a database of its own in the DSN, on SQLite use a file of its own"}
+	}
+	if o.Schema != "" && !schemaName.MatchString(o.Schema) {
+		return nil, &messaging.Error{Kind: messaging.ErrInvalid, Op: "sqlstore.Open", Message: fmt.Sprintf("Options.Schema %q is not a lower-case SQL identifier", o.Schema)}
 	}
 	w, r, err := d.Open(dsn, o)
 	if err != nil {
@@ -198,21 +140,17 @@ func open(ctx context.Context, dsn string, opts *Options) (*store, error) {
 			return nil, wrapErr("sqlstore.Open", err)
 		}
 	}
-	s := &store{eng: e, sql: e.dialect(), opts: o}
-	s.w = bun.NewDB(w, d.Dialect())
-	s.r = s.w
+	s := &store{eng: e, sql: e.dialect(), opts: o, w: bun.NewDB(w, d.Dialect())}
+	s.r, s.owned = s.w, []*bun.DB{s.w}
+	if r != w {
+		s.r = bun.NewDB(r, d.Dialect())
+		s.owned = append(s.owned, s.r)
+	}
 	if c, ok := d.(statementCacher); ok {
 		s.cached = c.CachedStatements(dsn)
 	}
-	if r != w {
-		s.r = bun.NewDB(r, d.Dialect())
-	}
-	s.owned = []*bun.DB{s.w}
-	if s.r != s.w {
-		s.owned = append(s.owned, s.r)
-	}
 	e.opened(s, w, r)
-	return s, nil
+	return &Store{s}, nil
 }
 
 // New returns a Store over db, which it does not own: Close leaves it open.
@@ -226,46 +164,34 @@ func open(ctx context.Context, dsn string, opts *Options) (*store, error) {
 // takes no Options.Schema: set the search_path of db's connections
 // instead, and create the schema.
 func New(db *bun.DB, opts *Options) (*Store, error) {
-	s, err := newStore(db, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &Store{s}, nil
-}
-
-func newStore(db *bun.DB, opts *Options) (*store, error) {
 	name := db.Dialect().Name()
 	e, err := engineOf("sqlstore.New", name)
 	if err != nil {
 		return nil, err
 	}
-	s := &store{w: db, r: db, eng: e, sql: e.dialect(), opts: opts.withDefaults()}
 	if len(dialectDrivers(name)) == 0 {
 		return nil, &messaging.Error{Kind: messaging.ErrUnimplemented, Op: "sqlstore.New",
 			Message: fmt.Sprintf(`no driver registered for %[1]s: import _ "github.com/parleychat/parley/storage/sqlstore/%[1]s"`, e.name())}
 	}
-	if s.opts.Schema != "" {
+	if opts != nil && opts.Schema != "" {
 		return nil, &messaging.Error{Kind: messaging.ErrInvalid, Op: "sqlstore.New", Message: "Options.Schema is for Open: set the search_path of db's connections instead"}
 	}
-	return s, nil
+	return &Store{&store{w: db, r: db, eng: e, sql: e.dialect(), opts: opts.withDefaults()}}, nil
 }
 
 // DB returns the database the Store writes to (for SQLite files opened by
 // Open, the single writer connection's pool).
-func (st *Store) DB() *bun.DB { return st.s.DB() }
+func (st *Store) DB() *bun.DB { return st.s.w }
 
+// DB is Store.DB, for hosts that hold the driver.Store.
 func (s *store) DB() *bun.DB { return s.w }
 
-// Close stops the search indexer (SQLite), waits for the transactions of
-// changes to messages, and the statements of sends that waited for one
-// another (sends.go), under way (each ends once its callers have their
-// answers or have left), then closes the databases that Open opened; it
-// leaves those of a Store made by New open. Call it once the Store's
-// other calls have returned (as for sql.DB, a call that starts during
-// Close may fail).
-func (st *Store) Close() error { return st.s.Close() }
-
-func (s *store) Close() error {
+// Close waits for the writes under way (each ends once its callers have
+// their answers or have left) and closes the databases that Open opened;
+// it leaves a Store made by New open. Call it once the Store's other
+// calls have returned.
+func (st *Store) Close() error {
+	s := st.s
 	s.stopSearchIndexer()
 	s.combine.running.Wait()
 	s.sending.running.Wait()
