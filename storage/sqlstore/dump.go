@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"reflect"
 	"strings"
 	"time"
 
@@ -13,19 +14,13 @@ import (
 	"github.com/parleychat/parley/storage/storecopy"
 )
 
-// The export and import of whole stores, for storage/storecopy: a
-// snapshot reads every table in one read-only transaction, each table
-// with one query in the order of its key, streamed in batches; Load
-// writes each batch with multi-row INSERTs that skip the rows already
-// there, in one transaction.
+// The copies of whole stores, for storage/storecopy: DESIGN.md §4.9.
 
 var _ storecopy.Sink = (*store)(nil)
 
 // Snapshot opens a read-only transaction that sees the rows as of one
-// moment (storecopy.Source): REPEATABLE READ on PostgreSQL and MySQL
-// (InnoDB's consistent snapshot, taken by its first read, here), a read
-// transaction of SQLite's WAL. It holds one connection until closed. The
-// schema must be this version's (Migrate); Snapshot never writes.
+// moment (storecopy.Source), on one connection until closed. The schema
+// must be this version's (Migrate).
 func (s *store) Snapshot(ctx context.Context) (_ storecopy.Snapshot, err error) {
 	defer wrapTo("sqlstore.Snapshot", &err)
 	if err := s.checkVersion(ctx); err != nil {
@@ -76,30 +71,33 @@ func (p *snapshot) Installation(ctx context.Context) (storecopy.Installation, er
 
 func (p *snapshot) Close() error { return p.tx.Rollback() }
 
-// memberWhere selects the members with something to say (joined_at alone:
-// one who takes part in a thread).
-const memberWhere = "(is_member = TRUE OR joined_at IS NOT NULL OR read_created IS NOT NULL OR own_count <> 0)"
+// A dumpTable is where Rows reads, and Load writes, the rows of a kind:
+// cols in Load's order, the first a column of the key (skipTail), and the
+// ORDER BY of Rows.
+type dumpTable struct{ table, where, cols, order string }
 
-// dumpFrom is the FROM (and WHERE) of each kind's rows.
-var dumpFrom = map[storecopy.Kind]string{
-	storecopy.Contacts:        "contacts",
-	storecopy.Conversations:   "conversations",
-	storecopy.Members:         "conversation_members WHERE " + memberWhere,
-	storecopy.Messages:        "messages",
-	storecopy.ReactionNames:   "reaction_names",
-	storecopy.Reactions:       "reactions",
-	storecopy.Attachments:     "attachments",
-	storecopy.Revisions:       "message_revisions",
-	storecopy.IdempotencyKeys: "idempotency_keys",
+var dumpTables = map[storecopy.Kind]dumpTable{
+	storecopy.Contacts:      {"contacts", "", contactCols, "id"},
+	storecopy.Conversations: {"conversations", "", "id, created_at, updated_at, message_count, last_message_id", "id"},
+	// The members with something to say (joined_at alone: one who takes
+	// part in a thread).
+	storecopy.Members: {"conversation_members", " WHERE (is_member = TRUE OR joined_at IS NOT NULL OR read_created IS NOT NULL OR own_count <> 0)",
+		"conversation_id, contact_id, is_member, joined_at, read_created, read_message_id, read_count, own_count, own_read_count", "conversation_id, contact_id"},
+	storecopy.Messages:        {"messages", "", strings.ReplaceAll(messageOwnCols, "m.", ""), "id"},
+	storecopy.ReactionNames:   {"reaction_names", "", "seq, message_id, name", "message_id, seq"},
+	storecopy.Reactions:       {"reactions", "", "seq, message_id, name, contact_id, created_at", ""}, // Rows reads them in their names' order
+	storecopy.Attachments:     {"attachments", "", strings.ReplaceAll(attachmentCols, "a.", ""), "id"},
+	storecopy.Revisions:       {"message_revisions", "", "id, message_id, text, created_at", "id"},
+	storecopy.IdempotencyKeys: {"idempotency_keys", "", keyCols, "scope, client_key"},
 }
 
 func (p *snapshot) Count(ctx context.Context, k storecopy.Kind) (int64, error) {
-	from, ok := dumpFrom[k]
+	t, ok := dumpTables[k]
 	if !ok {
 		return 0, nil
 	}
 	var n int64
-	err := p.tx.NewRaw("SELECT COUNT(*) FROM "+from).Scan(ctx, &n)
+	err := p.tx.NewRaw("SELECT COUNT(*) FROM "+t.table+t.where).Scan(ctx, &n)
 	return n, wrapErr("sqlstore.Snapshot", err)
 }
 
@@ -108,36 +106,35 @@ func (p *snapshot) Count(ctx context.Context, k storecopy.Kind) (int64, error) {
 // times made UTC.
 func (p *snapshot) Rows(ctx context.Context, k storecopy.Kind, size int) iter.Seq2[*storecopy.Batch, error] {
 	size = max(size, 1)
+	t := dumpTables[k]
+	query := "SELECT " + t.cols + " FROM " + t.table + t.where + " ORDER BY " + t.order
 	switch k {
 	case storecopy.Contacts:
-		return scanBatches(ctx, p, k, "SELECT "+contactCols+" FROM contacts ORDER BY id", size, func(b *storecopy.Batch, r contactRow) {
+		return scanBatches(ctx, p, k, query, size, func(b *storecopy.Batch, r contactRow) {
 			b.Contacts = append(b.Contacts, r.contact())
 		})
 	case storecopy.Conversations:
-		return scanBatches(ctx, p, k, "SELECT id, created_at, updated_at, message_count, last_message_id FROM conversations ORDER BY id", size,
-			func(b *storecopy.Batch, r storecopy.Conversation) {
-				r.CreatedAt, r.UpdatedAt = utc(r.CreatedAt), utc(r.UpdatedAt)
-				b.Conversations = append(b.Conversations, r)
-			})
+		return scanBatches(ctx, p, k, query, size, func(b *storecopy.Batch, r storecopy.Conversation) {
+			r.CreatedAt, r.UpdatedAt = utc(r.CreatedAt), utc(r.UpdatedAt)
+			b.Conversations = append(b.Conversations, r)
+		})
 	case storecopy.Members:
-		return scanBatches(ctx, p, k, `SELECT conversation_id, contact_id, is_member, joined_at, read_created, read_message_id, read_count, own_count, own_read_count
-			FROM `+dumpFrom[k]+` ORDER BY conversation_id, contact_id`, size,
-			func(b *storecopy.Batch, r storecopy.Member) {
-				r.JoinedAt, r.ReadCreated = utc(r.JoinedAt), utc(r.ReadCreated)
-				if !r.IsMember && !strings.Contains(r.ConversationID, "/") { // neither a member nor a thread's taker
-					r.JoinedAt = time.Time{}
-				}
-				b.Members = append(b.Members, r)
-			})
+		return scanBatches(ctx, p, k, query, size, func(b *storecopy.Batch, r storecopy.Member) {
+			r.JoinedAt, r.ReadCreated = utc(r.JoinedAt), utc(r.ReadCreated)
+			if !r.IsMember && !strings.Contains(r.ConversationID, "/") { // neither a member nor a thread's taker
+				r.JoinedAt = time.Time{}
+			}
+			b.Members = append(b.Members, r)
+		})
 	case storecopy.Messages:
-		return scanBatches(ctx, p, k, "SELECT "+strings.ReplaceAll(messageOwnCols, "m.", "")+" FROM messages ORDER BY id", size,
-			func(b *storecopy.Batch, r storecopy.Message) {
-				r.ReadAt, r.CreatedAt, r.UpdatedAt = utc(r.ReadAt), utc(r.CreatedAt), utc(r.UpdatedAt)
-				b.Messages = append(b.Messages, r)
-			})
+		return scanBatches(ctx, p, k, query, size, func(b *storecopy.Batch, r storecopy.Message) {
+			r.ReadAt, r.CreatedAt, r.UpdatedAt = utc(r.ReadAt), utc(r.CreatedAt), utc(r.UpdatedAt)
+			b.Messages = append(b.Messages, r)
+		})
 	case storecopy.ReactionNames:
-		return scanBatches(ctx, p, k, "SELECT message_id, name, seq FROM reaction_names ORDER BY message_id, seq", size,
-			func(b *storecopy.Batch, r storecopy.ReactionName) { b.ReactionNames = append(b.ReactionNames, r) })
+		return scanBatches(ctx, p, k, query, size, func(b *storecopy.Batch, r storecopy.ReactionName) {
+			b.ReactionNames = append(b.ReactionNames, r)
+		})
 	case storecopy.Reactions:
 		return scanBatches(ctx, p, k, `SELECT r.message_id, r.name, r.seq, r.contact_id, r.created_at AS reacted_at FROM reactions AS r
 			JOIN reaction_names AS n ON n.message_id = r.message_id AND n.name = r.name ORDER BY r.message_id, n.seq, r.seq`, size,
@@ -146,15 +143,15 @@ func (p *snapshot) Rows(ctx context.Context, k storecopy.Kind, size int) iter.Se
 				b.Reactions = append(b.Reactions, r)
 			})
 	case storecopy.Attachments:
-		return scanBatches(ctx, p, k, "SELECT "+attachmentCols+" FROM attachments AS a ORDER BY a.id", size, func(b *storecopy.Batch, r attachmentRow) {
+		return scanBatches(ctx, p, k, query, size, func(b *storecopy.Batch, r attachmentRow) {
 			b.Attachments = append(b.Attachments, r.attachment())
 		})
 	case storecopy.Revisions:
-		return scanBatches(ctx, p, k, "SELECT "+revisionCols+" FROM message_revisions AS r ORDER BY r.id", size, func(b *storecopy.Batch, r revisionRow) {
+		return scanBatches(ctx, p, k, query, size, func(b *storecopy.Batch, r revisionRow) {
 			b.Revisions = append(b.Revisions, r.revision())
 		})
 	case storecopy.IdempotencyKeys:
-		return scanBatches(ctx, p, k, "SELECT "+keyCols+" FROM idempotency_keys ORDER BY scope, client_key", size, func(b *storecopy.Batch, r keyRow) {
+		return scanBatches(ctx, p, k, query, size, func(b *storecopy.Batch, r keyRow) {
 			b.IdempotencyKeys = append(b.IdempotencyKeys, r.record())
 		})
 	}
@@ -168,22 +165,16 @@ func (p *snapshot) Rows(ctx context.Context, k storecopy.Kind, size int) iter.Se
 // batches at once (one read, one queued, one loaded).
 var batchBytes = 8 << 20
 
-// rowBytes returns about how many bytes row r holds.
+// rowBytes returns about how many bytes row r, a struct, holds: its
+// strings' and byte slices', and 64 for its other fields.
 func rowBytes(r any) int {
-	const fixed = 64 // times, counts, headers of strings
-	switch r := r.(type) {
-	case storecopy.Message:
-		return fixed + len(r.ID) + len(r.ConversationID) + len(r.ContactID) + len(r.Text)
-	case revisionRow:
-		return fixed + len(r.ID) + len(r.MessageID) + len(r.Text)
-	case attachmentRow:
-		return fixed + len(r.ID) + len(r.MessageID) + len(r.ConversationID) + len(r.UploaderID) + len(r.Filename) + len(r.FileType) + len(r.SHA256) + len(r.Key)
-	case keyRow:
-		return fixed + len(r.Scope) + len(r.Key) + len(r.Fingerprint) + len(r.Lock) + len(r.Result)
-	case contactRow:
-		return fixed + len(r.ID) + len(r.Username) + len(r.PhoneNumber) + len(r.AvatarURL)
+	n, v := 64, reflect.ValueOf(r)
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.String || f.Kind() == reflect.Slice {
+			n += f.Len()
+		}
 	}
-	return 4 * fixed // ids and counters only
+	return n
 }
 
 // scanBatches runs query in the snapshot's transaction and yields its
@@ -236,24 +227,22 @@ func (s *store) SetInstallation(ctx context.Context, in storecopy.Installation) 
 // whose key (or other unique key) is stored already, in one transaction of
 // multi-row INSERTs (storecopy.Sink).
 func (s *store) Load(ctx context.Context, b *storecopy.Batch) error {
+	t := dumpTables[b.Kind]
+	key, _, _ := strings.Cut(t.cols, ",")
 	return wrapErr("sqlstore.Load", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		ins := inserter{s: s, tx: tx, ctx: ctx}
+		ins := inserter{tx: tx, ctx: ctx, head: "INSERT INTO " + t.table + " (" + t.cols + ") " + s.sql.overriding + "VALUES ", tail: s.sql.skipTail(key)}
 		var threads []string // the threads whose takers' thread_at follows (threads.go)
 		switch b.Kind {
 		case storecopy.Contacts:
-			ins.start("contacts", "id", contactCols)
 			for _, c := range b.Contacts {
 				ins.add(c.ID, c.Username, c.PhoneNumber, c.AvatarURL, ts(c.LastActiveAt), c.CreatedAt.UTC())
 			}
 		case storecopy.Conversations:
-			ins.start("conversations", "id", "id, created_at, updated_at, message_count, last_message_id")
 			for _, c := range b.Conversations {
 				ins.add(c.ID, c.CreatedAt.UTC(), c.UpdatedAt.UTC(), c.MessageCount, nullable(c.LastMessageID))
 				threads = append(threads, c.ID)
 			}
 		case storecopy.Members:
-			ins.start("conversation_members", "conversation_id",
-				"conversation_id, contact_id, is_member, joined_at, read_created, read_message_id, read_count, own_count, own_read_count")
 			for _, m := range b.Members {
 				ins.add(m.ConversationID, m.ContactID, m.IsMember, ts(m.JoinedAt), ts(m.ReadCreated), nullable(m.ReadMessageID),
 					m.ReadCount, m.OwnCount, m.OwnReadCount)
@@ -264,31 +253,37 @@ func (s *store) Load(ctx context.Context, b *storecopy.Batch) error {
 		case storecopy.Messages:
 			// search_words is made again from the text: its form is the
 			// engine's (search.go), and the source's may be another.
-			ins.start("messages", "id", strings.ReplaceAll(messageOwnCols, "m.", "")+", search_words")
+			ins.head = "INSERT INTO messages (" + t.cols + ", search_words) VALUES "
 			for _, m := range b.Messages {
 				ins.add(m.ID, m.ConversationID, m.ContactID, m.Text, ts(m.ReadAt), m.CreatedAt.UTC(), ts(m.UpdatedAt), m.ReactionCount, m.AttachmentCount,
 					m.Thread, m.Deleted, s.searchWords(m.Text))
 			}
-		case storecopy.ReactionNames, storecopy.Reactions:
-			return s.loadReactions(ctx, &ins, b)
+		case storecopy.ReactionNames:
+			for _, r := range b.ReactionNames {
+				ins.add(r.Seq, r.MessageID, r.Name)
+			}
+		case storecopy.Reactions:
+			for _, r := range b.Reactions {
+				ins.add(r.Seq, r.MessageID, r.Name, r.ContactID, r.ReactedAt.UTC())
+			}
 		case storecopy.Attachments:
-			ins.start("attachments", "id", strings.ReplaceAll(attachmentCols, "a.", ""))
 			for _, a := range b.Attachments {
 				ins.add(a.ID, nullable(a.MessageID), nullable(a.ConversationID), a.UploaderID, a.Filename, a.FileType, a.FileSize, a.SHA256, a.ImageWidth, a.ImageHeight, a.Key, a.CreatedAt.UTC())
 			}
 		case storecopy.Revisions:
-			ins.start("message_revisions", "id", "id, message_id, text, created_at")
 			for _, r := range b.Revisions {
 				ins.add(r.ID, r.MessageID, r.Text, r.CreatedAt.UTC())
 			}
 		case storecopy.IdempotencyKeys:
-			ins.start("idempotency_keys", "scope", keyCols)
 			for _, r := range b.IdempotencyKeys {
 				ins.add(r.Scope, r.Key, r.Fingerprint, r.Lock, r.Result, r.CreatedAt.UTC(), r.ExpiresAt.UTC())
 			}
 		}
-		if err := ins.flush(ctx); err != nil {
+		if err := ins.flush(); err != nil {
 			return err
+		}
+		if b.Kind == storecopy.ReactionNames || b.Kind == storecopy.Reactions {
+			return s.loadedReactions(ctx, tx, t.table, b.Reactions)
 		}
 		return s.placeThreads(ctx, tx, threads...)
 	}))
@@ -301,26 +296,14 @@ const loadStatementBytes = 1 << 20
 // inserter builds multi-row INSERTs that skip rows whose keys exist, and
 // runs one whenever its values reach loadStatementBytes.
 type inserter struct {
-	s      *store
 	tx     bun.Tx
-	head   string // INSERT INTO t (cols) VALUES
-	tail   string // the clause that skips existing rows
+	ctx    context.Context //nolint:containedctx // the transaction's, for the INSERTs that add runs
+	head   string          // INSERT INTO t (cols) VALUES
+	tail   string          // the clause that skips existing rows
 	values strings.Builder
 	args   []any
 	size   int
 	err    error
-	ctx    context.Context //nolint:containedctx // the transaction's, for the INSERTs that add runs
-}
-
-// start begins the INSERTs into table of cols; keyCol is a column of its
-// primary key (MySQL's no-op update).
-func (ins *inserter) start(table, keyCol, cols string) {
-	ins.startWith("INSERT INTO "+table+" ("+cols+") VALUES ", keyCol)
-}
-
-func (ins *inserter) startWith(head, keyCol string) {
-	ins.head = head
-	ins.tail = ins.s.sql.skipTail(keyCol)
 }
 
 // add adds a row of values.
@@ -349,17 +332,47 @@ func (ins *inserter) add(vals ...any) {
 	ins.values.WriteString(")")
 	ins.args = append(ins.args, vals...)
 	if ins.size >= loadStatementBytes {
-		ins.err = ins.flush(ins.ctx)
+		ins.err = ins.flush()
 	}
 }
 
 // flush runs the INSERT of the rows added since the last.
-func (ins *inserter) flush(ctx context.Context) error {
+func (ins *inserter) flush() error {
 	if ins.err != nil || ins.values.Len() == 0 {
 		return ins.err
 	}
-	_, err := ins.tx.ExecContext(ctx, ins.head+ins.values.String()+ins.tail, ins.args...)
+	_, err := ins.tx.ExecContext(ins.ctx, ins.head+ins.values.String()+ins.tail, ins.args...)
 	ins.values.Reset()
 	ins.args, ins.size = ins.args[:0], 0
 	return err
+}
+
+// loadedReactions follows Load's insert of reaction names or reactions
+// (of table) with their seq, which keeps their order: a name's counters
+// are made anew from the reactors loaded, and PostgreSQL's identity
+// continues after the greatest.
+func (s *store) loadedReactions(ctx context.Context, tx bun.Tx, table string, reactions []storecopy.Reaction) error {
+	if len(reactions) > 0 {
+		// The counters of the names of the batch's messages, from their
+		// reactors loaded so far (a message's reactors may span batches:
+		// the last one counts them all).
+		var msgs []string
+		for _, r := range reactions {
+			if len(msgs) == 0 || msgs[len(msgs)-1] != r.MessageID {
+				msgs = append(msgs, r.MessageID)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, backfillReactorCounts+" WHERE message_id IN (?)", bun.List(msgs)); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE reaction_names SET head_seq = "+headSQL("reaction_names.message_id", "reaction_names.name")+
+			" WHERE message_id IN (?)", bun.List(msgs)); err != nil {
+			return err
+		}
+	}
+	if s.sql.resetSeq != "" {
+		_, err := tx.ExecContext(ctx, fmt.Sprintf(s.sql.resetSeq, table))
+		return err
+	}
+	return nil
 }
