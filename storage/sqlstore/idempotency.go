@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,10 +12,7 @@ import (
 	"github.com/parleychat/parley/messaging/driver"
 )
 
-// The records of idempotency keys are rows of idempotency_keys, one per
-// (scope, client_key), stored in the keyed write's transaction (storeKey).
-// A claim (of an upload) is a row whose lock_token is set (DESIGN.md
-// §4.8).
+// The records of idempotency keys, and the claims of uploads: DESIGN.md §4.8.
 
 // keyRow is a row of idempotency_keys; its fields are
 // driver.IdempotencyRecord's, in order, so that one converts to the other.
@@ -48,58 +46,52 @@ func (s *store) GetIdempotencyKey(ctx context.Context, scope, key string) (drive
 // INSERT that does nothing when the key is there; only then does a
 // transaction read the record in the way and replace it if it is expired
 // or stale.
-func (s *store) ClaimIdempotencyKey(ctx context.Context, rec driver.IdempotencyRecord, staleBefore time.Time) (driver.IdempotencyRecord, bool, error) {
-	got, ok, err := s.claimKey(ctx, rec, staleBefore)
-	return got, ok, wrapErr("sqlstore.ClaimIdempotencyKey", err)
-}
-
-func (s *store) claimKey(ctx context.Context, rec driver.IdempotencyRecord, staleBefore time.Time) (driver.IdempotencyRecord, bool, error) {
+func (s *store) ClaimIdempotencyKey(ctx context.Context, rec driver.IdempotencyRecord, staleBefore time.Time) (_ driver.IdempotencyRecord, _ bool, err error) {
+	defer wrapTo("sqlstore.ClaimIdempotencyKey", &err)
 	rec.Result = nil
-	insert := s.sql.claimKey
-	args := []any{rec.Scope, rec.Key, rec.Fingerprint, rec.Lock, rec.CreatedAt.UTC(), rec.ExpiresAt.UTC()}
-	var inserted int64
-	err := s.retry(ctx, func(ctx context.Context) (err error) {
-		inserted, err = affected(s.w.ExecContext(ctx, insert, args...))
-		return err
-	})
-	if err != nil {
-		return driver.IdempotencyRecord{}, false, err
-	}
-	if inserted > 0 {
-		return rec, true, nil
-	}
-	// The key is there: replace it if it expired or its claim is stale.
-	var out driver.IdempotencyRecord
-	claimed := false
-	err = s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		var rows []keyRow
-		if err := tx.NewRaw("SELECT "+keyCols+" FROM idempotency_keys WHERE scope = ? AND client_key = ?"+s.sql.forUpdate, rec.Scope, rec.Key).Scan(ctx, &rows); err != nil {
+	for {
+		var inserted int64
+		err := s.retry(ctx, func(ctx context.Context) (err error) {
+			inserted, err = affected(s.w.ExecContext(ctx, s.sql.claimKey, rec.Scope, rec.Key, rec.Fingerprint, rec.Lock, rec.CreatedAt.UTC(), rec.ExpiresAt.UTC()))
 			return err
+		})
+		if err != nil {
+			return driver.IdempotencyRecord{}, false, err
 		}
-		if len(rows) == 0 { // pruned or released meanwhile
-			_, err := tx.ExecContext(ctx, `INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`, args...)
+		if inserted > 0 {
+			return rec, true, nil
+		}
+		// The key is there: replace it if it expired or its claim is stale.
+		out, claimed := rec, false
+		err = s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+			var rows []keyRow
+			if err := tx.NewRaw("SELECT "+keyCols+" FROM idempotency_keys WHERE scope = ? AND client_key = ?"+s.sql.forUpdate, rec.Scope, rec.Key).Scan(ctx, &rows); err != nil {
+				return err
+			}
+			if len(rows) == 0 {
+				return errKeyGone
+			}
+			if cur := rows[0].record(); cur.ExpiresAt.After(rec.CreatedAt) && (cur.Lock == "" || !cur.CreatedAt.Before(staleBefore)) {
+				out, claimed = cur, false
+				return nil
+			}
+			_, err := tx.ExecContext(ctx, `UPDATE idempotency_keys SET fingerprint = ?, lock_token = ?, result = NULL, created_at = ?, expires_at = ?
+				WHERE scope = ? AND client_key = ?`, rec.Fingerprint, rec.Lock, rec.CreatedAt.UTC(), rec.ExpiresAt.UTC(), rec.Scope, rec.Key)
 			out, claimed = rec, err == nil
 			return err
+		})
+		if errors.Is(err, errKeyGone) {
+			continue // pruned or released meanwhile: claim it anew
 		}
-		cur := rows[0].record()
-		if cur.ExpiresAt.After(rec.CreatedAt) && (cur.Lock == "" || !cur.CreatedAt.Before(staleBefore)) {
-			out, claimed = cur, false
-			return nil
+		if err != nil {
+			return driver.IdempotencyRecord{}, false, err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE idempotency_keys SET fingerprint = ?, lock_token = ?, result = NULL, created_at = ?, expires_at = ?
-			WHERE scope = ? AND client_key = ?`, rec.Fingerprint, rec.Lock, rec.CreatedAt.UTC(), rec.ExpiresAt.UTC(), rec.Scope, rec.Key)
-		out, claimed = rec, err == nil
-		return err
-	})
-	if isUniqueViolation(err) {
-		// Claimed by another call between the statements: as it stands now.
-		return s.claimKey(ctx, rec, staleBefore)
+		return out, claimed, nil
 	}
-	if err != nil {
-		return driver.IdempotencyRecord{}, false, err
-	}
-	return out, claimed, nil
 }
+
+// errKeyGone: the record of a key that a claim found in its way is gone.
+var errKeyGone = errors.New("the key's record is gone")
 
 // ReleaseIdempotencyKey removes the record of the key if it is claimed with
 // lock.
