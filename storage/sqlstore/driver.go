@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"database/sql"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -45,11 +46,11 @@ type statementCacher interface {
 	CachedStatements(dsn string) any
 }
 
-var drivers struct {
+var drivers = struct {
 	sync.RWMutex
 	byScheme map[string]Driver
 	byName   map[dialect.Name][]Driver // in order of registration
-}
+}{byScheme: map[string]Driver{}, byName: map[dialect.Name][]Driver{}}
 
 // Register makes d the driver of the DSNs of scheme, for Open: the URL
 // scheme of "scheme://…" DSNs ("postgres"), "mysql" also for
@@ -63,21 +64,8 @@ func Register(scheme string, d Driver) {
 	if _, dup := drivers.byScheme[scheme]; dup {
 		panic("sqlstore: Register called twice for scheme " + scheme)
 	}
-	if drivers.byScheme == nil {
-		drivers.byScheme = make(map[string]Driver)
-		drivers.byName = make(map[dialect.Name][]Driver)
-	}
 	drivers.byScheme[scheme] = d
 	drivers.byName[name] = append(drivers.byName[name], d)
-}
-
-// driverPackages are the packages that register the schemes Open knows,
-// for the error that asks for one.
-var driverPackages = map[string]string{
-	"file":       "github.com/parleychat/parley/storage/sqlstore/sqlite",
-	"postgres":   "github.com/parleychat/parley/storage/sqlstore/postgres",
-	"postgresql": "github.com/parleychat/parley/storage/sqlstore/postgres",
-	"mysql":      "github.com/parleychat/parley/storage/sqlstore/mysql",
 }
 
 // driverFor returns the driver of dsn's scheme.
@@ -90,8 +78,8 @@ func driverFor(dsn string) (Driver, error) {
 		return d, nil
 	}
 	msg := fmt.Sprintf("no driver for %s DSNs", scheme)
-	if pkg, ok := driverPackages[scheme]; ok {
-		msg += fmt.Sprintf(`: import _ %q`, pkg)
+	if pkg, ok := map[string]string{"file": "sqlite", "postgres": "postgres", "postgresql": "postgres", "mysql": "mysql"}[scheme]; ok {
+		msg += `: import _ "github.com/parleychat/parley/storage/sqlstore/` + pkg + `"`
 	}
 	return nil, &messaging.Error{Kind: messaging.ErrUnimplemented, Op: "sqlstore.Open", Message: msg}
 }
@@ -104,8 +92,8 @@ func dsnScheme(dsn string) string {
 	if strings.HasPrefix(dsn, "file:") {
 		return "file"
 	}
-	if i := strings.Index(dsn, "://"); i > 0 && isScheme(dsn[:i]) {
-		return strings.ToLower(dsn[:i])
+	if m := urlScheme.FindStringSubmatch(dsn); m != nil {
+		return strings.ToLower(m[1])
 	}
 	if strings.Contains(dsn, "@tcp(") || strings.Contains(dsn, "@unix(") {
 		return "mysql"
@@ -113,19 +101,9 @@ func dsnScheme(dsn string) string {
 	return "file"
 }
 
-// isScheme reports whether s is a URL scheme (RFC 3986: a letter, then
-// letters, digits, "+", "-" or ".").
-func isScheme(s string) bool {
-	for i, c := range s {
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
-		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
-		default:
-			return false
-		}
-	}
-	return true
-}
+// urlScheme matches a URL's scheme (RFC 3986: a letter, then letters,
+// digits, "+", "-" or ".").
+var urlScheme = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9+.-]*)://`)
 
 // dialectDrivers returns the registered drivers of an engine.
 func dialectDrivers(name dialect.Name) []Driver {
