@@ -34,26 +34,14 @@ type importRow struct {
 
 var _ driver.MessageImporter = (*store)(nil)
 
-// ImportMessages inserts msgs (driver.MessageImporter, which
-// messaging.Service.ImportMessages calls), for bulk loads and migrations: multi-row
-// INSERTs of up to 1,000 rows, all of msgs in one transaction (pass chunks
-// of some thousands to keep the transaction, and on SQLite the write lock,
-// short). It is many times faster than one messaging.Service.Create per
-// message, and records no events.
-//
-// It checks much less than the Service, and the caller is responsible
-// for the rest: each message needs an ID (time-ordered, as from
-// internal/ids), a ConversationID, a CreatedAt, and a sender
-// (Contact.ID) that exists (messaging.Service.SaveContact it first); their ReadAt and
-// UpdatedAt are stored as unset, and their Reactions and Attachments must
-// be empty (an import of messages with either fails with an error matching
-// messaging.ErrInvalid, storing nothing). A message id that exists already
-// fails the call with an error matching messaging.ErrConflict, storing
-// nothing of it; the id of a message deleted before may be given only to
-// that message (its conversation and sender, as a restored backup has
-// them): a messaging.Service remembers what never changes of the messages
-// it wrote to. The messages are counted in their conversations' counters
-// as sends are.
+// ImportMessages inserts msgs (driver.MessageImporter), all in one
+// transaction of multi-row INSERTs, and counts them in their
+// conversations' counters as sends are; it records no events. Their
+// ReadAt and UpdatedAt are stored as unset. An id that exists fails the
+// call with an error matching messaging.ErrConflict; that of a message
+// deleted before may be given only to that message (its conversation and
+// sender): a messaging.Service remembers what never changes of the
+// messages it wrote to.
 func (s *store) ImportMessages(ctx context.Context, msgs []messaging.Message) error {
 	if len(msgs) == 0 {
 		return nil
