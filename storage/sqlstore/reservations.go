@@ -12,7 +12,8 @@ import (
 
 var _ driver.ReservationStore = (*store)(nil)
 
-// reservationRow is a row of upload_reservations.
+// reservationRow is a row of upload_reservations; its fields are
+// driver.Reservation's, in order, so that one converts to the other.
 type reservationRow struct {
 	ID             string    `bun:"id"`
 	AttachmentID   string    `bun:"attachment_id"`
@@ -32,10 +33,9 @@ type reservationRow struct {
 const reservationCols = "id, attachment_id, uploader_id, conversation_id, message_id, filename, file_type, file_size, sha256, blob_key, checked, created_at, expires_at"
 
 func (r reservationRow) reservation() driver.Reservation {
-	return driver.Reservation{ID: r.ID, AttachmentID: r.AttachmentID, UploaderID: r.UploaderID,
-		ConversationID: r.ConversationID, MessageID: r.MessageID, Filename: r.Filename, FileType: r.FileType,
-		FileSize: r.FileSize, SHA256: r.SHA256, Key: r.Key, Checked: r.Checked,
-		CreatedAt: utc(r.CreatedAt), ExpiresAt: utc(r.ExpiresAt)}
+	res := driver.Reservation(r)
+	res.CreatedAt, res.ExpiresAt = utc(r.CreatedAt), utc(r.ExpiresAt)
+	return res
 }
 
 // CreateReservation stores r. Errors: ErrConflict if its id or key exists.
