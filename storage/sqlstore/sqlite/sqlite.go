@@ -63,7 +63,7 @@ func (driver) Open(dsn string, o sqlstore.Options) (w, r *sql.DB, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	single(w) // the single writer
+	w.SetMaxOpenConns(1) // the single writer, never closed (database/sql's defaults)
 	if memory {
 		return w, nil, nil // every connection to ":memory:" is a database of its own
 	}
@@ -78,17 +78,8 @@ func (driver) Open(dsn string, o sqlstore.Options) (w, r *sql.DB, err error) {
 	}
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
-	r.SetConnMaxLifetime(0)
 	r.SetConnMaxIdleTime(5 * time.Minute)
 	return w, r, nil
-}
-
-// single makes db one connection, kept open.
-func single(db *sql.DB) {
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
-	db.SetConnMaxLifetime(0)
-	db.SetConnMaxIdleTime(0)
 }
 
 // driverDSN returns the driver DSN for a path, "file:" URI or ":memory:",
