@@ -98,9 +98,13 @@ func (sqliteEngine) search(ctx context.Context, s *store, q driver.SearchQuery, 
 	if err != nil {
 		return nil, false, err
 	}
-	dir, cmp, cur, edge := "DESC", "<", q.After, "MIN"
+	// bucket bounds FTS5's rowids at the cursor's millisecond; bound, at
+	// the millisecond of the page's last match (p).
+	dir, cmp, cur := "DESC", "<", q.After
+	bucket, bound := " AND f.rowid < "+ftsBucket+" + 1048576", " AND f.rowid >= ((SELECT MIN(r) FROM p) >> 20) << 20"
 	if q.Before != nil {
-		dir, cmp, cur, edge = "ASC", ">", q.Before, "MAX"
+		dir, cmp, cur = "ASC", ">", q.Before
+		bucket, bound = " AND f.rowid >= "+ftsBucket, " AND f.rowid < (((SELECT MAX(r) FROM p) >> 20) + 1) << 20"
 	}
 	var seek string
 	var seekArgs []any
@@ -120,23 +124,22 @@ func (sqliteEngine) search(ctx context.Context, s *store, q driver.SearchQuery, 
 	order := " ORDER BY m.created_at " + dir + ", m.id " + dir + " LIMIT " + limit
 
 	// The tail, in seq order (NOT INDEXED: no index but the rowid's).
-	var tail strings.Builder
+	tail := "SELECT " + messageCols + " FROM messages AS m NOT INDEXED LEFT JOIN contacts AS c ON c.id = m.contact_id WHERE m.seq > ?" +
+		strings.Repeat(" AND instr(' ' || m.search_words || ' ', ?) > 0", len(q.Words))
 	tailArgs := []any{mark}
-	tail.WriteString("SELECT " + messageCols + " FROM messages AS m NOT INDEXED LEFT JOIN contacts AS c ON c.id = m.contact_id WHERE m.seq > ?")
 	for _, w := range q.Words {
-		tail.WriteString(" AND instr(' ' || m.search_words || ' ', ?) > 0")
 		tailArgs = append(tailArgs, " "+w+" ")
 	}
 	if q.Prefix != "" {
-		tail.WriteString(" AND instr(' ' || m.search_words, ?) > 0")
+		tail += " AND instr(' ' || m.search_words, ?) > 0"
 		tailArgs = append(tailArgs, " "+q.Prefix)
 	}
-	tail.WriteString(where + seek + order)
+	tail += where + seek + order
 	tailArgs = slices.Concat(tailArgs, whereArgs, seekArgs)
 
 	match, ok := ftsMatch(q, terms)
 	if !ok { // no word of the index begins with the prefix
-		return s.searchPage(ctx, q, tail.String(), tailArgs)
+		return s.searchPage(ctx, q, tail, tailArgs)
 	}
 	if named {
 		// A conversation's token stands for its replies too.
@@ -148,10 +151,6 @@ func (sqliteEngine) search(ctx context.Context, s *store, q driver.SearchQuery, 
 		where, whereArgs = "", nil
 	}
 	if cur != nil {
-		bucket := " AND f.rowid < " + ftsBucket + " + 1048576"
-		if dir == "ASC" {
-			bucket = " AND f.rowid >= " + ftsBucket
-		}
 		seek, seekArgs = bucket+seek, append([]any{cur.Time.UTC()}, seekArgs...)
 	}
 	// FTS5 is the outer loop (CROSS JOIN), in the order of its rowids; the
@@ -159,15 +158,10 @@ func (sqliteEngine) search(ctx context.Context, s *store, q driver.SearchQuery, 
 	// read it are the tail's.
 	const from = " FROM message_search AS f CROSS JOIN message_search_ids AS i CROSS JOIN messages AS m "
 	cond := "WHERE f.message_search MATCH ? AND i.rowid = f.rowid AND m.seq = i.message_seq AND m.seq <= ?" + where + seek
-	last := "(SELECT " + edge + "(r) FROM p)"
-	bound := " AND f.rowid >= (" + last + " >> 20) << 20"
-	if dir == "ASC" {
-		bound = " AND f.rowid < ((" + last + " >> 20) + 1) << 20"
-	}
 	args := slices.Concat([]any{match, mark}, whereArgs, seekArgs)
 	query := "WITH p AS (SELECT f.rowid AS r" + from + cond + " ORDER BY f.rowid " + dir + " LIMIT " + limit + ") " +
 		"SELECT * FROM (SELECT * FROM (SELECT " + messageCols + from + "LEFT JOIN contacts AS c ON c.id = m.contact_id " + cond + bound + order + ") AS p0" +
-		" UNION ALL SELECT * FROM (" + tail.String() + ") AS p1) AS u ORDER BY u.created_at " + dir + ", u.id " + dir + " LIMIT " + limit
+		" UNION ALL SELECT * FROM (" + tail + ") AS p1) AS u ORDER BY u.created_at " + dir + ", u.id " + dir + " LIMIT " + limit
 	return s.searchPage(ctx, q, query, slices.Concat(args, args, tailArgs))
 }
 
