@@ -334,20 +334,6 @@ func mysqlPass(ctx context.Context, s *store, tx bun.Tx, proven int64) (int, err
 // mysqlWordMark is written before every word on MySQL.
 const mysqlWordMark = "ww"
 
-// mysqlSearchMatch returns the condition on m (messages) of the messages
-// whose words match q by the FULLTEXT index, and its arguments, on MySQL
-// and MariaDB.
-func mysqlSearchMatch(q driver.SearchQuery) (string, []any) {
-	var b strings.Builder
-	for _, w := range q.Words {
-		b.WriteString("+" + mysqlWordMark + w + " ")
-	}
-	if q.Prefix != "" {
-		b.WriteString("+" + mysqlWordMark + q.Prefix + "*")
-	}
-	return "MATCH (m.search_words) AGAINST (? IN BOOLEAN MODE)", []any{strings.TrimSpace(b.String())}
-}
-
 // maxSearchScan is the most rows of named conversations (the sum of their
 // message_count) that a search reads and tests one by one rather than
 // asking FULLTEXT, which reads every match in the table (DESIGN.md §4.10).
@@ -360,17 +346,19 @@ var maxSearchScan int64 = 50_000
 var searchWindow, maxSearchWindow = 1_000, 20_000
 
 // mysqlWords returns the condition on m that its words hold q's (the
-// last as a prefix), tested on the row by LIKE, and its arguments.
-func mysqlWords(q driver.SearchQuery) (string, []any) {
-	var conds []string
-	var args []any
+// last as a prefix), tested on the row by LIKE, with its arguments, and
+// q as a query of FULLTEXT in boolean mode.
+func mysqlWords(q driver.SearchQuery) (like string, args []any, boolean string) {
+	var conds, terms []string
 	for _, w := range q.Words {
 		conds, args = append(conds, "CONCAT(' ', m.search_words, ' ') LIKE ?"), append(args, "% "+mysqlWordMark+w+" %")
+		terms = append(terms, "+"+mysqlWordMark+w)
 	}
 	if q.Prefix != "" {
 		conds, args = append(conds, "CONCAT(' ', m.search_words) LIKE ?"), append(args, "% "+mysqlWordMark+q.Prefix+"%")
+		terms = append(terms, "+"+mysqlWordMark+q.Prefix+"*")
 	}
-	return strings.Join(conds, " AND "), args
+	return strings.Join(conds, " AND "), args, strings.Join(terms, " ")
 }
 
 // search is SearchMessages on MySQL and MariaDB. FULLTEXT reads every
@@ -379,7 +367,7 @@ func mysqlWords(q driver.SearchQuery) (string, []any) {
 // named conversations, up to maxSearchScan; for every conversation, a
 // window of messages_created beyond the cursor (searchMySQLWindow).
 func (mysqlEngine) search(ctx context.Context, s *store, q driver.SearchQuery, convs []string, member string) ([]messaging.Message, bool, error) {
-	like, likeArgs := mysqlWords(q)
+	like, likeArgs, boolean := mysqlWords(q)
 	switch {
 	case q.All:
 		items, more, ok, err := s.searchMySQLWindow(ctx, q, like, likeArgs)
@@ -398,9 +386,8 @@ func (mysqlEngine) search(ctx context.Context, s *store, q driver.SearchQuery, c
 			return s.searchPage(ctx, q, query, args)
 		}
 	}
-	match, args := mysqlSearchMatch(q)
-	query, qargs := s.pageSQL(s.matchPage(q, member, convs, match, args))
-	return s.searchPage(ctx, q, query, qargs)
+	query, args := s.pageSQL(s.matchPage(q, member, convs, "MATCH (m.search_words) AGAINST (? IN BOOLEAN MODE)", []any{boolean}))
+	return s.searchPage(ctx, q, query, args)
 }
 
 // searchMySQLWindow reads the page of q, a search of every conversation,
