@@ -64,9 +64,7 @@ var postgresSQL = dialectSQL{
 	countOwn:    standardCountOwn,
 	addMember:   standardAddMember,
 	takers:      standardTakers,
-	// An upload's claim commits without waiting for the WAL flush
-	// (DESIGN.md §4.8): a claim lost in a crash is as if never made, and
-	// the write that completes it flushes it.
+	// An upload's claim commits without waiting for the WAL flush (DESIGN.md §4.8).
 	claimKey: `INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, created_at, expires_at)
 		SELECT ?, ?, ?, ?, ?::timestamptz, ?::timestamptz FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async
 		ON CONFLICT DO NOTHING`,
@@ -76,18 +74,14 @@ var postgresSQL = dialectSQL{
 	resetSeq:     "SELECT setval(pg_get_serial_sequence('%[1]s', 'seq'), (SELECT MAX(seq) FROM %[1]s))",
 }
 
-// hiddenRangeRows is the number of messages, by the planner's statistics,
-// from which a page reads its conversation as a range of two hidden bounds;
-// below, as an array of one, col = ANY(...), so that the planner's guess
-// does not make it sort the conversation's whole range (DESIGN.md §4.7).
+// hiddenRangeRows is the number of messages (pg_class.reltuples) from which
+// a page reads its conversation as a range of two bounds no plan sees
+// (hiddenConversation); below, as an array of one (DESIGN.md §4.7).
 const hiddenRangeRows = 80_000
 
-// hiddenConversation is the conversation as a value no plan sees.
 const hiddenConversation = "(SELECT CAST(? AS text))"
 
-// oneConversation returns a range once messages holds hiddenRangeRows by
-// pg_class.reltuples (which ANALYZE and autovacuum keep), read at most
-// once a minute by one caller, and an array of one element below.
+// oneConversation reads the statistics at most once a minute, by one caller.
 func (e *postgresEngine) oneConversation(s *store, col string) (string, int) {
 	if at := e.checked.Load(); time.Since(time.Unix(0, at)) >= time.Minute && e.checked.CompareAndSwap(at, time.Now().UnixNano()) {
 		// Not under the caller's context: a page's query is built
@@ -139,9 +133,8 @@ func (*postgresEngine) claimMigration(ctx context.Context, s *store, db bun.ICon
 	return err
 }
 
-// sequence copies the committed rows of event_log into events, numbered,
-// by calls of parley_sequence (DESIGN.md §4.3) while a call reads a full
-// batch.
+// sequence calls parley_sequence (DESIGN.md §4.3) while a call reads a
+// full batch.
 func (*postgresEngine) sequence(ctx context.Context, s *store) error {
 	for {
 		s.seqMu.Lock() // one sequencer of this process at a time; others wait, then find less to do
@@ -186,11 +179,9 @@ type reactRow struct {
 const reactSQL = `SELECT * FROM parley_react(?::text, ?::text[], ?::integer[], ?::integer[], ?::text[], ?::text[], ?::timestamptz[], ?::text[])`
 
 // reactPostgres makes the reaction changes of chs, in order, on the locked
-// message id in one call of parley_react (DESIGN.md §4.5): the names a
-// change adds are one step, each name it takes back one. It returns what
-// each change made, with the message's reactions after it as
-// loadReactions reads them. Each change's Check runs after
-// (updateMessage), and its error rolls everything back.
+// message id in one call of parley_react (DESIGN.md §4.5), the names a
+// change adds one step, each name it takes back one, and returns what each
+// change made. Each change's Check runs after (updateMessage).
 func (s *store) reactPostgres(ctx context.Context, tx bun.Tx, id string, chs []driver.MessageChange) ([]reactedOne, error) {
 	steps, added := make(pgArrays, 6), make(pgArrays, 1)
 	var stepOf []int // the change of each step
