@@ -86,13 +86,7 @@ func (s *store) TouchContact(ctx context.Context, id string, at time.Time) error
 		}
 		// MySQL without CLIENT_FOUND_ROWS (a *bun.DB given to New) counts
 		// changed rows only.
-		var n int
-		if err := s.w.NewRaw("SELECT COUNT(*) FROM contacts WHERE id = ?", id).Scan(ctx, &n); err != nil {
-			return err
-		}
-		if n == 0 {
-			return notFound("contact")
-		}
-		return nil
+		_, err := readOne[string](ctx, txQuery(s.w), "contact", "SELECT id FROM contacts WHERE id = ?", id)
+		return err
 	}))
 }

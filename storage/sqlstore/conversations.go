@@ -12,11 +12,9 @@ import (
 	"github.com/parleychat/parley/messaging/driver"
 )
 
-// A conversation is a row of conversations; each contact's state in it,
-// a row of conversation_members: membership, read position and the
-// counters of its unread count (DESIGN.md §4.2).
-
-// conversationRow is a conversation joined with one contact's state in it.
+// conversationRow is a conversation joined with one contact's state in it
+// (its row of conversation_members: membership, read position and the
+// counters of its unread count, DESIGN.md §4.2).
 type conversationRow struct {
 	ID            string    `bun:"id"`
 	CreatedAt     time.Time `bun:"created_at"`
@@ -27,8 +25,8 @@ type conversationRow struct {
 	ReadCount     int64     `bun:"read_count"`
 	OwnCount      int64     `bun:"own_count"`
 	OwnReadCount  int64     `bun:"own_read_count"`
-	// Last is the last message with its sender, read by the same query
-	// (lastMessageCols; zero when there is none). Not read by ListThreads.
+	// Last is the last message with its sender (lastMessageCols; zero
+	// when there is none or ListThreads read the row).
 	Last messageRow `bun:"embed:lm_"`
 }
 
@@ -46,10 +44,9 @@ const (
 	// conversationJoins are conversationFrom's joins to c.
 	conversationJoins = `LEFT JOIN conversation_members AS r ON r.conversation_id = c.id AND r.contact_id = ?` +
 		` LEFT JOIN messages AS lm ON lm.id = c.last_message_id LEFT JOIN contacts AS lc ON lc.id = lm.contact_id`
-	// lastMessageCols are the columns of messageCols of the last message
-	// (lm) and its sender (lc), as conversationRow.Last. A page's last
-	// messages by a query of their own (WHERE id IN) cost a statement
-	// more (BENCHMARKS.md section 4).
+	// lastMessageCols are messageCols of the last message (lm) and its
+	// sender (lc), read with the page rather than by a statement more
+	// (BENCHMARKS.md section 4).
 	lastMessageCols = `lm.id AS lm_id, lm.conversation_id AS lm_conversation_id, lm.contact_id AS lm_contact_id, lm.text AS lm_text,
 		lm.read_at AS lm_read_at, lm.created_at AS lm_created_at, lm.updated_at AS lm_updated_at,
 		lm.reaction_count AS lm_reaction_count, lm.attachment_count AS lm_attachment_count, lm.thread AS lm_thread, lm.deleted AS lm_deleted,
@@ -58,18 +55,13 @@ const (
 )
 
 // memberOf is the condition that conversation column col is one of
-// contact ?'s memberships: a probe of the members' primary key for each
-// row, so that a list walks its time index newest first and stops at its
-// page, however many conversations the contact is in
-// (dialectSQL.memberOf).
+// contact ?'s memberships, a probe of the members' key (dialectSQL.memberOf).
 func (s *store) memberOf(col string) string { return fmt.Sprintf(s.sql.memberOf, col) }
 
 // scope resolves the conversations a list selects: all, or ids and those
 // of memberID's memberships, given as a list of ids when they are at most
-// n (byMember is then ""), else as memberID to probe for. A list over a
-// few conversations reads each one's own index range (n is maxBranches);
-// over many, it walks the time index and probes each row's membership
-// (memberOf), which finds a page soon because most rows match.
+// n (byMember is then ""), else as memberID to probe for (memberOf): a
+// walk of the time index finds a page soon when most rows match.
 func (s *store) scope(ctx context.Context, all bool, memberID string, ids []string, n int) (convs []string, byMember string, err error) {
 	if all || memberID == "" {
 		return ids, "", nil
@@ -111,19 +103,13 @@ func completeConversations(ctx context.Context, d *dialectSQL, query queryFn, ro
 			last = append(last, rows[i].Last)
 		}
 	}
-	if len(last) == 0 {
-		return out, nil
-	}
 	ms, err := complete(ctx, d, query, last)
 	if err != nil {
 		return nil, err
 	}
-	// ms are in the order of rows' last messages.
-	j := 0
-	for i := range rows {
+	for i := range rows { // ms are in the order of rows' last messages
 		if rows[i].LastMessageID != nil && rows[i].Last.ID != "" {
-			out[i].LastMessage = &ms[j]
-			j++
+			out[i].LastMessage, ms = &ms[0], ms[1:]
 		}
 	}
 	return out, nil
@@ -264,12 +250,9 @@ func (s *store) scopeBranch(col string, all bool, memberID string, ids []string)
 // memberships unless member is "": one branch a conversation (a range of
 // its index) when they are at most maxBranches, else one condition.
 func (s *store) conversationBranches(col, member string, convs []string) []branch {
-	switch {
-	case member != "":
+	if member != "" || len(convs) > maxBranches {
 		b, _ := s.scopeBranch(col, false, member, convs)
 		return []branch{b}
-	case len(convs) > maxBranches:
-		return []branch{{where: col + " IN (?)", args: []any{idList(convs)}}}
 	}
 	bs := make([]branch, len(convs))
 	for i, c := range convs {
@@ -278,15 +261,33 @@ func (s *store) conversationBranches(col, member string, convs []string) []branc
 	return bs
 }
 
-// touchConversation counts a new message m of its conversation, storing
-// the conversation if it is new: m becomes the last message unless it is
-// older, and counts as read for every reader whose position is after it.
-// The conversation row stays locked until the transaction ends. A reply
-// is counted as its sender's with its takers placed (countReplySQL).
+// touchConversation counts m, a new message as stored, in its
+// conversation's row (stored if new; locked until tx ends) and its
+// readers' and sender's. A reply whose count checks its root
+// (countCheckedReplySQL) and counts nothing runs takeReply (ErrNoParent
+// rolls the reply back), then is counted.
 func (s *store) touchConversation(ctx context.Context, tx bun.Tx, m messaging.Message) error {
 	at := m.CreatedAt.UTC()
-	if err := s.countNew(ctx, tx, m); err != nil {
-		return err
+	counted := int64(0)
+	if m.ParentID != "" && s.sql.countCheckedReply != "" {
+		conv, _ := splitThread(m.ConversationID)
+		var err error
+		if counted, err = affected(s.execWrite(ctx, tx, s.sql.countCheckedReply, m.ConversationID, at, at, 1, m.ID,
+			m.ParentID, conv, m.ConversationID, m.ConversationID, m.Contact.ID)); err != nil {
+			return err
+		}
+		if counted == 0 {
+			root := m
+			root.ConversationID = conv
+			if err := s.takeReply(ctx, tx, root); err != nil {
+				return err
+			}
+		}
+	}
+	if counted == 0 {
+		if _, err := s.execWrite(ctx, tx, s.sql.countSend, m.ConversationID, at, at, 1, m.ID); err != nil {
+			return err
+		}
 	}
 	if _, err := s.execWrite(ctx, tx, countReadSendSQL, m.Contact.ID, m.ConversationID, at, at, m.ID); err != nil {
 		return err
@@ -295,30 +296,7 @@ func (s *store) touchConversation(ctx context.Context, tx bun.Tx, m messaging.Me
 		_, err := s.execWrite(ctx, tx, countReplySQL, m.Contact.ID, m.ConversationID)
 		return err
 	}
-	return s.countOwn(ctx, tx, m.ConversationID, m.Contact.ID)
-}
-
-// countNew counts m, a new message as stored, in its conversation's row
-// (countSend). A reply, where the count checks its root
-// (countCheckedReplySQL), is counted so first; when that counts nothing,
-// takeReply checks the root (ErrNoParent rolls the transaction back, with
-// the reply) or makes it a thread's, and the reply is counted then.
-func (s *store) countNew(ctx context.Context, tx bun.Tx, m messaging.Message) error {
-	at := m.CreatedAt.UTC()
-	if m.ParentID != "" && s.sql.countCheckedReply != "" {
-		conv, _ := splitThread(m.ConversationID)
-		n, err := affected(s.execWrite(ctx, tx, s.sql.countCheckedReply, m.ConversationID, at, at, 1, m.ID,
-			m.ParentID, conv, m.ConversationID, m.ConversationID, m.Contact.ID))
-		if err != nil || n > 0 {
-			return err
-		}
-		root := m
-		root.ConversationID = conv
-		if err := s.takeReply(ctx, tx, root); err != nil {
-			return err
-		}
-	}
-	_, err := s.execWrite(ctx, tx, s.sql.countSend, m.ConversationID, at, at, 1, m.ID)
+	_, err := s.execWrite(ctx, tx, s.sql.countOwn, m.ConversationID, m.Contact.ID, 1)
 	return err
 }
 
@@ -328,30 +306,16 @@ const countReplySQL = `UPDATE conversation_members SET own_count = own_count + C
 	thread_at = (SELECT CASE WHEN c.message_count > 0 THEN c.updated_at END FROM conversations AS c WHERE c.id = conversation_members.conversation_id)
 	WHERE conversation_id = ? AND joined_at IS NOT NULL`
 
-// countReadSendSQL counts a new message as read by the readers whose
-// position is after it (touchConversation).
+// countReadSendSQL counts a new message (created_at twice, id) as read by
+// the readers whose position is after it.
 const countReadSendSQL = `UPDATE conversation_members SET read_count = read_count + 1,
 	own_read_count = own_read_count + CASE WHEN contact_id = ? THEN 1 ELSE 0 END
-	WHERE conversation_id = ? AND ` + afterPosition
+	WHERE conversation_id = ? AND (read_created > ? OR (read_created = ? AND read_message_id > ?))`
 
 // newest is the condition that an upsert's new message comes after the
 // conversation's last one.
 const newest = `(conversations.last_message_id IS NULL OR EXCLUDED.updated_at > conversations.updated_at
 	OR (EXCLUDED.updated_at = conversations.updated_at AND EXCLUDED.last_message_id > conversations.last_message_id))`
-
-// afterPosition is the condition that a member's read position is after
-// the message (?, ?) (created_at, then id; the time given twice); atOrAfterPosition
-// that it is at or after it.
-const (
-	afterPosition     = `(read_created > ? OR (read_created = ? AND read_message_id > ?))`
-	atOrAfterPosition = `(read_created > ? OR (read_created = ? AND read_message_id >= ?))`
-)
-
-// countOwn counts a new message of contact in conv.
-func (s *store) countOwn(ctx context.Context, tx bun.Tx, conv, contact string) error {
-	_, err := s.execWrite(ctx, tx, s.sql.countOwn, conv, contact, 1)
-	return err
-}
 
 // fileConversation stores conv, created at at, unless it is stored.
 func (s *store) fileConversation(ctx context.Context, db bun.IConn, conv string, at time.Time) error {
@@ -359,50 +323,32 @@ func (s *store) fileConversation(ctx context.Context, db bun.IConn, conv string,
 	return err
 }
 
-// uncountMessage takes m, about to be deleted in the same transaction,
-// out of the counters of its conversation.
-func (s *store) uncountMessage(ctx context.Context, tx bun.Tx, m *messageRow) error {
-	at := m.CreatedAt.UTC()
+// removeMessage deletes r's row (its reactions, revisions and attachments
+// gone already) and takes it out of its conversation's counters, last
+// message and, for a reply, its thread's places.
+func (s *store) removeMessage(ctx context.Context, tx bun.Tx, r *messageRow) error {
+	at, conv := r.CreatedAt.UTC(), r.ConversationID
 	for _, q := range []struct {
 		sql  string
 		args []any
 	}{
-		{"UPDATE conversations SET message_count = message_count - 1 WHERE id = ?", []any{m.ConversationID}},
+		{"UPDATE conversations SET message_count = message_count - 1 WHERE id = ?", []any{conv}},
 		{`UPDATE conversation_members SET read_count = read_count - 1,
 			own_read_count = own_read_count - CASE WHEN contact_id = ? THEN 1 ELSE 0 END
-			WHERE conversation_id = ? AND ` + atOrAfterPosition, []any{m.ContactID, m.ConversationID, at, at, m.ID}},
-		{"UPDATE conversation_members SET own_count = own_count - 1 WHERE conversation_id = ? AND contact_id = ?", []any{m.ConversationID, m.ContactID}},
+			WHERE conversation_id = ? AND (read_created > ? OR (read_created = ? AND read_message_id >= ?))`, []any{r.ContactID, conv, at, at, r.ID}},
+		{"UPDATE conversation_members SET own_count = own_count - 1 WHERE conversation_id = ? AND contact_id = ?", []any{conv, r.ContactID}},
+		{"DELETE FROM messages WHERE id = ?", []any{r.ID}},
+		// The newest message left is the last, if the last was r.
+		{`UPDATE conversations SET
+			last_message_id = (SELECT m.id FROM messages AS m WHERE m.conversation_id = ? ORDER BY m.created_at DESC, m.id DESC LIMIT 1),
+			updated_at = COALESCE((SELECT m.created_at FROM messages AS m WHERE m.conversation_id = ? ORDER BY m.created_at DESC, m.id DESC LIMIT 1), created_at)
+			WHERE id = ? AND last_message_id = ?`, []any{conv, conv, conv, r.ID}},
 	} {
 		if _, err := s.execWrite(ctx, tx, q.sql, q.args...); err != nil {
 			return err
 		}
 	}
-	return nil
-}
-
-// lastMessageGone makes the newest remaining message of conv its last
-// message, if the last one was id (deleted in this transaction).
-func (s *store) lastMessageGone(ctx context.Context, tx bun.Tx, conv, id string) error {
-	_, err := s.execWrite(ctx, tx, `UPDATE conversations SET
-		last_message_id = (SELECT m.id FROM messages AS m WHERE m.conversation_id = ? ORDER BY m.created_at DESC, m.id DESC LIMIT 1),
-		updated_at = COALESCE((SELECT m.created_at FROM messages AS m WHERE m.conversation_id = ? ORDER BY m.created_at DESC, m.id DESC LIMIT 1), created_at)
-		WHERE id = ? AND last_message_id = ?`, conv, conv, conv, id)
-	return err
-}
-
-// memberState is a contact's read position and counters in a
-// conversation.
-type memberState struct {
-	ReadCreated *time.Time `bun:"read_created"`
-	ReadID      *string    `bun:"read_message_id"`
-	OwnCount    int64      `bun:"own_count"`
-}
-
-// rangeCount counts the messages of a range of places, and the reader's
-// own among them.
-type rangeCount struct {
-	All int64 `bun:"n"`
-	Own int64 `bun:"own"`
+	return s.placeThreads(ctx, tx, conv)
 }
 
 // tailCap is the most messages MarkRead counts after the new position; a
@@ -431,13 +377,22 @@ func (s *store) MarkRead(ctx context.Context, conversationID, contactID, message
 			conversationID, contactID); err != nil {
 			return err
 		}
-		from, err := readOne[memberState](ctx, read, "member", "SELECT read_created, read_message_id, own_count FROM conversation_members WHERE conversation_id = ? AND contact_id = ?"+s.sql.forUpdate,
+		from, err := readOne[struct {
+			ReadCreated *time.Time `bun:"read_created"`
+			ReadID      *string    `bun:"read_message_id"`
+			OwnCount    int64      `bun:"own_count"`
+		}](ctx, read, "member", "SELECT read_created, read_message_id, own_count FROM conversation_members WHERE conversation_id = ? AND contact_id = ?"+s.sql.forUpdate,
 			conversationID, contactID)
 		if err != nil {
 			return err
 		}
 		if from.ReadCreated != nil && (from.ReadCreated.After(to) || from.ReadCreated.Equal(to) && *from.ReadID >= messageID) {
 			return nil // positions never move back
+		}
+		// The messages of a range of places, and the reader's own.
+		type rangeCount struct {
+			All int64 `bun:"n"`
+			Own int64 `bun:"own"`
 		}
 		const counts = "SELECT COUNT(*) AS n, COALESCE(SUM(CASE WHEN contact_id = ? THEN 1 ELSE 0 END), 0) AS own FROM "
 		tail, err := readOne[rangeCount](ctx, read, "message", counts+`(SELECT contact_id FROM messages WHERE conversation_id = ?
@@ -503,32 +458,24 @@ func (s *store) IsMember(ctx context.Context, conversationID, contactID string) 
 	return len(n) > 0, wrapErr("sqlstore.IsMember", err)
 }
 
-// memberRow is a membership.
-type memberRow struct {
-	ConversationID string    `bun:"conversation_id"`
-	ContactID      string    `bun:"contact_id"`
-	JoinedAt       time.Time `bun:"joined_at"`
-}
-
 // ListMembers returns up to q.Limit members as q selects them, by id.
-func (s *store) ListMembers(ctx context.Context, q driver.MemberQuery) ([]messaging.Member, bool, error) {
+func (s *store) ListMembers(ctx context.Context, q driver.MemberQuery) (_ []messaging.Member, _ bool, err error) {
+	defer wrapTo("sqlstore.ListMembers", &err)
 	if q.Limit < 1 {
-		return nil, false, wrapErr("sqlstore.ListMembers", invalid("limit must be at least 1"))
+		return nil, false, invalid("limit must be at least 1")
 	}
 	key, where, arg := "contact_id", "conversation_id = ?", q.ConversationID
 	if q.ConversationID == "" {
 		key, where, arg = "conversation_id", "contact_id = ?", q.ContactID
 	}
-	var rows []memberRow
-	err := s.read(ctx, &rows, "SELECT conversation_id, contact_id, joined_at FROM conversation_members WHERE "+where+
-		" AND is_member = TRUE AND "+key+" > ? ORDER BY "+key+" LIMIT ?", arg, cursorID(q.After), q.Limit+1)
-	if err != nil {
-		return nil, false, wrapErr("sqlstore.ListMembers", err)
+	rows := []messaging.Member{}
+	if err := s.read(ctx, &rows, "SELECT conversation_id, contact_id, joined_at FROM conversation_members WHERE "+where+
+		" AND is_member = TRUE AND "+key+" > ? ORDER BY "+key+" LIMIT ?", arg, cursorID(q.After), q.Limit+1); err != nil {
+		return nil, false, err
 	}
 	rows, more := trimPage(rows, q.Limit, false)
-	out := make([]messaging.Member, len(rows))
-	for i, r := range rows {
-		out[i] = messaging.Member{ConversationID: r.ConversationID, ContactID: r.ContactID, JoinedAt: utc(r.JoinedAt)}
+	for i := range rows {
+		rows[i].JoinedAt = utc(rows[i].JoinedAt)
 	}
-	return out, more, nil
+	return rows, more, nil
 }

@@ -45,15 +45,11 @@ func (s *store) readByIDs(ctx context.Context, dst any, query string, args ...an
 // longList reports whether args hold a list of more than maxPreparedIDs.
 func longList(args []any) bool {
 	for _, a := range args {
-		switch l := a.(type) {
-		case idList:
-			if len(l) > maxPreparedIDs {
-				return true
-			}
-		case boxedIDs:
-			if len(l) > maxPreparedIDs {
-				return true
-			}
+		if l, ok := a.(idList); ok && len(l) > maxPreparedIDs {
+			return true
+		}
+		if l, ok := a.(boxedIDs); ok && len(l) > maxPreparedIDs {
+			return true
 		}
 	}
 	return false
@@ -157,18 +153,13 @@ func expandArgs(query string, args []any, dollar bool) (string, []any, bool) {
 			}
 		}
 		switch a := args[i].(type) {
-		case string, int, int64, []byte, nil:
-			out = append(out, a)
-			placeholder()
-		case time.Time:
-			if dollar {
-				if a.IsZero() { // the driver would send NULL
-					return "", nil, false
-				}
-				out = append(out, a)
-			} else {
-				out = append(out, driverTime(a))
+		case string, int, int64, []byte, nil, time.Time:
+			if t, ok := a.(time.Time); ok && !dollar {
+				a = driverTime(t)
+			} else if ok && t.IsZero() { // the driver would send NULL
+				return "", nil, false
 			}
+			out = append(out, a)
 			placeholder()
 		case idList:
 			if !expandList(&b, &out, a, placeholder) {

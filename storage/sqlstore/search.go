@@ -9,12 +9,8 @@ import (
 	"github.com/parleychat/parley/messaging/driver"
 )
 
-// Search (DESIGN.md §4.10). Every engine stores the words of a message's
-// text as driver.SearchWords folds them, in messages.search_words, and
-// indexes that column with its full-text index (engine.search), so that no engine's own tokenizer, folding,
-// stop words or minimum word length changes what a query finds. Words hold
-// only letters, digits and marks, so they need no escaping in any
-// engine's query syntax.
+// Search: DESIGN.md §4.10. Words hold only letters, digits and marks, so
+// they need no escaping in any engine's query syntax.
 
 // searchWords returns the value of messages.search_words for text.
 func (s *store) searchWords(text string) string { return searchWordsOf(s.sql.wordMark, text) }
@@ -69,10 +65,7 @@ func (s *store) searchPage(ctx context.Context, q driver.SearchQuery, query stri
 func (s *store) searchDone(ctx context.Context, q driver.SearchQuery, rows []messageRow) ([]messaging.Message, bool, error) {
 	rows, more := trimPage(rows, q.Limit, q.Before != nil)
 	items, err := complete(ctx, s.sql, s.readByIDs, rows)
-	if err != nil {
-		return nil, false, err
-	}
-	return items, more, nil
+	return items, more && err == nil, err
 }
 
 // searchScope returns the condition on m of the messages of a search's
@@ -83,15 +76,11 @@ func (s *store) searchScope(all bool, member string, convs []string) (branch, bo
 	if !ok || all {
 		return b, ok
 	}
-	if len(convs) > 0 {
-		// The replies of these conversations are under their threads'
-		// keys (threads.go).
+	if len(convs) > 0 { // their replies, under their threads' keys
 		c, args := threadsOf("m.conversation_id", convs)
 		b.where, b.args = "("+b.where+" OR "+c+")", append(b.args, args...)
 	}
-	if member != "" {
-		// A member of many conversations: the replies of those are under
-		// their threads' keys, whose conversation is before the slash.
+	if member != "" { // the replies of a member's many conversations
 		b.where, b.args = "("+b.where+" OR "+s.memberOf(s.threadConversation("m.conversation_id"))+")", append(b.args, member)
 	}
 	return b, true
@@ -122,15 +111,7 @@ func nameable(all bool, member string, convs []string) bool {
 }
 
 // searchRows returns the rows of the conversations convs: the sum of
-// their message_count. Their threads' replies are not counted: the OR of
-// a LIKE per conversation that finds their rows of conversations cost
-// PostgreSQL 35 ms to plan and 8 ms to run for 50 conversations, the IN
-// alone 1 ms (EXPLAIN ANALYZE, load 21).
+// their message_count, without their threads' replies (DESIGN.md §4.10).
 func (s *store) searchRows(ctx context.Context, convs []string) (int64, error) {
-	var n []int64
-	err := s.read(ctx, &n, "SELECT COALESCE(SUM(m.message_count), 0) FROM conversations AS m WHERE m.id IN (?)", idList(convs))
-	if err != nil || len(n) == 0 {
-		return 0, err
-	}
-	return n[0], nil
+	return readOne[int64](ctx, s.read, "conversation", "SELECT COALESCE(SUM(m.message_count), 0) FROM conversations AS m WHERE m.id IN (?)", idList(convs))
 }

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,7 +58,7 @@ const tombstoneSQL = `UPDATE messages SET text = '', search_words = ?, deleted =
 // root of m, a reply, takes it, and makes the root's sender and the
 // reply's take part in the thread unless they do (one EXISTS each:
 // DESIGN.md §4.11). On SQLite it runs only when countCheckedReplySQL
-// counted nothing (countNew).
+// counted nothing (touchConversation).
 func (s *store) takeReply(ctx context.Context, tx bun.Tx, m messaging.Message) error {
 	key, at := threadKey(m.ConversationID, m.ParentID), m.CreatedAt.UTC()
 	var roots []struct {
@@ -203,21 +204,6 @@ func (s *store) hasReplies(ctx context.Context, tx bun.Tx, key string) (bool, er
 	return len(ids) > 0, err
 }
 
-// removeMessage deletes r's row (its reactions, revisions and attachments
-// gone already) and takes it out of its conversation's counters.
-func (s *store) removeMessage(ctx context.Context, tx bun.Tx, r *messageRow) error {
-	if err := s.uncountMessage(ctx, tx, r); err != nil {
-		return err
-	}
-	if _, err := s.execWrite(ctx, tx, "DELETE FROM messages WHERE id = ?", r.ID); err != nil {
-		return err
-	}
-	if err := s.lastMessageGone(ctx, tx, r.ConversationID, r.ID); err != nil {
-		return err
-	}
-	return s.placeThreads(ctx, tx, r.ConversationID)
-}
-
 // replyGone removes the tombstone of root, a root of conv, once its last
 // reply is deleted in tx, and returns its id; "" when it stays.
 func (s *store) replyGone(ctx context.Context, tx bun.Tx, conv, root string) (string, error) {
@@ -235,38 +221,29 @@ func (s *store) replyGone(ctx context.Context, tx bun.Tx, conv, root string) (st
 	return root, s.removeMessage(ctx, tx, &rows[0])
 }
 
-// threadCount is a thread's count of replies and the time of its newest.
-type threadCount struct {
-	Key   string    `bun:"id"`
-	Count int64     `bun:"n"`
-	Last  time.Time `bun:"last"`
-}
-
 // addThreadCounts sets the ReplyCount and LastReplyAt of the roots among
 // out (of rows) from their threads' rows, in one query.
 func addThreadCounts(ctx context.Context, query queryFn, rows []messageRow, out []messaging.Message) error {
-	var keys []string
+	at := make(map[string]int) // a thread's key → its root's index
 	for i := range rows {
 		if rows[i].Thread {
-			keys = append(keys, threadKey(out[i].ConversationID, out[i].ID))
+			at[threadKey(out[i].ConversationID, out[i].ID)] = i
 		}
 	}
-	if len(keys) == 0 {
+	if len(at) == 0 {
 		return nil
 	}
-	var counts []threadCount
-	if err := query(ctx, &counts, "SELECT id, message_count AS n, updated_at AS last FROM conversations WHERE id IN (?)", idList(keys)); err != nil {
+	var counts []struct {
+		Key   string    `bun:"id"`
+		Count int64     `bun:"n"`
+		Last  time.Time `bun:"last"`
+	}
+	if err := query(ctx, &counts, "SELECT id, message_count AS n, updated_at AS last FROM conversations WHERE id IN (?)",
+		idList(slices.Collect(maps.Keys(at)))); err != nil {
 		return err
 	}
-	byKey := make(map[string]threadCount, len(counts))
 	for _, c := range counts {
-		byKey[c.Key] = c
-	}
-	for i := range out {
-		if !rows[i].Thread {
-			continue
-		}
-		if c := byKey[threadKey(out[i].ConversationID, out[i].ID)]; c.Count > 0 {
+		if i := at[c.Key]; c.Count > 0 {
 			out[i].ReplyCount, out[i].LastReplyAt = c.Count, utc(c.Last)
 		}
 	}
