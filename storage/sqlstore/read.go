@@ -21,9 +21,10 @@ type boxedIDs []any
 // read runs query outside transactions on the reader database and scans
 // its rows into dst (a pointer to a slice of rows). query has bun's "?"
 // placeholders; args are strings, ints, times, nils and idLists. Prepared
-// where the engine keeps prepared reads (SQLite, DESIGN.md §4.7).
+// where the engine keeps prepared reads (SQLite, DESIGN.md §4.7), unless
+// a list holds more than maxPreparedIDs.
 func (s *store) read(ctx context.Context, dst any, query string, args ...any) error {
-	if s.stmts == nil {
+	if s.stmts == nil || longList(args) {
 		return s.r.NewRaw(query, bunArgs(args)...).Scan(ctx, dst)
 	}
 	return s.readPrepared(ctx, dst, query, args...)

@@ -132,8 +132,8 @@ func TestSQLiteConcurrentWritesPrepare(t *testing.T) {
 	require.NoError(t, ctx.Err(), "the writes did not finish: a deadlock")
 }
 
-// TestLongListsNotPrepared: a transaction's statement with a list of more
-// than maxPreparedIDs ids is not noted for preparing (each length would
+// TestLongListsNotPrepared: a read or a transaction's statement with a
+// list of more than maxPreparedIDs ids is not prepared (each length would
 // be a statement of its own in the cache for good); a shorter one is.
 func TestLongListsNotPrepared(t *testing.T) {
 	ctx := t.Context()
@@ -151,14 +151,21 @@ func TestLongListsNotPrepared(t *testing.T) {
 			return s.s.txRead(ctx, tx, &got, "SELECT id FROM messages WHERE id IN (?)", ids(n))
 		})
 		require.NoError(t, err)
+		var got []string
+		require.NoError(t, s.s.read(ctx, &got, "SELECT id FROM messages WHERE id IN (?)", ids(n)))
+		require.NoError(t, s.s.readByIDs(ctx, &got, "SELECT id FROM messages WHERE id IN (?) AND id <> ''", ids(n)))
 	}
-	s.s.wstmts.mu.RLock()
-	defer s.s.wstmts.mu.RUnlock()
-	var lists []int
-	for q := range s.s.wstmts.m {
-		if strings.HasPrefix(q, "SELECT id FROM messages WHERE id IN (") {
-			lists = append(lists, strings.Count(q, "?"))
+	lists := func(c *stmtCache) []int {
+		c.mu.RLock()
+		defer c.mu.RUnlock()
+		var lists []int
+		for q := range c.m {
+			if strings.HasPrefix(q, "SELECT id FROM messages WHERE id IN (") {
+				lists = append(lists, strings.Count(q, "?"))
+			}
 		}
+		return lists
 	}
-	assert.Equal(t, []int{maxPreparedIDs}, lists)
+	assert.Equal(t, []int{maxPreparedIDs}, lists(s.s.wstmts), "the writer's")
+	assert.Equal(t, []int{maxPreparedIDs, maxPreparedIDs}, lists(s.s.stmts), "the readers'")
 }
