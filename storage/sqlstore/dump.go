@@ -10,7 +10,6 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/storage/storecopy"
 )
 
@@ -37,25 +36,6 @@ func (s *store) Snapshot(ctx context.Context) (_ storecopy.Snapshot, err error) 
 		return nil, err
 	}
 	return snap, nil
-}
-
-// checkVersion checks that the schema is the one this version of the
-// store reads and writes.
-func (s *store) checkVersion(ctx context.Context) error {
-	var names []string
-	if err := s.w.NewRaw("SELECT name FROM "+migrationsTable+" ORDER BY name DESC LIMIT 1").Scan(ctx, &names); err != nil {
-		return fmt.Errorf("read the schema version (run Migrate): %w", err)
-	}
-	want := s.schemaVersion()
-	switch {
-	case len(names) == 0 || names[0] < want:
-		return &messaging.Error{Kind: messaging.ErrInvalid, Message: fmt.Sprintf(
-			"the database's schema is older than this program's (version %s): run Migrate, or start the server on it once", want)}
-	case names[0] > want:
-		return &messaging.Error{Kind: messaging.ErrInvalid, Message: fmt.Sprintf(
-			"the database's schema (version %s) is newer than this program's (%s): use the program that wrote it", names[0], want)}
-	}
-	return nil
 }
 
 // snapshot is a Store's storecopy.Snapshot.

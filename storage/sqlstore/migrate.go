@@ -11,6 +11,8 @@ import (
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/migrate"
+
+	"github.com/parleychat/parley/messaging"
 )
 
 // Tables of bun/migrate's bookkeeping.
@@ -120,12 +122,22 @@ func recordMigration(ctx context.Context, db bun.IConn, mig *migrate.Migration) 
 	return err
 }
 
-// schemaVersion returns the name of the last migration of s's engine.
-func (s *store) schemaVersion() string {
+// checkVersion checks that the schema is the one this version of the
+// store reads and writes: the last migration of its engine.
+func (s *store) checkVersion(ctx context.Context) error {
 	entries, _ := fs.ReadDir(migrationFiles, "migrations/"+s.eng.name()) // sorted by name
-	if len(entries) == 0 {
-		return ""
+	want, _, _ := strings.Cut(entries[len(entries)-1].Name(), "_")
+	var names []string
+	if err := s.w.NewRaw("SELECT name FROM "+migrationsTable+" ORDER BY name DESC LIMIT 1").Scan(ctx, &names); err != nil {
+		return fmt.Errorf("read the schema version (run Migrate): %w", err)
 	}
-	name, _, _ := strings.Cut(entries[len(entries)-1].Name(), "_")
-	return name
+	switch {
+	case len(names) == 0 || names[0] < want:
+		return &messaging.Error{Kind: messaging.ErrInvalid, Message: fmt.Sprintf(
+			"the database's schema is older than this program's (version %s): run Migrate, or start the server on it once", want)}
+	case names[0] > want:
+		return &messaging.Error{Kind: messaging.ErrInvalid, Message: fmt.Sprintf(
+			"the database's schema (version %s) is newer than this program's (%s): use the program that wrote it", names[0], want)}
+	}
+	return nil
 }
