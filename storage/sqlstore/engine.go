@@ -198,8 +198,8 @@ type dialectSQL struct {
 	// time, given pruneKeyArgs times.
 	pruneKeys    string
 	pruneKeyArgs int
-	// overriding comes before the VALUES of an insert that sets an
-	// identity column; resetSeq, if set, moves the seq sequence of table
+	// overriding comes before the VALUES of Load's inserts, which set
+	// identity columns; resetSeq, if set, moves the seq sequence of table
 	// %[1]s past its greatest value.
 	overriding, resetSeq string
 	// wordMark is written before every word of messages.search_words.
