@@ -246,13 +246,10 @@ func (s *store) retry(ctx context.Context, fn func(ctx context.Context) error) e
 		}
 		s.opts.Logger.DebugContext(ctx, "sqlstore: retrying transaction", "attempt", attempt, "err", err)
 		// Jittered, growing backoff: a few milliseconds, at most ~100ms.
-		d := time.Duration(rand.Int64N(int64(min(attempt, 20))*5*int64(time.Millisecond)) + 1)
-		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return err
-		case <-t.C:
+		case <-time.After(time.Duration(rand.Int64N(int64(min(attempt, 20))*5*int64(time.Millisecond)) + 1)):
 		}
 	}
 }
