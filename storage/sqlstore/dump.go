@@ -294,12 +294,8 @@ func (ins *inserter) add(vals ...any) {
 	if ins.values.Len() > 0 {
 		ins.values.WriteString(", ")
 	}
-	ins.values.WriteString("(")
-	for i, v := range vals {
-		if i > 0 {
-			ins.values.WriteString(", ")
-		}
-		ins.values.WriteString("?")
+	ins.values.WriteString("(" + strings.Repeat("?, ", len(vals)-1) + "?)")
+	for _, v := range vals {
 		switch v := v.(type) {
 		case string:
 			ins.size += len(v) + 8
@@ -309,7 +305,6 @@ func (ins *inserter) add(vals ...any) {
 			ins.size += 16
 		}
 	}
-	ins.values.WriteString(")")
 	ins.args = append(ins.args, vals...)
 	if ins.size >= loadStatementBytes {
 		ins.err = ins.flush()
