@@ -44,10 +44,8 @@
 // the writes under way, then closes what Open opened.
 //
 // PostgreSQL behind PgBouncer in transaction pooling mode: add
-// default_query_exec_mode=exec to the DSN (pgx's parameter; see package
-// postgres), so that no statement is prepared on a server connection, and
-// leave Options.Schema unset. The store keeps no other session state, and
-// Migrate's lock lasts one transaction.
+// default_query_exec_mode=exec to the DSN and leave Options.Schema unset
+// (package postgres); the store keeps no other session state.
 //
 // How the store works inside (migrations, the outbox's order, counting
 // in the send, combined writes, prepared statements) is in DESIGN.md at the
