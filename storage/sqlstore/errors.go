@@ -124,10 +124,7 @@ func isUniqueViolation(err error) bool {
 // unavailable reports whether err means that the database cannot be
 // reached or cannot serve now, rather than that the request is wrong.
 func unavailable(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.ECONNREFUSED) || broken(err) {
-		return true
-	}
-	if networkError(err) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.ECONNREFUSED) || broken(err) || networkError(err) {
 		return true
 	}
 	if c := pgCode(err); c != "" {
