@@ -83,12 +83,6 @@ var maxPrefixWords = 64
 // number in the millisecond (DESIGN.md §4.10).
 const ftsBucket = "(CAST(round(unixepoch(?, 'subsec') * 1000) AS INTEGER) << 20)"
 
-// ftsConversation returns the FTS5 token of the conversation conv, as the
-// triggers write it.
-func ftsConversation(conv string) string {
-	return "§" + strings.ToUpper(hex.EncodeToString([]byte(conv)))
-}
-
 // search is SearchMessages on SQLite: the union of the page of FTS5 (up
 // to the mark) and of the tail beyond it, sorted, in one statement
 // (DESIGN.md §4.10). FTS5's matches are in time order to the millisecond:
@@ -142,10 +136,11 @@ func (sqliteEngine) search(ctx context.Context, s *store, q driver.SearchQuery, 
 		return s.searchPage(ctx, q, tail, tailArgs)
 	}
 	if named {
-		// A conversation's token stands for its replies too.
+		// A conversation's token, as the triggers write it, stands for its
+		// replies too.
 		tokens := make([]string, len(convs))
 		for i, c := range convs {
-			tokens[i] = `"` + ftsConversation(c) + `"`
+			tokens[i] = `"§` + strings.ToUpper(hex.EncodeToString([]byte(c))) + `"`
 		}
 		match += " AND (" + strings.Join(tokens, " OR ") + ")"
 		where, whereArgs = "", nil
