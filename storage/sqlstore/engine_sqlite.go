@@ -164,29 +164,24 @@ func (sqliteEngine) search(ctx context.Context, s *store, q driver.SearchQuery, 
 // words of the index it begins, read together so that the words are
 // those of every message up to the mark.
 func (s *store) searchMark(ctx context.Context, prefix string) (mark int64, terms []string, err error) {
-	if prefix == "" {
-		// The mark alone: the join below costs 20 µs more, a tenth of a
-		// search of a rare word in 3,000 messages.
-		var marks []int64
-		if err := s.read(ctx, &marks, "SELECT seq FROM message_search_mark"); err != nil {
-			return 0, nil, err
-		}
-		if len(marks) != 1 {
-			return 0, nil, errors.New("sqlstore: no search mark")
-		}
-		return marks[0], nil, nil
-	}
 	var rows []struct {
 		Mark int64   `bun:"mark"`
 		Term *string `bun:"term"`
 	}
-	if err := s.read(ctx, &rows, "SELECT k.seq AS mark, t.term AS term FROM message_search_mark AS k LEFT JOIN "+
-		"(SELECT term FROM message_search_terms WHERE term >= ? AND term < ? LIMIT ?) AS t ON 1",
-		prefix, prefix+"\U0010FFFF", maxPrefixWords+1); err != nil {
-		return 0, nil, err
+	if prefix == "" {
+		// The mark alone: the join below costs 20 µs more, a tenth of a
+		// search of a rare word in 3,000 messages.
+		err = s.read(ctx, &rows, "SELECT seq AS mark FROM message_search_mark")
+	} else {
+		err = s.read(ctx, &rows, "SELECT k.seq AS mark, t.term AS term FROM message_search_mark AS k LEFT JOIN "+
+			"(SELECT term FROM message_search_terms WHERE term >= ? AND term < ? LIMIT ?) AS t ON 1",
+			prefix, prefix+"\U0010FFFF", maxPrefixWords+1)
 	}
-	if len(rows) == 0 {
-		return 0, nil, errors.New("sqlstore: no search mark")
+	if err == nil && len(rows) == 0 {
+		err = errors.New("sqlstore: no search mark")
+	}
+	if err != nil {
+		return 0, nil, err
 	}
 	for _, r := range rows {
 		if r.Term != nil {
