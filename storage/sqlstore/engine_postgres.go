@@ -108,7 +108,7 @@ func (e *postgresEngine) initMigrations(ctx context.Context, s *store, m *migrat
 		if err := e.claimMigration(ctx, s, tx); err != nil {
 			return err
 		}
-		if s.opts.Schema != "" { // a valid identifier (Options.checkSchema)
+		if s.opts.Schema != "" { // a valid identifier (schemaName, checked by Open)
 			if _, err := tx.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+s.opts.Schema); err != nil {
 				return err
 			}
