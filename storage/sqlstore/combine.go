@@ -72,10 +72,7 @@ func (s *store) update(ctx context.Context, id string, ch driver.MessageChange) 
 			return messaging.Message{}, ctx.Err()
 		}
 	}
-	if p, ok := c.err.(*panicked); ok {
-		panic(p.value)
-	}
-	return c.out, c.err
+	return c.out, outcome(c.err)
 }
 
 // run makes the changes of batch, then those that arrived meanwhile, until

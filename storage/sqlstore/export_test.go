@@ -259,11 +259,9 @@ func Queued(st *Store, id string) (waiting int, running bool) {
 func HoldSends(st *Store) (queued func() int, release func()) {
 	s := st.s
 	sc := &s.sending
-	held := make([]*sendSlot, maxSending)
+	since := time.Now().Add(time.Hour)
+	held := []*time.Time{&since}
 	sc.mu.Lock()
-	for i := range held {
-		held[i] = &sendSlot{since: time.Now().Add(time.Hour)}
-	}
 	sc.slots = append(sc.slots, held...)
 	sc.mu.Unlock()
 	queued = func() int {
@@ -286,7 +284,7 @@ func AgeSends(st *Store) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	for _, slot := range sc.slots {
-		slot.since = time.Now().Add(-time.Hour)
+		*slot = time.Now().Add(-time.Hour)
 	}
 }
 

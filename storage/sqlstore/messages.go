@@ -95,7 +95,11 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 		} else if s.sql.arrays && len(atts) == 0 {
 			return s.insertSent(ctx, tx, &pendingSend{m: m, evs: evs})
 		}
-		if err := s.insertMessage(ctx, tx, sm, len(atts)); err != nil {
+		_, err := s.execWrite(ctx, tx, insertMessageSQL, sm.ID, sm.ConversationID, sm.Contact.ID, sm.Text, s.searchWords(sm.Text),
+			ts(sm.ReadAt), sm.CreatedAt.UTC(), ts(sm.UpdatedAt), len(atts))
+		if isUniqueViolation(err) {
+			return conflict("a message with this id exists")
+		} else if err != nil {
 			return err
 		}
 		if len(atts) > 0 {
@@ -109,7 +113,6 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 			// Anew at each run: a retried transaction runs this again.
 			after.Attachments = attachmentsOf(as)
 		}
-		var err error
 		if evs != nil { // made before (the change is the same)
 			err = s.insertEvents(ctx, tx, evs)
 		} else {
@@ -229,19 +232,9 @@ func (s *store) txStmt(ctx context.Context, tx bun.Tx, query string, args []any)
 	return tx.Tx.StmtContext(ctx, from), dargs
 }
 
-// insertMessageSQL inserts a message.
+// insertMessageSQL inserts a message (createMessage).
 const insertMessageSQL = `INSERT INTO messages (id, conversation_id, contact_id, text, search_words, read_at, created_at, updated_at, attachment_count)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
-
-// insertMessage inserts the row of m, with attachments linked attachments.
-func (s *store) insertMessage(ctx context.Context, db bun.IConn, m messaging.Message, attachments int) error {
-	_, err := s.execWrite(ctx, db, insertMessageSQL, m.ID, m.ConversationID, m.Contact.ID, m.Text, s.searchWords(m.Text),
-		ts(m.ReadAt), m.CreatedAt.UTC(), ts(m.UpdatedAt), attachments)
-	if isUniqueViolation(err) {
-		return conflict("a message with this id exists")
-	}
-	return err
-}
 
 // link links the attachments ids to the message, each by a conditional
 // UPDATE; the caller keeps the message's attachment_count.

@@ -21,12 +21,7 @@ import (
 
 var _ driver.EventStore = (*store)(nil)
 
-// The outbox (DESIGN.md §4.3): the writes store the events of their
-// changes in their transactions (record). Each event has a seq, its place
-// in commit order: SQLite gives it at insert; on PostgreSQL and MySQL the
-// writes insert into event_log, and every reader first runs the sequencer
-// (sequence), which copies the committed events into events, numbered in
-// insert order, updating no row. Readers are given ids made of the seq,
+// The outbox: DESIGN.md §4.3. Readers are given ids made of the seq,
 // sealed (eventSealer); the payload is the JSON of the event's object.
 
 // maxSequence is the most rows one sequencing transaction numbers.
@@ -257,12 +252,6 @@ func (s *store) prepareWrites(ctx context.Context) {
 	s.writesPrepared.Store(true)
 }
 
-// sequence numbers the events committed since the last call, where the
-// engine does not number them at insert (see the top of this file).
-func (s *store) sequence(ctx context.Context) error {
-	return s.eng.sequence(ctx, s)
-}
-
 // ReadEvents returns up to q.Limit events matching q in seq order, after
 // numbering the events committed since the last call (PostgreSQL, MySQL).
 func (s *store) ReadEvents(ctx context.Context, q driver.EventQuery) (_ []messaging.Event, err error) {
@@ -271,7 +260,7 @@ func (s *store) ReadEvents(ctx context.Context, q driver.EventQuery) (_ []messag
 		return nil, invalid("limit must be at least 1")
 	}
 	s.prepareWrites(ctx)
-	if err := s.sequence(ctx); err != nil {
+	if err := s.eng.sequence(ctx, s); err != nil {
 		return nil, err
 	}
 	convs, member, err := s.scope(ctx, q.All, q.MemberID, q.ConversationIDs, maxBranches)
@@ -392,7 +381,7 @@ func (s *store) GetEvent(ctx context.Context, id string) (_ messaging.Event, err
 // messaging.ErrNotFound.
 func (s *store) LastEvent(ctx context.Context) (_ messaging.Event, err error) {
 	defer wrapTo("sqlstore.LastEvent", &err)
-	if err := s.sequence(ctx); err != nil {
+	if err := s.eng.sequence(ctx, s); err != nil {
 		return messaging.Event{}, err
 	}
 	return s.oneEvent(ctx, "e.seq > 0 ORDER BY e.seq DESC LIMIT 1")

@@ -17,30 +17,18 @@ import (
 
 // A sendCombiner stores together the sends that arrive while a statement
 // or transaction of sends is under way (up to maxSent), each failing or
-// succeeding as it would alone: DESIGN.md §4.4. A send lost with its
-// connection is read back to tell whether it committed; a panic is each
-// caller's errCombinedPanic in the statement, its own caller's in the
-// transaction.
+// succeeding as it would alone (DESIGN.md §4.4).
 type sendCombiner struct {
 	running sync.WaitGroup // the goroutines that send queued sends (Store.Close waits)
 	mu      sync.Mutex
-	slots   []*sendSlot    // statements of sends under way
+	slots   []*time.Time   // the statements of sends under way, by their start
 	queue   []*pendingSend // sends waiting for a statement, in order
 }
 
-// sendSlot is a statement of sends under way: a send alone, or the
-// statements of a goroutine that stores the sends that wait, one after
-// the other.
-type sendSlot struct {
-	since time.Time // when its statement began
-}
-
-// Bounds of combined sends: one statement under way (a second to the same
-// conversation would wait for the first's commit), 64 sends a statement,
-// and a send goes alone beside statements that have run for stallAfter
-// (DESIGN.md §4.4).
+// Bounds of combined sends: 64 sends a statement, one statement under way
+// (a second to the same conversation would wait for the first's commit)
+// but for a send alone beside statements that have run for stallAfter.
 const (
-	maxSending = 1
 	maxSent    = 64
 	stallAfter = 100 * time.Millisecond
 )
@@ -106,8 +94,8 @@ func (s *store) send(ctx context.Context, p *pendingSend) error {
 	}
 }
 
-// outcome is err, the outcome of a send of the queue, for its caller: a
-// panic of its statement alone is the caller's (eachAlone), as alone.
+// outcome is err, the outcome of a queued send or combined change, for its
+// caller: its own panic (*panicked) is the caller's, as alone.
 func outcome(err error) error {
 	if pn, ok := err.(*panicked); ok {
 		panic(pn.value)
@@ -121,20 +109,16 @@ func (sc *sendCombiner) unqueue(p *pendingSend) {
 	p.queued = false
 }
 
-// slot takes a statement slot and returns it, when fewer than maxSending
-// are taken or every statement under way has run for stallAfter; it
-// returns nil otherwise. The caller holds sc.mu. (Sends wait only while
-// maxSending slots are taken: a statement that ends takes those that
-// wait.)
-func (sc *sendCombiner) slot() *sendSlot {
+// slot takes a statement slot and returns it when none is taken or every
+// statement under way has run for stallAfter, or returns nil. The caller
+// holds sc.mu.
+func (sc *sendCombiner) slot() *time.Time {
 	now := time.Now()
-	stalled := !slices.ContainsFunc(sc.slots, func(o *sendSlot) bool { return now.Sub(o.since) < stallAfter })
-	if len(sc.slots) >= maxSending && !stalled {
+	if slices.ContainsFunc(sc.slots, func(since *time.Time) bool { return now.Sub(*since) < stallAfter }) {
 		return nil
 	}
-	slot := &sendSlot{since: now}
-	sc.slots = append(sc.slots, slot)
-	return slot
+	sc.slots = append(sc.slots, &now)
+	return &now
 }
 
 // sendAlone stores p in a statement or transaction of its own.
@@ -147,7 +131,7 @@ func (s *store) sendAlone(ctx context.Context, p *pendingSend) error {
 
 // sendNext hands slot, whose statement ended, to the sends that wait, on
 // a goroutine of its own, or frees it.
-func (s *store) sendNext(slot *sendSlot) {
+func (s *store) sendNext(slot *time.Time) {
 	batch := s.takeSends(slot)
 	if batch == nil {
 		return
@@ -179,15 +163,15 @@ func (s *store) sendAllCaught(batch []*pendingSend) {
 
 // takeSends takes the sends that wait (up to maxSent) for slot's next
 // statement, or frees slot and returns none.
-func (s *store) takeSends(slot *sendSlot) []*pendingSend {
+func (s *store) takeSends(slot *time.Time) []*pendingSend {
 	sc := &s.sending
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if len(sc.queue) == 0 {
-		sc.slots = slices.DeleteFunc(sc.slots, func(o *sendSlot) bool { return o == slot })
+		sc.slots = slices.DeleteFunc(sc.slots, func(o *time.Time) bool { return o == slot })
 		return nil
 	}
-	slot.since = time.Now()
+	*slot = time.Now()
 	n := min(len(sc.queue), maxSent)
 	batch := slices.Clone(sc.queue[:n])
 	sc.queue = slices.Delete(sc.queue, 0, n)
@@ -382,23 +366,15 @@ func whileWaited[W any](waiters []W, ctxOf func(W) context.Context) (ctx context
 	}
 }
 
-// insertSentManySQL stores sends alone (insertSent) given as arrays, a
-// column each (sentSQL), in one statement: their messages, key records
-// and events, and their counts, as the function parley_send_many of the
-// schema does (migrations/postgres), each conversation's row first, in
-// the order of the ids, and its members' rows after it, so that
-// statements of sends cannot deadlock. A function, not the statement
-// itself: PL/pgSQL keeps its statement's plan on the server connection,
-// which behind PgBouncer in transaction mode (no prepared statements)
-// planned the statement anew at each run (DESIGN.md §4.4).
+// insertSentManySQL stores sends alone (insertSent), given as arrays, a
+// column each (sentSQL), in one statement: the function parley_send_many
+// of the schema (migrations/postgres, DESIGN.md §4.2, §4.4).
 const insertSentManySQL = `SELECT parley_send_many(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[],
 	?::text[], ?::text[], ?::text[], ?::bytea[], ?::timestamptz[], ?::timestamptz[],
 	?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::text[])`
 
-// insertSentSQL stores one send (insertSent) as insertSentManySQL does,
-// from its columns (sentSQL), with the function parley_send: the same
-// rows and counts, in the same order of locks, without the aggregates,
-// sorts and joins that combine a batch.
+// insertSentSQL is insertSentManySQL for one send, from its columns:
+// parley_send, without what combines a batch (DESIGN.md §4.4).
 const insertSentSQL = `SELECT parley_send(?::text, ?::text, ?::text, ?::text, ?::text, ?::text, ?::timestamptz, ?::text,
 	?::text[], ?::text[], ?::text[], ?::bytea[], ?::timestamptz[], ?::timestamptz[],
 	?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::text[])`

@@ -86,7 +86,8 @@ func TestSendPanicAfterContextEnds(t *testing.T) {
 	for i := range 20 {
 		s := &store{opts: Options{Logger: slog.New(slog.DiscardHandler)}}
 		sc := &s.sending
-		sc.slots = []*sendSlot{{since: time.Now().Add(time.Hour)}, {since: time.Now().Add(time.Hour)}} // held, never stalled
+		since := time.Now().Add(time.Hour)
+		sc.slots = []*time.Time{&since, &since} // held, never stalled
 		ctx, cancel := context.WithCancel(context.Background())
 		p := &pendingSend{m: pendingFor(ctx, i).m}
 		res := make(chan any, 1)
