@@ -65,7 +65,6 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 	// A link fails the transaction unless the attachment ends up linked
 	// here: the message has as many as there are distinct ids.
 	atts := dedupe(attachmentIDs)
-	s.prepareWrites(ctx)
 	s.eng.start(s)
 	after := m
 	after.Reactions, after.Attachments = []messaging.Reaction{}, []messaging.Attachment{}

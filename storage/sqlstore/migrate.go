@@ -35,12 +35,7 @@ var migrationFiles embed.FS
 // its own. With Options.Schema it first creates that schema if it does not
 // exist. DESIGN.md §4.1 says how, and lists the tables.
 func (st *Store) Migrate(ctx context.Context) error {
-	s := st.s
-	err := s.migrate(ctx)
-	if err == nil {
-		s.prepareWrites(ctx)
-	}
-	return wrapErr("sqlstore.Migrate", err)
+	return wrapErr("sqlstore.Migrate", st.s.migrate(ctx))
 }
 
 // errApplied stops a migration that another process applied while this

@@ -227,31 +227,6 @@ func insertEventsSQL(d *dialectSQL, n int) string {
 	return "INSERT INTO " + d.eventLog + " (type, conversation_id, audience_id, created_at, payload, deleted_id) VALUES " + values[:len(values)-2]
 }
 
-// maxPrepared is the most events of one send whose insert prepareWrites
-// prepares on SQLite's writer ahead of the first send; a transaction
-// that inserts more prepares theirs once it ran it (txStmt).
-const maxPrepared = 4
-
-// prepareWrites prepares the statements of SQLite's sends (the inserts of
-// the message and its events, its counting) on the writer, once the
-// tables exist: after Migrate, or at the first send or read of events.
-func (s *store) prepareWrites(ctx context.Context) {
-	if s.wstmts == nil || s.writesPrepared.Load() {
-		return
-	}
-	for _, q := range []string{insertMessageSQL, s.sql.countSend, countReadSendSQL, s.sql.countOwn} {
-		if _, err := s.wstmts.get(ctx, q); err != nil {
-			return // no table yet: later
-		}
-	}
-	for n := 1; n <= maxPrepared; n++ {
-		if _, err := s.wstmts.get(ctx, insertEventsSQL(s.sql, n)); err != nil {
-			return
-		}
-	}
-	s.writesPrepared.Store(true)
-}
-
 // ReadEvents returns up to q.Limit events matching q in seq order, after
 // numbering the events committed since the last call (PostgreSQL, MySQL).
 func (s *store) ReadEvents(ctx context.Context, q driver.EventQuery) (_ []messaging.Event, err error) {
@@ -259,7 +234,6 @@ func (s *store) ReadEvents(ctx context.Context, q driver.EventQuery) (_ []messag
 	if q.Limit < 1 {
 		return nil, invalid("limit must be at least 1")
 	}
-	s.prepareWrites(ctx)
 	if err := s.eng.sequence(ctx, s); err != nil {
 		return nil, err
 	}

@@ -83,16 +83,15 @@ type store struct {
 	owned []*bun.DB // closed by Close
 
 	stmts  *stmtCache                 // prepared reads of SQLite's reader pool (readPrepared); nil otherwise
-	wstmts *stmtCache                 // SQLite: the statements of the writer (sends, outbox.go; keys, idempotency.go; and those write transactions ran, txStmt); nil otherwise
+	wstmts *stmtCache                 // SQLite: the statements of the writer (those write transactions ran, txStmt); nil otherwise
 	seqMu  sync.Mutex                 // held while this process numbers events (outbox.go)
 	sealer atomic.Pointer[ids.Sealer] // the event ids' (eventSealer, outbox.go); nil until read
 
-	writesPrepared atomic.Bool  // wstmts holds the statements of sends (prepareWrites)
-	combine        combiner     // changes to one message, made together (combine.go)
-	sending        sendCombiner // sends alone, stored together (sends.go)
-	indexerMu      sync.Mutex
-	indexer        *searchIndexer // SQLite's search indexer while it runs (engine_sqlite.go)
-	indexing       atomic.Bool    // the indexer was started (or stopped for good)
+	combine   combiner     // changes to one message, made together (combine.go)
+	sending   sendCombiner // sends alone, stored together (sends.go)
+	indexerMu sync.Mutex
+	indexer   *searchIndexer // SQLite's search indexer while it runs (engine_sqlite.go)
+	indexing  atomic.Bool    // the indexer was started (or stopped for good)
 	// cached, when not nil, is the first argument of a statement with
 	// driver placeholders that the driver runs from its per-connection
 	// statement cache (PostgreSQL, statementCacher); such statements run
