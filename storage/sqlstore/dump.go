@@ -67,7 +67,7 @@ var dumpTables = map[storecopy.Kind]dumpTable{
 	storecopy.ReactionNames:   {"reaction_names", "", "seq, message_id, name", "message_id, seq"},
 	storecopy.Reactions:       {"reactions", "", "seq, message_id, name, contact_id, created_at", ""}, // Rows reads them in their names' order
 	storecopy.Attachments:     {"attachments", "", strings.ReplaceAll(attachmentCols, "a.", ""), "id"},
-	storecopy.Revisions:       {"message_revisions", "", "id, message_id, text, created_at", "id"},
+	storecopy.Revisions:       {"message_revisions", "", strings.ReplaceAll(revisionCols, "r.", ""), "id"},
 	storecopy.IdempotencyKeys: {"idempotency_keys", "", keyCols, "scope, client_key"},
 }
 
@@ -145,10 +145,11 @@ func (p *snapshot) Rows(ctx context.Context, k storecopy.Kind, size int) iter.Se
 // batches at once (one read, one queued, one loaded).
 var batchBytes = 8 << 20
 
-// rowBytes returns about how many bytes row r, a struct, holds: its
-// strings' and byte slices', and 64 for its other fields.
+// rowBytes returns about how many bytes row r, a struct, holds: its own
+// size and its strings' and byte slices' contents.
 func rowBytes(r any) int {
-	n, v := 64, reflect.ValueOf(r)
+	v := reflect.ValueOf(r)
+	n := int(v.Type().Size())
 	for i := range v.NumField() {
 		if f := v.Field(i); f.Kind() == reflect.String || f.Kind() == reflect.Slice {
 			n += f.Len()
