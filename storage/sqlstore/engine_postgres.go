@@ -348,14 +348,3 @@ func (*postgresEngine) search(ctx context.Context, s *store, q driver.SearchQuer
 	query, qargs := s.pageSQL(p)
 	return s.searchPage(ctx, q, query, qargs)
 }
-
-// matchPage returns the page of q of the messages that match (a condition
-// on m, with args) in the scope of q.All, member and convs (searchScope).
-func (s *store) matchPage(q driver.SearchQuery, member string, convs []string, match string, args []any) pageQuery {
-	b, _ := s.searchScope(q.All, member, convs)
-	if b.where != "" {
-		match, args = b.where+" AND "+match, append(b.args, args...)
-	}
-	return pageQuery{cols: messageCols, from: messageFrom, alias: "m", after: q.After, before: q.Before, limit: q.Limit,
-		branches: []branch{{where: match, args: args}}}
-}

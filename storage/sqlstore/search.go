@@ -86,6 +86,17 @@ func (s *store) searchScope(all bool, member string, convs []string) (branch, bo
 	return b, true
 }
 
+// matchPage returns the page of q of the messages that match (a condition
+// on m, with args) in the scope of q.All, member and convs (searchScope).
+func (s *store) matchPage(q driver.SearchQuery, member string, convs []string, match string, args []any) pageQuery {
+	b, _ := s.searchScope(q.All, member, convs)
+	if b.where != "" {
+		match, args = b.where+" AND "+match, append(b.args, args...)
+	}
+	return pageQuery{cols: messageCols, from: messageFrom, alias: "m", after: q.After, before: q.Before, limit: q.Limit,
+		branches: []branch{{where: match, args: args}}}
+}
+
 // maxSearchConversations is the most conversations of a member that a
 // search on SQLite or PostgreSQL names in its full-text query; a member
 // of more is probed for row by row.
