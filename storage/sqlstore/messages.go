@@ -24,10 +24,8 @@ type messageOwnRow struct {
 	UpdatedAt       time.Time `bun:"updated_at"`
 	ReactionCount   int       `bun:"reaction_count"`
 	AttachmentCount int       `bun:"attachment_count"`
-	// Thread marks a root that had replies (threads.go); Deleted, a
-	// root's tombstone.
-	Thread  bool `bun:"thread"`
-	Deleted bool `bun:"deleted"`
+	Thread          bool      `bun:"thread"`  // a root that had replies (threads.go)
+	Deleted         bool      `bun:"deleted"` // a root's tombstone
 }
 
 // messageRow is a row of messages joined with its contact.
@@ -42,8 +40,7 @@ type messageRow struct {
 }
 
 const (
-	// messageOwnCols are the columns of messages AS m: those of messageRow
-	// without the contact's.
+	// messageOwnCols are the columns of messages AS m (messageOwnRow).
 	messageOwnCols  = `m.id, m.conversation_id, m.contact_id, m.text, m.read_at, m.created_at, m.updated_at, m.reaction_count, m.attachment_count, m.thread, m.deleted`
 	contactJoinCols = `c.username AS contact_username, c.phone_number AS contact_phone_number, c.avatar_url AS contact_avatar_url,
 		c.last_active_at AS contact_last_active_at, c.created_at AS contact_created_at`
@@ -62,20 +59,16 @@ func (s *store) CreateMessage(ctx context.Context, m messaging.Message, attachme
 // createMessage is CreateMessage, storing done (the record of an
 // idempotency key) in the same transaction when not nil.
 func (s *store) createMessage(ctx context.Context, m messaging.Message, attachmentIDs []string, rec driver.Recorder, done *driver.IdempotencyRecord) error {
-	// A link fails the transaction unless the attachment ends up linked
-	// here: the message has as many as there are distinct ids.
-	atts := dedupe(attachmentIDs)
+	atts := dedupe(attachmentIDs) // each linked here or the send fails
 	s.eng.start(s)
 	after := m
 	after.Reactions, after.Attachments = []messaging.Reaction{}, []messaging.Attachment{}
-	// A reply is stored in its thread's conversation (threads.go); its
-	// attachments are its conversation's.
+	// A reply is stored in its thread's conversation, its attachments in its own (threads.go).
 	linkConv, sm := m.ConversationID, m
 	if m.ParentID != "" {
 		sm.ConversationID = threadKey(m.ConversationID, m.ParentID)
 	}
-	// write is the message's transaction; evs, unless nil, its events,
-	// made before it.
+	// write is the send's transaction; evs, unless nil, its events made before.
 	var evs []messaging.Event
 	write := func(ctx context.Context, tx bun.Tx) error {
 		if done != nil {
@@ -84,8 +77,7 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 			}
 		}
 		if m.ParentID != "" {
-			// Its root is checked and locked first (takeReply), or by
-			// the statement that counts the reply (countCheckedReply).
+			// The root is checked by takeReply, or countCheckedReply (DESIGN.md §4.11).
 			if s.sql.countCheckedReply == "" {
 				if err := s.takeReply(ctx, tx, m); err != nil {
 					return err
@@ -105,8 +97,8 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 			if err := s.link(ctx, tx, m.ID, linkConv, atts); err != nil {
 				return err
 			}
-			as, err := loadAttachments(ctx, txQuery(tx), m.ID)
-			if err != nil {
+			var as []attachmentRow
+			if err := s.txRead(ctx, tx, &as, attachmentsOfSQL, m.ID); err != nil {
 				return err
 			}
 			// Anew at each run: a retried transaction runs this again.
@@ -133,17 +125,14 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 	var err error
 	switch {
 	case s.sql.sendsInTx:
-		// Made in its transaction, with the sends of other callers that
-		// wait for the writer meanwhile (sends.go).
+		// In a transaction with the sends waiting meanwhile (sends.go).
 		return s.send(ctx, &pendingSend{m: m, evs: evs, done: done, write: write})
 	case m.ParentID != "":
-		// A reply alone is one statement too (insertReplySQL), not
-		// combined with others: its root's row lock would hold them.
+		// One statement, alone: its root's row lock would hold others (DESIGN.md §4.11).
 		err = s.retry(ctx, func(ctx context.Context) error { return s.insertReply(ctx, m, sm, evs, done) })
 	default:
-		// One statement with other callers' sends (sends.go, DESIGN.md
-		// §4.4). A key record in its way fails it, and the send is made
-		// again in a transaction, which upserts the record (storeKey).
+		// One statement with others' sends (DESIGN.md §4.4); a key record in
+		// its way makes it again in a transaction, which upserts the record.
 		err = s.send(ctx, &pendingSend{m: m, evs: evs, done: done})
 	}
 	if err != nil && done != nil && messaging.KindOf(err) == messaging.ErrConflict {
@@ -172,10 +161,7 @@ func (s *store) execWrite(ctx context.Context, db bun.IConn, query string, args 
 	if tx, inTx := db.(bun.Tx); inTx {
 		if q, dargs, ok := s.txCached(query, args); ok {
 			res, err := tx.Tx.ExecContext(ctx, q, s.cachedArgs(dargs)...)
-			if err != nil {
-				return nil, staleInCachedTx(err)
-			}
-			return res, nil
+			return res, staleInCachedTx(err)
 		}
 		if st, dargs := s.txStmt(ctx, tx, query, args); st != nil {
 			return st.ExecContext(ctx, dargs...)
@@ -184,8 +170,7 @@ func (s *store) execWrite(ctx context.Context, db bun.IConn, query string, args 
 		if q, dargs, ok := expandArgs(query, args, true); ok {
 			res, err := s.w.DB.ExecContext(ctx, q, s.cachedArgs(dargs)...)
 			if err != nil && stalePlan(err) {
-				// The driver dropped the statement, which did not run:
-				// prepared again.
+				// The driver dropped the statement, which did not run: prepared again.
 				res, err = s.w.DB.ExecContext(ctx, q, s.cachedArgs(dargs)...)
 			}
 			return res, err
@@ -206,29 +191,25 @@ func (s *store) txCached(query string, args []any) (q string, dargs []any, ok bo
 // staleInCachedTx returns err, a cached statement's error in a
 // transaction, as a retryable staleError when the statement was stale.
 func staleInCachedTx(err error) error {
-	if stalePlan(err) {
+	if err != nil && stalePlan(err) {
 		return &staleError{err: err}
 	}
 	return err
 }
 
 // txStmt returns query as a statement prepared for tx (SQLite's
-// stmtCache, DESIGN.md §4.7), with its driver arguments, or nil when none
-// is; it never prepares.
-func (s *store) txStmt(ctx context.Context, tx bun.Tx, query string, args []any) (st *sql.Stmt, dargs []any) {
-	c := s.wstmts
-	if c == nil || longList(args) {
+// stmtCache, DESIGN.md §4.7) with its driver arguments, or nil; it never
+// prepares.
+func (s *store) txStmt(ctx context.Context, tx bun.Tx, query string, args []any) (*sql.Stmt, []any) {
+	if s.wstmts == nil || longList(args) {
 		return nil, nil
 	}
-	q, dargs, ok := expandArgs(query, args, false)
-	if !ok {
-		return nil, nil
+	if q, dargs, ok := expandArgs(query, args, false); ok {
+		if from := s.wstmts.inTx(q); from != nil {
+			return tx.Tx.StmtContext(ctx, from), dargs
+		}
 	}
-	from := c.inTx(q)
-	if from == nil {
-		return nil, nil
-	}
-	return tx.Tx.StmtContext(ctx, from), dargs
+	return nil, nil
 }
 
 // insertMessageSQL inserts a message (createMessage).
@@ -248,16 +229,13 @@ func (s *store) link(ctx context.Context, tx bun.Tx, messageID, conversationID s
 		if n > 0 {
 			continue
 		}
-		var cur []attachmentRow
-		if err := s.txRead(ctx, tx, &cur, "SELECT "+attachmentCols+" FROM attachments AS a WHERE a.id = ?", id); err != nil {
-			return err
-		}
+		cur, err := getAttachment(ctx, s.txReads(tx), id)
 		switch {
-		case len(cur) == 0:
-			return notFound("attachment")
-		case cur[0].MessageID == messageID && cur[0].ConversationID == conversationID:
+		case err != nil:
+			return err
+		case cur.MessageID == messageID && cur.ConversationID == conversationID:
 			// Already linked here (MySQL may count no changed row).
-		case cur[0].MessageID != "" && cur[0].MessageID != messageID:
+		case cur.MessageID != "" && cur.MessageID != messageID:
 			return conflict("the attachment is linked to another message")
 		default:
 			return conflict("the attachment belongs to another conversation")
@@ -397,8 +375,8 @@ func (r *messageRow) message() messaging.Message {
 // linked attachment shares with its message.
 const linkedAttachmentCols = "a.id, a.message_id, a.uploader_id, a.filename, a.file_type, a.file_size, a.sha256, a.image_width, a.image_height, a.blob_key, a.created_at"
 
-// loadAttachmentsOf is loadAttachments of the messages ids without their
-// ConversationID, which the caller takes from their messages: a column
+// loadAttachmentsOf returns the attachments of the messages ids, oldest first, but
+// their ConversationID, which the caller takes from their messages: a column
 // fewer a row (BENCHMARKS.md §1, 733 → 712 allocations of a first page).
 func loadAttachmentsOf(ctx context.Context, query queryFn, ids boxedIDs) ([]attachmentRow, error) {
 	if len(ids) == 0 {
@@ -414,13 +392,8 @@ func loadAttachmentsOf(ctx context.Context, query queryFn, ids boxedIDs) ([]atta
 	return as, err
 }
 
-// loadAttachments returns the attachments of the message id, oldest
-// first.
-func loadAttachments(ctx context.Context, query queryFn, id string) ([]attachmentRow, error) {
-	var as []attachmentRow
-	err := query(ctx, &as, "SELECT "+attachmentCols+" FROM attachments AS a WHERE a.message_id = ? ORDER BY a.created_at, a.id", id)
-	return as, err
-}
+// attachmentsOfSQL reads the attachments of a message, oldest first.
+const attachmentsOfSQL = "SELECT " + attachmentCols + " FROM attachments AS a WHERE a.message_id = ? ORDER BY a.created_at, a.id"
 
 // ListMessages returns up to q.Limit messages matching q, newest first, and
 // whether more exist beyond them in the direction of travel. A cursor by
@@ -499,8 +472,7 @@ func (s *store) listMessages(ctx context.Context, dq driver.MessageQuery) ([]mes
 // (as before) in q's one conversation, or an error matching ErrNotFound.
 func (s *store) messageCursor(ctx context.Context, q messageQuery) (after, before *driver.Cursor, err error) {
 	id := cmp.Or(q.AfterID, q.BeforeID)
-	r, err := readOne[messageRefRow](ctx, s.readPrepared, "message",
-		"SELECT m.id, m.conversation_id, m.contact_id, m.created_at FROM messages AS m WHERE m.id = ? AND m.conversation_id = ?", id, q.ConversationIDs[0])
+	r, err := readOne[messageRefRow](ctx, s.readPrepared, "message", messageRefSQL+" AND m.conversation_id = ?", id, q.ConversationIDs[0])
 	if err != nil {
 		return nil, nil, err
 	}
@@ -568,8 +540,7 @@ func (s *store) lockMessage(ctx context.Context, tx bun.Tx, id string, row *mess
 	r, err := readOne[messageRow](ctx, s.txReads(tx), "message", s.sql.lockMessage, id)
 	if err == nil && r.Deleted {
 		err = notFound("message")
-	}
-	if err == nil {
+	} else if err == nil {
 		*row = r
 	}
 	return err
@@ -584,26 +555,25 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 			return messaging.Message{}, err
 		}
 	}
-	// On PostgreSQL the reactions are one call (reactPostgres), which also
-	// sets updated_at and the counter, and returns the reactions after it.
+	// On PostgreSQL the reactions are one call, which also sets updated_at
+	// and the counter, and returns the reactions after it (DESIGN.md §4.5).
 	statement := s.sql.arrays && ch.Reactions != nil
-	if statement && ahead == nil {
-		made, err := s.reactPostgres(ctx, tx, id, []driver.MessageChange{ch})
-		if err != nil {
-			return messaging.Message{}, err
-		}
-		ahead = &made[0]
-	}
-	var rc reacted
-	var rs []reactionRow
 	var err error
-	if statement {
-		rc, rs = ahead.rc, ahead.reactions
-		if st := ahead.stored; st != nil {
-			row.Text, row.ReadAt, row.UpdatedAt = st.Text, st.ReadAt, st.UpdatedAt
+	if !statement {
+		ahead = &reactedOne{}
+		ahead.rc, err = s.react(ctx, tx, id, ch.Reactions, row.ReactionCount > 0, ch.Check != nil)
+	} else if ahead == nil {
+		var made []reactedOne
+		if made, err = s.reactPostgres(ctx, tx, id, []driver.MessageChange{ch}); err == nil {
+			ahead = &made[0]
 		}
-	} else if rc, err = s.react(ctx, tx, id, ch.Reactions, row.ReactionCount > 0, ch.Check != nil); err != nil {
+	}
+	if err != nil {
 		return messaging.Message{}, err
+	}
+	rc, rs := ahead.rc, ahead.reactions
+	if st := ahead.stored; st != nil {
+		row.Text, row.ReadAt, row.UpdatedAt = st.Text, st.ReadAt, st.UpdatedAt
 	}
 	names := row.ReactionCount + rc.names
 	if err := s.keepRevision(ctx, tx, id, row.Text, ch); err != nil {
@@ -618,14 +588,12 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 			return messaging.Message{}, err
 		}
 	}
-	if len(ch.LinkAttachments) > 0 {
-		if err := s.link(ctx, tx, id, conv, ch.LinkAttachments); err != nil {
-			return messaging.Message{}, err
-		}
+	if err := s.link(ctx, tx, id, conv, ch.LinkAttachments); err != nil {
+		return messaging.Message{}, err
 	}
 	var as []attachmentRow
 	if len(ch.LinkAttachments) > 0 || row.AttachmentCount > 0 || ch.NewAttachment != nil {
-		if as, err = loadAttachments(ctx, s.txReads(tx), id); err != nil {
+		if err = s.txRead(ctx, tx, &as, attachmentsOfSQL, id); err != nil {
 			return messaging.Message{}, err
 		}
 	}
@@ -711,9 +679,10 @@ func (s *store) DeleteMessage(ctx context.Context, id string, rec driver.Recorde
 			}
 		}
 		out = []messaging.Attachment{}
+		var del []string // the tables holding rows of the message
 		if r.AttachmentCount > 0 {
 			var as []attachmentRow
-			if err := s.txRead(ctx, tx, &as, "SELECT "+attachmentCols+" FROM attachments AS a WHERE a.message_id = ? ORDER BY a.created_at, a.id"+s.sql.forUpdate, id); err != nil {
+			if err := s.txRead(ctx, tx, &as, attachmentsOfSQL+s.sql.forUpdate, id); err != nil {
 				return err
 			}
 			out = attachmentsOf(as)
@@ -724,23 +693,17 @@ func (s *store) DeleteMessage(ctx context.Context, id string, rec driver.Recorde
 			if err := s.addPending(ctx, tx, keys...); err != nil {
 				return err
 			}
-			if _, err := s.execWrite(ctx, tx, "DELETE FROM attachments WHERE message_id = ?", id); err != nil {
-				return err
-			}
+			del = append(del, "attachments")
 		}
 		if !r.UpdatedAt.IsZero() { // an edited message may have revisions
-			if _, err := s.execWrite(ctx, tx, "DELETE FROM message_revisions WHERE message_id = ?", id); err != nil {
-				return err
-			}
+			del = append(del, "message_revisions")
 		}
 		if r.ReactionCount > 0 {
-			for _, q := range []string{
-				"DELETE FROM reactions WHERE message_id = ?",
-				"DELETE FROM reaction_names WHERE message_id = ?",
-			} {
-				if _, err := s.execWrite(ctx, tx, q, id); err != nil {
-					return err
-				}
+			del = append(del, "reactions", "reaction_names")
+		}
+		for _, table := range del {
+			if _, err := s.execWrite(ctx, tx, "DELETE FROM "+table+" WHERE message_id = ?", id); err != nil {
+				return err
 			}
 		}
 		gone := messaging.Message{ID: id, ConversationID: conv, Contact: messaging.Contact{ID: r.ContactID}, ParentID: parent}
