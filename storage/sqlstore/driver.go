@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/schema"
@@ -35,6 +36,19 @@ type Driver interface {
 	// SQLite extended result code ("2067"), in decimal. It returns "" for
 	// an error that is not the driver's or that carries no code.
 	Code(err error) string
+}
+
+// SizePool sizes db, a pool a Driver opened, by o.MaxOpenConns, or def
+// connections by default; idle ones close after five minutes.
+func (o Options) SizePool(db *sql.DB, def int) *sql.DB {
+	n := o.MaxOpenConns
+	if n <= 0 {
+		n = def
+	}
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(n)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	return db
 }
 
 // statementCacher is implemented by a Driver whose connections cache

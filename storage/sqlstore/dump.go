@@ -56,6 +56,11 @@ func (p *snapshot) Close() error { return p.tx.Rollback() }
 // ORDER BY of Rows.
 type dumpTable struct{ table, where, cols, order string }
 
+// rows is the query of Rows.
+func (t dumpTable) rows() string {
+	return "SELECT " + t.cols + " FROM " + t.table + t.where + " ORDER BY " + t.order
+}
+
 var dumpTables = map[storecopy.Kind]dumpTable{
 	storecopy.Contacts:      {"contacts", "", contactCols, "id"},
 	storecopy.Conversations: {"conversations", "", "id, created_at, updated_at, message_count, last_message_id", "id"},
@@ -87,19 +92,18 @@ func (p *snapshot) Count(ctx context.Context, k storecopy.Kind) (int64, error) {
 func (p *snapshot) Rows(ctx context.Context, k storecopy.Kind, size int) iter.Seq2[*storecopy.Batch, error] {
 	size = max(size, 1)
 	t := dumpTables[k]
-	query := "SELECT " + t.cols + " FROM " + t.table + t.where + " ORDER BY " + t.order
 	switch k {
 	case storecopy.Contacts:
-		return scanBatches(ctx, p, k, query, size, func(b *storecopy.Batch, r contactRow) {
+		return scanBatches(ctx, p, k, t.rows(), size, func(b *storecopy.Batch, r contactRow) {
 			b.Contacts = append(b.Contacts, r.contact())
 		})
 	case storecopy.Conversations:
-		return scanBatches(ctx, p, k, query, size, func(b *storecopy.Batch, r storecopy.Conversation) {
+		return scanBatches(ctx, p, k, t.rows(), size, func(b *storecopy.Batch, r storecopy.Conversation) {
 			r.CreatedAt, r.UpdatedAt = utc(r.CreatedAt), utc(r.UpdatedAt)
 			b.Conversations = append(b.Conversations, r)
 		})
 	case storecopy.Members:
-		return scanBatches(ctx, p, k, query, size, func(b *storecopy.Batch, r storecopy.Member) {
+		return scanBatches(ctx, p, k, t.rows(), size, func(b *storecopy.Batch, r storecopy.Member) {
 			r.JoinedAt, r.ReadCreated = utc(r.JoinedAt), utc(r.ReadCreated)
 			if !r.IsMember && !strings.Contains(r.ConversationID, "/") { // neither a member nor a thread's taker
 				r.JoinedAt = time.Time{}
@@ -107,12 +111,12 @@ func (p *snapshot) Rows(ctx context.Context, k storecopy.Kind, size int) iter.Se
 			b.Members = append(b.Members, r)
 		})
 	case storecopy.Messages:
-		return scanBatches(ctx, p, k, query, size, func(b *storecopy.Batch, r storecopy.Message) {
+		return scanBatches(ctx, p, k, t.rows(), size, func(b *storecopy.Batch, r storecopy.Message) {
 			r.ReadAt, r.CreatedAt, r.UpdatedAt = utc(r.ReadAt), utc(r.CreatedAt), utc(r.UpdatedAt)
 			b.Messages = append(b.Messages, r)
 		})
 	case storecopy.ReactionNames:
-		return scanBatches(ctx, p, k, query, size, func(b *storecopy.Batch, r storecopy.ReactionName) {
+		return scanBatches(ctx, p, k, t.rows(), size, func(b *storecopy.Batch, r storecopy.ReactionName) {
 			b.ReactionNames = append(b.ReactionNames, r)
 		})
 	case storecopy.Reactions:
@@ -123,15 +127,15 @@ func (p *snapshot) Rows(ctx context.Context, k storecopy.Kind, size int) iter.Se
 				b.Reactions = append(b.Reactions, r)
 			})
 	case storecopy.Attachments:
-		return scanBatches(ctx, p, k, query, size, func(b *storecopy.Batch, r attachmentRow) {
+		return scanBatches(ctx, p, k, t.rows(), size, func(b *storecopy.Batch, r attachmentRow) {
 			b.Attachments = append(b.Attachments, r.attachment())
 		})
 	case storecopy.Revisions:
-		return scanBatches(ctx, p, k, query, size, func(b *storecopy.Batch, r revisionRow) {
+		return scanBatches(ctx, p, k, t.rows(), size, func(b *storecopy.Batch, r revisionRow) {
 			b.Revisions = append(b.Revisions, r.revision())
 		})
 	case storecopy.IdempotencyKeys:
-		return scanBatches(ctx, p, k, query, size, func(b *storecopy.Batch, r keyRow) {
+		return scanBatches(ctx, p, k, t.rows(), size, func(b *storecopy.Batch, r keyRow) {
 			b.IdempotencyKeys = append(b.IdempotencyKeys, r.record())
 		})
 	}

@@ -59,15 +59,8 @@ func (driver) Open(dsn string, o sqlstore.Options) (w, r *sql.DB, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	db := sql.OpenDB(connector)
-	n := o.MaxOpenConns
-	if n <= 0 {
-		n = 16
-	}
-	db.SetMaxOpenConns(n)
-	db.SetMaxIdleConns(n)
+	db := o.SizePool(sql.OpenDB(connector), 16)
 	db.SetConnMaxLifetime(time.Hour)
-	db.SetConnMaxIdleTime(5 * time.Minute)
 	return db, nil, nil
 }
 

@@ -38,7 +38,6 @@ import (
 	"net"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -83,15 +82,7 @@ func (driver) Open(dsn string, o sqlstore.Options) (w, r *sql.DB, err error) {
 		// are not worth preparing; the others ask (CachedStatements).
 		cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
 	}
-	db := stdlib.OpenDB(*cfg, opts...)
-	n := o.MaxOpenConns
-	if n <= 0 {
-		n = 16
-	}
-	db.SetMaxOpenConns(n)
-	db.SetMaxIdleConns(n)
-	db.SetConnMaxIdleTime(5 * time.Minute)
-	return db, nil, nil
+	return o.SizePool(stdlib.OpenDB(*cfg, opts...), 16), nil, nil
 }
 
 // errNoCancelRequest is what a pooler-safe connection's dialer answers a

@@ -72,14 +72,7 @@ func (driver) Open(dsn string, o sqlstore.Options) (w, r *sql.DB, err error) {
 		_ = w.Close()
 		return nil, nil, err
 	}
-	n := o.MaxOpenConns
-	if n <= 0 {
-		n = max(4, 2*runtime.GOMAXPROCS(0))
-	}
-	r.SetMaxOpenConns(n)
-	r.SetMaxIdleConns(n)
-	r.SetConnMaxIdleTime(5 * time.Minute)
-	return w, r, nil
+	return w, o.SizePool(r, max(4, 2*runtime.GOMAXPROCS(0))), nil
 }
 
 // driverDSN returns the driver DSN for a path, "file:" URI or ":memory:",
