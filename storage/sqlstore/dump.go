@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"iter"
@@ -176,9 +177,8 @@ func scanBatches[T any](ctx context.Context, p *snapshot, k storecopy.Kind, quer
 		b, bytes := &storecopy.Batch{Kind: k}, 0
 		for rows.Next() {
 			var r T
-			if err := p.s.r.ScanRow(ctx, rows, &r); err != nil {
-				yield(nil, wrapErr("sqlstore.Snapshot", err))
-				return
+			if err = p.s.r.ScanRow(ctx, rows, &r); err != nil {
+				break
 			}
 			add(b, r)
 			bytes += rowBytes(r)
@@ -189,11 +189,9 @@ func scanBatches[T any](ctx context.Context, p *snapshot, k storecopy.Kind, quer
 				b, bytes = &storecopy.Batch{Kind: k}, 0
 			}
 		}
-		if err := rows.Err(); err != nil {
+		if err = cmp.Or(err, rows.Err()); err != nil {
 			yield(nil, wrapErr("sqlstore.Snapshot", err))
-			return
-		}
-		if b.Len() > 0 {
+		} else if b.Len() > 0 {
 			yield(b, nil)
 		}
 	}
@@ -202,10 +200,8 @@ func scanBatches[T any](ctx context.Context, p *snapshot, k storecopy.Kind, quer
 // SetInstallation gives the database the installation id and epoch of in
 // (storecopy.Sink).
 func (s *store) SetInstallation(ctx context.Context, in storecopy.Installation) error {
-	return wrapErr("sqlstore.SetInstallation", s.retry(ctx, func(ctx context.Context) error {
-		_, err := s.w.ExecContext(ctx, "UPDATE parley_installation SET id = ?, epoch = ? WHERE one = 1", in.ID, in.Epoch)
-		return err
-	}))
+	_, err := s.exec(ctx, "UPDATE parley_installation SET id = ?, epoch = ? WHERE one = 1", in.ID, in.Epoch)
+	return wrapErr("sqlstore.SetInstallation", err)
 }
 
 // Load stores the rows of b as they are, counters included, skipping those

@@ -44,20 +44,13 @@ func mysqlCode(err error) uint16 {
 // every unsupported feature): prepared again, the statement runs.
 func stalePlan(err error) bool { return pgCode(err) == "0A000" }
 
-// staleError is the error of a transaction's statement that the cache
-// dropped for being stale (staleInCachedTx): run again, the transaction
-// may succeed.
+// staleError is the error of a transaction's stale statement, which the
+// cache dropped (staleInCachedTx), or of its BEGIN on a stale connection,
+// closed while idle (connLost): run again, the transaction may succeed.
 type staleError struct{ err error }
 
 func (e *staleError) Error() string { return e.err.Error() }
 func (e *staleError) Unwrap() error { return e.err }
-
-// firstFailed is the error of a transaction's BEGIN on a connection that
-// was closed (connLost): it can run again, on another connection.
-type firstFailed struct{ err error }
-
-func (e *firstFailed) Error() string { return e.err.Error() }
-func (e *firstFailed) Unwrap() error { return e.err }
 
 // connLost reports whether err, of a PostgreSQL statement, says that its
 // connection was closed, with an answer that ends the session (08:
@@ -91,8 +84,7 @@ func broken(err error) bool {
 // if run again.
 func (s *store) retryable(err error) bool {
 	var stale *staleError
-	var first *firstFailed
-	if errors.As(err, &stale) || errors.As(err, &first) || sqliteBusy(err) {
+	if errors.As(err, &stale) || sqliteBusy(err) {
 		return true
 	}
 	switch pgCode(err) {

@@ -50,11 +50,7 @@ func (s *store) ClaimIdempotencyKey(ctx context.Context, rec driver.IdempotencyR
 	defer wrapTo("sqlstore.ClaimIdempotencyKey", &err)
 	rec.Result = nil
 	for {
-		var inserted int64
-		err := s.retry(ctx, func(ctx context.Context) (err error) {
-			inserted, err = affected(s.w.ExecContext(ctx, s.sql.claimKey, rec.Scope, rec.Key, rec.Fingerprint, rec.Lock, rec.CreatedAt.UTC(), rec.ExpiresAt.UTC()))
-			return err
-		})
+		inserted, err := s.exec(ctx, s.sql.claimKey, rec.Scope, rec.Key, rec.Fingerprint, rec.Lock, rec.CreatedAt.UTC(), rec.ExpiresAt.UTC())
 		if err != nil {
 			return driver.IdempotencyRecord{}, false, err
 		}
@@ -96,10 +92,7 @@ var errKeyGone = errors.New("the key's record is gone")
 // ReleaseIdempotencyKey removes the record of the key if it is claimed with
 // lock.
 func (s *store) ReleaseIdempotencyKey(ctx context.Context, scope, key, lock string) error {
-	err := s.retry(ctx, func(ctx context.Context) error {
-		_, err := s.w.ExecContext(ctx, "DELETE FROM idempotency_keys WHERE scope = ? AND client_key = ? AND lock_token = ? AND lock_token <> ''", scope, key, lock)
-		return err
-	})
+	_, err := s.exec(ctx, "DELETE FROM idempotency_keys WHERE scope = ? AND client_key = ? AND lock_token = ? AND lock_token <> ''", scope, key, lock)
 	return wrapErr("sqlstore.ReleaseIdempotencyKey", err)
 }
 
@@ -109,13 +102,7 @@ func (s *store) PruneIdempotencyKeys(ctx context.Context, before time.Time, limi
 	if limit < 1 {
 		return 0, wrapErr("sqlstore.PruneIdempotencyKeys", invalid("limit must be at least 1"))
 	}
-	q := fmt.Sprintf(s.sql.pruneKeys, limit)
-	args := []any{before.UTC(), before.UTC()}[:s.sql.pruneKeyArgs]
-	var n int64
-	err := s.retry(ctx, func(ctx context.Context) (err error) {
-		n, err = affected(s.w.ExecContext(ctx, q, args...))
-		return err
-	})
+	n, err := s.exec(ctx, fmt.Sprintf(s.sql.pruneKeys, limit), []any{before.UTC(), before.UTC()}[:s.sql.pruneKeyArgs]...)
 	return int(n), wrapErr("sqlstore.PruneIdempotencyKeys", err)
 }
 

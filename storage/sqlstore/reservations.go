@@ -6,7 +6,6 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 )
 
@@ -68,24 +67,15 @@ func insertReservation(ctx context.Context, db bun.IConn, r driver.Reservation) 
 
 // GetReservation returns the reservation, or an error matching
 // ErrNotFound.
-func (s *store) GetReservation(ctx context.Context, id string) (_ driver.Reservation, err error) {
-	defer wrapTo("sqlstore.GetReservation", &err)
-	var rows []reservationRow
-	if err := s.read(ctx, &rows, "SELECT "+reservationCols+" FROM upload_reservations WHERE id = ?", id); err != nil {
-		return driver.Reservation{}, err
-	}
-	if len(rows) == 0 {
-		return driver.Reservation{}, &messaging.Error{Kind: messaging.ErrNotFound, Message: "no such reservation: " + id}
-	}
-	return rows[0].reservation(), nil
+func (s *store) GetReservation(ctx context.Context, id string) (driver.Reservation, error) {
+	r, err := readOne[reservationRow](ctx, s.read, "reservation", "SELECT "+reservationCols+" FROM upload_reservations WHERE id = ?", id)
+	return r.reservation(), wrapErr("sqlstore.GetReservation", err)
 }
 
 // DeleteReservation removes the reservation, if it exists.
 func (s *store) DeleteReservation(ctx context.Context, id string) error {
-	return wrapErr("sqlstore.DeleteReservation", s.retry(ctx, func(ctx context.Context) error {
-		_, err := s.w.ExecContext(ctx, "DELETE FROM upload_reservations WHERE id = ?", id)
-		return err
-	}))
+	_, err := s.exec(ctx, "DELETE FROM upload_reservations WHERE id = ?", id)
+	return wrapErr("sqlstore.DeleteReservation", err)
 }
 
 // ExpiredReservations returns up to limit reservations expired at now,

@@ -219,7 +219,7 @@ func (s *store) write(ctx context.Context, fn func(ctx context.Context, tx bun.T
 			// BEGIN failed on a connection that the server or a proxy
 			// closed while it was idle in the pool: nothing began, and the
 			// transaction runs again on another.
-			err = &firstFailed{err: err}
+			err = &staleError{err: err}
 		}
 		return err
 	})
@@ -249,6 +249,16 @@ func (s *store) retry(ctx context.Context, fn func(ctx context.Context) error) e
 		case <-time.After(time.Duration(rand.Int64N(int64(min(attempt, 20))*5*int64(time.Millisecond)) + 1)):
 		}
 	}
+}
+
+// exec runs one statement on s.w, again when it fails retryably, and
+// returns the number of rows it affected.
+func (s *store) exec(ctx context.Context, query string, args ...any) (n int64, err error) {
+	err = s.retry(ctx, func(ctx context.Context) error {
+		n, err = affected(s.w.ExecContext(ctx, query, args...))
+		return err
+	})
+	return n, err
 }
 
 // readOne reads the first row of query into a T, or fails with an error
