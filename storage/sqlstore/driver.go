@@ -15,21 +15,16 @@ import (
 )
 
 // A Driver connects the Store to one SQL engine through a database/sql
-// driver. The packages sqlite, postgres and mysql under this one each
-// register one in init, for the DSN schemes of their engine; a program
-// imports those it uses, for their effect only:
-//
-//	import _ "github.com/parleychat/parley/storage/sqlstore/sqlite"
+// driver; the packages sqlite, postgres and mysql under this one each
+// Register one in init.
 type Driver interface {
 	// Dialect returns a new bun dialect of the engine (sqlitedialect,
 	// pgdialect or mysqldialect); its Name decides the SQL the Store speaks.
 	Dialect() schema.Dialect
 	// Open returns the pools for dsn, without connecting: w for writes
 	// and transactions, and r for reads outside transactions, or nil when
-	// those go through w as well. o has its defaults filled in; Open
-	// sizes the pools by o.MaxOpenConns and applies o.Schema and
-	// o.BusyTimeout where its engine has them. An error means the DSN is
-	// malformed.
+	// those go through w as well. It applies o (defaults filled in) where
+	// its engine can (SizePool). An error means the DSN is malformed.
 	Open(dsn string, o Options) (w, r *sql.DB, err error)
 	// Code returns the engine's code for an error of the driver: a
 	// PostgreSQL SQLSTATE ("40001"), a MySQL error number ("1213") or a
@@ -98,10 +93,7 @@ func driverFor(dsn string) (Driver, error) {
 	return nil, &messaging.Error{Kind: messaging.ErrUnimplemented, Op: "sqlstore.Open", Message: msg}
 }
 
-// dsnScheme returns the scheme that chooses the driver of dsn: the URL
-// scheme of "scheme://…", "mysql" for go-sql-driver/mysql's own form
-// ("user:pass@tcp(host:3306)/db"), and "file" for a "file:" URI or
-// anything else (a SQLite path, ":memory:").
+// dsnScheme returns the scheme that chooses the driver of dsn (Register).
 func dsnScheme(dsn string) string {
 	if strings.HasPrefix(dsn, "file:") {
 		return "file"
@@ -115,8 +107,7 @@ func dsnScheme(dsn string) string {
 	return "file"
 }
 
-// urlScheme matches a URL's scheme (RFC 3986: a letter, then letters,
-// digits, "+", "-" or ".").
+// urlScheme matches a URL's scheme (RFC 3986).
 var urlScheme = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9+.-]*)://`)
 
 // dialectDrivers returns the registered drivers of an engine.

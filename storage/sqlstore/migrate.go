@@ -27,13 +27,10 @@ const (
 //go:embed migrations
 var migrationFiles embed.FS
 
-// Migrate brings the schema up to date: it applies, in order, the
-// migrations that the database has not recorded (in the table
-// parley_migrations). It is idempotent, safe when several processes start
-// at once, and safe behind a pooler in transaction mode (PgBouncer): no
-// lock outlives a transaction, except MySQL's GET_LOCK on a connection of
-// its own. With Options.Schema it first creates that schema if it does not
-// exist. DESIGN.md §4.1 says how, and lists the tables.
+// Migrate brings the schema up to date (creating Options.Schema if need
+// be): it applies the migrations that the database has not recorded in
+// parley_migrations. It is idempotent, and safe when several processes
+// start at once, also behind PgBouncer (DESIGN.md §4.1).
 func (st *Store) Migrate(ctx context.Context) error {
 	return wrapErr("sqlstore.Migrate", st.s.migrate(ctx))
 }
@@ -89,11 +86,9 @@ type migrationLock struct {
 	TableName string `bun:",unique"`
 }
 
-// claimMigration runs first in a migration, in its transaction (SQLite,
-// PostgreSQL): on PostgreSQL it takes the migration lock, which the
-// transaction's end releases (SQLite's IMMEDIATE transaction holds the
-// database's), and it returns errApplied if another process applied the
-// migration while this one waited.
+// claimMigration runs first in a migration's transaction (SQLite,
+// PostgreSQL), takes the engine's lock there, and returns errApplied if
+// another process applied the migration while this one waited.
 func (s *store) claimMigration(ctx context.Context, db bun.IConn, mig *migrate.Migration) error {
 	if err := s.eng.claimMigration(ctx, s, db); err != nil {
 		return err
@@ -108,9 +103,8 @@ func (s *store) claimMigration(ctx context.Context, db bun.IConn, mig *migrate.M
 	return nil
 }
 
-// recordMigration records a migration in its transaction (SQLite,
-// PostgreSQL), so that it commits with the schema it made; bun/migrate
-// records it again (an upsert) once the transaction has committed.
+// recordMigration records a migration in its transaction, to commit with
+// its schema; bun/migrate records it again (an upsert) after the commit.
 func recordMigration(ctx context.Context, db bun.IConn, mig *migrate.Migration) error {
 	_, err := db.ExecContext(ctx, "INSERT INTO "+migrationsTable+" (name, group_id, migrated_at) VALUES (?, ?, ?)",
 		mig.Name, mig.GroupID, time.Now().UTC())

@@ -64,7 +64,6 @@ func (o *Options) withDefaults() Options {
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // Store is Parley's storage in one SQL database: hand it to messaging.New.
-// It is safe for concurrent use.
 type Store struct{ s *store }
 
 // Driver returns the contract the Store implements, for the services (see
@@ -92,21 +91,16 @@ type store struct {
 	indexerMu sync.Mutex
 	indexer   *searchIndexer // SQLite's search indexer while it runs (engine_sqlite.go)
 	indexing  atomic.Bool    // the indexer was started (or stopped for good)
-	// cached, when not nil, is the first argument of a statement with
-	// driver placeholders that the driver runs from its per-connection
-	// statement cache (PostgreSQL, statementCacher); such statements run
-	// with their arguments apart (readPrepared, execWrite, txStmt).
+	// cached, if set, is the argument that runs a statement from the
+	// driver's statement cache (statementCacher; DESIGN.md §4.6).
 	cached any
 }
 
-// Open opens a store by DSN, through the driver registered for its scheme
-// (see the package doc; the driver packages document their DSNs). A DSN
-// whose driver the program does not import gives an error matching
-// messaging.ErrUnimplemented that names the package to import; a
-// malformed DSN, or an Options.Schema the engine cannot use, one matching
-// messaging.ErrInvalid; a database that cannot be reached, one matching
-// messaging.ErrUnavailable. Open does not create or change the schema:
-// call Migrate.
+// Open opens a store by DSN through the driver registered for its scheme
+// (see the package doc); it does not change the schema: call Migrate. A
+// DSN whose driver is not imported gives an error matching
+// messaging.ErrUnimplemented; a malformed DSN or unusable Options.Schema,
+// messaging.ErrInvalid; an unreachable database, messaging.ErrUnavailable.
 func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	o := opts.withDefaults()
 	d, err := driverFor(dsn)
@@ -150,16 +144,11 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	return &Store{s}, nil
 }
 
-// New returns a Store over db, which it does not own: Close leaves it open.
-// The dialect of db decides the SQL (PostgreSQL, MySQL or SQLite); the
-// program must import the package of that engine (storage/sqlstore/sqlite,
-// postgres or mysql), whose driver's errors the Store understands, and db
-// must use that driver (sqliteshim, pgx's stdlib, go-sql-driver/mysql). For
-// SQLite, the caller is responsible for the pragmas Open sets (WAL,
-// busy_timeout, foreign_keys) and should give db a single connection
-// (SetMaxOpenConns(1)), as every read and write goes through it. New
-// takes no Options.Schema: set the search_path of db's connections
-// instead, and create the schema.
+// New returns a Store over db, which Close leaves open. db's dialect
+// decides the SQL, and db must use the driver of that engine's package,
+// which the program imports (else ErrUnimplemented). A SQLite db wants
+// one connection and the pragmas Open sets (package sqlite). New takes no
+// Options.Schema (ErrInvalid): set db's search_path, and create the schema.
 func New(db *bun.DB, opts *Options) (*Store, error) {
 	name := db.Dialect().Name()
 	e, err := engineOf("sqlstore.New", name)
@@ -176,17 +165,14 @@ func New(db *bun.DB, opts *Options) (*Store, error) {
 	return &Store{&store{w: db, r: db, eng: e, sql: e.dialect(), opts: opts.withDefaults()}}, nil
 }
 
-// DB returns the database the Store writes to (for SQLite files opened by
-// Open, the single writer connection's pool).
+// DB returns the database the Store writes to (a SQLite file's writer).
 func (st *Store) DB() *bun.DB { return st.s.w }
 
 // DB is Store.DB, for hosts that hold the driver.Store.
 func (s *store) DB() *bun.DB { return s.w }
 
-// Close waits for the writes under way (each ends once its callers have
-// their answers or have left) and closes the databases that Open opened;
-// it leaves a Store made by New open. Call it once the Store's other
-// calls have returned.
+// Close waits for the writes under way and closes the databases that Open
+// opened. Call it once the Store's other calls have returned.
 func (st *Store) Close() error {
 	s := st.s
 	s.stopSearchIndexer()
@@ -205,9 +191,8 @@ func (st *Store) Close() error {
 	return errors.Join(errs...)
 }
 
-// write runs fn in a write transaction, again (up to MaxRetries times) when
-// it fails with a serialization failure, deadlock, busy database or stale
-// prepared statement (retryable).
+// write runs fn in a write transaction, again when it fails retryably
+// (retry).
 func (s *store) write(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
 	err := s.retry(ctx, func(ctx context.Context) error {
 		began := false
@@ -232,9 +217,8 @@ func (s *store) write(ctx context.Context, fn func(ctx context.Context, tx bun.T
 	return err
 }
 
-// retry runs fn, again (up to MaxRetries times) when it fails with a
-// serialization failure, deadlock or busy database. fn is a write
-// transaction, or a single statement on s.w (atomic on its own).
+// retry runs fn, a write transaction or one statement on s.w, again (up
+// to MaxRetries times) when it fails retryably (retryable).
 func (s *store) retry(ctx context.Context, fn func(ctx context.Context) error) error {
 	for attempt := 1; ; attempt++ {
 		err := fn(ctx)

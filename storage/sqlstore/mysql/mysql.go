@@ -1,15 +1,9 @@
 // Package mysql registers MySQL 8 and MariaDB 10.6+ with sqlstore.Open,
-// through go-sql-driver/mysql. Import it for its effect:
-//
-//	import _ "github.com/parleychat/parley/storage/sqlstore/mysql"
-//
-//	store, err := sqlstore.Open(ctx, "mysql://parley:secret@db:3306/parley", nil)
-//
-// It handles the scheme "mysql" ("mysql://user:pass@host:port/db?param=value",
-// port 3306 by default, parameters as go-sql-driver/mysql reads them) and
-// that driver's own form, "user:pass@tcp(host:3306)/db". The store always
-// sets parseTime, loc=UTC and clientFoundRows. The pool holds
-// Options.MaxOpenConns connections (default 16).
+// through go-sql-driver/mysql; import it for its effect. It handles the
+// scheme "mysql" ("mysql://user:pass@host:port/db?param=value", port 3306
+// by default, parameters as go-sql-driver/mysql reads them) and that
+// driver's own form, "user:pass@tcp(host:3306)/db". The store always sets
+// parseTime, loc=UTC and clientFoundRows.
 //
 // The database in the DSN holds the store's tables: to keep them apart
 // from the host's, give Parley a database of its own on the same server

@@ -1,34 +1,26 @@
 // Package postgres registers PostgreSQL with sqlstore.Open, through pgx
-// (github.com/jackc/pgx/v5/stdlib) and bun's pgdialect. Import it for its
-// effect:
-//
-//	import _ "github.com/parleychat/parley/storage/sqlstore/postgres"
-//
-//	store, err := sqlstore.Open(ctx, "postgres://parley:secret@db:5432/app?sslmode=disable", nil)
-//
-// It handles the schemes "postgres" and "postgresql", in the URL or
-// key=value form pgx reads (sslmode, connect_timeout, application_name,
-// pgx's own statement_cache_capacity and default_query_exec_mode, …).
-// sqlstore.Options.Schema, when set, is sent as the connections'
-// search_path. The pool holds Options.MaxOpenConns connections (default
-// 16). A call's context cancels its statement on the server.
+// (github.com/jackc/pgx/v5/stdlib) and bun's pgdialect; import it for its
+// effect. It handles the schemes "postgres" and "postgresql", in the URL
+// or key=value form pgx reads (sslmode, connect_timeout, pgx's own
+// default_query_exec_mode, …). sqlstore.Options.Schema, when set, is sent
+// as the connections' search_path. A call's context cancels its statement
+// on the server.
 //
 // # Behind a pooler
 //
 // By default the statements that take arguments run from pgx's cache of
-// prepared statements of each connection, and the others unnamed (pgx's
-// exec mode); nothing else is left on the connections. Behind PgBouncer
-// in transaction pooling mode, which keeps no prepared statement from one
-// transaction to the next, set default_query_exec_mode to exec:
+// prepared statements of each connection; nothing else is left on the
+// connections. Behind PgBouncer in transaction pooling mode, which keeps
+// no prepared statement from one transaction to the next, set
+// default_query_exec_mode to exec:
 //
 //	postgres://parley:secret@pgbouncer:6432/app?sslmode=disable&default_query_exec_mode=exec
 //
 // Every statement is then sent unnamed, and no cancel request is sent
-// when a call's context ends during a statement (PgBouncer 1.18 may crash
-// on one): pgx closes the connection, and the statement runs to its end
-// on the server. Leave Options.Schema unset there (PgBouncer refuses a
-// search_path startup parameter): give the store a database of its own.
-// DESIGN.md §4.6 has the figures.
+// when a call's context ends (PgBouncer 1.18 may crash on one): pgx
+// closes the connection instead. Leave Options.Schema unset there
+// (PgBouncer refuses a search_path startup parameter): give the store a
+// database of its own. DESIGN.md §4.6 has the figures.
 package postgres
 
 import (

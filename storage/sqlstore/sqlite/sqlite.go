@@ -1,25 +1,17 @@
 // Package sqlite registers SQLite with sqlstore.Open, through bun's
-// sqliteshim (modernc.org/sqlite: no cgo). Import it for its effect:
-//
-//	import _ "github.com/parleychat/parley/storage/sqlstore/sqlite"
-//
-//	store, err := sqlstore.Open(ctx, "data/parley.db", nil)
-//
-// It handles every DSN that names no other scheme: a file path
-// ("parley.db", "/var/lib/parley/parley.db"), a "file:" URI whose
-// parameters are kept, or ":memory:" for a private in-memory database on
-// a single connection (for tests).
+// sqliteshim (modernc.org/sqlite: no cgo); import it for its effect. It
+// handles every DSN that names no other scheme: a file path ("parley.db"),
+// a "file:" URI whose parameters are kept, or ":memory:" for a private
+// in-memory database on a single connection (for tests).
 //
 // A file is opened as two pools: one connection for writes, whose
-// transactions are BEGIN IMMEDIATE, and readers (Options.MaxOpenConns,
-// default max(4, 2×GOMAXPROCS)). Every connection runs with
-// busy_timeout (Options.BusyTimeout), foreign_keys on,
-// journal_mode=WAL and synchronous=NORMAL: a committed transaction
-// survives the process being killed, but an operating-system crash or
-// power loss may lose the last ones (the database stays consistent). A
-// "file:" DSN's own pragmas win, so
-// "file:parley.db?_pragma=synchronous(FULL)" trades write speed for
-// durability against power loss as well.
+// transactions are BEGIN IMMEDIATE, and readers (Options.MaxOpenConns).
+// Every connection runs with busy_timeout (Options.BusyTimeout),
+// foreign_keys on, journal_mode=WAL and synchronous=NORMAL: a committed
+// transaction survives the process being killed, but an operating-system
+// crash or power loss may lose the last ones (the database stays
+// consistent). A "file:" DSN's own pragmas win:
+// "file:parley.db?_pragma=synchronous(FULL)" is durable against power loss.
 package sqlite
 
 import (
@@ -75,8 +67,8 @@ func (driver) Open(dsn string, o sqlstore.Options) (w, r *sql.DB, err error) {
 	return w, o.SizePool(r, max(4, 2*runtime.GOMAXPROCS(0))), nil
 }
 
-// driverDSN returns the driver DSN for a path, "file:" URI or ":memory:",
-// with the pragmas of the package doc; txlock is the BEGIN mode.
+// driverDSN returns the driver DSN, with the pragmas of the package doc;
+// txlock is the BEGIN mode.
 func driverDSN(dsn, txlock string, busy time.Duration, memory bool) string {
 	full := dsn
 	if !strings.HasPrefix(full, "file:") {
