@@ -26,7 +26,7 @@ func (mysqlEngine) name() string { return "mysql" }
 
 func (mysqlEngine) dialect() *dialectSQL { return &mysqlSQL }
 
-var mysqlSQL = dialectSQL{
+var mysqlSQL = withStandard(dialectSQL{
 	rangeAfterCursor: true,
 	txOptions:        &sql.TxOptions{Isolation: sql.LevelReadCommitted},
 	snapshotOptions:  &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
@@ -35,11 +35,7 @@ var mysqlSQL = dialectSQL{
 	// ON DUPLICATE KEY UPDATE would count the row found (the driver sets
 	// clientFoundRows), INSERT IGNORE does not. Its users check every
 	// value before, so IGNORE hides no other error.
-	insertNew: "INSERT IGNORE INTO",
-	// Not EXISTS: MySQL/MariaDB would turn it into a semi-join that reads
-	// every membership and sorts their rows; a scalar subquery keeps the
-	// walk of the time index.
-	memberOf:    standardMemberOf,
+	insertNew:   "INSERT IGNORE INTO",
 	beforeSlash: "SUBSTRING_INDEX(%[1]s, '/', 1)",
 	// Without the contact: a locking read would lock the contact's row
 	// too. The message is read again with it after the change.
@@ -48,12 +44,10 @@ var mysqlSQL = dialectSQL{
 	// (1,024 bytes by default).
 	reactions:      reactionsRowsSQL,
 	reactionsOrder: " ORDER BY n.message_id, n.seq, r.seq",
-	eventLog:       "event_log",
 	eventGate:      mysqlGate,
 	// The log's rows with their copies, counted with them.
 	pruneEvents:    "DELETE e, l FROM events AS e JOIN event_log AS l ON l.pos = e.pos WHERE e.seq > 0 AND e.seq <= ?",
 	prunedPerEvent: 2,
-	eventsOfFew:    "events AS e",
 	// Assignments run in order, each seeing those before it.
 	countSend: `INSERT INTO conversations (id, created_at, updated_at, message_count, last_message_id)
 		VALUES (?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE message_count = message_count + VALUES(message_count),
@@ -66,11 +60,10 @@ var mysqlSQL = dialectSQL{
 		ON DUPLICATE KEY UPDATE joined_at = IF(is_member, joined_at, VALUES(joined_at)), is_member = TRUE`,
 	takers: `INSERT INTO conversation_members (conversation_id, contact_id, joined_at) VALUES %[1]s
 		ON DUPLICATE KEY UPDATE joined_at = COALESCE(joined_at, VALUES(joined_at))`,
-	claimKey:     `INSERT IGNORE INTO idempotency_keys (scope, client_key, fingerprint, lock_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
 	pruneKeys:    "DELETE FROM idempotency_keys WHERE expires_at <= ? ORDER BY expires_at LIMIT %[1]d",
 	pruneKeyArgs: 1,
 	wordMark:     mysqlWordMark,
-}
+})
 
 // lockMigrations takes the migration lock of the database on a connection
 // of its own (GET_LOCK is held by the session; MySQL does not sit behind a

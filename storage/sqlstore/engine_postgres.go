@@ -31,7 +31,7 @@ func (*postgresEngine) name() string { return "postgres" }
 
 func (*postgresEngine) dialect() *dialectSQL { return &postgresSQL }
 
-var postgresSQL = dialectSQL{
+var postgresSQL = withStandard(dialectSQL{
 	schemas:         true,
 	returning:       true,
 	rowValues:       true,
@@ -40,11 +40,8 @@ var postgresSQL = dialectSQL{
 	rangeOfOne:      true,
 	snapshotOptions: &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
 	forUpdate:       " FOR UPDATE",
-	skip:            standardSkip,
-	insertNew:       "INSERT INTO",
-	insertNewTail:   standardSkip,
+	insertNewTail:   " ON CONFLICT DO NOTHING",
 	listedAt:        "listed_at", // a send's update is HOT but once a second
-
 	// EXISTS is the probe of the members' key that a list wants.
 	memberOf:    "EXISTS (SELECT 1 FROM conversation_members AS cm WHERE cm.conversation_id = %[1]s AND cm.contact_id = ? AND cm.is_member = TRUE)",
 	beforeSlash: "split_part(%[1]s, '/', 1)",
@@ -53,26 +50,17 @@ var postgresSQL = dialectSQL{
 	// hash of every contact (DESIGN.md §4.5).
 	reactions: reactionsBySQL(`SELECT string_agg(COALESCE((SELECT c.username FROM contacts AS c WHERE c.id = r.contact_id), ''), chr(31) ORDER BY r.seq)
 		FROM reactions AS r WHERE r.message_id = n.message_id AND r.name = n.name AND r.seq <= n.head_seq`),
-	reactionsOrder: " ORDER BY n.message_id, n.seq",
-	eventLog:       "event_log",
 	// The log's rows found by their copies: only what was copied.
 	pruneEvents: `WITH b AS (SELECT CAST(? AS bigint) AS top),
 		l AS (DELETE FROM event_log AS l USING events AS e, b WHERE e.seq > 0 AND e.seq <= b.top AND l.pos = e.pos)
 		DELETE FROM events USING b WHERE events.seq > 0 AND events.seq <= b.top`,
-	eventsOfFew: "events AS e",
-	countSend:   standardCountSend,
-	countOwn:    standardCountOwn,
-	addMember:   standardAddMember,
-	takers:      standardTakers,
 	// An upload's claim commits without waiting for the WAL flush (DESIGN.md §4.8).
 	claimKey: `INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, created_at, expires_at)
 		SELECT ?, ?, ?, ?, ?::timestamptz, ?::timestamptz FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async
 		ON CONFLICT DO NOTHING`,
-	pruneKeys:    standardPruneKeys,
-	pruneKeyArgs: 2,
-	overriding:   "OVERRIDING SYSTEM VALUE ",
-	resetSeq:     "SELECT setval(pg_get_serial_sequence('%[1]s', 'seq'), (SELECT MAX(seq) FROM %[1]s))",
-}
+	overriding: "OVERRIDING SYSTEM VALUE ",
+	resetSeq:   "SELECT setval(pg_get_serial_sequence('%[1]s', 'seq'), (SELECT MAX(seq) FROM %[1]s))",
+})
 
 // hiddenRangeRows is the number of messages (pg_class.reltuples) from which
 // a page reads its conversation as a range of two bounds no plan sees

@@ -26,39 +26,26 @@ func (sqliteEngine) name() string { return "sqlite" }
 
 func (sqliteEngine) dialect() *dialectSQL { return &sqliteSQL }
 
-var sqliteSQL = dialectSQL{
+var sqliteSQL = withStandard(dialectSQL{
 	subqueryBounds:  true,
 	returning:       true,
 	numbersAtInsert: true,
 	eventLog:        "events",
-	pruneEvents:     standardPruneEvents,
+	pruneEvents:     "DELETE FROM events WHERE seq > 0 AND seq <= ?",
 	sendsInTx:       true,
-	skip:            standardSkip,
-	insertNew:       "INSERT INTO",
-	insertNewTail:   standardSkip,
-	// Not EXISTS: SQLite would first build a Bloom filter of every
-	// membership; a scalar subquery keeps the walk of the time index.
-	memberOf:    standardMemberOf,
-	beforeSlash: "substr(%[1]s, 1, instr(%[1]s, '/') - 1)",
-	lockMessage: "SELECT " + messageCols + " FROM " + messageFrom + " WHERE m.id = ?",
+	insertNewTail:   " ON CONFLICT DO NOTHING",
+	beforeSlash:     "substr(%[1]s, 1, instr(%[1]s, '/') - 1)",
+	lockMessage:     "SELECT " + messageCols + " FROM " + messageFrom + " WHERE m.id = ?",
 	// The rows of a subquery in the index's order, which SQLite keeps
 	// under an aggregate, not group_concat(x ORDER BY …), which sorts
 	// (DESIGN.md §4.5; TestEmbeddedReactorsOrder).
 	reactions: reactionsBySQL(`SELECT group_concat(u.username, char(31)) FROM (SELECT COALESCE(c.username, '') AS username
 		FROM reactions AS r LEFT JOIN contacts AS c ON c.id = r.contact_id
 		WHERE r.message_id = n.message_id AND r.name = n.name AND r.seq <= n.head_seq ORDER BY r.seq) AS u`),
-	reactionsOrder: " ORDER BY n.message_id, n.seq",
 	// The planner would walk every conversation's events (DESIGN.md §5).
 	eventsOfFew:       "events AS e INDEXED BY events_conversation",
-	countSend:         standardCountSend,
 	countCheckedReply: countCheckedReplySQL,
-	countOwn:          standardCountOwn,
-	addMember:         standardAddMember,
-	takers:            standardTakers,
-	claimKey:          `INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-	pruneKeys:         standardPruneKeys,
-	pruneKeyArgs:      2,
-}
+})
 
 // opened makes the caches of prepared statements of the writer and of
 // the readers (sqliteReadCols).
@@ -70,9 +57,6 @@ func (sqliteEngine) opened(s *store, w, r *sql.DB) {
 }
 
 func (sqliteEngine) start(s *store) { s.startSearchIndexer() }
-
-// sequence does nothing: SQLite numbers events at insert.
-func (sqliteEngine) sequence(context.Context, *store) error { return nil }
 
 // maxPrefixWords is the most words a search names in its FTS5 query for
 // its prefix; a prefix of more is a prefix query.
