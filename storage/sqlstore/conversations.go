@@ -263,31 +263,11 @@ func (s *store) conversationBranches(col, member string, convs []string) []branc
 
 // touchConversation counts m, a new message as stored, in its
 // conversation's row (stored if new; locked until tx ends) and its
-// readers' and sender's. A reply whose count checks its root
-// (countCheckedReplySQL) and counts nothing runs takeReply (ErrNoParent
-// rolls the reply back), then is counted.
+// readers' and sender's.
 func (s *store) touchConversation(ctx context.Context, tx bun.Tx, m messaging.Message) error {
 	at := m.CreatedAt.UTC()
-	counted := int64(0)
-	if m.ParentID != "" && s.sql.countCheckedReply != "" {
-		conv, _ := splitThread(m.ConversationID)
-		var err error
-		if counted, err = affected(s.execWrite(ctx, tx, s.sql.countCheckedReply, m.ConversationID, at, at, 1, m.ID,
-			m.ParentID, conv, m.ConversationID, m.ConversationID, m.Contact.ID)); err != nil {
-			return err
-		}
-		if counted == 0 {
-			root := m
-			root.ConversationID = conv
-			if err := s.takeReply(ctx, tx, root); err != nil {
-				return err
-			}
-		}
-	}
-	if counted == 0 {
-		if _, err := s.execWrite(ctx, tx, s.sql.countSend, m.ConversationID, at, at, 1, m.ID); err != nil {
-			return err
-		}
+	if _, err := s.execWrite(ctx, tx, s.sql.countSend, m.ConversationID, at, at, 1, m.ID); err != nil {
+		return err
 	}
 	if _, err := s.execWrite(ctx, tx, countReadSendSQL, m.Contact.ID, m.ConversationID, at, at, m.ID); err != nil {
 		return err

@@ -139,7 +139,6 @@ type dialectSQL struct {
 	// time, newest's time, n, newest's id); countOwn (std), n of a
 	// contact's (conversation, contact, n).
 	countSend, countOwn string
-	countCheckedReply   string // if set, countSend of a reply that checks its root (countCheckedReplySQL)
 	addMember           string // (std) makes a member (conversation, contact, time)
 	// takers (std) makes contacts take part in threads from a time, a
 	// "(?, ?, ?)" each of %[1]s (thread key, contact, time).

@@ -43,8 +43,7 @@ var sqliteSQL = withStandard(dialectSQL{
 		FROM reactions AS r LEFT JOIN contacts AS c ON c.id = r.contact_id
 		WHERE r.message_id = n.message_id AND r.name = n.name AND r.seq <= n.head_seq ORDER BY r.seq) AS u`),
 	// The planner would walk every conversation's events (DESIGN.md §5).
-	eventsOfFew:       "events AS e INDEXED BY events_conversation",
-	countCheckedReply: countCheckedReplySQL,
+	eventsOfFew: "events AS e INDEXED BY events_conversation",
 })
 
 // opened makes the caches of prepared statements of the writer and of

@@ -77,11 +77,9 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 			}
 		}
 		if m.ParentID != "" {
-			// The root is checked by takeReply, or countCheckedReply (DESIGN.md §4.11).
-			if s.sql.countCheckedReply == "" {
-				if err := s.takeReply(ctx, tx, m); err != nil {
-					return err
-				}
+			// Its root is checked and locked first (DESIGN.md §4.11).
+			if err := s.takeReply(ctx, tx, m); err != nil {
+				return err
 			}
 		} else if s.sql.arrays && len(atts) == 0 {
 			return s.insertSent(ctx, tx, &pendingSend{m: m, evs: evs})

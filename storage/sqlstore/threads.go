@@ -57,8 +57,7 @@ const tombstoneSQL = `UPDATE messages SET text = '', search_words = ?, deleted =
 // takeReply checks, with the root's row locked until tx ends, that the
 // root of m, a reply, takes it, and makes the root's sender and the
 // reply's take part in the thread unless they do (one EXISTS each:
-// DESIGN.md §4.11). On SQLite it runs only when countCheckedReplySQL
-// counted nothing (touchConversation).
+// DESIGN.md §4.11).
 func (s *store) takeReply(ctx context.Context, tx bun.Tx, m messaging.Message) error {
 	key, at := threadKey(m.ConversationID, m.ParentID), m.CreatedAt.UTC()
 	var roots []struct {
@@ -92,17 +91,6 @@ func (s *store) takeReply(ctx context.Context, tx bun.Tx, m messaging.Message) e
 	}
 	return err
 }
-
-// countCheckedReplySQL is countSend for a reply, counting it only when
-// takeReply would write nothing (SQLite, DESIGN.md §4.11). Its arguments:
-// countSend's, the root, the reply's conversation, the thread key twice,
-// the reply's sender. An INSERT … SELECT: in an UPDATE's WHERE, the check
-// would make SQLite collect the rows in a temporary table first.
-const countCheckedReplySQL = `INSERT INTO conversations (id, created_at, updated_at, message_count, last_message_id)
-	SELECT ?, ?, ?, ?, ? FROM messages AS r WHERE r.id = ? AND r.conversation_id = ? AND r.thread AND NOT r.deleted
-		AND EXISTS (SELECT 1 FROM conversation_members AS t WHERE t.conversation_id = ? AND t.contact_id = r.contact_id AND t.joined_at IS NOT NULL)
-		AND EXISTS (SELECT 1 FROM conversation_members AS t WHERE t.conversation_id = ? AND t.contact_id = ? AND t.joined_at IS NOT NULL)` +
-	countSendConflict
 
 // takersSQL makes n contacts, given as (thread key, contact, time) each,
 // take part in their threads, from that time; it writes no row of one
