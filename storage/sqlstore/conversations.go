@@ -12,9 +12,8 @@ import (
 	"github.com/parleychat/parley/messaging/driver"
 )
 
-// conversationRow is a conversation joined with one contact's state in it
-// (its row of conversation_members: membership, read position and the
-// counters of its unread count, DESIGN.md §4.2).
+// conversationRow is a conversation joined with one contact's row of
+// conversation_members (read position and unread counters, DESIGN.md §4.2).
 type conversationRow struct {
 	ID            string    `bun:"id"`
 	CreatedAt     time.Time `bun:"created_at"`
@@ -25,28 +24,20 @@ type conversationRow struct {
 	ReadCount     int64     `bun:"read_count"`
 	OwnCount      int64     `bun:"own_count"`
 	OwnReadCount  int64     `bun:"own_read_count"`
-	// Last is the last message with its sender (lastMessageCols; zero
-	// when there is none or ListThreads read the row).
+	// Last is the last message with its sender (zero when there is none).
 	Last messageRow `bun:"embed:lm_"`
 }
 
-// conversationCols and conversationFrom select conversations AS c with the
-// state of the contact given as the first argument, and the last message
-// with its sender (as lm and lc).
+// conversationCols and conversationJoins select conversations AS c with the
+// state of the contact given as the first argument (r), and the last
+// message with its sender (lm and lc, read with the page: DESIGN.md §4.12).
 const (
-	conversationCols = conversationOwnCols + ", " + lastMessageCols
-	// conversationOwnCols are the conversation's columns and the
-	// contact's state in it.
+	conversationCols    = conversationOwnCols + ", " + lastMessageCols
 	conversationOwnCols = `c.id, c.created_at, c.updated_at, c.message_count, c.last_message_id,
 		r.read_message_id, COALESCE(r.read_count, 0) AS read_count, COALESCE(r.own_count, 0) AS own_count,
 		COALESCE(r.own_read_count, 0) AS own_read_count`
-	conversationFrom = "conversations AS c " + conversationJoins
-	// conversationJoins are conversationFrom's joins to c.
 	conversationJoins = `LEFT JOIN conversation_members AS r ON r.conversation_id = c.id AND r.contact_id = ?` +
 		` LEFT JOIN messages AS lm ON lm.id = c.last_message_id LEFT JOIN contacts AS lc ON lc.id = lm.contact_id`
-	// lastMessageCols are messageCols of the last message (lm) and its
-	// sender (lc), read with the page rather than by a statement more
-	// (BENCHMARKS.md section 4).
 	lastMessageCols = `lm.id AS lm_id, lm.conversation_id AS lm_conversation_id, lm.contact_id AS lm_contact_id, lm.text AS lm_text,
 		lm.read_at AS lm_read_at, lm.created_at AS lm_created_at, lm.updated_at AS lm_updated_at,
 		lm.reaction_count AS lm_reaction_count, lm.attachment_count AS lm_attachment_count, lm.thread AS lm_thread, lm.deleted AS lm_deleted,
@@ -59,16 +50,14 @@ const (
 func (s *store) memberOf(col string) string { return fmt.Sprintf(s.sql.memberOf, col) }
 
 // scope resolves the conversations a list selects: all, or ids and those
-// of memberID's memberships, given as a list of ids when they are at most
-// n (byMember is then ""), else as memberID to probe for (memberOf): a
-// walk of the time index finds a page soon when most rows match.
+// of memberID's memberships, as a list of ids when they are at most n,
+// else as byMember to probe for (memberOf; BENCHMARKS.md §4).
 func (s *store) scope(ctx context.Context, all bool, memberID string, ids []string, n int) (convs []string, byMember string, err error) {
 	if all || memberID == "" {
 		return ids, "", nil
 	}
-	// In the index's order, so that the planner reads the index: by its
-	// statistics a seq scan would find a few rows of a contact in many as
-	// soon, but a contact's rows lie together, after everyone else's.
+	// In the index's order, so that the planner reads the index rather
+	// than scanning for a contact's rows, which lie together.
 	var mine []string
 	if err := s.read(ctx, &mine, "SELECT conversation_id FROM conversation_members WHERE contact_id = ? AND is_member = TRUE ORDER BY conversation_id LIMIT ?",
 		memberID, n+1); err != nil || len(mine) > n {
@@ -92,8 +81,7 @@ func (r *conversationRow) conversation() messaging.Conversation {
 }
 
 // completeConversations turns rows into conversations with their last
-// messages (read with them), in at most two more queries (their reactions
-// and attachments) whatever the number of rows.
+// messages, completed as a page's (complete).
 func completeConversations(ctx context.Context, d *dialectSQL, query queryFn, rows []conversationRow) ([]messaging.Conversation, error) {
 	out := make([]messaging.Conversation, len(rows))
 	last := make([]messageRow, 0, len(rows))
@@ -124,14 +112,11 @@ func (s *store) GetConversation(ctx context.Context, id, viewerID string) (messa
 
 // readConversation is GetConversation by read.
 func (s *store) readConversation(ctx context.Context, read queryFn, id, viewerID string) (messaging.Conversation, error) {
-	var rows []conversationRow
-	err := read(ctx, &rows, "SELECT "+conversationCols+" FROM "+conversationFrom+" WHERE c.id = ?", viewerID, id)
-	if err == nil && len(rows) == 0 {
-		err = notFound("conversation")
-	}
+	r, err := readOne[conversationRow](ctx, read, "conversation",
+		"SELECT "+conversationCols+" FROM conversations AS c "+conversationJoins+" WHERE c.id = ?", viewerID, id)
 	var cs []messaging.Conversation
 	if err == nil {
-		cs, err = completeConversations(ctx, s.sql, read, rows)
+		cs, err = completeConversations(ctx, s.sql, read, []conversationRow{r})
 	}
 	if err != nil {
 		return messaging.Conversation{}, err
@@ -140,10 +125,7 @@ func (s *store) readConversation(ctx context.Context, read queryFn, id, viewerID
 }
 
 // ListConversations returns up to q.Limit conversations matching q, most
-// recently active first, in at most four queries: a member's
-// memberships, the page with its last messages, their reactions and
-// attachments. A cursor by id (Time zero) is read as ListMessages reads
-// one.
+// recently active first, in at most four queries (DESIGN.md §4.12).
 func (s *store) ListConversations(ctx context.Context, q driver.ConversationQuery) (_ []messaging.Conversation, _ bool, err error) {
 	defer wrapTo("sqlstore.ListConversations", &err)
 	if q.Limit < 1 {
@@ -153,8 +135,7 @@ func (s *store) ListConversations(ctx context.Context, q driver.ConversationQuer
 	if err != nil {
 		return nil, false, err
 	}
-	// The list over column col (threads' conversations are listed as
-	// threads).
+	// The list over column col, threads' conversations left out.
 	scoped := func(col string) (branch, bool) {
 		b, ok := s.scopeBranch(col, q.All, member, convs)
 		if q.All {
@@ -168,32 +149,27 @@ func (s *store) ListConversations(ctx context.Context, q driver.ConversationQuer
 	}
 	p := pageQuery{cols: conversationCols, from: "conversations AS c", joins: conversationJoins, joinArgs: []any{q.ViewerID}, alias: "c", timeCol: "updated_at",
 		coarse: s.sql.listedAt, branches: []branch{b}, after: q.After, before: q.Before, limit: q.Limit}
-	// A cursor by id: the row of that id among the list's (cursor, the
-	// FROM and WHERE of a query of x, and its arguments).
-	var cursor string
-	var cursorArgs []any
+	// A cursor by id: the row of that id among the list's, read by the
+	// page's query where the engine can (subqueryBounds), else before it.
 	if cur := cmp.Or(q.After, q.Before); cur != nil && cur.Time.IsZero() {
 		x, _ := scoped("x.id")
-		cursor, cursorArgs = "conversations AS x WHERE x.id = ? AND "+x.where, append([]any{cur.ID}, x.args...)
-		if s.sql.subqueryBounds {
-			p.cursorRow, p.cursorArgs, p.afterID = cursor, cursorArgs, q.After != nil
-			p.after, p.before = nil, nil
-		} else {
-			at, err := s.conversationCursor(ctx, cursor, cursorArgs)
+		p.cursorRow, p.cursorArgs = "conversations AS x WHERE x.id = ? AND "+x.where, append([]any{cur.ID}, x.args...)
+		p.after, p.before, p.afterID = nil, nil, q.After != nil
+		if !s.sql.subqueryBounds {
+			at, err := s.conversationCursor(ctx, p.cursorRow, p.cursorArgs)
 			if err != nil {
 				return nil, false, err
 			}
+			p.cursorRow = ""
 			if q.After != nil {
 				p.after = at
 			} else {
 				p.before = at
 			}
-			cursor = ""
 		}
 	}
 	query, args := s.pageSQL(p)
-	// Over every conversation, or a member's many, a walk of the list's
-	// index whatever the values: prepared (DESIGN.md §4.12).
+	// A walk of the list's index whatever the values: prepared (§4.12).
 	read := s.read
 	if q.All || member != "" && len(convs) == 0 {
 		read = s.readPrepared
@@ -202,9 +178,9 @@ func (s *store) ListConversations(ctx context.Context, q driver.ConversationQuer
 	if err := read(ctx, &rows, query, args...); err != nil {
 		return nil, false, err
 	}
-	if len(rows) == 0 && cursor != "" {
+	if len(rows) == 0 && p.cursorRow != "" {
 		// No row beyond the cursor, or no such cursor in the list.
-		if _, err := s.conversationCursor(ctx, cursor, cursorArgs); err != nil {
+		if _, err := s.conversationCursor(ctx, p.cursorRow, p.cursorArgs); err != nil {
 			return nil, false, err
 		}
 	}
@@ -213,9 +189,8 @@ func (s *store) ListConversations(ctx context.Context, q driver.ConversationQuer
 	return cs, more, err
 }
 
-// conversationCursor returns the place in its list of the conversation
-// that cursor (the FROM and WHERE of a query of conversations AS x) and
-// its args select, or an error matching ErrNotFound when none.
+// conversationCursor returns the place of the conversation that cursor
+// (pageQuery.cursorRow) and args select, or an error matching ErrNotFound.
 func (s *store) conversationCursor(ctx context.Context, cursor string, args []any) (*driver.Cursor, error) {
 	r, err := readOne[struct {
 		ID        string    `bun:"id"`
@@ -245,10 +220,9 @@ func (s *store) scopeBranch(col string, all bool, memberID string, ids []string)
 	return branch{}, false
 }
 
-// conversationBranches returns the branches of a list, over conversation
-// column col, of the conversations convs and those of member's many
-// memberships unless member is "": one branch a conversation (a range of
-// its index) when they are at most maxBranches, else one condition.
+// conversationBranches returns the branches of a list over conversation
+// column col of convs and member's memberships: one per conversation when
+// there is no member and at most maxBranches, else one condition.
 func (s *store) conversationBranches(col, member string, convs []string) []branch {
 	if member != "" || len(convs) > maxBranches {
 		b, _ := s.scopeBranch(col, false, member, convs)
@@ -336,12 +310,11 @@ func (s *store) removeMessage(ctx context.Context, tx bun.Tx, r *messageRow) err
 const tailCap = 1000
 
 // MarkRead moves contactID's read position in the conversation forward to
-// messageID. Its counters come from the messages after the new position,
-// or, past tailCap of them, from the messages it passes: the cost grows
-// with neither the conversation nor a long way back.
+// messageID, its counters from the messages after it or, past tailCap of
+// them, from those it passes: a cost bounded either way.
 func (s *store) MarkRead(ctx context.Context, conversationID, contactID, messageID string, rec driver.Recorder) error {
 	return wrapErr("sqlstore.MarkRead", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-		// Lock the conversation first, as sends, deletes and imports do; on
+		// The conversation locked first, as by sends, deletes and imports: on
 		// MySQL the reads below then see every change committed before it.
 		read := txQuery(tx)
 		count, err := readOne[int64](ctx, read, "message", "SELECT message_count FROM conversations WHERE id = ?"+s.sql.forUpdate, conversationID)

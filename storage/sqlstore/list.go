@@ -110,8 +110,7 @@ func (s *store) pageSQL(p pageQuery) (string, []any) {
 		order := ""
 		if b.conversation != "" && (s.sql.rangeOfOne || s.sql.rangeAfterCursor && seek != "") {
 			// Not "=", and the conversation first in the order: only its
-			// index gives that order (DESIGN.md §4.7, "A page of one
-			// conversation").
+			// index gives that order (DESIGN.md §4.7).
 			c, n := s.eng.oneConversation(s, a+".conversation_id")
 			cond(c)
 			for range n {
@@ -163,9 +162,8 @@ func (s *store) pageSQL(p pageQuery) (string, []any) {
 }
 
 // seek returns the condition that the row's (col, id) comes before (op
-// "<") or after (op ">") (t, cursorID), with its arguments: a comparison
-// of row values where the engine reads it as a range of the index
-// (dialectSQL.rowValues), else a range on col and a filter of its ties.
+// "<") or after (op ">") (t, cursorID), and its arguments: row values
+// where they are an index range (dialectSQL.rowValues), else a range on col.
 func (s *store) seek(col, id, op string, t time.Time, cursorID string) (string, []any) {
 	if s.sql.rowValues {
 		return "(" + col + ", " + id + ") " + op + " (?, ?)", []any{t, cursorID}

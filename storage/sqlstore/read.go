@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,11 +19,9 @@ type idList []string
 // (DESIGN.md §4.7).
 type boxedIDs []any
 
-// read runs query outside transactions on the reader database and scans
-// its rows into dst (a pointer to a slice of rows). query has bun's "?"
-// placeholders; args are strings, ints, times, nils and idLists. Prepared
-// where the engine keeps prepared reads (SQLite, DESIGN.md §4.7), unless
-// a list holds more than maxPreparedIDs.
+// read runs query (bun's "?" placeholders; strings, ints, times, nils and
+// idLists as args) on the reader database and scans its rows into dst, a
+// pointer to a slice: prepared on SQLite unless longList (DESIGN.md §4.7).
 func (s *store) read(ctx context.Context, dst any, query string, args ...any) error {
 	if s.stmts == nil || longList(args) {
 		return s.r.NewRaw(query, bunArgs(args)...).Scan(ctx, dst)
@@ -46,10 +45,9 @@ func (s *store) readByIDs(ctx context.Context, dst any, query string, args ...an
 // longList reports whether args hold a list of more than maxPreparedIDs.
 func longList(args []any) bool {
 	for _, a := range args {
-		if l, ok := a.(idList); ok && len(l) > maxPreparedIDs {
-			return true
-		}
-		if l, ok := a.(boxedIDs); ok && len(l) > maxPreparedIDs {
+		l, _ := a.(idList)
+		b, _ := a.(boxedIDs)
+		if len(l) > maxPreparedIDs || len(b) > maxPreparedIDs {
 			return true
 		}
 	}
@@ -66,10 +64,7 @@ func (s *store) readPrepared(ctx context.Context, dst any, query string, args ..
 				// The driver dropped the statement: prepared again.
 				rows, err = s.r.DB.QueryContext(ctx, q, s.cachedArgs(dargs)...)
 			}
-			if err != nil {
-				return err
-			}
-			return s.r.ScanRows(ctx, rows, dst)
+			return s.scan(ctx, dst, rows, err)
 		}
 	}
 	if s.stmts != nil {
@@ -80,14 +75,19 @@ func (s *store) readPrepared(ctx context.Context, dst any, query string, args ..
 			}
 			if st != nil {
 				rows, err := st.QueryContext(ctx, dargs...)
-				if err != nil {
-					return err
-				}
-				return s.r.ScanRows(ctx, rows, dst)
+				return s.scan(ctx, dst, rows, err)
 			}
 		}
 	}
 	return s.r.NewRaw(query, bunArgs(args)...).Scan(ctx, dst)
+}
+
+// scan scans rows into dst, or returns err, the error of their query.
+func (s *store) scan(ctx context.Context, dst any, rows *sql.Rows, err error) error {
+	if err != nil {
+		return err
+	}
+	return s.r.ScanRows(ctx, rows, dst)
 }
 
 // cachedArgs returns dargs, driver arguments, after the argument that
@@ -124,11 +124,9 @@ func bunArgs(args []any) []any {
 }
 
 // expandArgs turns a query with bun placeholders into one with driver
-// placeholders and driver arguments: an idList becomes one placeholder per
-// element, a time the text bun writes for SQLite (PostgreSQL's driver
-// writes times itself). The placeholders are ? or, if dollar, $1, $2….
-// It returns false for an argument of another type, or a placeholder
-// count that does not match.
+// placeholders (? or, if dollar, $1, $2…) and arguments: an idList one
+// placeholder per element, a time SQLite's text (PostgreSQL's driver
+// writes times itself); false for another type or a count that differs.
 func expandArgs(query string, args []any, dollar bool) (string, []any, bool) {
 	if strings.Count(query, "?") != len(args) {
 		return "", nil, false
@@ -178,10 +176,9 @@ func expandArgs(query string, args []any, dollar bool) (string, []any, bool) {
 	return b.String(), out, true
 }
 
-// expandList writes a placeholder for each element of list, separated by
-// commas, and appends the element to out (placeholder numbers it by out's
-// length); false for an empty list. Generic, so that the elements of
-// boxedIDs, already interfaces, are not boxed again.
+// expandList writes a placeholder for each element of list and appends
+// the element to out; false for an empty list. Generic, so that the
+// elements of boxedIDs, already interfaces, are not boxed again.
 func expandList[E any](b *strings.Builder, out *[]any, list []E, placeholder func()) bool {
 	if len(list) == 0 {
 		return false
@@ -218,17 +215,11 @@ func txQuery(tx bun.IDB) queryFn {
 func (s *store) txRead(ctx context.Context, tx bun.Tx, dst any, query string, args ...any) error {
 	if q, dargs, ok := s.txCached(query, args); ok {
 		rows, err := tx.Tx.QueryContext(ctx, q, s.cachedArgs(dargs)...)
-		if err != nil {
-			return staleInCachedTx(err)
-		}
-		return s.w.ScanRows(ctx, rows, dst)
+		return s.scan(ctx, dst, rows, staleInCachedTx(err))
 	}
 	if st, dargs := s.txStmt(ctx, tx, query, args); st != nil {
 		rows, err := st.QueryContext(ctx, dargs...)
-		if err != nil {
-			return err
-		}
-		return s.w.ScanRows(ctx, rows, dst)
+		return s.scan(ctx, dst, rows, err)
 	}
 	return tx.NewRaw(query, bunArgs(args)...).Scan(ctx, dst)
 }

@@ -28,9 +28,7 @@ func searchWordsOf(mark, text string) string {
 }
 
 // SearchMessages returns up to q.Limit messages of q's Scope whose words
-// match q, newest first, and whether more exist beyond them in the
-// direction of travel, in three queries (as ListMessages): the Scope and
-// the match are conditions of one query.
+// match q, newest first, and whether more follow, as ListMessages pages.
 func (s *store) SearchMessages(ctx context.Context, q driver.SearchQuery) (_ []messaging.Message, _ bool, err error) {
 	defer wrapTo("sqlstore.SearchMessages", &err)
 	if q.Limit < 1 {
@@ -49,9 +47,8 @@ func (s *store) SearchMessages(ctx context.Context, q driver.SearchQuery) (_ []m
 	return s.eng.search(ctx, s, q, convs, member)
 }
 
-// searchPage reads the page of q that query selects (up to one row more
-// than q.Limit, which tells whether more follow) and completes its
-// messages.
+// searchPage reads the page of q that query selects, as pageSQL's, and
+// completes its messages.
 func (s *store) searchPage(ctx context.Context, q driver.SearchQuery, query string, args []any) ([]messaging.Message, bool, error) {
 	rows := make([]messageRow, 0, q.Limit+1)
 	if err := s.read(ctx, &rows, query, args...); err != nil {
@@ -60,17 +57,15 @@ func (s *store) searchPage(ctx context.Context, q driver.SearchQuery, query stri
 	return s.searchDone(ctx, q, rows)
 }
 
-// searchDone completes the messages of rows, the page of q as pageSQL
-// reads it.
+// searchDone completes the messages of rows, q's page as pageSQL's.
 func (s *store) searchDone(ctx context.Context, q driver.SearchQuery, rows []messageRow) ([]messaging.Message, bool, error) {
 	rows, more := trimPage(rows, q.Limit, q.Before != nil)
 	items, err := complete(ctx, s.sql, s.readByIDs, rows)
 	return items, more && err == nil, err
 }
 
-// searchScope returns the condition on m of the messages of a search's
-// scope (scope's convs and member), replies included; false when that is
-// none.
+// searchScope returns the condition on m of a search's scope (convs and
+// member's), replies included; false when that is none.
 func (s *store) searchScope(all bool, member string, convs []string) (branch, bool) {
 	b, ok := s.scopeBranch("m.conversation_id", all, member, convs)
 	if !ok || all {
@@ -102,9 +97,8 @@ func (s *store) matchPage(q driver.SearchQuery, member string, convs []string, m
 // of more is probed for row by row.
 var maxSearchConversations = 500
 
-// searchConversations resolves the scope of a search, as scope does with
-// up to maxSearchConversations conversations, without repeats; none for
-// q.All.
+// searchConversations resolves the scope of a search as scope does, up to
+// maxSearchConversations without repeats; none for q.All.
 func (s *store) searchConversations(ctx context.Context, q driver.SearchQuery) (convs []string, member string, err error) {
 	if q.All {
 		return nil, "", nil

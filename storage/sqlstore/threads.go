@@ -56,8 +56,7 @@ const tombstoneSQL = `UPDATE messages SET text = '', search_words = ?, deleted =
 
 // takeReply checks, with the root's row locked until tx ends, that the
 // root of m, a reply, takes it, and makes the root's sender and the
-// reply's take part in the thread unless they do (one EXISTS each:
-// DESIGN.md §4.11).
+// reply's take part in the thread unless they do (DESIGN.md §4.11).
 func (s *store) takeReply(ctx context.Context, tx bun.Tx, m messaging.Message) error {
 	key, at := threadKey(m.ConversationID, m.ParentID), m.CreatedAt.UTC()
 	var roots []struct {
@@ -92,9 +91,8 @@ func (s *store) takeReply(ctx context.Context, tx bun.Tx, m messaging.Message) e
 	return err
 }
 
-// takersSQL makes n contacts, given as (thread key, contact, time) each,
-// take part in their threads, from that time; it writes no row of one
-// who takes part already.
+// takersSQL makes n contacts, each given as (thread key, contact, time),
+// take part in their threads unless they do (dialectSQL.takers).
 func (s *store) takersSQL(n int) string {
 	return fmt.Sprintf(s.sql.takers, strings.Repeat(", (?, ?, ?)", n)[2:])
 }
@@ -291,26 +289,20 @@ func (s *store) threadOf(ctx context.Context, root, what string) (string, error)
 	return threadKey(ref.ConversationID, root), err
 }
 
-// threadListCols are the columns of a thread's conversation (c) with the
-// state of its taker (t), as conversationRow.
-const threadListCols = `c.id, c.created_at, c.updated_at, c.message_count, c.last_message_id,
-	t.read_message_id, t.read_count, t.own_count, t.own_read_count`
-
 // ListThreads returns a page of the viewer's threads, most recently
-// replied first: a range of the viewer's rows of conversation_members by
-// thread_at, rows out of the scope skipped (DESIGN.md §4.11).
+// replied first: a range of the viewer's thread_at (DESIGN.md §4.11).
 func (s *store) ListThreads(ctx context.Context, q driver.ThreadQuery) (_ []messaging.Thread, _ bool, err error) {
 	defer wrapTo("sqlstore.ListThreads", &err)
 	if q.Limit < 1 {
 		return nil, false, invalid("limit must be at least 1")
 	}
-	where, args := " WHERE t.contact_id = ? AND t.thread_at IS NOT NULL", []any{q.ViewerID}
+	where, args := " WHERE r.contact_id = ? AND r.thread_at IS NOT NULL", []any{q.ViewerID}
 	if !q.All {
 		convs, member, err := s.scope(ctx, false, q.MemberID, q.ConversationIDs, maxBranches)
 		if err != nil {
 			return nil, false, err
 		}
-		b, ok := s.scopeBranch(s.threadConversation("t.conversation_id"), false, member, convs)
+		b, ok := s.scopeBranch(s.threadConversation("r.conversation_id"), false, member, convs)
 		if !ok {
 			return nothing[messaging.Thread](q.Window, "thread")
 		}
@@ -325,16 +317,16 @@ func (s *store) ListThreads(ctx context.Context, q driver.ThreadQuery) (_ []mess
 		if err != nil {
 			return nil, false, err
 		}
-		at, err := readOne[time.Time](ctx, s.read, "thread", "SELECT t.thread_at FROM conversation_members AS t"+where+" AND t.conversation_id = ?",
+		at, err := readOne[time.Time](ctx, s.read, "thread", "SELECT r.thread_at FROM conversation_members AS r"+where+" AND r.conversation_id = ?",
 			append(slices.Clone(args), key)...)
 		if err != nil {
 			return nil, false, err
 		}
-		seek, seekArgs := s.seek("t.thread_at", "t.conversation_id", op, at, key)
+		seek, seekArgs := s.seek("r.thread_at", "r.conversation_id", op, at, key)
 		where, args = where+" AND "+seek, append(args, seekArgs...)
 	}
-	query := "SELECT " + threadListCols + " FROM conversation_members AS t JOIN conversations AS c ON c.id = t.conversation_id" + where +
-		" ORDER BY t.thread_at " + dir + ", t.conversation_id " + dir + " LIMIT " + strconv.Itoa(q.Limit+1)
+	query := "SELECT " + conversationOwnCols + " FROM conversation_members AS r JOIN conversations AS c ON c.id = r.conversation_id" + where +
+		" ORDER BY r.thread_at " + dir + ", r.conversation_id " + dir + " LIMIT " + strconv.Itoa(q.Limit+1)
 	// Over every conversation, a range of one index whatever the values:
 	// prepared (DESIGN.md §4.11).
 	read := s.read
