@@ -74,8 +74,7 @@ func (s *store) createAttachment(ctx context.Context, a messaging.Attachment, re
 		}
 		switch {
 		case a.MessageID != "":
-			// Created linked: counted on its message, locked first as
-			// links do.
+			// Counted on its message, locked first as links do.
 			if _, err := tx.ExecContext(ctx, "UPDATE messages SET attachment_count = attachment_count + 1 WHERE id = ?", a.MessageID); err != nil {
 				return err
 			}
@@ -192,14 +191,11 @@ func (s *store) DeleteAttachment(ctx context.Context, id string, rec driver.Reco
 			return err
 		}
 		del, gone := "DELETE FROM attachments WHERE id = ?", notFound("attachment") // deleted meanwhile
+		// Unlinked: unless a link came since the read. Linked: uncounted.
 		if out.MessageID == "" {
-			// Unless a link came first since the read.
 			del, gone = del+" AND message_id IS NULL", errRelinked
-		} else {
-			// A linked attachment stays linked to its message until deleted.
-			if _, err := tx.ExecContext(ctx, "UPDATE messages SET attachment_count = attachment_count - 1 WHERE id = ?", out.MessageID); err != nil {
-				return err
-			}
+		} else if _, err := tx.ExecContext(ctx, "UPDATE messages SET attachment_count = attachment_count - 1 WHERE id = ?", out.MessageID); err != nil {
+			return err
 		}
 		if n, err := affected(tx.ExecContext(ctx, del, id)); err != nil || n == 0 {
 			return cmp.Or(err, gone)
@@ -229,8 +225,7 @@ func (s *store) DeleteAttachment(ctx context.Context, id string, rec driver.Reco
 // unlinked was linked before it could delete it.
 var errRelinked = errors.New("sqlstore: attachment linked meanwhile")
 
-// addPending records keys as pending deletions; a key already pending
-// stays as it is.
+// addPending records keys as pending deletions, unless already pending.
 func (s *store) addPending(ctx context.Context, tx bun.Tx, keys ...string) error {
 	if len(keys) == 0 {
 		return nil
@@ -245,8 +240,7 @@ func (s *store) addPending(ctx context.Context, tx bun.Tx, keys ...string) error
 	return err
 }
 
-// PendingDeletions returns up to limit keys of pending deletions, oldest
-// first.
+// PendingDeletions returns up to limit pending keys, oldest first.
 func (s *store) PendingDeletions(ctx context.Context, limit int) ([]string, error) {
 	if limit < 1 {
 		return []string{}, nil
@@ -259,8 +253,7 @@ func (s *store) PendingDeletions(ctx context.Context, limit int) ([]string, erro
 	return keys, nil
 }
 
-// ForgetDeletion removes key from the pending deletions; a key that is
-// not pending is no error.
+// ForgetDeletion removes key from the pending deletions, if there.
 func (s *store) ForgetDeletion(ctx context.Context, key string) error {
 	return wrapErr("sqlstore.ForgetDeletion", s.retry(ctx, func(ctx context.Context) error {
 		_, err := s.w.ExecContext(ctx, "DELETE FROM pending_deletions WHERE blob_key = ?", key)

@@ -24,7 +24,7 @@ type messageOwnRow struct {
 	UpdatedAt       time.Time `bun:"updated_at"`
 	ReactionCount   int       `bun:"reaction_count"`
 	AttachmentCount int       `bun:"attachment_count"`
-	Thread          bool      `bun:"thread"`  // a root that had replies (threads.go)
+	Thread          bool      `bun:"thread"`  // a root with replies (threads.go)
 	Deleted         bool      `bun:"deleted"` // a root's tombstone
 }
 
@@ -63,12 +63,13 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 	s.eng.start(s)
 	after := m
 	after.Reactions, after.Attachments = []messaging.Reaction{}, []messaging.Attachment{}
-	// A reply is stored in its thread's conversation, its attachments in its own (threads.go).
+	// A reply is stored in its thread's conversation (threads.go), its
+	// attachments in its own.
 	linkConv, sm := m.ConversationID, m
 	if m.ParentID != "" {
 		sm.ConversationID = threadKey(m.ConversationID, m.ParentID)
 	}
-	// write is the send's transaction; evs, unless nil, its events made before.
+	// write is the send's transaction; evs, unless nil, its events.
 	var evs []messaging.Event
 	write := func(ctx context.Context, tx bun.Tx) error {
 		if done != nil {
@@ -126,7 +127,8 @@ func (s *store) createMessage(ctx context.Context, m messaging.Message, attachme
 		// In a transaction with the sends waiting meanwhile (sends.go).
 		return s.send(ctx, &pendingSend{m: m, evs: evs, done: done, write: write})
 	case m.ParentID != "":
-		// One statement, alone: its root's row lock would hold others (DESIGN.md §4.11).
+		// One statement, not combined: its root's lock would hold
+		// others' sends (DESIGN.md §4.11).
 		err = s.retry(ctx, func(ctx context.Context) error { return s.insertReply(ctx, m, sm, evs, done) })
 	default:
 		// One statement with others' sends (DESIGN.md §4.4); a key record in
@@ -168,7 +170,7 @@ func (s *store) execWrite(ctx context.Context, db bun.IConn, query string, args 
 		if q, dargs, ok := expandArgs(query, args, true); ok {
 			res, err := s.w.DB.ExecContext(ctx, q, s.cachedArgs(dargs)...)
 			if err != nil && stalePlan(err) {
-				// The driver dropped the statement, which did not run: prepared again.
+				// The driver dropped the statement, unrun: prepared again.
 				res, err = s.w.DB.ExecContext(ctx, q, s.cachedArgs(dargs)...)
 			}
 			return res, err
@@ -373,9 +375,10 @@ func (r *messageRow) message() messaging.Message {
 // linked attachment shares with its message.
 const linkedAttachmentCols = "a.id, a.message_id, a.uploader_id, a.filename, a.file_type, a.file_size, a.sha256, a.image_width, a.image_height, a.blob_key, a.created_at"
 
-// loadAttachmentsOf returns the attachments of the messages ids, oldest first, but
-// their ConversationID, which the caller takes from their messages: a column
-// fewer a row (BENCHMARKS.md §1, 733 → 712 allocations of a first page).
+// loadAttachmentsOf returns the attachments of the messages ids, oldest
+// first, without ConversationID, which the caller takes from their
+// messages: a column fewer a row (BENCHMARKS.md §1, 733 → 712 allocations
+// of a first page).
 func loadAttachmentsOf(ctx context.Context, query queryFn, ids boxedIDs) ([]attachmentRow, error) {
 	if len(ids) == 0 {
 		return nil, nil

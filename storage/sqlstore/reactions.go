@@ -51,12 +51,13 @@ type reactionRow struct {
 // character, which no username has (messaging.Service.SaveContact).
 const reactorSep = "\x1f"
 
-// reactionsCols are the columns of reactionsBySQL and reactionsRowsSQL but reactors.
+// reactionsCols are the columns of the reactions' reads but reactors.
 const reactionsCols = `n.message_id, n.name, n.reactors AS reactor_count`
 
-// reactionsBySQL returns the read of the embedded reactors (dialectSQL.reactions),
-// a row per name, given agg, which joins a name's reactors up to its head_seq in
-// their order (BENCHMARKS.md §8). It ends with "n.message_id ", for "= ?" or "IN (?)".
+// reactionsBySQL returns the read of the embedded reactors
+// (dialectSQL.reactions), one row per name, given agg, which joins a
+// name's reactors up to its head_seq in their order (BENCHMARKS.md §8).
+// It ends with "n.message_id ", for "= ?" or "IN (?)".
 func reactionsBySQL(agg string) string {
 	return `SELECT ` + reactionsCols + `, (` + agg + `) AS reactors
 	FROM reaction_names AS n WHERE n.message_id `
@@ -86,9 +87,9 @@ func loadReactions(ctx context.Context, d *dialectSQL, query queryFn, ids boxedI
 	return rs, err
 }
 
-// addReactions sets the reactions of the messages (index finds one by id) from
-// rs, in loadReactions's order, all in two arrays, each message's a full slice
-// of them. A name without reactors read (NULL) is left out.
+// addReactions sets the reactions of the messages (index finds one by
+// id) from rs, in loadReactions's order, all in two arrays, each message's
+// a full slice of them. A name without reactors read (NULL) is left out.
 func addReactions(index func(id string) *messaging.Message, rs []reactionRow) {
 	rs = slices.DeleteFunc(rs, func(r reactionRow) bool { return !r.Reactors.Valid })
 	if len(rs) == 0 {
@@ -175,8 +176,8 @@ func (s *store) react(ctx context.Context, tx bun.Tx, id string, rc *driver.Reac
 				continue
 			}
 			own++
-			// head_seq moves only when the name reaches the embedded count (set
-			// before reactors: MySQL assigns in order, with the values assigned).
+			// head_seq moves only when the name reaches the embedded count,
+			// and before reactors: MySQL assigns in order, seeing new values.
 			if _, err := s.execWrite(ctx, tx, `UPDATE reaction_names SET
 				head_seq = CASE WHEN reactors = `+embeddedOffset+` THEN `+headSQL("?", "?")+` ELSE head_seq END,
 				reactors = reactors + 1 WHERE message_id = ? AND name = ?`, id, name, id, name); err != nil {
