@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/bits"
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/uptrace/bun"
 
@@ -15,33 +15,143 @@ import (
 	"github.com/parleychat/parley/messaging/driver"
 )
 
+// Sends (sends.go) and changes of one message (combiner) are made in
+// batches: those that arrive while a batch is under way wait in a queue,
+// and the next batch takes up to maxBatch of them, in order.
+const maxBatch = 64
+
+// A call is a send or change that waits in a queue for a batch.
+type call interface {
+	comparable
+	// waiter returns its caller's context and the channel (buffered) of
+	// its outcome.
+	waiter() (context.Context, chan error)
+}
+
+// outcome is err, a call's outcome, for its caller: the call's own panic
+// (*panicked) is the caller's, as alone.
+func outcome(err error) error {
+	if pn, ok := err.(*panicked); ok {
+		panic(pn.value)
+	}
+	return err
+}
+
+// left is the outcome of c, whose caller's context ended while it waited:
+// c's, if it was made meanwhile; else the context's error, c taken out of
+// its queue (unqueue, under mu).
+func left[C call](c C, mu *sync.Mutex, unqueue func()) error {
+	mu.Lock()
+	unqueue()
+	mu.Unlock()
+	ctx, out := c.waiter()
+	select {
+	case err := <-out:
+		return outcome(err)
+	default:
+		return ctx.Err()
+	}
+}
+
+// waiting returns the calls of batch whose callers wait, having answered
+// the others with their context's error: their calls are not made.
+func waiting[C call](batch []C) []C {
+	return slices.DeleteFunc(slices.Clone(batch), func(c C) bool {
+		ctx, out := c.waiter()
+		err := ctx.Err()
+		if err != nil {
+			out <- err
+		}
+		return err != nil
+	})
+}
+
+// caught is do(batch) on a goroutine where a panic would end the program:
+// a panic gives the callers not yet answered errCombinedPanic.
+func caught[C call](s *store, batch []C, do func([]C), logArgs ...any) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.opts.Logger.Error("sqlstore: a batch of combined writes panicked", append(logArgs, "panic", p, "stack", string(debug.Stack()))...)
+			for _, c := range batch {
+				_, out := c.waiter()
+				select {
+				case out <- fmt.Errorf("%w: %v", errCombinedPanic, p):
+				default: // answered
+				}
+			}
+		}
+	}()
+	do(batch)
+}
+
+// errCombinedPanic is the outcome of a call whose batch panicked outside
+// any one call (caught).
+var errCombinedPanic = errors.New("sqlstore: the transaction of combined changes panicked")
+
+// panicked is the outcome of a call that panicked: its caller panics with
+// value.
+type panicked struct{ value any }
+
+func (p *panicked) Error() string { return fmt.Sprintf("sqlstore: the change panicked: %v", p.value) }
+
+// catching returns f(), or its panic as a *panicked error.
+func catching(f func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &panicked{value: v}
+		}
+	}()
+	return f()
+}
+
+// whileWaited returns a context with the values of the first waiter's
+// that ends once every waiter's context has ended, or once stop is called.
+func whileWaited[C call](waiters []C) (ctx context.Context, stop func()) {
+	first, _ := waiters[0].waiter()
+	ctx, cancel := context.WithCancel(context.WithoutCancel(first))
+	var ended atomic.Int64
+	stops := make([]func() bool, len(waiters))
+	for i, w := range waiters {
+		wctx, _ := w.waiter()
+		stops[i] = context.AfterFunc(wctx, func() {
+			if ended.Add(1) == int64(len(waiters)) {
+				cancel()
+			}
+		})
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}
+
 // A combiner makes together the changes to one message that arrive while
-// a transaction on it runs (up to maxCombined), in order, each as alone,
-// in one transaction on a goroutine of its own (DESIGN.md §4.5).
+// a transaction on it runs, each as alone, in one transaction on a
+// goroutine of its own (DESIGN.md §4.5).
 type combiner struct {
-	running sync.WaitGroup // the goroutines of run
+	running sync.WaitGroup // the goroutines that make batches (Store.Close waits)
 	mu      sync.Mutex
 	// queues holds, for each message a transaction is changing, the
-	// changes that arrived since, in order (an empty queue: none yet).
+	// changes that arrived since, in order.
 	queues map[string][]*combined
 }
 
-// maxCombined bounds the changes one transaction makes.
-const maxCombined = 64
-
 // combined is a change waiting to be made, and its outcome.
 type combined struct {
-	ctx  context.Context
-	ch   driver.MessageChange
-	done chan struct{} // closed once out and err are set
-	out  messaging.Message
-	err  error
+	ctx context.Context
+	ch  driver.MessageChange
+	out chan error        // its outcome; buffered
+	msg messaging.Message // the message after it, set before a nil outcome
 }
+
+func (c *combined) waiter() (context.Context, chan error) { return c.ctx, c.out }
 
 // update makes ch on the message id, combined with the changes to it of
 // other callers (see combiner).
 func (s *store) update(ctx context.Context, id string, ch driver.MessageChange) (messaging.Message, error) {
-	c := &combined{ctx: ctx, ch: ch, done: make(chan struct{})}
+	c := &combined{ctx: ctx, ch: ch, out: make(chan error, 1)}
 	cb := &s.combine
 	cb.mu.Lock()
 	if cb.queues == nil {
@@ -49,43 +159,36 @@ func (s *store) update(ctx context.Context, id string, ch driver.MessageChange) 
 	}
 	q, busy := cb.queues[id]
 	if busy {
-		cb.queues[id] = append(q, c)
-	} else {
-		cb.queues[id] = nil
+		q = append(q, c)
 	}
+	cb.queues[id] = q
 	cb.mu.Unlock()
 	if !busy {
-		cb.running.Go(func() { s.run(id, []*combined{c}) })
+		cb.running.Go(func() {
+			for batch := []*combined{c}; len(batch) > 0; batch = s.next(id) {
+				caught(s, batch, func(batch []*combined) { s.makeAll(id, batch) }, "message_id", id)
+			}
+		})
 	}
-
+	var err error
 	select {
-	case <-c.done:
+	case err = <-c.out:
+		err = outcome(err)
 	case <-ctx.Done():
-		select {
-		case <-c.done: // made meanwhile: its outcome
-		default:
-			cb.mu.Lock()
+		err = left(c, &cb.mu, func() {
 			if q, ok := cb.queues[id]; ok {
 				cb.queues[id] = slices.DeleteFunc(q, func(o *combined) bool { return o == c })
 			}
-			cb.mu.Unlock()
-			return messaging.Message{}, ctx.Err()
-		}
+		})
 	}
-	return c.out, outcome(c.err)
+	if err != nil {
+		return messaging.Message{}, err
+	}
+	return c.msg, nil
 }
 
-// run makes the changes of batch, then those that arrived meanwhile, until
-// the message's queue is empty.
-func (s *store) run(id string, batch []*combined) {
-	for len(batch) > 0 {
-		s.makeCaught(id, batch)
-		batch = s.next(id)
-	}
-}
-
-// next takes the changes to the message id that wait (up to
-// maxCombined), or ends the message's queue and returns none.
+// next takes the changes to the message id that wait (up to maxBatch),
+// or ends the message's queue and returns none.
 func (s *store) next(id string) []*combined {
 	cb := &s.combine
 	cb.mu.Lock()
@@ -95,33 +198,10 @@ func (s *store) next(id string) []*combined {
 		delete(cb.queues, id)
 		return nil
 	}
-	next := slices.Clone(q[:min(len(q), maxCombined)])
+	next := slices.Clone(q[:min(len(q), maxBatch)])
 	cb.queues[id] = slices.Clone(q[len(next):])
 	return next
 }
-
-// makeCaught is makeAll, with a panic outside the changes given to the
-// callers not yet answered as errCombinedPanic.
-func (s *store) makeCaught(id string, batch []*combined) {
-	defer func() {
-		if p := recover(); p != nil {
-			s.opts.Logger.Error("sqlstore: a transaction of combined changes panicked", "message_id", id, "panic", p, "stack", string(debug.Stack()))
-			for _, c := range batch {
-				select {
-				case <-c.done:
-				default:
-					c.finish(messaging.Message{}, fmt.Errorf("%w: %v", errCombinedPanic, p))
-				}
-			}
-		}
-	}()
-	s.makeAll(id, batch)
-}
-
-// errCombinedPanic is the error of a change whose transaction panicked
-// outside any change (makeCaught), or of a send whose statement panicked
-// (sendAllCaught).
-var errCombinedPanic = errors.New("sqlstore: the transaction of combined changes panicked")
 
 // makeAll makes the changes of batch whose callers still wait, in order,
 // in as few transactions as their failures allow, and gives each caller
@@ -129,17 +209,7 @@ var errCombinedPanic = errors.New("sqlstore: the transaction of combined changes
 func (s *store) makeAll(id string, batch []*combined) {
 	todo := batch
 	for {
-		// Changes whose callers have left are not made.
-		waiting := make([]*combined, 0, len(todo))
-		for _, c := range todo {
-			if err := c.ctx.Err(); err != nil {
-				c.finish(messaging.Message{}, err)
-			} else {
-				waiting = append(waiting, c)
-			}
-		}
-		todo = waiting
-		if len(todo) == 0 {
+		if todo = waiting(todo); len(todo) == 0 {
 			return
 		}
 		failed, err := s.makeTogether(id, todo)
@@ -153,11 +223,11 @@ func (s *store) makeAll(id string, batch []*combined) {
 			return
 		case failed < 0: // every caller's
 			for _, c := range todo {
-				c.finish(messaging.Message{}, err)
+				c.out <- err
 			}
 			return
 		case failed == 0: // made first, it fails as it would alone
-			todo[0].finish(messaging.Message{}, err)
+			todo[0].out <- err
 			todo = todo[1:]
 		default: // those before it again, then it first
 			s.makeAll(id, todo[:failed])
@@ -176,13 +246,11 @@ const (
 // caller its outcome when it commits; otherwise it returns the error and
 // what failed: a change's index, failedAll or failedTogether.
 func (s *store) makeTogether(id string, todo []*combined) (failed int, err error) {
-	// The transaction runs while one of its callers waits for it.
-	ctx, stop := whileWaited(todo, func(c *combined) context.Context { return c.ctx })
+	ctx, stop := whileWaited(todo)
 	defer stop()
-
 	outs := make([]messaging.Message, len(todo))
 	ran := false // the transaction began
-	// blame returns err, having set failed to who: failedAll instead when
+	// blame returns err, having set failed to who, or to failedAll when
 	// err is the transaction's (txFailure).
 	blame := func(who int, err error) error {
 		failed = who
@@ -193,7 +261,6 @@ func (s *store) makeTogether(id string, todo []*combined) (failed int, err error
 	}
 	err = s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		ran = true
-		failed = failedTogether
 		var row messageRow // locked by the first change, and left by each as the next finds it
 		var evs []messaging.Event
 		ahead, err := s.reactAhead(ctx, tx, id, todo, &row)
@@ -207,39 +274,19 @@ func (s *store) makeTogether(id string, todo []*combined) (failed int, err error
 			if ahead != nil {
 				made = &ahead[k]
 			}
-			out, err := s.updateCaught(ctx, tx, id, c.ch, &row, made, &evs)
-			if err != nil {
+			if outs[k], err = s.updateCaught(ctx, tx, id, c.ch, &row, made, &evs); err != nil {
 				return blame(k, err)
 			}
-			outs[k] = out
 		}
 		// Not committed when every caller has left (ctx ends soon after,
 		// but may not have yet).
 		if !slices.ContainsFunc(todo, func(c *combined) bool { return c.ctx.Err() == nil }) {
-			failed = failedAll
-			return todo[0].ctx.Err()
+			return blame(failedAll, todo[0].ctx.Err())
 		}
-		// The events of all, in order: on PostgreSQL in one statement,
-		// elsewhere in statements of powers of two (few shapes to prepare).
-		if s.sql.arrays && len(evs) > 1 {
-			args, err := eventsArrays(evs)
-			if err == nil {
-				_, err = s.execWrite(ctx, tx, insertEventsArraysSQL, args...)
-			}
-			if err != nil {
-				return blame(failedTogether, err)
-			}
-			evs = nil
+		if err := s.insertEvents(ctx, tx, evs); err != nil {
+			return blame(failedTogether, err)
 		}
-		for len(evs) > 0 {
-			n := 1 << (bits.Len(uint(len(evs))) - 1)
-			if err := s.insertEvents(ctx, tx, evs[:n]); err != nil {
-				return blame(failedTogether, err)
-			}
-			evs = evs[n:]
-		}
-		// What fails from here (the commit) is the transaction's.
-		failed = failedAll
+		failed = failedAll // what fails from here (the commit) is the transaction's
 		return nil
 	})
 	if err != nil {
@@ -249,7 +296,8 @@ func (s *store) makeTogether(id string, todo []*combined) (failed int, err error
 		return failed, err
 	}
 	for i, c := range todo {
-		c.finish(outs[i], nil)
+		c.msg = outs[i]
+		c.out <- nil
 	}
 	return failedAll, nil
 }
@@ -269,37 +317,25 @@ func (s *store) txFailure(err error) bool {
 	return mysqlCode(err) == 3024 // ER_QUERY_TIMEOUT (max_execution_time)
 }
 
-// panicked is the error of a change that panicked: its caller panics with
-// value.
-type panicked struct{ value any }
-
-func (p *panicked) Error() string { return fmt.Sprintf("sqlstore: the change panicked: %v", p.value) }
-
 // updateCaught makes ch on the message id in tx, with its idempotency
 // record, and returns the message as it leaves it; its events are added
-// to evs, which the caller stores. row and ahead are as updateMessage's.
-// A panic of the change is returned as a *panicked error: the
-// transaction, which may hold the changes of other callers, rolls back,
-// and they are made again without it.
+// to evs. row and ahead are as updateMessage's. A panic of the change is
+// its error (*panicked): the others are made again without it.
 func (s *store) updateCaught(ctx context.Context, tx bun.Tx, id string, ch driver.MessageChange, row *messageRow, ahead *reactedOne, evs *[]messaging.Event) (out messaging.Message, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = &panicked{value: p}
+	err = catching(func() error {
+		if out, err = s.updateMessage(ctx, tx, id, ch, row, ahead); err != nil {
+			return err
 		}
-	}()
-	if out, err = s.updateMessage(ctx, tx, id, ch, row, ahead); err != nil {
-		return messaging.Message{}, err
-	}
-	if ch.Record != nil {
-		after := out
-		*evs = append(*evs, ch.Record(driver.Change{Message: &after})...)
-	}
-	if ch.Done != nil {
-		if err := s.storeKey(ctx, tx, *ch.Done); err != nil {
-			return messaging.Message{}, err
+		if ch.Record != nil {
+			after := out
+			*evs = append(*evs, ch.Record(driver.Change{Message: &after})...)
 		}
-	}
-	return out, nil
+		if ch.Done != nil {
+			return s.storeKey(ctx, tx, *ch.Done)
+		}
+		return nil
+	})
+	return out, err
 }
 
 // reactAhead makes the reactions of todo on PostgreSQL in one call
@@ -311,20 +347,13 @@ func (s *store) reactAhead(ctx context.Context, tx bun.Tx, id string, todo []*co
 	}
 	chs := make([]driver.MessageChange, len(todo))
 	for k, c := range todo {
-		ch := c.ch
-		if ch.Reactions == nil || ch.Text != nil || ch.Read != nil || ch.NewAttachment != nil || len(ch.LinkAttachments) > 0 {
+		if ch := c.ch; ch.Reactions == nil || ch.Text != nil || ch.Read != nil || ch.NewAttachment != nil || len(ch.LinkAttachments) > 0 {
 			return nil, nil
 		}
-		chs[k] = ch
+		chs[k] = c.ch
 	}
 	if err := s.lockMessage(ctx, tx, id, row); err != nil {
 		return nil, err
 	}
 	return s.reactPostgres(ctx, tx, id, chs)
-}
-
-// finish gives c's caller its outcome.
-func (c *combined) finish(out messaging.Message, err error) {
-	c.out, c.err = out, err
-	close(c.done)
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
 	"time"
@@ -21,8 +22,7 @@ import (
 
 var _ driver.EventStore = (*store)(nil)
 
-// The outbox: DESIGN.md §4.3. Readers are given ids made of the seq,
-// sealed (eventSealer); the payload is the JSON of the event's object.
+// The outbox: DESIGN.md §4.3.
 
 // maxSequence is the most rows one sequencing transaction numbers.
 const maxSequence = 1000
@@ -45,23 +45,18 @@ func (s *store) eventSealer(ctx context.Context) (*ids.Sealer, error) {
 		return sl, nil
 	}
 	var key string
-	read := func() error {
-		return s.w.NewRaw("SELECT event_key FROM parley_installation WHERE one = 1").Scan(ctx, &key)
-	}
-	if err := read(); errors.Is(err, sql.ErrNoRows) {
-		return nil, errNoInstallation
-	} else if err != nil {
-		return nil, err
-	}
-	if key == "" {
-		var k [16]byte
-		rand.Read(k[:])
-		err := s.retry(ctx, func(ctx context.Context) error {
-			_, err := s.w.ExecContext(ctx, "UPDATE parley_installation SET event_key = ? WHERE one = 1 AND event_key = ''", hex.EncodeToString(k[:]))
-			return err
-		})
-		if err == nil {
-			err = read() // ours, or another instance's made first
+	for tries := 0; key == "" && tries < 2; tries++ { // read again after making it: ours, or another instance's
+		err := s.w.NewRaw("SELECT event_key FROM parley_installation WHERE one = 1").Scan(ctx, &key)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = errNoInstallation
+		}
+		if err == nil && key == "" && tries == 0 {
+			k := make([]byte, 16)
+			rand.Read(k)
+			err = s.retry(ctx, func(ctx context.Context) error {
+				_, err := s.w.ExecContext(ctx, "UPDATE parley_installation SET event_key = ? WHERE one = 1 AND event_key = ''", hex.EncodeToString(k))
+				return err
+			})
 		}
 		if err != nil {
 			return nil, err
@@ -97,27 +92,6 @@ func payloadOf(e messaging.Event) ([]byte, error) {
 		DeletedPID: e.DeletedParentID, Thread: e.Thread})
 }
 
-func (r *eventRow) event(sealer *ids.Sealer) (messaging.Event, error) {
-	var p eventPayload
-	if err := json.Unmarshal([]byte(r.Payload), &p); err != nil {
-		return messaging.Event{}, err
-	}
-	return messaging.Event{
-		ID:              sealer.Seal(ids.Event, r.Seq),
-		Type:            messaging.EventType(r.Type),
-		ConversationID:  r.ConversationID,
-		AudienceID:      r.AudienceID,
-		Created:         utc(r.CreatedAt),
-		Message:         p.Message,
-		Attachment:      p.Attachment,
-		Conversation:    p.Conversation,
-		DeletedID:       p.DeletedID,
-		DeletedParentID: p.DeletedPID,
-		Thread:          p.Thread,
-		Seq:             r.Seq,
-	}, nil
-}
-
 // record stores the events rec makes of c, in tx. A nil rec records
 // nothing.
 func (s *store) record(ctx context.Context, tx bun.Tx, rec driver.Recorder, c driver.Change) error {
@@ -127,42 +101,47 @@ func (s *store) record(ctx context.Context, tx bun.Tx, rec driver.Recorder, c dr
 	return s.insertEvents(ctx, tx, rec(c))
 }
 
-// insertEvents stores evs in tx, in their order, in one statement. No
-// id is stored: readers are given ids made of their seqs (eventSealer).
+// insertEvents stores evs in tx, in their order: on PostgreSQL in one
+// statement, elsewhere in statements of powers of two of them (few shapes
+// to prepare). No id is stored (eventSealer).
 func (s *store) insertEvents(ctx context.Context, tx bun.Tx, evs []messaging.Event) error {
-	if len(evs) == 0 {
-		return nil
+	if s.sql.arrays && len(evs) > 1 {
+		args, err := eventsArrays(evs)
+		if err == nil {
+			_, err = s.execWrite(ctx, tx, insertEventsArraysSQL, args...)
+		}
+		return err
 	}
-	args := make([]any, 0, 6*len(evs))
-	for _, e := range evs {
-		p, err := payloadOf(e)
-		if err != nil {
+	for len(evs) > 0 {
+		n := 1 << (bits.Len(uint(len(evs))) - 1)
+		args := make([]any, 0, 6*n)
+		for _, e := range evs[:n] {
+			p, err := payloadOf(e)
+			if err != nil {
+				return err
+			}
+			args = append(args, string(e.Type), nullable(e.ConversationID), nullable(e.AudienceID), e.Created.UTC(), string(p), nullable(e.DeletedID))
+		}
+		if _, err := s.execWrite(ctx, tx, insertEventsSQL(s.sql, n), args...); err != nil {
 			return err
 		}
-		args = append(args, string(e.Type), nullable(e.ConversationID), nullable(e.AudienceID), e.Created.UTC(), string(p), nullable(e.DeletedID))
+		evs = evs[n:]
 	}
-	_, err := s.execWrite(ctx, tx, insertEventsSQL(s.sql, len(evs)), args...)
-	return err
+	return nil
 }
 
-// insertEventsArraysSQL inserts events into PostgreSQL's event_log, given as
-// six arrays, a column each (eventsArrays), in their order: one
-// statement of one shape, which is prepared, for any number of events.
-// (Arrays cost the server about a third of what a JSON array of the same
-// events did.)
+// insertEventsArraysSQL inserts events into PostgreSQL's event_log in
+// their order, given as arrays, a column each (eventsArrays): one shape
+// for any number of events. insertEventsArraysFrom is it without its
+// order, for a condition to follow.
 const insertEventsArraysSQL = insertEventsArraysFrom + `
 	ORDER BY u.ord`
 
-// insertEventsArraysFrom is insertEventsArraysSQL without its order, for
-// a condition to follow (WHERE).
 const insertEventsArraysFrom = `INSERT INTO event_log (type, conversation_id, audience_id, created_at, payload, deleted_id)
 	SELECT u.t, NULLIF(u.c, ''), NULLIF(u.a, ''), u.at, u.p, NULLIF(u.d, '')
 	FROM unnest(?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::text[]) WITH ORDINALITY AS u(t, c, a, at, p, d, ord)`
 
-// eventsArrays returns evs as the arguments of insertEventsArraysSQL:
-// PostgreSQL array literals of their types, conversations, audiences,
-// times (as the driver writes a time.Time argument), payloads and deleted
-// ids.
+// eventsArrays returns evs as the arguments of insertEventsArraysSQL.
 func eventsArrays(evs []messaging.Event) ([]any, error) {
 	cols := make(pgArrays, 6)
 	for _, e := range evs {
@@ -183,12 +162,17 @@ type pgArrays [][]byte
 
 // add appends v to the column c.
 func (a pgArrays) add(c int, v string) {
+	b := append(a[c], ',', '"')
 	if len(a[c]) == 0 {
-		a[c] = append(a[c], '{')
-	} else {
-		a[c] = append(a[c], ',')
+		b[0] = '{'
 	}
-	a[c] = appendArrayElem(a[c], v)
+	for i := 0; i < len(v); i++ {
+		if v[i] == '"' || v[i] == '\\' {
+			b = append(b, '\\')
+		}
+		b = append(b, v[i])
+	}
+	a[c] = append(b, '"')
 }
 
 // args appends the literals to dst, in the order of the columns ("{}" for
@@ -202,19 +186,6 @@ func (a pgArrays) args(dst []any) []any {
 		}
 	}
 	return dst
-}
-
-// appendArrayElem appends v to b as an element of a PostgreSQL array
-// literal: double-quoted, with its double quotes and backslashes escaped.
-func appendArrayElem(b []byte, v string) []byte {
-	b = append(b, '"')
-	for i := 0; i < len(v); i++ {
-		if v[i] == '"' || v[i] == '\\' {
-			b = append(b, '\\')
-		}
-		b = append(b, v[i])
-	}
-	return append(b, '"')
 }
 
 // insertEventsSQL is the statement that inserts n events into d's
@@ -327,9 +298,24 @@ func (s *store) eventsOf(ctx context.Context, rows []eventRow) ([]messaging.Even
 		return nil, err
 	}
 	out := make([]messaging.Event, len(rows))
-	for i := range rows {
-		if out[i], err = rows[i].event(sealer); err != nil {
+	for i, r := range rows {
+		var p eventPayload
+		if err := json.Unmarshal([]byte(r.Payload), &p); err != nil {
 			return nil, err
+		}
+		out[i] = messaging.Event{
+			ID:              sealer.Seal(ids.Event, r.Seq),
+			Type:            messaging.EventType(r.Type),
+			ConversationID:  r.ConversationID,
+			AudienceID:      r.AudienceID,
+			Created:         utc(r.CreatedAt),
+			Message:         p.Message,
+			Attachment:      p.Attachment,
+			Conversation:    p.Conversation,
+			DeletedID:       p.DeletedID,
+			DeletedParentID: p.DeletedPID,
+			Thread:          p.Thread,
+			Seq:             r.Seq,
 		}
 	}
 	return out, nil
@@ -383,27 +369,20 @@ const pruneBatch = 1000
 // for it). On SQLite it keeps the newest event.
 func (s *store) PruneEvents(ctx context.Context, before time.Time) (total int, err error) {
 	defer wrapTo("sqlstore.PruneEvents", &err)
-	var newest int64
-	if s.sql.numbersAtInsert { // no seq given twice
-		var last []int64
-		if err := s.read(ctx, &last, "SELECT seq FROM events ORDER BY seq DESC LIMIT 1"); err != nil {
-			return 0, err
-		}
-		if len(last) == 0 {
-			return 0, nil
-		}
-		newest = last[0]
-	}
 	for {
 		var rows []struct {
 			Seq       int64     `bun:"seq"`
 			CreatedAt time.Time `bun:"created_at"`
 		}
-		if err := s.read(ctx, &rows, "SELECT seq, created_at FROM events WHERE seq > 0 ORDER BY seq LIMIT ?", pruneBatch); err != nil {
+		if err := s.read(ctx, &rows, "SELECT seq, created_at FROM events WHERE seq > 0 ORDER BY seq LIMIT ?", pruneBatch+1); err != nil {
 			return total, err
 		}
+		end := min(len(rows), pruneBatch)
+		if s.sql.numbersAtInsert && len(rows) <= pruneBatch {
+			end = len(rows) - 1 // the newest: no seq given twice
+		}
 		k := 0
-		for k < len(rows) && rows[k].CreatedAt.Before(before) && rows[k].Seq != newest {
+		for k < end && rows[k].CreatedAt.Before(before) {
 			k++
 		}
 		if k == 0 {
@@ -417,7 +396,7 @@ func (s *store) PruneEvents(ctx context.Context, before time.Time) (total int, e
 		if err != nil {
 			return total, err
 		}
-		if k < len(rows) || len(rows) < pruneBatch {
+		if k < pruneBatch {
 			return total, nil
 		}
 	}

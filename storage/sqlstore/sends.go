@@ -3,8 +3,6 @@ package sqlstore
 import (
 	"context"
 	"encoding/hex"
-	"fmt"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -16,22 +14,19 @@ import (
 )
 
 // A sendCombiner stores together the sends that arrive while a statement
-// or transaction of sends is under way (up to maxSent), each failing or
-// succeeding as it would alone (DESIGN.md §4.4).
+// or transaction of sends is under way, each failing or succeeding as it
+// would alone (DESIGN.md §4.4).
 type sendCombiner struct {
-	running sync.WaitGroup // the goroutines that send queued sends (Store.Close waits)
+	running sync.WaitGroup // the goroutines that make batches (Store.Close waits)
 	mu      sync.Mutex
 	slots   []*time.Time   // the statements of sends under way, by their start
 	queue   []*pendingSend // sends waiting for a statement, in order
 }
 
-// Bounds of combined sends: 64 sends a statement, one statement under way
-// (a second to the same conversation would wait for the first's commit)
-// but for a send alone beside statements that have run for stallAfter.
-const (
-	maxSent    = 64
-	stallAfter = 100 * time.Millisecond
-)
+// stallAfter: one statement of sends is under way (a second to the same
+// conversation would wait for the first's commit), but a send goes alone
+// beside statements that have run this long.
+const stallAfter = 100 * time.Millisecond
 
 // pendingSend is a send alone, and its outcome.
 type pendingSend struct {
@@ -42,9 +37,9 @@ type pendingSend struct {
 	out  chan error                // its outcome; buffered
 	// write makes the send in a write transaction (sendsInTx).
 	write func(ctx context.Context, tx bun.Tx) error
-
-	queued bool // it waits in sendCombiner.queue; guarded by its mu
 }
+
+func (p *pendingSend) waiter() (context.Context, chan error) { return p.ctx, p.out }
 
 // send stores p, alone or combined with other sends (see sendCombiner).
 func (s *store) send(ctx context.Context, p *pendingSend) error {
@@ -55,58 +50,31 @@ func (s *store) send(ctx context.Context, p *pendingSend) error {
 		defer s.sendNext(slot)
 		return s.sendAlone(ctx, p)
 	}
-	p.ctx, p.out, p.queued = ctx, make(chan error, 1), true
+	p.ctx, p.out = ctx, make(chan error, 1)
 	sc.queue = append(sc.queue, p)
 	sc.mu.Unlock()
-	stalled := time.NewTimer(stallAfter)
+	unqueue := func() { sc.queue = slices.DeleteFunc(sc.queue, func(o *pendingSend) bool { return o == p }) }
+	stalled := time.NewTicker(stallAfter)
 	defer stalled.Stop()
 	for {
 		select {
 		case err := <-p.out:
 			return outcome(err)
-		case <-stalled.C:
-			// The statements under way may wait for a lock: made alone
-			// beside them, unless they moved on.
+		case <-stalled.C: // the statements under way may wait for a lock: made alone beside them
 			sc.mu.Lock()
-			if p.queued {
+			if slices.Contains(sc.queue, p) {
 				if slot := sc.slot(); slot != nil {
-					sc.unqueue(p)
+					unqueue()
 					sc.mu.Unlock()
 					defer s.sendNext(slot)
 					return s.sendAlone(ctx, p)
 				}
 			}
 			sc.mu.Unlock()
-			stalled.Reset(stallAfter)
 		case <-ctx.Done():
-			sc.mu.Lock()
-			if p.queued {
-				sc.unqueue(p)
-			}
-			sc.mu.Unlock()
-			select {
-			case err := <-p.out: // made (or failed) meanwhile
-				return outcome(err)
-			default:
-				return ctx.Err()
-			}
+			return left(p, &sc.mu, unqueue)
 		}
 	}
-}
-
-// outcome is err, the outcome of a queued send or combined change, for its
-// caller: its own panic (*panicked) is the caller's, as alone.
-func outcome(err error) error {
-	if pn, ok := err.(*panicked); ok {
-		panic(pn.value)
-	}
-	return err
-}
-
-// unqueue takes p, which waits, out of the queue. The caller holds sc.mu.
-func (sc *sendCombiner) unqueue(p *pendingSend) {
-	sc.queue = slices.DeleteFunc(sc.queue, func(o *pendingSend) bool { return o == p })
-	p.queued = false
 }
 
 // slot takes a statement slot and returns it when none is taken or every
@@ -137,31 +105,13 @@ func (s *store) sendNext(slot *time.Time) {
 		return
 	}
 	s.sending.running.Go(func() {
-		for batch != nil {
-			s.sendAllCaught(batch)
-			batch = s.takeSends(slot)
+		for ; batch != nil; batch = s.takeSends(slot) {
+			caught(s, batch, s.sendAll)
 		}
 	})
 }
 
-// sendAllCaught is sendAll, on a goroutine where a panic would end the
-// program: a panic gives the callers not yet answered errCombinedPanic.
-func (s *store) sendAllCaught(batch []*pendingSend) {
-	defer func() {
-		if p := recover(); p != nil {
-			s.opts.Logger.Error("sqlstore: a statement of combined sends panicked", "panic", p, "stack", string(debug.Stack()))
-			for _, ps := range batch {
-				select {
-				case ps.out <- fmt.Errorf("%w: %v", errCombinedPanic, p):
-				default: // answered
-				}
-			}
-		}
-	}()
-	s.sendAll(batch)
-}
-
-// takeSends takes the sends that wait (up to maxSent) for slot's next
+// takeSends takes the sends that wait (up to maxBatch) for slot's next
 // statement, or frees slot and returns none.
 func (s *store) takeSends(slot *time.Time) []*pendingSend {
 	sc := &s.sending
@@ -172,34 +122,23 @@ func (s *store) takeSends(slot *time.Time) []*pendingSend {
 		return nil
 	}
 	*slot = time.Now()
-	n := min(len(sc.queue), maxSent)
-	batch := slices.Clone(sc.queue[:n])
-	sc.queue = slices.Delete(sc.queue, 0, n)
-	for _, p := range batch {
-		p.queued = false
-	}
+	batch := slices.Clone(sc.queue[:min(len(sc.queue), maxBatch)])
+	sc.queue = slices.Delete(sc.queue, 0, len(batch))
 	return batch
 }
 
 // sendAll stores the sends of batch whose callers still wait in one
-// statement, or, when the server answers it with an error, again as
-// sendCombiner says; and gives each caller its outcome.
+// statement or transaction, or again as DESIGN.md §4.4 says when it
+// fails; and gives each caller its outcome.
 func (s *store) sendAll(batch []*pendingSend) {
-	batch = slices.DeleteFunc(slices.Clone(batch), func(p *pendingSend) bool {
-		if err := p.ctx.Err(); err != nil {
-			p.out <- err
-			return true
-		}
-		return false
-	})
-	switch len(batch) {
+	switch batch = waiting(batch); len(batch) {
 	case 0:
 		return
 	case 1:
 		s.eachAlone(batch)
 		return
 	}
-	ctx, stop := whileWaited(batch, func(p *pendingSend) context.Context { return p.ctx })
+	ctx, stop := whileWaited(batch)
 	defer stop()
 	if batch[0].write != nil {
 		s.sendInTx(ctx, batch)
@@ -237,10 +176,9 @@ func (s *store) sendAll(batch []*pendingSend) {
 }
 
 // sendInTx makes the sends of batch in one write transaction, each in a
-// savepoint of its own: a send that fails is rolled back to it, alone, and
-// the others commit. A send whose caller has left by its turn is not made.
-// When the transaction fails (its BEGIN or COMMIT, a savepoint's
-// statement, the database's own rollback of it), each send is made alone.
+// savepoint of its own, rolled back to it alone when it fails. A send
+// whose caller has left by its turn is not made. When the transaction
+// fails, each send is made alone.
 func (s *store) sendInTx(ctx context.Context, batch []*pendingSend) {
 	outs := make([]error, len(batch))
 	err := s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
@@ -251,7 +189,7 @@ func (s *store) sendInTx(ctx context.Context, batch []*pendingSend) {
 			if _, err := s.execWrite(ctx, tx, "SAVEPOINT send"); err != nil {
 				return err
 			}
-			if outs[i] = sendCaught(ctx, tx, p); outs[i] != nil {
+			if outs[i] = catching(func() error { return p.write(ctx, tx) }); outs[i] != nil {
 				if s.retryable(outs[i]) {
 					return outs[i] // the transaction's: made again (write)
 				}
@@ -279,16 +217,6 @@ func (s *store) sendInTx(ctx context.Context, batch []*pendingSend) {
 	}
 }
 
-// sendCaught is p.write in tx, a panic of it p's (*panicked).
-func sendCaught(ctx context.Context, tx bun.Tx, p *pendingSend) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = &panicked{value: v}
-		}
-	}()
-	return p.write(ctx, tx)
-}
-
 // allStored reports whether the messages of batch are stored: the
 // statement that stored them all or none of them committed. No when it
 // cannot tell.
@@ -297,10 +225,9 @@ func (s *store) allStored(ctx context.Context, batch []*pendingSend) bool {
 	for _, p := range batch {
 		col.add(0, p.m.ID)
 	}
-	ids := col.args(nil)
 	for range 3 { // the pool may hold other connections lost with it
 		var n int
-		err := s.w.NewRaw("SELECT count(*) FROM messages WHERE id = ANY(?::text[])", ids...).Scan(ctx, &n)
+		err := s.w.NewRaw("SELECT count(*) FROM messages WHERE id = ANY(?::text[])", col.args(nil)...).Scan(ctx, &n)
 		if err == nil || !connLost(err) {
 			return err == nil && n == len(batch)
 		}
@@ -309,79 +236,46 @@ func (s *store) allStored(ctx context.Context, batch []*pendingSend) bool {
 }
 
 // eachAlone stores each send of batch in a statement of its own, at once,
-// and gives each caller its outcome. A panic is its caller's, as alone
-// (send panics with it).
+// and gives each caller its outcome (a panic is its caller's, as alone).
 func (s *store) eachAlone(batch []*pendingSend) {
 	var wg sync.WaitGroup
 	for _, p := range batch {
-		wg.Go(func() {
-			defer func() {
-				if v := recover(); v != nil {
-					p.out <- &panicked{value: v}
-				}
-			}()
-			p.out <- s.sendAlone(p.ctx, p)
-		})
+		wg.Go(func() { p.out <- catching(func() error { return s.sendAlone(p.ctx, p) }) })
 	}
 	wg.Wait()
 }
 
 // serverAnswered reports whether err, the error of a statement of sends
-// run with ctx, is the server's answer to the statement, which then
-// stored nothing: not a connection lost under it or the database
-// unavailable (its outcome unknown), and not the cancellation of a
-// statement whose callers have all left.
+// run with ctx, is the server's answer, which stored nothing: not a
+// connection lost or the database unavailable (the outcome unknown), nor
+// the cancellation of a statement whose callers have all left.
 func serverAnswered(ctx context.Context, err error) bool {
 	c := pgCode(err)
 	if c == "" || connLost(err) || unavailable(err) {
 		return false
 	}
-	// query_canceled: by a statement_timeout, or for ctx (the driver may
-	// cancel a statement whose context ends).
+	// query_canceled: by a statement_timeout, or for ctx.
 	return c != "57014" || ctx.Err() == nil
 }
 
-// whileWaited returns a context with the values of the first of
-// waiters' contexts (ctxOf) that ends once every one has ended, or once
-// stop is called.
-func whileWaited[W any](waiters []W, ctxOf func(W) context.Context) (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctxOf(waiters[0])))
-	var waiting sync.WaitGroup
-	waiting.Add(len(waiters))
-	stops := make([]func() bool, len(waiters))
-	for i, w := range waiters {
-		stops[i] = context.AfterFunc(ctxOf(w), waiting.Done)
-	}
-	go func() {
-		waiting.Wait()
-		cancel()
-	}()
-	return ctx, func() {
-		for _, stop := range stops {
-			if stop() {
-				waiting.Done()
-			}
-		}
-		cancel()
-	}
-}
-
-// insertSentManySQL stores sends alone (insertSent), given as arrays, a
-// column each (sentSQL), in one statement: the function parley_send_many
-// of the schema (migrations/postgres, DESIGN.md §4.2, §4.4).
-const insertSentManySQL = `SELECT parley_send_many(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[],
-	?::text[], ?::text[], ?::text[], ?::bytea[], ?::timestamptz[], ?::timestamptz[],
+// sentArrays is the end of the arguments of parley_send and
+// parley_send_many (migrations/postgres, DESIGN.md §4.4): the sends' key
+// records and events, a column each (sentSQL).
+const sentArrays = `?::text[], ?::text[], ?::text[], ?::bytea[], ?::timestamptz[], ?::timestamptz[],
 	?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::text[])`
 
-// insertSentSQL is insertSentManySQL for one send, from its columns:
-// parley_send, without what combines a batch (DESIGN.md §4.4).
-const insertSentSQL = `SELECT parley_send(?::text, ?::text, ?::text, ?::text, ?::text, ?::text, ?::timestamptz, ?::text,
-	?::text[], ?::text[], ?::text[], ?::bytea[], ?::timestamptz[], ?::timestamptz[],
-	?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::text[])`
+// insertSentManySQL stores sends alone, their messages' columns as
+// arrays; insertSentSQL one send, from its columns.
+const (
+	insertSentManySQL = `SELECT parley_send_many(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[],
+	` + sentArrays
+	insertSentSQL = `SELECT parley_send(?::text, ?::text, ?::text, ?::text, ?::text, ?::text, ?::timestamptz, ?::text,
+	` + sentArrays
+)
 
-// sentColumns returns the columns of m's row as sentSQL
-// passes them: id, conversation, contact, text, search words, read_at,
-// created_at and updated_at ("" when zero).
+// sentColumns returns the columns of m's row as sentSQL passes them: id,
+// conversation, contact, text, search words, read_at, created_at and
+// updated_at ("" when zero).
 func sentColumns(m messaging.Message) [8]string {
 	readAt, updatedAt := "", ""
 	if !m.ReadAt.IsZero() {
@@ -394,9 +288,7 @@ func sentColumns(m messaging.Message) [8]string {
 }
 
 // sentSQL returns the statement that stores batch (insertSentSQL for a
-// send alone, insertSentManySQL for more) and its arguments: the
-// messages' columns (sentColumns), then their key records and events, a
-// column each.
+// send alone, insertSentManySQL for more) and its arguments.
 func sentSQL(batch []*pendingSend) (string, []any, error) {
 	q, args := insertSentManySQL, make([]any, 0, 20)
 	if len(batch) == 1 {

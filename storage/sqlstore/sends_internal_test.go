@@ -35,10 +35,10 @@ func TestSendAllCaughtPanicAfterLeft(t *testing.T) {
 	var escaped any
 	func() {
 		defer func() { escaped = recover() }()
-		s.sendAllCaught(batch)
+		caught(s, batch, s.sendAll)
 	}()
 	if escaped != nil {
-		t.Fatalf("a panic escaped sendAllCaught (it would end the program): %v", escaped)
+		t.Fatalf("a panic escaped caught (it would end the program): %v", escaped)
 	}
 	for _, p := range batch[1:] {
 		if err := <-p.out; !errors.Is(err, errCombinedPanic) {
@@ -54,7 +54,7 @@ func TestSendAloneInBatchPanic(t *testing.T) {
 	if os.Getenv("PARLEY_SEND_PANIC_CHILD") == "1" {
 		s := &store{opts: Options{Logger: slog.New(slog.DiscardHandler)}}
 		p := pendingFor(context.Background(), 0)
-		s.sendAllCaught([]*pendingSend{p})
+		caught(s, []*pendingSend{p}, s.sendAll)
 		var pn *panicked
 		if errors.As(<-p.out, &pn) {
 			fmt.Println("answered: panicked")
@@ -114,7 +114,7 @@ func TestSendPanicAfterContextEnds(t *testing.T) {
 		batch := sc.queue
 		sc.queue = nil // taken, as takeSends takes it
 		time.Sleep(stallAfter + 50*time.Millisecond)
-		s.sendAllCaught(batch) // a batch of one: made alone, panics, p.out <- *panicked
+		caught(s, batch, s.sendAll) // a batch of one: made alone, panics, p.out <- *panicked
 		cancel()
 		sc.mu.Unlock()
 		select {
