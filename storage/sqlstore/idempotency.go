@@ -26,7 +26,10 @@ type keyRow struct {
 	ExpiresAt   time.Time `bun:"expires_at"`
 }
 
-const keyCols = "scope, client_key, fingerprint, lock_token, result, created_at, expires_at"
+const (
+	keyCols = "scope, client_key, fingerprint, lock_token, result, created_at, expires_at"
+	keySQL  = "SELECT " + keyCols + " FROM idempotency_keys WHERE scope = ? AND client_key = ?"
+)
 
 func (r keyRow) record() driver.IdempotencyRecord {
 	rec := driver.IdempotencyRecord(r)
@@ -37,15 +40,13 @@ func (r keyRow) record() driver.IdempotencyRecord {
 // GetIdempotencyKey returns the record of the key, or an error matching
 // ErrNotFound.
 func (s *store) GetIdempotencyKey(ctx context.Context, scope, key string) (driver.IdempotencyRecord, error) {
-	r, err := readOne[keyRow](ctx, s.read, "idempotency key", "SELECT "+keyCols+" FROM idempotency_keys WHERE scope = ? AND client_key = ?", scope, key)
+	r, err := readOne[keyRow](ctx, s.read, "idempotency key", keySQL, scope, key)
 	return r.record(), wrapErr("sqlstore.GetIdempotencyKey", err)
 }
 
-// ClaimIdempotencyKey stores rec unless an unexpired record of its key is
-// done, or claimed at or after staleBefore. The first claim of a key is one
-// INSERT that does nothing when the key is there; only then does a
-// transaction read the record in the way and replace it if it is expired
-// or stale.
+// ClaimIdempotencyKey: the first claim of a key is one INSERT that does
+// nothing when the key is there; only then does a transaction read the
+// record in the way, and replace it if it is expired or stale.
 func (s *store) ClaimIdempotencyKey(ctx context.Context, rec driver.IdempotencyRecord, staleBefore time.Time) (_ driver.IdempotencyRecord, _ bool, err error) {
 	defer wrapTo("sqlstore.ClaimIdempotencyKey", &err)
 	rec.Result = nil
@@ -60,23 +61,17 @@ func (s *store) ClaimIdempotencyKey(ctx context.Context, rec driver.IdempotencyR
 		// The key is there: replace it if it expired or its claim is stale.
 		out, claimed := rec, false
 		err = s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
-			var rows []keyRow
-			if err := tx.NewRaw("SELECT "+keyCols+" FROM idempotency_keys WHERE scope = ? AND client_key = ?"+s.sql.forUpdate, rec.Scope, rec.Key).Scan(ctx, &rows); err != nil {
+			r, err := readOne[keyRow](ctx, txQuery(tx), "idempotency key", keySQL+s.sql.forUpdate, rec.Scope, rec.Key)
+			if cur := r.record(); err != nil || cur.ExpiresAt.After(rec.CreatedAt) && (cur.Lock == "" || !cur.CreatedAt.Before(staleBefore)) {
+				out, claimed = cur, false
 				return err
 			}
-			if len(rows) == 0 {
-				return errKeyGone
-			}
-			if cur := rows[0].record(); cur.ExpiresAt.After(rec.CreatedAt) && (cur.Lock == "" || !cur.CreatedAt.Before(staleBefore)) {
-				out, claimed = cur, false
-				return nil
-			}
-			_, err := tx.ExecContext(ctx, `UPDATE idempotency_keys SET fingerprint = ?, lock_token = ?, result = NULL, created_at = ?, expires_at = ?
+			_, err = tx.ExecContext(ctx, `UPDATE idempotency_keys SET fingerprint = ?, lock_token = ?, result = NULL, created_at = ?, expires_at = ?
 				WHERE scope = ? AND client_key = ?`, rec.Fingerprint, rec.Lock, rec.CreatedAt.UTC(), rec.ExpiresAt.UTC(), rec.Scope, rec.Key)
 			out, claimed = rec, err == nil
 			return err
 		})
-		if errors.Is(err, errKeyGone) {
+		if errors.Is(err, messaging.ErrNotFound) {
 			continue // pruned or released meanwhile: claim it anew
 		}
 		if err != nil {
@@ -86,11 +81,7 @@ func (s *store) ClaimIdempotencyKey(ctx context.Context, rec driver.IdempotencyR
 	}
 }
 
-// errKeyGone: the record of a key that a claim found in its way is gone.
-var errKeyGone = errors.New("the key's record is gone")
-
-// ReleaseIdempotencyKey removes the record of the key if it is claimed with
-// lock.
+// ReleaseIdempotencyKey removes the record of the key if lock claims it.
 func (s *store) ReleaseIdempotencyKey(ctx context.Context, scope, key, lock string) error {
 	_, err := s.exec(ctx, "DELETE FROM idempotency_keys WHERE scope = ? AND client_key = ? AND lock_token = ? AND lock_token <> ''", scope, key, lock)
 	return wrapErr("sqlstore.ReleaseIdempotencyKey", err)
@@ -123,16 +114,12 @@ const upsertKey = `INSERT INTO idempotency_keys AS k (scope, client_key, fingerp
 		result = excluded.result, created_at = excluded.created_at, expires_at = excluded.expires_at
 	WHERE k.expires_at <= excluded.created_at OR (k.lock_token <> '' AND k.lock_token = ?)`
 
-// CreateMessageKeyed is CreateMessage that also stores done, the record of
-// an idempotency key, in the same transaction; on any error nothing is
-// stored.
+// CreateMessageKeyed is CreateMessage that also stores done (storeKey).
 func (s *store) CreateMessageKeyed(ctx context.Context, m messaging.Message, attachmentIDs []string, rec driver.Recorder, done driver.IdempotencyRecord) error {
 	return wrapErr("sqlstore.CreateMessage", s.createMessage(ctx, m, attachmentIDs, rec, &done))
 }
 
-// RenameAttachmentKeyed is RenameAttachment that also stores done, the
-// record of an idempotency key, in the same transaction, its result the
-// renamed row; on any error neither changes.
+// RenameAttachmentKeyed is RenameAttachment that also stores done (storeKey).
 func (s *store) RenameAttachmentKeyed(ctx context.Context, id, filename string, rec driver.Recorder, done driver.IdempotencyRecord) (messaging.Attachment, error) {
 	return s.renameAttachment(ctx, id, filename, rec, &done)
 }

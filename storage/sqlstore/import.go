@@ -34,14 +34,8 @@ type importRow struct {
 
 var _ driver.MessageImporter = (*store)(nil)
 
-// ImportMessages inserts msgs (driver.MessageImporter), all in one
-// transaction of multi-row INSERTs, and counts them in their
-// conversations' counters as sends are; it records no events. Their
-// ReadAt and UpdatedAt are stored as unset. An id that exists fails the
-// call with an error matching messaging.ErrConflict; that of a message
-// deleted before may be given only to that message (its conversation and
-// sender): a messaging.Service remembers what never changes of the
-// messages it wrote to.
+// ImportMessages inserts msgs (driver.MessageImporter) in one transaction
+// of multi-row INSERTs, counted in their conversations as sends are.
 func (s *store) ImportMessages(ctx context.Context, msgs []messaging.Message) error {
 	if len(msgs) == 0 {
 		return nil

@@ -94,13 +94,11 @@ func (s *store) claimMigration(ctx context.Context, db bun.IConn, mig *migrate.M
 		return err
 	}
 	var n int
-	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+migrationsTable+" WHERE name = ?", mig.Name).Scan(&n); err != nil {
-		return err
+	err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+migrationsTable+" WHERE name = ?", mig.Name).Scan(&n)
+	if err == nil && n > 0 {
+		err = errApplied
 	}
-	if n > 0 {
-		return errApplied
-	}
-	return nil
+	return err
 }
 
 // recordMigration records a migration in its transaction, to commit with

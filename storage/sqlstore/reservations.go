@@ -44,8 +44,7 @@ func (s *store) CreateReservation(ctx context.Context, r driver.Reservation) err
 	}))
 }
 
-// CreateReservationKeyed is CreateReservation that also stores done, the
-// record of an idempotency key, in the same transaction.
+// CreateReservationKeyed is CreateReservation that also stores done (storeKey).
 func (s *store) CreateReservationKeyed(ctx context.Context, r driver.Reservation, done driver.IdempotencyRecord) error {
 	return wrapErr("sqlstore.CreateReservation", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if err := s.storeKey(ctx, tx, done); err != nil {
@@ -65,8 +64,7 @@ func insertReservation(ctx context.Context, db bun.IConn, r driver.Reservation) 
 	return err
 }
 
-// GetReservation returns the reservation, or an error matching
-// ErrNotFound.
+// GetReservation returns the reservation, or an error matching ErrNotFound.
 func (s *store) GetReservation(ctx context.Context, id string) (driver.Reservation, error) {
 	r, err := readOne[reservationRow](ctx, s.read, "reservation", "SELECT "+reservationCols+" FROM upload_reservations WHERE id = ?", id)
 	return r.reservation(), wrapErr("sqlstore.GetReservation", err)

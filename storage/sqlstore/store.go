@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -53,9 +54,7 @@ func (o *Options) withDefaults() Options {
 	if c.BusyTimeout <= 0 {
 		c.BusyTimeout = 10 * time.Second
 	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 
