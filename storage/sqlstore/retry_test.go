@@ -108,7 +108,7 @@ func TestPruneKeepsARenewedKey(t *testing.T) {
 			if e.Name == "postgres" {
 				require.Eventually(t, func() bool {
 					var n int
-					err := s.DB().NewRaw("SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'DELETE FROM idempotency_keys%'").Scan(ctx, &n)
+					err := s.DB().NewRaw("SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'DELETE FROM idempotency_keys%'").Scan(ctx, &n)
 					return err == nil && n > 0
 				}, 10*time.Second, 10*time.Millisecond, "the prune waits for the renewed row")
 			} else {
@@ -174,7 +174,7 @@ func TestRetriedSendRecordsItsAttachmentsOnce(t *testing.T) {
 	go func() { sent <- d.CreateMessage(ctx, m, []string{a.ID}, rec) }()
 	require.Eventually(t, func() bool {
 		var waiting int
-		err := s.DB().QueryRowContext(ctx, "SELECT count(*) FROM pg_locks WHERE NOT granted").Scan(&waiting)
+		err := s.DB().QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").Scan(&waiting)
 		return err == nil && waiting > 0
 	}, 10*time.Second, 10*time.Millisecond, "the send waits for the conversation's row")
 	_, err = tx.ExecContext(ctx, "UPDATE attachments SET filename = filename WHERE id = ?", a.ID)
