@@ -50,8 +50,15 @@ type engine interface {
 	sequence(ctx context.Context, s *store) error
 }
 
-// engineDefaults are the steps most engines share; an engine embeds it.
-type engineDefaults struct{}
+// engineDefaults are an engine's name and dialect, and the steps most
+// engines share; an engine embeds it.
+type engineDefaults struct {
+	n string
+	d *dialectSQL
+}
+
+func (e engineDefaults) name() string         { return e.n }
+func (e engineDefaults) dialect() *dialectSQL { return e.d }
 
 func (engineDefaults) opened(*store, *sql.DB, *sql.DB) {}
 func (engineDefaults) start(*store)                    {}
@@ -204,11 +211,11 @@ const countSendConflict = ` ON CONFLICT (id) DO UPDATE SET message_count = conve
 func engineOf(op string, name dialect.Name) (engine, error) {
 	switch name {
 	case dialect.SQLite:
-		return sqliteEngine{}, nil
+		return sqliteEngine{engineDefaults{"sqlite", &sqliteSQL}}, nil
 	case dialect.PG:
-		return &postgresEngine{}, nil
+		return &postgresEngine{engineDefaults: engineDefaults{"postgres", &postgresSQL}}, nil
 	case dialect.MySQL:
-		return mysqlEngine{}, nil
+		return mysqlEngine{engineDefaults{"mysql", &mysqlSQL}}, nil
 	}
 	return nil, &messaging.Error{Kind: messaging.ErrUnimplemented, Op: op, Message: "unsupported SQL dialect " + name.String()}
 }

@@ -22,10 +22,6 @@ import (
 // locks and reads a snapshot after a locking read.
 type mysqlEngine struct{ engineDefaults }
 
-func (mysqlEngine) name() string { return "mysql" }
-
-func (mysqlEngine) dialect() *dialectSQL { return &mysqlSQL }
-
 var mysqlSQL = withStandard(dialectSQL{
 	rangeAfterCursor: true,
 	txOptions:        &sql.TxOptions{Isolation: sql.LevelReadCommitted},
@@ -65,10 +61,8 @@ var mysqlSQL = withStandard(dialectSQL{
 	wordMark:     mysqlWordMark,
 })
 
-// lockMigrations takes the migration lock of the database on a connection
-// of its own (GET_LOCK is held by the session; MySQL does not sit behind a
-// transaction pooler): its DDL commits implicitly, so no transaction could
-// hold it. unlock releases it, or closes the connection if that fails.
+// lockMigrations holds GET_LOCK on a connection of its own, as DDL commits
+// implicitly (DESIGN.md §4.1); unlock releases it, or drops the connection.
 func (mysqlEngine) lockMigrations(ctx context.Context, s *store) (unlock func(), err error) {
 	const key = "CONCAT('parley.migrate:', SHA1(DATABASE()))"
 	conn, err := s.w.Conn(ctx)
@@ -79,9 +73,7 @@ func (mysqlEngine) lockMigrations(ctx context.Context, s *store) (unlock func(),
 	if err = conn.NewRaw("SELECT GET_LOCK("+key+", 600)").Scan(ctx, &got); err == nil && (got == nil || *got != 1) {
 		err = errors.New("timed out waiting for the migration lock")
 	}
-	// drop closes the connection rather than return it to the pool with
-	// the lock perhaps held: closing the session releases the lock.
-	drop := func() {
+	drop := func() { // the session ends, and its lock with it
 		_ = conn.Raw(func(any) error { return sqldriver.ErrBadConn })
 		_ = conn.Close()
 	}
@@ -92,16 +84,14 @@ func (mysqlEngine) lockMigrations(ctx context.Context, s *store) (unlock func(),
 	return func() {
 		if _, err := conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK("+key+")"); err != nil {
 			drop()
-			return
 		}
 		_ = conn.Close()
 	}, nil
 }
 
 // putContact updates, or inserts: ON DUPLICATE KEY UPDATE would fire on
-// the username's key too, and update the other contact. An insert that
-// meets a taken key looks again, once: a concurrent call may have
-// inserted the id (a failed statement leaves a MySQL transaction usable).
+// the username's key too. An insert that meets a taken key looks again,
+// once, for a concurrent insert of the id.
 func (mysqlEngine) putContact(ctx context.Context, s *store, args []any) error {
 	return s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		for range 2 {
@@ -126,15 +116,14 @@ func (mysqlEngine) putContact(ctx context.Context, s *store, args []any) error {
 	})
 }
 
-// storeKey reads the row in the way, locked: MySQL has no conditional
-// upsert.
+// storeKey reads the row in the way, locked: MySQL has no conditional upsert.
 func (mysqlEngine) storeKey(ctx context.Context, _ *store, tx bun.Tx, done driver.IdempotencyRecord, taken error) error {
 	var rows []keyRow
 	if err := tx.NewRaw("SELECT "+keyCols+" FROM idempotency_keys WHERE scope = ? AND client_key = ? FOR UPDATE", done.Scope, done.Key).Scan(ctx, &rows); err != nil {
 		return err
 	}
 	if len(rows) == 0 {
-		_, err := tx.ExecContext(ctx, `INSERT INTO idempotency_keys (scope, client_key, fingerprint, lock_token, result, created_at, expires_at)
+		_, err := tx.ExecContext(ctx, `INSERT INTO idempotency_keys (`+keyCols+`)
 			VALUES (?, ?, ?, '', ?, ?, ?)`, done.Scope, done.Key, done.Fingerprint, done.Result, done.CreatedAt.UTC(), done.ExpiresAt.UTC())
 		if isUniqueViolation(err) {
 			return taken // stored by another call meanwhile
@@ -149,19 +138,16 @@ func (mysqlEngine) storeKey(ctx context.Context, _ *store, tx bun.Tx, done drive
 	return err
 }
 
-// mysqlGate is the first value of an insert into event_log, its type,
-// read through the gate's shared lock (MariaDB has no FOR SHARE; the
-// outbox on MySQL: DESIGN.md §4.3).
+// mysqlGate is an event's type read through the gate's shared lock
+// (DESIGN.md §4.3; MariaDB has no FOR SHARE).
 const mysqlGate = "(SELECT ? FROM event_sequence WHERE id = 2 LOCK IN SHARE MODE)"
 
-// A hole older than gateAge makes passes try the gate at once (NOWAIT);
-// older than gateWait, wait for it, and writers that come meanwhile with
-// them: most holes are writers in flight, found a pass later.
+// A hole older than gateAge makes passes try the gate (NOWAIT); older than
+// gateWait, wait for it: most holes are writers in flight (DESIGN.md §4.3).
 var gateAge, gateWait = time.Second, 10 * time.Second
 
 // hole is a range of positions a pass found unseen, first at found (Unix
-// ms of this process's clock: it only paces the gate). event_sequence
-// keeps them as "from:to:found", space-separated, in order.
+// ms, which only paces the gate), kept as "from:to:found" in event_sequence.
 type hole struct{ from, to, found int64 }
 
 func parseHoles(text string) ([]hole, error) {
@@ -177,15 +163,14 @@ func parseHoles(text string) ([]hole, error) {
 }
 
 func holesText(hs []hole) string {
-	var b strings.Builder
-	for _, h := range hs {
-		fmt.Fprintf(&b, "%d:%d:%d ", h.from, h.to, h.found)
+	fs := make([]string, len(hs))
+	for i, h := range hs {
+		fs[i] = fmt.Sprintf("%d:%d:%d", h.from, h.to, h.found)
 	}
-	return strings.TrimSpace(b.String())
+	return strings.Join(fs, " ")
 }
 
-// cutHole appends to dst the ranges of h without the positions of got
-// (sorted): what a read left of h.
+// cutHole appends to dst what a read of the positions got (sorted) left of h.
 func cutHole(dst []hole, h hole, got []int64) []hole {
 	lo := h.from
 	for i, _ := slices.BinarySearch(got, h.from); i < len(got) && got[i] <= h.to; i++ {
@@ -201,11 +186,10 @@ func cutHole(dst []hole, h hole, got []int64) []hole {
 }
 
 // sequence copies the committed rows of event_log into events, numbered,
-// by passes (mysqlPass), while a pass reads a full batch.
+// by passes (mysqlPass) while a pass reads a full batch (DESIGN.md §4.3).
 func (mysqlEngine) sequence(ctx context.Context, s *store) error {
 	for {
-		// The probe, outside the lock, so that a reader finding nothing to
-		// copy writes nothing.
+		// The probe, outside the lock: a reader with nothing to copy writes nothing.
 		var probe []struct {
 			Holes string `bun:"holes"`
 			High  int64  `bun:"high_pos"`
@@ -226,15 +210,11 @@ func (mysqlEngine) sequence(ctx context.Context, s *store) error {
 			oldest = min(oldest, h.found)
 		}
 		if len(known) > 0 && now-oldest >= gateAge.Milliseconds() {
-			// The gate, exclusively, in a transaction of its own (MySQL
-			// locks no row in autocommit), released at once: granted, the
-			// known holes' writers had ended, and the holes up to the
-			// probe's high_pos are those known ones, or what passes left of
-			// them. If it fails (NOWAIT while a writer holds it, a deadlock
-			// with a writer waiting at it), the holes wait for a later pass.
-			gate := "SELECT id FROM event_sequence WHERE id = 2 FOR UPDATE NOWAIT"
-			if now-oldest >= gateWait.Milliseconds() {
-				gate = "SELECT id FROM event_sequence WHERE id = 2 FOR UPDATE"
+			// The gate, exclusively, released at once: granted, the known
+			// holes' writers have ended. Failed, the holes wait a later pass.
+			gate := "SELECT id FROM event_sequence WHERE id = 2 FOR UPDATE"
+			if now-oldest < gateWait.Milliseconds() {
+				gate += " NOWAIT"
 			}
 			err := s.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 				_, err := tx.ExecContext(ctx, gate)
@@ -261,10 +241,9 @@ func (mysqlEngine) sequence(ctx context.Context, s *store) error {
 }
 
 // mysqlPass copies up to maxSequence committed rows of event_log past
-// high_pos, and those of the holes, into events, numbered in pos order
-// after last_seq, in tx, and returns how many it read past high_pos. The
-// holes up to proven that it does not read are forgotten. A pass that
-// copies nothing and forgets nothing writes nothing.
+// high_pos, and those of the holes, into events, numbered, and returns how
+// many it read past high_pos; it forgets the holes up to proven it does not
+// read. A pass that copies nothing and forgets nothing writes nothing.
 func mysqlPass(ctx context.Context, s *store, tx bun.Tx, proven int64) (int, error) {
 	type state struct {
 		Last  int64  `bun:"last_seq"`
@@ -279,8 +258,7 @@ func mysqlPass(ctx context.Context, s *store, tx bun.Tx, proven int64) (int, err
 	if err != nil {
 		return 0, err
 	}
-	// The positions to copy: a consistent read, after the lock (and the
-	// gate), of those past high_pos and those of the holes.
+	// The positions to copy: a consistent read, after the lock and the gate.
 	query, args := "(SELECT pos FROM event_log WHERE pos > ? ORDER BY pos LIMIT ?)", []any{st.High, maxSequence}
 	if len(holes) > 0 {
 		query += " UNION ALL (SELECT pos FROM event_log WHERE " + strings.Repeat(" OR pos BETWEEN ? AND ?", len(holes))[4:] + ")"
@@ -324,23 +302,18 @@ func mysqlPass(ctx context.Context, s *store, tx bun.Tx, proven int64) (int, err
 	return past, err
 }
 
-// mysqlWordMark is written before every word on MySQL.
-const mysqlWordMark = "ww"
+const mysqlWordMark = "ww" // before every word, so none is shorter than innodb_ft_min_token_size
 
-// maxSearchScan is the most rows of named conversations (the sum of their
-// message_count) that a search reads and tests one by one rather than
-// asking FULLTEXT, which reads every match in the table (DESIGN.md §4.10).
+// maxSearchScan is the most rows of named conversations (their
+// message_count) that a search tests one by one rather than ask FULLTEXT.
 var maxSearchScan int64 = 50_000
 
-// searchWindow and maxSearchWindow bound the rows beyond the cursor that a
-// search of every conversation walks and tests before it asks FULLTEXT:
-// searchWindow, then as many as the matches found say a page needs, up to
-// maxSearchWindow.
+// searchWindow, then as many as the matches found say a page needs up to
+// maxSearchWindow, are the rows a search of all walks before FULLTEXT.
 var searchWindow, maxSearchWindow = 1_000, 20_000
 
-// mysqlWords returns the condition on m that its words hold q's (the
-// last as a prefix), tested on the row by LIKE, with its arguments, and
-// q as a query of FULLTEXT in boolean mode.
+// mysqlWords returns the condition on m, by LIKE, that its words hold q's,
+// with its arguments, and q as a query of FULLTEXT in boolean mode.
 func mysqlWords(q driver.SearchQuery) (like string, args []any, boolean string) {
 	var conds, terms []string
 	for _, w := range q.Words {
@@ -354,13 +327,13 @@ func mysqlWords(q driver.SearchQuery) (like string, args []any, boolean string) 
 	return strings.Join(conds, " AND "), args, strings.Join(terms, " ")
 }
 
-// search is SearchMessages on MySQL and MariaDB. FULLTEXT reads every
-// match in the table before it returns a row, so rows are read and tested
-// by LIKE instead where they cost less (DESIGN.md §4.10): the rows of
-// named conversations, up to maxSearchScan; for every conversation, a
-// window of messages_created beyond the cursor (searchMySQLWindow).
+// search is SearchMessages on MySQL and MariaDB: FULLTEXT reads every
+// match in the table first, so rows are tested by LIKE where they cost
+// less (DESIGN.md §4.10): named conversations' up to maxSearchScan, or a
+// window of every conversation's (searchMySQLWindow).
 func (mysqlEngine) search(ctx context.Context, s *store, q driver.SearchQuery, convs []string, member string) ([]messaging.Message, bool, error) {
 	like, likeArgs, boolean := mysqlWords(q)
+	match, args, from := "MATCH (m.search_words) AGAINST (? IN BOOLEAN MODE)", []any{boolean}, messageFrom
 	switch {
 	case q.All:
 		items, more, ok, err := s.searchMySQLWindow(ctx, q, like, likeArgs)
@@ -373,20 +346,21 @@ func (mysqlEngine) search(ctx context.Context, s *store, q driver.SearchQuery, c
 			return nil, false, err
 		}
 		if n <= maxSearchScan {
-			p := s.matchPage(q, "", convs, like, likeArgs)
-			p.from = "messages AS m FORCE INDEX (messages_conversation_created) LEFT JOIN contacts AS c ON c.id = m.contact_id"
-			query, args := s.pageSQL(p)
-			return s.searchPage(ctx, q, query, args)
+			match, args, from = like, likeArgs, fmt.Sprintf(forcedFrom, "messages_conversation_created")
 		}
 	}
-	query, args := s.pageSQL(s.matchPage(q, member, convs, "MATCH (m.search_words) AGAINST (? IN BOOLEAN MODE)", []any{boolean}))
+	p := s.matchPage(q, member, convs, match, args)
+	p.from = from
+	query, args := s.pageSQL(p)
 	return s.searchPage(ctx, q, query, args)
 }
 
+// forcedFrom is messageFrom read by index %s.
+const forcedFrom = "messages AS m FORCE INDEX (%s) LEFT JOIN contacts AS c ON c.id = m.contact_id"
+
 // searchMySQLWindow reads the page of q, a search of every conversation,
-// from the rows of messages_created beyond q's cursor, testing each row's
-// words (like), in a window of rows (searchWindow): ok is false when the
-// window holds less than a page and more rows follow it.
+// from a window of messages_created beyond q's cursor, testing each row
+// (like): ok is false when it held less than a page and more rows follow.
 func (s *store) searchMySQLWindow(ctx context.Context, q driver.SearchQuery, like string, likeArgs []any) (items []messaging.Message, more, ok bool, err error) {
 	dir, cmp, cur, edge := "DESC", "<", q.After, ">="
 	if q.Before != nil {
@@ -395,13 +369,11 @@ func (s *store) searchMySQLWindow(ctx context.Context, q driver.SearchQuery, lik
 	var seek string
 	var seekArgs []any
 	if cur != nil {
-		t := cur.Time.UTC()
-		seek = " WHERE m.created_at " + cmp + "= ? AND (m.created_at " + cmp + " ? OR m.id " + cmp + " ?)"
-		seekArgs = []any{t, t, cur.ID}
+		seek, seekArgs = s.seek("m.created_at", "m.id", cmp, cur.Time.UTC(), cur.ID)
+		seek = " WHERE " + seek
 	}
 	for window := searchWindow; ; {
-		// The time of the row window rows beyond the cursor, from the
-		// index alone.
+		// The time of the row window rows beyond the cursor, from the index alone.
 		var at []time.Time
 		if err := s.read(ctx, &at, "SELECT m.created_at FROM messages AS m FORCE INDEX (messages_created)"+seek+
 			" ORDER BY m.created_at "+dir+", m.id "+dir+" LIMIT 1 OFFSET "+strconv.Itoa(window), seekArgs...); err != nil {
@@ -409,12 +381,11 @@ func (s *store) searchMySQLWindow(ctx context.Context, q driver.SearchQuery, lik
 		}
 		where, args := like, likeArgs
 		if len(at) > 0 {
-			// Every row from the cursor to at (ties included) is
-			// tested, so a page found there is the page.
+			// Every row from the cursor to at (ties included) is tested.
 			where, args = "m.created_at "+edge+" ? AND "+like, append([]any{at[0]}, likeArgs...)
 		}
 		p := s.matchPage(q, "", nil, where, args)
-		p.from = "messages AS m FORCE INDEX (messages_created) LEFT JOIN contacts AS c ON c.id = m.contact_id"
+		p.from = fmt.Sprintf(forcedFrom, "messages_created")
 		query, args := s.pageSQL(p)
 		rows := make([]messageRow, 0, q.Limit+1)
 		if err := s.read(ctx, &rows, query, args...); err != nil {
@@ -424,8 +395,7 @@ func (s *store) searchMySQLWindow(ctx context.Context, q driver.SearchQuery, lik
 			items, more, err = s.searchDone(ctx, q, rows)
 			return items, more, true, err
 		}
-		// The rows a page needs at the rate of the matches found, and a
-		// half more.
+		// The rows a page needs at the rate of the matches found, and half more.
 		need := max(window, 1) * (q.Limit + 1) / max(len(rows), 1) * 3 / 2
 		if len(rows) == 0 || window >= maxSearchWindow || need > maxSearchWindow {
 			return nil, false, false, nil

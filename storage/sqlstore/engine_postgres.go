@@ -27,10 +27,6 @@ type postgresEngine struct {
 	checked atomic.Int64 // when rows was last read (UnixNano)
 }
 
-func (*postgresEngine) name() string { return "postgres" }
-
-func (*postgresEngine) dialect() *dialectSQL { return &postgresSQL }
-
 var postgresSQL = withStandard(dialectSQL{
 	schemas:         true,
 	returning:       true,
@@ -62,18 +58,16 @@ var postgresSQL = withStandard(dialectSQL{
 	resetSeq:   "SELECT setval(pg_get_serial_sequence('%[1]s', 'seq'), (SELECT MAX(seq) FROM %[1]s))",
 })
 
-// hiddenRangeRows is the number of messages (pg_class.reltuples) from which
-// a page reads its conversation as a range of two bounds no plan sees
-// (hiddenConversation); below, as an array of one (DESIGN.md §4.7).
-const hiddenRangeRows = 80_000
-
-const hiddenConversation = "(SELECT CAST(? AS text))"
+// From hiddenRangeRows messages (pg_class.reltuples) a page reads its
+// conversation as a range of two bounds no plan sees, below as an array of
+// one (DESIGN.md §4.7).
+const hiddenRangeRows, hiddenConversation = 80_000, "(SELECT CAST(? AS text))"
 
 // oneConversation reads the statistics at most once a minute, by one caller.
 func (e *postgresEngine) oneConversation(s *store, col string) (string, int) {
 	if at := e.checked.Load(); time.Since(time.Unix(0, at)) >= time.Minute && e.checked.CompareAndSwap(at, time.Now().UnixNano()) {
-		// Not under the caller's context: a page's query is built
-		// without it. On database/sql: no bun hook counts it as a page's.
+		// A page's query is built without the caller's context. On
+		// database/sql: no bun hook counts it as a page's.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		var rows int64
 		err := s.r.DB.QueryRowContext(ctx, "SELECT COALESCE((SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass('messages')), -1)").Scan(&rows)
@@ -88,9 +82,8 @@ func (e *postgresEngine) oneConversation(s *store, col string) (string, int) {
 	return col + " = ANY(ARRAY[" + hiddenConversation + "])", 1
 }
 
-// initMigrations creates the schema and the tables in a transaction that
-// holds the migration lock (two processes creating one table at once can
-// fail), as Migrator.Init would (which runs on the pool).
+// initMigrations does Migrator.Init's work in a transaction that holds the
+// migration lock: two processes creating one table at once can fail.
 func (e *postgresEngine) initMigrations(ctx context.Context, s *store, m *migrate.Migrator) error {
 	return s.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if err := e.claimMigration(ctx, s, tx); err != nil {
@@ -112,17 +105,15 @@ func (e *postgresEngine) initMigrations(ctx context.Context, s *store, m *migrat
 	})
 }
 
-// claimMigration takes the migration lock of the schema (Options.Schema
-// or the current one, which need not exist yet) in db's transaction, until
-// it ends: no lock outlives a transaction, as PgBouncer needs.
+// claimMigration takes the lock of the schema (Options.Schema or the
+// current one) until db's transaction ends, as PgBouncer needs.
 func (*postgresEngine) claimMigration(ctx context.Context, s *store, db bun.IConn) error {
 	_, err := db.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext('parley.migrate:' || current_database() || '.' || COALESCE(?, current_schema(), '')))",
 		nullable(s.opts.Schema))
 	return err
 }
 
-// sequence calls parley_sequence (DESIGN.md §4.3) while a call reads a
-// full batch.
+// sequence calls parley_sequence (DESIGN.md §4.3) while a call reads a full batch.
 func (*postgresEngine) sequence(ctx context.Context, s *store) error {
 	for {
 		s.seqMu.Lock() // one sequencer of this process at a time; others wait, then find less to do
@@ -137,39 +128,32 @@ func (*postgresEngine) sequence(ctx context.Context, s *store) error {
 	}
 }
 
-// reactRow is a row of parley_react's answer (migrations/postgres): one
-// for each name of the message after a step, in the names' order, or one
-// without a name when it has none.
+// reactRow is a row of parley_react's answer (migrations/postgres): one a
+// name of the message after a step, in order, or one without a name.
 type reactRow struct {
-	Step int `bun:"r_step"` // from 1
-	// Own is the reactor's number of names before a step that adds;
-	// Names and Reactors, the change in names and in reactor rows.
-	Own      int `bun:"r_own"`
-	Names    int `bun:"r_names"`
-	Reactors int `bun:"r_reactors"`
-	// Updated is 1 when the step wrote the message's row, whose values
-	// follow.
-	Updated   int       `bun:"r_updated"`
+	Step      int       `bun:"r_step"`     // from 1
+	Own       int       `bun:"r_own"`      // the reactor's names before a step that adds
+	Names     int       `bun:"r_names"`    // the change in names
+	Reactors  int       `bun:"r_reactors"` // the change in reactor rows
+	Updated   int       `bun:"r_updated"`  // 1: the step wrote the message's row, which follows
 	Text      string    `bun:"r_text"`
 	ReadAt    time.Time `bun:"r_read_at"`
 	UpdatedAt time.Time `bun:"r_updated_at"`
-	// Name, Count and Embedded are a name after the step, as reactionRow
-	// has them; Same, that its embedded reactors are the previous step's.
+	// A name after the step, as reactionRow has it; Same: its embedded
+	// reactors are the previous step's.
 	Name     sql.NullString `bun:"r_name"`
 	Count    sql.NullInt64  `bun:"r_count"`
 	Embedded sql.NullString `bun:"r_embedded"`
 	Same     bool           `bun:"r_same"`
 }
 
-// reactSQL calls parley_react: the message, then the steps' contacts,
-// first added name, number of added names, the added names, name taken
-// back, time and updated_at.
+// reactSQL calls parley_react: the message, the steps' contacts, first
+// added name, number added, the added names, name taken back, time, updated_at.
 const reactSQL = `SELECT * FROM parley_react(?::text, ?::text[], ?::integer[], ?::integer[], ?::text[], ?::text[], ?::timestamptz[], ?::text[])`
 
-// reactPostgres makes the reaction changes of chs, in order, on the locked
-// message id in one call of parley_react (DESIGN.md §4.5), the names a
-// change adds one step, each name it takes back one, and returns what each
-// change made. Each change's Check runs after (updateMessage).
+// reactPostgres makes the reaction changes of chs on the locked message id
+// in one call of parley_react (DESIGN.md §4.5), and returns what each
+// made; each change's Check runs after (updateMessage).
 func (s *store) reactPostgres(ctx context.Context, tx bun.Tx, id string, chs []driver.MessageChange) ([]reactedOne, error) {
 	steps, added := make(pgArrays, 6), make(pgArrays, 1)
 	var stepOf []int // the change of each step
@@ -263,19 +247,17 @@ type reactedOne struct {
 	reactions []reactionRow
 }
 
-// pgSearchVector is the expression of the index messages_search: the
-// words of m.
-const pgSearchVector = "array_to_tsvector(string_to_array(m.search_words, ' '))"
+// pgSearchVector and pgConversationVector are the expressions of the
+// indexes messages_search (m's words) and messages_search_conversation
+// (qualified by m's conversation, pgQualified).
+const (
+	pgSearchVector       = "array_to_tsvector(string_to_array(m.search_words, ' '))"
+	pgConversationVector = "array_to_tsvector(string_to_array(regexp_replace(m.search_words, '[^ ]+', " +
+		"left(md5(split_part(m.conversation_id, '/', 1)), 8) || '\\&', 'g'), ' '))"
+)
 
-// pgConversationVector is the expression of the index
-// messages_search_conversation: the words of m qualified by its
-// conversation (pgQualified).
-const pgConversationVector = "array_to_tsvector(string_to_array(regexp_replace(m.search_words, '[^ ]+', " +
-	"left(md5(split_part(m.conversation_id, '/', 1)), 8) || '\\&', 'g'), ' '))"
-
-// pgQualified returns the lexeme of word in the conversation conv in the
-// index messages_search_conversation: the first 8 hex digits of the md5
-// of conv, then word.
+// pgQualified returns word's lexeme in conv in messages_search_conversation:
+// the first 8 hex digits of conv's md5, then word.
 func pgQualified(conv, word string) string {
 	h := md5.Sum([]byte(conv))
 	return hex.EncodeToString(h[:4]) + word
@@ -286,11 +268,10 @@ func tsLexeme(s string) string {
 	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", "''") + "'"
 }
 
-// pgSearchMatch returns the condition on m of the messages whose words
-// match q, and its arguments; of the conversations convs too, if any
-// (their replies included), by each word's lexemes qualified by them, so
-// that GIN reads their entries alone (DESIGN.md §4.10). The rows'
-// conversations are tested too: two conversations' hashes may meet.
+// pgSearchMatch returns the condition on m that its words match q, with its
+// arguments; of convs too, if any, by lexemes qualified by them, so that GIN
+// reads their entries alone (DESIGN.md §4.10). The rows' conversations are
+// tested too: two conversations' hashes may meet.
 func pgSearchMatch(q driver.SearchQuery, convs []string) (string, []any) {
 	var terms []string
 	term := func(word, suffix string) {

@@ -16,15 +16,9 @@ import (
 	"github.com/parleychat/parley/messaging/driver"
 )
 
-// sqliteEngine is SQLite (package sqlite): a file in WAL mode, one writer
-// connection whose transactions are BEGIN IMMEDIATE (a transaction holds
-// the database, migrations' too), and a pool of readers. Statements with
-// arguments are prepared once (stmtCache).
+// sqliteEngine is SQLite (package sqlite; DESIGN.md §4): one writer whose
+// transactions hold the database, readers, statements prepared (stmtCache).
 type sqliteEngine struct{ engineDefaults }
-
-func (sqliteEngine) name() string { return "sqlite" }
-
-func (sqliteEngine) dialect() *dialectSQL { return &sqliteSQL }
 
 var sqliteSQL = withStandard(dialectSQL{
 	subqueryBounds:  true,
@@ -46,8 +40,7 @@ var sqliteSQL = withStandard(dialectSQL{
 	eventsOfFew: "events AS e INDEXED BY events_conversation",
 })
 
-// opened makes the caches of prepared statements of the writer and of
-// the readers (sqliteReadCols).
+// opened makes the writer's and the readers' stmtCache.
 func (sqliteEngine) opened(s *store, w, r *sql.DB) {
 	s.wstmts = newStmtCache(w, nil)
 	if r != w {
@@ -57,19 +50,17 @@ func (sqliteEngine) opened(s *store, w, r *sql.DB) {
 
 func (sqliteEngine) start(s *store) { s.startSearchIndexer() }
 
-// maxPrefixWords is the most words a search names in its FTS5 query for
-// its prefix; a prefix of more is a prefix query.
+// maxPrefixWords is the most words of the index a search's prefix stands
+// for in its FTS5 query; beyond, it is a prefix query.
 var maxPrefixWords = 64
 
-// ftsBucket is the first FTS5 rowid of the millisecond of the time ?: a
-// message's rowid is its created_at in milliseconds times 2^20, plus its
-// number in the millisecond (DESIGN.md §4.10).
+// ftsBucket is the first FTS5 rowid of the millisecond of the time ?
+// (rowids are created_at in ms << 20, plus a number; DESIGN.md §4.10).
 const ftsBucket = "(CAST(round(unixepoch(?, 'subsec') * 1000) AS INTEGER) << 20)"
 
-// search is SearchMessages on SQLite: the union of the page of FTS5 (up
-// to the mark) and of the tail beyond it, sorted, in one statement
-// (DESIGN.md §4.10). FTS5's matches are in time order to the millisecond:
-// the last millisecond of its page is read again and sorted exactly.
+// search is SearchMessages on SQLite: the union of FTS5's page (up to the
+// mark) and of the tail beyond it, in one statement (DESIGN.md §4.10).
+// FTS5 orders to the millisecond: its page's last one is read whole.
 func (sqliteEngine) search(ctx context.Context, s *store, q driver.SearchQuery, convs []string, member string) ([]messaging.Message, bool, error) {
 	mark, terms, err := s.searchMark(ctx, q.Prefix)
 	if err != nil {
@@ -86,9 +77,8 @@ func (sqliteEngine) search(ctx context.Context, s *store, q driver.SearchQuery, 
 	var seek string
 	var seekArgs []any
 	if cur != nil {
-		t := cur.Time.UTC()
-		seek = " AND m.created_at " + cmp + "= ? AND (m.created_at " + cmp + " ? OR m.id " + cmp + " ?)"
-		seekArgs = []any{t, t, cur.ID}
+		seek, seekArgs = s.seek("m.created_at", "m.id", cmp, cur.Time.UTC(), cur.ID)
+		seek = " AND " + seek
 	}
 	var where string
 	var whereArgs []any
@@ -119,8 +109,7 @@ func (sqliteEngine) search(ctx context.Context, s *store, q driver.SearchQuery, 
 		return s.searchPage(ctx, q, tail, tailArgs)
 	}
 	if named {
-		// A conversation's token, as the triggers write it, stands for its
-		// replies too.
+		// A conversation's token, as the triggers write it, stands for its replies too.
 		tokens := make([]string, len(convs))
 		for i, c := range convs {
 			tokens[i] = `"§` + strings.ToUpper(hex.EncodeToString([]byte(c))) + `"`
@@ -131,9 +120,8 @@ func (sqliteEngine) search(ctx context.Context, s *store, q driver.SearchQuery, 
 	if cur != nil {
 		seek, seekArgs = bucket+seek, append([]any{cur.Time.UTC()}, seekArgs...)
 	}
-	// FTS5 is the outer loop (CROSS JOIN), in the order of its rowids; the
-	// messages beyond the mark that the indexer indexed since searchMark
-	// read it are the tail's.
+	// FTS5 is the outer loop (CROSS JOIN), in its rowids' order; what the
+	// indexer indexed since searchMark is the tail's.
 	const from = " FROM message_search AS f CROSS JOIN message_search_ids AS i CROSS JOIN messages AS m "
 	cond := "WHERE f.message_search MATCH ? AND i.rowid = f.rowid AND m.seq = i.message_seq AND m.seq <= ?" + where + seek
 	args := slices.Concat([]any{match, mark}, whereArgs, seekArgs)
@@ -143,17 +131,15 @@ func (sqliteEngine) search(ctx context.Context, s *store, q driver.SearchQuery, 
 	return s.searchPage(ctx, q, query, slices.Concat(args, args, tailArgs))
 }
 
-// searchMark returns the mark of the search index and, for a prefix, the
-// words of the index it begins, read together so that the words are
-// those of every message up to the mark.
+// searchMark returns the search index's mark and, for a prefix, the words
+// of the index it begins, read together: the words of the messages to it.
 func (s *store) searchMark(ctx context.Context, prefix string) (mark int64, terms []string, err error) {
 	var rows []struct {
 		Mark int64   `bun:"mark"`
 		Term *string `bun:"term"`
 	}
 	if prefix == "" {
-		// The mark alone: the join below costs 20 µs more, a tenth of a
-		// search of a rare word in 3,000 messages.
+		// The mark alone: the join costs 20 µs, a tenth of a rare word's search.
 		err = s.read(ctx, &rows, "SELECT seq AS mark FROM message_search_mark")
 	} else {
 		err = s.read(ctx, &rows, "SELECT k.seq AS mark, t.term AS term FROM message_search_mark AS k LEFT JOIN "+
@@ -174,10 +160,9 @@ func (s *store) searchMark(ctx context.Context, prefix string) (mark int64, term
 	return rows[0].Mark, terms, nil
 }
 
-// ftsMatch returns the FTS5 query of q's words, its prefix named as the
-// words of the index it begins (terms) when few: FTS5 reads a prefix
-// query's every match before returning one, but streams an OR of words in
-// rowid order. It returns false when the prefix begins no word.
+// ftsMatch returns the FTS5 query of q, its prefix as the words it begins
+// (terms) when few: FTS5 streams an OR of words in rowid order, but reads
+// all of a prefix query's matches first. False: the prefix begins none.
 func ftsMatch(q driver.SearchQuery, terms []string) (string, bool) {
 	all := make([]string, 0, len(q.Words)+1)
 	for _, w := range q.Words {
@@ -195,12 +180,9 @@ func ftsMatch(q driver.SearchQuery, terms []string) (string, bool) {
 	return "(" + strings.Join(all, " AND ") + ")", true
 }
 
-// searchIndexEvery is how often the indexer looks for messages beyond the
-// mark; it goes on at once while a batch leaves more.
-const searchIndexEvery = 100 * time.Millisecond
-
-// searchBatch is the most messages the indexer indexes in a statement.
-const searchBatch = 1000
+// The indexer looks for messages beyond the mark every searchIndexEvery,
+// at once while a batch leaves more, and indexes searchBatch at a time.
+const searchIndexEvery, searchBatch = 100 * time.Millisecond, 1000
 
 // searchIndexer is the goroutine of a Store's search indexer, which keeps
 // FTS5 behind the sends by moving message_search_mark (DESIGN.md §4.10).
@@ -209,9 +191,8 @@ type searchIndexer struct {
 	done chan struct{} // closed when it has stopped
 }
 
-// startSearchIndexer starts the indexer the first time the store stores a
-// message (sqliteEngine.start), so that a store that only reads writes
-// nothing to its file. Close stops it, for good.
+// startSearchIndexer starts the indexer when the store first stores a
+// message, so that a store that only reads writes nothing; Close stops it.
 func (s *store) startSearchIndexer() {
 	if s.indexing.Load() {
 		return
@@ -247,8 +228,7 @@ func (s *store) startSearchIndexer() {
 	}()
 }
 
-// stopSearchIndexer stops the indexer, if it runs, and waits for it; it
-// does not start again.
+// stopSearchIndexer stops the indexer, if it runs, for good, and waits.
 func (s *store) stopSearchIndexer() {
 	s.indexerMu.Lock()
 	s.indexing.Store(true)
@@ -262,8 +242,7 @@ func (s *store) stopSearchIndexer() {
 }
 
 // indexSearch indexes up to batch messages beyond the mark and tells
-// whether more are left. It looks on the reader first, so that an idle
-// store takes no write lock.
+// whether more are left; it looks on the reader first, for an idle store.
 func indexSearch(ctx context.Context, r, w *sql.DB, batch int) (more bool, err error) {
 	var pending int
 	if err := r.QueryRowContext(ctx, "SELECT COALESCE((SELECT MAX(seq) FROM messages) > seq, 0) FROM message_search_mark").Scan(&pending); err != nil || pending == 0 {
@@ -278,13 +257,11 @@ func indexSearch(ctx context.Context, r, w *sql.DB, batch int) (more bool, err e
 	return err == nil && mark < last, err
 }
 
-// maxStmts bounds the prepared statements a Store keeps: list queries
-// differ by page size and by the number of conversations and ids.
+// maxStmts bounds the prepared statements a Store keeps (DESIGN.md §4.7).
 const maxStmts = 256
 
 // stmtCache holds prepared statements by query text, of the readers
-// (readPrepared) or of the writer (txStmt), at most maxStmts (DESIGN.md
-// §4.7).
+// (readPrepared) or of the writer (txStmt), at most maxStmts.
 type stmtCache struct {
 	db      *sql.DB
 	rewrite *strings.Replacer // if set, turns a query into the text prepared
@@ -299,9 +276,8 @@ func newStmtCache(db *sql.DB, rewrite *strings.Replacer) *stmtCache {
 }
 
 // get returns the prepared statement of query, or nil when the cache is
-// full or closed. It prepares outside the lock: preparing takes a
-// connection, which transactions waiting for the lock (inTx) may all hold.
-// Of two callers that prepare a query at once, the second closes its own.
+// full or closed. It prepares outside the lock, as that takes a connection,
+// which transactions waiting for the lock (inTx) may all hold.
 func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
 	c.mu.RLock()
 	st, ok := c.m[query]
@@ -331,9 +307,8 @@ func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
 }
 
 // inTx returns the prepared statement of query for a transaction, or nil
-// and notes query for prepareWanted: preparing in the transaction would
-// wait for a connection, which other transactions could all hold, waiting
-// for rows this one holds.
+// and notes query for prepareWanted: preparing would wait for a
+// connection, which transactions waiting for this one's rows may all hold.
 func (c *stmtCache) inTx(query string) *sql.Stmt {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -358,9 +333,8 @@ func (c *stmtCache) prepareWanted(ctx context.Context) {
 	}
 }
 
-// close closes the statements outside the lock: closing one waits for
-// its callers, which may wait for a connection that a transaction waiting
-// for the lock (inTx) holds.
+// close closes the statements outside the lock: closing one waits for its
+// callers, which may wait for a connection a transaction at inTx holds.
 func (c *stmtCache) close() error {
 	c.mu.Lock()
 	c.closed = true
@@ -374,9 +348,8 @@ func (c *stmtCache) close() error {
 	return errors.Join(errs...)
 }
 
-// sqliteReadCols rewrites the select lists of the prepared reads so that
-// each column is +column, without a declared type: the driver hands over
-// text, which bun parses once (DESIGN.md §4.7, "+column reads").
+// sqliteReadCols rewrites the prepared reads' columns as +column, of no
+// declared type, which bun parses once (DESIGN.md §4.7, "+column reads").
 var sqliteReadCols = strings.NewReplacer(
 	messageCols, exprCols(messageCols),
 	attachmentCols, exprCols(attachmentCols),
@@ -387,9 +360,8 @@ var sqliteReadCols = strings.NewReplacer(
 	"SELECT "+contactCols+" FROM contacts", "SELECT "+exprCols(contactCols)+" FROM contacts",
 )
 
-// exprCols turns a column list such as "m.id, c.username AS
-// contact_username" into "+m.id AS id, +c.username AS contact_username".
-// An expression (with parentheses) stays as it is.
+// exprCols turns "m.id, c.username AS contact_username" into "+m.id AS
+// id, +c.username AS contact_username"; an expression (with parentheses) stays.
 func exprCols(cols string) string {
 	parts := strings.Split(cols, ",")
 	depth := 0
