@@ -83,16 +83,14 @@ func (engineDefaults) putContact(ctx context.Context, s *store, args []any) erro
 		const upsert = `INSERT INTO contacts (` + contactCols + `) VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET username = excluded.username, phone_number = excluded.phone_number,
 			avatar_url = excluded.avatar_url, last_active_at = excluded.last_active_at, created_at = excluded.created_at`
-		_, err := s.w.ExecContext(ctx, upsert, args...)
-		if isUniqueViolation(err) {
-			// PostgreSQL may check the username's index before the id's,
-			// which a concurrent insert of this contact violates: again.
-			_, err = s.w.ExecContext(ctx, upsert, args...)
+		// PostgreSQL may check the username's index before the id's, which
+		// a concurrent insert of this contact violates: once more.
+		for range 2 {
+			if _, err := s.w.ExecContext(ctx, upsert, args...); !isUniqueViolation(err) {
+				return err
+			}
 		}
-		if isUniqueViolation(err) {
-			return errUsernameTaken // the only unique key ON CONFLICT leaves
-		}
-		return err
+		return errUsernameTaken // the only unique key ON CONFLICT leaves
 	})
 }
 
@@ -123,9 +121,7 @@ type dialectSQL struct {
 	txOptions, snapshotOptions   *sql.TxOptions // write transactions', a copy's read's
 
 	forUpdate string // locks a SELECT's rows ("" where a transaction holds the database)
-	// skip (std) follows an INSERT's values and skips a row whose key is
-	// taken; %[1]s, where used, is a column of the key (skipTail).
-	skip string
+	skip      string // (std) after an INSERT's values, skips a row whose key is taken (skipTail)
 	// insertNew (std) begins, insertNewTail ends, an INSERT that skips a
 	// row whose key is taken and counts only the rows it inserted.
 	insertNew, insertNewTail string
@@ -142,9 +138,8 @@ type dialectSQL struct {
 	pruneEvents    string
 	prunedPerEvent int64
 	eventsOfFew    string // (std) the FROM of a page of a few conversations' events
-	// countSend (std) counts n messages of a conversation (id, first's
-	// time, newest's time, n, newest's id); countOwn (std), n of a
-	// contact's (conversation, contact, n).
+	// countSend (std) counts n messages of a conversation (id, first's time,
+	// newest's time, n, newest's id); countOwn (std), (conversation, contact, n).
 	countSend, countOwn string
 	addMember           string // (std) makes a member (conversation, contact, time)
 	// takers (std) makes contacts take part in threads from a time, a
@@ -161,8 +156,7 @@ type dialectSQL struct {
 	wordMark             string // written before every word of messages.search_words
 }
 
-// skipTail returns the clause after an INSERT's values that skips a row
-// whose key (of which key is a column) is taken.
+// skipTail returns skip, key in place of its %[1]s (a column of the key).
 func (d *dialectSQL) skipTail(key string) string {
 	if !strings.Contains(d.skip, "%") {
 		return d.skip
@@ -182,7 +176,9 @@ func withStandard(d dialectSQL) dialectSQL {
 	d.eventLog = cmp.Or(d.eventLog, "event_log")
 	d.eventsOfFew = cmp.Or(d.eventsOfFew, "events AS e")
 	d.countSend = cmp.Or(d.countSend, `INSERT INTO conversations (id, created_at, updated_at, message_count, last_message_id)
-		VALUES (?, ?, ?, ?, ?)`+countSendConflict)
+		VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET message_count = conversations.message_count + EXCLUDED.message_count,
+		last_message_id = CASE WHEN `+newest+` THEN EXCLUDED.last_message_id ELSE conversations.last_message_id END,
+		updated_at = CASE WHEN `+newest+` THEN EXCLUDED.updated_at ELSE conversations.updated_at END`)
 	d.countOwn = cmp.Or(d.countOwn, `INSERT INTO conversation_members (conversation_id, contact_id, own_count) VALUES (?, ?, ?)
 		ON CONFLICT (conversation_id, contact_id) DO UPDATE SET own_count = conversation_members.own_count + EXCLUDED.own_count`)
 	d.addMember = cmp.Or(d.addMember, `INSERT INTO conversation_members (conversation_id, contact_id, is_member, joined_at) VALUES (?, ?, TRUE, ?)
@@ -200,11 +196,6 @@ func withStandard(d dialectSQL) dialectSQL {
 	d.pruneKeyArgs = cmp.Or(d.pruneKeyArgs, 2)
 	return d
 }
-
-// countSendConflict is the ON CONFLICT clause of the standard countSend.
-const countSendConflict = ` ON CONFLICT (id) DO UPDATE SET message_count = conversations.message_count + EXCLUDED.message_count,
-	last_message_id = CASE WHEN ` + newest + ` THEN EXCLUDED.last_message_id ELSE conversations.last_message_id END,
-	updated_at = CASE WHEN ` + newest + ` THEN EXCLUDED.updated_at ELSE conversations.updated_at END`
 
 // engineOf returns the engine of a bun dialect, or an error matching
 // messaging.ErrUnimplemented.
