@@ -15,17 +15,14 @@ import (
 	"github.com/parleychat/parley/messaging/driver"
 )
 
-// Sends (sends.go) and changes of one message (combiner) are made in
-// batches: those that arrive while a batch is under way wait in a queue,
-// and the next batch takes up to maxBatch of them, in order.
+// maxBatch bounds the sends (sends.go) or changes of a message (combiner)
+// that one batch makes, of those that wait in order.
 const maxBatch = 64
 
 // A call is a send or change that waits in a queue for a batch.
 type call interface {
 	comparable
-	// waiter returns its caller's context and the channel (buffered) of
-	// its outcome.
-	waiter() (context.Context, chan error)
+	waiter() (context.Context, chan error) // its caller's context; its outcome, buffered
 }
 
 // outcome is err, a call's outcome, for its caller: the call's own panic
@@ -84,12 +81,10 @@ func caught[C call](s *store, batch []C, do func([]C), logArgs ...any) {
 	do(batch)
 }
 
-// errCombinedPanic is the outcome of a call whose batch panicked outside
-// any one call (caught).
+// errCombinedPanic is the outcome of a call whose batch panicked (caught).
 var errCombinedPanic = errors.New("sqlstore: the transaction of combined changes panicked")
 
-// panicked is the outcome of a call that panicked: its caller panics with
-// value.
+// panicked is the outcome of a call that panicked: its caller's panic.
 type panicked struct{ value any }
 
 func (p *panicked) Error() string { return fmt.Sprintf("sqlstore: the change panicked: %v", p.value) }
@@ -133,9 +128,7 @@ func whileWaited[C call](waiters []C) (ctx context.Context, stop func()) {
 type combiner struct {
 	running sync.WaitGroup // the goroutines that make batches (Store.Close waits)
 	mu      sync.Mutex
-	// queues holds, for each message a transaction is changing, the
-	// changes that arrived since, in order.
-	queues map[string][]*combined
+	queues  map[string][]*combined // of each message being changed, the changes that wait
 }
 
 // combined is a change waiting to be made, and its outcome.
@@ -203,9 +196,8 @@ func (s *store) next(id string) []*combined {
 	return next
 }
 
-// makeAll makes the changes of batch whose callers still wait, in order,
-// in as few transactions as their failures allow, and gives each caller
-// its outcome.
+// makeAll makes the changes of batch whose callers wait, in order, in as
+// few transactions as their failures allow, and answers each caller.
 func (s *store) makeAll(id string, batch []*combined) {
 	todo := batch
 	for {
@@ -242,9 +234,9 @@ const (
 	failedTogether = -2 // no one change's: each is made again alone
 )
 
-// makeTogether makes the changes of todo in one transaction and gives each
-// caller its outcome when it commits; otherwise it returns the error and
-// what failed: a change's index, failedAll or failedTogether.
+// makeTogether makes the changes of todo in one transaction and answers
+// their callers when it commits; otherwise it returns the error and what
+// failed: a change's index, failedAll or failedTogether.
 func (s *store) makeTogether(id string, todo []*combined) (failed int, err error) {
 	ctx, stop := whileWaited(todo)
 	defer stop()
@@ -303,9 +295,7 @@ func (s *store) makeTogether(id string, todo []*combined) (failed int, err error
 }
 
 // txFailure reports whether err, met by a transaction of combined
-// changes, is the transaction's rather than one change's: the database
-// unreachable or too busy, a lock or statement timeout, the transaction's
-// context ended.
+// changes, is the transaction's rather than one change's.
 func (s *store) txFailure(err error) bool {
 	if unavailable(err) || s.retryable(err) || errors.Is(err, context.Canceled) {
 		return true

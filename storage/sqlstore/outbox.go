@@ -22,9 +22,8 @@ import (
 
 var _ driver.EventStore = (*store)(nil)
 
-// The outbox: DESIGN.md §4.3.
-
-// maxSequence is the most rows one sequencing transaction numbers.
+// maxSequence is the most rows one pass of the outbox's sequencer
+// numbers (DESIGN.md §4.3).
 const maxSequence = 1000
 
 // eventRow is a row of events.
@@ -37,9 +36,8 @@ type eventRow struct {
 	Payload        string    `bun:"payload"`
 }
 
-// eventSealer returns the Sealer of the event ids, under the key the
-// installation row holds; the first caller of an installation makes the
-// key (16 random bytes, hex), and every instance reads the one stored.
+// eventSealer returns the Sealer of the event ids, under the key of the
+// installation row, which the installation's first caller makes.
 func (s *store) eventSealer(ctx context.Context) (*ids.Sealer, error) {
 	if sl := s.sealer.Load(); sl != nil {
 		return sl, nil
@@ -92,8 +90,7 @@ func payloadOf(e messaging.Event) ([]byte, error) {
 		DeletedPID: e.DeletedParentID, Thread: e.Thread})
 }
 
-// record stores the events rec makes of c, in tx. A nil rec records
-// nothing.
+// record stores the events rec makes of c, if any, in tx.
 func (s *store) record(ctx context.Context, tx bun.Tx, rec driver.Recorder, c driver.Change) error {
 	if rec == nil {
 		return nil
@@ -175,8 +172,7 @@ func (a pgArrays) add(c int, v string) {
 	a[c] = append(b, '"')
 }
 
-// args appends the literals to dst, in the order of the columns ("{}" for
-// a column without elements), and returns it.
+// args appends the literals to dst, in the order of the columns.
 func (a pgArrays) args(dst []any) []any {
 	for _, col := range a {
 		if len(col) == 0 {
@@ -199,7 +195,7 @@ func insertEventsSQL(d *dialectSQL, n int) string {
 }
 
 // ReadEvents returns up to q.Limit events matching q in seq order, after
-// numbering the events committed since the last call (PostgreSQL, MySQL).
+// numbering those committed since (PostgreSQL, MySQL).
 func (s *store) ReadEvents(ctx context.Context, q driver.EventQuery) (_ []messaging.Event, err error) {
 	defer wrapTo("sqlstore.ReadEvents", &err)
 	if q.Limit < 1 {
@@ -215,9 +211,7 @@ func (s *store) ReadEvents(ctx context.Context, q driver.EventQuery) (_ []messag
 	var scope []string
 	var args []any
 	from := "events AS e"
-	if q.After > 0 && !q.All && member == "" && len(convs) > 0 {
-		// A resume (or a page after a cursor) of a few conversations
-		// (dialectSQL.eventsOfFew).
+	if q.After > 0 && !q.All && member == "" && len(convs) > 0 { // a resume of a few conversations
 		from = s.sql.eventsOfFew
 	}
 	if b, ok := s.scopeBranch("e.conversation_id", q.All, member, convs); ok {
@@ -260,8 +254,7 @@ func (s *store) ReadEvents(ctx context.Context, q driver.EventQuery) (_ []messag
 const maxRedactIDs = 500
 
 // redact redacts from evs the messages and attachments they show that a
-// stored delete event names (deleted_id; its partial index holds only
-// delete events), committed before this read began.
+// stored delete event names (deleted_id, a partial index).
 func (s *store) redact(ctx context.Context, evs []messaging.Event) error {
 	seen := make(map[string]bool)
 	var subjects []string
@@ -347,8 +340,7 @@ func (s *store) LastEvent(ctx context.Context) (_ messaging.Event, err error) {
 	return s.oneEvent(ctx, "e.seq > 0 ORDER BY e.seq DESC LIMIT 1")
 }
 
-// oneEvent returns the first event of those that where (and what follows
-// it) selects, or an error matching messaging.ErrNotFound.
+// oneEvent returns the first event that where (and what follows) selects.
 func (s *store) oneEvent(ctx context.Context, where string, args ...any) (messaging.Event, error) {
 	r, err := readOne[eventRow](ctx, s.read, "event", "SELECT "+eventCols+" FROM events AS e WHERE "+where, args...)
 	if err != nil {
@@ -365,8 +357,7 @@ func (s *store) oneEvent(ctx context.Context, where string, args ...any) (messag
 const pruneBatch = 1000
 
 // PruneEvents removes events oldest first while they were created before
-// before, in batches, walking the seq index (no index on the time is kept
-// for it). On SQLite it keeps the newest event.
+// before, in batches, walking the seq index. On SQLite it keeps the newest.
 func (s *store) PruneEvents(ctx context.Context, before time.Time) (total int, err error) {
 	defer wrapTo("sqlstore.PruneEvents", &err)
 	for {

@@ -77,9 +77,8 @@ func (s *store) send(ctx context.Context, p *pendingSend) error {
 	}
 }
 
-// slot takes a statement slot and returns it when none is taken or every
-// statement under way has run for stallAfter, or returns nil. The caller
-// holds sc.mu.
+// slot takes and returns a statement slot if every statement under way
+// has run for stallAfter, or nil. The caller holds sc.mu.
 func (sc *sendCombiner) slot() *time.Time {
 	now := time.Now()
 	if slices.ContainsFunc(sc.slots, func(since *time.Time) bool { return now.Sub(*since) < stallAfter }) {
@@ -217,9 +216,8 @@ func (s *store) sendInTx(ctx context.Context, batch []*pendingSend) {
 	}
 }
 
-// allStored reports whether the messages of batch are stored: the
-// statement that stored them all or none of them committed. No when it
-// cannot tell.
+// allStored reports whether the statement that stored the messages of
+// batch, all or none, committed. No when it cannot tell.
 func (s *store) allStored(ctx context.Context, batch []*pendingSend) bool {
 	col := make(pgArrays, 1)
 	for _, p := range batch {
@@ -246,9 +244,8 @@ func (s *store) eachAlone(batch []*pendingSend) {
 }
 
 // serverAnswered reports whether err, the error of a statement of sends
-// run with ctx, is the server's answer, which stored nothing: not a
-// connection lost or the database unavailable (the outcome unknown), nor
-// the cancellation of a statement whose callers have all left.
+// run with ctx, is the server's answer, which stored nothing: not a lost
+// connection, the database unavailable or all callers gone.
 func serverAnswered(ctx context.Context, err error) bool {
 	c := pgCode(err)
 	if c == "" || connLost(err) || unavailable(err) {
@@ -273,9 +270,8 @@ const (
 	` + sentArrays
 )
 
-// sentColumns returns the columns of m's row as sentSQL passes them: id,
-// conversation, contact, text, search words, read_at, created_at and
-// updated_at ("" when zero).
+// sentColumns returns the columns of m's row as sentSQL passes them (""
+// for a zero time).
 func sentColumns(m messaging.Message) [8]string {
 	readAt, updatedAt := "", ""
 	if !m.ReadAt.IsZero() {
