@@ -79,14 +79,11 @@ func (s *store) contactWhere(ctx context.Context, where string, arg string) (mes
 // TouchContact sets the contact's LastActiveAt, or returns an error
 // matching ErrNotFound.
 func (s *store) TouchContact(ctx context.Context, id string, at time.Time) error {
-	return wrapErr("sqlstore.TouchContact", s.retry(ctx, func(ctx context.Context) error {
-		// One statement, atomic on its own.
-		if n, err := affected(s.w.ExecContext(ctx, "UPDATE contacts SET last_active_at = ? WHERE id = ?", ts(at), id)); err != nil || n > 0 {
-			return err
-		}
+	n, err := s.exec(ctx, "UPDATE contacts SET last_active_at = ? WHERE id = ?", ts(at), id)
+	if err == nil && n == 0 {
 		// MySQL without CLIENT_FOUND_ROWS (a *bun.DB given to New) counts
 		// changed rows only.
-		_, err := readOne[string](ctx, txQuery(s.w), "contact", "SELECT id FROM contacts WHERE id = ?", id)
-		return err
-	}))
+		_, err = readOne[string](ctx, txQuery(s.w), "contact", "SELECT id FROM contacts WHERE id = ?", id)
+	}
+	return wrapErr("sqlstore.TouchContact", err)
 }

@@ -396,11 +396,9 @@ func (s *store) AddMember(ctx context.Context, conversationID, contactID string,
 
 // RemoveMember ends the membership, keeping the contact's read state.
 func (s *store) RemoveMember(ctx context.Context, conversationID, contactID string) error {
-	return wrapErr("sqlstore.RemoveMember", s.retry(ctx, func(ctx context.Context) error {
-		_, err := s.w.ExecContext(ctx, "UPDATE conversation_members SET is_member = FALSE, joined_at = NULL WHERE conversation_id = ? AND contact_id = ?",
-			conversationID, contactID)
-		return err
-	}))
+	_, err := s.exec(ctx, "UPDATE conversation_members SET is_member = FALSE, joined_at = NULL WHERE conversation_id = ? AND contact_id = ?",
+		conversationID, contactID)
+	return wrapErr("sqlstore.RemoveMember", err)
 }
 
 // IsMember reports whether the contact is a member of the conversation.
