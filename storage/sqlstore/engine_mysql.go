@@ -28,16 +28,13 @@ var mysqlSQL = withStandard(dialectSQL{
 	snapshotOptions:  &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
 	forUpdate:        " FOR UPDATE",
 	skip:             " ON DUPLICATE KEY UPDATE %[1]s = %[1]s",
-	// ON DUPLICATE KEY UPDATE would count the row found (the driver sets
-	// clientFoundRows), INSERT IGNORE does not. Its users check every
-	// value before, so IGNORE hides no other error.
+	// Not ON DUPLICATE KEY UPDATE, which counts the row found (clientFoundRows);
+	// its users check every value before, so IGNORE hides no other error.
 	insertNew:   "INSERT IGNORE INTO",
 	beforeSlash: "SUBSTRING_INDEX(%[1]s, '/', 1)",
-	// Without the contact: a locking read would lock the contact's row
-	// too. The message is read again with it after the change.
+	// Without the contact, whose row a locking read would lock too.
 	lockMessage: "SELECT " + messageOwnCols + " FROM messages AS m WHERE m.id = ? FOR UPDATE",
-	// One row a reactor: GROUP_CONCAT is cut at group_concat_max_len
-	// (1,024 bytes by default).
+	// One row a reactor: GROUP_CONCAT is cut at group_concat_max_len (1 KiB).
 	reactions:      reactionsRowsSQL,
 	reactionsOrder: " ORDER BY n.message_id, n.seq, r.seq",
 	eventGate:      mysqlGate,

@@ -30,9 +30,8 @@ var sqliteSQL = withStandard(dialectSQL{
 	insertNewTail:   " ON CONFLICT DO NOTHING",
 	beforeSlash:     "substr(%[1]s, 1, instr(%[1]s, '/') - 1)",
 	lockMessage:     "SELECT " + messageCols + " FROM " + messageFrom + " WHERE m.id = ?",
-	// The rows of a subquery in the index's order, which SQLite keeps
-	// under an aggregate, not group_concat(x ORDER BY …), which sorts
-	// (DESIGN.md §4.5; TestEmbeddedReactorsOrder).
+	// A subquery's rows in the index's order, which an aggregate keeps;
+	// group_concat(x ORDER BY …) sorts (DESIGN.md §4.5).
 	reactions: reactionsBySQL(`SELECT group_concat(u.username, char(31)) FROM (SELECT COALESCE(c.username, '') AS username
 		FROM reactions AS r LEFT JOIN contacts AS c ON c.id = r.contact_id
 		WHERE r.message_id = n.message_id AND r.name = n.name AND r.seq <= n.head_seq ORDER BY r.seq) AS u`),
@@ -306,9 +305,8 @@ func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
 	return kept, nil
 }
 
-// inTx returns the prepared statement of query for a transaction, or nil
-// and notes query for prepareWanted: preparing would wait for a
-// connection, which transactions waiting for this one's rows may all hold.
+// inTx returns query's prepared statement for a transaction, or nil and notes
+// it for prepareWanted: preparing waits for a connection others may hold, waiting.
 func (c *stmtCache) inTx(query string) *sql.Stmt {
 	c.mu.Lock()
 	defer c.mu.Unlock()
