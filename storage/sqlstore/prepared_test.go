@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/parleychat/parley/internal/cputime"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
@@ -186,9 +188,9 @@ func BenchmarkSQLiteReads(b *testing.B) {
 }
 
 // TestPostgresPagePartsPrepared: on PostgreSQL the reactions and
-// attachments of a page are read by prepared statements for up to 16
-// messages (on the store's one connection, the server holds them), and
-// planned with their values beyond; the page is the same either way.
+// attachments of a page are read by prepared statements (on the store's
+// one connection, the server holds them), a list of more than 16 ids
+// padded to a power of two; the page is the same either way.
 func TestPostgresPagePartsPrepared(t *testing.T) {
 	e := engine(t, "postgres")
 	dsn := e.DSN(t)
@@ -231,8 +233,46 @@ func TestPostgresPagePartsPrepared(t *testing.T) {
 	}
 	reactions, attachments := prepared()
 	for what, qs := range map[string][]string{"reactions": reactions, "attachments": attachments} {
-		require.Len(t, qs, 1, "%s: those of 10 messages prepared, of 20 not", what)
+		require.Len(t, qs, 2, "%s: those of 10 and of 20 messages prepared", what)
+		slices.SortFunc(qs, func(a, b string) int { return len(a) - len(b) })
 		assert.Contains(t, qs[0], "$10)", what)
 		assert.NotContains(t, qs[0], "$11", what)
+		assert.Contains(t, qs[1], "$32)", what, "20 ids padded to 32")
+		assert.NotContains(t, qs[1], "$33", what)
+	}
+}
+
+// BenchmarkPageLists reads first pages of n messages on SQLite, each with
+// a reaction and an attachment: both are read by lists of n ids, prepared
+// up to 128 ids, padded to a power of two beyond 16 (DESIGN.md §4.7).
+func BenchmarkPageLists(b *testing.B) {
+	ctx := b.Context()
+	s, err := sqlstore.Open(ctx, filepath.Join(b.TempDir(), "parley.db"), quiet)
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = s.Close() })
+	require.NoError(b, s.Migrate(ctx))
+	c := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: base}
+	require.NoError(b, s.Driver().PutContact(ctx, c))
+	for i := range 100 {
+		at := sec(i)
+		a := messaging.Attachment{ID: ids.NewAt(ids.Attachment, at), UploaderID: c.ID, Filename: "f.txt", FileType: "text/plain", Key: fmt.Sprint("k/", i), CreatedAt: at}
+		require.NoError(b, s.Driver().CreateAttachment(ctx, a, nil))
+		m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: c, Text: "m", CreatedAt: at}
+		require.NoError(b, s.Driver().CreateMessage(ctx, m, []string{a.ID}, nil))
+		_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: c.ID, Add: []string{"x"}}})
+		require.NoError(b, err)
+	}
+	for _, n := range []int{10, 17, 24, 32, 50, 100} {
+		page := driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: n}}
+		b.Run(fmt.Sprint("page", n), func(b *testing.B) {
+			b.ReportAllocs()
+			cpu := cputime.Process(b)
+			for b.Loop() {
+				if _, _, err := s.Driver().ListMessages(ctx, page); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(cputime.Process(b)-cpu)/float64(b.N), "cpu-ns/op")
+		})
 	}
 }

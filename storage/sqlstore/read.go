@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,8 +31,9 @@ func (s *store) read(ctx context.Context, dst any, query string, args ...any) er
 }
 
 // maxPreparedIDs is the most ids in the lists of a query that readByIDs
-// and transactions prepare: each length is a statement of its own.
-const maxPreparedIDs = 16
+// and transactions prepare. Each length is a statement of its own, so a
+// list of more than 16 is padded to a power of two (expandList).
+const maxPreparedIDs = 128
 
 // readByIDs is read for the reactions and attachments of messages by
 // their ids: prepared on PostgreSQL too, for up to maxPreparedIDs ids.
@@ -177,17 +179,22 @@ func expandArgs(query string, args []any, dollar bool) (string, []any, bool) {
 }
 
 // expandList writes a placeholder for each element of list and appends
-// the element to out; false for an empty list. Generic, so that the
-// elements of boxedIDs, already interfaces, are not boxed again.
+// the element to out, a list of more than 16 padded with its last element
+// to a power of two (lists are of IN); false for an empty list. Generic,
+// so that the elements of boxedIDs, already interfaces, are not boxed again.
 func expandList[E any](b *strings.Builder, out *[]any, list []E, placeholder func()) bool {
 	if len(list) == 0 {
 		return false
 	}
-	for k, id := range list {
+	n := len(list)
+	if n > 16 {
+		n = 1 << bits.Len(uint(n-1))
+	}
+	for k := range n {
 		if k > 0 {
 			b.WriteString(", ")
 		}
-		*out = append(*out, id)
+		*out = append(*out, list[min(k, len(list)-1)])
 		placeholder()
 	}
 	return true

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -134,26 +135,39 @@ func TestSQLiteConcurrentWritesPrepare(t *testing.T) {
 
 // TestLongListsNotPrepared: a read or a transaction's statement with a
 // list of more than maxPreparedIDs ids is not prepared (each length would
-// be a statement of its own in the cache for good); a shorter one is.
+// be a statement of its own in the cache for good); a shorter one is, a
+// list of more than 16 padded to a power of two and reading the same rows.
 func TestLongListsNotPrepared(t *testing.T) {
 	ctx := t.Context()
-	s, _ := sqliteStore(t)
-	ids := func(n int) idList {
-		l := make(idList, n)
-		for i := range l {
-			l[i] = fmt.Sprint("msg_", i)
-		}
-		return l
+	s, c := sqliteStore(t)
+	var stored idList
+	for range 20 {
+		m := messaging.Message{ID: ids.New(ids.Message), ConversationID: "c", Contact: c, Text: "m", CreatedAt: time.Now()}
+		require.NoError(t, s.Driver().CreateMessage(ctx, m, nil, nil))
+		stored = append(stored, m.ID)
 	}
-	for _, n := range []int{maxPreparedIDs + 1, maxPreparedIDs} {
+	ids := func(n int) idList {
+		l := slices.Clone(stored)
+		for i := len(l); i < n; i++ {
+			l = append(l, fmt.Sprint("msg_", i))
+		}
+		return l[:n]
+	}
+	for _, n := range []int{maxPreparedIDs + 1, maxPreparedIDs, 17} {
+		want := min(n, len(stored))
 		err := s.s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 			var got []string
-			return s.s.txRead(ctx, tx, &got, "SELECT id FROM messages WHERE id IN (?)", ids(n))
+			err := s.s.txRead(ctx, tx, &got, "SELECT id FROM messages WHERE id IN (?)", ids(n))
+			assert.Len(t, got, want, "a transaction's read of %d ids", n)
+			return err
 		})
 		require.NoError(t, err)
 		var got []string
 		require.NoError(t, s.s.read(ctx, &got, "SELECT id FROM messages WHERE id IN (?)", ids(n)))
+		assert.Len(t, got, want, "a read of %d ids", n)
+		got = nil
 		require.NoError(t, s.s.readByIDs(ctx, &got, "SELECT id FROM messages WHERE id IN (?) AND id <> ''", ids(n)))
+		assert.Len(t, got, want, "a read by %d ids", n)
 	}
 	lists := func(c *stmtCache) []int {
 		c.mu.RLock()
@@ -164,8 +178,9 @@ func TestLongListsNotPrepared(t *testing.T) {
 				lists = append(lists, strings.Count(q, "?"))
 			}
 		}
+		slices.Sort(lists)
 		return lists
 	}
-	assert.Equal(t, []int{maxPreparedIDs}, lists(s.s.wstmts), "the writer's")
-	assert.Equal(t, []int{maxPreparedIDs, maxPreparedIDs}, lists(s.s.stmts), "the readers'")
+	assert.Equal(t, []int{32, maxPreparedIDs}, lists(s.s.wstmts), "the writer's")
+	assert.Equal(t, []int{32, 32, maxPreparedIDs, maxPreparedIDs}, lists(s.s.stmts), "the readers'")
 }
