@@ -168,12 +168,9 @@ func (s *store) execWrite(ctx context.Context, db bun.IConn, query string, args 
 		}
 	} else if s.cached != nil {
 		if q, dargs, ok := expandArgs(query, args, true); ok {
-			res, err := s.w.DB.ExecContext(ctx, q, s.cachedArgs(dargs)...)
-			if err != nil && stalePlan(err) {
-				// The driver dropped the statement, unrun: prepared again.
-				res, err = s.w.DB.ExecContext(ctx, q, s.cachedArgs(dargs)...)
-			}
-			return res, err
+			return unstale(s.w.DB, func() (sql.Result, error) {
+				return s.w.DB.ExecContext(ctx, q, s.cachedArgs(dargs)...)
+			})
 		}
 	}
 	return db.ExecContext(ctx, query, bunArgs(args)...)

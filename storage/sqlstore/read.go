@@ -61,11 +61,9 @@ func longList(args []any) bool {
 func (s *store) readPrepared(ctx context.Context, dst any, query string, args ...any) error {
 	if s.cached != nil {
 		if q, dargs, ok := expandArgs(query, args, true); ok {
-			rows, err := s.r.DB.QueryContext(ctx, q, s.cachedArgs(dargs)...)
-			if err != nil && stalePlan(err) {
-				// The driver dropped the statement: prepared again.
-				rows, err = s.r.DB.QueryContext(ctx, q, s.cachedArgs(dargs)...)
-			}
+			rows, err := unstale(s.r.DB, func() (*sql.Rows, error) {
+				return s.r.DB.QueryContext(ctx, q, s.cachedArgs(dargs)...)
+			})
 			return s.scan(ctx, dst, rows, err)
 		}
 	}
@@ -82,6 +80,22 @@ func (s *store) readPrepared(ctx context.Context, dst any, query string, args ..
 		}
 	}
 	return s.r.NewRaw(query, bunArgs(args)...).Scan(ctx, dst)
+}
+
+// unstale runs fn, a statement from the statement cache of db's
+// connections (Store.cached), again while it fails on a stale plan: the
+// driver drops the statement from the failing connection's cache, and the
+// next run may take another connection that still holds it. Each of the
+// connections open fails once at most.
+func unstale[T any](db *sql.DB, fn func() (T, error)) (T, error) {
+	v, err := fn()
+	if !stalePlan(err) {
+		return v, err
+	}
+	for n := db.Stats().OpenConnections; n > 0 && stalePlan(err); n-- {
+		v, err = fn()
+	}
+	return v, err
 }
 
 // scan scans rows into dst, or returns err, the error of their query.
