@@ -190,23 +190,14 @@ func BenchmarkSQLiteReads(b *testing.B) {
 // TestPostgresPagePartsPrepared: on PostgreSQL the reactions and
 // attachments of a page are read by prepared statements (on the store's
 // one connection, the server holds them), a list of more than 16 ids
-// padded to a power of two; the page is the same either way.
+// (exactIDs) padded to a power of two; the page is the same either way.
 func TestPostgresPagePartsPrepared(t *testing.T) {
 	e := engine(t, "postgres")
 	dsn := e.DSN(t)
 	require.NoError(t, open(t, dsn).Migrate(t.Context()))
 	s := open(t, dsn, &sqlstore.Options{Logger: discard, MaxOpenConns: 1})
 	ctx := t.Context()
-	c := putContact(t, s, "alice")
-	for i := range 20 {
-		at := sec(i)
-		a := messaging.Attachment{ID: ids.NewAt(ids.Attachment, at), UploaderID: c.ID, Filename: "f.txt", FileType: "text/plain", Key: fmt.Sprint("k/", i), CreatedAt: at}
-		require.NoError(t, s.Driver().CreateAttachment(ctx, a, nil))
-		m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: c, Text: "m", CreatedAt: at}
-		require.NoError(t, s.Driver().CreateMessage(ctx, m, []string{a.ID}, nil))
-		_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: c.ID, Add: []string{"x"}}})
-		require.NoError(t, err)
-	}
+	reactedMessages(t, s, putContact(t, s, "alice"), 20)
 	// The statements of reactions and of attachments by a list of ids
 	// that the server holds prepared.
 	prepared := func() (reactions, attachments []string) {
@@ -242,6 +233,22 @@ func TestPostgresPagePartsPrepared(t *testing.T) {
 	}
 }
 
+// reactedMessages sends n messages of c to the conversation "c", a second
+// apart, each with an attachment and c's reaction "x".
+func reactedMessages(tb testing.TB, s *sqlstore.Store, c messaging.Contact, n int) {
+	tb.Helper()
+	ctx := tb.Context()
+	for i := range n {
+		at := sec(i)
+		a := messaging.Attachment{ID: ids.NewAt(ids.Attachment, at), UploaderID: c.ID, Filename: "f.txt", FileType: "text/plain", Key: fmt.Sprint("k/", i), CreatedAt: at}
+		require.NoError(tb, s.Driver().CreateAttachment(ctx, a, nil))
+		m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: c, Text: "m", CreatedAt: at}
+		require.NoError(tb, s.Driver().CreateMessage(ctx, m, []string{a.ID}, nil))
+		_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: c.ID, Add: []string{"x"}}})
+		require.NoError(tb, err)
+	}
+}
+
 // BenchmarkPageLists reads first pages of n messages on SQLite, each with
 // a reaction and an attachment: both are read by lists of n ids, prepared
 // up to 128 ids, padded to a power of two beyond 16 (DESIGN.md §4.7).
@@ -253,15 +260,7 @@ func BenchmarkPageLists(b *testing.B) {
 	require.NoError(b, s.Migrate(ctx))
 	c := messaging.Contact{ID: ids.New(ids.Contact), Username: "alice", CreatedAt: base}
 	require.NoError(b, s.Driver().PutContact(ctx, c))
-	for i := range 100 {
-		at := sec(i)
-		a := messaging.Attachment{ID: ids.NewAt(ids.Attachment, at), UploaderID: c.ID, Filename: "f.txt", FileType: "text/plain", Key: fmt.Sprint("k/", i), CreatedAt: at}
-		require.NoError(b, s.Driver().CreateAttachment(ctx, a, nil))
-		m := messaging.Message{ID: ids.NewAt(ids.Message, at), ConversationID: "c", Contact: c, Text: "m", CreatedAt: at}
-		require.NoError(b, s.Driver().CreateMessage(ctx, m, []string{a.ID}, nil))
-		_, err := s.Driver().UpdateMessage(ctx, m.ID, driver.MessageChange{Reactions: &driver.ReactionChange{ContactID: c.ID, Add: []string{"x"}}})
-		require.NoError(b, err)
-	}
+	reactedMessages(b, s, c, 100)
 	for _, n := range []int{10, 17, 24, 32, 50, 100} {
 		page := driver.MessageQuery{Scope: driver.Scope{ConversationIDs: []string{"c"}}, Window: driver.Window{Limit: n}}
 		b.Run(fmt.Sprint("page", n), func(b *testing.B) {

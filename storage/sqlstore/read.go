@@ -32,8 +32,8 @@ func (s *store) read(ctx context.Context, dst any, query string, args ...any) er
 
 // maxPreparedIDs is the most ids in the lists of a query that readByIDs
 // and transactions prepare. Each length is a statement of its own, so a
-// list of more than 16 is padded to a power of two (expandList).
-const maxPreparedIDs = 128
+// list of more than exactIDs is padded to a power of two (expandList).
+const maxPreparedIDs, exactIDs = 128, 16
 
 // readByIDs is read for the reactions and attachments of messages by
 // their ids: prepared on PostgreSQL too, for up to maxPreparedIDs ids.
@@ -193,15 +193,16 @@ func expandArgs(query string, args []any, dollar bool) (string, []any, bool) {
 }
 
 // expandList writes a placeholder for each element of list and appends
-// the element to out, a list of more than 16 padded with its last element
-// to a power of two (lists are of IN); false for an empty list. Generic,
-// so that the elements of boxedIDs, already interfaces, are not boxed again.
+// the element to out, a list of more than exactIDs padded with its last
+// element to a power of two (lists are of IN); false for an empty list.
+// Generic, so that the elements of boxedIDs, already interfaces, are not
+// boxed again.
 func expandList[E any](b *strings.Builder, out *[]any, list []E, placeholder func()) bool {
 	if len(list) == 0 {
 		return false
 	}
 	n := len(list)
-	if n > 16 {
+	if n > exactIDs {
 		n = 1 << bits.Len(uint(n-1))
 	}
 	for k := range n {
