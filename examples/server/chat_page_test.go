@@ -424,7 +424,7 @@ func TestChatPageReactions(t *testing.T) {
 			s := newChatServer(t, memstore.NewBlobStore(), &httpadapter.Options{})
 			m, err := s.msgs.Create(ctx, s.alice, messaging.NewMessage{ConversationID: "general", Text: "lunch at noon?"})
 			require.NoError(t, err)
-			_, err = s.msgs.Create(ctx, s.bob, messaging.NewMessage{ConversationID: "general", Text: "sure"})
+			sure, err := s.msgs.Create(ctx, s.bob, messaging.NewMessage{ConversationID: "general", Text: "sure"})
 			require.NoError(t, err)
 			_, err = s.msgs.Update(ctx, s.bob, m.ID, messaging.Update{React: []string{"👍"}})
 			require.NoError(t, err)
@@ -442,6 +442,13 @@ func TestChatPageReactions(t *testing.T) {
 			assert.Equal(t, "0", p.str(`getComputedStyle(`+actions+`).opacity`), "no actions on an idle message")
 			p.js("focus the message", item("sure")+`.focus()`)
 			p.until("actions on focus", `getComputedStyle(`+actions+`).opacity === "1"`)
+			// A change that arrives meanwhile redraws the message: it keeps the
+			// focus, and its actions show still.
+			_, err = s.msgs.Update(ctx, s.bob, sure.ID, messaging.Update{React: []string{"👀"}})
+			require.NoError(t, err)
+			p.until("bob's reaction shows", "!!"+item("sure")+`.querySelector('.reaction[data-name="👀"]')`)
+			assert.Equal(t, "true", p.str(`String(document.activeElement === `+item("sure")+`)`), "the redrawn message keeps the focus")
+			assert.Equal(t, "1", p.str(`getComputedStyle(`+actions+`).opacity`), "its actions show")
 
 			// The picker: more than three, chosen with a click; Escape closes it.
 			p.js("open the picker", item("sure")+`.querySelector(".react-open").click()`)
@@ -471,7 +478,7 @@ func TestChatPageReactions(t *testing.T) {
 			}
 			page, err := s.msgs.Messages(ctx, s.alice, "general", messaging.ListOptions{Limit: 1})
 			require.NoError(t, err)
-			assert.Equal(t, []string{"🎉 alice"}, reactions(page.Data[0].ID), "alice's reaction is stored")
+			assert.ElementsMatch(t, []string{"👀 bob", "🎉 alice"}, reactions(page.Data[0].ID), "alice's reaction is stored")
 			assert.Equal(t, []string{"👍 bob"}, reactions(m.ID))
 			p.js("unfocus", `document.activeElement.blur()`)
 			p.shot("10-reactions")

@@ -581,9 +581,11 @@ function upsert(m) {
       el.querySelector(".confirm").replaceWith(confirm);
       el.classList.add("confirming");
     }
-    const focused = old.contains(document.activeElement) ? focusKey(document.activeElement) : "";
+    const active = old.contains(document.activeElement) ? document.activeElement : null;
+    const focused = active && active !== old ? focusKey(active) : "";
     old.replaceWith(el);
-    if (focused) el.querySelector(focused)?.focus();
+    if (active === old) el.focus();
+    else if (focused) el.querySelector(focused)?.focus();
   } else {
     const after = [...messages.values()].filter((o) => byAge(o, m) > 0).sort(byAge)[0];
     const next = after && itemIn(list, after.id);
