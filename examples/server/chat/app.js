@@ -278,9 +278,11 @@ async function open(id, { fromURL = false } = {}) {
   state.hasMore = page.has_more;
   for (const m of placed(page.data)) upsert(m);
   scrollToBottom();
+  // Focused as the messages show: a message focused while markRead runs
+  // keeps the focus.
+  $("text").focus();
   await markRead();
   refreshConversations();
-  $("text").focus();
 }
 
 // close leaves the open conversation: on a narrow screen the list shows.
