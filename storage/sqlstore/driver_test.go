@@ -3,7 +3,9 @@ package sqlstore
 import (
 	"database/sql"
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
@@ -39,9 +41,11 @@ func (fakeDriver) Open(string, Options) (*sql.DB, *sql.DB, error) {
 func (fakeDriver) Code(error) string { return "" }
 
 func TestRegisterTwicePanics(t *testing.T) {
-	Register("fake-scheme", fakeDriver{})
-	assert.Panics(t, func() { Register("fake-scheme", fakeDriver{}) })
-	d, err := driverFor("fake-scheme://x")
+	// A scheme of its own at each run: drivers stay registered (-count).
+	scheme := fmt.Sprintf("fake-%d", time.Now().UnixNano())
+	Register(scheme, fakeDriver{})
+	assert.Panics(t, func() { Register(scheme, fakeDriver{}) })
+	d, err := driverFor(scheme + "://x")
 	assert.NoError(t, err)
 	assert.Equal(t, fakeDriver{}, d)
 }
