@@ -37,6 +37,8 @@ type pendingSend struct {
 	out  chan error                // its outcome; buffered
 	// write makes the send in a write transaction (sendsInTx).
 	write func(ctx context.Context, tx bun.Tx) error
+
+	queued bool // it waits in sendCombiner.queue; guarded by its mu
 }
 
 func (p *pendingSend) waiter() (context.Context, chan error) { return p.ctx, p.out }
@@ -50,10 +52,15 @@ func (s *store) send(ctx context.Context, p *pendingSend) error {
 		defer s.sendNext(slot)
 		return s.sendAlone(ctx, p)
 	}
-	p.ctx, p.out = ctx, make(chan error, 1)
+	p.ctx, p.out, p.queued = ctx, make(chan error, 1), true
 	sc.queue = append(sc.queue, p)
 	sc.mu.Unlock()
-	unqueue := func() { sc.queue = slices.DeleteFunc(sc.queue, func(o *pendingSend) bool { return o == p }) }
+	unqueue := func() {
+		if p.queued {
+			sc.queue = slices.DeleteFunc(sc.queue, func(o *pendingSend) bool { return o == p })
+			p.queued = false
+		}
+	}
 	stalled := time.NewTicker(stallAfter)
 	defer stalled.Stop()
 	for {
@@ -62,7 +69,7 @@ func (s *store) send(ctx context.Context, p *pendingSend) error {
 			return outcome(err)
 		case <-stalled.C: // the statements under way may wait for a lock: made alone beside them
 			sc.mu.Lock()
-			if slices.Contains(sc.queue, p) {
+			if p.queued { // not a scan of the queue at every tick
 				if slot := sc.slot(); slot != nil {
 					unqueue()
 					sc.mu.Unlock()
@@ -123,6 +130,9 @@ func (s *store) takeSends(slot *time.Time) []*pendingSend {
 	*slot = time.Now()
 	batch := slices.Clone(sc.queue[:min(len(sc.queue), maxBatch)])
 	sc.queue = slices.Delete(sc.queue, 0, len(batch))
+	for _, p := range batch {
+		p.queued = false
+	}
 	return batch
 }
 
