@@ -107,11 +107,13 @@ func TestSchemaIsInvalid(t *testing.T) {
 			_, err := sqlstore.Open(t.Context(), dsn, &sqlstore.Options{Schema: "parley", Logger: discard})
 			assert.ErrorIs(t, err, messaging.ErrInvalid)
 			assert.ErrorContains(t, err, "PostgreSQL")
+			assert.NotContains(t, err.Error(), "identifier", "the name is not what is wrong")
 		})
 	}
 	for _, schema := range []string{"Parley", "parley-chat", "1parley", "parley;drop", `"parley"`} {
 		_, err := sqlstore.Open(t.Context(), "postgres://u@127.0.0.1:1/db?sslmode=disable", &sqlstore.Options{Schema: schema, Logger: discard})
 		assert.ErrorIs(t, err, messaging.ErrInvalid, "%q", schema)
+		assert.ErrorContains(t, err, "is not a lower-case SQL identifier", "%q", schema)
 	}
 	_, err := sqlstore.New(bun.NewDB(nil, pgdialect.New()), &sqlstore.Options{Schema: "parley"})
 	assert.ErrorIs(t, err, messaging.ErrInvalid, "New takes the connections as they are")

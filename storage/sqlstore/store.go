@@ -110,9 +110,11 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.Schema != "" && (!e.dialect().schemas || !schemaName.MatchString(o.Schema)) {
-		return nil, &messaging.Error{Kind: messaging.ErrInvalid, Op: "sqlstore.Open", Message: fmt.Sprintf("Options.Schema %q must be a lower-case "+
-			"SQL identifier, on PostgreSQL: on MySQL name a database of its own in the DSN, on SQLite use a file of its own", o.Schema)}
+	if o.Schema != "" && !e.dialect().schemas {
+		return nil, &messaging.Error{Kind: messaging.ErrInvalid, Op: "sqlstore.Open", Message: "Options.Schema is for PostgreSQL: on MySQL name a database of its own in the DSN, on SQLite use a file of its own"}
+	}
+	if o.Schema != "" && !schemaName.MatchString(o.Schema) {
+		return nil, &messaging.Error{Kind: messaging.ErrInvalid, Op: "sqlstore.Open", Message: fmt.Sprintf("Options.Schema %q is not a lower-case SQL identifier", o.Schema)}
 	}
 	w, r, err := d.Open(dsn, o)
 	if err != nil {
