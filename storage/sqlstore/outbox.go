@@ -43,22 +43,23 @@ func (s *store) eventSealer(ctx context.Context) (*ids.Sealer, error) {
 		return sl, nil
 	}
 	var key string
-	for tries := 0; key == "" && tries < 2; tries++ { // read again after making it: ours, or another instance's
+	read := func() error {
 		err := s.w.NewRaw("SELECT event_key FROM parley_installation WHERE one = 1").Scan(ctx, &key)
 		if errors.Is(err, sql.ErrNoRows) {
-			err = errNoInstallation
+			return errNoInstallation
 		}
-		if err == nil && key == "" && tries == 0 {
-			k := make([]byte, 16)
-			rand.Read(k)
-			err = s.retry(ctx, func(ctx context.Context) error {
-				_, err := s.w.ExecContext(ctx, "UPDATE parley_installation SET event_key = ? WHERE one = 1 AND event_key = ''", hex.EncodeToString(k))
-				return err
-			})
+		return err
+	}
+	err := read()
+	if err == nil && key == "" { // 16 random bytes, hex
+		k := make([]byte, 16)
+		rand.Read(k)
+		if _, err = s.exec(ctx, "UPDATE parley_installation SET event_key = ? WHERE one = 1 AND event_key = ''", hex.EncodeToString(k)); err == nil {
+			err = read() // ours, or another instance's made first
 		}
-		if err != nil {
-			return nil, err
-		}
+	}
+	if err != nil {
+		return nil, err
 	}
 	k, err := hex.DecodeString(key)
 	if err != nil {
