@@ -24,7 +24,8 @@ type conversationRow struct {
 	ReadCount     int64     `bun:"read_count"`
 	OwnCount      int64     `bun:"own_count"`
 	OwnReadCount  int64     `bun:"own_read_count"`
-	// Last is the last message with its sender (zero when there is none).
+	// Last is the last message with its sender (zero when there is none,
+	// and in ListThreads' rows, which do not read it).
 	Last messageRow `bun:"embed:lm_"`
 }
 

@@ -305,8 +305,10 @@ func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
 	return kept, nil
 }
 
-// inTx returns query's prepared statement for a transaction, or nil and notes
-// it for prepareWanted: preparing waits for a connection others may hold, waiting.
+// inTx returns query's prepared statement for a transaction, or nil and
+// notes query for prepareWanted: preparing in the transaction would wait
+// for a connection, which transactions waiting for this one's rows may all
+// hold.
 func (c *stmtCache) inTx(query string) *sql.Stmt {
 	c.mu.Lock()
 	defer c.mu.Unlock()
