@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/httpadapter"
+	"github.com/parleychat/parley/internal/testnet"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/blobstore"
@@ -34,13 +33,9 @@ import (
 // TestUnreachableBucket: with the bucket's server down, an upload and a
 // download answer 503 with Retry-After, not 500.
 func TestUnreachableBucket(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	require.NoError(t, l.Close())
 	client := s3.New(s3.Options{
 		Region:           "us-east-1",
-		BaseEndpoint:     aws.String("http://127.0.0.1:" + strconv.Itoa(port)),
+		BaseEndpoint:     aws.String("http://" + testnet.ClosedAddr(t)),
 		UsePathStyle:     true,
 		Credentials:      credentials.NewStaticCredentialsProvider("test", "test-secret", ""),
 		RetryMaxAttempts: 1,

@@ -1,7 +1,9 @@
 package testnet_test
 
 import (
+	"errors"
 	"net"
+	"syscall"
 	"testing"
 
 	"github.com/parleychat/parley/internal/testnet"
@@ -20,4 +22,16 @@ func TestFreeAddr(t *testing.T) {
 		t.Fatalf("listen on %s: %v", addr, err)
 	}
 	ln.Close()
+}
+
+// TestClosedAddr: a dial to the address is refused.
+func TestClosedAddr(t *testing.T) {
+	addr := testnet.ClosedAddr(t)
+	c, err := net.Dial("tcp", addr)
+	if err == nil {
+		c.Close()
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("dial %s: %v, want a refused connection", addr, err)
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gocloud.dev/blob/s3blob"
 
+	"github.com/parleychat/parley/internal/testnet"
 	"github.com/parleychat/parley/messaging"
 	pdriver "github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/blobstore"
@@ -36,16 +36,6 @@ func s3Env(tb testing.TB) {
 	tb.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
 	tb.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
 	tb.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-}
-
-// closedPort returns a loopback port that nothing listens on.
-func closedPort(tb testing.TB) int {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(tb, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	require.NoError(tb, l.Close())
-	return port
 }
 
 // openS3At opens an S3 bucket whose endpoint is the server at endpoint,
@@ -114,7 +104,7 @@ func TestUnreachableBucket(t *testing.T) {
 		assert.ErrorAs(t, err, &oe, "the cause is kept")
 		assert.NotErrorIs(t, err, context.DeadlineExceeded, "refused, not timed out")
 	}
-	endpoint := "http://127.0.0.1:" + strconv.Itoa(closedPort(t))
+	endpoint := "http://" + testnet.ClosedAddr(t)
 	assertUnavailable(t, openS3At(t, endpoint), 20*time.Second, refused)
 
 	// Opened from a URL, as a program does (with the SDK's retries).
