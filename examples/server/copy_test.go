@@ -264,10 +264,15 @@ func lastLine(s string) string {
 
 // The move of issue 30, as a host would make it: "server copy" while the
 // source serves, then both servers live at once, each uploading and
-// reconciling (at every start, with no grace for files without a row),
-// over the source's own folder (a database-only move) or a new one. A
-// copy is an installation of its own: neither server moves aside, deletes
-// or loses a file of the other's, made before the copy or after it.
+// reconciling (at every start, with a grace of a minute that the planted
+// files without a row are older than), over the source's own folder (a
+// database-only move) or a new one. A copy is an installation of its own:
+// neither server moves aside, deletes or loses a file of the other's, made
+// before the copy or after it.
+//
+// The grace is not shorter: reconcile runs while the server serves, and
+// an upload whose object is older than the grace and whose row is not yet
+// written is one that failed, as far as reconcile can tell.
 func TestCopyCommandBothLive(t *testing.T) {
 	bin := buildServer(t)
 	tokens := "alice=tok-alice"
@@ -281,8 +286,8 @@ func TestCopyCommandBothLive(t *testing.T) {
 				dstFiles = filepath.Join(t.TempDir(), "files")
 			}
 			dstDB := filepath.Join(t.TempDir(), "copy.db")
-			srcArgs := []string{"-data", data, "-tokens", tokens, "-orphan-grace", "1ms"}
-			dstArgs := []string{"-db", dstDB, "-bucket", fileURL(dstFiles), "-tokens", tokens, "-orphan-grace", "1ms"}
+			srcArgs := []string{"-data", data, "-tokens", tokens, "-orphan-grace", "1m"}
+			dstArgs := []string{"-db", dstDB, "-bucket", fileURL(dstFiles), "-tokens", tokens, "-orphan-grace", "1m"}
 			srcAddr, dstAddr := testnet.FreeAddr(t), testnet.FreeAddr(t)
 			run := func(addr string, args []string) *exec.Cmd {
 				return start(t, bin, append([]string{"-addr", addr}, args...)...)
@@ -335,7 +340,10 @@ func TestCopyCommandBothLive(t *testing.T) {
 				stop(cmd)
 				n++
 				key := attachments.KeyPrefix + ins + "/att_stray" + strconv.Itoa(n)
-				require.NoError(t, os.WriteFile(filepath.Join(dir, key), []byte("no row"), 0o644))
+				planted := filepath.Join(dir, key)
+				require.NoError(t, os.WriteFile(planted, []byte("no row"), 0o644))
+				past := time.Now().Add(-time.Hour)
+				require.NoError(t, os.Chtimes(planted, past, past))
 				cmd = run(addr, args)
 				aside := filepath.Join(dir, attachments.OrphanPrefix+key)
 				movedAside := func() bool { _, err := os.Stat(aside); return err == nil }
