@@ -93,6 +93,11 @@ func testRetriedPOST(t *testing.T, newStore newStoreFunc) {
 // copy ends with the first answer.
 func testRetriedAtOnce(t *testing.T, newStore newStoreFunc) {
 	e := newEnv(t, newStore(t), envConfig{})
+	// alice's activity is recorded first, once. Else the copies touch her
+	// at once, and across a second's turn their times differ: an answer
+	// made before the last touch committed shows her last_active_at a
+	// second behind the replays, which read her as she is now.
+	require.Equal(t, http.StatusOK, e.as(t, "alice", "GET", "/v1/conversations", nil).StatusCode)
 	const n = 10
 	answers := make([]answer, n)
 	conflicts := make([]int, n)
