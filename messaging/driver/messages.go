@@ -149,8 +149,10 @@ type MessageStore interface {
 	// matching ErrNotFound.
 	ContactByUsername(ctx context.Context, username string) (Contact, error)
 
-	// TouchContact sets the contact's LastActiveAt. A missing contact is an
-	// error matching ErrNotFound.
+	// TouchContact moves the contact's LastActiveAt forward to at, never
+	// back: of touches that commit out of order (two instances, or two
+	// requests across a second's turn) the latest stays. A missing
+	// contact is an error matching ErrNotFound.
 	TouchContact(ctx context.Context, id string, at time.Time) error
 
 	// CreateMessage stores m (m.Contact.ID names the sender; m.Reactions and

@@ -59,8 +59,8 @@ func (s *store) ContactByUsername(ctx context.Context, username string) (messagi
 	return s.contacts[id], nil
 }
 
-// TouchContact sets the contact's LastActiveAt, or returns an error matching
-// messaging.ErrNotFound.
+// TouchContact moves the contact's LastActiveAt forward to at, never back,
+// or returns an error matching messaging.ErrNotFound.
 func (s *store) TouchContact(ctx context.Context, id string, at time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -71,7 +71,9 @@ func (s *store) TouchContact(ctx context.Context, id string, at time.Time) error
 	if !ok {
 		return notFound("contact", id)
 	}
-	c.LastActiveAt = norm(at)
-	s.contacts[id] = c
+	if at = norm(at); at.After(c.LastActiveAt) {
+		c.LastActiveAt = at
+		s.contacts[id] = c
+	}
 	return nil
 }

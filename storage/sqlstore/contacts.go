@@ -76,13 +76,12 @@ func (s *store) contactWhere(ctx context.Context, where string, arg string) (mes
 	return r.contact(), wrapErr("sqlstore.GetContact", err)
 }
 
-// TouchContact sets the contact's LastActiveAt, or returns an error
-// matching ErrNotFound.
+// TouchContact moves the contact's LastActiveAt forward to at, never back,
+// or returns an error matching ErrNotFound.
 func (s *store) TouchContact(ctx context.Context, id string, at time.Time) error {
-	n, err := s.exec(ctx, "UPDATE contacts SET last_active_at = ? WHERE id = ?", ts(at), id)
+	n, err := s.exec(ctx, "UPDATE contacts SET last_active_at = ? WHERE id = ? AND (last_active_at IS NULL OR last_active_at < ?)", ts(at), id, ts(at))
 	if err == nil && n == 0 {
-		// MySQL without CLIENT_FOUND_ROWS (a *bun.DB given to New) counts
-		// changed rows only.
+		// Touched later already, or missing.
 		_, err = readOne[string](ctx, txQuery(s.w), "contact", "SELECT id FROM contacts WHERE id = ?", id)
 	}
 	return wrapErr("sqlstore.TouchContact", err)

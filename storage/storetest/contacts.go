@@ -16,7 +16,7 @@ var contactTests = []test{
 	{"put_replaces_every_field", testContactReplace},
 	{"duplicate_username_is_conflict", testContactDuplicateUsername},
 	{"renaming_frees_the_old_username", testContactRenameFreesUsername},
-	{"touch_sets_last_active_at", testContactTouch},
+	{"touch_moves_last_active_at_forward", testContactTouch},
 	{"not_found", testContactNotFound},
 }
 
@@ -133,6 +133,12 @@ func testContactTouch(t *testing.T, h *harness) {
 	want.LastActiveAt = later
 	assert.Equal(t, want, got)
 	assertUTC(t, got.LastActiveAt, "LastActiveAt")
+
+	// A touch that commits after a later one moves nothing back.
+	require.NoError(t, h.s.TouchContact(h.ctx, c.ID, at(15)))
+	got, err = h.s.GetContact(h.ctx, c.ID)
+	require.NoError(t, err)
+	assert.Equal(t, want, got, "an earlier touch keeps the later time")
 }
 
 func testContactNotFound(t *testing.T, h *harness) {
