@@ -135,6 +135,9 @@ type Service struct {
 	// contacts caches contacts as read from the repository, for the
 	// responses of Create: contact id -> cachedContact.
 	contacts sync.Map
+	// contactWrites counts the writes of contacts (forgetContact): a read
+	// that one overtook is not kept in contacts.
+	contactWrites atomic.Uint64
 	// refs caches what never changes of the messages written to: message
 	// id -> MessageRef (lookupToWrite).
 	refs sync.Map
@@ -267,7 +270,7 @@ func (s *Service) saveContact(ctx context.Context, c Contact) (Contact, error) {
 		c.CreatedAt = s.now()
 	}
 	err := s.repo.PutContact(ctx, c)
-	s.contacts.Delete(c.ID)
+	s.forgetContact(c.ID)
 	if findOrCreate && errors.Is(err, ErrConflict) {
 		// Another caller (another instance, say) created it meanwhile.
 		return s.repo.ContactByUsername(ctx, c.Username)
@@ -321,12 +324,26 @@ func (s *Service) contact(ctx context.Context, id string) (Contact, error) {
 			return cc.c, nil
 		}
 	}
+	writes := s.contactWrites.Load()
 	c, err := s.repo.GetContact(ctx, id)
 	if err != nil {
 		return Contact{}, err
 	}
-	s.remember(&s.contacts, id, cachedContact{c, now})
+	cc := cachedContact{c, now}
+	s.remember(&s.contacts, id, cc)
+	if s.contactWrites.Load() != writes {
+		// A write ran meanwhile: c may be older than it. (Should the write
+		// come after this check, its forgetContact removes cc.)
+		s.contacts.CompareAndDelete(id, cc)
+	}
 	return c, nil
+}
+
+// forgetContact drops the cached contact after a write of it, and what a
+// read under way would cache (contact).
+func (s *Service) forgetContact(id string) {
+	s.contactWrites.Add(1)
+	s.contacts.Delete(id)
 }
 
 // Touch records that the contact is active now; it writes at most once per
@@ -339,8 +356,10 @@ func (s *Service) Touch(ctx context.Context, contactID string) error {
 	if err := s.repo.TouchContact(ctx, contactID, now); err != nil {
 		return wrapErr("messaging.Touch", err)
 	}
+	// Before touched: a request that skips its touch for this one finds
+	// no copy older than it.
+	s.forgetContact(contactID)
 	s.remember(&s.touched, contactID, now)
-	s.contacts.Delete(contactID)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package messaging_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -165,6 +166,51 @@ func TestCreateShowsTheContactAsStored(t *testing.T) {
 	m, err = msgs.Create(ctx, stale, messaging.NewMessage{ConversationID: "c", Text: "four"})
 	require.NoError(t, err)
 	assert.Equal(t, "+15550199", m.Contact.PhoneNumber)
+}
+
+// heldContactRead holds its first GetContact after the read, once read
+// and release are set: read is closed then, and the call returns when
+// release is.
+type heldContactRead struct {
+	driver.Store
+	once          sync.Once
+	read, release chan struct{}
+}
+
+func (h *heldContactRead) GetContact(ctx context.Context, id string) (driver.Contact, error) {
+	c, err := h.Store.GetContact(ctx, id)
+	if h.read != nil {
+		h.once.Do(func() { close(h.read); <-h.release })
+	}
+	return c, err
+}
+
+// TestCreateKeepsNoContactReadBeforeATouch: a contact read for a message's
+// answer while a touch of hers is written is not kept for the next
+// messages: they show the touch.
+func TestCreateKeepsNoContactReadBeforeATouch(t *testing.T) {
+	ctx := t.Context()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	repo := &heldContactRead{Store: memstore.New().Driver()}
+	msgs := svctest.New(t, storetest.Storage(repo), nil, &messaging.Options{Now: func() time.Time { return now }})
+	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
+	require.NoError(t, err)
+	require.True(t, alice.LastActiveAt.IsZero())
+
+	repo.read, repo.release = make(chan struct{}), make(chan struct{})
+	sent := make(chan error, 1)
+	go func() {
+		_, err := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "c", Text: "one"})
+		sent <- err
+	}()
+	<-repo.read // the message's answer has read alice, never active
+	require.NoError(t, msgs.Touch(ctx, alice.ID))
+	close(repo.release)
+	require.NoError(t, <-sent)
+
+	m, err := msgs.Create(ctx, alice, messaging.NewMessage{ConversationID: "c", Text: "two"})
+	require.NoError(t, err)
+	assert.Equal(t, now, m.Contact.LastActiveAt, "the touch shows")
 }
 
 func TestUpdateWithNothingIsInvalid(t *testing.T) {
