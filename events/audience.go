@@ -310,7 +310,14 @@ func (f *Feed) answer(ctx context.Context, v *viewer, conv string) (*answer, err
 		clear(f.audiences)
 	}
 	a = &answer{ready: make(chan struct{})}
-	v.sees[conv] = a
+	if len(f.changing) > 0 && f.changing[v.id+" "+conv] > 0 {
+		// A membership change under way: this answer may be from before
+		// its commit, so it serves only the event at hand (the reader
+		// asks again for the next one).
+		a.stale.Store(true)
+	} else {
+		v.sees[conv] = a
+	}
 	f.mu.Unlock()
 
 	ok, err := f.m.CanView(ctx, v.id, conv)
@@ -334,6 +341,12 @@ func (f *Feed) answer(ctx context.Context, v *viewer, conv string) (*answer, err
 // changed. The next event of the conversation asks the Policy again.
 func (f *Feed) forget(contactID, conversationID string) {
 	f.mu.Lock()
+	f.forgetLocked(contactID, conversationID)
+	f.mu.Unlock()
+}
+
+// forgetLocked is forget; the caller holds f.mu.
+func (f *Feed) forgetLocked(contactID, conversationID string) {
 	if v := f.viewers[contactID]; v != nil {
 		if a := v.sees[conversationID]; a != nil {
 			a.stale.Store(true)
@@ -341,5 +354,4 @@ func (f *Feed) forget(contactID, conversationID string) {
 		delete(v.sees, conversationID)
 		delete(f.audiences, conversationID)
 	}
-	f.mu.Unlock()
 }

@@ -160,9 +160,13 @@ type Feed struct {
 	audiences map[string]*audience                  // wide viewers admitted, by conversation
 	live      int                                   // live subscriptions
 	handlers  map[string]*handler
-	closed    bool
-	skipped   time.Time // when an idle Feed last moved its cursor (skip)
-	behind    bool      // an idle Feed let writes pass without moving its cursor
+	// changing counts the membership changes under way, by "contact
+	// conversation": while one is, no answer of the Policy for them is
+	// kept (answer).
+	changing map[string]int
+	closed   bool
+	skipped  time.Time // when an idle Feed last moved its cursor (skip)
+	behind   bool      // an idle Feed let writes pass without moving its cursor
 
 	// changed are the memberships changed through this instance that the
 	// other instances have not been told of: "contact conversation" each.
@@ -200,6 +204,7 @@ func New(ctx context.Context, m domain.Messaging, store driver.EventStore, opts 
 		wide:      make(map[*viewer]struct{}),
 		audiences: make(map[string]*audience),
 		handlers:  make(map[string]*handler),
+		changing:  make(map[string]int),
 		lastLog:   make(map[string]time.Time),
 	}
 	last, err := store.LastEvent(ctx)
@@ -267,16 +272,41 @@ func (f *Feed) committed() {
 	}
 }
 
-// memberChanged is called by the messaging Service after a membership
-// change: the Feed asks the Policy again for that contact and
+// memberChanged is called by the messaging Service before a membership
+// change, and what it returns once the change's write has returned. An
+// answer of the Policy kept from before the change would let an event
+// committed just after it reach a removed member (or pass over an added
+// one) until the change was told: so none is kept meanwhile, and each
+// event of the conversation is judged by an answer asked after its commit
+// (answer). Then the Feed asks the Policy again for that contact and
 // conversation, and so do the other instances once told (publishWakeUps).
-func (f *Feed) memberChanged(contactID, conversationID string) {
-	f.forget(contactID, conversationID)
+func (f *Feed) memberChanged(contactID, conversationID string) func(committed bool) {
+	key := contactID + " " + conversationID
+	f.mu.Lock()
+	f.changing[key]++
+	f.forgetLocked(contactID, conversationID)
+	f.mu.Unlock()
+	return func(committed bool) {
+		f.mu.Lock()
+		if f.changing[key]--; f.changing[key] <= 0 {
+			delete(f.changing, key)
+		}
+		f.forgetLocked(contactID, conversationID)
+		f.mu.Unlock()
+		if committed {
+			f.tellChanged(key)
+		}
+	}
+}
+
+// tellChanged tells the other instances of the membership change key
+// ("contact conversation").
+func (f *Feed) tellChanged(key string) {
 	if f.opts.Topic == nil {
 		return
 	}
 	f.changedMu.Lock()
-	f.changed = append(f.changed, contactID+" "+conversationID)
+	f.changed = append(f.changed, key)
 	f.changedMu.Unlock()
 	select {
 	case f.publish <- struct{}{}:

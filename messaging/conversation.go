@@ -145,10 +145,9 @@ func (s *Service) markRead(ctx context.Context, caller Contact, conversationID, 
 func (s *Service) AddMember(ctx context.Context, conversationID, contactID string) error {
 	err := check.ConversationID("conversation_id", conversationID)
 	if err == nil {
+		done := s.memberChanged(contactID, conversationID)
 		err = s.repo.AddMember(ctx, conversationID, contactID, s.now())
-	}
-	if err == nil {
-		s.memberChanged(contactID, conversationID)
+		done(err == nil)
 	}
 	if errors.Is(err, ErrNotFound) {
 		err = &Error{Kind: ErrNotFound, Param: "contact_id", Message: "no such contact: " + contactID, Err: err}
@@ -183,10 +182,9 @@ func (s *Service) Typing(ctx context.Context, caller Contact, conversationID str
 func (s *Service) RemoveMember(ctx context.Context, conversationID, contactID string) error {
 	err := check.ConversationID("conversation_id", conversationID)
 	if err == nil {
+		done := s.memberChanged(contactID, conversationID)
 		err = s.repo.RemoveMember(ctx, conversationID, contactID)
-	}
-	if err == nil {
-		s.memberChanged(contactID, conversationID)
+		done(err == nil)
 	}
 	return wrapErr("messaging.RemoveMember "+strconv.Quote(conversationID), err)
 }

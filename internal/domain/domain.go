@@ -43,10 +43,13 @@ type Messaging struct {
 // events, once it has committed.
 type Committed func()
 
-// MemberChanged is called by the messaging Service after a membership of
-// the contact in the conversation was added or removed, once it has
-// committed: the Feed asks the Policy again for them.
-type MemberChanged func(contactID, conversationID string)
+// MemberChanged is called by the messaging Service before it adds or
+// removes a membership of the contact in the conversation, and the
+// function it returns once that write has returned (committed: whether it
+// committed). In between the Feed keeps no answer of the Policy for them,
+// so that no event committed after the change is judged by an answer from
+// before it; afterwards it asks the Policy again.
+type MemberChanged func(contactID, conversationID string) (done func(committed bool))
 
 // FeedHooks are what the messaging Service calls on the Feed built with
 // it.

@@ -1,0 +1,110 @@
+package events_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/parleychat/parley/events"
+	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/storage/storetest"
+)
+
+// memberStore runs then after each membership change has committed, before
+// the Service is told it returned: what another writer may do meanwhile.
+type memberStore struct {
+	storetest.Store
+	then func()
+}
+
+func (s *memberStore) AddMember(ctx context.Context, conv, contact string, at time.Time) error {
+	err := s.Store.AddMember(ctx, conv, contact, at)
+	if err == nil && s.then != nil {
+		s.then()
+	}
+	return err
+}
+
+func (s *memberStore) RemoveMember(ctx context.Context, conv, contact string) error {
+	err := s.Store.RemoveMember(ctx, conv, contact)
+	if err == nil && s.then != nil {
+		s.then()
+	}
+	return err
+}
+
+// TestMembershipChangeWindow: an event committed after a membership change
+// has committed, but before the Service has returned from it, follows the
+// new membership: a removed member's streams never get it, and an added
+// member's get it (none is skipped).
+func TestMembershipChangeWindow(t *testing.T) {
+	eachBackend(t, func(t *testing.T, store storetest.Store) {
+		ms := &memberStore{Store: store}
+		e := newEnvPolicy(t, ms, messaging.MembersOnly(), &events.Options{PolicyTTL: time.Hour})
+		ctx := e.ctx
+		for _, who := range []messaging.Contact{e.alice, e.bob} {
+			require.NoError(t, e.msgs.AddMember(ctx, "team", who.ID))
+		}
+		wide := e.subscribe(e.bob, events.SubscribeOptions{})
+		narrow := e.subscribe(e.bob, events.SubscribeOptions{ConversationID: "team"})
+		watcher := e.subscribe(e.alice, events.SubscribeOptions{ConversationID: "team"})
+		m := e.send(e.alice, "team", "while a member")
+		for _, s := range []*events.Subscription{wide, narrow, watcher} {
+			require.Equal(t, m.ID, next(t, s).Message.ID)
+		}
+
+		// Removed: alice writes as soon as the removal has committed.
+		var during messaging.Message
+		ms.then = func() {
+			during = e.send(e.alice, "team", "just after the removal")
+			require.Equal(t, during.ID, next(t, watcher).Message.ID)
+			last, err := e.store.LastEvent(ctx)
+			require.NoError(t, err)
+			for _, s := range []*events.Subscription{wide, narrow} {
+				readUpTo(t, s, last.Seq)
+			}
+		}
+		require.NoError(t, e.msgs.RemoveMember(ctx, "team", e.bob.ID))
+		ms.then = nil
+		e.send(e.alice, "team", "after the removal") // bob's streams now hold a "no"
+		next(t, watcher)
+		last, err := e.store.LastEvent(ctx)
+		require.NoError(t, err)
+		for _, s := range []*events.Subscription{wide, narrow} {
+			readUpTo(t, s, last.Seq)
+		}
+		require.True(t, events.Holds(e.feed, e.bob.ID, "team"))
+
+		// Added again: alice writes as soon as the addition has committed.
+		var back messaging.Message
+		ms.then = func() {
+			back = e.send(e.alice, "team", "just after the addition")
+			require.Equal(t, back.ID, next(t, watcher).Message.ID)
+		}
+		require.NoError(t, e.msgs.AddMember(ctx, "team", e.bob.ID))
+		ms.then = nil
+		after := e.send(e.alice, "team", "later")
+		for i, s := range []*events.Subscription{wide, narrow} {
+			assert.Equal(t, back.ID, next(t, s).Message.ID, "subscription %d: the event after the addition", i)
+			assert.Equal(t, after.ID, next(t, s).Message.ID, "subscription %d", i)
+		}
+	})
+}
+
+// readUpTo reads the subscription until it has considered the event seq,
+// and fails if it returns any event meanwhile.
+func readUpTo(t testing.TB, s *events.Subscription, seq int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for events.Floor(s) < seq && time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		ev, err := s.Next(ctx)
+		cancel()
+		if err == nil {
+			t.Errorf("a removed member got event %s %s of %s", ev.Type, ev.ID, ev.ConversationID)
+		}
+	}
+}
