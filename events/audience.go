@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -284,6 +285,18 @@ func (f *Feed) renew(v *viewer, conv string, a *answer) {
 // kept for Options.PolicyTTL; its fields may be read once it is returned
 // without error.
 func (f *Feed) answer(ctx context.Context, v *viewer, conv string) (*answer, error) {
+	for {
+		a, again, err := f.shared(ctx, v, conv)
+		if !again {
+			return a, err
+		}
+	}
+}
+
+// shared is answer; again means that the answer it waited for failed
+// with the context of the reader that asked, which went away: the
+// caller's reader asks itself.
+func (f *Feed) shared(ctx context.Context, v *viewer, conv string) (_ *answer, again bool, _ error) {
 	now := f.opts.Now()
 	f.mu.Lock()
 	a := v.sees[conv]
@@ -294,12 +307,15 @@ func (f *Feed) answer(ctx context.Context, v *viewer, conv string) (*answer, err
 		f.mu.Unlock()
 		select {
 		case <-a.ready:
-			if a.err != nil {
-				return nil, a.err
+			switch {
+			case a.err == nil:
+				return a, false, nil
+			case ctx.Err() == nil && (errors.Is(a.err, context.Canceled) || errors.Is(a.err, context.DeadlineExceeded)):
+				return nil, true, nil
 			}
-			return a, nil
+			return nil, false, a.err
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		}
 	}
 	if len(v.sees) >= maxAnswers {
@@ -332,9 +348,9 @@ func (f *Feed) answer(ctx context.Context, v *viewer, conv string) (*answer, err
 	close(a.ready)
 	f.mu.Unlock()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return a, nil
+	return a, false, nil
 }
 
 // forget drops the answer for contact and conversation: its membership

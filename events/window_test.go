@@ -108,3 +108,52 @@ func readUpTo(t testing.TB, s *events.Subscription, seq int64) {
 		}
 	}
 }
+
+// TestOtherReaderGoneDoesNotFailStream: when the reader that asks the
+// Policy for the caller's streams goes away (its context ends) before the
+// answer comes, another stream of the caller that waits for that answer
+// asks again itself, rather than fail with the first reader's
+// cancellation.
+func TestOtherReaderGoneDoesNotFailStream(t *testing.T) {
+	eachBackend(t, func(t *testing.T, store storetest.Store) {
+		pol := &heldPolicy{privatePolicy: &privatePolicy{}}
+		e := newEnvPolicy(t, store, pol, &events.Options{PolicyTTL: time.Hour})
+		pol.who = e.bob.ID
+		gone := e.subscribe(e.bob, events.SubscribeOptions{})
+		stays := e.subscribe(e.bob, events.SubscribeOptions{})
+		gate := make(chan struct{})
+		pol.set(gate, false)
+		m := e.send(e.alice, "general", "hello")
+
+		ctx, cancel := context.WithCancel(e.ctx)
+		goneErr := make(chan error, 1)
+		go func() {
+			_, err := gone.Next(ctx)
+			goneErr <- err
+		}()
+		require.Eventually(t, func() bool { return pol.calls.Load() == 1 }, 10*time.Second, time.Millisecond, "the first reader asks")
+		got := make(chan error, 1)
+		var ev messaging.Event
+		go func() {
+			var err error
+			ev, err = stays.Next(e.ctx)
+			got <- err
+		}()
+		require.Eventually(t, func() bool { return events.Queued(stays) == 0 }, 10*time.Second, time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // let it wait for the first reader's answer
+		cancel()
+		require.ErrorIs(t, <-goneErr, context.Canceled)
+		for deadline := time.Now().Add(10 * time.Second); pol.calls.Load() < 2; {
+			require.True(t, time.Now().Before(deadline), "the second reader asks again")
+			select {
+			case err := <-got:
+				require.NoError(t, err, "the other stream goes on")
+				require.Fail(t, "an event without the Policy's answer")
+			case <-time.After(time.Millisecond):
+			}
+		}
+		close(gate)
+		require.NoError(t, <-got, "the other stream goes on")
+		assert.Equal(t, m.ID, ev.Message.ID)
+	})
+}
