@@ -59,6 +59,7 @@ type Subscription struct {
 
 	// The reader's own state.
 	floor    int64                // every event up to it has been considered
+	mark     int64                // a kept event's seq, the floor, which the next read checks is still kept (0: none)
 	pending  []driver.Event       // read from the outbox, not yet returned
 	live     bool                 // registered with the dispatcher (under feed.mu)
 	lost     *driver.Event        // to return first
@@ -113,7 +114,7 @@ func (f *Feed) subscribe(ctx context.Context, caller driver.Contact, o Subscribe
 	e, err := f.store.GetEvent(ctx, o.After)
 	switch {
 	case err == nil:
-		s.floor = e.Seq
+		s.floor, s.mark = e.Seq, e.Seq
 	case errors.Is(err, driver.ErrNotFound):
 		// Pruned (or never stored): say so, and go on from the newest. The
 		// id it carries, to resume after, is that of the caller's own
@@ -310,6 +311,9 @@ func (s *Subscription) prepare(ctx context.Context) (bool, error) {
 		if err := s.catchUp(ctx); err != nil {
 			return false, err
 		}
+		if s.lost != nil {
+			return s.prepare(ctx)
+		}
 	}
 }
 
@@ -343,10 +347,50 @@ func (s *Subscription) catchUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Pruning removes the oldest events first: if the event the read
+	// went on from is still kept, none after it was pruned before the
+	// read. Otherwise the read may have passed over some (pruned since the
+	// subscription found the event it resumes after, or read the batch
+	// before): the caller is told, as when that event is no longer kept.
+	if kept, err := s.kept(ctx, s.mark); err != nil || !kept {
+		if err == nil {
+			err = s.lose(ctx, upTo)
+		}
+		return err
+	}
 	s.pending = evs
 	if len(evs) < readBatch {
-		s.floor = upTo // read everything up to it
+		s.floor, s.mark = upTo, 0 // read everything up to it
+	} else {
+		s.mark = evs[len(evs)-1].Seq // the next read's floor
 	}
+	return nil
+}
+
+// kept reports whether the event seq is still kept (seq 0: yes).
+func (s *Subscription) kept(ctx context.Context, seq int64) (bool, error) {
+	if seq <= 0 {
+		return true, nil
+	}
+	evs, err := s.feed.store.ReadEvents(ctx, driver.EventQuery{Scope: driver.Scope{All: true}, Unfiled: true, After: seq - 1, Before: seq + 1, Limit: 1})
+	return len(evs) > 0, err
+}
+
+// lose makes the subscription go on from the newest event (at least
+// upTo), after an events.lost.
+func (s *Subscription) lose(ctx context.Context, upTo int64) error {
+	f := s.feed
+	lost := driver.Event{Type: driver.EventsLost, ConversationID: s.conv, Created: f.opts.Now().UTC()}
+	last, err := f.store.LastEvent(ctx)
+	switch {
+	case err == nil:
+		s.floor, s.lostAt = max(s.floor, upTo, last.Seq), last.Seq
+	case !errors.Is(err, driver.ErrNotFound):
+		return err
+	default:
+		s.floor = max(s.floor, upTo)
+	}
+	s.pending, s.lost, s.mark = nil, &lost, 0
 	return nil
 }
 

@@ -157,3 +157,32 @@ func TestOtherReaderGoneDoesNotFailStream(t *testing.T) {
 		assert.Equal(t, m.ID, ev.Message.ID)
 	})
 }
+
+// TestPrunedDuringResumeIsLost: events pruned after a resume found the
+// event it resumes after, but before it read the events after it, are not
+// passed over in silence: the subscription starts with events.lost.
+func TestPrunedDuringResumeIsLost(t *testing.T) {
+	eachBackend(t, func(t *testing.T, store storetest.Store) {
+		e := newEnv(t, store, &events.Options{Retention: time.Hour, PruneInterval: time.Hour})
+		watcher := e.subscribe(e.alice, events.SubscribeOptions{})
+		from := e.send(e.alice, "general", "from")
+		for i := range 3 {
+			e.send(e.alice, "general", "missed "+string(rune('a'+i)))
+		}
+		take(t, watcher, 4) // the Feed has read them all
+		page, err := e.feed.Events(e.ctx, e.bob, "general", messaging.ListOptions{Limit: 4})
+		require.NoError(t, err)
+		require.Len(t, page.Data, 4)
+		after := page.Data[3] // the oldest
+		require.Equal(t, from.ID, after.Message.ID)
+		r := e.subscribe(e.bob, events.SubscribeOptions{After: after.ID})
+
+		// The retention passes: all but the newest (kept, on SQLite) go.
+		_, err = store.PruneEvents(e.ctx, time.Now().Add(time.Hour))
+		require.NoError(t, err)
+		ev := next(t, r)
+		assert.Equal(t, messaging.EventsLost, ev.Type, "got %s %s rather than events.lost", ev.Type, ev.ID)
+		live := e.send(e.alice, "general", "live")
+		assert.Equal(t, live.ID, next(t, r).Message.ID, "then live")
+	})
+}
