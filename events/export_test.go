@@ -41,3 +41,11 @@ func Admits(f *Feed, contactID, conversationID string) bool {
 	a := v.sees[conversationID]
 	return a.done && a.err == nil && a.ok
 }
+
+// Untold returns how many membership changes and typing indicators wait
+// for f's next wake-up to the other instances.
+func Untold(f *Feed) (members, typings int) {
+	f.changedMu.Lock()
+	defer f.changedMu.Unlock()
+	return len(f.changed), len(f.typings)
+}

@@ -302,8 +302,8 @@ func (f *Feed) memberChanged(contactID, conversationID string) func(committed bo
 // tellChanged tells the other instances of the membership change key
 // ("contact conversation").
 func (f *Feed) tellChanged(key string) {
-	if f.opts.Topic == nil {
-		return
+	if f.opts.Topic == nil || f.ctx.Err() != nil {
+		return // no one to tell, or closed: nothing sends wake-ups
 	}
 	f.changedMu.Lock()
 	f.changed = append(f.changed, key)
@@ -318,8 +318,8 @@ func (f *Feed) tellChanged(key string) {
 // may see it, and sends it to the other instances (publishWakeUps).
 func (f *Feed) typing(t driver.Typing) {
 	f.deliverTyping(t)
-	if f.opts.Topic == nil {
-		return
+	if f.opts.Topic == nil || f.ctx.Err() != nil {
+		return // no one to tell, or closed: nothing sends wake-ups
 	}
 	f.changedMu.Lock()
 	f.typings = append(f.typings, t)

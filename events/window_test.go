@@ -7,9 +7,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gocloud.dev/pubsub/mempubsub"
 
 	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/storage/memstore"
 	"github.com/parleychat/parley/storage/storetest"
 )
 
@@ -185,4 +187,23 @@ func TestPrunedDuringResumeIsLost(t *testing.T) {
 		live := e.send(e.alice, "general", "live")
 		assert.Equal(t, live.ID, next(t, r).Message.ID, "then live")
 	})
+}
+
+// TestClosedFeedKeepsNothingForWakeUps: after Close (the Service's other
+// calls keep working), membership changes and typing keep nothing for
+// wake-ups that no one will send.
+func TestClosedFeedKeepsNothingForWakeUps(t *testing.T) {
+	ctx := context.Background()
+	topic := mempubsub.NewTopic()
+	t.Cleanup(func() { _ = topic.Shutdown(ctx) })
+	e := newEnv(t, memstore.New().Driver(), &events.Options{Topic: topic})
+	require.NoError(t, e.msgs.Close())
+	for range 100 {
+		require.NoError(t, e.msgs.AddMember(ctx, "general", e.bob.ID))
+		_, err := e.msgs.Typing(ctx, e.alice, "general")
+		require.NoError(t, err)
+	}
+	members, typings := events.Untold(e.feed)
+	assert.Zero(t, members)
+	assert.Zero(t, typings)
 }
