@@ -107,7 +107,9 @@ type Rights struct {
 	// Legacy is true when it may delete keys keyPrefix + attachment id
 	// (files from before installation ids): no shared handover involves it.
 	Legacy bool
-	// SharedWith names the installations it shares frozen files with.
+	// SharedWith names the installations it shares frozen files with:
+	// those of its shared handovers, and theirs in turn (a database-only
+	// copy of a database-only copy shares the first one's files too).
 	SharedWith []string
 	// HandedFrom is the installation that handed it files, if any (the
 	// last handover's).
@@ -140,11 +142,37 @@ func RightsOf(hs []Handover, keyPrefix, id string) Rights {
 			}
 		}
 	}
+	r.SharedWith = sharedWith(hs, id, r.SharedWith)
 	r.Own = base
 	if gen > 0 {
 		r.Own = base + "g" + strconv.Itoa(gen) + "/"
 	}
 	return r
+}
+
+// sharedWith returns direct, the installations that id shares files
+// with by the shared handovers of hs, and after them those that they
+// share files with in turn, other than id.
+func sharedWith(hs []Handover, id string, direct []string) []string {
+	out := direct
+	seen := map[string]bool{id: true}
+	for _, x := range direct {
+		seen[x] = true
+	}
+	for i := 0; i < len(out); i++ {
+		for _, h := range hs {
+			if !h.Shared {
+				continue
+			}
+			for _, next := range []string{h.From, h.To} {
+				if (h.From == out[i] || h.To == out[i]) && !seen[next] {
+					seen[next] = true
+					out = append(out, next)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // MayDelete reports whether the installation may delete or move aside the

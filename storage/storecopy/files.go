@@ -38,6 +38,9 @@ func checkBucket(ctx context.Context, dstFiles attachments.BlobStore, src Snapsh
 		return false, fmt.Errorf("storecopy: read the destination bucket's claim: %w", err)
 	}
 	if found && claim != in.ID && (claim != to || !resume) {
+		if ok, err := sharesWith(ctx, dstFiles, in.ID, claim); err != nil || ok {
+			return ok, err // the source's own bucket, claimed by the database it shares it with
+		}
 		return false, &messaging.Error{Kind: messaging.ErrConflict, Op: "storecopy.Copy", Message: fmt.Sprintf(
 			"the destination bucket belongs to another Parley database (installation %s, not the source's %s): copy into an empty bucket or folder",
 			claim, in.ID)}
@@ -91,6 +94,18 @@ func checkBucket(ctx context.Context, dstFiles attachments.BlobStore, src Snapsh
 	return false, &messaging.Error{Kind: messaging.ErrConflict, Op: "storecopy.Copy", Message: fmt.Sprintf(
 		"the destination bucket holds %d%s files and none is the source's (such as %s): copy into an empty bucket or folder, or the source's own",
 		len(keys), more, keys[0])}
+}
+
+// sharesWith reports whether a shared handover in b (a database-only
+// copy, from or to the installation id) shares b's files between id and
+// the installation other, as attachments.Service.Claim decides: a bucket
+// that id serves although other claimed it.
+func sharesWith(ctx context.Context, b attachments.BlobStore, id, other string) (bool, error) {
+	hs, err := claim.LoadHandovers(ctx, b)
+	if err != nil {
+		return false, fmt.Errorf("storecopy: read the destination bucket's handovers: %w", err)
+	}
+	return slices.Contains(claim.RightsOf(hs, attachments.KeyPrefix, id).SharedWith, other), nil
 }
 
 // readClaim returns the installation id that the claim of the bucket

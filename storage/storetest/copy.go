@@ -74,6 +74,7 @@ func RunCopyTests(t *testing.T, backends []CopyBackend) {
 		{"RefusesNonEmptyDestination", testCopyRefusesNonEmptyDestination},
 		{"RefusesBucketWithFiles", testCopyRefusesBucketWithFiles},
 		{"DatabaseOnly", testCopyDatabaseOnly},
+		{"DatabaseOnlyTwice", testCopyDatabaseOnlyTwice},
 		{"BothLive", testCopyBothLive},
 		{"RefusesTamperedRows", testCopyRefusesTamperedRows},
 		{"VerifyNamesDifferences", testCopyVerifyNamesDifferences},
@@ -234,6 +235,31 @@ func testCopyDatabaseOnly(t *testing.T, bs []backend) {
 			slices.Sort(keys)
 			assert.Equal(t, keys, objects(t, src.files), "the bucket is left as it was, and holds the handover")
 			assert.Equal(t, view(t, src.store, src.files, f), view(t, dst.store, src.files, f))
+		})
+	}
+}
+
+// A copy of a database-only copy, into the bucket it shares with its
+// source by the first copy's handover (its own bucket, which it serves),
+// finds every file in place too: the bucket's claim names the first
+// database, which shares it with the source of the second copy.
+func testCopyDatabaseOnlyTwice(t *testing.T, bs []backend) {
+	for _, b := range bs {
+		t.Run(b.name, func(t *testing.T) {
+			first, mid, last := bs[0].new(t), b.new(t), bs[0].new(t)
+			f := fill(t, first.store, first.files, 10)
+			require.NoError(t, liveFiles(t, first.store, first.files, io.Discard).Claim(context.Background()))
+			_, err := storecopy.Copy(context.Background(), storage{mid.store}, first.files, storage{first.store}, first.files, nil)
+			require.NoError(t, err)
+			require.NoError(t, liveFiles(t, mid.store, first.files, io.Discard).Claim(context.Background()), "the copy serves the bucket")
+			rep, err := storecopy.Copy(context.Background(), storage{last.store}, first.files, storage{mid.store}, first.files, nil)
+			require.NoError(t, err, "the bucket that the source serves is its own")
+			assert.True(t, rep.Verified)
+			assert.Equal(t, int64(4), rep.Files)
+			assert.Zero(t, rep.Copied)
+			assert.Equal(t, view(t, first.store, first.files, f), view(t, last.store, first.files, f))
+			assert.NoError(t, liveFiles(t, last.store, first.files, io.Discard).Claim(context.Background()),
+				"the copy of the copy serves the bucket too")
 		})
 	}
 }
