@@ -153,7 +153,8 @@ func (e *MismatchError) Is(target error) bool { return target == ErrMismatch }
 // is skipped (a file when its SHA-256 is its row's), so a copy that was
 // interrupted finishes when run again, and a copy run again on a finished
 // copy changes nothing. It refuses a destination that holds rows of
-// another store (an installation other than src's), or a bucket claimed
+// another store (an installation not made by CopyID(src): src itself, or a
+// restore of it, neither), or a bucket claimed
 // by another database, or unclaimed and holding files none of which is
 // src's (as attachments.Service.Claim decides; src's own bucket is
 // welcome, and its files are found in place): the error matches
@@ -266,7 +267,10 @@ func prepare(ctx context.Context, dst Sink, dstFiles, srcFiles attachments.BlobS
 	if err != nil {
 		return fmt.Errorf("storecopy: read the destination's installation: %w", err)
 	}
-	resume := in.ID != "" && (IsCopyOf(have.ID, in.ID) || have.ID == in.ID)
+	// A destination of the source's own id (the source itself, or a
+	// restore of its backup) is no copy to resume: it is refused if it
+	// holds rows, and given an id of its own if not.
+	resume := in.ID != "" && IsCopyOf(have.ID, in.ID)
 	if !resume {
 		var held []string
 		for _, k := range Kinds() {
@@ -277,6 +281,11 @@ func prepare(ctx context.Context, dst Sink, dstFiles, srcFiles attachments.BlobS
 			if n > 0 {
 				held = append(held, fmt.Sprintf("%d %s", n, k))
 			}
+		}
+		if len(held) > 0 && have.ID == in.ID {
+			return &messaging.Error{Kind: messaging.ErrConflict, Op: "storecopy.Copy", Message: fmt.Sprintf(
+				"the destination database has the source's own installation id %s, so it is the source itself or a restore of it: %s; copy into an empty database",
+				in.ID, strings.Join(held, ", "))}
 		}
 		if len(held) > 0 {
 			return &messaging.Error{Kind: messaging.ErrConflict, Op: "storecopy.Copy", Message: fmt.Sprintf(

@@ -72,6 +72,7 @@ func RunCopyTests(t *testing.T, backends []CopyBackend) {
 		{"Pairs", testCopyPairs},
 		{"AgainChangesNothing", testCopyAgainChangesNothing},
 		{"RefusesNonEmptyDestination", testCopyRefusesNonEmptyDestination},
+		{"NeverTakesSourceID", testCopyNeverTakesSourceID},
 		{"RefusesBucketWithFiles", testCopyRefusesBucketWithFiles},
 		{"DatabaseOnly", testCopyDatabaseOnly},
 		{"DatabaseOnlyTwice", testCopyDatabaseOnlyTwice},
@@ -214,6 +215,32 @@ func testCopyRefusesBucketWithFiles(t *testing.T, bs []backend) {
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, messaging.ErrConflict), "%v", err)
 	assert.Contains(t, err.Error(), "ins_x/att_9")
+}
+
+// A destination that names itself by the source's own installation id
+// (the source itself, under another address, or a restore of its backup)
+// is refused when it holds rows, never written to; and one that holds no
+// rows gets an id of its own, never keeping the source's: two databases
+// of one id over one bucket take each other's new files for orphans.
+func testCopyNeverTakesSourceID(t *testing.T, bs []backend) {
+	for _, b := range bs {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			src := b.new(t)
+			f := fill(t, src.store, src.files, 10)
+			want := view(t, src.store, src.files, f)
+			id := installationOf(t, src.store)
+			_, err := storecopy.Copy(ctx, storage{src.store}, src.files, storage{src.store}, src.files, nil)
+			require.ErrorIs(t, err, messaging.ErrConflict, "a copy into the source itself")
+			assert.Contains(t, err.Error(), id)
+			assert.Equal(t, id, installationOf(t, src.store))
+			assert.Equal(t, want, view(t, src.store, src.files, f))
+
+			dst := bs[0].new(t)
+			require.NoError(t, dst.store.SetInstallation(ctx, storecopy.Installation{ID: id}))
+			copyAll(t, dst, src)
+		})
+	}
 }
 
 // A copy of the database only, into the source's own bucket, finds every
