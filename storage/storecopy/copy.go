@@ -196,7 +196,7 @@ func Copy(ctx context.Context, dst messaging.Storage, dstFiles attachments.BlobS
 	if err := prepare(ctx, sink, dstFiles, srcFiles, snap, in, o.BatchSize, cut); err != nil {
 		return rep, err
 	}
-	rules := &rowRules{maxText: o.MaxTextChars, rights: claim.RightsOf(nil, attachments.KeyPrefix, in.ID)}
+	rules := &rowRules{maxText: o.MaxTextChars, rights: claim.RightsOf(nil, attachments.KeyPrefix, in.ID), noBucket: srcFiles == nil}
 	if srcFiles != nil {
 		hs, err := claim.LoadHandovers(ctx, srcFiles)
 		if err != nil {

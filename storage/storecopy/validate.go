@@ -2,6 +2,7 @@ package storecopy
 
 import (
 	"fmt"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -22,6 +23,27 @@ const maxIDBytes = 255
 type rowRules struct {
 	maxText int          // the most characters of a message's or revision's text
 	rights  claim.Rights // the source's rights: the keys its files may have
+	// noBucket is true in a copy of the rows only, which cannot read the
+	// handovers of the source's bucket: a key under any installation's
+	// prefix may be one handed to the source.
+	noBucket bool
+}
+
+// keyRights returns the rights that key must be served by: r.rights, or
+// without the source's bucket, those of the installation whose prefix
+// the key is under, if it is one.
+func (r *rowRules) keyRights(key string) claim.Rights {
+	if !r.noBucket {
+		return r.rights
+	}
+	rest, _ := strings.CutPrefix(key, attachments.KeyPrefix)
+	seg, _, ok := strings.Cut(rest, "/")
+	if !ok || !strings.HasPrefix(seg, "ins_") || strings.ContainsFunc(seg, func(c rune) bool {
+		return !(c == '_' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9')
+	}) {
+		return r.rights
+	}
+	return claim.RightsOf(nil, attachments.KeyPrefix, seg)
 }
 
 // badRow is the error of a row the copy refuses.
@@ -97,7 +119,7 @@ func validate(b *Batch, r *rowRules) error {
 		if err := ids(Attachments, a.ID, a.ID, a.UploaderID, a.Filename); err != nil {
 			return err
 		}
-		if !r.rights.Serves(attachments.KeyPrefix, a.Key, a.ID) {
+		if !r.keyRights(a.Key).Serves(attachments.KeyPrefix, a.Key, a.ID) {
 			return badRow(Attachments, a.ID, fmt.Sprintf("its key %q is not a key the source made for it (%s, the source's installation id or a prefix handed to it, then the attachment id)", a.Key, attachments.KeyPrefix))
 		}
 		if a.FileSize < 0 {

@@ -76,6 +76,7 @@ func RunCopyTests(t *testing.T, backends []CopyBackend) {
 		{"RefusesBucketWithFiles", testCopyRefusesBucketWithFiles},
 		{"DatabaseOnly", testCopyDatabaseOnly},
 		{"DatabaseOnlyTwice", testCopyDatabaseOnlyTwice},
+		{"RowsOnlyOfCopy", testCopyRowsOnlyOfCopy},
 		{"BothLive", testCopyBothLive},
 		{"RefusesTamperedRows", testCopyRefusesTamperedRows},
 		{"VerifyNamesDifferences", testCopyVerifyNamesDifferences},
@@ -287,6 +288,31 @@ func testCopyDatabaseOnlyTwice(t *testing.T, bs []backend) {
 			assert.Equal(t, view(t, first.store, first.files, f), view(t, last.store, first.files, f))
 			assert.NoError(t, liveFiles(t, last.store, first.files, io.Discard).Claim(context.Background()),
 				"the copy of the copy serves the bucket too")
+		})
+	}
+}
+
+// A copy of the rows only (no blob stores) of a copy, whose attachment
+// rows name the keys its source made and handed it, copies them.
+func testCopyRowsOnlyOfCopy(t *testing.T, bs []backend) {
+	for _, b := range bs {
+		t.Run(b.name, func(t *testing.T) {
+			first, mid, last := bs[0].new(t), b.new(t), bs[0].new(t)
+			fill(t, first.store, first.files, 10)
+			copyAll(t, mid, first)
+			rep, err := storecopy.Copy(context.Background(), storage{last.store}, nil, storage{mid.store}, nil, nil)
+			require.NoError(t, err)
+			assert.True(t, rep.Verified)
+
+			// A key of no installation's shape is still refused.
+			for _, key := range []string{"outside/att_bad", attachments.KeyPrefix + "ins_x/../att_bad", attachments.KeyPrefix + "../att_bad"} {
+				bad := bs[0].new(t)
+				copyAll(t, bad, mid)
+				require.NoError(t, bad.store.Load(context.Background(), &storecopy.Batch{Kind: storecopy.Attachments, Attachments: []messaging.Attachment{{
+					ID: "att_bad", ConversationID: "general", UploaderID: "ctc_00", Filename: "x.txt", FileType: "text/plain", FileSize: 1, Key: key, CreatedAt: copyAt(5)}}}))
+				_, err = storecopy.Copy(context.Background(), storage{bs[0].new(t).store}, nil, storage{bad.store}, nil, nil)
+				require.ErrorIs(t, err, messaging.ErrInvalid, key)
+			}
 		})
 	}
 }
