@@ -210,6 +210,9 @@ func (s *store) SetInstallation(ctx context.Context, in storecopy.Installation) 
 func (s *store) Load(ctx context.Context, b *storecopy.Batch) error {
 	t := dumpTables[b.Kind]
 	key, _, _ := strings.Cut(t.cols, ",")
+	if b.Kind == storecopy.Messages {
+		s.eng.start(s) // SQLite's search indexer, as a send starts it
+	}
 	return wrapErr("sqlstore.Load", s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
 		ins := inserter{tx: tx, ctx: ctx, head: "INSERT INTO " + t.table + " (" + t.cols + ") " + s.sql.overriding + "VALUES ", tail: s.sql.skipTail(key)}
 		var threads []string // the threads whose takers' thread_at follows (threads.go)

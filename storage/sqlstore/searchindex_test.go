@@ -14,6 +14,7 @@ import (
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/sqlstore"
+	"github.com/parleychat/parley/storage/storecopy"
 	"github.com/parleychat/parley/storage/storetest"
 )
 
@@ -265,4 +266,28 @@ func TestSearchTwoStoresOneFile(t *testing.T) {
 		assert.Len(t, searchFor(t, a, "orbit "+word), 1)
 		assert.Equal(t, searchFor(t, a, "orbit "+word), searchFor(t, b, "orbit "+word))
 	}
+}
+
+// TestSearchIndexerRunsAfterCopy: a copy into SQLite starts the indexer
+// as a send does, so that the copied messages are indexed rather than
+// left in the tail, which every search scans whole, until the first send.
+func TestSearchIndexerRunsAfterCopy(t *testing.T) {
+	src := openSQLite(t, filepath.Join(t.TempDir(), "src.db"))
+	alice := putContact(t, src, "alice")
+	for i := range 30 {
+		sendText(t, src, "c", alice, sec(i), "harbour")
+	}
+	dst := openSQLite(t, filepath.Join(t.TempDir(), "dst.db"))
+	_, err := storecopy.Copy(t.Context(), dst, nil, src, nil, nil)
+	require.NoError(t, err)
+	require.NotNil(t, sqlstore.SearchIndexerDone(dst), "the copy started the indexer")
+	for deadline := time.Now().Add(time.Minute); ; {
+		if mark, last, _ := searchState(t, dst); mark == last {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "not indexed in a minute")
+		time.Sleep(20 * time.Millisecond)
+	}
+	assert.Equal(t, 30, ftsCount(t, dst, "harbour"))
+	assert.Len(t, searchFor(t, dst, "harbour"), 30)
 }
