@@ -25,11 +25,14 @@ import (
 // checkBucket checks that dstFiles may receive the files of src, the
 // snapshot of the store whose installation is in, for the destination
 // database whose installation is to: it is not claimed by another
-// database than in (or to, when the copy resumes), and, unless the copy
-// resumes or the bucket is claimed, it holds no file under
-// attachments.KeyPrefix or, as attachments.Service.Claim decides, files of
-// which at least one (of a sample of 1,000) is under in's own prefix or
-// named by a row of src: the source's own bucket, or a copy of it. shared
+// database than in (or to, when the copy resumes), and, unless the bucket
+// is claimed, it holds no file under attachments.KeyPrefix or, as
+// attachments.Service.Claim decides, files of which at least one (of a
+// sample of 1,000) is under in's own prefix or named by a row of src: the
+// source's own bucket, or a copy of it; or, when the copy resumes, under
+// to's own prefix. A resumed copy that put files in an unclaimed bucket
+// put them in the source's (a database-only move): an exclusive copy
+// claims its bucket before its first file. shared
 // is true when the bucket is the source's (claimed by it, or holding its
 // files): the source may go on using it.
 func checkBucket(ctx context.Context, dstFiles attachments.BlobStore, src Snapshot, in Installation, to string, resume bool, batch int) (shared bool, err error) {
@@ -84,7 +87,12 @@ func checkBucket(ctx context.Context, dstFiles attachments.BlobStore, src Snapsh
 		}
 	}
 	if resume {
-		return false, nil // its own files, copied before
+		mine := attachments.KeyPrefix + to + "/"
+		for k := range sample {
+			if strings.HasPrefix(k, mine) {
+				return false, nil // the copy's own new files
+			}
+		}
 	}
 	keys := slices.Sorted(maps.Keys(sample))
 	more := ""
