@@ -161,7 +161,7 @@ func (e *MismatchError) Is(target error) bool { return target == ErrMismatch }
 // messaging.ErrConflict and says what the destination holds.
 //
 // Copy validates every row of src as the API validates input (ids and
-// names of at most 255 bytes of UTF-8, texts within
+// names of at most 256 bytes of UTF-8, texts within
 // Options.MaxTextChars, attachment keys that the source made or was
 // handed, see attachments.KeyPrefix) and refuses the first bad row, by
 // its kind and id, with an error matching messaging.ErrInvalid.

@@ -16,8 +16,12 @@ import (
 // accept 30 MB texts (issue 30). validate checks each row as the API
 // checks input, and refuses the first bad one by its id.
 
-// maxIDBytes bounds every id and name a row holds.
-const maxIDBytes = 255
+// maxIDBytes bounds every id and name a row holds: a username or a
+// reaction name is up to 64 characters, of up to 4 bytes each.
+const maxIDBytes = 256
+
+// maxKeyChars bounds an idempotency key, in characters.
+const maxKeyChars = 255
 
 // rowRules are what validate checks rows against.
 type rowRules struct {
@@ -53,7 +57,7 @@ func badRow(k Kind, id, what string) error {
 }
 
 // okID reports whether s is an id or a name as the API could have made
-// it: 1 to 255 bytes of UTF-8, no control characters.
+// it: 1 to 256 bytes of UTF-8, no control characters.
 func okID(s string) bool {
 	if s == "" || len(s) > maxIDBytes || !utf8.ValidString(s) {
 		return false
@@ -138,7 +142,7 @@ func validate(b *Batch, r *rowRules) error {
 		}
 	}
 	for _, k := range b.IdempotencyKeys {
-		if !okID(k.Scope) || !okText(k.Key, maxIDBytes) || k.Key == "" {
+		if !okID(k.Scope) || !okText(k.Key, maxKeyChars) || k.Key == "" {
 			return badRow(IdempotencyKeys, k.Scope+" "+k.Key, "its caller or key is not 1 to 255 characters of UTF-8")
 		}
 		// A done record keeps the id of what it answered, no more.
