@@ -40,6 +40,11 @@ func (s *store) Snapshot(ctx context.Context) (storecopy.Snapshot, error) {
 	slices.SortFunc(d.rows[storecopy.Conversations].Conversations, func(a, b storecopy.Conversation) int { return strings.Compare(a.ID, b.ID) })
 	d.rows[storecopy.Members].Members = s.memberRows()
 
+	// A thread is kept, replies or not, until its root goes: one whose
+	// replies were all deleted still holds who takes part in it.
+	if len(s.threads) > 0 {
+		return nil, noThreads("memstore.Snapshot", "the store holds threads")
+	}
 	msgs := make([]storecopy.Message, 0, len(s.messages))
 	for _, m := range s.messages {
 		if m.ParentID != "" {
