@@ -128,6 +128,13 @@ func testClaimScopes(t *testing.T, h *harness) {
 	assert.Equal(t, a.Lock, ra.Lock)
 	assert.Equal(t, b.Lock, rb.Lock)
 	h.mustClaim(claim("ctc_alice", "Same-Key", at(0))) // keys are case-sensitive
+	// A key may end in spaces (check.IdempotencyKey): they count.
+	padded := h.mustClaim(claim("ctc_alice", "same-key  ", at(0)))
+	rp, ok := h.record("ctc_alice", "same-key  ")
+	require.True(t, ok)
+	assert.Equal(t, padded.Lock, rp.Lock)
+	ra, _ = h.record("ctc_alice", "same-key")
+	assert.Equal(t, a.Lock, ra.Lock)
 }
 
 func testClaimStale(t *testing.T, h *harness) {

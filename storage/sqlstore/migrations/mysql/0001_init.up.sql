@@ -173,11 +173,13 @@ CREATE TABLE IF NOT EXISTS conversation_members (
 
 -- One record per caller and idempotency key, stored with its result in the
 -- transaction of the write it answers, or claimed first by a long write;
--- pruned when expired. A key is up to 255 characters: (64 + 255) × 4 bytes
--- of primary key, within InnoDB's 3072.
+-- pruned when expired. A key is up to 255 characters, its bytes of UTF-8
+-- compared as they are: utf8mb4_bin pads with spaces (a key "k" would be
+-- "k "), VARBINARY does not. 64 × 4 + 1020 bytes of primary key, within
+-- InnoDB's 3072.
 CREATE TABLE IF NOT EXISTS idempotency_keys (
 	scope VARCHAR(64) NOT NULL,
-	client_key VARCHAR(255) NOT NULL,
+	client_key VARBINARY(1020) NOT NULL,
 	fingerprint VARCHAR(64) NOT NULL,
 	lock_token VARCHAR(64) NOT NULL DEFAULT '',
 	result MEDIUMBLOB NULL,
