@@ -20,7 +20,7 @@ func TestCopyKeepsKeysApart(t *testing.T) {
 	ctx := context.Background()
 	engines := backendtest.SQL(t)
 	src := engines[0].Open(t)
-	d := src.Driver().(driver.Store)
+	d := src.Driver()
 	require.NoError(t, d.PutContact(ctx, messaging.Contact{ID: "ctc_a", Username: "a", CreatedAt: time.Unix(1, 0).UTC()}))
 	now := time.Now().UTC()
 	for i, k := range []string{"k", "k "} {

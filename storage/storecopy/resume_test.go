@@ -23,7 +23,7 @@ func sourceWithFile(t *testing.T) (messaging.Storage, *memstore.BlobStore) {
 	t.Helper()
 	ctx := context.Background()
 	src, files := memstore.New(), memstore.NewBlobStore()
-	d := src.Driver().(driver.Store)
+	d := src.Driver()
 	id, err := d.(driver.Installation).InstallationID(ctx)
 	require.NoError(t, err)
 	require.NoError(t, d.PutContact(ctx, messaging.Contact{ID: "ctc_a", Username: "a", CreatedAt: time.Unix(1, 0).UTC()}))
