@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -154,7 +156,8 @@ func (e *MismatchError) Is(target error) bool { return target == ErrMismatch }
 // interrupted finishes when run again, and a copy run again on a finished
 // copy changes nothing. It refuses a destination that holds rows of
 // another store (an installation not made by CopyID(src): src itself, or a
-// restore of it, neither), or a bucket claimed
+// restore of it, neither), those it would not copy included (see
+// Sink.Uncopied), or a bucket claimed
 // by another database, or unclaimed and holding files none of which is
 // src's (as attachments.Service.Claim decides; src's own bucket is
 // welcome, and its files are found in place): the error matches
@@ -280,6 +283,15 @@ func prepare(ctx context.Context, dst Sink, dstFiles, srcFiles attachments.BlobS
 			}
 			if n > 0 {
 				held = append(held, fmt.Sprintf("%d %s", n, k))
+			}
+		}
+		more, err := dst.Uncopied(ctx)
+		if err != nil {
+			return fmt.Errorf("storecopy: count the destination's rows: %w", err)
+		}
+		for _, k := range slices.Sorted(maps.Keys(more)) {
+			if more[k] > 0 {
+				held = append(held, fmt.Sprintf("%d %s", more[k], k))
 			}
 		}
 		if len(held) > 0 && have.ID == in.ID {

@@ -46,7 +46,9 @@
 //
 // Copy refuses, with an error matching messaging.ErrConflict that says
 // what the destination holds, a destination database holding rows of
-// another store (not a copy of the source: see IsCopyOf), and a bucket claimed by
+// another store (not a copy of the source: see IsCopyOf), whether of the
+// kinds it copies or not (events, handler positions, upload reservations,
+// pending deletions: see Sink.Uncopied), and a bucket claimed by
 // another database, or unclaimed and holding files none of which is the
 // source's. The source's own bucket is a fine destination: a copy of the
 // database only finds every file in place. It never writes to the source.
