@@ -86,23 +86,11 @@ func (s *Service) installationID(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !validInstallationID(id) {
+	if !claim.ValidInstallationID(id) {
 		return "", fmt.Errorf("attachments: the repository's installation id %q is not 1 to 64 letters, digits, '_' or '-'", id)
 	}
 	s.own.id, s.own.prefix = id, KeyPrefix+id+"/"
 	return id, nil
-}
-
-func validInstallationID(id string) bool {
-	if id == "" || len(id) > 64 {
-		return false
-	}
-	for _, c := range []byte(id) {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // keyPrefix returns the prefix of the keys of new objects: KeyPrefix plus

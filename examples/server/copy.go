@@ -80,7 +80,7 @@ func runCopy(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if isNewSQLite(*dsn) {
 		return fmt.Errorf("copy: no source database at %s: pass the server's -data, or -db", sqlitePath(*dsn))
 	}
-	src, err := sqlstore.Open(ctx, *dsn, nil)
+	src, err := sqlstore.Open(ctx, readOnly(*dsn), nil)
 	if err != nil {
 		return openDatabaseError(*dsn, err)
 	}
@@ -99,7 +99,11 @@ func runCopy(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 	}
-	dst, err := sqlstore.Open(ctx, *toDSN, &sqlstore.Options{Logger: slog.New(slog.NewTextHandler(stderr, nil))})
+	openDst := *toDSN
+	if *verify {
+		openDst = readOnly(*toDSN)
+	}
+	dst, err := sqlstore.Open(ctx, openDst, &sqlstore.Options{Logger: slog.New(slog.NewTextHandler(stderr, nil))})
 	if err != nil {
 		return fmt.Errorf("-to-db: %w", openDatabaseError(*toDSN, err))
 	}
@@ -135,6 +139,25 @@ func runCopy(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	return nil
+}
+
+// readOnly returns dsn, when it names a SQLite file, as a DSN that opens
+// it read-only (mode=ro): the copy never writes to its source, nor -verify
+// to its destination, not even the journal mode that opening the file as
+// the server does sets. Other DSNs are returned as they are: what the copy
+// reads of them, it reads in a read-only transaction.
+func readOnly(dsn string) string {
+	if sqlitePath(dsn) == "" {
+		return dsn
+	}
+	file, query, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
+	params := []string{"mode=ro"}
+	for _, p := range strings.Split(query, "&") {
+		if p != "" && !strings.HasPrefix(strings.ToLower(p), "mode=") {
+			params = append(params, p)
+		}
+	}
+	return "file:" + file + "?" + strings.Join(params, "&")
 }
 
 // sameDatabase reports whether two DSNs name the same database: the same

@@ -70,6 +70,24 @@ func Load(ctx context.Context, b Opener) (d Doc, data []byte, found bool, err er
 	return d, data, true, nil
 }
 
+// ValidInstallationID reports whether id can be an installation id: 1 to
+// 64 ASCII letters, digits, '_' or '-', which a key prefix may hold (no
+// '/' or '.'). The stores make "ins_" and lower-case hex or base32, and
+// storage/storecopy's copies "ins_", hex, '_' and base32; a backend may
+// make others. Package attachments refuses to serve a store whose id is
+// not one, and storage/storecopy takes a key under the prefix of one only.
+func ValidInstallationID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // Marshal returns the bytes of the claim object of d: indented JSON with
 // a final newline.
 func (d Doc) Marshal() ([]byte, error) {

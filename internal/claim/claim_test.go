@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/internal/claim"
+	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/storage/memstore"
 )
 
@@ -52,4 +53,18 @@ func TestLoad(t *testing.T) {
 	assert.ErrorIs(t, err, boom)
 	assert.NotErrorIs(t, err, claim.ErrMalformed)
 	assert.False(t, found)
+}
+
+func TestValidInstallationID(t *testing.T) {
+	for _, id := range []string{
+		ids.New("ins_"),                        // memstore
+		"ins_0123456789abcdef0123456789abcdef", // the SQL engines
+		"ins_0123456789abcdef_" + strings.TrimPrefix(ids.New("x"), "x"), // storecopy.CopyID
+		"Parley-EU-1", strings.Repeat("a", 64),
+	} {
+		assert.True(t, claim.ValidInstallationID(id), id)
+	}
+	for _, id := range []string{"", strings.Repeat("a", 65), "ins_x/y", "..", "ins.x", "ins x", "insé"} {
+		assert.False(t, claim.ValidInstallationID(id), id)
+	}
 }

@@ -217,6 +217,19 @@ func (s *store) SetInstallation(ctx context.Context, in storecopy.Installation) 
 	return nil
 }
 
+// Uncopied returns the number of the Store's rows that no copy carries
+// (storecopy.Sink): events, handler positions, upload reservations and
+// pending deletions.
+func (s *store) Uncopied(ctx context.Context) (map[string]int64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return map[string]int64{"events": int64(len(s.out.events)), "handler positions": int64(len(s.out.cursors)),
+		"upload reservations": int64(len(s.reserved)), "pending deletions": int64(len(s.pending))}, nil
+}
+
 // Load stores the rows of b that it does not hold (storecopy.Sink),
 // all or none: a contact whose username another contact has fails it
 // with an error matching messaging.ErrConflict. The counters of

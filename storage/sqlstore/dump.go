@@ -204,6 +204,20 @@ func (s *store) SetInstallation(ctx context.Context, in storecopy.Installation) 
 	return wrapErr("sqlstore.SetInstallation", err)
 }
 
+// Uncopied returns the number of the database's rows that no copy carries
+// (storecopy.Sink): events, handler positions, upload reservations and
+// pending deletions. Events are counted where writers insert them (the
+// log, on the server engines, that the sequencer numbers).
+func (s *store) Uncopied(ctx context.Context) (map[string]int64, error) {
+	var events, cursors, reservations, deletions int64
+	err := s.r.NewRaw(`SELECT (SELECT COUNT(*) FROM `+s.sql.eventLog+`), (SELECT COUNT(*) FROM event_cursors),
+		(SELECT COUNT(*) FROM upload_reservations), (SELECT COUNT(*) FROM pending_deletions)`).Scan(ctx, &events, &cursors, &reservations, &deletions)
+	if err != nil {
+		return nil, wrapErr("sqlstore.Uncopied", err)
+	}
+	return map[string]int64{"events": events, "handler positions": cursors, "upload reservations": reservations, "pending deletions": deletions}, nil
+}
+
 // Load stores the rows of b as they are, counters included, skipping those
 // whose key (or other unique key) is stored already, in one transaction of
 // multi-row INSERTs (storecopy.Sink).

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -148,13 +150,19 @@ func (e *MismatchError) Is(target error) bool { return target == ErrMismatch }
 // move) it is shared: both databases serve the files they both name, and
 // neither deletes or moves one aside; src makes its new files under a
 // new prefix, dst under its own, and each reconciles its own prefix only.
+// The shared handover is written before the first row is copied, so that
+// src, if it is live, deletes none of the files that the copy's rows
+// name; a copy that then fails (a refused row, an error, its context
+// ended) removes the handover it wrote, and src deletes its own files
+// again. A copy killed outright leaves it until it is run again.
 //
 // Copy is resumable and idempotent: a row or file that dst holds already
 // is skipped (a file when its SHA-256 is its row's), so a copy that was
 // interrupted finishes when run again, and a copy run again on a finished
 // copy changes nothing. It refuses a destination that holds rows of
 // another store (an installation not made by CopyID(src): src itself, or a
-// restore of it, neither), or a bucket claimed
+// restore of it, neither), those it would not copy included (see
+// Sink.Uncopied), or a bucket claimed
 // by another database, or unclaimed and holding files none of which is
 // src's (as attachments.Service.Claim decides; src's own bucket is
 // welcome, and its files are found in place): the error matches
@@ -172,14 +180,14 @@ func (e *MismatchError) Is(target error) bool { return target == ErrMismatch }
 //
 // The Driver of dst must be a Sink, and that of src a Source; if not, Copy
 // fails with an error matching messaging.ErrUnimplemented.
-func Copy(ctx context.Context, dst messaging.Storage, dstFiles attachments.BlobStore, src messaging.Storage, srcFiles attachments.BlobStore, opts *Options) (Report, error) {
+func Copy(ctx context.Context, dst messaging.Storage, dstFiles attachments.BlobStore, src messaging.Storage, srcFiles attachments.BlobStore, opts *Options) (rep Report, err error) {
 	sink, source, err := ends(dst, src)
 	if err != nil {
 		return Report{}, err
 	}
 	o := opts.withDefaults()
 	start := time.Now()
-	rep := Report{Rows: map[Kind]int64{}}
+	rep = Report{Rows: map[Kind]int64{}}
 	if (dstFiles == nil) != (srcFiles == nil) {
 		return rep, &messaging.Error{Kind: messaging.ErrInvalid, Op: "storecopy.Copy", Message: "give both blob stores, or neither"}
 	}
@@ -193,8 +201,16 @@ func Copy(ctx context.Context, dst messaging.Storage, dstFiles attachments.BlobS
 	if err != nil {
 		return rep, fmt.Errorf("storecopy: read the source's installation: %w", err)
 	}
-	if err := prepare(ctx, sink, dstFiles, srcFiles, snap, in, o.BatchSize, cut); err != nil {
+	undo, err := prepare(ctx, sink, dstFiles, srcFiles, snap, in, o.BatchSize, cut)
+	if err != nil {
 		return rep, err
+	}
+	if undo != nil {
+		defer func() {
+			if err != nil {
+				err = errors.Join(err, undo())
+			}
+		}()
 	}
 	rules := &rowRules{maxText: o.MaxTextChars, rights: claim.RightsOf(nil, attachments.KeyPrefix, in.ID), noBucket: srcFiles == nil}
 	if srcFiles != nil {
@@ -256,16 +272,17 @@ func Verify(ctx context.Context, dst messaging.Storage, dstFiles attachments.Blo
 // prepare checks that dst (and dstFiles) may receive a copy of src, the
 // snapshot of the store whose installation is in, gives dst an identity of
 // its own (see CopyID), and, with the files, hands it the source's files
-// (see handOver).
-func prepare(ctx context.Context, dst Sink, dstFiles, srcFiles attachments.BlobStore, src Snapshot, in Installation, batch int, now time.Time) error {
+// (see handOver). It returns, when it wrote a shared handover, the
+// function that removes it, for a copy that fails.
+func prepare(ctx context.Context, dst Sink, dstFiles, srcFiles attachments.BlobStore, src Snapshot, in Installation, batch int, now time.Time) (undo func() error, err error) {
 	snap, err := dst.Snapshot(ctx)
 	if err != nil {
-		return fmt.Errorf("storecopy: open the destination: %w", err)
+		return nil, fmt.Errorf("storecopy: open the destination: %w", err)
 	}
 	defer snap.Close()
 	have, err := snap.Installation(ctx)
 	if err != nil {
-		return fmt.Errorf("storecopy: read the destination's installation: %w", err)
+		return nil, fmt.Errorf("storecopy: read the destination's installation: %w", err)
 	}
 	// A destination of the source's own id (the source itself, or a
 	// restore of its backup) is no copy to resume: it is refused if it
@@ -276,19 +293,28 @@ func prepare(ctx context.Context, dst Sink, dstFiles, srcFiles attachments.BlobS
 		for _, k := range Kinds() {
 			n, err := snap.Count(ctx, k)
 			if err != nil {
-				return fmt.Errorf("storecopy: count the destination's %s: %w", k, err)
+				return nil, fmt.Errorf("storecopy: count the destination's %s: %w", k, err)
 			}
 			if n > 0 {
 				held = append(held, fmt.Sprintf("%d %s", n, k))
 			}
 		}
+		more, err := dst.Uncopied(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("storecopy: count the destination's rows: %w", err)
+		}
+		for _, k := range slices.Sorted(maps.Keys(more)) {
+			if more[k] > 0 {
+				held = append(held, fmt.Sprintf("%d %s", more[k], k))
+			}
+		}
 		if len(held) > 0 && have.ID == in.ID {
-			return &messaging.Error{Kind: messaging.ErrConflict, Op: "storecopy.Copy", Message: fmt.Sprintf(
+			return nil, &messaging.Error{Kind: messaging.ErrConflict, Op: "storecopy.Copy", Message: fmt.Sprintf(
 				"the destination database has the source's own installation id %s, so it is the source itself or a restore of it: %s; copy into an empty database",
 				in.ID, strings.Join(held, ", "))}
 		}
 		if len(held) > 0 {
-			return &messaging.Error{Kind: messaging.ErrConflict, Op: "storecopy.Copy", Message: fmt.Sprintf(
+			return nil, &messaging.Error{Kind: messaging.ErrConflict, Op: "storecopy.Copy", Message: fmt.Sprintf(
 				"the destination database holds another store's data (installation %s, not a copy of the source's %s): %s; copy into an empty database",
 				have.ID, in.ID, strings.Join(held, ", "))}
 		}
@@ -297,18 +323,18 @@ func prepare(ctx context.Context, dst Sink, dstFiles, srcFiles attachments.BlobS
 	var shared bool
 	if dstFiles != nil {
 		if shared, err = checkBucket(ctx, dstFiles, src, in, have.ID, resume, batch); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if !resume {
 		if err := dst.SetInstallation(ctx, have); err != nil {
-			return fmt.Errorf("storecopy: set the destination's installation: %w", err)
+			return nil, fmt.Errorf("storecopy: set the destination's installation: %w", err)
 		}
 	}
 	if dstFiles != nil && have.ID != in.ID {
 		return handOver(ctx, dstFiles, srcFiles, in.ID, have.ID, shared, now)
 	}
-	return nil
+	return nil, nil
 }
 
 // CopyID returns a new installation id for a copy of the database whose

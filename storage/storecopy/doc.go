@@ -46,10 +46,18 @@
 //
 // Copy refuses, with an error matching messaging.ErrConflict that says
 // what the destination holds, a destination database holding rows of
-// another store (not a copy of the source: see IsCopyOf), and a bucket claimed by
+// another store (not a copy of the source: see IsCopyOf), whether of the
+// kinds it copies or not (events, handler positions, upload reservations,
+// pending deletions: see Sink.Uncopied), and a bucket claimed by
 // another database, or unclaimed and holding files none of which is the
 // source's. The source's own bucket is a fine destination: a copy of the
-// database only finds every file in place. It never writes to the source.
+// database only finds every file in place. It never writes to the source's
+// database. Into the source's own bucket it writes one object, the
+// handover (see Copy), before the first row, so that a live source deletes
+// no file that the copy's rows name; a copy that fails removes it, and the
+// source deletes its own files again. (Checking every row before writing
+// the handover would leave those files to the source for as long as the
+// rows take to read.)
 //
 // # Errors
 //

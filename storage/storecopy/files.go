@@ -133,42 +133,64 @@ func readClaim(ctx context.Context, b attachments.BlobStore) (string, bool, erro
 // A shared handover (dstFiles is the source's bucket) freezes them for
 // both; an exclusive one makes them the copy's, and the copy claims
 // dstFiles, unless it is claimed.
-func handOver(ctx context.Context, dstFiles, srcFiles attachments.BlobStore, from, to string, shared bool, now time.Time) error {
+//
+// A shared handover is written before the first row is copied, so that a
+// live source deletes none of the files the copy's rows name (writing it
+// after the rows were checked would leave them to the source for as long
+// as the rows take to copy). When handOver wrote one, it returns the
+// function that removes it again: a copy that fails does, so that the
+// source, whose files it froze, deletes its own files again.
+func handOver(ctx context.Context, dstFiles, srcFiles attachments.BlobStore, from, to string, shared bool, now time.Time) (undo func() error, err error) {
 	key := claim.HandoverKey(from, to)
 	if r, err := dstFiles.Open(ctx, key); err == nil {
 		_ = r.Close()
-		return nil
+		return nil, nil
 	} else if !errors.Is(err, messaging.ErrNotFound) {
-		return fmt.Errorf("storecopy: read the handover %s: %w", key, err)
+		return nil, fmt.Errorf("storecopy: read the handover %s: %w", key, err)
 	}
 	hs, err := claim.LoadHandovers(ctx, srcFiles)
 	if err != nil {
-		return fmt.Errorf("storecopy: read the source bucket's handovers: %w", err)
+		return nil, fmt.Errorf("storecopy: read the source bucket's handovers: %w", err)
 	}
 	h := claim.Handover{Note: claim.HandoverNote, From: from, To: to, Shared: shared, At: now.UTC(),
 		Prefixes: claim.RightsOf(hs, attachments.KeyPrefix, from).Served}
 	data, err := h.Marshal()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !shared {
 		if _, found, err := readClaim(ctx, dstFiles); err != nil {
-			return fmt.Errorf("storecopy: read the destination bucket's claim: %w", err)
+			return nil, fmt.Errorf("storecopy: read the destination bucket's claim: %w", err)
 		} else if !found {
 			c, err := claim.Doc{Note: claim.Note, Installation: to, ClaimedAt: now.UTC()}.Marshal()
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if err := dstFiles.Put(ctx, attachments.ClaimKey, "application/json", bytes.NewReader(c)); err != nil {
-				return fmt.Errorf("storecopy: write the destination bucket's claim: %w", err)
+				return nil, fmt.Errorf("storecopy: write the destination bucket's claim: %w", err)
 			}
 		}
 	}
 	if err := dstFiles.Put(ctx, key, "application/json", bytes.NewReader(data)); err != nil {
-		return fmt.Errorf("storecopy: write the handover %s: %w", key, err)
+		return nil, fmt.Errorf("storecopy: write the handover %s: %w", key, err)
 	}
-	return nil
+	if !shared {
+		return nil, nil // the copy's bucket, not the source's
+	}
+	return func() error {
+		// Also when the caller's context ended: an interrupted copy gives
+		// the source its files back too.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+		defer cancel()
+		if err := dstFiles.Delete(ctx, key); err != nil && !errors.Is(err, messaging.ErrNotFound) {
+			return fmt.Errorf("storecopy: remove the handover %s that the failed copy wrote, which keeps the source from deleting its own files (run the copy again to finish it, or delete the object): %w", key, err)
+		}
+		return nil
+	}, nil
 }
+
+// undoTimeout bounds the removal of the handover of a copy that failed.
+const undoTimeout = 30 * time.Second
 
 // fileResult is what was done with the file of one attachment row.
 type fileResult struct {

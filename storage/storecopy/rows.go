@@ -213,4 +213,13 @@ type Sink interface {
 	// changed, so that loading a batch again changes nothing. Rows come
 	// in the order of Kinds: a row comes after those it refers to.
 	Load(ctx context.Context, b *Batch) error
+	// Uncopied returns the number of the store's rows of each kind that no
+	// copy carries, by the kind's name in the plural: "events", "handler
+	// positions", "upload reservations" and "pending deletions" (0 for
+	// none). A copy refuses a destination that holds any, as it refuses
+	// one that holds rows of a Kind, unless it resumes into it: they are
+	// another store's (its event feed, its handlers' positions in it, its
+	// uploads under way, the deletions of its bucket's objects), which the
+	// copy would take for its own.
+	Uncopied(ctx context.Context) (map[string]int64, error)
 }

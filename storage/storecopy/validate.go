@@ -35,16 +35,15 @@ type rowRules struct {
 
 // keyRights returns the rights that key must be served by: r.rights, or
 // without the source's bucket, those of the installation whose prefix
-// the key is under, if it is one.
+// the key is under, if it is one (claim.ValidInstallationID: the ids that
+// attachments serves files of).
 func (r *rowRules) keyRights(key string) claim.Rights {
 	if !r.noBucket {
 		return r.rights
 	}
 	rest, _ := strings.CutPrefix(key, attachments.KeyPrefix)
 	seg, _, ok := strings.Cut(rest, "/")
-	if !ok || !strings.HasPrefix(seg, "ins_") || strings.ContainsFunc(seg, func(c rune) bool {
-		return !(c == '_' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9')
-	}) {
+	if !ok || !claim.ValidInstallationID(seg) {
 		return r.rights
 	}
 	return claim.RightsOf(nil, attachments.KeyPrefix, seg)

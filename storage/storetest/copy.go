@@ -188,22 +188,69 @@ func testCopyAgainChangesNothing(t *testing.T, bs []backend) {
 	}
 }
 
-// A destination holding another store's rows is refused, naming what it
-// holds, and left as it was.
+// A destination holding any state of another store is refused, naming
+// what it holds, and left as it was: rows of the kinds a copy carries, and
+// those it does not (an event feed, its handlers' positions, uploads under
+// way, deletions of objects in its bucket), which would be the copy's once
+// it is copied into.
 func testCopyRefusesNonEmptyDestination(t *testing.T, bs []backend) {
-	for _, b := range bs {
-		t.Run(b.name, func(t *testing.T) {
-			src, dst := bs[0].new(t), b.new(t)
-			fill(t, src.store, src.files, 8)
-			require.NoError(t, dst.store.PutContact(context.Background(), messaging.Contact{ID: "ctc_other", Username: "other", CreatedAt: copyBase}))
-			_, err := storecopy.Copy(context.Background(), storage{dst.store}, dst.files, storage{src.store}, src.files, nil)
-			require.Error(t, err)
-			assert.True(t, errors.Is(err, messaging.ErrConflict), "%v", err)
-			assert.Contains(t, err.Error(), "1 contacts")
-			_, err = dst.store.GetContact(context.Background(), "ctc_00")
-			assert.True(t, errors.Is(err, messaging.ErrNotFound), "nothing copied: %v", err)
-			assert.Empty(t, objects(t, dst.files))
-		})
+	ctx := context.Background()
+	att := func(id string) messaging.Attachment {
+		return messaging.Attachment{ID: id, UploaderID: "ctc_other", Filename: "o.txt", FileType: "text/plain", FileSize: 1,
+			Key: attachments.KeyPrefix + "ins_other/" + id, CreatedAt: copyBase}
+	}
+	for _, tc := range []struct {
+		name, want string
+		hold       func(t *testing.T, s copyStore)
+	}{
+		{"contact", "1 contacts", func(t *testing.T, s copyStore) {
+			require.NoError(t, s.PutContact(ctx, messaging.Contact{ID: "ctc_other", Username: "other", CreatedAt: copyBase}))
+		}},
+		{"events", "2 events", func(t *testing.T, s copyStore) {
+			a := att("att_other")
+			require.NoError(t, s.CreateAttachment(ctx, a, newRecorder(messaging.EventAttachmentCreated, copyBase).record))
+			_, err := s.DeleteAttachment(ctx, a.ID, newRecorder(messaging.EventAttachmentDeleted, copyBase).record)
+			require.NoError(t, err)
+			require.NoError(t, s.ForgetDeletion(ctx, a.Key))
+		}},
+		{"handler position", "1 handler positions", func(t *testing.T, s copyStore) {
+			_, ok, err := s.ClaimCursor(ctx, "webhooks", "other", 0, time.Now(), time.Now().Add(time.Minute))
+			require.NoError(t, err)
+			require.True(t, ok)
+		}},
+		{"upload reservation", "1 upload reservations", func(t *testing.T, s copyStore) {
+			rs, ok := s.(driver.ReservationStore)
+			if !ok {
+				t.Fatalf("%T keeps no upload reservations", s)
+			}
+			a := att("att_other")
+			require.NoError(t, rs.CreateReservation(ctx, driver.Reservation{ID: "upl_other", AttachmentID: a.ID, UploaderID: a.UploaderID,
+				Filename: a.Filename, FileType: a.FileType, FileSize: a.FileSize, SHA256: strings.Repeat("0", 64), Key: a.Key,
+				CreatedAt: copyBase, ExpiresAt: time.Now().Add(time.Hour)}))
+		}},
+		{"pending deletion", "1 pending deletions", func(t *testing.T, s copyStore) {
+			a := att("att_other")
+			require.NoError(t, s.CreateAttachment(ctx, a, nil))
+			_, err := s.DeleteAttachment(ctx, a.ID, nil)
+			require.NoError(t, err)
+		}},
+	} {
+		for _, b := range bs {
+			t.Run(tc.name+"/"+b.name, func(t *testing.T) {
+				src, dst := bs[0].new(t), b.new(t)
+				fill(t, src.store, src.files, 8)
+				tc.hold(t, dst.store)
+				before := installationOf(t, dst.store)
+				_, err := storecopy.Copy(ctx, storage{dst.store}, dst.files, storage{src.store}, src.files, nil)
+				require.Error(t, err)
+				assert.True(t, errors.Is(err, messaging.ErrConflict), "%v", err)
+				assert.Contains(t, err.Error(), tc.want)
+				_, err = dst.store.GetContact(ctx, "ctc_00")
+				assert.True(t, errors.Is(err, messaging.ErrNotFound), "nothing copied: %v", err)
+				assert.Equal(t, before, installationOf(t, dst.store), "the destination keeps its installation id")
+				assert.Empty(t, objects(t, dst.files))
+			})
+		}
 	}
 }
 

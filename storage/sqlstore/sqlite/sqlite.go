@@ -12,6 +12,8 @@
 // crash or power loss may lose the last ones (the database stays
 // consistent). A "file:" DSN's own pragmas win:
 // "file:parley.db?_pragma=synchronous(FULL)" is durable against power loss.
+// A read-only DSN ("file:parley.db?mode=ro") keeps the file's journal
+// mode: setting it is a write.
 package sqlite
 
 import (
@@ -19,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -79,17 +82,25 @@ func driverDSN(dsn, txlock string, busy time.Duration, memory bool) string {
 		sep = "&"
 	}
 	ms := busy.Milliseconds()
+	_, query, _ := strings.Cut(full, "?")
+	readOnly := slices.Contains(strings.Split(strings.ToLower(query), "&"), "mode=ro")
 	if sqliteshim.DriverName() != "sqlite" { // mattn/go-sqlite3 (-tags cgosqlite)
 		p := fmt.Sprintf("_busy_timeout=%d&_foreign_keys=on&_txlock=%s", ms, txlock)
+		if !memory && !readOnly {
+			p += "&_journal_mode=WAL"
+		}
 		if !memory {
-			p += "&_journal_mode=WAL&_synchronous=NORMAL"
+			p += "&_synchronous=NORMAL"
 		}
 		return full + sep + p
 	}
 	// Defaults for the pragmas the DSN does not set itself.
 	pragmas := []string{fmt.Sprintf("busy_timeout(%d)", ms), "foreign_keys(ON)"}
+	if !memory && !readOnly {
+		pragmas = append(pragmas, "journal_mode(WAL)")
+	}
 	if !memory {
-		pragmas = append(pragmas, "journal_mode(WAL)", "synchronous(NORMAL)", "journal_size_limit(67108864)", "temp_store(MEMORY)", "cache_size(-16000)")
+		pragmas = append(pragmas, "synchronous(NORMAL)", "journal_size_limit(67108864)", "temp_store(MEMORY)", "cache_size(-16000)")
 	}
 	p := "_txlock=" + txlock
 	lower := strings.ToLower(full)

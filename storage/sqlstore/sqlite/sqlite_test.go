@@ -19,6 +19,9 @@ func TestDriverDSN(t *testing.T) {
 	assert.Contains(t, dsn, "synchronous(FULL)")
 	assert.NotContains(t, dsn, "synchronous(NORMAL)", "a pragma of the DSN wins")
 	assert.Contains(t, dsn, "_txlock=deferred")
+	dsn = driverDSN("file:p.db?mode=ro", "deferred", time.Second, false)
+	assert.NotContains(t, dsn, "journal_mode", "a read-only file keeps its journal mode")
+	assert.Contains(t, dsn, "busy_timeout(1000)")
 	dsn = driverDSN(":memory:", "immediate", time.Second, true)
 	assert.NotContains(t, dsn, "journal_mode", "no WAL in memory")
 }
