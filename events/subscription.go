@@ -165,9 +165,10 @@ func (s *Subscription) offer(e *driver.Event) {
 }
 
 // offerTyping queues a typing indicator of another caller, or drops it
-// when the queue is full; the caller holds feed.mu.
+// when the queue is half full: typing never takes the room of the events
+// that follow, nor cuts a stream off. The caller holds feed.mu.
 func (s *Subscription) offerTyping(e *driver.Event) {
-	if e.Typing.Contact.ID == s.caller.ID {
+	if e.Typing.Contact.ID == s.caller.ID || len(s.ch) >= cap(s.ch)/2 {
 		return
 	}
 	select {
