@@ -332,6 +332,35 @@ func TestHandlersRetryAndNeverFailWrites(t *testing.T) {
 	})
 }
 
+// TestSlowHandlerKeepsItsClaim runs one handler on two instances over one
+// store, with a call that lasts three times HandlerLease: the instance
+// that runs it keeps its claim meanwhile, so the other never calls the
+// handler with the same event at the same time, nor again after.
+func TestSlowHandlerKeepsItsClaim(t *testing.T) {
+	store := memstore.New()
+	o := events.Options{HandlerLease: 500 * time.Millisecond, PollInterval: 20 * time.Millisecond}
+	a, b := newEnv(t, store.Driver(), &o), newEnv(t, store.Driver(), &o)
+	var running, most, calls atomic.Int64
+	handler := func(ctx context.Context, ev messaging.Event) error {
+		n := running.Add(1)
+		defer running.Add(-1)
+		calls.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		select {
+		case <-time.After(3 * o.HandlerLease):
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	require.NoError(t, a.feed.Handle(a.ctx, "slow", handler))
+	require.NoError(t, b.feed.Handle(b.ctx, "slow", handler))
+	a.send(a.alice, "general", "slow to handle")
+	require.Eventually(t, func() bool { return most.Load() > 1 || calls.Load() > 0 && running.Load() == 0 }, 10*time.Second, 5*time.Millisecond)
+	assert.EqualValues(t, 1, most.Load(), "one call at a time among the instances")
+	assert.EqualValues(t, 1, calls.Load(), "the event is handled once")
+}
+
 // TestListPollsPastEvents lists events newest first, in pages, filtered
 // like subscriptions.
 func TestListPollsPastEvents(t *testing.T) {
