@@ -424,6 +424,9 @@ func (f *Feed) deliver() {
 		for _, h := range f.handlers {
 			h.poke()
 		}
+		if len(evs) < readBatch {
+			f.behind = false // read up to the newest: goLive need not wake
+		}
 		f.mu.Unlock()
 		if len(evs) < readBatch {
 			return
