@@ -120,15 +120,9 @@ func (f *Feed) subscribe(ctx context.Context, caller driver.Contact, o Subscribe
 		// id it carries, to resume after, is that of the caller's own
 		// newest event (none when it has none): the installation's newest
 		// would tell when others' conversations last changed.
-		lost := driver.Event{Type: driver.EventsLost, ConversationID: o.ConversationID, Created: f.opts.Now().UTC()}
-		last, err := f.store.LastEvent(ctx)
-		switch {
-		case err == nil:
-			s.floor, s.lostAt = last.Seq, last.Seq
-		case !errors.Is(err, driver.ErrNotFound):
+		if err := s.lose(ctx, 0); err != nil {
 			return nil, err
 		}
-		s.lost = &lost
 	default:
 		return nil, err
 	}
