@@ -250,11 +250,15 @@ func (f *Feed) Close() error {
 	}
 	f.closed = true
 	// A live subscription's reader waits on its end channel, not also on
-	// the Feed's context: one case fewer in every wait for an event.
+	// the Feed's context: one case fewer in every wait for an event. The
+	// subscriptions are dropped, so that nothing (a typing indicator) is
+	// offered to them after Close, which could start a goroutine (admits)
+	// while or after Close waits for them all.
 	for _, v := range f.viewers {
 		for s := range v.live {
 			s.closed.Store(true)
 			s.endOnce.Do(func() { close(s.end) })
+			f.drop(s)
 		}
 	}
 	f.mu.Unlock()

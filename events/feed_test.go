@@ -455,6 +455,57 @@ func TestFeedCloseEndsSubscriptions(t *testing.T) {
 	})
 }
 
+// TestTypingAfterCloseStartsNothing: a typing indicator after Close is
+// offered to no stream of the closed Feed, so nothing of the Feed runs
+// after Close has returned: here, the Policy asked again in the
+// background for a stream's expired "no" (which would be a goroutine
+// the Feed started after its Close waited for them all).
+func TestTypingAfterCloseStartsNothing(t *testing.T) {
+	pol := &countingPolicy{privatePolicy: &privatePolicy{}}
+	e := newEnvPolicy(t, memstore.New().Driver(), pol, &events.Options{PolicyTTL: time.Minute})
+	pol.malloryID = e.mal.ID
+	s := e.subscribe(e.mal, events.SubscribeOptions{ConversationID: "private-x"})
+	_, err := e.msgs.Typing(e.ctx, e.alice, "private-x")
+	require.NoError(t, err)
+	none(t, s, 50*time.Millisecond) // the reader asks: no
+	require.EqualValues(t, 1, pol.calls.Load())
+	e.clock.add(2 * time.Minute) // the "no" has expired
+
+	require.NoError(t, e.feed.Close())
+	_, err = e.msgs.Typing(e.ctx, e.alice, "private-x")
+	require.NoError(t, err)
+	assert.Never(t, func() bool { return pol.calls.Load() > 1 }, 200*time.Millisecond, time.Millisecond,
+		"the closed Feed asked the Policy")
+	_, err = s.Next(e.ctx)
+	assert.ErrorIs(t, err, events.ErrClosed)
+}
+
+// TestTypingDuringCloseStartsNothing types while the Feed closes, with
+// an expired "no" to ask the Policy again for: run with -race, a
+// goroutine started while Close waits for the Feed's is a data race
+// (and a panic of the WaitGroup).
+func TestTypingDuringCloseStartsNothing(t *testing.T) {
+	for range 50 {
+		pol := &countingPolicy{privatePolicy: &privatePolicy{}}
+		e := newEnvPolicy(t, memstore.New().Driver(), pol, &events.Options{PolicyTTL: time.Minute})
+		pol.malloryID = e.mal.ID
+		s := e.subscribe(e.mal, events.SubscribeOptions{ConversationID: "private-x"})
+		_, err := e.msgs.Typing(e.ctx, e.alice, "private-x")
+		require.NoError(t, err)
+		none(t, s, 5*time.Millisecond) // the reader asks: no
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for range 50 {
+				e.clock.add(2 * time.Minute) // the "no" has expired
+				_, _ = e.msgs.Typing(e.ctx, e.alice, "private-x")
+			}
+		}()
+		require.NoError(t, e.feed.Close())
+		<-done
+	}
+}
+
 // countingStore counts the outbox reads of a Feed, and remembers the Seq
 // of the last event LastEvent returned.
 type countingStore struct {
