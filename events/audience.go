@@ -68,8 +68,16 @@ func (f *Feed) join(s *Subscription) {
 	s.viewer = v
 }
 
-// goLive registers s with the dispatcher; the caller holds f.mu.
+// goLive registers s with the dispatcher, and wakes it when an idle Feed
+// let writes pass (behind): s, live from the cursor, gets them at once,
+// not at the next poll. The caller holds f.mu.
 func (f *Feed) goLive(s *Subscription) {
+	if f.behind {
+		select {
+		case f.wake <- struct{}{}:
+		default:
+		}
+	}
 	s.live = true
 	s.viewer.live[s] = struct{}{}
 	f.live++

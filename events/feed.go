@@ -34,6 +34,7 @@ type Options struct {
 	// Buffer is the most events waiting for a subscription's reader; a
 	// subscription that falls further behind ends with ErrTooSlow, so that
 	// a slow reader never holds up the Feed, writers or other readers.
+	// Typing indicators take at most half of it; more are dropped.
 	// Default: 256.
 	Buffer int
 	// PolicyTTL is how long the Feed relies on the Policy's answer for a
@@ -165,8 +166,11 @@ type Feed struct {
 	// kept (answer).
 	changing map[string]int
 	closed   bool
-	skipped  time.Time // when an idle Feed last moved its cursor (skip)
-	behind   bool      // an idle Feed let writes pass without moving its cursor
+	// typed is when each "conversation contact" typing indicator was
+	// last delivered (deliverTyping).
+	typed   map[string]time.Time
+	skipped time.Time // when an idle Feed last moved its cursor (skip)
+	behind  bool      // an idle Feed let writes pass without moving its cursor
 
 	// changed are the memberships changed through this instance that the
 	// other instances have not been told of: "contact conversation" each.
@@ -246,11 +250,15 @@ func (f *Feed) Close() error {
 	}
 	f.closed = true
 	// A live subscription's reader waits on its end channel, not also on
-	// the Feed's context: one case fewer in every wait for an event.
+	// the Feed's context: one case fewer in every wait for an event. The
+	// subscriptions are dropped, so that nothing (a typing indicator) is
+	// offered to them after Close, which could start a goroutine (admits)
+	// while or after Close waits for them all.
 	for _, v := range f.viewers {
 		for s := range v.live {
 			s.closed.Store(true)
 			s.endOnce.Do(func() { close(s.end) })
+			f.drop(s)
 		}
 	}
 	f.mu.Unlock()
@@ -315,11 +323,11 @@ func (f *Feed) tellChanged(key string) {
 }
 
 // typing delivers a typing indicator to the streams of this instance that
-// may see it, and sends it to the other instances (publishWakeUps).
+// may see it, and sends it to the other instances (publishWakeUps), unless
+// the caller typed in the conversation less than a second before.
 func (f *Feed) typing(t driver.Typing) {
-	f.deliverTyping(t)
-	if f.opts.Topic == nil || f.ctx.Err() != nil {
-		return // no one to tell, or closed: nothing sends wake-ups
+	if !f.deliverTyping(t) || f.opts.Topic == nil || f.ctx.Err() != nil {
+		return // typed again, no one to tell, or closed: nothing sends wake-ups
 	}
 	f.changedMu.Lock()
 	f.typings = append(f.typings, t)
@@ -330,14 +338,30 @@ func (f *Feed) typing(t driver.Typing) {
 	}
 }
 
-// deliverTyping offers a typing indicator to the streams of this instance.
-func (f *Feed) deliverTyping(t driver.Typing) {
+// deliverTyping offers a typing indicator to the streams of this
+// instance, and reports whether it did: one of a caller in a
+// conversation less than a second after the last is dropped, so that a
+// burst of them takes one place in the streams' queues.
+func (f *Feed) deliverTyping(t driver.Typing) bool {
 	now := f.opts.Now()
-	e := &driver.Event{Type: driver.EventConversationTyping, ConversationID: t.ConversationID, Created: now.UTC(), Typing: &t}
+	key := t.ConversationID + " " + t.Contact.ID
 	f.mu.Lock()
+	defer f.mu.Unlock()
+	if last, ok := f.typed[key]; ok && now.Sub(last) < time.Second && !now.Before(last) {
+		return false
+	}
+	if f.typed == nil || len(f.typed) >= maxTyped {
+		f.typed = make(map[string]time.Time)
+	}
+	f.typed[key] = now
+	e := &driver.Event{Type: driver.EventConversationTyping, ConversationID: t.ConversationID, Created: now.UTC(), Typing: &t}
 	f.route(e, now)
-	f.mu.Unlock()
+	return true
 }
+
+// maxTyped bounds the callers whose last typing the Feed keeps; past it
+// they are all dropped.
+const maxTyped = 4096
 
 // open waits for the gate of the tests (eventstest.WithGate), if any;
 // false means skip this round.
@@ -403,6 +427,9 @@ func (f *Feed) deliver() {
 		f.cursor = evs[len(evs)-1].Seq
 		for _, h := range f.handlers {
 			h.poke()
+		}
+		if len(evs) < readBatch {
+			f.behind = false // read up to the newest: goLive need not wake
 		}
 		f.mu.Unlock()
 		if len(evs) < readBatch {

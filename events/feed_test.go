@@ -332,6 +332,35 @@ func TestHandlersRetryAndNeverFailWrites(t *testing.T) {
 	})
 }
 
+// TestSlowHandlerKeepsItsClaim runs one handler on two instances over one
+// store, with a call that lasts three times HandlerLease: the instance
+// that runs it keeps its claim meanwhile, so the other never calls the
+// handler with the same event at the same time, nor again after.
+func TestSlowHandlerKeepsItsClaim(t *testing.T) {
+	store := memstore.New()
+	o := events.Options{HandlerLease: 500 * time.Millisecond, PollInterval: 20 * time.Millisecond}
+	a, b := newEnv(t, store.Driver(), &o), newEnv(t, store.Driver(), &o)
+	var running, most, calls atomic.Int64
+	handler := func(ctx context.Context, ev messaging.Event) error {
+		n := running.Add(1)
+		defer running.Add(-1)
+		calls.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		select {
+		case <-time.After(3 * o.HandlerLease):
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	require.NoError(t, a.feed.Handle(a.ctx, "slow", handler))
+	require.NoError(t, b.feed.Handle(b.ctx, "slow", handler))
+	a.send(a.alice, "general", "slow to handle")
+	require.Eventually(t, func() bool { return most.Load() > 1 || calls.Load() > 0 && running.Load() == 0 }, 10*time.Second, 5*time.Millisecond)
+	assert.EqualValues(t, 1, most.Load(), "one call at a time among the instances")
+	assert.EqualValues(t, 1, calls.Load(), "the event is handled once")
+}
+
 // TestListPollsPastEvents lists events newest first, in pages, filtered
 // like subscriptions.
 func TestListPollsPastEvents(t *testing.T) {
@@ -424,6 +453,57 @@ func TestFeedCloseEndsSubscriptions(t *testing.T) {
 		// Writes go on.
 		e.send(e.alice, "general", "after close")
 	})
+}
+
+// TestTypingAfterCloseStartsNothing: a typing indicator after Close is
+// offered to no stream of the closed Feed, so nothing of the Feed runs
+// after Close has returned: here, the Policy asked again in the
+// background for a stream's expired "no" (which would be a goroutine
+// the Feed started after its Close waited for them all).
+func TestTypingAfterCloseStartsNothing(t *testing.T) {
+	pol := &countingPolicy{privatePolicy: &privatePolicy{}}
+	e := newEnvPolicy(t, memstore.New().Driver(), pol, &events.Options{PolicyTTL: time.Minute})
+	pol.malloryID = e.mal.ID
+	s := e.subscribe(e.mal, events.SubscribeOptions{ConversationID: "private-x"})
+	_, err := e.msgs.Typing(e.ctx, e.alice, "private-x")
+	require.NoError(t, err)
+	none(t, s, 50*time.Millisecond) // the reader asks: no
+	require.EqualValues(t, 1, pol.calls.Load())
+	e.clock.add(2 * time.Minute) // the "no" has expired
+
+	require.NoError(t, e.feed.Close())
+	_, err = e.msgs.Typing(e.ctx, e.alice, "private-x")
+	require.NoError(t, err)
+	assert.Never(t, func() bool { return pol.calls.Load() > 1 }, 200*time.Millisecond, time.Millisecond,
+		"the closed Feed asked the Policy")
+	_, err = s.Next(e.ctx)
+	assert.ErrorIs(t, err, events.ErrClosed)
+}
+
+// TestTypingDuringCloseStartsNothing types while the Feed closes, with
+// an expired "no" to ask the Policy again for: run with -race, a
+// goroutine started while Close waits for the Feed's is a data race
+// (and a panic of the WaitGroup).
+func TestTypingDuringCloseStartsNothing(t *testing.T) {
+	for range 50 {
+		pol := &countingPolicy{privatePolicy: &privatePolicy{}}
+		e := newEnvPolicy(t, memstore.New().Driver(), pol, &events.Options{PolicyTTL: time.Minute})
+		pol.malloryID = e.mal.ID
+		s := e.subscribe(e.mal, events.SubscribeOptions{ConversationID: "private-x"})
+		_, err := e.msgs.Typing(e.ctx, e.alice, "private-x")
+		require.NoError(t, err)
+		none(t, s, 5*time.Millisecond) // the reader asks: no
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for range 50 {
+				e.clock.add(2 * time.Minute) // the "no" has expired
+				_, _ = e.msgs.Typing(e.ctx, e.alice, "private-x")
+			}
+		}()
+		require.NoError(t, e.feed.Close())
+		<-done
+	}
 }
 
 // countingStore counts the outbox reads of a Feed, and remembers the Seq

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/parleychat/parley/messaging/driver"
@@ -148,7 +149,7 @@ func (f *Feed) handleAfter(h *handler, pos *int64) bool {
 			return false
 		}
 		for _, e := range evs {
-			if !f.handleOne(h, e) {
+			if !f.handleClaimed(h, e, seq) {
 				return false // closing: the event is handled again on the next start
 			}
 			seq = e.Seq
@@ -172,6 +173,34 @@ func (f *Feed) save(h *handler, seq int64) bool {
 		f.logOnce("save "+h.name, "events: cannot save a handler's position", err)
 	}
 	return err == nil
+}
+
+// handleClaimed is handleOne, renewing the handler's claim (and saving
+// its position, seq) every HandlerLease/3 while it runs, so that no other
+// instance takes over a call longer than the lease and calls the handler
+// meanwhile. A renewal that fails is logged; the save after the call then
+// fails too, and the handler claims its position again.
+func (f *Feed) handleClaimed(h *handler, e driver.Event, seq int64) bool {
+	every := f.opts.HandlerLease / 3
+	var mu sync.Mutex // held by a renewal: none runs once the call is over
+	stopped := false
+	var renew *time.Timer
+	mu.Lock()
+	renew = time.AfterFunc(every, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			f.save(h, seq)
+			renew.Reset(every)
+		}
+	})
+	mu.Unlock()
+	ok := f.handleOne(h, e)
+	mu.Lock()
+	stopped = true
+	renew.Stop()
+	mu.Unlock()
+	return ok
 }
 
 // handleOne calls the handler with e until it succeeds or has failed

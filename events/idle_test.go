@@ -91,3 +91,27 @@ func TestConcurrentLiveSubscriptionsOfAnIdleFeed(t *testing.T) {
 		require.Equal(t, m2.ID, ev.Message.ID)
 	})
 }
+
+// TestResumeOnAnIdleFeedCatchesUpAtOnce: an idle Feed lets a write pass
+// without moving its cursor (within idleSkipEvery of its last move); a
+// subscription that then resumes after the cursor goes live there, and
+// gets the write at once, not at the next poll.
+func TestResumeOnAnIdleFeedCatchesUpAtOnce(t *testing.T) {
+	eachBackend(t, func(t *testing.T, store storetest.Store) {
+		hs := &holdingStore{Store: store}
+		e := newEnv(t, hs, &events.Options{PollInterval: time.Hour})
+		e.send(e.alice, "general", "m0")
+		m0, err := store.LastEvent(e.ctx)
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { return hs.last.Load() == m0.Seq }, 5*time.Second, time.Millisecond, "the idle Feed moves its cursor")
+		m1 := e.send(e.alice, "general", "m1") // within 250 ms of the move: the cursor stays
+		time.Sleep(30 * time.Millisecond)      // for the dispatcher's round
+
+		s := e.subscribe(e.bob, events.SubscribeOptions{After: m0.ID})
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		ev, err := s.Next(ctx)
+		require.NoError(t, err, "the resumed subscription waits for the next poll")
+		require.Equal(t, m1.ID, ev.Message.ID)
+	})
+}

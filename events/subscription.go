@@ -120,15 +120,9 @@ func (f *Feed) subscribe(ctx context.Context, caller driver.Contact, o Subscribe
 		// id it carries, to resume after, is that of the caller's own
 		// newest event (none when it has none): the installation's newest
 		// would tell when others' conversations last changed.
-		lost := driver.Event{Type: driver.EventsLost, ConversationID: o.ConversationID, Created: f.opts.Now().UTC()}
-		last, err := f.store.LastEvent(ctx)
-		switch {
-		case err == nil:
-			s.floor, s.lostAt = last.Seq, last.Seq
-		case !errors.Is(err, driver.ErrNotFound):
+		if err := s.lose(ctx, 0); err != nil {
 			return nil, err
 		}
-		s.lost = &lost
 	default:
 		return nil, err
 	}
@@ -165,9 +159,10 @@ func (s *Subscription) offer(e *driver.Event) {
 }
 
 // offerTyping queues a typing indicator of another caller, or drops it
-// when the queue is full; the caller holds feed.mu.
+// when the queue is half full: typing never takes the room of the events
+// that follow, nor cuts a stream off. The caller holds feed.mu.
 func (s *Subscription) offerTyping(e *driver.Event) {
-	if e.Typing.Contact.ID == s.caller.ID {
+	if e.Typing.Contact.ID == s.caller.ID || len(s.ch) >= cap(s.ch)/2 {
 		return
 	}
 	select {

@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/parleychat/parley/events"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
+	"github.com/parleychat/parley/storage/memstore"
 )
 
 // TestTypingAcrossInstances: a caller's typing through one instance
@@ -78,4 +80,43 @@ func TestTypingAcrossInstances(t *testing.T) {
 			assert.Equal(t, m2.ID, next(t, r2).Message.ID, "a resumed stream does not replay typing")
 		})
 	}
+}
+
+// TestTypingBurstDoesNotCutStreams: a caller typing many times within a
+// second is one indicator in the others' queues, so that a stream whose
+// reader is busy meanwhile keeps room for the events that follow, and is
+// not cut off.
+func TestTypingBurstDoesNotCutStreams(t *testing.T) {
+	e := newEnv(t, memstore.New().Driver(), &events.Options{Buffer: 4})
+	var cut atomic.Bool
+	s := e.subscribe(e.bob, events.SubscribeOptions{ConversationID: "general", OnTooSlow: func() { cut.Store(true) }})
+	for range 20 {
+		_, err := e.msgs.Typing(e.ctx, e.alice, "general")
+		require.NoError(t, err)
+	}
+	m := e.send(e.alice, "general", "after the burst")
+	require.Eventually(t, func() bool { return cut.Load() || events.Queued(s) == 2 }, 10*time.Second, time.Millisecond)
+	require.False(t, cut.Load(), "the burst cut the stream off")
+	assert.Equal(t, messaging.EventConversationTyping, next(t, s).Type)
+	assert.Equal(t, m.ID, next(t, s).Message.ID)
+}
+
+// TestTypingTakesAtMostHalfTheQueue: the indicators of many callers fill
+// at most half of a stream's queue, the rest is left for the events.
+func TestTypingTakesAtMostHalfTheQueue(t *testing.T) {
+	e := newEnv(t, memstore.New().Driver(), &events.Options{Buffer: 4})
+	var cut atomic.Bool
+	s := e.subscribe(e.bob, events.SubscribeOptions{ConversationID: "general", OnTooSlow: func() { cut.Store(true) }})
+	for _, name := range []string{"carol", "dave", "erin"} {
+		c, err := e.msgs.SaveContact(e.ctx, messaging.Contact{Username: name})
+		require.NoError(t, err)
+		_, err = e.msgs.Typing(e.ctx, c, "general")
+		require.NoError(t, err)
+	}
+	e.send(e.alice, "general", "one")
+	e.send(e.alice, "general", "two")
+	require.Eventually(t, func() bool { return cut.Load() || events.Queued(s) == 4 }, 10*time.Second, time.Millisecond)
+	require.False(t, cut.Load(), "the indicators cut the stream off")
+	assert.Equal(t, []messaging.EventType{messaging.EventConversationTyping, messaging.EventConversationTyping,
+		messaging.EventMessageCreated, messaging.EventMessageCreated}, types(take(t, s, 4)))
 }

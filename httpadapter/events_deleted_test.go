@@ -102,6 +102,57 @@ func TestDeletedIsGoneFromEvents(t *testing.T) {
 	})
 }
 
+// TestDeletedAfterItsFileIsGoneFromEvents: a message whose file was
+// deleted first, then the message, shows nothing of its text in the list
+// of past events nor in a resumed stream, although the adapter kept its
+// rendering from a read between the two deletes.
+func TestDeletedAfterItsFileIsGoneFromEvents(t *testing.T) {
+	const secret = "the-secret-words"
+	eachStore(t, func(t *testing.T, store storetest.Store) {
+		e := newEventsEnv(t, store, events.Options{})
+		live := e.stream(t, "bob", "conversation_id=private-x")
+		res := e.as(t, "alice", "POST", "/v1/messages", form("conversation_id=private-x&message=before"))
+		require.Equal(t, http.StatusCreated, res.StatusCode)
+		first := live.next(t) // resumed after below
+		file := e.upload(t, "alice", "private-x", "secret-plans.txt", "text/plain", "plans")
+		res = e.as(t, "alice", "POST", "/v1/messages", form("conversation_id=private-x&message="+secret+"&attachments[]="+file))
+		require.Equal(t, http.StatusCreated, res.StatusCode)
+		id := res.json(t)["id"].(string)
+		res = e.as(t, "alice", "POST", "/v1/messages", form("conversation_id=private-x&message=after"))
+		require.Equal(t, http.StatusCreated, res.StatusCode)
+
+		list := func() string {
+			t.Helper()
+			res := e.as(t, "bob", "GET", "/v1/events?conversation_id=private-x&limit=100", nil)
+			require.Equal(t, http.StatusOK, res.StatusCode)
+			return string(res.body)
+		}
+		resumed := func() string {
+			t.Helper()
+			s := e.stream(t, "bob", "conversation_id=private-x", "Last-Event-ID", first.id)
+			var all strings.Builder
+			for {
+				f := s.next(t)
+				all.WriteString(f.data)
+				if f.typ == "message.created" && strings.Contains(f.data, `"message":"after"`) {
+					return all.String()
+				}
+			}
+		}
+		require.Contains(t, list(), secret, "before the deletes")
+		require.Equal(t, http.StatusOK, e.as(t, "alice", "DELETE", "/v1/attachments/"+file, nil).StatusCode)
+		// Read (and rendered) between the two deletes: the text without the file.
+		body := list()
+		require.Contains(t, body, secret, "only the file is deleted")
+		require.NotContains(t, body, "secret-plans")
+		require.Contains(t, resumed(), secret)
+		require.Equal(t, http.StatusOK, e.as(t, "alice", "DELETE", "/v1/messages/"+id, nil).StatusCode)
+
+		assert.NotContains(t, list(), secret, "the list, after the message's delete")
+		assert.NotContains(t, resumed(), secret, "a resume, after the message's delete")
+	})
+}
+
 // TestEventsLostTellsNothingOfOthers: a stream that resumes after an event
 // no longer kept starts with events.lost, whose id (to resume after) is
 // the caller's own newest event, never the installation's newest when

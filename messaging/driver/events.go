@@ -86,10 +86,10 @@ type Event struct {
 	Typing *Typing
 
 	// Redacted counts the messages and attachments that the event showed
-	// when it was recorded and that are deleted since: read back with
-	// EventQuery.Redact, it shows only their ids (see Redact). 0 in an
-	// event as recorded. Two reads of an event with the same Redacted
-	// show the same.
+	// when it was recorded and that are deleted since (a deleted message
+	// with all its files): read back with EventQuery.Redact, it shows only
+	// their ids (see Redact). 0 in an event as recorded. It only grows,
+	// and two reads of an event with the same Redacted show the same.
 	Redacted int
 
 	// Seq is the event's place in the store's commit order, set by the

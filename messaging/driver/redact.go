@@ -30,7 +30,10 @@ func EventSubjects(e *Event, add func(id string)) {
 }
 
 // Redact removes from e what it shows of the messages and attachments
-// for which deleted is true, and counts them in e.Redacted:
+// for which deleted is true, and counts them in e.Redacted (a deleted
+// message with every file it had, deleted or not, so that the count grows
+// with each delete that changes what e shows, the message's after one of
+// its files'):
 //
 //   - an event about one (its Message or Attachment) keeps only its id:
 //     DeletedID (and DeletedParentID for a reply), as the event of its
@@ -63,13 +66,13 @@ func Redact(e *Event, deleted func(id string) bool) {
 			attachments(m)
 			return
 		}
-		e.Redacted++
+		e.Redacted += 1 + len(m.Attachments)
 		*m = Message{ID: m.ID, ConversationID: m.ConversationID, Contact: Contact{ID: m.Contact.ID}, CreatedAt: m.CreatedAt,
 			ParentID: m.ParentID, ReplyCount: m.ReplyCount, LastReplyAt: m.LastReplyAt, Deleted: true}
 	}
 	switch {
 	case e.Message != nil && deleted(e.Message.ID):
-		e.Redacted++
+		e.Redacted += 1 + len(e.Message.Attachments)
 		e.DeletedID, e.DeletedParentID, e.Message = e.Message.ID, e.Message.ParentID, nil
 	case e.Message != nil:
 		attachments(e.Message)
