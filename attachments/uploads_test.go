@@ -31,7 +31,8 @@ func hexSum(data string) string {
 func send(t *testing.T, h *harness, r attachments.Reservation, data string) (int, error) {
 	t.Helper()
 	if r.URL == "" {
-		return 200, h.svc.PutContent(context.Background(), h.alice, r.ID, strings.NewReader(data))
+		_, err := h.svc.PutContent(context.Background(), h.alice, r.ID, strings.NewReader(data))
+		return 200, err
 	}
 	req, err := http.NewRequest(r.Method, r.URL, strings.NewReader(data))
 	require.NoError(t, err)
