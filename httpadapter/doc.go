@@ -28,7 +28,11 @@
 // with RegisterOnShutdown), and Options limit them per caller and in all.
 // POSTs and PUTs of messages and attachments take an Idempotency-Key
 // header: a retry with the same parameters gets the first answer again,
-// with Idempotent-Replayed: true.
+// with Idempotent-Replayed: true. A retry while the first request runs is
+// a 409 on the same instance (and for an upload on any); a send or edit
+// retried on another instance over the same database meanwhile is made
+// once and answered with the result (see the messaging package's
+// "Retries").
 //
 // # Errors
 //
