@@ -77,7 +77,7 @@ func ExampleService_Reserve() {
 		panic(err)
 	}
 	if r.URL == "" { // an in-memory store signs no URL: through the host
-		if err := files.PutContent(ctx, alice, r.ID, bytes.NewReader(data)); err != nil {
+		if _, err := files.PutContent(ctx, alice, r.ID, bytes.NewReader(data)); err != nil {
 			panic(err)
 		}
 	}

@@ -246,15 +246,20 @@ func (s *Service) reservation(ctx context.Context, caller driver.Contact, id str
 // SHA-256 are deleted and refused (ErrTooLarge beyond the size, param
 // file_size; ErrInvalid otherwise, param file_size or sha256); the
 // reservation stays for another try. ErrNotFound for an unknown, expired
-// or completed reservation, or one of another caller.
-func (s *Service) PutContent(ctx context.Context, caller driver.Contact, id string, body io.Reader) error {
-	return domain.Wrap("attachments.PutContent "+strconv.Quote(id), s.putContent(ctx, caller, id, body))
+// or completed reservation, or one of another caller. It returns the
+// reservation, with Method and no URL (the bytes came through the host).
+func (s *Service) PutContent(ctx context.Context, caller driver.Contact, id string, body io.Reader) (Reservation, error) {
+	r, err := s.putContent(ctx, caller, id, body)
+	if err != nil {
+		return Reservation{}, domain.Wrap("attachments.PutContent "+strconv.Quote(id), err)
+	}
+	return Reservation{Reservation: r, Method: http.MethodPut}, nil
 }
 
-func (s *Service) putContent(ctx context.Context, caller driver.Contact, id string, body io.Reader) error {
+func (s *Service) putContent(ctx context.Context, caller driver.Contact, id string, body io.Reader) (driver.Reservation, error) {
 	_, r, err := s.reservation(ctx, caller, id)
 	if err != nil {
-		return err
+		return r, err
 	}
 	ctype := r.FileType
 	if ctype == "" {
@@ -265,18 +270,18 @@ func (s *Service) putContent(ctx context.Context, caller driver.Contact, id stri
 	if err := s.blobs.Put(ctx, r.Key, ctype, cr); err != nil {
 		s.removeBlob(ctx, r.Key)
 		if cr.tooLarge {
-			return &driver.Error{Kind: driver.ErrTooLarge, Param: "file_size", Message: "more bytes were sent than file_size says"}
+			return r, &driver.Error{Kind: driver.ErrTooLarge, Param: "file_size", Message: "more bytes were sent than file_size says"}
 		}
-		return err
+		return r, err
 	}
 	if cr.n != r.FileSize || cr.Sum() != r.SHA256 {
 		s.removeBlob(ctx, r.Key)
 		if cr.n != r.FileSize {
-			return check.BadParam("file_size", "the bytes sent are fewer than file_size says")
+			return r, check.BadParam("file_size", "the bytes sent are fewer than file_size says")
 		}
-		return check.BadParam("sha256", "the SHA-256 of the bytes sent is not the one reserved")
+		return r, check.BadParam("sha256", "the SHA-256 of the bytes sent is not the one reserved")
 	}
-	return nil
+	return r, nil
 }
 
 // Complete checks the object the caller sent for its reservation id and

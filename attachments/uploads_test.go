@@ -31,7 +31,8 @@ func hexSum(data string) string {
 func send(t *testing.T, h *harness, r attachments.Reservation, data string) (int, error) {
 	t.Helper()
 	if r.URL == "" {
-		return 200, h.svc.PutContent(context.Background(), h.alice, r.ID, strings.NewReader(data))
+		_, err := h.svc.PutContent(context.Background(), h.alice, r.ID, strings.NewReader(data))
+		return 200, err
 	}
 	req, err := http.NewRequest(r.Method, r.URL, strings.NewReader(data))
 	require.NoError(t, err)
@@ -164,6 +165,34 @@ func TestDirectUploadChecks(t *testing.T) {
 		assert.ErrorIs(t, err, messaging.ErrInvalid)
 		_, err = h.svc.Reserve(ctx, h.alice, attachments.NewUpload{Filename: "..", FileSize: 1, SHA256: hexSum("x")})
 		assert.ErrorIs(t, err, messaging.ErrInvalid)
+	})
+}
+
+// TestDirectUploadOverwrittenAfterComplete pins a documented limit: a
+// signed URL stays valid until the reservation's expiry, also after
+// Complete, and the attachment's object keeps its key; bytes a client
+// writes there afterwards (a bucket that checks no digest: GCS, Azure) are
+// what the attachment serves, while its size and SHA-256 still describe
+// the bytes Complete checked. Reads do not hash the object again.
+func TestDirectUploadOverwrittenAfterComplete(t *testing.T) {
+	eachBackend(t, nil, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		r := reserve(t, h, "a.txt", "text/plain", "hello")
+		_, err := send(t, h, r, "hello")
+		require.NoError(t, err)
+		a, err := h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+		require.NoError(t, err)
+		assert.Equal(t, r.Key, a.Key, "the object is not moved")
+
+		require.NoError(t, h.blobs.next.Put(ctx, r.Key, "text/plain", strings.NewReader("other bytes, longer")))
+		got, body, err := h.svc.Open(ctx, h.alice, a.ID)
+		require.NoError(t, err)
+		defer body.Close()
+		data, err := io.ReadAll(body)
+		require.NoError(t, err)
+		assert.Equal(t, "other bytes, longer", string(data), "served as stored")
+		assert.Equal(t, int64(5), got.FileSize, "the row still describes the checked bytes")
+		assert.Equal(t, hexSum("hello"), got.SHA256)
 	})
 }
 

@@ -49,6 +49,9 @@
 //   - Events are kept Options.Retention (24 hours); a subscriber that
 //     resumes after a pruned event first gets messaging.EventsLost and
 //     should reload what it shows.
+//   - A stream costs its instance alone: httpadapter's limits of streams
+//     (per caller, Options.MaxStreamsPerCaller, and in all) count the
+//     streams of one handler, not of all instances.
 //   - Instances behind a load balancer share the outbox; Options.Topic and
 //     Options.Subscription (any gocloud.dev/pubsub driver: NATS, mem://)
 //     wake the other instances' Feeds at once. A lost wake-up delays an

@@ -25,10 +25,16 @@
 // event stream. GET /v1/events (with Options.Events) serves the caller's
 // events as Server-Sent Events that resume after Last-Event-ID, or as a
 // list; streams end when the http.Server shuts down (the handler registers
-// with RegisterOnShutdown), and Options limit them per caller and in all.
+// with RegisterOnShutdown), and Options limit them per caller and in all,
+// counted by each handler (instance) on its own: with n instances a caller
+// may hold n times MaxStreamsPerCaller streams.
 // POSTs and PUTs of messages and attachments take an Idempotency-Key
 // header: a retry with the same parameters gets the first answer again,
-// with Idempotent-Replayed: true.
+// with Idempotent-Replayed: true. A retry while the first request runs is
+// a 409 on the same instance (and for an upload on any); a send or edit
+// retried on another instance over the same database meanwhile is made
+// once and answered with the result (see the messaging package's
+// "Retries").
 //
 // # Errors
 //

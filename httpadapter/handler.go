@@ -118,9 +118,15 @@ type Options struct {
 	EventHeartbeat time.Duration
 
 	// MaxStreamsPerCaller is the most event streams (GET /v1/events with
-	// Accept: text/event-stream) one caller may hold open at once; one
-	// more is answered 429 rate_limit_error, code too_many_streams, with
-	// Retry-After. Default: 10.
+	// Accept: text/event-stream) one caller may hold open at once on this
+	// handler; one more is answered 429 rate_limit_error, code
+	// too_many_streams, with Retry-After. Default: 10.
+	//
+	// The count is this handler's own, in memory: with several instances
+	// behind a load balancer a caller may hold this many streams on each
+	// (the API's "10 per caller" holds per instance). A host that needs
+	// one count across instances limits streams in front of the handlers
+	// (at its proxy).
 	MaxStreamsPerCaller int
 
 	// MaxStreams is the most event streams this handler holds open at

@@ -64,6 +64,12 @@ func (a *api) createUpload(w http.ResponseWriter, r *http.Request, caller messag
 		a.writeError(w, r, err)
 		return
 	}
+	markReplayed(w, replayed)
+	writeJSON(w, http.StatusCreated, a.uploadOf(r, res))
+}
+
+// uploadOf returns res as the API shows it.
+func (a *api) uploadOf(r *http.Request, res attachments.Reservation) uploadJSON {
 	out := uploadJSON{ID: res.ID, Object: "upload", UploadURL: res.URL, UploadMethod: res.Method,
 		UploadHeaders: res.Headers, ExpiresAt: res.ExpiresAt.Unix()}
 	if out.UploadURL == "" {
@@ -73,8 +79,7 @@ func (a *api) createUpload(w http.ResponseWriter, r *http.Request, caller messag
 	if out.UploadHeaders == nil {
 		out.UploadHeaders = map[string]string{}
 	}
-	markReplayed(w, replayed)
-	writeJSON(w, http.StatusCreated, out)
+	return out
 }
 
 // intParam returns a required whole-number parameter: a JSON number, or
@@ -109,14 +114,15 @@ func intParam(in input, name string) (int64, error) {
 
 // putUploadContent serves PUT /v1/uploads/{id}/content: the bytes of a
 // reserved upload, streamed to the bucket, for a bucket that cannot sign.
-// 204 when stored.
+// 200 and the Upload when stored.
 func (a *api) putUploadContent(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
 	body := http.MaxBytesReader(w, r.Body, a.files.MaxUploadBytes()+1)
-	if err := a.files.PutContent(r.Context(), caller, r.PathValue("id"), body); err != nil {
+	res, err := a.files.PutContent(r.Context(), caller, r.PathValue("id"), body)
+	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	w.WriteHeader(http.StatusNoContent)
+	writeJSON(w, http.StatusOK, a.uploadOf(r, res))
 }
 
 // completeUpload serves POST /v1/uploads/{id}/complete: 201 and the new

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/storage/memstore"
 	"github.com/parleychat/parley/storage/storetest"
 )
 
@@ -89,8 +90,8 @@ func testDirectUploads(t *testing.T, name string, store storetest.Store) {
 
 	res := e.as(t, "alice", "POST", "/v1/uploads/"+up["id"].(string)+"/complete", nil)
 	assert.Equal(t, 400, res.StatusCode, "nothing sent: %s", res.body)
-	assert.NotEqual(t, 204, send(t, up, strings.ToUpper(img[:10])+img[10:]), "other bytes are refused")
-	require.Contains(t, []int{200, 204}, send(t, up, img))
+	assert.NotEqual(t, 200, send(t, up, strings.ToUpper(img[:10])+img[10:]), "other bytes are refused")
+	require.Equal(t, 200, send(t, up, img))
 	res = e.as(t, "bob", "POST", "/v1/uploads/"+up["id"].(string)+"/complete", nil)
 	assert.Equal(t, 404, res.StatusCode, "another caller's upload")
 	res = e.as(t, "alice", "POST", "/v1/uploads/"+up["id"].(string)+"/complete", nil, "Idempotency-Key", "c-1")
@@ -127,3 +128,27 @@ func testDirectUploads(t *testing.T, name string, store storetest.Store) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestUploadContentAnswersUpload: the handler's own upload_url answers as
+// every other success does (API.md: 200, one JSON object): 200 and the
+// Upload, never a 204 without a body.
+func TestUploadContentAnswersUpload(t *testing.T) {
+	e := newEnv(t, memstore.New().Driver(), envConfig{})
+	fx := e.fixture(t)
+	data := "hello, bucket"
+	res := e.as(t, "alice", "POST", "/v1/uploads", &reqBody{ctype: "application/json",
+		data: `{"filename":"a.txt","file_size":` + itoa(len(data)) + `,"sha256":"` + sha(data) + `","conversation_id":"` + fx.conv + `"}`})
+	require.Equal(t, 201, res.StatusCode, "%s", res.body)
+	var up map[string]any
+	require.NoError(t, json.Unmarshal(res.body, &up))
+
+	put := e.as(t, "alice", "PUT", up["upload_url"].(string), &reqBody{ctype: "application/octet-stream", data: data})
+	require.Equal(t, 200, put.StatusCode, "%s", put.body)
+	assert.Equal(t, "application/json; charset=utf-8", put.Header.Get("Content-Type"))
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(put.body, &got), "%q", put.body)
+	assert.Equal(t, up, got, "the Upload, as reserved")
+
+	res = e.as(t, "alice", "POST", "/v1/uploads/"+up["id"].(string)+"/complete", nil)
+	assert.Equal(t, 201, res.StatusCode, "%s", res.body)
+}

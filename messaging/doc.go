@@ -67,6 +67,17 @@
 // CodeKeyInUse. Keys are the caller's own and are kept for
 // Options.IdempotencyKeyTTL (24 hours).
 //
+// A limit across instances: a Service knows the calls under way in its own
+// process, and a send or an edit claims nothing in the store before its
+// write (a claim would cost a second write). So a retry of a send or an
+// edit that reaches another Service over the same database while the first
+// call runs is not refused: the two writes meet on the key's record, one
+// of them makes the change, and the other waits for it and answers its
+// result (Replayed true), which may be the first call's. The change is
+// made once either way. An upload (attachments) claims its key in the
+// store before its file is read, so its retry is refused on every
+// instance.
+//
 // Errors: every error of the services is an *Error whose Kind (ErrNotFound,
 // ErrInvalid, ErrPermission, ErrConflict, …) decides the HTTP status; test
 // it with errors.Is or KindOf. Message is safe to show; Param names the

@@ -73,6 +73,10 @@ type SignedPut struct {
 //     type and the disposition as headers, which the signature does not
 //     cover; the digest is not checked.
 //
+// The URL works for any number of requests until it expires: where the
+// digest is not checked, a client may replace the object until then, also
+// after the server checked it (see attachments' "Direct uploads").
+//
 // A bucket that cannot sign gives an error matching ErrCannotSign and
 // messaging.ErrUnimplemented; one that cannot be reached,
 // messaging.ErrUnavailable.

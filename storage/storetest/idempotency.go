@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"strings"
@@ -42,6 +43,7 @@ var keyTests = []test{
 	{"service_retries_send_once", testServiceRetries},
 	{"service_retries_at_once_send_once", testServiceConcurrentRetries},
 	{"service_two_instances_at_once_send_once", testServiceTwoInstances},
+	{"service_two_instances_retry_while_running", testServiceTwoInstancesWhileRunning},
 	{"service_key_reused_with_other_arguments", testServiceKeyReused},
 	{"service_keyed_update_edits_once", testServiceKeyedUpdate},
 	{"service_replay_after_access_lost_is_404", testServiceReplayAfterAccessLost},
@@ -613,6 +615,61 @@ func testServiceTwoInstances(t *testing.T, h *harness) {
 		assertMessage(t, got[0], got[i], "call %d answers as the others", i)
 	}
 	page, err := one.Messages(h.ctx, alice, "general", messaging.ListOptions{})
+	require.NoError(t, err)
+	assert.Len(t, page.Data, 1, "one message")
+}
+
+// pausedCreates holds the keyed creates of messages of the store it wraps
+// until released: a call of an instance under way.
+type pausedCreates struct {
+	driver.Store
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s pausedCreates) CreateMessageKeyed(ctx context.Context, m messaging.Message, atts []string, rec driver.Recorder, done driver.IdempotencyRecord) error {
+	s.entered <- struct{}{}
+	<-s.release
+	return s.Store.CreateMessageKeyed(ctx, m, atts, rec, done)
+}
+
+// testServiceTwoInstancesWhileRunning: a retry that reaches another
+// instance while the first call is under way there, before its write, is
+// not refused (only the instance running a call holds its key; a send
+// claims nothing in the store first): the retry writes, and the first call
+// finds the retry's record in its way and answers its message, replayed.
+// One message either way, the limit the messaging package doc states.
+func testServiceTwoInstancesWhileRunning(t *testing.T, h *harness) {
+	paused := pausedCreates{Store: h.s, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	quiet := &messaging.Options{Logger: slog.New(slog.DiscardHandler)}
+	one := svctest.New(h.t, storage{paused}, nil, quiet)
+	two := svctest.New(h.t, storage{h.s}, nil, quiet)
+	alice, err := two.SaveContact(h.ctx, messaging.Contact{Username: "alice"})
+	require.NoError(t, err)
+	send := func(svc *messaging.Service, replayed *bool) (messaging.Message, error) {
+		return svc.Create(h.ctx, alice, messaging.NewMessage{ConversationID: "general", Text: "two instances",
+			Idempotency: messaging.Idempotency{Key: "k", Replayed: replayed}})
+	}
+	type result struct {
+		m   messaging.Message
+		err error
+	}
+	var firstReplayed, retryReplayed bool
+	first := make(chan result, 1)
+	go func() {
+		m, err := send(one, &firstReplayed)
+		first <- result{m, err}
+	}()
+	<-paused.entered
+	retry, err := send(two, &retryReplayed)
+	require.NoError(t, err, "the retry on the other instance is carried out")
+	assert.False(t, retryReplayed)
+	close(paused.release)
+	got := <-first
+	require.NoError(t, got.err)
+	assert.True(t, firstReplayed, "the first call answers the retry's write")
+	assertMessage(t, retry, got.m, "both answer one message")
+	page, err := two.Messages(h.ctx, alice, "general", messaging.ListOptions{})
 	require.NoError(t, err)
 	assert.Len(t, page.Data, 1, "one message")
 }
