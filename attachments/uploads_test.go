@@ -168,34 +168,6 @@ func TestDirectUploadChecks(t *testing.T) {
 	})
 }
 
-// TestDirectUploadOverwrittenAfterComplete pins a documented limit: a
-// signed URL stays valid until the reservation's expiry, also after
-// Complete, and the attachment's object keeps its key; bytes a client
-// writes there afterwards (a bucket that checks no digest: GCS, Azure) are
-// what the attachment serves, while its size and SHA-256 still describe
-// the bytes Complete checked. Reads do not hash the object again.
-func TestDirectUploadOverwrittenAfterComplete(t *testing.T) {
-	eachBackend(t, nil, func(t *testing.T, h *harness) {
-		ctx := context.Background()
-		r := reserve(t, h, "a.txt", "text/plain", "hello")
-		_, err := send(t, h, r, "hello")
-		require.NoError(t, err)
-		a, err := h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
-		require.NoError(t, err)
-		assert.Equal(t, r.Key, a.Key, "the object is not moved")
-
-		require.NoError(t, h.blobs.next.Put(ctx, r.Key, "text/plain", strings.NewReader("other bytes, longer")))
-		got, body, err := h.svc.Open(ctx, h.alice, a.ID)
-		require.NoError(t, err)
-		defer body.Close()
-		data, err := io.ReadAll(body)
-		require.NoError(t, err)
-		assert.Equal(t, "other bytes, longer", string(data), "served as stored")
-		assert.Equal(t, int64(5), got.FileSize, "the row still describes the checked bytes")
-		assert.Equal(t, hexSum("hello"), got.SHA256)
-	})
-}
-
 // TestDirectUploadQuota: a reservation counts against the quota with the
 // caller's files, from the reservation on: a second reservation that
 // would pass it with the first is refused, the completed file counts
