@@ -242,12 +242,15 @@ func (s *Service) reservation(ctx context.Context, caller driver.Contact, id str
 
 // PutContent stores body as the bytes of the caller's reservation id: the
 // route of a blob store that cannot sign URLs, through the host. The bytes
-// stream to the store, at most the reserved size; bytes of another size or
-// SHA-256 are deleted and refused (ErrTooLarge beyond the size, param
-// file_size; ErrInvalid otherwise, param file_size or sha256); the
-// reservation stays for another try. ErrNotFound for an unknown, expired
-// or completed reservation, or one of another caller. It returns the
-// reservation, with Method and no URL (the bytes came through the host).
+// stream to the store, at most the reserved size, and are checked as they
+// pass: bytes of another size or SHA-256 are refused before the store
+// keeps them (ErrTooLarge beyond the size, param file_size; ErrInvalid
+// otherwise, param file_size or sha256), so that what the store held under
+// the reservation's key stays (the file of a reservation completed while
+// they streamed); the reservation stays for another try. ErrNotFound for
+// an unknown, expired or completed reservation, or one of another caller.
+// It returns the reservation, with Method and no URL (the bytes came
+// through the host).
 func (s *Service) PutContent(ctx context.Context, caller driver.Contact, id string, body io.Reader) (Reservation, error) {
 	r, err := s.putContent(ctx, caller, id, body)
 	if err != nil {
@@ -265,23 +268,49 @@ func (s *Service) putContent(ctx context.Context, caller driver.Contact, id stri
 	if ctype == "" {
 		ctype = "application/octet-stream"
 	}
-	cr := newCountingReader(body, r.FileSize)
+	cr := &checkingReader{countingReader: newCountingReader(body, r.FileSize), size: r.FileSize, sum: r.SHA256}
 	defer cr.Close()
 	if err := s.blobs.Put(ctx, r.Key, ctype, cr); err != nil {
-		s.removeBlob(ctx, r.Key)
-		if cr.tooLarge {
+		// The store aborted the write and kept what it held (a store that
+		// leaves part of it anyway: Complete refuses it, and the sweep
+		// removes it). Nothing is deleted here: the key may hold the file
+		// of a reservation completed meanwhile.
+		switch {
+		case cr.tooLarge:
 			return r, &driver.Error{Kind: driver.ErrTooLarge, Param: "file_size", Message: "more bytes were sent than file_size says"}
+		case cr.bad != nil:
+			return r, cr.bad
 		}
 		return r, err
 	}
-	if cr.n != r.FileSize || cr.Sum() != r.SHA256 {
-		s.removeBlob(ctx, r.Key)
-		if cr.n != r.FileSize {
-			return r, check.BadParam("file_size", "the bytes sent are fewer than file_size says")
-		}
-		return r, check.BadParam("sha256", "the SHA-256 of the bytes sent is not the one reserved")
-	}
 	return r, nil
+}
+
+// checkingReader is a countingReader of the bytes of a reservation that
+// fails instead of ending when they are not the reserved ones (fewer
+// bytes, or another SHA-256; more fail as too large), so that the store
+// aborts the write rather than keeping them.
+type checkingReader struct {
+	*countingReader
+	size int64
+	sum  string
+	bad  error // the failed check, once the end was read
+}
+
+func (c *checkingReader) Read(p []byte) (int, error) {
+	n, err := c.countingReader.Read(p)
+	if !errors.Is(err, io.EOF) {
+		return n, err
+	}
+	switch {
+	case c.n != c.size:
+		c.bad = check.BadParam("file_size", "the bytes sent are fewer than file_size says")
+	case c.Sum() != c.sum:
+		c.bad = check.BadParam("sha256", "the SHA-256 of the bytes sent is not the one reserved")
+	default:
+		return n, err
+	}
+	return n, c.bad
 }
 
 // Complete checks the object the caller sent for its reservation id and

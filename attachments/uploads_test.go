@@ -272,3 +272,65 @@ func TestDirectUploadExpires(t *testing.T) {
 		}
 	})
 }
+
+// readFunc is an io.Reader made of a function.
+type readFunc func(p []byte) (int, error)
+
+func (f readFunc) Read(p []byte) (int, error) { return f(p) }
+
+// TestDirectUploadLatePutKeepsCompleted: a PutContent under way when the
+// upload is completed (its reservation read before Complete), or one made
+// after Complete while the reservation is left (its removal failed),
+// cannot replace or delete the completed file: bytes that are not the
+// reserved ones are refused as they stream, before the store keeps them.
+func TestDirectUploadLatePutKeepsCompleted(t *testing.T) {
+	eachBackend(t, nil, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		if r := reserve(t, h, "probe.txt", "text/plain", "x"); r.URL != "" {
+			return // a signed URL: the bytes do not pass through PutContent
+		}
+		assertServes := func(t *testing.T, id, want string) {
+			t.Helper()
+			_, body, err := h.svc.Open(ctx, h.alice, id)
+			require.NoError(t, err)
+			defer body.Close()
+			data, err := io.ReadAll(body)
+			require.NoError(t, err)
+			assert.Equal(t, want, string(data))
+		}
+		for _, late := range []string{"HELLO", "hel", "hello, and more"} {
+			t.Run("racing_"+late, func(t *testing.T) {
+				r := reserve(t, h, "a.txt", "text/plain", "hello")
+				_, err := send(t, h, r, "hello")
+				require.NoError(t, err)
+				var a messaging.Attachment
+				rest := strings.NewReader(late)
+				first := true
+				body := readFunc(func(p []byte) (int, error) {
+					if first { // the reservation is read; Complete now
+						first = false
+						var err error
+						a, err = h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+						require.NoError(t, err)
+					}
+					return rest.Read(p)
+				})
+				_, err = h.svc.PutContent(ctx, h.alice, r.ID, body)
+				assert.Error(t, err)
+				assertServes(t, a.ID, "hello")
+			})
+			t.Run("after_"+late, func(t *testing.T) {
+				h.repo.deleteReservation = func(context.Context, string) error { return errInjected }
+				defer func() { h.repo.deleteReservation = nil }()
+				r := reserve(t, h, "b.txt", "text/plain", "hello")
+				_, err := send(t, h, r, "hello")
+				require.NoError(t, err)
+				a, err := h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+				require.NoError(t, err)
+				_, err = h.svc.PutContent(ctx, h.alice, r.ID, strings.NewReader(late))
+				assert.Error(t, err)
+				assertServes(t, a.ID, "hello")
+			})
+		}
+	})
+}
