@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/parleychat/parley/internal/check"
 	"github.com/parleychat/parley/internal/domain"
@@ -229,7 +230,7 @@ func (s *Service) reservation(ctx context.Context, caller driver.Contact, id str
 	if err != nil {
 		return nil, driver.Reservation{}, err
 	}
-	gone := &driver.Error{Kind: driver.ErrNotFound, Message: "no such upload: " + id}
+	gone := noUpload(id)
 	if !ids.Valid(ids.Upload, id) {
 		return nil, driver.Reservation{}, gone
 	}
@@ -238,6 +239,10 @@ func (s *Service) reservation(ctx context.Context, caller driver.Contact, id str
 		return nil, driver.Reservation{}, gone
 	}
 	return rs, r, err
+}
+
+func noUpload(id string) error {
+	return &driver.Error{Kind: driver.ErrNotFound, Message: "no such upload: " + id}
 }
 
 // PutContent stores body as the bytes of the caller's reservation id: the
@@ -376,6 +381,14 @@ func (s *Service) completeOnce(ctx context.Context, caller driver.Contact, id st
 		s.removeBlob(ctx, r.Key)
 		return driver.Attachment{}, bad
 	}
+	// The read may have been slow. The row is written only while the
+	// reservation is there and within its grace (expiry plus
+	// FinishTimeout), after which the sweep may remove it and its object;
+	// the write must end by then.
+	left, err := s.inForce(ctx, rs, r)
+	if err != nil {
+		return driver.Attachment{}, err
+	}
 	a := driver.Attachment{
 		ID: r.AttachmentID, ConversationID: r.ConversationID, UploaderID: caller.ID, Filename: r.Filename,
 		FileType: r.FileType, FileSize: size, SHA256: sum, Key: r.Key, CreatedAt: s.now(),
@@ -395,6 +408,8 @@ func (s *Service) completeOnce(ctx context.Context, caller driver.Contact, id st
 	}
 	fctx, cancel := s.finishing(ctx)
 	defer cancel()
+	fctx, cancelGrace := context.WithTimeout(fctx, left)
+	defer cancelGrace()
 	m, err := s.writeRow(fctx, caller, a, r.MessageID, done)
 	for _, got := range m.Attachments {
 		if got.ID == a.ID {
@@ -414,6 +429,25 @@ func (s *Service) completeOnce(ctx context.Context, caller driver.Contact, id st
 		s.opts.Logger.WarnContext(fctx, "attachments: cannot remove a completed reservation; the sweep will", "upload", r.ID, "err", err)
 	}
 	return out, nil
+}
+
+// inForce reads the reservation r again before its row is written, and
+// returns how long is left of its grace (expiry plus FinishTimeout), after
+// which the sweep may remove it and its object; ErrNotFound when it is gone
+// or its grace has passed.
+func (s *Service) inForce(ctx context.Context, rs driver.ReservationStore, r driver.Reservation) (time.Duration, error) {
+	_, err := rs.GetReservation(ctx, r.ID)
+	if errors.Is(err, driver.ErrNotFound) {
+		return 0, noUpload(r.ID)
+	}
+	if err != nil {
+		return 0, err
+	}
+	left := r.ExpiresAt.Add(s.opts.FinishTimeout).Sub(s.now())
+	if left <= 0 {
+		return 0, noUpload(r.ID)
+	}
+	return left, nil
 }
 
 // headBytes is how much of a completed upload is read for its type and

@@ -334,3 +334,41 @@ func TestDirectUploadLatePutKeepsCompleted(t *testing.T) {
 		}
 	})
 }
+
+// TestDirectUploadSlowComplete: a Complete whose read of the object lasts
+// past the reservation's expiry and FinishTimeout (when the sweep may
+// remove the reservation and its object) writes no row: it fails with
+// ErrNotFound, whether the sweep ran meanwhile or not, and the sweep
+// leaves nothing behind.
+func TestDirectUploadSlowComplete(t *testing.T) {
+	const expiry, finish = 3 * grace, time.Minute
+	for _, sweep := range []bool{true, false} {
+		t.Run(map[bool]string{true: "swept", false: "not_swept"}[sweep], func(t *testing.T) {
+			eachBackend(t, &attachments.Options{UploadExpiry: expiry, FinishTimeout: finish}, func(t *testing.T, h *harness) {
+				ctx := context.Background()
+				r := reserve(t, h, "a.txt", "text/plain", "hello")
+				_, err := send(t, h, r, "hello")
+				require.NoError(t, err)
+				h.blobs.setOpen(func(ctx context.Context, key string) (io.ReadSeekCloser, error) {
+					h.blobs.setOpen(nil)
+					obj, err := h.blobs.next.Open(ctx, key)
+					// The read is slow: the reservation expires meanwhile,
+					// and its grace passes.
+					h.clock.advance(expiry + finish + time.Second)
+					if sweep {
+						_, rerr := h.svc.Reconcile(ctx)
+						require.NoError(t, rerr)
+					}
+					return obj, err
+				})
+				_, err = h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+				assert.ErrorIs(t, err, messaging.ErrNotFound)
+				assert.Empty(t, h.rows(t), "no row")
+				_, err = h.svc.Reconcile(ctx)
+				require.NoError(t, err)
+				h.assertClean(t)
+				assert.Empty(t, h.objects(t))
+			})
+		})
+	}
+}
