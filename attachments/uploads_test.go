@@ -372,3 +372,30 @@ func TestDirectUploadSlowComplete(t *testing.T) {
 		})
 	}
 }
+
+// TestDirectUploadRetriedCompleteAfterDelete: a retried Complete that read
+// the object before the first Complete made the attachment, and the
+// uploader deleted it, does not bring the row back: the reservation is
+// gone, so it answers ErrNotFound and writes nothing.
+func TestDirectUploadRetriedCompleteAfterDelete(t *testing.T) {
+	eachBackend(t, nil, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		r := reserve(t, h, "a.txt", "text/plain", "hello")
+		_, err := send(t, h, r, "hello")
+		require.NoError(t, err)
+		h.blobs.setOpen(func(ctx context.Context, key string) (io.ReadSeekCloser, error) {
+			h.blobs.setOpen(nil)
+			obj, err := h.blobs.next.Open(ctx, key)
+			// While the retry reads, the first Complete ends, and the
+			// uploader deletes the file.
+			a, cerr := h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+			require.NoError(t, cerr)
+			require.NoError(t, h.svc.Delete(ctx, h.alice, a.ID))
+			return obj, err
+		})
+		_, err = h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+		assert.ErrorIs(t, err, messaging.ErrNotFound)
+		assert.Empty(t, h.rows(t), "the deleted attachment stays deleted")
+		h.assertClean(t)
+	})
+}
