@@ -2,6 +2,7 @@ package attachments
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -224,7 +225,8 @@ func (s *Service) uploadTarget(ctx context.Context, caller driver.Contact, conv,
 }
 
 // reservation returns the caller's reservation id while it is in force:
-// ErrNotFound for another's, an expired one and an unknown id.
+// ErrNotFound for another's, an expired or completed one (whose removal
+// failed) and an unknown id.
 func (s *Service) reservation(ctx context.Context, caller driver.Contact, id string) (driver.ReservationStore, driver.Reservation, error) {
 	rs, err := s.reservations()
 	if err != nil {
@@ -238,7 +240,22 @@ func (s *Service) reservation(ctx context.Context, caller driver.Contact, id str
 	if errors.Is(err, driver.ErrNotFound) || err == nil && (r.UploaderID != caller.ID || !r.ExpiresAt.After(s.now())) {
 		return nil, driver.Reservation{}, gone
 	}
-	return rs, r, err
+	if err != nil {
+		return nil, driver.Reservation{}, err
+	}
+	if done, err := s.completed(ctx, r); done || err != nil {
+		return nil, driver.Reservation{}, cmp.Or(err, gone)
+	}
+	return rs, r, nil
+}
+
+// completed reports whether the attachment of r was made.
+func (s *Service) completed(ctx context.Context, r driver.Reservation) (bool, error) {
+	_, err := s.repo.GetAttachment(ctx, r.AttachmentID)
+	if errors.Is(err, driver.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 func noUpload(id string) error {
@@ -419,6 +436,11 @@ func (s *Service) completeOnce(ctx context.Context, caller driver.Contact, id st
 	if err != nil {
 		// The object stays while the reservation does: a retry may
 		// complete it, and the sweep removes it after expiry.
+		if driver.KindOf(err) == driver.ErrConflict && !errors.Is(err, driver.ErrKeyTaken) {
+			if done, cerr := s.completed(fctx, r); done && cerr == nil {
+				return driver.Attachment{}, noUpload(r.ID) // completed meanwhile
+			}
+		}
 		if driver.KindOf(err) == driver.ErrNotFound && r.MessageID != "" {
 			return driver.Attachment{}, noMessage(r.MessageID)
 		}

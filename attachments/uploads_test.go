@@ -399,3 +399,53 @@ func TestDirectUploadRetriedCompleteAfterDelete(t *testing.T) {
 		h.assertClean(t)
 	})
 }
+
+// TestDirectUploadCompleteTwice: once an upload is completed, another
+// Complete of it answers ErrNotFound (API.md: a completed reservation is
+// gone), never a conflict: also when the reservation could not be removed
+// (its removal failed), and when the second Complete read the object
+// before the first one ended; filed or linked to a message.
+func TestDirectUploadCompleteTwice(t *testing.T) {
+	eachBackend(t, nil, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		m, err := h.msgs.Create(ctx, h.alice, messaging.NewMessage{ConversationID: conv, Text: "files"})
+		require.NoError(t, err)
+		h.repo.deleteReservation = func(context.Context, string) error { return errInjected }
+		for _, msg := range []string{"", m.ID} {
+			up := func(name string) attachments.Reservation {
+				r, err := h.svc.Reserve(ctx, h.alice, attachments.NewUpload{
+					Filename: name, FileSize: 5, SHA256: hexSum("hello"), ConversationID: conv, MessageID: msg})
+				require.NoError(t, err)
+				_, err = send(t, h, r, "hello")
+				require.NoError(t, err)
+				return r
+			}
+
+			r := up("after.txt")
+			a, err := h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+			require.NoError(t, err)
+			_, err = h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+			assert.ErrorIs(t, err, messaging.ErrNotFound, "completed, its reservation left")
+			assert.NotErrorIs(t, err, messaging.ErrConflict)
+			_, err = h.svc.Get(ctx, h.alice, a.ID)
+			require.NoError(t, err)
+
+			r = up("racing.txt")
+			h.blobs.setOpen(func(ctx context.Context, key string) (io.ReadSeekCloser, error) {
+				h.blobs.setOpen(nil)
+				obj, err := h.blobs.next.Open(ctx, key)
+				_, cerr := h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+				require.NoError(t, cerr)
+				return obj, err
+			})
+			_, err = h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+			assert.ErrorIs(t, err, messaging.ErrNotFound, "completed meanwhile")
+			assert.NotErrorIs(t, err, messaging.ErrConflict)
+		}
+		got, err := h.msgs.Get(ctx, h.alice, m.ID)
+		require.NoError(t, err)
+		assert.Len(t, got.Attachments, 2)
+		assert.Len(t, h.rows(t), 4)
+		h.assertClean(t)
+	})
+}
