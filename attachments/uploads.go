@@ -66,7 +66,8 @@ type Reservation struct {
 // The quota counts the file's size from the reservation on, with the
 // caller's stored files and its other reservations (until complete turns
 // one into a file, or the sweep removes it after it expires), as
-// Options.UploadQuota says of uploads.
+// Options.UploadQuota says of uploads; a replay of a keyed Reserve returns
+// the first call's reservation without counting it again.
 func (s *Service) Reserve(ctx context.Context, caller driver.Contact, u NewUpload) (Reservation, error) {
 	r, err := s.reserve(ctx, caller, u)
 	return r, domain.Wrap("attachments.Reserve", err)
@@ -105,21 +106,33 @@ func (s *Service) reserve(ctx context.Context, caller driver.Contact, u NewUploa
 		return Reservation{}, err
 	}
 	tried := false // whether the reservation's row may have been written
-	quota, err := s.beginQuota(ctx, caller)
-	if err != nil {
-		return Reservation{}, err
-	}
-	if quota != nil {
-		// The reservation holds its bytes from now on: concurrent
-		// reservations and uploads of the caller here count them, and the
-		// store counts its row (UploadedBytes) until complete or the sweep
-		// removes it.
-		if !quota.add(u.FileSize) {
-			_, used := quota.full()
-			quota.end(false)
-			return Reservation{}, s.quotaExceeded(used)
+	var quota *upload
+	defer func() {
+		if quota != nil {
+			quota.end(tried)
 		}
-		defer func() { quota.end(tried) }()
+	}()
+	// hold checks the reservation against the caller's quota, before its
+	// row is written (a replay of a keyed Reserve, whose bytes count
+	// already, is not checked). It holds its bytes from then on:
+	// concurrent reservations and uploads of the caller here count them,
+	// and the store counts its row (UploadedBytes) until complete or the
+	// sweep removes it.
+	hold := func() error {
+		if quota != nil {
+			return nil
+		}
+		q, err := s.beginQuota(ctx, caller)
+		if err != nil || q == nil {
+			return err
+		}
+		if !q.add(u.FileSize) {
+			_, used := q.full()
+			q.end(false)
+			return s.quotaExceeded(used)
+		}
+		quota = q
+		return nil
 	}
 	prefix, err := s.keyPrefix(ctx)
 	if err != nil {
@@ -137,6 +150,9 @@ func (s *Service) reserve(ctx context.Context, caller driver.Contact, u NewUploa
 		return Reservation{}, err
 	}
 	if u.Idempotency.Key == "" {
+		if err := hold(); err != nil {
+			return Reservation{}, err
+		}
 		tried = true
 		return r, rs.CreateReservation(ctx, r.Reservation)
 	}
@@ -154,6 +170,9 @@ func (s *Service) reserve(ctx context.Context, caller driver.Contact, u NewUploa
 		return s.sign(ctx, &r)
 	}
 	_, err = s.msgsAPI.Once(ctx, caller.ID, u.Idempotency, fp, reread, func(done driver.IdempotencyRecord) error {
+		if err := hold(); err != nil {
+			return err // a replay's answer all the same when the key has one
+		}
 		tried = true
 		done.Result = []byte(r.ID)
 		return rs.CreateReservationKeyed(ctx, r.Reservation, done)

@@ -449,3 +449,26 @@ func TestDirectUploadCompleteTwice(t *testing.T) {
 		h.assertClean(t)
 	})
 }
+
+// TestDirectUploadReserveReplayQuota: a retried keyed Reserve is a replay:
+// it answers the first call's reservation, and its bytes, counted once
+// already, are not checked against the quota again.
+func TestDirectUploadReserveReplayQuota(t *testing.T) {
+	eachBackend(t, &attachments.Options{UploadQuota: 20}, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		data := "123456789012345" // 15 of 20 bytes
+		up := attachments.NewUpload{Filename: "a.txt", FileSize: int64(len(data)), SHA256: hexSum(data), ConversationID: conv,
+			Idempotency: driver.Idempotency{Key: "res-quota"}}
+		r1, err := h.svc.Reserve(ctx, h.alice, up)
+		require.NoError(t, err)
+		var replayed bool
+		up.Idempotency.Replayed = &replayed
+		r2, err := h.svc.Reserve(ctx, h.alice, up)
+		require.NoError(t, err)
+		assert.Equal(t, r1.ID, r2.ID)
+		assert.True(t, replayed)
+		n, err := h.repo.UploadedBytes(ctx, h.alice.ID)
+		require.NoError(t, err)
+		assert.Equal(t, int64(len(data)), n, "counted once")
+	})
+}
