@@ -463,6 +463,9 @@ func (s *Service) completeOnce(ctx context.Context, caller driver.Contact, id st
 		if driver.KindOf(err) == driver.ErrNotFound && r.MessageID != "" {
 			return driver.Attachment{}, noMessage(r.MessageID)
 		}
+		if ce := (*check.Error)(nil); errors.As(err, &ce) && ce.Param == "attachments" {
+			return driver.Attachment{}, s.messageFull() // filled since the reservation
+		}
 		return driver.Attachment{}, err
 	}
 	s.notify()

@@ -472,3 +472,34 @@ func TestDirectUploadReserveReplayQuota(t *testing.T) {
 		assert.Equal(t, int64(len(data)), n, "counted once")
 	})
 }
+
+// TestDirectUploadCompleteMessageFull: a Complete whose message filled up
+// after the reservation is refused as a Reserve would be: ErrInvalid with
+// param message_id (the field of the request that is at fault), and no row
+// is written.
+func TestDirectUploadCompleteMessageFull(t *testing.T) {
+	eachBackend(t, nil, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		m, err := h.msgs.Create(ctx, h.alice, messaging.NewMessage{ConversationID: conv, Text: "files"})
+		require.NoError(t, err)
+		r, err := h.svc.Reserve(ctx, h.alice, attachments.NewUpload{
+			Filename: "late.txt", FileSize: 5, SHA256: hexSum("hello"), MessageID: m.ID})
+		require.NoError(t, err)
+		_, err = send(t, h, r, "hello")
+		require.NoError(t, err)
+		var fill []string
+		for range 10 { // messaging's default MaxAttachments
+			fill = append(fill, h.upload(t, "f.txt", "f").ID)
+		}
+		_, err = h.msgs.Update(ctx, h.alice, m.ID, messaging.Update{Attachments: fill})
+		require.NoError(t, err)
+
+		_, err = h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+		var e *messaging.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, messaging.ErrInvalid, e.Kind)
+		assert.Equal(t, "message_id", e.Param)
+		_, err = h.svc.Get(ctx, h.alice, r.AttachmentID)
+		assert.ErrorIs(t, err, messaging.ErrNotFound, "no row")
+	})
+}
