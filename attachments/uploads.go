@@ -417,14 +417,6 @@ func (s *Service) completeOnce(ctx context.Context, caller driver.Contact, id st
 		s.removeBlob(ctx, r.Key)
 		return driver.Attachment{}, bad
 	}
-	// The read may have been slow. The row is written only while the
-	// reservation is there and within its grace (expiry plus
-	// FinishTimeout), after which the sweep may remove it and its object;
-	// the write must end by then.
-	left, err := s.inForce(ctx, rs, r)
-	if err != nil {
-		return driver.Attachment{}, err
-	}
 	a := driver.Attachment{
 		ID: r.AttachmentID, ConversationID: r.ConversationID, UploaderID: caller.ID, Filename: r.Filename,
 		FileType: r.FileType, FileSize: size, SHA256: sum, Key: r.Key, CreatedAt: s.now(),
@@ -432,15 +424,30 @@ func (s *Service) completeOnce(ctx context.Context, caller driver.Contact, id st
 	if a.FileType == "" {
 		a.FileType = sniffed
 	}
-	if preview.Sniff(head) != "" {
-		if info, err := s.previewer.Inspect(bytes.NewReader(head)); err == nil || errors.Is(err, preview.ErrTooLarge) {
+	if kind := preview.Sniff(head); kind != "" {
+		info, err := s.previewer.Inspect(bytes.NewReader(head))
+		switch {
+		case err == nil || errors.Is(err, preview.ErrTooLarge):
 			a.ImageWidth, a.ImageHeight = info.Width, info.Height
+		case kind == "image/jpeg" && int64(len(head)) < size:
+			// Metadata (EXIF, an ICC profile) may put a JPEG's frame
+			// header past the head: read on to it, through the object
+			// (its segments are skipped, not kept).
+			a.ImageWidth, a.ImageHeight = s.imageSize(ctx, r.Key)
 		}
 	}
 	out := a
 	out.MessageID = r.MessageID
 	if done != nil {
 		done.Result = []byte(a.ID)
+	}
+	// The reads may have been slow. The row is written only while the
+	// reservation is there and within its grace (expiry plus
+	// FinishTimeout), after which the sweep may remove it and its object;
+	// the write must end by then.
+	left, err := s.inForce(ctx, rs, r)
+	if err != nil {
+		return driver.Attachment{}, err
 	}
 	fctx, cancel := s.finishing(ctx)
 	defer cancel()

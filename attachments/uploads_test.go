@@ -1,10 +1,13 @@
 package attachments_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"image"
 	"image/color"
+	"image/jpeg"
 	"io"
 	"net/http"
 	"strings"
@@ -501,5 +504,49 @@ func TestDirectUploadCompleteMessageFull(t *testing.T) {
 		assert.Equal(t, "message_id", e.Param)
 		_, err = h.svc.Get(ctx, h.alice, r.AttachmentID)
 		assert.ErrorIs(t, err, messaging.ErrNotFound, "no row")
+	})
+}
+
+// testJPEGWithMetadata encodes a w × h JPEG whose metadata segments (as a
+// camera's EXIF and ICC profile make them) take n bytes before its frame
+// header.
+func testJPEGWithMetadata(w, h, n int) string {
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for i := range img.Pix {
+		img.Pix[i] = byte(i)
+	}
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, img, nil); err != nil {
+		panic(err)
+	}
+	data := b.Bytes()
+	var meta bytes.Buffer
+	for meta.Len() < n {
+		payload := min(n-meta.Len(), 0xffff-2)
+		meta.Write([]byte{0xff, 0xe1, byte((payload + 2) >> 8), byte(payload + 2)})
+		meta.Write(make([]byte, payload))
+	}
+	return string(data[:2]) + meta.String() + string(data[2:])
+}
+
+// TestDirectUploadJPEGLargeMetadata: a JPEG whose metadata puts its frame
+// header past the first bytes Complete reads still gets its size, and so
+// its previews.
+func TestDirectUploadJPEGLargeMetadata(t *testing.T) {
+	eachBackend(t, nil, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		img := testJPEGWithMetadata(120, 80, 600<<10)
+		r := reserve(t, h, "photo.jpg", "image/jpeg", img)
+		_, err := send(t, h, r, img)
+		require.NoError(t, err)
+		a, err := h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+		require.NoError(t, err)
+		assert.Equal(t, [2]int{120, 80}, [2]int{a.ImageWidth, a.ImageHeight})
+		_, p, err := h.svc.Preview(ctx, h.alice, a.ID, attachments.PreviewSmall)
+		require.NoError(t, err)
+		defer p.Body.Close()
+		got, _, err := image.DecodeConfig(p.Body)
+		require.NoError(t, err)
+		assert.Equal(t, [2]int{120, 80}, [2]int{got.Width, got.Height})
 	})
 }
