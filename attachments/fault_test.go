@@ -49,6 +49,13 @@ type faultBlobs struct {
 	mu     sync.Mutex
 	put    func(ctx context.Context, key, contentType string, r io.Reader) error
 	delete func(ctx context.Context, key string) error
+	open   func(ctx context.Context, key string) (io.ReadSeekCloser, error)
+}
+
+func (f *faultBlobs) setOpen(fn func(ctx context.Context, key string) (io.ReadSeekCloser, error)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.open = fn
 }
 
 func (f *faultBlobs) setPut(fn func(ctx context.Context, key, contentType string, r io.Reader) error) {
@@ -74,6 +81,12 @@ func (f *faultBlobs) Put(ctx context.Context, key, contentType string, r io.Read
 }
 
 func (f *faultBlobs) Open(ctx context.Context, key string) (io.ReadSeekCloser, error) {
+	f.mu.Lock()
+	fn := f.open
+	f.mu.Unlock()
+	if fn != nil {
+		return fn(ctx, key)
+	}
 	return f.next.Open(ctx, key)
 }
 
@@ -108,6 +121,17 @@ type faultRepo struct {
 	createAttachment  func(ctx context.Context, a messaging.Attachment) error
 	forgetDeletion    func(ctx context.Context, key string) error
 	createReservation func(ctx context.Context, r driver.Reservation) error
+	deleteReservation func(ctx context.Context, id string) error
+}
+
+func (r *faultRepo) DeleteReservation(ctx context.Context, id string) error {
+	r.mu.Lock()
+	fn := r.deleteReservation
+	r.mu.Unlock()
+	if fn != nil {
+		return fn(ctx, id)
+	}
+	return r.fullStore.DeleteReservation(ctx, id)
 }
 
 func (r *faultRepo) CreateReservation(ctx context.Context, res driver.Reservation) error {

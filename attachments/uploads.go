@@ -2,6 +2,7 @@ package attachments
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/parleychat/parley/internal/check"
 	"github.com/parleychat/parley/internal/domain"
@@ -64,7 +66,8 @@ type Reservation struct {
 // The quota counts the file's size from the reservation on, with the
 // caller's stored files and its other reservations (until complete turns
 // one into a file, or the sweep removes it after it expires), as
-// Options.UploadQuota says of uploads.
+// Options.UploadQuota says of uploads; a replay of a keyed Reserve returns
+// the first call's reservation without counting it again.
 func (s *Service) Reserve(ctx context.Context, caller driver.Contact, u NewUpload) (Reservation, error) {
 	r, err := s.reserve(ctx, caller, u)
 	return r, domain.Wrap("attachments.Reserve", err)
@@ -103,21 +106,33 @@ func (s *Service) reserve(ctx context.Context, caller driver.Contact, u NewUploa
 		return Reservation{}, err
 	}
 	tried := false // whether the reservation's row may have been written
-	quota, err := s.beginQuota(ctx, caller)
-	if err != nil {
-		return Reservation{}, err
-	}
-	if quota != nil {
-		// The reservation holds its bytes from now on: concurrent
-		// reservations and uploads of the caller here count them, and the
-		// store counts its row (UploadedBytes) until complete or the sweep
-		// removes it.
-		if !quota.add(u.FileSize) {
-			_, used := quota.full()
-			quota.end(false)
-			return Reservation{}, s.quotaExceeded(used)
+	var quota *upload
+	defer func() {
+		if quota != nil {
+			quota.end(tried)
 		}
-		defer func() { quota.end(tried) }()
+	}()
+	// hold checks the reservation against the caller's quota, before its
+	// row is written (a replay of a keyed Reserve, whose bytes count
+	// already, is not checked). It holds its bytes from then on:
+	// concurrent reservations and uploads of the caller here count them,
+	// and the store counts its row (UploadedBytes) until complete or the
+	// sweep removes it.
+	hold := func() error {
+		if quota != nil {
+			return nil
+		}
+		q, err := s.beginQuota(ctx, caller)
+		if err != nil || q == nil {
+			return err
+		}
+		if !q.add(u.FileSize) {
+			_, used := q.full()
+			q.end(false)
+			return s.quotaExceeded(used)
+		}
+		quota = q
+		return nil
 	}
 	prefix, err := s.keyPrefix(ctx)
 	if err != nil {
@@ -135,6 +150,9 @@ func (s *Service) reserve(ctx context.Context, caller driver.Contact, u NewUploa
 		return Reservation{}, err
 	}
 	if u.Idempotency.Key == "" {
+		if err := hold(); err != nil {
+			return Reservation{}, err
+		}
 		tried = true
 		return r, rs.CreateReservation(ctx, r.Reservation)
 	}
@@ -152,6 +170,9 @@ func (s *Service) reserve(ctx context.Context, caller driver.Contact, u NewUploa
 		return s.sign(ctx, &r)
 	}
 	_, err = s.msgsAPI.Once(ctx, caller.ID, u.Idempotency, fp, reread, func(done driver.IdempotencyRecord) error {
+		if err := hold(); err != nil {
+			return err // a replay's answer all the same when the key has one
+		}
 		tried = true
 		done.Result = []byte(r.ID)
 		return rs.CreateReservationKeyed(ctx, r.Reservation, done)
@@ -223,13 +244,14 @@ func (s *Service) uploadTarget(ctx context.Context, caller driver.Contact, conv,
 }
 
 // reservation returns the caller's reservation id while it is in force:
-// ErrNotFound for another's, an expired one and an unknown id.
+// ErrNotFound for another's, an expired or completed one (whose removal
+// failed) and an unknown id.
 func (s *Service) reservation(ctx context.Context, caller driver.Contact, id string) (driver.ReservationStore, driver.Reservation, error) {
 	rs, err := s.reservations()
 	if err != nil {
 		return nil, driver.Reservation{}, err
 	}
-	gone := &driver.Error{Kind: driver.ErrNotFound, Message: "no such upload: " + id}
+	gone := noUpload(id)
 	if !ids.Valid(ids.Upload, id) {
 		return nil, driver.Reservation{}, gone
 	}
@@ -237,17 +259,39 @@ func (s *Service) reservation(ctx context.Context, caller driver.Contact, id str
 	if errors.Is(err, driver.ErrNotFound) || err == nil && (r.UploaderID != caller.ID || !r.ExpiresAt.After(s.now())) {
 		return nil, driver.Reservation{}, gone
 	}
-	return rs, r, err
+	if err != nil {
+		return nil, driver.Reservation{}, err
+	}
+	if done, err := s.completed(ctx, r); done || err != nil {
+		return nil, driver.Reservation{}, cmp.Or(err, gone)
+	}
+	return rs, r, nil
+}
+
+// completed reports whether the attachment of r was made.
+func (s *Service) completed(ctx context.Context, r driver.Reservation) (bool, error) {
+	_, err := s.repo.GetAttachment(ctx, r.AttachmentID)
+	if errors.Is(err, driver.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func noUpload(id string) error {
+	return &driver.Error{Kind: driver.ErrNotFound, Message: "no such upload: " + id}
 }
 
 // PutContent stores body as the bytes of the caller's reservation id: the
 // route of a blob store that cannot sign URLs, through the host. The bytes
-// stream to the store, at most the reserved size; bytes of another size or
-// SHA-256 are deleted and refused (ErrTooLarge beyond the size, param
-// file_size; ErrInvalid otherwise, param file_size or sha256); the
-// reservation stays for another try. ErrNotFound for an unknown, expired
-// or completed reservation, or one of another caller. It returns the
-// reservation, with Method and no URL (the bytes came through the host).
+// stream to the store, at most the reserved size, and are checked as they
+// pass: bytes of another size or SHA-256 are refused before the store
+// keeps them (ErrTooLarge beyond the size, param file_size; ErrInvalid
+// otherwise, param file_size or sha256), so that what the store held under
+// the reservation's key stays (the file of a reservation completed while
+// they streamed); the reservation stays for another try. ErrNotFound for
+// an unknown, expired or completed reservation, or one of another caller.
+// It returns the reservation, with Method and no URL (the bytes came
+// through the host).
 func (s *Service) PutContent(ctx context.Context, caller driver.Contact, id string, body io.Reader) (Reservation, error) {
 	r, err := s.putContent(ctx, caller, id, body)
 	if err != nil {
@@ -265,23 +309,49 @@ func (s *Service) putContent(ctx context.Context, caller driver.Contact, id stri
 	if ctype == "" {
 		ctype = "application/octet-stream"
 	}
-	cr := newCountingReader(body, r.FileSize)
+	cr := &checkingReader{countingReader: newCountingReader(body, r.FileSize), size: r.FileSize, sum: r.SHA256}
 	defer cr.Close()
 	if err := s.blobs.Put(ctx, r.Key, ctype, cr); err != nil {
-		s.removeBlob(ctx, r.Key)
-		if cr.tooLarge {
+		// The store aborted the write and kept what it held (a store that
+		// leaves part of it anyway: Complete refuses it, and the sweep
+		// removes it). Nothing is deleted here: the key may hold the file
+		// of a reservation completed meanwhile.
+		switch {
+		case cr.tooLarge:
 			return r, &driver.Error{Kind: driver.ErrTooLarge, Param: "file_size", Message: "more bytes were sent than file_size says"}
+		case cr.bad != nil:
+			return r, cr.bad
 		}
 		return r, err
 	}
-	if cr.n != r.FileSize || cr.Sum() != r.SHA256 {
-		s.removeBlob(ctx, r.Key)
-		if cr.n != r.FileSize {
-			return r, check.BadParam("file_size", "the bytes sent are fewer than file_size says")
-		}
-		return r, check.BadParam("sha256", "the SHA-256 of the bytes sent is not the one reserved")
-	}
 	return r, nil
+}
+
+// checkingReader is a countingReader of the bytes of a reservation that
+// fails instead of ending when they are not the reserved ones (fewer
+// bytes, or another SHA-256; more fail as too large), so that the store
+// aborts the write rather than keeping them.
+type checkingReader struct {
+	*countingReader
+	size int64
+	sum  string
+	bad  error // the failed check, once the end was read
+}
+
+func (c *checkingReader) Read(p []byte) (int, error) {
+	n, err := c.countingReader.Read(p)
+	if !errors.Is(err, io.EOF) {
+		return n, err
+	}
+	switch {
+	case c.n != c.size:
+		c.bad = check.BadParam("file_size", "the bytes sent are fewer than file_size says")
+	case c.Sum() != c.sum:
+		c.bad = check.BadParam("sha256", "the SHA-256 of the bytes sent is not the one reserved")
+	default:
+		return n, err
+	}
+	return n, c.bad
 }
 
 // Complete checks the object the caller sent for its reservation id and
@@ -354,9 +424,16 @@ func (s *Service) completeOnce(ctx context.Context, caller driver.Contact, id st
 	if a.FileType == "" {
 		a.FileType = sniffed
 	}
-	if preview.Sniff(head) != "" {
-		if info, err := s.previewer.Inspect(bytes.NewReader(head)); err == nil || errors.Is(err, preview.ErrTooLarge) {
+	if kind := preview.Sniff(head); kind != "" {
+		info, err := s.previewer.Inspect(bytes.NewReader(head))
+		switch {
+		case err == nil || errors.Is(err, preview.ErrTooLarge):
 			a.ImageWidth, a.ImageHeight = info.Width, info.Height
+		case kind == "image/jpeg" && int64(len(head)) < size:
+			// Metadata (EXIF, an ICC profile) may put a JPEG's frame
+			// header past the head: read on to it, through the object
+			// (its segments are skipped, not kept).
+			a.ImageWidth, a.ImageHeight = s.imageSize(ctx, r.Key)
 		}
 	}
 	out := a
@@ -364,8 +441,18 @@ func (s *Service) completeOnce(ctx context.Context, caller driver.Contact, id st
 	if done != nil {
 		done.Result = []byte(a.ID)
 	}
+	// The reads may have been slow. The row is written only while the
+	// reservation is there and within its grace (expiry plus
+	// FinishTimeout), after which the sweep may remove it and its object;
+	// the write must end by then.
+	left, err := s.inForce(ctx, rs, r)
+	if err != nil {
+		return driver.Attachment{}, err
+	}
 	fctx, cancel := s.finishing(ctx)
 	defer cancel()
+	fctx, cancelGrace := context.WithTimeout(fctx, left)
+	defer cancelGrace()
 	m, err := s.writeRow(fctx, caller, a, r.MessageID, done)
 	for _, got := range m.Attachments {
 		if got.ID == a.ID {
@@ -375,8 +462,16 @@ func (s *Service) completeOnce(ctx context.Context, caller driver.Contact, id st
 	if err != nil {
 		// The object stays while the reservation does: a retry may
 		// complete it, and the sweep removes it after expiry.
+		if driver.KindOf(err) == driver.ErrConflict && !errors.Is(err, driver.ErrKeyTaken) {
+			if done, cerr := s.completed(fctx, r); done && cerr == nil {
+				return driver.Attachment{}, noUpload(r.ID) // completed meanwhile
+			}
+		}
 		if driver.KindOf(err) == driver.ErrNotFound && r.MessageID != "" {
 			return driver.Attachment{}, noMessage(r.MessageID)
+		}
+		if ce := (*check.Error)(nil); errors.As(err, &ce) && ce.Param == "attachments" {
+			return driver.Attachment{}, s.messageFull() // filled since the reservation
 		}
 		return driver.Attachment{}, err
 	}
@@ -385,6 +480,25 @@ func (s *Service) completeOnce(ctx context.Context, caller driver.Contact, id st
 		s.opts.Logger.WarnContext(fctx, "attachments: cannot remove a completed reservation; the sweep will", "upload", r.ID, "err", err)
 	}
 	return out, nil
+}
+
+// inForce reads the reservation r again before its row is written, and
+// returns how long is left of its grace (expiry plus FinishTimeout), after
+// which the sweep may remove it and its object; ErrNotFound when it is gone
+// or its grace has passed.
+func (s *Service) inForce(ctx context.Context, rs driver.ReservationStore, r driver.Reservation) (time.Duration, error) {
+	_, err := rs.GetReservation(ctx, r.ID)
+	if errors.Is(err, driver.ErrNotFound) {
+		return 0, noUpload(r.ID)
+	}
+	if err != nil {
+		return 0, err
+	}
+	left := r.ExpiresAt.Add(s.opts.FinishTimeout).Sub(s.now())
+	if left <= 0 {
+		return 0, noUpload(r.ID)
+	}
+	return left, nil
 }
 
 // headBytes is how much of a completed upload is read for its type and

@@ -1,10 +1,13 @@
 package attachments_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"image"
 	"image/color"
+	"image/jpeg"
 	"io"
 	"net/http"
 	"strings"
@@ -270,5 +273,280 @@ func TestDirectUploadExpires(t *testing.T) {
 			_, err = h.repo.GetReservation(ctx, id)
 			assert.ErrorIs(t, err, messaging.ErrNotFound)
 		}
+	})
+}
+
+// readFunc is an io.Reader made of a function.
+type readFunc func(p []byte) (int, error)
+
+func (f readFunc) Read(p []byte) (int, error) { return f(p) }
+
+// TestDirectUploadLatePutKeepsCompleted: a PutContent under way when the
+// upload is completed (its reservation read before Complete), or one made
+// after Complete while the reservation is left (its removal failed),
+// cannot replace or delete the completed file: bytes that are not the
+// reserved ones are refused as they stream, before the store keeps them.
+func TestDirectUploadLatePutKeepsCompleted(t *testing.T) {
+	eachBackend(t, nil, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		if r := reserve(t, h, "probe.txt", "text/plain", "x"); r.URL != "" {
+			return // a signed URL: the bytes do not pass through PutContent
+		}
+		assertServes := func(t *testing.T, id, want string) {
+			t.Helper()
+			_, body, err := h.svc.Open(ctx, h.alice, id)
+			require.NoError(t, err)
+			defer body.Close()
+			data, err := io.ReadAll(body)
+			require.NoError(t, err)
+			assert.Equal(t, want, string(data))
+		}
+		for _, late := range []string{"HELLO", "hel", "hello, and more"} {
+			t.Run("racing_"+late, func(t *testing.T) {
+				r := reserve(t, h, "a.txt", "text/plain", "hello")
+				_, err := send(t, h, r, "hello")
+				require.NoError(t, err)
+				var a messaging.Attachment
+				rest := strings.NewReader(late)
+				first := true
+				body := readFunc(func(p []byte) (int, error) {
+					if first { // the reservation is read; Complete now
+						first = false
+						var err error
+						a, err = h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+						require.NoError(t, err)
+					}
+					return rest.Read(p)
+				})
+				_, err = h.svc.PutContent(ctx, h.alice, r.ID, body)
+				assert.Error(t, err)
+				assertServes(t, a.ID, "hello")
+			})
+			t.Run("after_"+late, func(t *testing.T) {
+				h.repo.deleteReservation = func(context.Context, string) error { return errInjected }
+				defer func() { h.repo.deleteReservation = nil }()
+				r := reserve(t, h, "b.txt", "text/plain", "hello")
+				_, err := send(t, h, r, "hello")
+				require.NoError(t, err)
+				a, err := h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+				require.NoError(t, err)
+				_, err = h.svc.PutContent(ctx, h.alice, r.ID, strings.NewReader(late))
+				assert.Error(t, err)
+				assertServes(t, a.ID, "hello")
+			})
+		}
+	})
+}
+
+// TestDirectUploadSlowComplete: a Complete whose read of the object lasts
+// past the reservation's expiry and FinishTimeout (when the sweep may
+// remove the reservation and its object) writes no row: it fails with
+// ErrNotFound, whether the sweep ran meanwhile or not, and the sweep
+// leaves nothing behind.
+func TestDirectUploadSlowComplete(t *testing.T) {
+	const expiry, finish = 3 * grace, time.Minute
+	for _, sweep := range []bool{true, false} {
+		t.Run(map[bool]string{true: "swept", false: "not_swept"}[sweep], func(t *testing.T) {
+			eachBackend(t, &attachments.Options{UploadExpiry: expiry, FinishTimeout: finish}, func(t *testing.T, h *harness) {
+				ctx := context.Background()
+				r := reserve(t, h, "a.txt", "text/plain", "hello")
+				_, err := send(t, h, r, "hello")
+				require.NoError(t, err)
+				h.blobs.setOpen(func(ctx context.Context, key string) (io.ReadSeekCloser, error) {
+					h.blobs.setOpen(nil)
+					obj, err := h.blobs.next.Open(ctx, key)
+					// The read is slow: the reservation expires meanwhile,
+					// and its grace passes.
+					h.clock.advance(expiry + finish + time.Second)
+					if sweep {
+						_, rerr := h.svc.Reconcile(ctx)
+						require.NoError(t, rerr)
+					}
+					return obj, err
+				})
+				_, err = h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+				assert.ErrorIs(t, err, messaging.ErrNotFound)
+				assert.Empty(t, h.rows(t), "no row")
+				_, err = h.svc.Reconcile(ctx)
+				require.NoError(t, err)
+				h.assertClean(t)
+				assert.Empty(t, h.objects(t))
+			})
+		})
+	}
+}
+
+// TestDirectUploadRetriedCompleteAfterDelete: a retried Complete that read
+// the object before the first Complete made the attachment, and the
+// uploader deleted it, does not bring the row back: the reservation is
+// gone, so it answers ErrNotFound and writes nothing.
+func TestDirectUploadRetriedCompleteAfterDelete(t *testing.T) {
+	eachBackend(t, nil, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		r := reserve(t, h, "a.txt", "text/plain", "hello")
+		_, err := send(t, h, r, "hello")
+		require.NoError(t, err)
+		h.blobs.setOpen(func(ctx context.Context, key string) (io.ReadSeekCloser, error) {
+			h.blobs.setOpen(nil)
+			obj, err := h.blobs.next.Open(ctx, key)
+			// While the retry reads, the first Complete ends, and the
+			// uploader deletes the file.
+			a, cerr := h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+			require.NoError(t, cerr)
+			require.NoError(t, h.svc.Delete(ctx, h.alice, a.ID))
+			return obj, err
+		})
+		_, err = h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+		assert.ErrorIs(t, err, messaging.ErrNotFound)
+		assert.Empty(t, h.rows(t), "the deleted attachment stays deleted")
+		h.assertClean(t)
+	})
+}
+
+// TestDirectUploadCompleteTwice: once an upload is completed, another
+// Complete of it answers ErrNotFound (API.md: a completed reservation is
+// gone), never a conflict: also when the reservation could not be removed
+// (its removal failed), and when the second Complete read the object
+// before the first one ended; filed or linked to a message.
+func TestDirectUploadCompleteTwice(t *testing.T) {
+	eachBackend(t, nil, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		m, err := h.msgs.Create(ctx, h.alice, messaging.NewMessage{ConversationID: conv, Text: "files"})
+		require.NoError(t, err)
+		h.repo.deleteReservation = func(context.Context, string) error { return errInjected }
+		for _, msg := range []string{"", m.ID} {
+			up := func(name string) attachments.Reservation {
+				r, err := h.svc.Reserve(ctx, h.alice, attachments.NewUpload{
+					Filename: name, FileSize: 5, SHA256: hexSum("hello"), ConversationID: conv, MessageID: msg})
+				require.NoError(t, err)
+				_, err = send(t, h, r, "hello")
+				require.NoError(t, err)
+				return r
+			}
+
+			r := up("after.txt")
+			a, err := h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+			require.NoError(t, err)
+			_, err = h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+			assert.ErrorIs(t, err, messaging.ErrNotFound, "completed, its reservation left")
+			assert.NotErrorIs(t, err, messaging.ErrConflict)
+			_, err = h.svc.Get(ctx, h.alice, a.ID)
+			require.NoError(t, err)
+
+			r = up("racing.txt")
+			h.blobs.setOpen(func(ctx context.Context, key string) (io.ReadSeekCloser, error) {
+				h.blobs.setOpen(nil)
+				obj, err := h.blobs.next.Open(ctx, key)
+				_, cerr := h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+				require.NoError(t, cerr)
+				return obj, err
+			})
+			_, err = h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+			assert.ErrorIs(t, err, messaging.ErrNotFound, "completed meanwhile")
+			assert.NotErrorIs(t, err, messaging.ErrConflict)
+		}
+		got, err := h.msgs.Get(ctx, h.alice, m.ID)
+		require.NoError(t, err)
+		assert.Len(t, got.Attachments, 2)
+		assert.Len(t, h.rows(t), 4)
+		h.assertClean(t)
+	})
+}
+
+// TestDirectUploadReserveReplayQuota: a retried keyed Reserve is a replay:
+// it answers the first call's reservation, and its bytes, counted once
+// already, are not checked against the quota again.
+func TestDirectUploadReserveReplayQuota(t *testing.T) {
+	eachBackend(t, &attachments.Options{UploadQuota: 20}, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		data := "123456789012345" // 15 of 20 bytes
+		up := attachments.NewUpload{Filename: "a.txt", FileSize: int64(len(data)), SHA256: hexSum(data), ConversationID: conv,
+			Idempotency: driver.Idempotency{Key: "res-quota"}}
+		r1, err := h.svc.Reserve(ctx, h.alice, up)
+		require.NoError(t, err)
+		var replayed bool
+		up.Idempotency.Replayed = &replayed
+		r2, err := h.svc.Reserve(ctx, h.alice, up)
+		require.NoError(t, err)
+		assert.Equal(t, r1.ID, r2.ID)
+		assert.True(t, replayed)
+		n, err := h.repo.UploadedBytes(ctx, h.alice.ID)
+		require.NoError(t, err)
+		assert.Equal(t, int64(len(data)), n, "counted once")
+	})
+}
+
+// TestDirectUploadCompleteMessageFull: a Complete whose message filled up
+// after the reservation is refused as a Reserve would be: ErrInvalid with
+// param message_id (the field of the request that is at fault), and no row
+// is written.
+func TestDirectUploadCompleteMessageFull(t *testing.T) {
+	eachBackend(t, nil, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		m, err := h.msgs.Create(ctx, h.alice, messaging.NewMessage{ConversationID: conv, Text: "files"})
+		require.NoError(t, err)
+		r, err := h.svc.Reserve(ctx, h.alice, attachments.NewUpload{
+			Filename: "late.txt", FileSize: 5, SHA256: hexSum("hello"), MessageID: m.ID})
+		require.NoError(t, err)
+		_, err = send(t, h, r, "hello")
+		require.NoError(t, err)
+		var fill []string
+		for range 10 { // messaging's default MaxAttachments
+			fill = append(fill, h.upload(t, "f.txt", "f").ID)
+		}
+		_, err = h.msgs.Update(ctx, h.alice, m.ID, messaging.Update{Attachments: fill})
+		require.NoError(t, err)
+
+		_, err = h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+		var e *messaging.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, messaging.ErrInvalid, e.Kind)
+		assert.Equal(t, "message_id", e.Param)
+		_, err = h.svc.Get(ctx, h.alice, r.AttachmentID)
+		assert.ErrorIs(t, err, messaging.ErrNotFound, "no row")
+	})
+}
+
+// testJPEGWithMetadata encodes a w × h JPEG whose metadata segments (as a
+// camera's EXIF and ICC profile make them) take n bytes before its frame
+// header.
+func testJPEGWithMetadata(w, h, n int) string {
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for i := range img.Pix {
+		img.Pix[i] = byte(i)
+	}
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, img, nil); err != nil {
+		panic(err)
+	}
+	data := b.Bytes()
+	var meta bytes.Buffer
+	for meta.Len() < n {
+		payload := min(n-meta.Len(), 0xffff-2)
+		meta.Write([]byte{0xff, 0xe1, byte((payload + 2) >> 8), byte(payload + 2)})
+		meta.Write(make([]byte, payload))
+	}
+	return string(data[:2]) + meta.String() + string(data[2:])
+}
+
+// TestDirectUploadJPEGLargeMetadata: a JPEG whose metadata puts its frame
+// header past the first bytes Complete reads still gets its size, and so
+// its previews.
+func TestDirectUploadJPEGLargeMetadata(t *testing.T) {
+	eachBackend(t, nil, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		img := testJPEGWithMetadata(120, 80, 600<<10)
+		r := reserve(t, h, "photo.jpg", "image/jpeg", img)
+		_, err := send(t, h, r, img)
+		require.NoError(t, err)
+		a, err := h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+		require.NoError(t, err)
+		assert.Equal(t, [2]int{120, 80}, [2]int{a.ImageWidth, a.ImageHeight})
+		_, p, err := h.svc.Preview(ctx, h.alice, a.ID, attachments.PreviewSmall)
+		require.NoError(t, err)
+		defer p.Body.Close()
+		got, _, err := image.DecodeConfig(p.Body)
+		require.NoError(t, err)
+		assert.Equal(t, [2]int{120, 80}, [2]int{got.Width, got.Height})
 	})
 }

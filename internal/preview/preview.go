@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"image/color"
 	"image/gif"
 	"image/jpeg"
 	"image/png"
@@ -227,7 +228,7 @@ func (m *Maker) inspect(br *bufio.Reader) (Info, format, image.Config, error) {
 // it fits already. A preview's longer side is the bound, or at least 90%
 // of it where a box filter alone gets there (see scale). A preview is a JPEG when the image is opaque and a PNG
 // when it has transparency. (An animated GIF's preview is its first
-// frame.)
+// frame, drawn on its logical screen: see onScreen.)
 //
 // Make reads the header, checks it as Inspect does, then seeks r back to
 // its start and decodes the image once, when fewer than MaxDecodes other
@@ -266,6 +267,9 @@ func (m *Maker) Make(ctx context.Context, r io.ReadSeeker, bounds ...int) (Info,
 	img, err := f.decode(br)
 	if err != nil {
 		return info, nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, f.typ, err)
+	}
+	if p, ok := img.(*image.Paletted); ok && f.typ == "image/gif" {
+		img = onScreen(p, info.Width, info.Height)
 	}
 	if b := img.Bounds(); b.Dx() != info.Width || b.Dy() != info.Height {
 		return info, nil, fmt.Errorf("%w: %s: decoded %d × %d pixels, the header says %d × %d",
@@ -336,4 +340,56 @@ func fit(w, h, bound int) (int, int) {
 func isOpaque(img image.Image) bool {
 	o, ok := img.(interface{ Opaque() bool })
 	return ok && o.Opaque()
+}
+
+// onScreen returns a GIF's first frame drawn on its logical screen of
+// w × h pixels, which the frame may cover only in part (as the frames of an
+// animation optimized frame by frame do): the rest transparent, as a
+// browser shows it, at a byte a pixel as the frame is. The transparent
+// entry is the palette's own, else one added, else one the frame does not
+// use; a frame that uses every entry of a full palette, none transparent,
+// leaves the rest in its first color. A frame that covers the screen, or
+// lies outside it, is returned as it is.
+func onScreen(frame *image.Paletted, w, h int) image.Image {
+	screen := image.Rect(0, 0, w, h)
+	if frame.Rect == screen || !frame.Rect.In(screen) {
+		return frame
+	}
+	pal := frame.Palette
+	clear := -1
+	for i, c := range pal {
+		if _, _, _, a := c.RGBA(); a == 0 {
+			clear = i
+			break
+		}
+	}
+	if clear < 0 && len(pal) < 256 {
+		pal = append(pal[:len(pal):len(pal)], color.RGBA{})
+		clear = len(pal) - 1
+	}
+	if clear < 0 {
+		var used [256]bool
+		for _, i := range frame.Pix {
+			used[i] = true
+		}
+		clear = 0
+		for i := range pal {
+			if !used[i] {
+				pal = append(color.Palette(nil), pal...)
+				pal[i] = color.RGBA{}
+				clear = i
+				break
+			}
+		}
+	}
+	out := image.NewPaletted(screen, pal)
+	if clear != 0 {
+		for i := range out.Pix {
+			out.Pix[i] = uint8(clear)
+		}
+	}
+	for y := frame.Rect.Min.Y; y < frame.Rect.Max.Y; y++ {
+		copy(out.Pix[out.PixOffset(frame.Rect.Min.X, y):], frame.Pix[frame.PixOffset(frame.Rect.Min.X, y):frame.PixOffset(frame.Rect.Max.X, y)])
+	}
+	return out
 }

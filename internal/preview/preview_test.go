@@ -507,3 +507,32 @@ func TestDecodeCost(t *testing.T) {
 		assert.Equal(t, 7.5, jpegPerPixel(p[0].data), "%s is progressive 4:2:0", p[0].name)
 	}
 }
+
+// TestGIFFirstFrameSmallerThanScreen: a GIF whose first frame covers part
+// of its logical screen (as animations optimized frame by frame do) gets
+// previews of the screen's size, the frame where it lies and the rest
+// transparent, as a browser shows it.
+func TestGIFFirstFrameSmallerThanScreen(t *testing.T) {
+	red := color.RGBA{255, 0, 0, 255}
+	for _, pal := range []color.Palette{
+		{red, color.RGBA{0, 0, 255, 255}},
+		append(color.Palette{red}, palette.Plan9[1:]...), // full, none transparent: an unused entry becomes it
+	} {
+		frame := image.NewPaletted(image.Rect(20, 10, 60, 40), pal)
+		var buf bytes.Buffer
+		require.NoError(t, gif.EncodeAll(&buf, &gif.GIF{
+			Image: []*image.Paletted{frame}, Delay: []int{0},
+			Config: image.Config{Width: 100, Height: 60, ColorModel: pal},
+		}))
+		info, ps, err := New(nil).Make(context.Background(), bytes.NewReader(buf.Bytes()), Small)
+		require.NoError(t, err)
+		assert.Equal(t, [2]int{100, 60}, [2]int{info.Width, info.Height})
+		assert.Equal(t, [2]int{100, 60}, [2]int{ps[0].Width, ps[0].Height})
+		img, _, err := image.Decode(bytes.NewReader(ps[0].Data))
+		require.NoError(t, err)
+		assert.True(t, near(img.At(40, 25), red, 8), "the frame, where it lies")
+		assert.Equal(t, "image/png", ps[0].Type)
+		_, _, _, a := img.At(5, 5).RGBA()
+		assert.Zero(t, a, "the rest of the screen is transparent")
+	}
+}
