@@ -36,17 +36,17 @@
 // makes the attachment. Reconcile removes reservations not completed after
 // Options.UploadExpiry, with their objects.
 //
-// A limit of signed URLs: a URL stays valid until the reservation expires,
-// also after Complete, and the attachment keeps the object the URL names
-// (its bytes are not copied; reads do not hash them again). Where the
-// store checks the SHA-256 itself (S3) the URL takes only the reserved
-// bytes, so using it again changes nothing. Where it does not (Google
-// Cloud Storage, Azure), the uploader, who alone holds the URL, can
-// replace a completed file's bytes until then: with bytes of any size
-// (past MaxUploadBytes and the quota), while the attachment's FileSize,
-// SHA256 and a preview already made still describe the bytes Complete
-// checked (on Azure, with the Content-Type and disposition headers the
-// client sends). Keep Options.UploadExpiry short where that matters.
+// A signed URL stays valid until the reservation expires, also after
+// Complete, and the attachment keeps the object the URL names (its bytes
+// are not copied; reads do not hash them again); so the URL never replaces
+// a stored object. On S3 it takes only the reserved bytes (the store
+// checks the SHA-256); on Google Cloud Storage and Azure it creates the
+// object and cannot overwrite it (storage/blobstore signs the precondition
+// that the object does not exist, or the create permission alone). A
+// client that sent other bytes there calls Complete, which refuses and
+// deletes them, before it sends the bytes again. What the URL can still
+// do until it expires is create an object under the key of an attachment
+// deleted meanwhile: no row names it, and Reconcile moves it aside.
 //
 // # Nothing lost, nothing left
 //

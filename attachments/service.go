@@ -62,7 +62,8 @@ type Options struct {
 	// UploadExpiry is how long a reservation of a direct upload (Reserve)
 	// and its signed URL last; Reconcile removes one not completed by
 	// then, and its object. The URL stays valid after Complete, until
-	// then (see "Direct uploads" in the package doc). Default: 1 hour.
+	// then, but replaces no stored object (see the package doc).
+	// Default: 1 hour.
 	UploadExpiry time.Duration
 	// MaxImagePixels is the largest width × height of an image that gets
 	// previews (Service.Preview); a larger one is refused from its header,

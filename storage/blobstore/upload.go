@@ -68,14 +68,18 @@ type SignedPut struct {
 //     the URL: the client must send them, and the bucket refuses bytes of
 //     another digest.
 //   - Google Cloud Storage (storage/blobstore/gcs, a bucket opened with a
-//     signing key): the type is signed; the digest is not checked.
-//   - Azure (storage/blobstore/azure): the client sends the blob type, the
-//     type and the disposition as headers, which the signature does not
-//     cover; the digest is not checked.
+//     signing key): the type and the precondition that the object does
+//     not exist (x-goog-if-generation-match: 0) are signed; the digest is
+//     not checked.
+//   - Azure (storage/blobstore/azure): the URL has the create permission
+//     alone; the client sends the blob type, the type and the disposition
+//     as headers, which the signature does not cover; the digest is not
+//     checked.
 //
-// The URL works for any number of requests until it expires: where the
-// digest is not checked, a client may replace the object until then, also
-// after the server checked it (see attachments' "Direct uploads").
+// The URL works until it expires but never replaces an object stored
+// under key: on S3 it takes only the bytes of the digest; on GCS and Azure
+// a request while the object exists is refused (412, 403). A client
+// cannot change an object the server has checked.
 //
 // A bucket that cannot sign gives an error matching ErrCannotSign and
 // messaging.ErrUnimplemented; one that cannot be reached,

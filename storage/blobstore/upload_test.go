@@ -249,3 +249,41 @@ func TestSignedPut(t *testing.T) {
 		t.Skip("no bucket that signs upload URLs: set PARLEY_TEST_S3, PARLEY_TEST_AZURE or PARLEY_TEST_GCS (.ci/minio.sh, .ci/azurite.sh, .ci/fakegcs.sh)")
 	}
 }
+
+// TestSignedPutStoresOnce: a signed URL stores its object once. A second
+// request to it, with other bytes (of another size too), is refused and
+// the object keeps the bytes of the first: a client cannot replace a file
+// the server has checked (attachments' Complete) for as long as the URL
+// lasts. On S3 the signed digest refuses other bytes; on Azure the URL
+// creates the blob and cannot overwrite it. (Google Cloud Storage's URL
+// signs a precondition that fake-gcs-server does not check: the gcs
+// package's TestSignedPutCreatesOnly checks the URL instead.)
+func TestSignedPutStoresOnce(t *testing.T) {
+	ctx := context.Background()
+	ran := false
+	for _, d := range uploadDrivers(t) {
+		if d.name == "mem" || strings.HasPrefix(d.name, "file") || d.name == "gcs" {
+			continue
+		}
+		ran = true
+		t.Run(d.name, func(t *testing.T) {
+			s := d.open(t)
+			data := []byte("the bytes the server checked")
+			sum := sha256.Sum256(data)
+			p, err := s.SignPut(ctx, "attachments/upl_1", blobstore.PutOptions{ContentType: "text/plain", SHA256: sum[:], Expiry: 10 * time.Minute})
+			require.NoError(t, err)
+			status, msg := put(t, p, data, nil)
+			require.Less(t, status, 300, "%d %s", status, msg)
+
+			status, msg = put(t, p, []byte("other bytes, and more of them than the first"), nil)
+			assert.GreaterOrEqual(t, status, 400, "a second request is refused: %d %s", status, msg)
+			got, size, err := s.SHA256(ctx, "attachments/upl_1")
+			require.NoError(t, err)
+			assert.Equal(t, sum[:], got, "the object keeps the first bytes")
+			assert.Equal(t, int64(len(data)), size)
+		})
+	}
+	if !ran {
+		t.Skip("no bucket that signs upload URLs: set PARLEY_TEST_S3, PARLEY_TEST_AZURE or PARLEY_TEST_GCS (.ci/minio.sh, .ci/azurite.sh, .ci/fakegcs.sh)")
+	}
+}

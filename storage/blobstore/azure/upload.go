@@ -8,9 +8,11 @@ import (
 
 func init() { drivers.RegisterPutSigner(signPut) }
 
-// signPut: gocloud signs an Azure PUT URL (a SAS) with the create and write
-// permissions only, which cover no header. The client sends the blob type
-// (a single Put Blob), the type and the disposition; Azure checks no
+// signPut: an Azure PUT URL (a SAS) has the create permission alone, not
+// gocloud's create and write: it creates the blob and cannot overwrite it,
+// so that a client cannot replace a file the server has checked while the
+// URL lasts. The permissions cover no header. The client sends the blob
+// type (a single Put Blob), the type and the disposition; Azure checks no
 // SHA-256, and nothing makes the client send these headers: the caller
 // checks what was stored (blobstore.Store.Stat).
 func signPut(as func(any) bool, req drivers.PutRequest) (drivers.PutTerms, bool, error) {
@@ -18,6 +20,7 @@ func signPut(as func(any) bool, req drivers.PutRequest) (drivers.PutTerms, bool,
 	if !as(&perms) {
 		return drivers.PutTerms{}, false, nil
 	}
+	*perms = sas.BlobPermissions{Create: true}
 	return drivers.PutTerms{Headers: map[string]string{
 		"x-ms-blob-type":                "BlockBlob",
 		"Content-Type":                  req.ContentType,

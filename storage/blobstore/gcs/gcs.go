@@ -15,6 +15,11 @@
 // response-content-type and response-content-disposition (V4 signing), so
 // Cloud Storage serves the file with its current type and name, as
 // attachments.ContentDisposition words it.
+//
+// An upload URL (blobstore.Store.SignPut) signs the type and
+// x-goog-if-generation-match: 0, so that it creates the object and never
+// replaces it (a second request is a 412); a client sends both headers,
+// and a bucket's CORS rule for browsers must allow both.
 package gcs
 
 import (

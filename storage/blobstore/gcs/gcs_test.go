@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,4 +61,28 @@ func TestSignedURLNamesTheFile(t *testing.T) {
 	assert.Equal(t, "text/html", q.Get("response-content-type"))
 	assert.Equal(t, attachments.ContentDisposition("text/html", "page.html"), q.Get("response-content-disposition"))
 	assert.NotEmpty(t, q.Get("X-Goog-Signature"))
+}
+
+// TestSignedPutCreatesOnly: an upload URL signs the precondition that the
+// object does not exist yet (x-goog-if-generation-match: 0), which the
+// client must send as the URL's headers say: Cloud Storage then answers a
+// second request to the URL 412 and keeps the object, so that a client
+// cannot replace a file the server has checked. (fake-gcs-server checks
+// neither signatures nor preconditions: signed offline, as above.)
+func TestSignedPutCreatesOnly(t *testing.T) {
+	ctx := context.Background()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	b, err := gcsblob.OpenBucket(ctx, &gcp.HTTPClient{Client: *http.DefaultClient}, "parley", &gcsblob.Options{GoogleAccessID: "parley@example.iam.gserviceaccount.com", PrivateKey: pemKey})
+	require.NoError(t, err)
+	s := blobstore.New(b)
+	t.Cleanup(func() { _ = s.Close() })
+
+	p, err := s.SignPut(ctx, "attachments/ins_a/att_1", blobstore.PutOptions{ContentType: "text/plain", SHA256: make([]byte, 32), Expiry: time.Minute})
+	require.NoError(t, err)
+	assert.Equal(t, "0", p.Headers["x-goog-if-generation-match"], "the client sends the precondition")
+	u, err := url.Parse(p.URL)
+	require.NoError(t, err)
+	assert.Contains(t, strings.Split(u.Query().Get("X-Goog-SignedHeaders"), ";"), "x-goog-if-generation-match", "under the signature")
 }

@@ -12,9 +12,13 @@ import (
 func init() { drivers.RegisterPutSigner(signPut) }
 
 // signPut signs the type into a PUT URL (V4): Cloud Storage then refuses a
-// request of another Content-Type. It checks no SHA-256. With
-// STORAGE_EMULATOR_HOST set, the URL is of the emulator, as every other
-// request of the client is.
+// request of another Content-Type. It checks no SHA-256. It also signs
+// x-goog-if-generation-match: 0, a precondition that the object does not
+// exist: the URL creates the object and cannot overwrite it, so that a
+// client cannot replace a file the server has checked while the URL lasts
+// (a browser sends the header too: the bucket's CORS rule must allow it).
+// With STORAGE_EMULATOR_HOST set, the URL is of the emulator, as every
+// other request of the client is.
 func signPut(as func(any) bool, req drivers.PutRequest) (drivers.PutTerms, bool, error) {
 	var o *storage.SignedURLOptions
 	if !as(&o) {
@@ -22,9 +26,14 @@ func signPut(as func(any) bool, req drivers.PutRequest) (drivers.PutTerms, bool,
 	}
 	o.Scheme = storage.SigningSchemeV4
 	o.ContentType = req.ContentType
+	o.Headers = append(o.Headers, ifAbsent+":0")
 	if host := os.Getenv("STORAGE_EMULATOR_HOST"); host != "" {
 		o.Insecure = !strings.HasPrefix(host, "https://")
 		o.Hostname = strings.TrimPrefix(strings.TrimPrefix(host, "https://"), "http://")
 	}
-	return drivers.PutTerms{Headers: map[string]string{"Content-Type": req.ContentType}}, true, nil
+	return drivers.PutTerms{Headers: map[string]string{"Content-Type": req.ContentType, ifAbsent: "0"}}, true, nil
 }
+
+// ifAbsent is the header of a request precondition on the generation of
+// the object: 0 for none, that is, no live object.
+const ifAbsent = "x-goog-if-generation-match"
