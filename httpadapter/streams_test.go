@@ -110,29 +110,6 @@ func TestEventStreamLimits(t *testing.T) {
 		e.tooManyStreams(t, "alice")
 	})
 
-	t.Run("per instance", func(t *testing.T) {
-		// The limits count the streams of one handler: a second handler
-		// (another instance over the same services) counts its own, as
-		// Options.MaxStreamsPerCaller says.
-		e := newEnv(t, memstore.New().Driver(), envConfig{events: &events.Options{}})
-		for range 10 {
-			e.stream(t, "alice", "")
-		}
-		e.tooManyStreams(t, "alice")
-		h, err := httpadapter.New(e.msgs, &httpadapter.Options{Events: true, Authenticator: httpadapter.StaticTokens(e.tokens)})
-		require.NoError(t, err)
-		other := httptest.NewServer(h)
-		t.Cleanup(other.Close)
-		req, err := http.NewRequest("GET", other.URL+"/v1/events", nil)
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer tok-alice")
-		req.Header.Set("Accept", "text/event-stream")
-		res, err := other.Client().Do(req)
-		require.NoError(t, err)
-		t.Cleanup(func() { res.Body.Close() })
-		assert.Equal(t, http.StatusOK, res.StatusCode, "an 11th stream on another instance")
-	})
-
 	t.Run("in all", func(t *testing.T) {
 		e := newEnv(t, memstore.New().Driver(), envConfig{events: &events.Options{}, opts: httpadapter.Options{MaxStreams: 2}})
 		e.stream(t, "alice", "")
