@@ -135,7 +135,8 @@ func testThreads(t *testing.T, newStore newStoreFunc) {
 }
 
 // testTombstoneWrites: a deleted root kept for its replies is a 404 to
-// every request but its read (API.md, Threads: "afterwards the id is a
+// every request but its read (its revisions and reactors, which went with
+// it, too) (API.md, Threads: "afterwards the id is a
 // 404", the tombstone's GET the one exception), its sender's and others'
 // alike, and none of them changes anything.
 func testTombstoneWrites(t *testing.T, newStore newStoreFunc) {
@@ -175,6 +176,8 @@ func testTombstoneWrites(t *testing.T, newStore newStoreFunc) {
 			{"link a file", "PUT", "/v1/messages/" + rootID, form("attachments[]=" + att), nil},
 			{"remove a reaction", "DELETE", "/v1/messages/" + rootID + "/reactions/ok", nil, nil},
 			{"delete again", "DELETE", "/v1/messages/" + rootID, nil, nil},
+			{"revisions", "GET", "/v1/messages/" + rootID + "/revisions", nil, nil},
+			{"reactors", "GET", "/v1/messages/" + rootID + "/reactions/ok", nil, nil},
 			{"upload into it", "POST", "/v1/attachments", multipartBody(field("message_id", rootID), file("u.txt", "text/plain", "u")), nil},
 			{"reserve an upload into it", "POST", "/v1/uploads", form("filename=u.txt&file_size=1&file_type=text/plain&sha256=" + sha("u") + "&message_id=" + rootID), nil},
 		} {
