@@ -82,6 +82,10 @@ func testThreads(t *testing.T, newStore newStoreFunc) {
 	assertError(t, e.as(t, "bob", "POST", "/v1/messages", form("conversation_id=team&message=x&parent_id="+r1["id"].(string))), 400, *invalid("parent_id"))
 	assertError(t, e.as(t, "bob", "POST", "/v1/messages", form("conversation_id=team&message=x&parent_id="+other)), 400, *invalid("parent_id"))
 	assertError(t, e.as(t, "bob", "POST", "/v1/messages", form("conversation_id=team&message=x&parent_id=nope")), 400, *invalid("parent_id"))
+	// An empty parent_id names no root: not a message of the conversation.
+	assertError(t, e.as(t, "bob", "POST", "/v1/messages", form("conversation_id=team&message=x&parent_id=")), 400, *invalid("parent_id"))
+	assertError(t, e.as(t, "bob", "POST", "/v1/messages", jsonBody(`{"conversation_id":"team","message":"x","parent_id":""}`)), 400, *invalid("parent_id"))
+	assertError(t, e.as(t, "bob", "POST", "/v1/messages", multipartBody(field("conversation_id", "team"), field("message", "x"), field("parent_id", ""))), 400, *invalid("parent_id"))
 	assertError(t, e.as(t, "bob", "GET", "/v1/messages?parent_id="+r1["id"].(string), nil), 400, *invalid("parent_id"))
 	assertError(t, e.as(t, "bob", "GET", "/v1/messages?parent_id=a&parent_id=b", nil), 400, *invalid("parent_id"))
 	assertError(t, e.as(t, "bob", "PUT", "/v1/threads/"+rootID, form("read_through="+rootID)), 400, *invalid("read_through"))
