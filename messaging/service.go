@@ -41,6 +41,9 @@ type Options struct {
 	// MaxListLimit is the largest page size of every list: messages,
 	// attachments, conversations and members. Default: 100.
 	MaxListLimit int
+	// MaxSearchQueryChars is the longest search query, in characters.
+	// Default: 256.
+	MaxSearchQueryChars int
 	// TouchInterval is how often, at most, a contact's LastActiveAt is
 	// written by Touch. Default: one minute.
 	TouchInterval time.Duration
@@ -92,6 +95,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.MaxListLimit <= 0 {
 		c.MaxListLimit = 100
+	}
+	if c.MaxSearchQueryChars <= 0 {
+		c.MaxSearchQueryChars = 256
 	}
 	if c.TouchInterval <= 0 {
 		c.TouchInterval = time.Minute
