@@ -131,6 +131,7 @@ func runAdapterTests(t *testing.T, newStore func(t *testing.T) storetest.Store) 
 		{"ListVisibility", testListVisibility},
 		{"Conversations", testConversations},
 		{"Threads", testThreads},
+		{"ThreadTombstoneWrites", testTombstoneWrites},
 		{"Mount", testMount},
 		{"CookieSessions", testCookieSessions},
 		{"BaseURL", testBaseURL},

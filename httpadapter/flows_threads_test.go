@@ -82,6 +82,10 @@ func testThreads(t *testing.T, newStore newStoreFunc) {
 	assertError(t, e.as(t, "bob", "POST", "/v1/messages", form("conversation_id=team&message=x&parent_id="+r1["id"].(string))), 400, *invalid("parent_id"))
 	assertError(t, e.as(t, "bob", "POST", "/v1/messages", form("conversation_id=team&message=x&parent_id="+other)), 400, *invalid("parent_id"))
 	assertError(t, e.as(t, "bob", "POST", "/v1/messages", form("conversation_id=team&message=x&parent_id=nope")), 400, *invalid("parent_id"))
+	// An empty parent_id names no root: not a message of the conversation.
+	assertError(t, e.as(t, "bob", "POST", "/v1/messages", form("conversation_id=team&message=x&parent_id=")), 400, *invalid("parent_id"))
+	assertError(t, e.as(t, "bob", "POST", "/v1/messages", jsonBody(`{"conversation_id":"team","message":"x","parent_id":""}`)), 400, *invalid("parent_id"))
+	assertError(t, e.as(t, "bob", "POST", "/v1/messages", multipartBody(field("conversation_id", "team"), field("message", "x"), field("parent_id", ""))), 400, *invalid("parent_id"))
 	assertError(t, e.as(t, "bob", "GET", "/v1/messages?parent_id="+r1["id"].(string), nil), 400, *invalid("parent_id"))
 	assertError(t, e.as(t, "bob", "GET", "/v1/messages?parent_id=a&parent_id=b", nil), 400, *invalid("parent_id"))
 	assertError(t, e.as(t, "bob", "PUT", "/v1/threads/"+rootID, form("read_through="+rootID)), 400, *invalid("read_through"))
@@ -132,4 +136,64 @@ func testThreads(t *testing.T, newStore newStoreFunc) {
 	for _, v := range e.as(t, "alice", "GET", "/v1/events?limit=100", nil).json(t)["data"].([]any) {
 		assert.NotEqual(t, "thread.read", v.(map[string]any)["type"], "bob's thread.read is his alone")
 	}
+}
+
+// testTombstoneWrites: a deleted root kept for its replies is a 404 to
+// every request but its read (its revisions and reactors, which went with
+// it, too) (API.md, Threads: "afterwards the id is a
+// 404", the tombstone's GET the one exception), its sender's and others'
+// alike, and none of them changes anything.
+func testTombstoneWrites(t *testing.T, newStore newStoreFunc) {
+	store := newStore(t)
+	if _, ok := store.(driver.ThreadStore); !ok {
+		t.Skip("the store keeps no threads (driver.ThreadStore)")
+	}
+	e := newEnv(t, store, envConfig{})
+	post := func(user, body string) string {
+		t.Helper()
+		res := e.as(t, user, "POST", "/v1/messages", form(body))
+		require.Equal(t, 201, res.StatusCode, "body: %s", res.body)
+		return res.json(t)["id"].(string)
+	}
+	rootID := post("alice", "conversation_id=team&message=lunch")
+	require.Equal(t, 200, e.as(t, "alice", "PUT", "/v1/messages/"+rootID, form("message=lunch?")).StatusCode)
+	require.Equal(t, 200, e.as(t, "bob", "PUT", "/v1/messages/"+rootID, form("reactions[ok][]=bob")).StatusCode)
+	post("bob", "conversation_id=team&message=yes&parent_id="+rootID)
+	require.Equal(t, 200, e.as(t, "alice", "DELETE", "/v1/messages/"+rootID, nil).StatusCode)
+	require.Equal(t, 200, e.as(t, "bob", "GET", "/v1/messages/"+rootID, nil).StatusCode, "the tombstone reads")
+	attA := e.upload(t, "alice", "team", "a.txt", "text/plain", "a")
+	attB := e.upload(t, "bob", "team", "b.txt", "text/plain", "b")
+
+	before := e.snapshot(t)
+	for _, user := range []string{"alice", "bob"} {
+		att := map[string]string{"alice": attA, "bob": attB}[user]
+		for _, tc := range []struct {
+			name, method, path string
+			body               *reqBody
+			hdr                []string
+		}{
+			{"edit", "PUT", "/v1/messages/" + rootID, form("message=again"), nil},
+			{"react", "PUT", "/v1/messages/" + rootID, form("reactions[ok][]=" + user), nil},
+			{"react keyed", "PUT", "/v1/messages/" + rootID, form("reactions[ok][]=" + user), []string{"Idempotency-Key", "k-" + user}},
+			{"read", "PUT", "/v1/messages/" + rootID, form("read=true"), nil},
+			{"unread", "PUT", "/v1/messages/" + rootID, form("read=false"), nil},
+			{"link a file", "PUT", "/v1/messages/" + rootID, form("attachments[]=" + att), nil},
+			{"remove a reaction", "DELETE", "/v1/messages/" + rootID + "/reactions/ok", nil, nil},
+			{"delete again", "DELETE", "/v1/messages/" + rootID, nil, nil},
+			{"revisions", "GET", "/v1/messages/" + rootID + "/revisions", nil, nil},
+			{"reactors", "GET", "/v1/messages/" + rootID + "/reactions/ok", nil, nil},
+			{"upload into it", "POST", "/v1/attachments", multipartBody(field("message_id", rootID), file("u.txt", "text/plain", "u")), nil},
+			{"reserve an upload into it", "POST", "/v1/uploads", form("filename=u.txt&file_size=1&file_type=text/plain&sha256=" + sha("u") + "&message_id=" + rootID), nil},
+		} {
+			t.Run(user+"/"+tc.name, func(t *testing.T) {
+				res := e.as(t, user, tc.method, tc.path, tc.body, tc.hdr...)
+				if tc.path == "/v1/attachments" || tc.path == "/v1/uploads" {
+					assertError(t, res, 404, wantErr{"not_found_error", "resource_missing", "message_id"})
+					return
+				}
+				assertError(t, res, 404, *errNotFound)
+			})
+		}
+	}
+	e.assertUnchanged(t, before)
 }

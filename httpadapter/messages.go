@@ -46,8 +46,14 @@ func (a *api) createMessage(w http.ResponseWriter, r *http.Request, caller messa
 		a.writeError(w, r, err)
 		return
 	}
-	if nm.ParentID, _, err = in.str("parent_id"); err != nil {
+	var hasParent bool
+	if nm.ParentID, hasParent, err = in.str("parent_id"); err != nil {
 		a.writeError(w, r, err)
+		return
+	}
+	if hasParent && nm.ParentID == "" {
+		// An empty parent names no root; it does not make a top-level message.
+		a.writeError(w, r, badParam("parent_id", "parent_id must not be empty"))
 		return
 	}
 	ctx := r.Context()

@@ -287,9 +287,14 @@ func (s *Service) prunePeriodically(ctx context.Context) {
 // the messages uploads are linked to.
 type files struct{ s *Service }
 
-// Get returns the message if the caller may see it (Service.Get).
+// Get returns the message if the caller may see it (Service.Get) and it
+// is no tombstone, which takes no attachments: ErrNotFound then.
 func (f files) Get(ctx context.Context, caller Contact, id string) (Message, error) {
-	return f.s.Get(ctx, caller, id)
+	m, err := f.s.Get(ctx, caller, id)
+	if err == nil && m.Deleted {
+		return Message{}, wrapErr("messaging.Get "+strconv.Quote(id), notFound(id))
+	}
+	return m, err
 }
 
 // Hold holds key of scope in this process (hold).
@@ -333,7 +338,7 @@ func (f files) MaxAttachments() int { return f.s.opts.MaxAttachments }
 // message. Errors: those of Update adding an attachment.
 func (f files) Attach(ctx context.Context, caller Contact, messageID string, a Attachment, done *driver.IdempotencyRecord) (Message, error) {
 	s := f.s
-	m, err := s.lookup(ctx, caller, messageID)
+	m, err := s.lookupLive(ctx, caller, messageID)
 	if err != nil {
 		return Message{}, err
 	}

@@ -16,9 +16,10 @@ import (
 // now, to a caller who may see the message. (A Message embeds only the
 // first MaxEmbeddedReactors of each reaction.) A name nobody reacted with
 // has no reactors. Errors: ErrNotFound for a message that does not exist
-// or that the caller may not see, ErrInvalid for a bad name, limit or
-// cursor (a username that is not a reactor of the reaction): o.StartingAfter
-// and o.EndingBefore take a username.
+// (a deleted root's tombstone too) or that the caller may not see,
+// ErrInvalid for a bad name, limit or cursor (a username that is not a
+// reactor of the reaction): o.StartingAfter and o.EndingBefore take a
+// username.
 func (s *Service) Reactors(ctx context.Context, caller Contact, messageID, name string, o ListOptions) (Page[Reactor], error) {
 	p, err := s.reactors(ctx, caller, messageID, name, o)
 	return p, wrapErr("messaging.Reactors "+strconv.Quote(messageID), err)
@@ -43,7 +44,7 @@ func (s *Service) reactors(ctx context.Context, caller Contact, messageID, name 
 	if err := check.ReactionName("name", name); err != nil {
 		return Page[Reactor]{}, err
 	}
-	if _, err := s.lookup(ctx, caller, messageID); err != nil {
+	if _, err := s.lookupLive(ctx, caller, messageID); err != nil {
 		return Page[Reactor]{}, err
 	}
 	q := driver.ReactorQuery{Window: driver.Window{Limit: limit}, MessageID: messageID, Name: name}

@@ -14,8 +14,9 @@ import (
 
 // Revisions returns a page of the earlier texts of a message, newest
 // first, to a caller who may see the message. Errors: ErrNotFound for a
-// message that does not exist or that the caller may not see, ErrInvalid
-// for a bad limit or cursor (a revision id not of this message).
+// message that does not exist (a deleted root's tombstone too) or that
+// the caller may not see, ErrInvalid for a bad limit or cursor (a revision
+// id not of this message).
 func (s *Service) Revisions(ctx context.Context, caller Contact, messageID string, o ListOptions) (Page[Revision], error) {
 	p, err := s.revisions(ctx, caller, messageID, o)
 	return p, wrapErr("messaging.Revisions "+strconv.Quote(messageID), err)
@@ -26,7 +27,7 @@ func (s *Service) revisions(ctx context.Context, caller Contact, messageID strin
 	if err != nil {
 		return Page[Revision]{}, err
 	}
-	if _, err := s.lookup(ctx, caller, messageID); err != nil {
+	if _, err := s.lookupLive(ctx, caller, messageID); err != nil {
 		return Page[Revision]{}, err
 	}
 	q := driver.RevisionQuery{Window: driver.Window{Limit: limit}, MessageID: messageID}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/parleychat/parley/internal/check"
@@ -11,9 +12,6 @@ import (
 	"github.com/parleychat/parley/internal/search"
 	"github.com/parleychat/parley/messaging/driver"
 )
-
-// MaxSearchQueryChars is the most characters of a search query.
-const MaxSearchQueryChars = 256
 
 // Search returns a page of the messages whose text holds every word of
 // query, newest first: of the conversation conversationID, or of every
@@ -33,7 +31,7 @@ const MaxSearchQueryChars = 256
 // o.EndingBefore) is the id of a message of the results.
 //
 // Errors: ErrInvalid for a query of no word or of more than
-// MaxSearchQueryChars characters (naming "query"), a bad limit,
+// Options.MaxSearchQueryChars characters (naming "query"), a bad limit,
 // conversation id or cursor.
 func (s *Service) Search(ctx context.Context, caller Contact, query, conversationID string, o ListOptions) (Page[Message], error) {
 	p, err := s.search(ctx, caller, query, conversationID, o)
@@ -41,7 +39,7 @@ func (s *Service) Search(ctx context.Context, caller Contact, query, conversatio
 }
 
 func (s *Service) search(ctx context.Context, caller Contact, query, conversationID string, o ListOptions) (Page[Message], error) {
-	parsed, err := parseQuery(query)
+	parsed, err := parseQuery(query, s.opts.MaxSearchQueryChars)
 	if err != nil {
 		return Page[Message]{}, err
 	}
@@ -99,13 +97,14 @@ func (s *Service) search(ctx context.Context, caller Contact, query, conversatio
 	return Page[Message]{Data: items, HasMore: more}, nil
 }
 
-// parseQuery checks and parses a search query.
-func parseQuery(query string) (search.Query, error) {
+// parseQuery checks and parses a search query of at most maxChars
+// characters.
+func parseQuery(query string, maxChars int) (search.Query, error) {
 	if query == "" {
 		return search.Query{}, check.Missing("query")
 	}
-	if !utf8.ValidString(query) || utf8.RuneCountInString(query) > MaxSearchQueryChars {
-		return search.Query{}, check.BadParam("query", "query must be valid text of at most 256 characters")
+	if !utf8.ValidString(query) || utf8.RuneCountInString(query) > maxChars {
+		return search.Query{}, check.BadParam("query", "query must be valid text of at most "+strconv.Itoa(maxChars)+" characters")
 	}
 	parsed, err := search.Parse(query)
 	if err != nil {

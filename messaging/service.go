@@ -41,6 +41,9 @@ type Options struct {
 	// MaxListLimit is the largest page size of every list: messages,
 	// attachments, conversations and members. Default: 100.
 	MaxListLimit int
+	// MaxSearchQueryChars is the longest search query, in characters.
+	// Default: 256.
+	MaxSearchQueryChars int
 	// TouchInterval is how often, at most, a contact's LastActiveAt is
 	// written by Touch. Default: one minute.
 	TouchInterval time.Duration
@@ -92,6 +95,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.MaxListLimit <= 0 {
 		c.MaxListLimit = 100
+	}
+	if c.MaxSearchQueryChars <= 0 {
+		c.MaxSearchQueryChars = 256
 	}
 	if c.TouchInterval <= 0 {
 		c.TouchInterval = time.Minute
@@ -617,6 +623,17 @@ func (s *Service) lookup(ctx context.Context, caller Contact, id string) (driver
 	return m, nil
 }
 
+// lookupLive is lookup of a message that is not a tombstone: a deleted
+// root kept for its replies is ErrNotFound to every request but its read
+// and its thread's (API.md, Threads).
+func (s *Service) lookupLive(ctx context.Context, caller Contact, id string) (driver.MessageRef, error) {
+	m, err := s.lookup(ctx, caller, id)
+	if err == nil && m.Deleted {
+		return driver.MessageRef{}, notFound(id)
+	}
+	return m, err
+}
+
 // ImportMessages stores msgs as they are given, for migrations from other
 // systems and bulk loads: far faster than a Create each, in one
 // transaction per call (pass chunks of some thousands), recording no
@@ -676,7 +693,7 @@ func (s *Service) importMessages(ctx context.Context, msgs []Message) error {
 func (s *Service) lookupToWrite(ctx context.Context, caller Contact, id string) (m driver.MessageRef, remembered bool, err error) {
 	v, ok := s.refs.Load(id)
 	if !ok {
-		m, err := s.lookup(ctx, caller, id)
+		m, err := s.lookupLive(ctx, caller, id)
 		if err == nil {
 			s.remember(&s.refs, id, m)
 		}
@@ -958,12 +975,12 @@ func (s *Service) checkCounts(before, after driver.MessageCounts) error {
 	return nil
 }
 
-// gone reports whether the message is no longer stored, to tell a message
-// deleted meanwhile from an attachment deleted meanwhile (both are
-// ErrNotFound from UpdateMessage).
+// gone reports whether the message is no longer stored, or is only its
+// tombstone, to tell a message deleted meanwhile from an attachment
+// deleted meanwhile (both are ErrNotFound from UpdateMessage).
 func (s *Service) gone(ctx context.Context, id string) bool {
-	_, err := s.repo.LookupMessage(ctx, id)
-	return errors.Is(err, ErrNotFound)
+	m, err := s.repo.LookupMessage(ctx, id)
+	return errors.Is(err, ErrNotFound) || err == nil && m.Deleted
 }
 
 // checkReactions checks the reaction names of a change, given as param:
@@ -1067,9 +1084,6 @@ func (s *Service) delete(ctx context.Context, caller Contact, id string) error {
 		return err
 	}
 	defer s.refs.Delete(id)
-	if m.Deleted {
-		return notFound(id)
-	}
 	if m.SenderID != caller.ID {
 		return s.unlessGone(ctx, remembered, id, &Error{Kind: ErrPermission, Message: "only the sender may delete a message"})
 	}

@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,6 +20,41 @@ var serviceTests = []test{
 	{"same_words_on_every_backend", testSameWords},
 	{"renamed_contact_keeps_its_reactions", testRenamedReactor},
 	{"reaction_names_per_caller", testReactionNamesPerCaller},
+	{"search_query_length_configurable", testSearchQueryLength},
+}
+
+// testSearchQueryLength: a search query is at most
+// Options.MaxSearchQueryChars characters (256 by default): one at the
+// limit is searched, one beyond it is ErrInvalid naming "query".
+func testSearchQueryLength(t *testing.T, h *harness) {
+	for _, tc := range []struct {
+		name  string
+		opts  *messaging.Options
+		limit int
+	}{
+		{"default", nil, 256},
+		{"configured", &messaging.Options{MaxSearchQueryChars: 12}, 12},
+		{"raised", &messaging.Options{MaxSearchQueryChars: 300}, 300},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msgs := svctest.New(h.t, storage{h.s}, nil, tc.opts)
+			alice, err := msgs.SaveContact(h.ctx, messaging.Contact{Username: "alice"})
+			require.NoError(t, err)
+			m, err := msgs.Create(h.ctx, alice, messaging.NewMessage{ConversationID: "q-" + tc.name, Text: "harbour tonight"})
+			require.NoError(t, err)
+			// "harbour" and spaces up to the limit: found; one more space is too long.
+			atLimit := "harbour" + strings.Repeat(" ", tc.limit-len("harbour"))
+			page, err := msgs.Search(h.ctx, alice, atLimit, m.ConversationID, messaging.ListOptions{})
+			require.NoError(t, err, "a query of %d characters", tc.limit)
+			assert.Equal(t, []string{m.ID}, messageIDs(page.Data))
+			_, err = msgs.Search(h.ctx, alice, atLimit+" ", m.ConversationID, messaging.ListOptions{})
+			var e *messaging.Error
+			require.ErrorAs(t, err, &e, "a query of %d characters", tc.limit+1)
+			assert.Equal(t, messaging.ErrInvalid, messaging.KindOf(err))
+			assert.Equal(t, "query", e.Param)
+			assert.Equal(t, "query must be valid text of at most "+strconv.Itoa(tc.limit)+" characters", e.Message)
+		})
+	}
 }
 
 // testReactionNamesPerCaller: one caller may react with at most

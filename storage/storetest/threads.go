@@ -27,6 +27,9 @@ var threadTests = []test{
 	{"replies_paged_both_ways", testReplyPaging},
 	{"tombstone", testTombstone},
 	{"threads_of_a_caller", testThreadList},
+	{"threads_paged_with_ties", testThreadPagingTies},
+	{"threads_paged_while_they_move", testThreadPagingMoves},
+	{"replies_paged_with_ties", testReplyPagingTies},
 	{"threads_scoped_by_access", testThreadScope},
 	{"threads_follow_deleted_replies", testThreadListDeletes},
 	{"thread_events", testThreadEvents},
@@ -729,4 +732,112 @@ func testThreadEvents(t *testing.T, h *harness) {
 	require.NoError(t, err)
 	assert.Equal(t, root.ID, deleted.Message.ParentID, "the deleted reply carries its parent")
 	assert.Empty(t, deleted.RemovedRoot)
+}
+
+// testThreadPagingTies pages the threads of a caller whose last replies
+// share their times, three by three: the list's order (last reply time,
+// then root id, descending) with ties broken alike by every page, so that
+// walking it either way neither repeats nor skips a thread.
+func testThreadPagingTies(t *testing.T, h *harness) {
+	ts := h.threads()
+	alice, bob := h.contact("alice"), h.contact("bob")
+	items := tiedItems("msg_", at(0), 25, 11) // root ids, last reply times
+	for _, it := range shuffled(items, 12) {
+		root := newMessage("c", alice, at(0))
+		root.ID = it.id
+		require.NoError(t, h.s.CreateMessage(h.ctx, root, nil, nil))
+		h.reply(root, bob, it.at.Add(time.Hour))
+	}
+	for i := range items {
+		items[i].at = items[i].at.Add(time.Hour)
+	}
+	testCursors(t, items, func(t *testing.T, limit int, after, before *driver.Cursor) ([]string, bool) {
+		t.Helper()
+		w := driver.Window{Limit: limit}
+		// The Service's cursors name a root only.
+		if after != nil {
+			w.After = &driver.Cursor{ID: after.ID}
+		}
+		if before != nil {
+			w.Before = &driver.Cursor{ID: before.ID}
+		}
+		ths, more, err := ts.ListThreads(h.ctx, driver.ThreadQuery{Scope: driver.Scope{All: true}, Window: w, ViewerID: alice.ID})
+		require.NoError(t, err)
+		return threadIDs(ths), more
+	})
+}
+
+// testReplyPagingTies pages the replies of a thread whose replies share
+// their times, three by three, as every list is paged.
+func testReplyPagingTies(t *testing.T, h *harness) {
+	ts := h.threads()
+	alice := h.contact("alice")
+	root := h.message("c", alice, at(0))
+	items := tiedItems("msg_", at(1), 25, 13)
+	for _, it := range shuffled(items, 14) {
+		m := newMessage("c", alice, it.at)
+		m.ID, m.ParentID = it.id, root.ID
+		require.NoError(t, h.s.CreateMessage(h.ctx, m, nil, nil))
+	}
+	testCursors(t, items, func(t *testing.T, limit int, after, before *driver.Cursor) ([]string, bool) {
+		t.Helper()
+		ms, more, err := ts.ListReplies(h.ctx, driver.ReplyQuery{RootID: root.ID, Window: driver.Window{Limit: limit, After: after, Before: before}})
+		require.NoError(t, err)
+		return messageIDs(ms), more
+	})
+}
+
+// testThreadPagingMoves walks the threads of a caller while a thread of a
+// later page gets a reply: that thread moves before the cursor, and the
+// walk goes on from the cursor's place without repeating or skipping any
+// other thread (API.md, Lists: starting_after gives the items just older
+// than the cursor's item).
+func testThreadPagingMoves(t *testing.T, h *harness) {
+	ts := h.threads()
+	alice, bob := h.contact("alice"), h.contact("bob")
+	var roots []messaging.Message
+	for i := range 12 {
+		r := h.message("c", alice, at(i))
+		h.reply(r, bob, at(100)) // every last reply at one time
+		roots = append(roots, r)
+	}
+	list := func(after string) ([]string, bool) {
+		t.Helper()
+		w := driver.Window{Limit: 4}
+		if after != "" {
+			w.After = &driver.Cursor{ID: after}
+		}
+		ths, more, err := ts.ListThreads(h.ctx, driver.ThreadQuery{Scope: driver.Scope{All: true}, Window: w, ViewerID: alice.ID})
+		require.NoError(t, err)
+		return threadIDs(ths), more
+	}
+	first, _ := list("")
+	full := func() []string {
+		ths, _, err := ts.ListThreads(h.ctx, driver.ThreadQuery{Scope: driver.Scope{All: true}, Window: driver.Window{Limit: 100}, ViewerID: alice.ID})
+		require.NoError(t, err)
+		return threadIDs(ths)
+	}
+	before := full()
+	require.Len(t, before, 12)
+	// The thread last in the list (on the last page) and one of the
+	// second page get replies: both move first.
+	moved := []string{before[11], before[5]}
+	for i, id := range moved {
+		r := roots[slices.IndexFunc(roots, func(m messaging.Message) bool { return m.ID == id })]
+		h.reply(r, bob, at(200+i))
+	}
+	var rest []string
+	after := first[len(first)-1]
+	for {
+		ids, more := list(after)
+		rest = append(rest, ids...)
+		if !more {
+			break
+		}
+		after = ids[len(ids)-1]
+	}
+	want := slices.DeleteFunc(slices.Clone(before[4:]), func(id string) bool { return slices.Contains(moved, id) })
+	assert.Equal(t, want, rest, "the threads after the cursor, less the two that moved before it, each once")
+	others := slices.DeleteFunc(slices.Clone(before), func(id string) bool { return slices.Contains(moved, id) })
+	assert.Equal(t, append([]string{moved[1], moved[0]}, others...), full(), "the moved threads lead, the others keep their order")
 }
