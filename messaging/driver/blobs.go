@@ -10,7 +10,8 @@ import (
 // makes. Implementations must be safe for concurrent use.
 type BlobStore interface {
 	// Put writes all of r under key. If r returns an error, or ctx is done,
-	// before io.EOF, Put must return an error and leave no object under key.
+	// before io.EOF, Put must return an error and store none of r's bytes:
+	// no object under key, or the one that was there before, as it was.
 	Put(ctx context.Context, key, contentType string, r io.Reader) error
 
 	// Open returns a reader of the object's bytes that can seek (for Range

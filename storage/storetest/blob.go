@@ -38,6 +38,7 @@ func RunBlobConformanceTests(t *testing.T, newBlobs func(t *testing.T) attachmen
 		{"empty_object", testBlobEmpty},
 		{"large_object_in_small_reads", testBlobLarge},
 		{"put_with_failing_reader_leaves_no_object", testBlobFailingReader},
+		{"put_with_failing_reader_keeps_the_object_there", testBlobFailingReaderKeeps},
 		{"put_with_cancelled_context_leaves_no_object", testBlobCancelled},
 		{"put_cancelled_while_reading_leaves_no_object", testBlobCancelledMidway},
 		{"delete", testBlobDelete},
@@ -220,6 +221,17 @@ func testBlobFailingReader(t *testing.T, h *blobHarness) {
 	err = h.b.Put(h.ctx, k2, "text/plain", iotest.ErrReader(errBoom))
 	assert.Error(t, err, "Put must fail when the reader fails at once")
 	h.assertAbsent(k2, "a Put whose reader failed at once leaves no object")
+}
+
+// testBlobFailingReaderKeeps: a Put that fails leaves the object that
+// was under its key as it was (the Service relies on it to refuse bytes
+// sent for a completed upload as they end).
+func testBlobFailingReaderKeeps(t *testing.T, h *blobHarness) {
+	k := h.key("kept")
+	h.put(k, []byte("the first bytes"))
+	r := io.MultiReader(strings.NewReader(strings.Repeat("partial ", 10000)), iotest.ErrReader(errBoom))
+	assert.Error(t, h.b.Put(h.ctx, k, "text/plain", r), "Put must fail when the reader fails")
+	assert.Equal(t, "the first bytes", string(h.read(k)), "the object before the failed Put")
 }
 
 func testBlobCancelled(t *testing.T, h *blobHarness) {
