@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
 )
@@ -26,6 +27,7 @@ var threadTests = []test{
 	{"unread_under_concurrent_replies_reads_deletes", testConcurrentThread},
 	{"replies_paged_both_ways", testReplyPaging},
 	{"tombstone", testTombstone},
+	{"tombstone_takes_no_write_from_another_instance", testTombstoneRemembered},
 	{"threads_of_a_caller", testThreadList},
 	{"threads_paged_with_ties", testThreadPagingTies},
 	{"threads_paged_while_they_move", testThreadPagingMoves},
@@ -840,4 +842,59 @@ func testThreadPagingMoves(t *testing.T, h *harness) {
 	assert.Equal(t, want, rest, "the threads after the cursor, less the two that moved before it, each once")
 	others := slices.DeleteFunc(slices.Clone(before), func(id string) bool { return slices.Contains(moved, id) })
 	assert.Equal(t, append([]string{moved[1], moved[0]}, others...), full(), "the moved threads lead, the others keep their order")
+}
+
+// testTombstoneRemembered: a root deleted through one Service (one
+// instance) while another remembers it (the ref it keeps for writes) takes
+// no write through the other either: each is ErrNotFound, as for a
+// message that is not there (not ErrPermission, nor ErrInvalid for an
+// attachment), and changes nothing.
+func testTombstoneRemembered(t *testing.T, h *harness) {
+	h.threads()
+	one := svctest.New(h.t, storage{h.s}, nil, nil)
+	two := svctest.New(h.t, storage{h.s}, nil, nil)
+	alice, err := one.SaveContact(h.ctx, messaging.Contact{Username: "alice"})
+	require.NoError(t, err)
+	bob, err := one.SaveContact(h.ctx, messaging.Contact{Username: "bob"})
+	require.NoError(t, err)
+	root, err := one.Create(h.ctx, alice, messaging.NewMessage{ConversationID: "general", Text: "lunch"})
+	require.NoError(t, err)
+	_, err = one.Create(h.ctx, bob, messaging.NewMessage{ConversationID: "general", Text: "yes", ParentID: root.ID})
+	require.NoError(t, err)
+	att := h.attachment("general", alice, at(0))
+	for _, c := range []messaging.Contact{alice, bob} { // two remembers the root
+		_, err = two.React(h.ctx, c, root.ID, "ok")
+		require.NoError(t, err)
+	}
+	require.NoError(t, one.Delete(h.ctx, alice, root.ID))
+	before, err := two.Get(h.ctx, bob, root.ID)
+	require.NoError(t, err)
+	require.True(t, before.Deleted, "the tombstone")
+
+	for name, write := range map[string]func() error{
+		"edit by its sender": func() error {
+			_, err := two.Update(h.ctx, alice, root.ID, messaging.Update{Text: ptr("again")})
+			return err
+		},
+		"edit by another": func() error {
+			_, err := two.Update(h.ctx, bob, root.ID, messaging.Update{Text: ptr("again")})
+			return err
+		},
+		"link a file": func() error {
+			_, err := two.Update(h.ctx, alice, root.ID, messaging.Update{Attachments: []string{att.ID}})
+			return err
+		},
+		"react":                func() error { _, err := two.React(h.ctx, bob, root.ID, "more"); return err },
+		"read":                 func() error { _, err := two.Update(h.ctx, bob, root.ID, messaging.Update{Read: ptr(true)}); return err },
+		"unreact":              func() error { _, err := two.Unreact(h.ctx, bob, root.ID, "ok"); return err },
+		"delete by another":    func() error { return two.Delete(h.ctx, bob, root.ID) },
+		"delete by its sender": func() error { return two.Delete(h.ctx, alice, root.ID) },
+	} {
+		err := write()
+		assert.Equal(t, messaging.ErrNotFound, messaging.KindOf(err), "%s: %v", name, err)
+	}
+	after, err := two.Get(h.ctx, bob, root.ID)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "nothing changed")
+	assert.Empty(t, h.getAttachment(att.ID).MessageID, "nothing linked")
 }
