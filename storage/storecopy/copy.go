@@ -172,7 +172,10 @@ func (e *MismatchError) Is(target error) bool { return target == ErrMismatch }
 // names of at most 256 bytes of UTF-8, texts within
 // Options.MaxTextChars, attachment keys that the source made or was
 // handed, see attachments.KeyPrefix) and refuses the first bad row, by
-// its kind and id, with an error matching messaging.ErrInvalid.
+// its kind and id, with an error matching messaging.ErrInvalid. A src
+// whose installation id is none that package attachments takes (1 to 64
+// ASCII letters, digits, '_' or '-') is refused so too, before anything
+// is written.
 //
 // A verification that finds differences returns a *MismatchError
 // (errors.Is(err, ErrMismatch)). A file of a row that srcFiles does not
@@ -200,6 +203,11 @@ func Copy(ctx context.Context, dst messaging.Storage, dstFiles attachments.BlobS
 	in, err := snap.Installation(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("storecopy: read the source's installation: %w", err)
+	}
+	if !claim.ValidInstallationID(in.ID) {
+		return rep, &messaging.Error{Kind: messaging.ErrInvalid, Op: "storecopy.Copy", Message: fmt.Sprintf(
+			"the source's installation id %q is not 1 to 64 letters, digits, '_' or '-': no Parley serves the files of such a database, and a copy names the source's files by it; nothing was copied",
+			in.ID)}
 	}
 	undo, err := prepare(ctx, sink, dstFiles, srcFiles, snap, in, o.BatchSize, cut)
 	if err != nil {
@@ -287,7 +295,7 @@ func prepare(ctx context.Context, dst Sink, dstFiles, srcFiles attachments.BlobS
 	// A destination of the source's own id (the source itself, or a
 	// restore of its backup) is no copy to resume: it is refused if it
 	// holds rows, and given an id of its own if not.
-	resume := in.ID != "" && IsCopyOf(have.ID, in.ID)
+	resume := IsCopyOf(have.ID, in.ID)
 	if !resume {
 		var held []string
 		for _, k := range Kinds() {

@@ -44,9 +44,12 @@
 // are missing; rows changed or deleted in between stay as first copied,
 // and the verification names them.
 //
-// Copy refuses, with an error matching messaging.ErrConflict that says
-// what the destination holds, a destination database holding rows of
-// another store (not a copy of the source: see IsCopyOf), whether of the
+// Copy refuses a source whose installation id is none that package
+// attachments takes, with an error matching messaging.ErrInvalid, before
+// it writes anything: the copy names the source's files and its handover
+// by that id. It refuses, with an error matching messaging.ErrConflict
+// that says what the destination holds, a destination database holding
+// rows of another store (not a copy of the source: see IsCopyOf), whether of the
 // kinds it copies or not (events, handler positions, upload reservations,
 // pending deletions: see Sink.Uncopied), and a bucket claimed by
 // another database, or unclaimed and holding files none of which is the
