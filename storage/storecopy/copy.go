@@ -150,6 +150,11 @@ func (e *MismatchError) Is(target error) bool { return target == ErrMismatch }
 // move) it is shared: both databases serve the files they both name, and
 // neither deletes or moves one aside; src makes its new files under a
 // new prefix, dst under its own, and each reconciles its own prefix only.
+// An unclaimed bucket without files, when srcFiles is one too, cannot be
+// told from src's own (a source without files that never claimed its
+// bucket): Copy takes it for src's, hands over shared and claims nothing,
+// since src may still use it (the server that starts first over it claims
+// it, and the other shares it).
 // The shared handover is written before the first row is copied, so that
 // src, if it is live, deletes none of the files that the copy's rows
 // name; a copy that then fails (a refused row, an error, its context
@@ -330,7 +335,7 @@ func prepare(ctx context.Context, dst Sink, dstFiles, srcFiles attachments.BlobS
 	}
 	var shared bool
 	if dstFiles != nil {
-		if shared, err = checkBucket(ctx, dstFiles, src, in, have.ID, resume, batch); err != nil {
+		if shared, err = checkBucket(ctx, dstFiles, srcFiles, src, in, have.ID, resume, batch); err != nil {
 			return nil, err
 		}
 	}
