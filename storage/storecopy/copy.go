@@ -360,9 +360,11 @@ func CopyID(src string) string {
 	return copyIDPrefix(src) + strings.TrimPrefix(ids.New("x"), "x")
 }
 
-// IsCopyOf reports whether id was made by CopyID(src).
+// IsCopyOf reports whether id was made by CopyID(src): it begins as
+// CopyID(src) does, and is an installation id that package attachments
+// takes.
 func IsCopyOf(id, src string) bool {
-	return src != "" && strings.HasPrefix(id, copyIDPrefix(src))
+	return src != "" && strings.HasPrefix(id, copyIDPrefix(src)) && claim.ValidInstallationID(id)
 }
 
 func copyIDPrefix(src string) string {

@@ -121,3 +121,32 @@ func keysOf(t *testing.T, b attachments.BlobStore) []string {
 	}))
 	return keys
 }
+
+// TestCopyResumesNoDestinationOfInvalidInstallationID: a destination whose
+// id begins as a copy's of the source (CopyID) but is none that package
+// attachments takes was not made by CopyID, so it is no copy to resume:
+// empty, it gets an id of its own. It was resumed into, and the handover
+// written at a key made of its id ("…/ins_…_x/../y.json").
+func TestCopyResumesNoDestinationOfInvalidInstallationID(t *testing.T) {
+	ctx := context.Background()
+	src, srcFiles := memstore.New(), memstore.NewBlobStore()
+	id, err := src.Driver().(driver.Installation).InstallationID(ctx)
+	require.NoError(t, err)
+	copyID := storecopy.CopyID(id)
+	bad := copyID[:strings.LastIndex(copyID, "_")+1] + "x/../y"
+	require.True(t, storecopy.IsCopyOf(copyID, id))
+	assert.False(t, storecopy.IsCopyOf(bad, id), "CopyID makes no such id")
+
+	dst, dstFiles := memstore.New(), memstore.NewBlobStore()
+	require.NoError(t, dst.Driver().(storecopy.Sink).SetInstallation(ctx, storecopy.Installation{ID: bad}))
+	rep, err := storecopy.Copy(ctx, dst, dstFiles, src, srcFiles, nil)
+	require.NoError(t, err)
+	assert.True(t, rep.Verified)
+	got, err := dst.Driver().(driver.Installation).InstallationID(ctx)
+	require.NoError(t, err)
+	assert.NotEqual(t, bad, got, "the destination gets an id of its own")
+	assert.True(t, storecopy.IsCopyOf(got, id), got)
+	for _, k := range keysOf(t, dstFiles) {
+		assert.NotContains(t, k, "..")
+	}
+}
