@@ -132,6 +132,7 @@ func runAdapterTests(t *testing.T, newStore func(t *testing.T) storetest.Store) 
 		{"Conversations", testConversations},
 		{"Threads", testThreads},
 		{"ThreadTombstoneWrites", testTombstoneWrites},
+		{"ThreadTombstoneReadThrough", testTombstoneReadThrough},
 		{"Mount", testMount},
 		{"CookieSessions", testCookieSessions},
 		{"BaseURL", testBaseURL},

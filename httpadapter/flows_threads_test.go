@@ -197,3 +197,45 @@ func testTombstoneWrites(t *testing.T, newStore newStoreFunc) {
 	}
 	e.assertUnchanged(t, before)
 }
+
+// testTombstoneReadThrough: a deleted root kept for its replies keeps its
+// place in its conversation (API.md, Threads) and is counted there, so
+// read_through may name it, as any message of the conversation, and
+// reading through it leaves nothing unread before it; a message deleted
+// for good (no replies) is no message of the conversation: 400.
+func testTombstoneReadThrough(t *testing.T, newStore newStoreFunc) {
+	store := newStore(t)
+	if _, ok := store.(driver.ThreadStore); !ok {
+		t.Skip("the store keeps no threads (driver.ThreadStore)")
+	}
+	e := newEnv(t, store, envConfig{})
+	post := func(user, body string) string {
+		t.Helper()
+		res := e.as(t, user, "POST", "/v1/messages", form(body))
+		require.Equal(t, 201, res.StatusCode, "body: %s", res.body)
+		return res.json(t)["id"].(string)
+	}
+	first := post("alice", "conversation_id=team&message=first")
+	gone := post("alice", "conversation_id=team&message=oops")
+	rootID := post("alice", "conversation_id=team&message=lunch")
+	post("bob", "conversation_id=team&message=yes&parent_id="+rootID)
+	require.Equal(t, 200, e.as(t, "alice", "DELETE", "/v1/messages/"+gone, nil).StatusCode)
+	require.Equal(t, 200, e.as(t, "alice", "DELETE", "/v1/messages/"+rootID, nil).StatusCode)
+	require.Equal(t, 200, e.as(t, "bob", "GET", "/v1/messages/"+rootID, nil).StatusCode, "the tombstone reads")
+	conv := e.as(t, "bob", "GET", "/v1/conversations/team", nil).json(t)
+	require.EqualValues(t, 2, conv["message_count"], "the tombstone is counted in its conversation")
+	require.EqualValues(t, 2, conv["unread_count"])
+
+	before := e.snapshot(t)
+	assertError(t, e.as(t, "bob", "PUT", "/v1/conversations/team", form("read_through="+gone)), 400, *invalid("read_through"))
+	e.assertUnchanged(t, before)
+
+	res := e.as(t, "bob", "PUT", "/v1/conversations/team", form("read_through="+rootID))
+	require.Equal(t, 200, res.StatusCode, "body: %s", res.body)
+	conv = res.json(t)
+	assert.Equal(t, rootID, conv["last_read_message_id"])
+	assert.EqualValues(t, 0, conv["unread_count"], "nothing is left unread: the tombstone is the newest message")
+	assert.Equal(t, conv, e.as(t, "bob", "GET", "/v1/conversations/team", nil).json(t))
+	conv = e.as(t, "bob", "PUT", "/v1/conversations/team", form("read_through="+first)).json(t)
+	assert.Equal(t, rootID, conv["last_read_message_id"], "an older message changes nothing")
+}

@@ -75,7 +75,8 @@ func Load(ctx context.Context, b Opener) (d Doc, data []byte, found bool, err er
 // '/' or '.'). The stores make "ins_" and lower-case hex or base32, and
 // storage/storecopy's copies "ins_", hex, '_' and base32; a backend may
 // make others. Package attachments refuses to serve a store whose id is
-// not one, and storage/storecopy takes a key under the prefix of one only.
+// not one, and storage/storecopy copies no source whose id is not one and
+// takes a key under the prefix of one only.
 func ValidInstallationID(id string) bool {
 	if id == "" || len(id) > 64 {
 		return false

@@ -150,6 +150,11 @@ func (e *MismatchError) Is(target error) bool { return target == ErrMismatch }
 // move) it is shared: both databases serve the files they both name, and
 // neither deletes or moves one aside; src makes its new files under a
 // new prefix, dst under its own, and each reconciles its own prefix only.
+// An unclaimed bucket without files, when srcFiles is one too, cannot be
+// told from src's own (a source without files that never claimed its
+// bucket): Copy takes it for src's, hands over shared and claims nothing,
+// since src may still use it (the server that starts first over it claims
+// it, and the other shares it).
 // The shared handover is written before the first row is copied, so that
 // src, if it is live, deletes none of the files that the copy's rows
 // name; a copy that then fails (a refused row, an error, its context
@@ -172,7 +177,10 @@ func (e *MismatchError) Is(target error) bool { return target == ErrMismatch }
 // names of at most 256 bytes of UTF-8, texts within
 // Options.MaxTextChars, attachment keys that the source made or was
 // handed, see attachments.KeyPrefix) and refuses the first bad row, by
-// its kind and id, with an error matching messaging.ErrInvalid.
+// its kind and id, with an error matching messaging.ErrInvalid. A src
+// whose installation id is none that package attachments takes (1 to 64
+// ASCII letters, digits, '_' or '-') is refused so too, before anything
+// is written.
 //
 // A verification that finds differences returns a *MismatchError
 // (errors.Is(err, ErrMismatch)). A file of a row that srcFiles does not
@@ -200,6 +208,11 @@ func Copy(ctx context.Context, dst messaging.Storage, dstFiles attachments.BlobS
 	in, err := snap.Installation(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("storecopy: read the source's installation: %w", err)
+	}
+	if !claim.ValidInstallationID(in.ID) {
+		return rep, &messaging.Error{Kind: messaging.ErrInvalid, Op: "storecopy.Copy", Message: fmt.Sprintf(
+			"the source's installation id %q is not 1 to 64 letters, digits, '_' or '-': no Parley serves the files of such a database, and a copy names the source's files by it; nothing was copied",
+			in.ID)}
 	}
 	undo, err := prepare(ctx, sink, dstFiles, srcFiles, snap, in, o.BatchSize, cut)
 	if err != nil {
@@ -287,7 +300,7 @@ func prepare(ctx context.Context, dst Sink, dstFiles, srcFiles attachments.BlobS
 	// A destination of the source's own id (the source itself, or a
 	// restore of its backup) is no copy to resume: it is refused if it
 	// holds rows, and given an id of its own if not.
-	resume := in.ID != "" && IsCopyOf(have.ID, in.ID)
+	resume := IsCopyOf(have.ID, in.ID)
 	if !resume {
 		var held []string
 		for _, k := range Kinds() {
@@ -322,7 +335,7 @@ func prepare(ctx context.Context, dst Sink, dstFiles, srcFiles attachments.BlobS
 	}
 	var shared bool
 	if dstFiles != nil {
-		if shared, err = checkBucket(ctx, dstFiles, src, in, have.ID, resume, batch); err != nil {
+		if shared, err = checkBucket(ctx, dstFiles, srcFiles, src, in, have.ID, resume, batch); err != nil {
 			return nil, err
 		}
 	}
@@ -347,9 +360,11 @@ func CopyID(src string) string {
 	return copyIDPrefix(src) + strings.TrimPrefix(ids.New("x"), "x")
 }
 
-// IsCopyOf reports whether id was made by CopyID(src).
+// IsCopyOf reports whether id was made by CopyID(src): it begins as
+// CopyID(src) does, and is an installation id that package attachments
+// takes.
 func IsCopyOf(id, src string) bool {
-	return src != "" && strings.HasPrefix(id, copyIDPrefix(src))
+	return src != "" && strings.HasPrefix(id, copyIDPrefix(src)) && claim.ValidInstallationID(id)
 }
 
 func copyIDPrefix(src string) string {

@@ -44,14 +44,21 @@
 // are missing; rows changed or deleted in between stay as first copied,
 // and the verification names them.
 //
-// Copy refuses, with an error matching messaging.ErrConflict that says
-// what the destination holds, a destination database holding rows of
-// another store (not a copy of the source: see IsCopyOf), whether of the
+// Copy refuses a source whose installation id is none that package
+// attachments takes, with an error matching messaging.ErrInvalid, before
+// it writes anything: the copy names the source's files and its handover
+// by that id. It refuses, with an error matching messaging.ErrConflict
+// that says what the destination holds, a destination database holding
+// rows of another store (not a copy of the source: see IsCopyOf), whether of the
 // kinds it copies or not (events, handler positions, upload reservations,
 // pending deletions: see Sink.Uncopied), and a bucket claimed by
 // another database, or unclaimed and holding files none of which is the
 // source's. The source's own bucket is a fine destination: a copy of the
-// database only finds every file in place. It never writes to the source's
+// database only finds every file in place. A copy never claims a bucket
+// that may be the source's: one unclaimed and without files, when the
+// source's is so too, cannot be told from it (a source without files
+// never claimed its bucket), so the copy takes it for the source's and
+// shares it (see Copy). It never writes to the source's
 // database. Into the source's own bucket it writes one object, the
 // handover (see Copy), before the first row, so that a live source deletes
 // no file that the copy's rows name; a copy that fails removes it, and the

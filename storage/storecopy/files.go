@@ -32,10 +32,12 @@ import (
 // source's own bucket, or a copy of it; or, when the copy resumes, under
 // to's own prefix. A resumed copy that put files in an unclaimed bucket
 // put them in the source's (a database-only move): an exclusive copy
-// claims its bucket before its first file. shared
-// is true when the bucket is the source's (claimed by it, or holding its
-// files): the source may go on using it.
-func checkBucket(ctx context.Context, dstFiles attachments.BlobStore, src Snapshot, in Installation, to string, resume bool, batch int) (shared bool, err error) {
+// claims its bucket before its first file. shared is true when the bucket
+// is the source's (claimed by it, or holding its files), or may be: an
+// unclaimed bucket without files, when srcFiles is one too (see bare), is
+// one the copy cannot tell from the source's. The source may go on using
+// it.
+func checkBucket(ctx context.Context, dstFiles, srcFiles attachments.BlobStore, src Snapshot, in Installation, to string, resume bool, batch int) (shared bool, err error) {
 	claim, found, err := readClaim(ctx, dstFiles)
 	if err != nil {
 		return false, fmt.Errorf("storecopy: read the destination bucket's claim: %w", err)
@@ -68,7 +70,7 @@ func checkBucket(ctx context.Context, dstFiles attachments.BlobStore, src Snapsh
 		return false, fmt.Errorf("storecopy: list the destination bucket: %w", err)
 	}
 	if len(sample) == 0 {
-		return false, nil
+		return bare(ctx, srcFiles)
 	}
 	own := attachments.KeyPrefix + in.ID + "/"
 	for k := range sample {
@@ -103,6 +105,33 @@ func checkBucket(ctx context.Context, dstFiles attachments.BlobStore, src Snapsh
 		"the destination bucket holds %d%s files and none is the source's (such as %s): copy into an empty bucket or folder, or the source's own",
 		len(keys), more, keys[0])}
 }
+
+// bare reports whether b, the source's bucket, is unclaimed and holds no
+// file under attachments.KeyPrefix (or cannot be listed).
+func bare(ctx context.Context, b attachments.BlobStore) (bool, error) {
+	_, _, found, err := claim.Load(ctx, b)
+	if found || errors.Is(err, claim.ErrMalformed) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("storecopy: read the source bucket's claim: %w", err)
+	}
+	l, ok := b.(driver.Lister)
+	if !ok {
+		return true, nil
+	}
+	err = l.List(ctx, attachments.KeyPrefix, func(driver.Object) error { return errFound })
+	if errors.Is(err, errFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("storecopy: list the source bucket: %w", err)
+	}
+	return true, nil
+}
+
+// errFound ends a listing at its first object.
+var errFound = errors.New("found")
 
 // sharesWith reports whether a shared handover in b (a database-only
 // copy, from or to the installation id) shares b's files between id and

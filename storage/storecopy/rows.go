@@ -183,7 +183,7 @@ type Source interface {
 // from one goroutine at a time.
 type Snapshot interface {
 	// Installation returns the store's identity ("" as ID when it has
-	// none yet).
+	// none yet, which Copy refuses in a source).
 	Installation(ctx context.Context) (Installation, error)
 	// Count returns the number of rows of kind k that Rows gives.
 	Count(ctx context.Context, k Kind) (int64, error)
