@@ -2,7 +2,6 @@ package attachments
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,7 +10,6 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/parleychat/parley/internal/check"
 	"github.com/parleychat/parley/internal/domain"
@@ -244,8 +242,8 @@ func (s *Service) uploadTarget(ctx context.Context, caller driver.Contact, conv,
 }
 
 // reservation returns the caller's reservation id while it is in force:
-// ErrNotFound for another's, an expired or completed one (whose removal
-// failed) and an unknown id.
+// ErrNotFound for another's, an expired one and an unknown id (a completed
+// one is gone).
 func (s *Service) reservation(ctx context.Context, caller driver.Contact, id string) (driver.ReservationStore, driver.Reservation, error) {
 	rs, err := s.reservations()
 	if err != nil {
@@ -262,19 +260,7 @@ func (s *Service) reservation(ctx context.Context, caller driver.Contact, id str
 	if err != nil {
 		return nil, driver.Reservation{}, err
 	}
-	if done, err := s.completed(ctx, r); done || err != nil {
-		return nil, driver.Reservation{}, cmp.Or(err, gone)
-	}
 	return rs, r, nil
-}
-
-// completed reports whether the attachment of r was made.
-func (s *Service) completed(ctx context.Context, r driver.Reservation) (bool, error) {
-	_, err := s.repo.GetAttachment(ctx, r.AttachmentID)
-	if errors.Is(err, driver.ErrNotFound) {
-		return false, nil
-	}
-	return err == nil, err
 }
 
 func noUpload(id string) error {
@@ -441,19 +427,21 @@ func (s *Service) completeOnce(ctx context.Context, caller driver.Contact, id st
 	if done != nil {
 		done.Result = []byte(a.ID)
 	}
-	// The reads may have been slow. The row is written only while the
-	// reservation is there and within its grace (expiry plus
-	// FinishTimeout), after which the sweep may remove it and its object;
-	// the write must end by then.
-	left, err := s.inForce(ctx, rs, r)
-	if err != nil {
-		return driver.Attachment{}, err
+	// The row is written only with the reservation, which goes in its
+	// transaction: a retry that read the object meanwhile finds it gone
+	// (completed, then perhaps deleted, or swept). The reads may have been
+	// slow: the write must also end within the reservation's grace
+	// (expiry plus FinishTimeout), after which the sweep may remove the
+	// object.
+	left := r.ExpiresAt.Add(s.opts.FinishTimeout).Sub(s.now())
+	if left <= 0 {
+		return driver.Attachment{}, noUpload(r.ID)
 	}
 	fctx, cancel := s.finishing(ctx)
 	defer cancel()
 	fctx, cancelGrace := context.WithTimeout(fctx, left)
 	defer cancelGrace()
-	m, err := s.writeRow(fctx, caller, a, r.MessageID, done)
+	m, err := s.writeRow(fctx, caller, a, r.MessageID, done, r.ID)
 	for _, got := range m.Attachments {
 		if got.ID == a.ID {
 			out = got
@@ -462,12 +450,10 @@ func (s *Service) completeOnce(ctx context.Context, caller driver.Contact, id st
 	if err != nil {
 		// The object stays while the reservation does: a retry may
 		// complete it, and the sweep removes it after expiry.
-		if driver.KindOf(err) == driver.ErrConflict && !errors.Is(err, driver.ErrKeyTaken) {
-			if done, cerr := s.completed(fctx, r); done && cerr == nil {
-				return driver.Attachment{}, noUpload(r.ID) // completed meanwhile
+		if driver.KindOf(err) == driver.ErrNotFound {
+			if _, gerr := rs.GetReservation(fctx, r.ID); r.MessageID == "" || errors.Is(gerr, driver.ErrNotFound) {
+				return driver.Attachment{}, noUpload(r.ID)
 			}
-		}
-		if driver.KindOf(err) == driver.ErrNotFound && r.MessageID != "" {
 			return driver.Attachment{}, noMessage(r.MessageID)
 		}
 		if ce := (*check.Error)(nil); errors.As(err, &ce) && ce.Param == "attachments" {
@@ -476,29 +462,7 @@ func (s *Service) completeOnce(ctx context.Context, caller driver.Contact, id st
 		return driver.Attachment{}, err
 	}
 	s.notify()
-	if err := rs.DeleteReservation(fctx, r.ID); err != nil {
-		s.opts.Logger.WarnContext(fctx, "attachments: cannot remove a completed reservation; the sweep will", "upload", r.ID, "err", err)
-	}
 	return out, nil
-}
-
-// inForce reads the reservation r again before its row is written, and
-// returns how long is left of its grace (expiry plus FinishTimeout), after
-// which the sweep may remove it and its object; ErrNotFound when it is gone
-// or its grace has passed.
-func (s *Service) inForce(ctx context.Context, rs driver.ReservationStore, r driver.Reservation) (time.Duration, error) {
-	_, err := rs.GetReservation(ctx, r.ID)
-	if errors.Is(err, driver.ErrNotFound) {
-		return 0, noUpload(r.ID)
-	}
-	if err != nil {
-		return 0, err
-	}
-	left := r.ExpiresAt.Add(s.opts.FinishTimeout).Sub(s.now())
-	if left <= 0 {
-		return 0, noUpload(r.ID)
-	}
-	return left, nil
 }
 
 // headBytes is how much of a completed upload is read for its type and

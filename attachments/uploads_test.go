@@ -550,3 +550,57 @@ func TestDirectUploadJPEGLargeMetadata(t *testing.T) {
 		assert.Equal(t, [2]int{120, 80}, [2]int{got.Width, got.Height})
 	})
 }
+
+// TestDirectUploadDeletedStaysDeleted: once a Complete made the attachment
+// and the uploader deleted it, a retried Complete of the same upload
+// answers ErrNotFound and brings nothing back (no row, linked or not, and
+// no row whose file is gone), even where the first Complete's removal of
+// the reservation could fail on its own: the row is written only with the
+// reservation, and removes it in its transaction. The retry either read
+// the object before the first Complete ended, or comes after the delete,
+// whose removal of the object failed (the object waits for Reconcile).
+func TestDirectUploadDeletedStaysDeleted(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		t.Run(map[bool]string{false: "read_before", true: "object_left"}[late], func(t *testing.T) {
+			eachBackend(t, nil, func(t *testing.T, h *harness) {
+				ctx := context.Background()
+				m, err := h.msgs.Create(ctx, h.alice, messaging.NewMessage{ConversationID: conv, Text: "files"})
+				require.NoError(t, err)
+				h.repo.deleteReservation = func(context.Context, string) error { return errInjected }
+				for _, msg := range []string{"", m.ID} {
+					r, err := h.svc.Reserve(ctx, h.alice, attachments.NewUpload{
+						Filename: "a.txt", FileSize: 5, SHA256: hexSum("hello"), ConversationID: conv, MessageID: msg})
+					require.NoError(t, err)
+					_, err = send(t, h, r, "hello")
+					require.NoError(t, err)
+					completeAndDelete := func() {
+						a, err := h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+						require.NoError(t, err)
+						require.NoError(t, h.svc.Delete(ctx, h.alice, a.ID))
+					}
+					if late {
+						h.blobs.setDelete(func(context.Context, string) error { return errInjected })
+						completeAndDelete()
+						h.blobs.setDelete(nil)
+					} else {
+						h.blobs.setOpen(func(ctx context.Context, key string) (io.ReadSeekCloser, error) {
+							h.blobs.setOpen(nil)
+							obj, err := h.blobs.next.Open(ctx, key)
+							completeAndDelete()
+							return obj, err
+						})
+					}
+					_, err = h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+					assert.ErrorIs(t, err, messaging.ErrNotFound, "retried after the delete")
+					assert.Empty(t, h.rows(t), "the deleted attachment stays deleted")
+				}
+				got, err := h.msgs.Get(ctx, h.alice, m.ID)
+				require.NoError(t, err)
+				assert.Empty(t, got.Attachments)
+				_, err = h.svc.Reconcile(ctx)
+				require.NoError(t, err)
+				h.assertClean(t)
+			})
+		})
+	}
+}

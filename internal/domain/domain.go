@@ -76,8 +76,9 @@ type Files interface {
 	MaxAttachments() int
 	// Attach stores a, a new attachment, linked to the message of caller
 	// (its sender) in one transaction, with done when not nil, and returns
-	// the message.
-	Attach(ctx context.Context, caller driver.Contact, messageID string, a driver.Attachment, done *driver.IdempotencyRecord) (driver.Message, error)
+	// the message. reservation, unless "", is the upload reservation that
+	// a completes, removed in that transaction (MessageChange.Reservation).
+	Attach(ctx context.Context, caller driver.Contact, messageID string, a driver.Attachment, done *driver.IdempotencyRecord, reservation string) (driver.Message, error)
 	// Hold holds key of scope in this process until release is called.
 	Hold(scope, key string) (release func(), err error)
 	// Once carries out a short write once per key; a replay reads the
