@@ -65,7 +65,9 @@ type Reservation struct {
 // caller's stored files and its other reservations (until complete turns
 // one into a file, or the sweep removes it after it expires), as
 // Options.UploadQuota says of uploads; a replay of a keyed Reserve returns
-// the first call's reservation without counting it again.
+// the first call's reservation without counting it again, whatever became
+// of its message since (filled up, deleted), or ErrNotFound when the
+// caller may no longer see its conversation.
 func (s *Service) Reserve(ctx context.Context, caller driver.Contact, u NewUpload) (Reservation, error) {
 	r, err := s.reserve(ctx, caller, u)
 	return r, domain.Wrap("attachments.Reserve", err)
@@ -100,9 +102,6 @@ func (s *Service) reserve(ctx context.Context, caller driver.Contact, u NewUploa
 	if err != nil || len(sum) != sha256.Size || hex.EncodeToString(sum) != u.SHA256 {
 		return Reservation{}, check.BadParam("sha256", "sha256 must be 64 lowercase hex digits")
 	}
-	if u.ConversationID, err = s.uploadTarget(ctx, caller, u.ConversationID, u.MessageID); err != nil {
-		return Reservation{}, err
-	}
 	tried := false // whether the reservation's row may have been written
 	var quota *upload
 	defer func() {
@@ -132,23 +131,35 @@ func (s *Service) reserve(ctx context.Context, caller driver.Contact, u NewUploa
 		quota = q
 		return nil
 	}
-	prefix, err := s.keyPrefix(ctx)
-	if err != nil {
-		return Reservation{}, err
-	}
-	now := s.now()
-	attID := ids.NewAt(ids.Attachment, now)
-	r := Reservation{Reservation: driver.Reservation{
-		ID: ids.NewAt(ids.Upload, now), AttachmentID: attID, UploaderID: caller.ID,
-		ConversationID: u.ConversationID, MessageID: u.MessageID, Filename: name,
-		FileType: declaredType(u.ContentType), FileSize: u.FileSize, SHA256: u.SHA256,
-		Key: prefix + attID, CreatedAt: now, ExpiresAt: now.Add(s.opts.UploadExpiry),
-	}}
-	if err := s.sign(ctx, &r); err != nil {
-		return Reservation{}, err
+	var r Reservation
+	// prepare checks the conversation and message, which may change
+	// between a keyed call and its replay (a message filled up or
+	// deleted): with a key, it runs in the write of Once, whose failure
+	// is a replay's answer all the same when the key has one.
+	prepare := func() error {
+		conv, err := s.uploadTarget(ctx, caller, u.ConversationID, u.MessageID)
+		if err != nil {
+			return err
+		}
+		prefix, err := s.keyPrefix(ctx)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		attID := ids.NewAt(ids.Attachment, now)
+		r = Reservation{Reservation: driver.Reservation{
+			ID: ids.NewAt(ids.Upload, now), AttachmentID: attID, UploaderID: caller.ID,
+			ConversationID: conv, MessageID: u.MessageID, Filename: name,
+			FileType: declaredType(u.ContentType), FileSize: u.FileSize, SHA256: u.SHA256,
+			Key: prefix + attID, CreatedAt: now, ExpiresAt: now.Add(s.opts.UploadExpiry),
+		}}
+		if err := s.sign(ctx, &r); err != nil {
+			return err
+		}
+		return hold()
 	}
 	if u.Idempotency.Key == "" {
-		if err := hold(); err != nil {
+		if err := prepare(); err != nil {
 			return Reservation{}, err
 		}
 		tried = true
@@ -159,17 +170,24 @@ func (s *Service) reserve(ctx context.Context, caller driver.Contact, u NewUploa
 	}
 	fp := s.msgsAPI.Fingerprint("attachments.reserve", u.Filename, u.ContentType, strconv.FormatInt(u.FileSize, 10), u.SHA256, u.ConversationID, u.MessageID)
 	reread := func(id string) error {
-		// A replay: the reservation as it is now, signed again.
+		// A replay: the reservation as it is now, signed again; a 404 for
+		// a caller who may no longer see its conversation, as a fresh
+		// call would answer.
 		_, got, err := s.reservation(ctx, caller, id)
 		if err != nil {
 			return err
+		}
+		if got.ConversationID != "" {
+			if err := s.mustView(ctx, caller, got.ConversationID); err != nil {
+				return err
+			}
 		}
 		r = Reservation{Reservation: got}
 		return s.sign(ctx, &r)
 	}
 	_, err = s.msgsAPI.Once(ctx, caller.ID, u.Idempotency, fp, reread, func(done driver.IdempotencyRecord) error {
-		if err := hold(); err != nil {
-			return err // a replay's answer all the same when the key has one
+		if err := prepare(); err != nil {
+			return err
 		}
 		tried = true
 		done.Result = []byte(r.ID)
