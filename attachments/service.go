@@ -331,7 +331,7 @@ func (s *Service) store(ctx context.Context, caller driver.Contact, u Upload, na
 		if driver.KindOf(err) == driver.ErrNotFound {
 			return driver.Attachment{}, noMessage(u.MessageID)
 		}
-		if ce := (*check.Error)(nil); errors.As(err, &ce) && ce.Param == "attachments" {
+		if errors.Is(err, domain.ErrMessageFull) {
 			return driver.Attachment{}, s.messageFull() // filled meanwhile
 		}
 		return driver.Attachment{}, err

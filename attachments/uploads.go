@@ -474,7 +474,7 @@ func (s *Service) completeOnce(ctx context.Context, caller driver.Contact, id st
 			}
 			return driver.Attachment{}, noMessage(r.MessageID)
 		}
-		if ce := (*check.Error)(nil); errors.As(err, &ce) && ce.Param == "attachments" {
+		if errors.Is(err, domain.ErrMessageFull) {
 			return driver.Attachment{}, s.messageFull() // filled since the reservation
 		}
 		return driver.Attachment{}, err
