@@ -310,7 +310,7 @@ func (s *Service) store(ctx context.Context, caller driver.Contact, u Upload, na
 	// their own.
 	fctx, cancel := s.finishing(ctx)
 	defer cancel()
-	m, err := s.writeRow(fctx, caller, a, u.MessageID, done)
+	m, err := s.writeRow(fctx, caller, a, u.MessageID, done, "")
 	if u.MessageID == "" {
 		if err != nil {
 			got, ok := s.settleRow(fctx, a, err)
@@ -331,7 +331,7 @@ func (s *Service) store(ctx context.Context, caller driver.Contact, u Upload, na
 		if driver.KindOf(err) == driver.ErrNotFound {
 			return driver.Attachment{}, noMessage(u.MessageID)
 		}
-		if ce := (*check.Error)(nil); errors.As(err, &ce) && ce.Param == "attachments" {
+		if errors.Is(err, domain.ErrMessageFull) {
 			return driver.Attachment{}, s.messageFull() // filled meanwhile
 		}
 		return driver.Attachment{}, err
@@ -412,15 +412,21 @@ func (s *Service) tooLarge() error {
 
 // writeRow writes the row of a, a stored file, with done unless nil:
 // filed when messageID is "", else linked to the caller's message in the
-// same transaction (messaging's Attach), which it returns.
-func (s *Service) writeRow(ctx context.Context, caller driver.Contact, a driver.Attachment, messageID string, done *driver.IdempotencyRecord) (driver.Message, error) {
+// same transaction (messaging's Attach), which it returns. When a
+// completes the upload reservation reserved (not ""), the row is written
+// only with it, which goes in the same transaction: ErrNotFound when it is
+// gone.
+func (s *Service) writeRow(ctx context.Context, caller driver.Contact, a driver.Attachment, messageID string, done *driver.IdempotencyRecord, reserved string) (driver.Message, error) {
 	if messageID != "" {
-		return s.msgsAPI.Attach(ctx, caller, messageID, a, done)
+		return s.msgsAPI.Attach(ctx, caller, messageID, a, done, reserved)
 	}
 	rec := s.recorder(func(c driver.Change) []driver.Event {
 		return attachmentEvents(driver.EventAttachmentCreated, c.Attachments, a.CreatedAt)
 	})
-	if done != nil {
+	switch {
+	case reserved != "":
+		return driver.Message{}, s.repo.(driver.ReservationStore).CompleteReservation(ctx, reserved, a, rec, done)
+	case done != nil:
 		return driver.Message{}, s.repo.CreateAttachmentKeyed(ctx, a, rec, *done)
 	}
 	return driver.Message{}, s.repo.CreateAttachment(ctx, a, rec)

@@ -2,7 +2,6 @@ package attachments
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,7 +10,6 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/parleychat/parley/internal/check"
 	"github.com/parleychat/parley/internal/domain"
@@ -67,7 +65,9 @@ type Reservation struct {
 // caller's stored files and its other reservations (until complete turns
 // one into a file, or the sweep removes it after it expires), as
 // Options.UploadQuota says of uploads; a replay of a keyed Reserve returns
-// the first call's reservation without counting it again.
+// the first call's reservation without counting it again, whatever became
+// of its message since (filled up, deleted), or ErrNotFound when the
+// caller may no longer see its conversation.
 func (s *Service) Reserve(ctx context.Context, caller driver.Contact, u NewUpload) (Reservation, error) {
 	r, err := s.reserve(ctx, caller, u)
 	return r, domain.Wrap("attachments.Reserve", err)
@@ -102,9 +102,6 @@ func (s *Service) reserve(ctx context.Context, caller driver.Contact, u NewUploa
 	if err != nil || len(sum) != sha256.Size || hex.EncodeToString(sum) != u.SHA256 {
 		return Reservation{}, check.BadParam("sha256", "sha256 must be 64 lowercase hex digits")
 	}
-	if u.ConversationID, err = s.uploadTarget(ctx, caller, u.ConversationID, u.MessageID); err != nil {
-		return Reservation{}, err
-	}
 	tried := false // whether the reservation's row may have been written
 	var quota *upload
 	defer func() {
@@ -134,23 +131,35 @@ func (s *Service) reserve(ctx context.Context, caller driver.Contact, u NewUploa
 		quota = q
 		return nil
 	}
-	prefix, err := s.keyPrefix(ctx)
-	if err != nil {
-		return Reservation{}, err
-	}
-	now := s.now()
-	attID := ids.NewAt(ids.Attachment, now)
-	r := Reservation{Reservation: driver.Reservation{
-		ID: ids.NewAt(ids.Upload, now), AttachmentID: attID, UploaderID: caller.ID,
-		ConversationID: u.ConversationID, MessageID: u.MessageID, Filename: name,
-		FileType: declaredType(u.ContentType), FileSize: u.FileSize, SHA256: u.SHA256,
-		Key: prefix + attID, CreatedAt: now, ExpiresAt: now.Add(s.opts.UploadExpiry),
-	}}
-	if err := s.sign(ctx, &r); err != nil {
-		return Reservation{}, err
+	var r Reservation
+	// prepare checks the conversation and message, which may change
+	// between a keyed call and its replay (a message filled up or
+	// deleted): with a key, it runs in the write of Once, whose failure
+	// is a replay's answer all the same when the key has one.
+	prepare := func() error {
+		conv, err := s.uploadTarget(ctx, caller, u.ConversationID, u.MessageID)
+		if err != nil {
+			return err
+		}
+		prefix, err := s.keyPrefix(ctx)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		attID := ids.NewAt(ids.Attachment, now)
+		r = Reservation{Reservation: driver.Reservation{
+			ID: ids.NewAt(ids.Upload, now), AttachmentID: attID, UploaderID: caller.ID,
+			ConversationID: conv, MessageID: u.MessageID, Filename: name,
+			FileType: declaredType(u.ContentType), FileSize: u.FileSize, SHA256: u.SHA256,
+			Key: prefix + attID, CreatedAt: now, ExpiresAt: now.Add(s.opts.UploadExpiry),
+		}}
+		if err := s.sign(ctx, &r); err != nil {
+			return err
+		}
+		return hold()
 	}
 	if u.Idempotency.Key == "" {
-		if err := hold(); err != nil {
+		if err := prepare(); err != nil {
 			return Reservation{}, err
 		}
 		tried = true
@@ -161,17 +170,24 @@ func (s *Service) reserve(ctx context.Context, caller driver.Contact, u NewUploa
 	}
 	fp := s.msgsAPI.Fingerprint("attachments.reserve", u.Filename, u.ContentType, strconv.FormatInt(u.FileSize, 10), u.SHA256, u.ConversationID, u.MessageID)
 	reread := func(id string) error {
-		// A replay: the reservation as it is now, signed again.
+		// A replay: the reservation as it is now, signed again; a 404 for
+		// a caller who may no longer see its conversation, as a fresh
+		// call would answer.
 		_, got, err := s.reservation(ctx, caller, id)
 		if err != nil {
 			return err
+		}
+		if got.ConversationID != "" {
+			if err := s.mustView(ctx, caller, got.ConversationID); err != nil {
+				return err
+			}
 		}
 		r = Reservation{Reservation: got}
 		return s.sign(ctx, &r)
 	}
 	_, err = s.msgsAPI.Once(ctx, caller.ID, u.Idempotency, fp, reread, func(done driver.IdempotencyRecord) error {
-		if err := hold(); err != nil {
-			return err // a replay's answer all the same when the key has one
+		if err := prepare(); err != nil {
+			return err
 		}
 		tried = true
 		done.Result = []byte(r.ID)
@@ -244,8 +260,8 @@ func (s *Service) uploadTarget(ctx context.Context, caller driver.Contact, conv,
 }
 
 // reservation returns the caller's reservation id while it is in force:
-// ErrNotFound for another's, an expired or completed one (whose removal
-// failed) and an unknown id.
+// ErrNotFound for another's, an expired one and an unknown id (a completed
+// one is gone).
 func (s *Service) reservation(ctx context.Context, caller driver.Contact, id string) (driver.ReservationStore, driver.Reservation, error) {
 	rs, err := s.reservations()
 	if err != nil {
@@ -262,19 +278,7 @@ func (s *Service) reservation(ctx context.Context, caller driver.Contact, id str
 	if err != nil {
 		return nil, driver.Reservation{}, err
 	}
-	if done, err := s.completed(ctx, r); done || err != nil {
-		return nil, driver.Reservation{}, cmp.Or(err, gone)
-	}
 	return rs, r, nil
-}
-
-// completed reports whether the attachment of r was made.
-func (s *Service) completed(ctx context.Context, r driver.Reservation) (bool, error) {
-	_, err := s.repo.GetAttachment(ctx, r.AttachmentID)
-	if errors.Is(err, driver.ErrNotFound) {
-		return false, nil
-	}
-	return err == nil, err
 }
 
 func noUpload(id string) error {
@@ -441,19 +445,21 @@ func (s *Service) completeOnce(ctx context.Context, caller driver.Contact, id st
 	if done != nil {
 		done.Result = []byte(a.ID)
 	}
-	// The reads may have been slow. The row is written only while the
-	// reservation is there and within its grace (expiry plus
-	// FinishTimeout), after which the sweep may remove it and its object;
-	// the write must end by then.
-	left, err := s.inForce(ctx, rs, r)
-	if err != nil {
-		return driver.Attachment{}, err
+	// The row is written only with the reservation, which goes in its
+	// transaction: a retry that read the object meanwhile finds it gone
+	// (completed, then perhaps deleted, or swept). The reads may have been
+	// slow: the write must also end within the reservation's grace
+	// (expiry plus FinishTimeout), after which the sweep may remove the
+	// object.
+	left := r.ExpiresAt.Add(s.opts.FinishTimeout).Sub(s.now())
+	if left <= 0 {
+		return driver.Attachment{}, noUpload(r.ID)
 	}
 	fctx, cancel := s.finishing(ctx)
 	defer cancel()
 	fctx, cancelGrace := context.WithTimeout(fctx, left)
 	defer cancelGrace()
-	m, err := s.writeRow(fctx, caller, a, r.MessageID, done)
+	m, err := s.writeRow(fctx, caller, a, r.MessageID, done, r.ID)
 	for _, got := range m.Attachments {
 		if got.ID == a.ID {
 			out = got
@@ -462,43 +468,19 @@ func (s *Service) completeOnce(ctx context.Context, caller driver.Contact, id st
 	if err != nil {
 		// The object stays while the reservation does: a retry may
 		// complete it, and the sweep removes it after expiry.
-		if driver.KindOf(err) == driver.ErrConflict && !errors.Is(err, driver.ErrKeyTaken) {
-			if done, cerr := s.completed(fctx, r); done && cerr == nil {
-				return driver.Attachment{}, noUpload(r.ID) // completed meanwhile
+		if driver.KindOf(err) == driver.ErrNotFound {
+			if _, gerr := rs.GetReservation(fctx, r.ID); r.MessageID == "" || errors.Is(gerr, driver.ErrNotFound) {
+				return driver.Attachment{}, noUpload(r.ID)
 			}
-		}
-		if driver.KindOf(err) == driver.ErrNotFound && r.MessageID != "" {
 			return driver.Attachment{}, noMessage(r.MessageID)
 		}
-		if ce := (*check.Error)(nil); errors.As(err, &ce) && ce.Param == "attachments" {
+		if errors.Is(err, domain.ErrMessageFull) {
 			return driver.Attachment{}, s.messageFull() // filled since the reservation
 		}
 		return driver.Attachment{}, err
 	}
 	s.notify()
-	if err := rs.DeleteReservation(fctx, r.ID); err != nil {
-		s.opts.Logger.WarnContext(fctx, "attachments: cannot remove a completed reservation; the sweep will", "upload", r.ID, "err", err)
-	}
 	return out, nil
-}
-
-// inForce reads the reservation r again before its row is written, and
-// returns how long is left of its grace (expiry plus FinishTimeout), after
-// which the sweep may remove it and its object; ErrNotFound when it is gone
-// or its grace has passed.
-func (s *Service) inForce(ctx context.Context, rs driver.ReservationStore, r driver.Reservation) (time.Duration, error) {
-	_, err := rs.GetReservation(ctx, r.ID)
-	if errors.Is(err, driver.ErrNotFound) {
-		return 0, noUpload(r.ID)
-	}
-	if err != nil {
-		return 0, err
-	}
-	left := r.ExpiresAt.Add(s.opts.FinishTimeout).Sub(s.now())
-	if left <= 0 {
-		return 0, noUpload(r.ID)
-	}
-	return left, nil
 }
 
 // headBytes is how much of a completed upload is read for its type and

@@ -19,8 +19,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
+	"github.com/parleychat/parley/storage/memstore"
 )
 
 func hexSum(data string) string {
@@ -549,4 +551,113 @@ func TestDirectUploadJPEGLargeMetadata(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, [2]int{120, 80}, [2]int{got.Width, got.Height})
 	})
+}
+
+// TestDirectUploadDeletedStaysDeleted: once a Complete made the attachment
+// and the uploader deleted it, a retried Complete of the same upload
+// answers ErrNotFound and brings nothing back (no row, linked or not, and
+// no row whose file is gone), even where the first Complete's removal of
+// the reservation could fail on its own: the row is written only with the
+// reservation, and removes it in its transaction. The retry either read
+// the object before the first Complete ended, or comes after the delete,
+// whose removal of the object failed (the object waits for Reconcile).
+func TestDirectUploadDeletedStaysDeleted(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		t.Run(map[bool]string{false: "read_before", true: "object_left"}[late], func(t *testing.T) {
+			eachBackend(t, nil, func(t *testing.T, h *harness) {
+				ctx := context.Background()
+				m, err := h.msgs.Create(ctx, h.alice, messaging.NewMessage{ConversationID: conv, Text: "files"})
+				require.NoError(t, err)
+				h.repo.deleteReservation = func(context.Context, string) error { return errInjected }
+				for _, msg := range []string{"", m.ID} {
+					r, err := h.svc.Reserve(ctx, h.alice, attachments.NewUpload{
+						Filename: "a.txt", FileSize: 5, SHA256: hexSum("hello"), ConversationID: conv, MessageID: msg})
+					require.NoError(t, err)
+					_, err = send(t, h, r, "hello")
+					require.NoError(t, err)
+					completeAndDelete := func() {
+						a, err := h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+						require.NoError(t, err)
+						require.NoError(t, h.svc.Delete(ctx, h.alice, a.ID))
+					}
+					if late {
+						h.blobs.setDelete(func(context.Context, string) error { return errInjected })
+						completeAndDelete()
+						h.blobs.setDelete(nil)
+					} else {
+						h.blobs.setOpen(func(ctx context.Context, key string) (io.ReadSeekCloser, error) {
+							h.blobs.setOpen(nil)
+							obj, err := h.blobs.next.Open(ctx, key)
+							completeAndDelete()
+							return obj, err
+						})
+					}
+					_, err = h.svc.Complete(ctx, h.alice, r.ID, driver.Idempotency{})
+					assert.ErrorIs(t, err, messaging.ErrNotFound, "retried after the delete")
+					assert.Empty(t, h.rows(t), "the deleted attachment stays deleted")
+				}
+				got, err := h.msgs.Get(ctx, h.alice, m.ID)
+				require.NoError(t, err)
+				assert.Empty(t, got.Attachments)
+				_, err = h.svc.Reconcile(ctx)
+				require.NoError(t, err)
+				h.assertClean(t)
+			})
+		})
+	}
+}
+
+// TestDirectUploadReserveReplayAfterMessageChanged: a retried keyed
+// Reserve answers the first call's reservation (API.md's retries), also
+// once its message has filled up or has been deleted since: the checks of
+// the message are the first call's, not the replay's.
+func TestDirectUploadReserveReplayAfterMessageChanged(t *testing.T) {
+	eachBackend(t, nil, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		m, err := h.msgs.Create(ctx, h.alice, messaging.NewMessage{ConversationID: conv, Text: "files"})
+		require.NoError(t, err)
+		up := attachments.NewUpload{Filename: "a.txt", FileSize: 5, SHA256: hexSum("hello"), MessageID: m.ID,
+			Idempotency: driver.Idempotency{Key: "res-msg"}}
+		first, err := h.svc.Reserve(ctx, h.alice, up)
+		require.NoError(t, err)
+		replay := func(why string) {
+			t.Helper()
+			var replayed bool
+			up.Idempotency.Replayed = &replayed
+			got, err := h.svc.Reserve(ctx, h.alice, up)
+			require.NoError(t, err, why)
+			assert.Equal(t, first.ID, got.ID, why)
+			assert.True(t, replayed, why)
+		}
+		var fill []string
+		for range 10 { // messaging's default MaxAttachments
+			fill = append(fill, h.upload(t, "f.txt", "f").ID)
+		}
+		_, err = h.msgs.Update(ctx, h.alice, m.ID, messaging.Update{Attachments: fill})
+		require.NoError(t, err)
+		replay("the message is full")
+		require.NoError(t, h.msgs.Delete(ctx, h.alice, m.ID))
+		replay("the message is deleted")
+	})
+}
+
+// TestDirectUploadReserveReplayAfterAccessLost: a replay gives a caller
+// who may no longer see the conversation what a fresh Reserve would, a
+// 404, as messaging's replays do, not the reservation kept for a day.
+func TestDirectUploadReserveReplayAfterAccessLost(t *testing.T) {
+	ctx := context.Background()
+	msgs := svctest.New(t, memstore.New(), nil, &messaging.Options{Policy: messaging.MembersOnly()})
+	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
+	require.NoError(t, err)
+	require.NoError(t, msgs.AddMember(ctx, "team", alice.ID))
+	up := attachments.NewUpload{Filename: "a.txt", FileSize: 5, SHA256: hexSum("hello"), ConversationID: "team",
+		Idempotency: driver.Idempotency{Key: "res-team"}}
+	first, err := msgs.Files().Reserve(ctx, alice, up)
+	require.NoError(t, err)
+	again, err := msgs.Files().Reserve(ctx, alice, up)
+	require.NoError(t, err, "a member's replay")
+	assert.Equal(t, first.ID, again.ID)
+	require.NoError(t, msgs.RemoveMember(ctx, "team", alice.ID))
+	_, err = msgs.Files().Reserve(ctx, alice, up)
+	assert.ErrorIs(t, err, messaging.ErrNotFound)
 }

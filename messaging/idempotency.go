@@ -334,9 +334,12 @@ func (f files) Fingerprint(parts ...string) string { return fingerprint(parts...
 func (f files) MaxAttachments() int { return f.s.opts.MaxAttachments }
 
 // Attach stores a, a new attachment, linked to the message of caller (its
-// sender) in one transaction, with done when not nil, and returns the
-// message. Errors: those of Update adding an attachment.
-func (f files) Attach(ctx context.Context, caller Contact, messageID string, a Attachment, done *driver.IdempotencyRecord) (Message, error) {
+// sender) in one transaction, with done when not nil, and removes the
+// upload reservation that a completes unless "", and returns the message.
+// Errors: those of Update adding an attachment, but domain.ErrMessageFull
+// for a message that has its most attachments; ErrNotFound also when the
+// reservation is gone.
+func (f files) Attach(ctx context.Context, caller Contact, messageID string, a Attachment, done *driver.IdempotencyRecord, reservation string) (Message, error) {
 	s := f.s
 	m, err := s.lookupLive(ctx, caller, messageID)
 	if err != nil {
@@ -346,7 +349,13 @@ func (f files) Attach(ctx context.Context, caller Contact, messageID string, a A
 		return Message{}, &Error{Kind: ErrPermission, Message: "only the sender may edit a message or add attachments"}
 	}
 	now := s.now()
-	ch := driver.MessageChange{NewAttachment: &a, UpdatedAt: now, Check: s.checkCounts, Done: done,
+	full := func(before, after driver.MessageCounts) error {
+		if s.checkCounts(before, after) != nil {
+			return domain.ErrMessageFull // the attachment is all the change adds
+		}
+		return nil
+	}
+	ch := driver.MessageChange{NewAttachment: &a, Reservation: reservation, UpdatedAt: now, Check: full, Done: done,
 		// The file is created linked: attachment.created shows it so, and
 		// message.updated the message it joins.
 		Record: s.recorder(func(c driver.Change) []Event {

@@ -65,6 +65,10 @@ type FeedHooks struct {
 // their pending deletions; what fails stays for Reconcile.
 type FileRemover func(ctx context.Context, keys []string)
 
+// ErrMessageFull is Files.Attach's error when the message has its most
+// attachments already.
+var ErrMessageFull = errors.New("the message has its most attachments")
+
 // Files is what the attachments Service needs of the messaging Service
 // beyond its rules: the messages it links uploads to, and the protocol of
 // idempotency keys, so that one set of rules and one store of records
@@ -76,8 +80,10 @@ type Files interface {
 	MaxAttachments() int
 	// Attach stores a, a new attachment, linked to the message of caller
 	// (its sender) in one transaction, with done when not nil, and returns
-	// the message.
-	Attach(ctx context.Context, caller driver.Contact, messageID string, a driver.Attachment, done *driver.IdempotencyRecord) (driver.Message, error)
+	// the message; ErrMessageFull when the message has its most
+	// attachments. reservation, unless "", is the upload reservation that
+	// a completes, removed in that transaction (MessageChange.Reservation).
+	Attach(ctx context.Context, caller driver.Contact, messageID string, a driver.Attachment, done *driver.IdempotencyRecord, reservation string) (driver.Message, error)
 	// Hold holds key of scope in this process until release is called.
 	Hold(scope, key string) (release func(), err error)
 	// Once carries out a short write once per key; a replay reads the

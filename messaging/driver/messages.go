@@ -26,6 +26,11 @@ type MessageChange struct {
 	// in the change's transaction; Check counts it among the attachments
 	// after the change. An existing ID is an error matching ErrConflict.
 	NewAttachment *Attachment
+	// Reservation, when set with NewAttachment, is the id of the upload
+	// reservation (ReservationStore) that the new attachment completes: it
+	// is removed in the change's transaction, and if it does not exist the
+	// change is not made and the error matches ErrNotFound.
+	Reservation string
 	// Read, when true, sets the message's ReadAt to ReadAt unless it is
 	// set already; when false, clears it.
 	Read *bool

@@ -54,6 +54,15 @@ type ReservationStore interface {
 	// return an error for which errors.Is(err, ErrNotFound) is true.
 	GetReservation(ctx context.Context, id string) (Reservation, error)
 
+	// CompleteReservation stores a, the attachment that the reservation
+	// id completes (a.MessageID is ""), as CreateAttachment does, with
+	// done when not nil (as CreateAttachmentKeyed does), and removes the
+	// reservation, in one transaction. If the reservation does not exist,
+	// it stores nothing and returns an error for which errors.Is(err,
+	// ErrNotFound) is true. (MessageChange.Reservation does the same for
+	// an attachment stored linked to a message.)
+	CompleteReservation(ctx context.Context, id string, a Attachment, rec Recorder, done *IdempotencyRecord) error
+
 	// DeleteReservation removes the reservation; one that does not exist
 	// is no error.
 	DeleteReservation(ctx context.Context, id string) error

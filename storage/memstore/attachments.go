@@ -16,21 +16,26 @@ func attPos(a messaging.Attachment) driver.Cursor {
 // CreateAttachment stores a new attachment row. An existing ID is an
 // error matching messaging.ErrConflict.
 func (s *store) CreateAttachment(ctx context.Context, a messaging.Attachment, rec driver.Recorder) error {
-	return s.createAttachment(ctx, a, rec, nil)
+	return s.createAttachment(ctx, a, rec, nil, "")
 }
 
 // CreateAttachmentKeyed is CreateAttachment that also stores done, the
 // record of an idempotency key; on any error neither is stored.
 func (s *store) CreateAttachmentKeyed(ctx context.Context, a messaging.Attachment, rec driver.Recorder, done driver.IdempotencyRecord) error {
-	return s.createAttachment(ctx, a, rec, &done)
+	return s.createAttachment(ctx, a, rec, &done, "")
 }
 
-func (s *store) createAttachment(ctx context.Context, a messaging.Attachment, rec driver.Recorder, done *driver.IdempotencyRecord) error {
+// createAttachment stores a and done, and removes the reservation
+// reserved unless "".
+func (s *store) createAttachment(ctx context.Context, a messaging.Attachment, rec driver.Recorder, done *driver.IdempotencyRecord, reserved string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.reservedFor(reserved); err != nil {
+		return err
+	}
 	if _, ok := s.atts[a.ID]; ok {
 		return conflict("an attachment with the id " + strconv.Quote(a.ID) + " already exists")
 	}
@@ -38,6 +43,7 @@ func (s *store) createAttachment(ctx context.Context, a messaging.Attachment, re
 		return err
 	}
 	defer s.keep(done)
+	delete(s.reserved, reserved)
 	a.CreatedAt = norm(a.CreatedAt)
 	s.atts[a.ID] = a
 	if a.ConversationID != "" {

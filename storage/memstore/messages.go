@@ -222,6 +222,9 @@ func (s *store) UpdateMessage(ctx context.Context, id string, ch driver.MessageC
 	}
 	after := driver.MessageCounts{ReactionNames: len(rs), Attachments: before.Attachments + len(links), ReactorNames: reactorAfter}
 	if a := ch.NewAttachment; a != nil {
+		if err := s.reservedFor(ch.Reservation); err != nil {
+			return messaging.Message{}, err
+		}
 		if _, ok := s.atts[a.ID]; ok {
 			return messaging.Message{}, conflict("an attachment with the id " + strconv.Quote(a.ID) + " already exists")
 		}
@@ -243,6 +246,7 @@ func (s *store) UpdateMessage(ctx context.Context, id string, ch driver.MessageC
 		stored.MessageID, stored.ConversationID, stored.CreatedAt = "", m.ConversationID, norm(a.CreatedAt)
 		s.atts[a.ID] = stored
 		links = append(links, a.ID)
+		delete(s.reserved, ch.Reservation)
 	}
 	if ch.Read != nil {
 		switch {

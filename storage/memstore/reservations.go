@@ -60,6 +60,22 @@ func (s *store) GetReservation(ctx context.Context, id string) (driver.Reservati
 	return r, nil
 }
 
+// CompleteReservation stores a (CreateAttachment), with done when not nil,
+// and removes the reservation id; if it does not exist, it stores nothing
+// and returns an error matching messaging.ErrNotFound.
+func (s *store) CompleteReservation(ctx context.Context, id string, a driver.Attachment, rec driver.Recorder, done *driver.IdempotencyRecord) error {
+	return s.createAttachment(ctx, a, rec, done, id)
+}
+
+// reservedFor checks, under s.mu, that the reservation id that a write
+// completes exists; "" is none.
+func (s *store) reservedFor(id string) error {
+	if _, ok := s.reserved[id]; id != "" && !ok {
+		return notFound("reservation", id)
+	}
+	return nil
+}
+
 // DeleteReservation removes the reservation, if it exists.
 func (s *store) DeleteReservation(ctx context.Context, id string) error {
 	if err := ctx.Err(); err != nil {

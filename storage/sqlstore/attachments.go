@@ -52,21 +52,24 @@ func attachmentsOf(rows []attachmentRow) []messaging.Attachment {
 // CreateAttachment stores a new attachment row. Errors: ErrConflict if its
 // id or key exists.
 func (s *store) CreateAttachment(ctx context.Context, a messaging.Attachment, rec driver.Recorder) error {
-	return wrapErr("sqlstore.CreateAttachment", s.createAttachment(ctx, a, rec, nil))
+	return wrapErr("sqlstore.CreateAttachment", s.createAttachment(ctx, a, rec, nil, ""))
 }
 
 // CreateAttachmentKeyed is CreateAttachment that also stores done, the
 // record of an idempotency key, in the same transaction; on any error
 // neither is stored.
 func (s *store) CreateAttachmentKeyed(ctx context.Context, a messaging.Attachment, rec driver.Recorder, done driver.IdempotencyRecord) error {
-	return wrapErr("sqlstore.CreateAttachment", s.createAttachment(ctx, a, rec, &done))
+	return wrapErr("sqlstore.CreateAttachment", s.createAttachment(ctx, a, rec, &done, ""))
 }
 
-func (s *store) createAttachment(ctx context.Context, a messaging.Attachment, rec driver.Recorder, done *driver.IdempotencyRecord) error {
+func (s *store) createAttachment(ctx context.Context, a messaging.Attachment, rec driver.Recorder, done *driver.IdempotencyRecord, reserved string) error {
 	stored := a
 	stored.CreatedAt = a.CreatedAt.UTC()
 	change := driver.Change{Attachments: []messaging.Attachment{stored}}
 	return s.write(ctx, func(ctx context.Context, tx bun.Tx) error {
+		if err := consumeReservation(ctx, tx, reserved); err != nil {
+			return err
+		}
 		if done != nil {
 			if err := s.storeKey(ctx, tx, *done); err != nil {
 				return err

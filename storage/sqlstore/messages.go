@@ -582,6 +582,9 @@ func (s *store) updateMessage(ctx context.Context, tx bun.Tx, id string, ch driv
 	if a := ch.NewAttachment; a != nil {
 		linked := *a
 		linked.MessageID, linked.ConversationID = id, conv
+		if err := consumeReservation(ctx, tx, ch.Reservation); err != nil {
+			return messaging.Message{}, err
+		}
 		if err := insertAttachment(ctx, tx, linked); err != nil {
 			return messaging.Message{}, err
 		}

@@ -70,6 +70,25 @@ func (s *store) GetReservation(ctx context.Context, id string) (driver.Reservati
 	return r.reservation(), wrapErr("sqlstore.GetReservation", err)
 }
 
+// CompleteReservation stores a with done and removes the reservation id,
+// in one transaction; ErrNotFound when it is gone.
+func (s *store) CompleteReservation(ctx context.Context, id string, a driver.Attachment, rec driver.Recorder, done *driver.IdempotencyRecord) error {
+	return wrapErr("sqlstore.CompleteReservation", s.createAttachment(ctx, a, rec, done, id))
+}
+
+// consumeReservation removes in tx the reservation id ("" for none) that a
+// new attachment completes, or fails with ErrNotFound when it is gone.
+func consumeReservation(ctx context.Context, tx bun.Tx, id string) error {
+	if id == "" {
+		return nil
+	}
+	n, err := affected(tx.ExecContext(ctx, "DELETE FROM upload_reservations WHERE id = ?", id))
+	if err == nil && n == 0 {
+		err = notFound("reservation")
+	}
+	return err
+}
+
 // DeleteReservation removes the reservation, if it exists.
 func (s *store) DeleteReservation(ctx context.Context, id string) error {
 	_, err := s.exec(ctx, "DELETE FROM upload_reservations WHERE id = ?", id)

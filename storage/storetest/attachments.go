@@ -22,6 +22,62 @@ var attachmentTests = []test{
 	{"list_follows_links_into_conversations", testAttachmentListLinked},
 	{"uploaded_bytes", testUploadedBytes},
 	{"reservations", testReservations},
+	{"reservation_completes_with_its_row", testCompleteReservation},
+}
+
+// testCompleteReservation: the row of a completed upload, filed
+// (CompleteReservation) or linked to a message (MessageChange.Reservation),
+// is stored only with its reservation, which goes in the same write: once
+// the reservation is gone (completed already, or swept), the write stores
+// nothing, not even its idempotency record, and answers ErrNotFound.
+func testCompleteReservation(t *testing.T, h *harness) {
+	rs, ok := h.s.(driver.ReservationStore)
+	if !ok {
+		t.Skip("the store is not a driver.ReservationStore")
+	}
+	alice := h.contact("alice")
+	m := h.message("c", alice, at(1))
+	for _, msg := range []string{"", m.ID} {
+		a := newAttachment("c", alice.ID, at(2))
+		r := driver.Reservation{ID: ids.New(ids.Upload), AttachmentID: a.ID, UploaderID: alice.ID, ConversationID: "c", MessageID: msg,
+			Filename: a.Filename, FileType: a.FileType, FileSize: a.FileSize, SHA256: a.SHA256, Key: a.Key,
+			CreatedAt: at(1), ExpiresAt: at(9)}
+		require.NoError(t, rs.CreateReservation(h.ctx, r))
+		complete := func(a messaging.Attachment, key string) error {
+			d := done(claim(alice.ID, key, at(2)), a.ID)
+			if msg == "" {
+				return rs.CompleteReservation(h.ctx, r.ID, a, nil, &d)
+			}
+			_, err := h.s.UpdateMessage(h.ctx, msg, driver.MessageChange{NewAttachment: &a, Reservation: r.ID, Done: &d})
+			return err
+		}
+		require.NoError(t, complete(a, "first-"+msg))
+		_, err := rs.GetReservation(h.ctx, r.ID)
+		assert.ErrorIs(t, err, messaging.ErrNotFound, "the reservation goes with its row")
+		_, ok := h.record(alice.ID, "first-"+msg)
+		assert.True(t, ok, "the record is stored")
+		if msg == "" {
+			assert.Equal(t, a, h.getAttachment(a.ID))
+		} else {
+			assert.Equal(t, linked(a, m), h.getAttachment(a.ID))
+		}
+
+		// Completed again, or after a delete: nothing comes back.
+		err = complete(a, "again-"+msg)
+		assert.ErrorIs(t, err, messaging.ErrNotFound, "completed already")
+		assert.NotErrorIs(t, err, messaging.ErrConflict)
+		_, err = h.s.DeleteAttachment(h.ctx, a.ID, nil)
+		require.NoError(t, err)
+		err = complete(a, "deleted-"+msg)
+		assert.ErrorIs(t, err, messaging.ErrNotFound, "the reservation is gone")
+		_, err = h.s.GetAttachment(h.ctx, a.ID)
+		assert.ErrorIs(t, err, messaging.ErrNotFound, "no row comes back")
+		for _, key := range []string{"again-" + msg, "deleted-" + msg} {
+			_, ok := h.record(alice.ID, key)
+			assert.False(t, ok, "no record is stored")
+		}
+	}
+	assert.Empty(t, h.get(m.ID).Attachments)
 }
 
 // testReservations: upload reservations (driver.ReservationStore) come back

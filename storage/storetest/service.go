@@ -8,9 +8,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/internal/ids"
 	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
+	"github.com/parleychat/parley/messaging/driver"
 )
 
 // serviceTests drive the messaging Service over the backend: the wording
@@ -21,6 +23,45 @@ var serviceTests = []test{
 	{"renamed_contact_keeps_its_reactions", testRenamedReactor},
 	{"reaction_names_per_caller", testReactionNamesPerCaller},
 	{"search_query_length_configurable", testSearchQueryLength},
+	{"direct_upload_to_a_message", testDirectUploadToMessage},
+}
+
+// testDirectUploadToMessage: a direct upload completed to a message that
+// filled up since its reservation is refused as the reservation would
+// have been (param message_id), and keeps its reservation; completed once
+// there is room, it is linked; a Complete of it again, after its
+// attachment was deleted, answers 404 and brings nothing back.
+func testDirectUploadToMessage(t *testing.T, h *harness) {
+	if _, ok := h.s.(driver.ReservationStore); !ok {
+		t.Skip("the store is not a driver.ReservationStore")
+	}
+	msgs := svctest.New(h.t, storage{h.s}, nil, &messaging.Options{MaxAttachments: 1})
+	files := msgs.Files()
+	alice, err := msgs.SaveContact(h.ctx, messaging.Contact{Username: "alice"})
+	require.NoError(t, err)
+	m, err := msgs.Create(h.ctx, alice, messaging.NewMessage{ConversationID: "general", Text: "files"})
+	require.NoError(t, err)
+	r, err := files.Reserve(h.ctx, alice, attachments.NewUpload{Filename: "a.txt", FileSize: 5,
+		SHA256: "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824", MessageID: m.ID})
+	require.NoError(t, err)
+	_, err = files.PutContent(h.ctx, alice, r.ID, strings.NewReader("hello"))
+	require.NoError(t, err)
+	filler := h.attachment("general", alice, at(1))
+	_, err = msgs.Update(h.ctx, alice, m.ID, messaging.Update{Attachments: []string{filler.ID}})
+	require.NoError(t, err)
+
+	_, err = files.Complete(h.ctx, alice, r.ID, driver.Idempotency{})
+	var e *messaging.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, [2]any{messaging.ErrInvalid, "message_id"}, [2]any{e.Kind, e.Param}, "the message is full")
+	require.NoError(t, files.Delete(h.ctx, alice, filler.ID))
+	a, err := files.Complete(h.ctx, alice, r.ID, driver.Idempotency{})
+	require.NoError(t, err, "the reservation is kept")
+	assert.Equal(t, m.ID, a.MessageID)
+	require.NoError(t, files.Delete(h.ctx, alice, a.ID))
+	_, err = files.Complete(h.ctx, alice, r.ID, driver.Idempotency{})
+	assert.ErrorIs(t, err, messaging.ErrNotFound)
+	assert.Empty(t, h.get(m.ID).Attachments, "nothing comes back")
 }
 
 // testSearchQueryLength: a search query is at most
