@@ -507,7 +507,10 @@ const headBytes = 256 << 10
 
 // inspectObject returns the size, the first bytes and the SHA-256 of the
 // object of r: by a HEAD and a range read where the store checked the
-// SHA-256 itself (r.Checked), else by reading it once.
+// SHA-256 itself (r.Checked), else by reading it once. What it reads is
+// bounded by the reservation, whatever a client stored: an object of
+// another size is returned unread (its size, which Complete refuses), and
+// no more than one byte past the reserved size is ever read.
 func (s *Service) inspectObject(ctx context.Context, r driver.Reservation) (int64, []byte, string, error) {
 	if signer, ok := s.blobs.(driver.UploadSigner); ok && r.Checked {
 		size, err := signer.ObjectSize(ctx, r.Key)
@@ -522,9 +525,18 @@ func (s *Service) inspectObject(ctx context.Context, r driver.Reservation) (int6
 		return 0, nil, "", err
 	}
 	defer obj.Close()
+	// The size without reading the bytes (a gocloud reader seeks
+	// lazily; http.ServeContent relies on this too).
+	size, err := obj.Seek(0, io.SeekEnd)
+	if err == nil {
+		_, err = obj.Seek(0, io.SeekStart)
+	}
+	if err != nil || size != r.FileSize {
+		return size, nil, "", err
+	}
 	h := sha256.New()
 	var head bytes.Buffer
-	n, err := io.Copy(io.MultiWriter(h, &limitedBuffer{&head, headBytes}), obj)
+	n, err := io.Copy(io.MultiWriter(h, &limitedBuffer{&head, headBytes}), io.LimitReader(obj, r.FileSize+1))
 	if err != nil {
 		return 0, nil, "", err
 	}

@@ -15,8 +15,9 @@ type BlobStore interface {
 	Put(ctx context.Context, key, contentType string, r io.Reader) error
 
 	// Open returns a reader of the object's bytes that can seek (for Range
-	// requests). If there is no object, it must return an error for which
-	// errors.Is(err, ErrNotFound) is true.
+	// requests); Seek(0, io.SeekEnd) gives the object's size without
+	// reading its bytes. If there is no object, it must return an error for
+	// which errors.Is(err, ErrNotFound) is true.
 	Open(ctx context.Context, key string) (io.ReadSeekCloser, error)
 
 	// Delete removes the object. Deleting a key that does not exist returns
