@@ -5,14 +5,19 @@ import (
 	"context"
 	"io"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/parleychat/parley/attachments"
+	"github.com/parleychat/parley/internal/svctest"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
+	"github.com/parleychat/parley/storage/memstore"
+	"github.com/parleychat/parley/storage/storetest"
 )
 
 // countingObject is an object reader that counts the bytes read through
@@ -108,4 +113,54 @@ func TestDirectUploadCompleteStopsAfterTheReservation(t *testing.T) {
 		assert.LessOrEqual(t, read.Load(), int64(len("hello")+1))
 		assert.Empty(t, h.objects(t), "refused bytes are deleted")
 	})
+}
+
+// signingBlobs is a memory bucket that signs upload URLs as Google Cloud
+// Storage does (it checks no digest), and records what it was asked to
+// sign.
+type signingBlobs struct {
+	*memstore.BlobStore
+	mu  sync.Mutex
+	req driver.UploadRequest
+}
+
+func (b *signingBlobs) SignUpload(_ context.Context, key string, req driver.UploadRequest) (driver.SignedUpload, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.req = req
+	return driver.SignedUpload{URL: "https://bucket.example/" + key, Method: "PUT", Headers: map[string]string{"Content-Type": req.ContentType}}, nil
+}
+
+func (b *signingBlobs) ObjectSize(ctx context.Context, key string) (int64, error) {
+	r, err := b.Open(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	return r.Seek(0, io.SeekEnd)
+}
+
+func (b *signingBlobs) ReadHead(ctx context.Context, key string, n int) ([]byte, error) {
+	r, err := b.Open(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(io.LimitReader(r, int64(n)))
+}
+
+// TestReserveSignsTheSize: the signed upload URL is asked for the
+// reserved size, which a bucket that can bound the size of a PUT signs
+// (GCS: x-goog-content-length-range).
+func TestReserveSignsTheSize(t *testing.T) {
+	blobs := &signingBlobs{BlobStore: memstore.NewBlobStore()}
+	msgs := svctest.New(t, storetest.Storage(memstore.New().Driver().(fullStore)), blobs, nil)
+	alice, err := msgs.SaveContact(context.Background(), messaging.Contact{Username: "alice"})
+	require.NoError(t, err)
+	r, err := msgs.Files().Reserve(context.Background(), alice, attachments.NewUpload{Filename: "a.txt", FileSize: 1234, SHA256: hexSum("x")})
+	require.NoError(t, err)
+	require.NotEmpty(t, r.URL, "signed")
+	blobs.mu.Lock()
+	defer blobs.mu.Unlock()
+	assert.Equal(t, int64(1234), blobs.req.Size)
 }

@@ -200,7 +200,7 @@ func (s *Service) sign(ctx context.Context, r *Reservation) error {
 	if err != nil {
 		return err
 	}
-	su, err := signer.SignUpload(ctx, r.Key, driver.UploadRequest{ContentType: storedType, SHA256: sum, Expiry: r.ExpiresAt.Sub(s.now())})
+	su, err := signer.SignUpload(ctx, r.Key, driver.UploadRequest{ContentType: storedType, SHA256: sum, Size: r.FileSize, Expiry: r.ExpiresAt.Sub(s.now())})
 	switch {
 	case err == nil:
 		r.URL, r.Method, r.Headers, r.Checked = su.URL, su.Method, su.Headers, su.ChecksumChecked

@@ -57,6 +57,8 @@ type UploadRequest struct {
 	ContentType string
 	// SHA256 is the digest of the bytes the client will send, 32 bytes.
 	SHA256 []byte
+	// Size is the number of bytes the client will send.
+	Size int64
 	// Expiry is how long the URL may be used.
 	Expiry time.Duration
 }

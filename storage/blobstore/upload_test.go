@@ -99,6 +99,7 @@ func TestSignPutValidates(t *testing.T) {
 		"no_type":   {SHA256: sum[:]},
 		"no_sum":    {ContentType: "text/plain"},
 		"short_sum": {ContentType: "text/plain", SHA256: sum[:16]},
+		"neg_size":  {ContentType: "text/plain", SHA256: sum[:], Size: -1},
 	} {
 		_, err := s.SignPut(context.Background(), "k", opts)
 		require.Error(t, err, name)
@@ -192,7 +193,7 @@ func TestSignedPut(t *testing.T) {
 			s := d.open(t)
 			data := randomBytes(t, 256<<10)
 			sum := sha256.Sum256(data)
-			p, err := s.SignPut(ctx, "attachments/upl_1", blobstore.PutOptions{ContentType: "image/png", SHA256: sum[:], Expiry: 10 * time.Minute})
+			p, err := s.SignPut(ctx, "attachments/upl_1", blobstore.PutOptions{ContentType: "image/png", SHA256: sum[:], Size: int64(len(data)), Expiry: 10 * time.Minute})
 			require.NoError(t, err)
 			assert.Equal(t, http.MethodPut, p.Method)
 			assert.Equal(t, "image/png", p.Headers["Content-Type"])
@@ -270,7 +271,7 @@ func TestSignedPutStoresOnce(t *testing.T) {
 			s := d.open(t)
 			data := []byte("the bytes the server checked")
 			sum := sha256.Sum256(data)
-			p, err := s.SignPut(ctx, "attachments/upl_1", blobstore.PutOptions{ContentType: "text/plain", SHA256: sum[:], Expiry: 10 * time.Minute})
+			p, err := s.SignPut(ctx, "attachments/upl_1", blobstore.PutOptions{ContentType: "text/plain", SHA256: sum[:], Size: int64(len(data)), Expiry: 10 * time.Minute})
 			require.NoError(t, err)
 			status, msg := put(t, p, data, nil)
 			require.Less(t, status, 300, "%d %s", status, msg)
