@@ -360,9 +360,11 @@ func (c *checkingReader) Read(p []byte) (int, error) {
 // where the signed URL carried it, as on S3; otherwise Complete reads the
 // object once from the store), and its type, sniffed from its first bytes,
 // must agree with a declared type (an image with an image's, see
-// typeAgrees). A check that fails deletes the object and answers
-// ErrInvalid (param file_size, sha256 or file_type; ErrInvalid param file
-// when no object was sent, which deletes nothing); the reservation stays
+// typeAgrees); on a store that signs uploads, it must be stored with the
+// type and disposition of the reservation's upload_headers. A check that
+// fails deletes the object and answers ErrInvalid (param file_size,
+// upload_headers, sha256 or file_type; ErrInvalid param file when no
+// object was sent, which deletes nothing); the reservation stays
 // until it expires. ErrNotFound for an unknown, expired or completed
 // reservation, or one of another caller; then the errors of Upload's
 // linking.
@@ -511,14 +513,27 @@ const headBytes = 256 << 10
 // bounded by the reservation, whatever a client stored: an object of
 // another size is returned unread (its size, which Complete refuses), and
 // no more than one byte past the reserved size is ever read.
+//
+// On a store that signs uploads, an object stored with another type or
+// disposition than those of upload_headers is deleted and refused
+// (ErrInvalid, param upload_headers): a bucket whose signed URLs cannot
+// set their own headers serves the stored ones, and one whose signature
+// does not cover them lets the client choose them (both Azure).
 func (s *Service) inspectObject(ctx context.Context, r driver.Reservation) (int64, []byte, string, error) {
-	if signer, ok := s.blobs.(driver.UploadSigner); ok && r.Checked {
-		size, err := signer.ObjectSize(ctx, r.Key)
-		if err != nil {
-			return 0, nil, "", err
+	if signer, ok := s.blobs.(driver.UploadSigner); ok {
+		a, err := signer.Attributes(ctx, r.Key)
+		if err != nil || a.Size != r.FileSize {
+			return a.Size, nil, "", err
 		}
-		head, err := signer.ReadHead(ctx, r.Key, headBytes)
-		return size, head, r.SHA256, err
+		ctype := cmp.Or(r.FileType, "application/octet-stream")
+		if a.ContentType != ctype || a.ContentDisposition != ContentDisposition(ctype, "") {
+			s.removeBlob(ctx, r.Key)
+			return 0, nil, "", check.BadParam("upload_headers", "the object was not stored with the upload_headers given")
+		}
+		if r.Checked {
+			head, err := signer.ReadHead(ctx, r.Key, headBytes)
+			return a.Size, head, r.SHA256, err
+		}
 	}
 	obj, err := s.blobs.Open(ctx, r.Key)
 	if err != nil {

@@ -72,13 +72,14 @@ type SignedPut struct {
 //     the URL: the client must send them, and the bucket refuses bytes of
 //     another digest.
 //   - Google Cloud Storage (storage/blobstore/gcs, a bucket opened with a
-//     signing key): the type, the precondition that the object does not
-//     exist (x-goog-if-generation-match: 0) and the size
+//     signing key): the type, the disposition, the precondition that the
+//     object does not exist (x-goog-if-generation-match: 0) and the size
 //     (x-goog-content-length-range) are signed; the digest is not checked.
 //   - Azure (storage/blobstore/azure): the URL has the create permission
 //     alone; the client sends the blob type, the type and the disposition
-//     as headers, which the signature does not cover; the digest is not
-//     checked.
+//     as headers, which the signature does not cover, so the client may
+//     store others (Stat shows them: attachments' Complete refuses such
+//     an object); neither the size nor the digest is checked.
 //
 // The URL works until it expires but never replaces an object stored
 // under key: on S3 it takes only the bytes of the digest; on GCS and Azure
@@ -224,9 +225,9 @@ func (s *Store) SignUpload(ctx context.Context, key string, req driver.UploadReq
 	return driver.SignedUpload{URL: p.URL, Method: p.Method, Headers: p.Headers, ChecksumChecked: p.ChecksumChecked}, nil
 }
 
-// ObjectSize returns the size of the object key from Stat
-// (driver.UploadSigner).
-func (s *Store) ObjectSize(ctx context.Context, key string) (int64, error) {
+// Attributes returns the size, type and disposition of the object key
+// from Stat (driver.UploadSigner).
+func (s *Store) Attributes(ctx context.Context, key string) (driver.ObjectAttributes, error) {
 	info, err := s.Stat(ctx, key)
-	return info.Size, err
+	return driver.ObjectAttributes{Size: info.Size, ContentType: info.ContentType, ContentDisposition: info.ContentDisposition}, err
 }

@@ -113,3 +113,27 @@ func TestSignedPutBoundsSize(t *testing.T) {
 		assert.Contains(t, strings.Split(u.Query().Get("X-Goog-SignedHeaders"), ";"), "x-goog-content-length-range", "under the signature")
 	}
 }
+
+// TestSignedPutStoresTheDisposition: an upload URL signs the disposition
+// of the type (attachments.ContentDisposition), which the client must
+// send, so that the object is stored with it as every object is and
+// Complete, which checks it, takes the object.
+func TestSignedPutStoresTheDisposition(t *testing.T) {
+	ctx := context.Background()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	b, err := gcsblob.OpenBucket(ctx, &gcp.HTTPClient{Client: *http.DefaultClient}, "parley", &gcsblob.Options{GoogleAccessID: "parley@example.iam.gserviceaccount.com", PrivateKey: pemKey})
+	require.NoError(t, err)
+	s := blobstore.New(b)
+	t.Cleanup(func() { _ = s.Close() })
+
+	for _, ctype := range []string{"text/html", "image/png"} {
+		p, err := s.SignPut(ctx, "attachments/ins_a/att_1", blobstore.PutOptions{ContentType: ctype, SHA256: make([]byte, 32), Expiry: time.Minute})
+		require.NoError(t, err)
+		assert.Equal(t, attachments.ContentDisposition(ctype, ""), p.Headers["Content-Disposition"])
+		u, err := url.Parse(p.URL)
+		require.NoError(t, err)
+		assert.Contains(t, strings.Split(u.Query().Get("X-Goog-SignedHeaders"), ";"), "content-disposition", "under the signature")
+	}
+}
