@@ -2,6 +2,7 @@ package attachments
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -216,7 +217,7 @@ func (s *Service) sign(ctx context.Context, r *Reservation) error {
 	if err != nil {
 		return err
 	}
-	su, err := signer.SignUpload(ctx, r.Key, driver.UploadRequest{ContentType: storedType, SHA256: sum, Expiry: r.ExpiresAt.Sub(s.now())})
+	su, err := signer.SignUpload(ctx, r.Key, driver.UploadRequest{ContentType: storedType, SHA256: sum, Size: r.FileSize, Expiry: r.ExpiresAt.Sub(s.now())})
 	switch {
 	case err == nil:
 		r.URL, r.Method, r.Headers, r.Checked = su.URL, su.Method, su.Headers, su.ChecksumChecked
@@ -364,9 +365,11 @@ func (c *checkingReader) Read(p []byte) (int, error) {
 // where the signed URL carried it, as on S3; otherwise Complete reads the
 // object once from the store), and its type, sniffed from its first bytes,
 // must agree with a declared type (an image with an image's, see
-// typeAgrees). A check that fails deletes the object and answers
-// ErrInvalid (param file_size, sha256 or file_type; ErrInvalid param file
-// when no object was sent, which deletes nothing); the reservation stays
+// typeAgrees); on a store that signs uploads, it must be stored with the
+// type and disposition of the reservation's upload_headers. A check that
+// fails deletes the object and answers ErrInvalid (param file_size,
+// upload_headers, sha256 or file_type; ErrInvalid param file when no
+// object was sent, which deletes nothing); the reservation stays
 // until it expires. ErrNotFound for an unknown, expired or completed
 // reservation, or one of another caller; then the errors of Upload's
 // linking.
@@ -489,24 +492,49 @@ const headBytes = 256 << 10
 
 // inspectObject returns the size, the first bytes and the SHA-256 of the
 // object of r: by a HEAD and a range read where the store checked the
-// SHA-256 itself (r.Checked), else by reading it once.
+// SHA-256 itself (r.Checked), else by reading it once. What it reads is
+// bounded by the reservation, whatever a client stored: an object of
+// another size is returned unread (its size, which Complete refuses), and
+// no more than one byte past the reserved size is ever read.
+//
+// On a store that signs uploads, an object stored with another type or
+// disposition than those of upload_headers is deleted and refused
+// (ErrInvalid, param upload_headers): a bucket whose signed URLs cannot
+// set their own headers serves the stored ones, and one whose signature
+// does not cover them lets the client choose them (both Azure).
 func (s *Service) inspectObject(ctx context.Context, r driver.Reservation) (int64, []byte, string, error) {
-	if signer, ok := s.blobs.(driver.UploadSigner); ok && r.Checked {
-		size, err := signer.ObjectSize(ctx, r.Key)
-		if err != nil {
-			return 0, nil, "", err
+	if signer, ok := s.blobs.(driver.UploadSigner); ok {
+		a, err := signer.Attributes(ctx, r.Key)
+		if err != nil || a.Size != r.FileSize {
+			return a.Size, nil, "", err
 		}
-		head, err := signer.ReadHead(ctx, r.Key, headBytes)
-		return size, head, r.SHA256, err
+		ctype := cmp.Or(r.FileType, "application/octet-stream")
+		if a.ContentType != ctype || a.ContentDisposition != ContentDisposition(ctype, "") {
+			s.removeBlob(ctx, r.Key)
+			return 0, nil, "", check.BadParam("upload_headers", "the object was not stored with the upload_headers given")
+		}
+		if r.Checked {
+			head, err := signer.ReadHead(ctx, r.Key, headBytes)
+			return a.Size, head, r.SHA256, err
+		}
 	}
 	obj, err := s.blobs.Open(ctx, r.Key)
 	if err != nil {
 		return 0, nil, "", err
 	}
 	defer obj.Close()
+	// The size without reading the bytes (a gocloud reader seeks
+	// lazily; http.ServeContent relies on this too).
+	size, err := obj.Seek(0, io.SeekEnd)
+	if err == nil {
+		_, err = obj.Seek(0, io.SeekStart)
+	}
+	if err != nil || size != r.FileSize {
+		return size, nil, "", err
+	}
 	h := sha256.New()
 	var head bytes.Buffer
-	n, err := io.Copy(io.MultiWriter(h, &limitedBuffer{&head, headBytes}), obj)
+	n, err := io.Copy(io.MultiWriter(h, &limitedBuffer{&head, headBytes}), io.LimitReader(obj, r.FileSize+1))
 	if err != nil {
 		return 0, nil, "", err
 	}

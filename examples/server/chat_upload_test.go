@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/httpadapter"
 	"github.com/parleychat/parley/messaging"
 	"github.com/parleychat/parley/messaging/driver"
@@ -157,26 +158,48 @@ func TestChatPageDirectUploadAndPreview(t *testing.T) {
 // uploadSigningBlobs is an in-memory bucket that signs upload URLs of the
 // bucket server at base, on another origin than the page's, as S3 does:
 // the URL carries its authorization, and the headers the client must send
-// name the type and the SHA-256 the bucket checks.
+// name the type, the disposition and the SHA-256 the bucket checks.
 type uploadSigningBlobs struct {
 	*memstore.BlobStore
 	base string
+
+	mu      sync.Mutex
+	headers map[string]http.Header // the headers each object was sent with
 }
 
 func (b *uploadSigningBlobs) SignUpload(_ context.Context, key string, req driver.UploadRequest) (driver.SignedUpload, error) {
 	return driver.SignedUpload{URL: b.base + "/" + key + "?signature=abc", Method: http.MethodPut, Headers: map[string]string{
 		"Content-Type":          req.ContentType,
+		"Content-Disposition":   attachments.ContentDisposition(req.ContentType, ""),
 		"X-Amz-Checksum-Sha256": base64.StdEncoding.EncodeToString(req.SHA256),
 	}}, nil
 }
 
-func (b *uploadSigningBlobs) ObjectSize(ctx context.Context, key string) (int64, error) {
+// stored keeps the object of a PUT, with its headers.
+func (b *uploadSigningBlobs) stored(ctx context.Context, key string, h http.Header, body []byte) error {
+	if err := b.Put(ctx, key, h.Get("Content-Type"), bytes.NewReader(body)); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.headers == nil {
+		b.headers = map[string]http.Header{}
+	}
+	b.headers[key] = h.Clone()
+	return nil
+}
+
+func (b *uploadSigningBlobs) Attributes(ctx context.Context, key string) (driver.ObjectAttributes, error) {
 	r, err := b.Open(ctx, key)
 	if err != nil {
-		return 0, err
+		return driver.ObjectAttributes{}, err
 	}
 	defer r.Close()
-	return io.Copy(io.Discard, r)
+	size, err := r.Seek(0, io.SeekEnd)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h := b.headers[key]
+	return driver.ObjectAttributes{Size: size, ContentType: h.Get("Content-Type"), ContentDisposition: h.Get("Content-Disposition")}, err
 }
 
 func (b *uploadSigningBlobs) ReadHead(ctx context.Context, key string, n int) ([]byte, error) {
@@ -204,7 +227,7 @@ func TestChatPageUploadToSignedURL(t *testing.T) {
 		h.Set("Access-Control-Allow-Origin", "*")
 		if r.Method == http.MethodOptions { // the browser's preflight
 			h.Set("Access-Control-Allow-Methods", "PUT")
-			h.Set("Access-Control-Allow-Headers", "content-type, x-amz-checksum-sha256")
+			h.Set("Access-Control-Allow-Headers", "content-type, content-disposition, x-amz-checksum-sha256")
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
@@ -221,7 +244,7 @@ func TestChatPageUploadToSignedURL(t *testing.T) {
 			http.Error(w, "the checksum does not match", http.StatusBadRequest)
 			return
 		}
-		if err := blobs.Put(r.Context(), strings.TrimPrefix(r.URL.Path, "/"), r.Header.Get("Content-Type"), bytes.NewReader(body)); err != nil {
+		if err := blobs.stored(r.Context(), strings.TrimPrefix(r.URL.Path, "/"), r.Header, body); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}

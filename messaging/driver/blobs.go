@@ -15,8 +15,9 @@ type BlobStore interface {
 	Put(ctx context.Context, key, contentType string, r io.Reader) error
 
 	// Open returns a reader of the object's bytes that can seek (for Range
-	// requests). If there is no object, it must return an error for which
-	// errors.Is(err, ErrNotFound) is true.
+	// requests); Seek(0, io.SeekEnd) gives the object's size without
+	// reading its bytes. If there is no object, it must return an error for
+	// which errors.Is(err, ErrNotFound) is true.
 	Open(ctx context.Context, key string) (io.ReadSeekCloser, error)
 
 	// Delete removes the object. Deleting a key that does not exist returns
@@ -56,6 +57,8 @@ type UploadRequest struct {
 	ContentType string
 	// SHA256 is the digest of the bytes the client will send, 32 bytes.
 	SHA256 []byte
+	// Size is the number of bytes the client will send.
+	Size int64
 	// Expiry is how long the URL may be used.
 	Expiry time.Duration
 }
@@ -72,17 +75,34 @@ type SignedUpload struct {
 	ChecksumChecked bool
 }
 
+// ObjectAttributes are what a blob store says of an object without
+// reading its bytes.
+type ObjectAttributes struct {
+	// Size is the number of bytes.
+	Size int64
+	// ContentType and ContentDisposition are the headers stored with the
+	// object, "" for none: those with which a store whose signed URLs set
+	// no headers of their own serves it.
+	ContentType, ContentDisposition string
+}
+
 // UploadSigner is an optional interface of a BlobStore that signs URLs to
 // which clients send objects' bytes themselves (direct uploads), and
 // reads what was stored without reading it whole.
 type UploadSigner interface {
 	// SignUpload returns a URL to which a client sends the bytes of the
-	// object key. A store that cannot sign (a bucket without the means)
+	// object key, stored with req.ContentType and the Content-Disposition
+	// of that type with no file name (in package attachments:
+	// ContentDisposition(req.ContentType, "")), as every object is: the
+	// Service refuses an object stored with others (Attributes), which a
+	// client can do where the signature does not cover these headers
+	// (Azure's). A store that cannot sign (a bucket without the means)
 	// must return an error matching ErrUnimplemented.
 	SignUpload(ctx context.Context, key string, req UploadRequest) (SignedUpload, error)
-	// ObjectSize returns the object's size without reading it (a HEAD).
-	// If there is no object, it must return an error matching ErrNotFound.
-	ObjectSize(ctx context.Context, key string) (int64, error)
+	// Attributes returns what the store says of the object without
+	// reading its bytes (a HEAD). If there is no object, it must return an
+	// error matching ErrNotFound.
+	Attributes(ctx context.Context, key string) (ObjectAttributes, error)
 	// ReadHead returns the first n bytes of the object (all of them when
 	// it is shorter), by a range read.
 	ReadHead(ctx context.Context, key string, n int) ([]byte, error)

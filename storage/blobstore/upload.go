@@ -36,6 +36,10 @@ type PutOptions struct {
 	// Required. On S3 and S3-compatible servers the bucket refuses bytes
 	// of another digest.
 	SHA256 []byte
+	// Size is the number of bytes the client will send (0 for an empty
+	// file). On Google Cloud Storage the bucket refuses a request of
+	// another size.
+	Size int64
 	// Expiry is how long the URL may be used; 0 means an hour.
 	Expiry time.Duration
 }
@@ -68,13 +72,14 @@ type SignedPut struct {
 //     the URL: the client must send them, and the bucket refuses bytes of
 //     another digest.
 //   - Google Cloud Storage (storage/blobstore/gcs, a bucket opened with a
-//     signing key): the type and the precondition that the object does
-//     not exist (x-goog-if-generation-match: 0) are signed; the digest is
-//     not checked.
+//     signing key): the type, the disposition, the precondition that the
+//     object does not exist (x-goog-if-generation-match: 0) and the size
+//     (x-goog-content-length-range) are signed; the digest is not checked.
 //   - Azure (storage/blobstore/azure): the URL has the create permission
 //     alone; the client sends the blob type, the type and the disposition
-//     as headers, which the signature does not cover; the digest is not
-//     checked.
+//     as headers, which the signature does not cover, so the client may
+//     store others (Stat shows them: attachments' Complete refuses such
+//     an object); neither the size nor the digest is checked.
 //
 // The URL works until it expires but never replaces an object stored
 // under key: on S3 it takes only the bytes of the digest; on GCS and Azure
@@ -91,6 +96,9 @@ func (s *Store) SignPut(ctx context.Context, key string, opts PutOptions) (*Sign
 	if len(opts.SHA256) != sha256.Size {
 		return nil, fmt.Errorf("blobstore: sign put: a SHA-256 is %d bytes, not %d", sha256.Size, len(opts.SHA256))
 	}
+	if opts.Size < 0 {
+		return nil, fmt.Errorf("blobstore: sign put: a size of %d bytes", opts.Size)
+	}
 	if opts.Expiry <= 0 {
 		opts.Expiry = time.Hour
 	}
@@ -98,6 +106,7 @@ func (s *Store) SignPut(ctx context.Context, key string, opts PutOptions) (*Sign
 		ContentType:        opts.ContentType,
 		ContentDisposition: attachments.ContentDisposition(opts.ContentType, ""),
 		SHA256:             opts.SHA256,
+		Size:               opts.Size,
 	}
 	var terms drivers.PutTerms
 	known := false
@@ -209,16 +218,16 @@ var _ driver.UploadSigner = (*Store)(nil)
 
 // SignUpload is SignPut for attachments.Service (driver.UploadSigner).
 func (s *Store) SignUpload(ctx context.Context, key string, req driver.UploadRequest) (driver.SignedUpload, error) {
-	p, err := s.SignPut(ctx, key, PutOptions{ContentType: req.ContentType, SHA256: req.SHA256, Expiry: req.Expiry})
+	p, err := s.SignPut(ctx, key, PutOptions{ContentType: req.ContentType, SHA256: req.SHA256, Size: req.Size, Expiry: req.Expiry})
 	if err != nil {
 		return driver.SignedUpload{}, err
 	}
 	return driver.SignedUpload{URL: p.URL, Method: p.Method, Headers: p.Headers, ChecksumChecked: p.ChecksumChecked}, nil
 }
 
-// ObjectSize returns the size of the object key from Stat
-// (driver.UploadSigner).
-func (s *Store) ObjectSize(ctx context.Context, key string) (int64, error) {
+// Attributes returns the size, type and disposition of the object key
+// from Stat (driver.UploadSigner).
+func (s *Store) Attributes(ctx context.Context, key string) (driver.ObjectAttributes, error) {
 	info, err := s.Stat(ctx, key)
-	return info.Size, err
+	return driver.ObjectAttributes{Size: info.Size, ContentType: info.ContentType, ContentDisposition: info.ContentDisposition}, err
 }

@@ -15,7 +15,10 @@
 // URL cannot name the file: Azure serves the object with the type and the
 // disposition stored with it at upload (blobstore stores inline or
 // attachment by its type, without the name), so that a file a browser
-// could run is never shown inline from the bucket's origin.
+// could run is never shown inline from the bucket's origin. A direct
+// upload's client sends these headers itself, which its SAS does not
+// cover: attachments' Complete refuses and deletes an object stored with
+// other ones.
 package azure
 
 import (

@@ -13,8 +13,9 @@ func init() { drivers.RegisterPutSigner(signPut) }
 // so that a client cannot replace a file the server has checked while the
 // URL lasts. The permissions cover no header. The client sends the blob
 // type (a single Put Blob), the type and the disposition; Azure checks no
-// SHA-256, and nothing makes the client send these headers: the caller
-// checks what was stored (blobstore.Store.Stat).
+// SHA-256 and no size, and nothing makes the client send these headers:
+// the caller checks what was stored (blobstore.Store.Stat; attachments'
+// Complete deletes an object of another size, type or disposition).
 func signPut(as func(any) bool, req drivers.PutRequest) (drivers.PutTerms, bool, error) {
 	var perms *sas.BlobPermissions
 	if !as(&perms) {

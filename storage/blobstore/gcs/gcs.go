@@ -16,10 +16,12 @@
 // Cloud Storage serves the file with its current type and name, as
 // attachments.ContentDisposition words it.
 //
-// An upload URL (blobstore.Store.SignPut) signs the type and
-// x-goog-if-generation-match: 0, so that it creates the object and never
-// replaces it (a second request is a 412); a client sends both headers,
-// and a bucket's CORS rule for browsers must allow both.
+// An upload URL (blobstore.Store.SignPut) signs the type and the
+// disposition, x-goog-if-generation-match: 0, so that it creates the
+// object and never replaces it (a second request is a 412), and
+// x-goog-content-length-range of the size, so that it stores no other
+// number of bytes (a 400); a client sends these headers, and a bucket's
+// CORS rule for browsers must allow them.
 package gcs
 
 import (

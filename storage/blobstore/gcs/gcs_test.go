@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -85,4 +86,54 @@ func TestSignedPutCreatesOnly(t *testing.T) {
 	u, err := url.Parse(p.URL)
 	require.NoError(t, err)
 	assert.Contains(t, strings.Split(u.Query().Get("X-Goog-SignedHeaders"), ";"), "x-goog-if-generation-match", "under the signature")
+}
+
+// TestSignedPutBoundsSize: an upload URL signs the size the client said
+// (x-goog-content-length-range), which the client must send as the URL's
+// headers say: Cloud Storage then refuses a request of any other size
+// with a 400 and stores nothing, so that a client cannot store more than
+// it reserved. (fake-gcs-server checks no such header: signed offline.)
+func TestSignedPutBoundsSize(t *testing.T) {
+	ctx := context.Background()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	b, err := gcsblob.OpenBucket(ctx, &gcp.HTTPClient{Client: *http.DefaultClient}, "parley", &gcsblob.Options{GoogleAccessID: "parley@example.iam.gserviceaccount.com", PrivateKey: pemKey})
+	require.NoError(t, err)
+	s := blobstore.New(b)
+	t.Cleanup(func() { _ = s.Close() })
+
+	for _, size := range []int64{0, 1234} {
+		p, err := s.SignPut(ctx, "attachments/ins_a/att_1", blobstore.PutOptions{ContentType: "text/plain", SHA256: make([]byte, 32), Size: size, Expiry: time.Minute})
+		require.NoError(t, err)
+		want := strconv.FormatInt(size, 10) + "," + strconv.FormatInt(size, 10)
+		assert.Equal(t, want, p.Headers["x-goog-content-length-range"], "the client sends the size, exactly")
+		u, err := url.Parse(p.URL)
+		require.NoError(t, err)
+		assert.Contains(t, strings.Split(u.Query().Get("X-Goog-SignedHeaders"), ";"), "x-goog-content-length-range", "under the signature")
+	}
+}
+
+// TestSignedPutStoresTheDisposition: an upload URL signs the disposition
+// of the type (attachments.ContentDisposition), which the client must
+// send, so that the object is stored with it as every object is and
+// Complete, which checks it, takes the object.
+func TestSignedPutStoresTheDisposition(t *testing.T) {
+	ctx := context.Background()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	b, err := gcsblob.OpenBucket(ctx, &gcp.HTTPClient{Client: *http.DefaultClient}, "parley", &gcsblob.Options{GoogleAccessID: "parley@example.iam.gserviceaccount.com", PrivateKey: pemKey})
+	require.NoError(t, err)
+	s := blobstore.New(b)
+	t.Cleanup(func() { _ = s.Close() })
+
+	for _, ctype := range []string{"text/html", "image/png"} {
+		p, err := s.SignPut(ctx, "attachments/ins_a/att_1", blobstore.PutOptions{ContentType: ctype, SHA256: make([]byte, 32), Expiry: time.Minute})
+		require.NoError(t, err)
+		assert.Equal(t, attachments.ContentDisposition(ctype, ""), p.Headers["Content-Disposition"])
+		u, err := url.Parse(p.URL)
+		require.NoError(t, err)
+		assert.Contains(t, strings.Split(u.Query().Get("X-Goog-SignedHeaders"), ";"), "content-disposition", "under the signature")
+	}
 }

@@ -11,6 +11,7 @@ type PutRequest struct {
 	ContentType        string // the object's type
 	ContentDisposition string // stored with the object, where the driver can
 	SHA256             []byte // the bytes' digest, 32 bytes
+	Size               int64  // the number of bytes
 }
 
 // PutTerms are how a client uses a signed PUT URL.
