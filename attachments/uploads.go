@@ -178,11 +178,6 @@ func (s *Service) reserve(ctx context.Context, caller driver.Contact, u NewUploa
 		if err != nil {
 			return err
 		}
-		if got.ConversationID != "" {
-			if err := s.mustView(ctx, caller, got.ConversationID); err != nil {
-				return err
-			}
-		}
 		r = Reservation{Reservation: got}
 		return s.sign(ctx, &r)
 	}
@@ -261,8 +256,8 @@ func (s *Service) uploadTarget(ctx context.Context, caller driver.Contact, conv,
 }
 
 // reservation returns the caller's reservation id while it is in force:
-// ErrNotFound for another's, an expired one and an unknown id (a completed
-// one is gone).
+// ErrNotFound for another's, an expired one, an unknown id (a completed
+// one is gone) and one of a conversation the caller may no longer see.
 func (s *Service) reservation(ctx context.Context, caller driver.Contact, id string) (driver.ReservationStore, driver.Reservation, error) {
 	rs, err := s.reservations()
 	if err != nil {
@@ -279,6 +274,14 @@ func (s *Service) reservation(ctx context.Context, caller driver.Contact, id str
 	if err != nil {
 		return nil, driver.Reservation{}, err
 	}
+	if r.ConversationID != "" {
+		if err := s.mustView(ctx, caller, r.ConversationID); err != nil {
+			if driver.KindOf(err) == driver.ErrNotFound {
+				err = gone // removed from the conversation since
+			}
+			return nil, driver.Reservation{}, err
+		}
+	}
 	return rs, r, nil
 }
 
@@ -294,7 +297,8 @@ func noUpload(id string) error {
 // otherwise, param file_size or sha256), so that what the store held under
 // the reservation's key stays (the file of a reservation completed while
 // they streamed); the reservation stays for another try. ErrNotFound for
-// an unknown, expired or completed reservation, or one of another caller.
+// an unknown, expired or completed reservation, one of another caller,
+// or one of a conversation the caller may no longer see.
 // It returns the reservation, with Method and no URL (the bytes came
 // through the host).
 func (s *Service) PutContent(ctx context.Context, caller driver.Contact, id string, body io.Reader) (Reservation, error) {
@@ -371,8 +375,8 @@ func (c *checkingReader) Read(p []byte) (int, error) {
 // upload_headers, sha256 or file_type; ErrInvalid param file when no
 // object was sent, which deletes nothing); the reservation stays
 // until it expires. ErrNotFound for an unknown, expired or completed
-// reservation, or one of another caller; then the errors of Upload's
-// linking.
+// reservation, one of another caller, or one of a conversation the caller
+// may no longer see; then the errors of Upload's linking.
 func (s *Service) Complete(ctx context.Context, caller driver.Contact, id string, idem driver.Idempotency) (driver.Attachment, error) {
 	a, err := s.complete(ctx, caller, id, idem)
 	return a, domain.Wrap("attachments.Complete "+strconv.Quote(id), err)

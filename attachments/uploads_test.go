@@ -661,3 +661,34 @@ func TestDirectUploadReserveReplayAfterAccessLost(t *testing.T) {
 	_, err = msgs.Files().Reserve(ctx, alice, up)
 	assert.ErrorIs(t, err, messaging.ErrNotFound)
 }
+
+// TestDirectUploadAfterAccessLost: a caller removed from the conversation
+// of its reservation can neither send the bytes nor complete the upload
+// (a 404, as for a reservation of another caller): an upload makes no
+// file in a conversation its uploader may no longer see.
+func TestDirectUploadAfterAccessLost(t *testing.T) {
+	ctx := context.Background()
+	msgs := svctest.New(t, memstore.New(), nil, &messaging.Options{Policy: messaging.MembersOnly()})
+	files := msgs.Files()
+	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
+	require.NoError(t, err)
+	require.NoError(t, msgs.AddMember(ctx, "team", alice.ID))
+	up := attachments.NewUpload{Filename: "a.txt", FileSize: 5, SHA256: hexSum("hello"), ConversationID: "team"}
+	sent, err := files.Reserve(ctx, alice, up)
+	require.NoError(t, err)
+	_, err = files.PutContent(ctx, alice, sent.ID, strings.NewReader("hello"))
+	require.NoError(t, err)
+	unsent, err := files.Reserve(ctx, alice, up)
+	require.NoError(t, err)
+
+	require.NoError(t, msgs.RemoveMember(ctx, "team", alice.ID))
+	_, err = files.PutContent(ctx, alice, unsent.ID, strings.NewReader("hello"))
+	assert.ErrorIs(t, err, messaging.ErrNotFound, "PutContent")
+	_, err = files.Complete(ctx, alice, sent.ID, driver.Idempotency{})
+	assert.ErrorIs(t, err, messaging.ErrNotFound, "Complete")
+
+	require.NoError(t, msgs.AddMember(ctx, "team", alice.ID))
+	page, err := files.Attachments(ctx, alice, "team", driver.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, page.Data, "no file was made while alice could not see the conversation")
+}
