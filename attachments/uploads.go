@@ -514,8 +514,17 @@ func (s *Service) inspectObject(ctx context.Context, r driver.Reservation) (int6
 		}
 		ctype := cmp.Or(r.FileType, "application/octet-stream")
 		if a.ContentType != ctype || a.ContentDisposition != ContentDisposition(ctype, "") {
-			s.removeBlob(ctx, r.Key)
-			return 0, nil, "", check.BadParam("upload_headers", "the object was not stored with the upload_headers given")
+			// Only a signed URL lets a client choose them: a bucket
+			// that cannot sign took the bytes through PutContent, and
+			// may keep no headers at all (a folder without metadata).
+			probe := Reservation{Reservation: r}
+			if err := s.sign(ctx, &probe); err != nil {
+				return 0, nil, "", err
+			}
+			if probe.URL != "" {
+				s.removeBlob(ctx, r.Key)
+				return 0, nil, "", check.BadParam("upload_headers", "the object was not stored with the upload_headers given")
+			}
 		}
 		if r.Checked {
 			head, err := signer.ReadHead(ctx, r.Key, headBytes)
