@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
@@ -106,7 +105,7 @@ func intParam(in input, name string) (int64, error) {
 		s = v
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || strings.HasPrefix(s, "+") {
+	if err != nil || s[0] < '0' || s[0] > '9' { // no sign: not -0 nor +1
 		return 0, badParam(name, name+" must be a whole number of bytes")
 	}
 	return n, nil
@@ -129,7 +128,9 @@ func (a *api) putUploadContent(w http.ResponseWriter, r *http.Request, caller me
 // Attachment.
 func (a *api) completeUpload(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
 	var replayed bool
-	idem, err := idempotency(r, &replayed)
+	// It takes no parameters, but a body it cannot take is a 415, as for
+	// every write.
+	idem, _, err := a.keyedInput(w, r, &replayed)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
