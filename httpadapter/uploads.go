@@ -33,16 +33,18 @@ func (a *api) createUpload(w http.ResponseWriter, r *http.Request, caller messag
 		return
 	}
 	u := attachments.NewUpload{Idempotency: idem}
+	var hasConv, hasMsg bool
 	for _, f := range []struct {
 		name     string
 		v        *string
 		required bool
+		given    *bool
 	}{
-		{"filename", &u.Filename, true},
-		{"file_type", &u.ContentType, false},
-		{"sha256", &u.SHA256, true},
-		{"conversation_id", &u.ConversationID, false},
-		{"message_id", &u.MessageID, false},
+		{"filename", &u.Filename, true, nil},
+		{"file_type", &u.ContentType, false, nil},
+		{"sha256", &u.SHA256, true, nil},
+		{"conversation_id", &u.ConversationID, false, &hasConv},
+		{"message_id", &u.MessageID, false, &hasMsg},
 	} {
 		v, ok, err := in.str(f.name)
 		if err == nil && !ok && f.required {
@@ -53,6 +55,20 @@ func (a *api) createUpload(w http.ResponseWriter, r *http.Request, caller messag
 			return
 		}
 		*f.v = v
+		if f.given != nil {
+			*f.given = ok
+		}
+	}
+	// Given empty, an id is a 400, as for POST /v1/attachments.
+	switch {
+	case hasMsg && u.MessageID == "":
+		err = badParam("message_id", "message_id must not be empty")
+	case !hasMsg && hasConv && u.ConversationID == "":
+		err = badParam("conversation_id", "conversation_id must not be empty")
+	}
+	if err != nil {
+		a.writeError(w, r, err)
+		return
 	}
 	if u.FileSize, err = intParam(in, "file_size"); err != nil {
 		a.writeError(w, r, err)

@@ -187,6 +187,10 @@ func TestUploadInputRefused(t *testing.T) {
 			400, wantErr{"invalid_request_error", "parameter_invalid", "file_size"}},
 		{"a signed size (JSON)", "/v1/uploads", jsonBody(`{"filename":"a.txt","file_size":-0,"sha256":"` + sha("") + `"}`),
 			400, wantErr{"invalid_request_error", "parameter_invalid", "file_size"}},
+		{"an empty conversation_id", "/v1/uploads", jsonBody(`{"filename":"a.txt","file_size":1,"sha256":"` + sha("x") + `","conversation_id":""}`),
+			400, wantErr{"invalid_request_error", "parameter_invalid", "conversation_id"}},
+		{"an empty message_id", "/v1/uploads", form("filename=a.txt&file_size=1&sha256=" + sha("x") + "&message_id="),
+			400, wantErr{"invalid_request_error", "parameter_invalid", "message_id"}},
 		{"complete with a body it does not take", complete, raw("text/plain", data),
 			415, wantErr{"invalid_request_error", "unsupported_media_type", ""}},
 	} {
