@@ -146,8 +146,12 @@ func (a *api) openStream(w http.ResponseWriter, r *http.Request, caller *messagi
 		a.writeError(w, r, err)
 		return nil
 	}
-	if h := strings.TrimSpace(r.Header.Get("Last-Event-ID")); h != "" {
-		after = h // what a reconnecting EventSource sends: newer than the URL's
+	switch hs := r.Header.Values("Last-Event-ID"); {
+	case len(hs) > 1:
+		a.writeError(w, r, twice("last_event_id"))
+		return nil
+	case len(hs) == 1 && strings.TrimSpace(hs[0]) != "":
+		after = strings.TrimSpace(hs[0]) // what a reconnecting EventSource sends: newer than the URL's
 	}
 	s := &eventStream{a: a, w: w, rc: http.NewResponseController(w), caller: caller.ID,
 		writeTimeout: max(minWriteTimeout, 2*a.heartbeat)}
