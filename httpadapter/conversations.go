@@ -60,9 +60,11 @@ func serveReadThrough[T any, J any](a *api, w http.ResponseWriter, r *http.Reque
 
 // postTyping tells the others who may see the conversation that the
 // caller is typing (conversation.typing on their streams), and answers
-// the typing object.
+// the typing object. Typing is never stored, and neither is the answer
+// to an Idempotency-Key (a retry tells the others once more, at most
+// once a second), but a malformed key is a 400 as on every POST.
 func (a *api) postTyping(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
-	if _, err := a.readInput(w, r); err != nil {
+	if _, _, err := a.keyedInput(w, r, nil); err != nil {
 		a.writeError(w, r, err)
 		return
 	}

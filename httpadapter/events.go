@@ -6,6 +6,7 @@ import (
 	"errors"
 	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -128,7 +129,13 @@ type eventStream struct {
 // its head and first comment written. It answers the request itself and
 // returns nil when the stream does not start (or ends at once).
 func (a *api) openStream(w http.ResponseWriter, r *http.Request, caller *messaging.Contact) *eventStream {
-	q := r.URL.Query()
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		// As for every list: r.URL.Query would drop the malformed pair,
+		// and with it the conversation_id that narrows the stream.
+		a.writeError(w, r, badParam("", "the query string cannot be parsed"))
+		return nil
+	}
 	conv, err := single(q, "conversation_id")
 	if err != nil {
 		a.writeError(w, r, err)
@@ -139,8 +146,12 @@ func (a *api) openStream(w http.ResponseWriter, r *http.Request, caller *messagi
 		a.writeError(w, r, err)
 		return nil
 	}
-	if h := strings.TrimSpace(r.Header.Get("Last-Event-ID")); h != "" {
-		after = h // what a reconnecting EventSource sends: newer than the URL's
+	switch hs := r.Header.Values("Last-Event-ID"); {
+	case len(hs) > 1:
+		a.writeError(w, r, twice("last_event_id"))
+		return nil
+	case len(hs) == 1 && strings.TrimSpace(hs[0]) != "":
+		after = strings.TrimSpace(hs[0]) // what a reconnecting EventSource sends: newer than the URL's
 	}
 	s := &eventStream{a: a, w: w, rc: http.NewResponseController(w), caller: caller.ID,
 		writeTimeout: max(minWriteTimeout, 2*a.heartbeat)}

@@ -340,3 +340,52 @@ func TestSlowEventStreamIsCutOff(t *testing.T) {
 		assert.Less(t, strings.Count(string(got), "event: message.created"), n, "the slow client was cut off")
 	})
 }
+
+// TestEventStreamBadQuery: a stream request whose query string cannot be
+// parsed is a 400, as it is for the list of events, and not a stream of
+// every conversation (the malformed conversation_id dropped unseen); so is
+// one with two Last-Event-ID headers, as any parameter given twice.
+func TestEventStreamBadQuery(t *testing.T) {
+	e := newEnv(t, memstore.New().Driver(), envConfig{events: &events.Options{}})
+	e.as(t, "alice", "POST", "/v1/messages", form("conversation_id=general&message=one"))
+	e.as(t, "alice", "POST", "/v1/messages", form("conversation_id=general&message=two"))
+	evs := e.as(t, "alice", "GET", "/v1/events?limit=2", nil).json(t)["data"].([]any)
+	require.Len(t, evs, 2)
+	t.Run("two Last-Event-IDs", func(t *testing.T) {
+		req, err := http.NewRequest("GET", e.url+"/v1/events", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer tok-alice")
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Add("Last-Event-ID", evs[1].(map[string]any)["id"].(string))
+		req.Header.Add("Last-Event-ID", evs[0].(map[string]any)["id"].(string))
+		res, err := e.srv.Client().Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		require.Equal(t, http.StatusBadRequest, res.StatusCode, "Content-Type %s", res.Header.Get("Content-Type"))
+		b, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		assertError(t, &response{Response: res, body: b}, 400, wantErr{"invalid_request_error", "parameter_invalid", "last_event_id"})
+	})
+	for _, query := range []string{
+		"conversation_id=%zz",
+		"last_event_id=%zz",
+		"conversation_id=general&x=%",
+		"conversation_id=general;x=1",
+	} {
+		for _, accept := range []string{"text/event-stream", ""} {
+			t.Run(query+"/"+accept, func(t *testing.T) {
+				req, err := http.NewRequest("GET", e.url+"/v1/events?"+query, nil)
+				require.NoError(t, err)
+				req.Header.Set("Authorization", "Bearer tok-alice")
+				req.Header.Set("Accept", accept)
+				res, err := e.srv.Client().Do(req)
+				require.NoError(t, err)
+				defer res.Body.Close()
+				require.Equal(t, http.StatusBadRequest, res.StatusCode, "Content-Type %s", res.Header.Get("Content-Type"))
+				b, err := io.ReadAll(res.Body)
+				require.NoError(t, err)
+				assertError(t, &response{Response: res, body: b}, 400, wantErr{"invalid_request_error", "parameter_invalid", ""})
+			})
+		}
+	}
+}

@@ -76,6 +76,8 @@ func testSearch(t *testing.T, newStore newStoreFunc) {
 		{"/v1/messages/search?query=%21%3F", "query", "parameter_invalid"},
 		{"/v1/messages/search?query=" + strings.Repeat("a", 257), "query", "parameter_invalid"},
 		{"/v1/messages/search?query=a&query=b", "query", "parameter_invalid"},
+		{"/v1/messages/search?query=plan%00", "query", "parameter_invalid"},
+		{"/v1/messages/search?query=quarterly%0Aplan", "query", "parameter_invalid"},
 		{"/v1/messages/search?query=plan&limit=101", "limit", "parameter_invalid"},
 		{"/v1/messages/search?query=plan&starting_after=" + cafe, "starting_after", "parameter_invalid"},
 		{"/v1/messages/search?query=plan&ending_before=" + secret + "&conversation_id=search-public", "ending_before", "parameter_invalid"},

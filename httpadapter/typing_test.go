@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/events"
+	"github.com/parleychat/parley/storage/memstore"
 	"github.com/parleychat/parley/storage/storetest"
 )
 
@@ -67,4 +68,18 @@ func TestTyping(t *testing.T) {
 			assert.NotEqual(t, "conversation.typing", ev.(map[string]any)["type"], "typing is not listed")
 		}
 	})
+}
+
+// TestTypingMalformedKey: typing is a POST, and a malformed
+// Idempotency-Key on it is a 400, as on every other POST, that tells no
+// one anything.
+func TestTypingMalformedKey(t *testing.T) {
+	e := newEventsEnv(t, memstore.New().Driver(), events.Options{})
+	alice := e.stream(t, "alice", "")
+	for _, key := range []string{"", strings.Repeat("k", 256)} {
+		res := e.as(t, "bob", "POST", "/v1/conversations/general/typing", nil, "Idempotency-Key", key)
+		assertError(t, res, 400, wantErr{"invalid_request_error", "parameter_invalid", ""})
+	}
+	e.as(t, "bob", "POST", "/v1/messages", form("conversation_id=general&message=sent"))
+	assert.Equal(t, "message.created", alice.next(t).typ, "no typing was sent")
 }

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/parleychat/parley/attachments"
 	"github.com/parleychat/parley/messaging"
@@ -34,16 +33,18 @@ func (a *api) createUpload(w http.ResponseWriter, r *http.Request, caller messag
 		return
 	}
 	u := attachments.NewUpload{Idempotency: idem}
+	var hasConv, hasMsg bool
 	for _, f := range []struct {
 		name     string
 		v        *string
 		required bool
+		given    *bool
 	}{
-		{"filename", &u.Filename, true},
-		{"file_type", &u.ContentType, false},
-		{"sha256", &u.SHA256, true},
-		{"conversation_id", &u.ConversationID, false},
-		{"message_id", &u.MessageID, false},
+		{"filename", &u.Filename, true, nil},
+		{"file_type", &u.ContentType, false, nil},
+		{"sha256", &u.SHA256, true, nil},
+		{"conversation_id", &u.ConversationID, false, &hasConv},
+		{"message_id", &u.MessageID, false, &hasMsg},
 	} {
 		v, ok, err := in.str(f.name)
 		if err == nil && !ok && f.required {
@@ -54,6 +55,20 @@ func (a *api) createUpload(w http.ResponseWriter, r *http.Request, caller messag
 			return
 		}
 		*f.v = v
+		if f.given != nil {
+			*f.given = ok
+		}
+	}
+	// Given empty, an id is a 400, as for POST /v1/attachments.
+	switch {
+	case hasMsg && u.MessageID == "":
+		err = badParam("message_id", "message_id must not be empty")
+	case !hasMsg && hasConv && u.ConversationID == "":
+		err = badParam("conversation_id", "conversation_id must not be empty")
+	}
+	if err != nil {
+		a.writeError(w, r, err)
+		return
 	}
 	if u.FileSize, err = intParam(in, "file_size"); err != nil {
 		a.writeError(w, r, err)
@@ -106,7 +121,7 @@ func intParam(in input, name string) (int64, error) {
 		s = v
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || strings.HasPrefix(s, "+") {
+	if err != nil || s[0] < '0' || s[0] > '9' { // no sign: not -0 nor +1
 		return 0, badParam(name, name+" must be a whole number of bytes")
 	}
 	return n, nil
@@ -129,7 +144,9 @@ func (a *api) putUploadContent(w http.ResponseWriter, r *http.Request, caller me
 // Attachment.
 func (a *api) completeUpload(w http.ResponseWriter, r *http.Request, caller messaging.Contact) {
 	var replayed bool
-	idem, err := idempotency(r, &replayed)
+	// It takes no parameters, but a body it cannot take is a 415, as for
+	// every write.
+	idem, _, err := a.keyedInput(w, r, &replayed)
 	if err != nil {
 		a.writeError(w, r, err)
 		return

@@ -1,6 +1,7 @@
 package httpadapter_test
 
 import (
+	"context"
 	"encoding/json"
 	"image/color"
 	"io"
@@ -9,11 +10,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/parleychat/parley/internal/backendtest"
+	"github.com/parleychat/parley/messaging/driver"
 	"github.com/parleychat/parley/storage/memstore"
 	"github.com/parleychat/parley/storage/storetest"
 )
@@ -151,4 +154,53 @@ func TestUploadContentAnswersUpload(t *testing.T) {
 
 	res = e.as(t, "alice", "POST", "/v1/uploads/"+up["id"].(string)+"/complete", nil)
 	assert.Equal(t, 201, res.StatusCode, "%s", res.body)
+}
+
+// TestUploadInputRefused: malformed input to the upload endpoints is a
+// 400 (or 415) naming what is wrong, and reserves, stores and completes
+// nothing.
+func TestUploadInputRefused(t *testing.T) {
+	e := newEnv(t, memstore.New().Driver(), envConfig{})
+	data := "some bytes"
+	reservations := func(t *testing.T) int {
+		t.Helper()
+		rs, err := e.store.(interface {
+			ExpiredReservations(ctx context.Context, now time.Time, limit int) ([]driver.Reservation, error)
+		}).ExpiredReservations(e.ctx, time.Now().Add(1000*time.Hour), 1000)
+		require.NoError(t, err)
+		return len(rs)
+	}
+	reserve := `{"filename":"a.txt","file_size":` + itoa(len(data)) + `,"sha256":"` + sha(data) + `"}`
+	res := e.as(t, "alice", "POST", "/v1/uploads", jsonBody(reserve))
+	require.Equal(t, 201, res.StatusCode, "%s", res.body)
+	up := res.json(t)
+	require.Equal(t, 200, e.as(t, "alice", "PUT", up["upload_url"].(string), raw("application/octet-stream", data)).StatusCode)
+	complete := "/v1/uploads/" + up["id"].(string) + "/complete"
+
+	for _, tc := range []struct {
+		name, path string
+		body       *reqBody
+		status     int
+		err        wantErr
+	}{
+		{"a signed size (form)", "/v1/uploads", form("filename=a.txt&file_size=-0&sha256=" + sha("")),
+			400, wantErr{"invalid_request_error", "parameter_invalid", "file_size"}},
+		{"a signed size (JSON)", "/v1/uploads", jsonBody(`{"filename":"a.txt","file_size":-0,"sha256":"` + sha("") + `"}`),
+			400, wantErr{"invalid_request_error", "parameter_invalid", "file_size"}},
+		{"an empty conversation_id", "/v1/uploads", jsonBody(`{"filename":"a.txt","file_size":1,"sha256":"` + sha("x") + `","conversation_id":""}`),
+			400, wantErr{"invalid_request_error", "parameter_invalid", "conversation_id"}},
+		{"an empty message_id", "/v1/uploads", form("filename=a.txt&file_size=1&sha256=" + sha("x") + "&message_id="),
+			400, wantErr{"invalid_request_error", "parameter_invalid", "message_id"}},
+		{"complete with a body it does not take", complete, raw("text/plain", data),
+			415, wantErr{"invalid_request_error", "unsupported_media_type", ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, n := e.snapshot(t), reservations(t)
+			assertError(t, e.as(t, "alice", "POST", tc.path, tc.body), tc.status, tc.err)
+			e.assertUnchanged(t, before)
+			assert.Equal(t, n, reservations(t), "no reservation made or completed")
+		})
+	}
+	res = e.as(t, "alice", "POST", complete, nil)
+	assert.Equal(t, 201, res.StatusCode, "the upload is still there to complete: %s", res.body)
 }

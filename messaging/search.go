@@ -98,13 +98,16 @@ func (s *Service) search(ctx context.Context, caller Contact, query, conversatio
 }
 
 // parseQuery checks and parses a search query of at most maxChars
-// characters.
+// characters, with no control characters (as all text of the API).
 func parseQuery(query string, maxChars int) (search.Query, error) {
 	if query == "" {
 		return search.Query{}, check.Missing("query")
 	}
 	if !utf8.ValidString(query) || utf8.RuneCountInString(query) > maxChars {
 		return search.Query{}, check.BadParam("query", "query must be valid text of at most "+strconv.Itoa(maxChars)+" characters")
+	}
+	if err := check.Text("query", query, false); err != nil {
+		return search.Query{}, err
 	}
 	parsed, err := search.Parse(query)
 	if err != nil {
