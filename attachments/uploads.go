@@ -100,9 +100,11 @@ func (s *Service) reserve(ctx context.Context, caller driver.Contact, u NewUploa
 		return Reservation{}, e
 	}
 	sum, err := hex.DecodeString(u.SHA256)
-	if err != nil || len(sum) != sha256.Size || hex.EncodeToString(sum) != u.SHA256 {
-		return Reservation{}, check.BadParam("sha256", "sha256 must be 64 lowercase hex digits")
+	if err != nil || len(sum) != sha256.Size {
+		return Reservation{}, check.BadParam("sha256", "sha256 must be 64 hex digits")
 	}
+	u.SHA256 = hex.EncodeToString(sum) // in lower case, as Complete computes it
+
 	tried := false // whether the reservation's row may have been written
 	var quota *upload
 	defer func() {

@@ -692,3 +692,22 @@ func TestDirectUploadAfterAccessLost(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, page.Data, "no file was made while alice could not see the conversation")
 }
+
+// TestDirectUploadUpperCaseSHA256: API.md asks sha256 "(hex)": upper-case
+// digits are the same digest, kept in lower case, and the upload
+// completes.
+func TestDirectUploadUpperCaseSHA256(t *testing.T) {
+	ctx := context.Background()
+	msgs := svctest.New(t, memstore.New(), nil, nil)
+	files := msgs.Files()
+	alice, err := msgs.SaveContact(ctx, messaging.Contact{Username: "alice"})
+	require.NoError(t, err)
+	r, err := files.Reserve(ctx, alice, attachments.NewUpload{Filename: "a.txt", FileSize: 5, SHA256: strings.ToUpper(hexSum("hello"))})
+	require.NoError(t, err)
+	assert.Equal(t, hexSum("hello"), r.SHA256)
+	_, err = files.PutContent(ctx, alice, r.ID, strings.NewReader("hello"))
+	require.NoError(t, err)
+	a, err := files.Complete(ctx, alice, r.ID, driver.Idempotency{})
+	require.NoError(t, err)
+	assert.Equal(t, hexSum("hello"), a.SHA256)
+}
