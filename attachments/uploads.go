@@ -410,15 +410,19 @@ func (s *Service) completeOnce(ctx context.Context, caller driver.Contact, id st
 		return driver.Attachment{}, err
 	}
 	size, head, sum, err := s.inspectObject(ctx, r)
-	if errors.Is(err, driver.ErrNotFound) {
+	var headers *check.Error // stored with other headers than signed
+	switch {
+	case errors.Is(err, driver.ErrNotFound):
 		return driver.Attachment{}, check.BadParam("file", "no bytes were sent for this upload")
-	}
-	if err != nil {
+	case errors.As(err, &headers):
+	case err != nil:
 		return driver.Attachment{}, err
 	}
 	var bad error
 	sniffed := http.DetectContentType(head)
 	switch {
+	case headers != nil:
+		bad = headers
 	case size != r.FileSize:
 		bad = check.BadParam("file_size", "the object stored has "+strconv.FormatInt(size, 10)+" bytes, not file_size")
 	case sum != r.SHA256:
@@ -427,8 +431,7 @@ func (s *Service) completeOnce(ctx context.Context, caller driver.Contact, id st
 		bad = check.BadParam("file_type", "the object stored is "+sniffed+", not "+r.FileType)
 	}
 	if bad != nil {
-		s.removeBlob(ctx, r.Key)
-		return driver.Attachment{}, bad
+		return driver.Attachment{}, s.refuse(ctx, r, bad)
 	}
 	a := driver.Attachment{
 		ID: r.AttachmentID, ConversationID: r.ConversationID, UploaderID: caller.ID, Filename: r.Filename,
@@ -477,11 +480,22 @@ func (s *Service) completeOnce(ctx context.Context, caller driver.Contact, id st
 	if err != nil {
 		// The object stays while the reservation does: a retry may
 		// complete it, and the sweep removes it after expiry.
-		if driver.KindOf(err) == driver.ErrNotFound {
-			if _, gerr := rs.GetReservation(fctx, r.ID); r.MessageID == "" || errors.Is(gerr, driver.ErrNotFound) {
-				return driver.Attachment{}, noUpload(r.ID)
+		switch {
+		case driver.KindOf(err) == driver.ErrConflict && !errors.Is(err, driver.ErrKeyTaken):
+			// The attachment exists: made by a Complete whose
+			// reservation was left beside it.
+			return driver.Attachment{}, noUpload(r.ID)
+		case driver.KindOf(err) == driver.ErrNotFound && r.MessageID != "":
+			_, gerr := rs.GetReservation(fctx, r.ID)
+			if gerr == nil {
+				return driver.Attachment{}, noMessage(r.MessageID)
 			}
-			return driver.Attachment{}, noMessage(r.MessageID)
+			if !errors.Is(gerr, driver.ErrNotFound) {
+				return driver.Attachment{}, gerr
+			}
+			fallthrough
+		case driver.KindOf(err) == driver.ErrNotFound:
+			return driver.Attachment{}, noUpload(r.ID)
 		}
 		if errors.Is(err, domain.ErrMessageFull) {
 			return driver.Attachment{}, s.messageFull() // filled since the reservation
@@ -490,6 +504,22 @@ func (s *Service) completeOnce(ctx context.Context, caller driver.Contact, id st
 	}
 	s.notify()
 	return out, nil
+}
+
+// refuse deletes the object of r, which a check of Complete refused, and
+// returns why; unless an attachment names it (a reservation left beside
+// the attachment it made): the file is then the attachment's, kept, and
+// the upload is completed (ErrNotFound).
+func (s *Service) refuse(ctx context.Context, r driver.Reservation, why error) error {
+	_, err := s.repo.GetAttachment(ctx, r.AttachmentID)
+	switch {
+	case err == nil:
+		return noUpload(r.ID)
+	case !errors.Is(err, driver.ErrNotFound):
+		return err
+	}
+	s.removeBlob(ctx, r.Key)
+	return why
 }
 
 // headBytes is how much of a completed upload is read for its type and
@@ -504,10 +534,11 @@ const headBytes = 256 << 10
 // no more than one byte past the reserved size is ever read.
 //
 // On a store that signs uploads, an object stored with another type or
-// disposition than those of upload_headers is deleted and refused
-// (ErrInvalid, param upload_headers): a bucket whose signed URLs cannot
-// set their own headers serves the stored ones, and one whose signature
-// does not cover them lets the client choose them (both Azure).
+// disposition than those of upload_headers is refused (a *check.Error,
+// param upload_headers; Complete deletes it as any refused object): a
+// bucket whose signed URLs cannot set their own headers serves the stored
+// ones, and one whose signature does not cover them lets the client
+// choose them (both Azure).
 func (s *Service) inspectObject(ctx context.Context, r driver.Reservation) (int64, []byte, string, error) {
 	if signer, ok := s.blobs.(driver.UploadSigner); ok {
 		a, err := signer.Attributes(ctx, r.Key)
@@ -524,7 +555,6 @@ func (s *Service) inspectObject(ctx context.Context, r driver.Reservation) (int6
 				return 0, nil, "", err
 			}
 			if probe.URL != "" {
-				s.removeBlob(ctx, r.Key)
 				return 0, nil, "", check.BadParam("upload_headers", "the object was not stored with the upload_headers given")
 			}
 		}
