@@ -206,15 +206,11 @@ func (s *Service) sign(ctx context.Context, r *Reservation) error {
 	if !ok {
 		return nil
 	}
-	storedType := r.FileType
-	if storedType == "" {
-		storedType = "application/octet-stream"
-	}
 	sum, err := hex.DecodeString(r.SHA256)
 	if err != nil {
 		return err
 	}
-	su, err := signer.SignUpload(ctx, r.Key, driver.UploadRequest{ContentType: storedType, SHA256: sum, Size: r.FileSize, Expiry: r.ExpiresAt.Sub(s.now())})
+	su, err := signer.SignUpload(ctx, r.Key, driver.UploadRequest{ContentType: storedType(r.Reservation), SHA256: sum, Size: r.FileSize, Expiry: r.ExpiresAt.Sub(s.now())})
 	switch {
 	case err == nil:
 		r.URL, r.Method, r.Headers, r.Checked = su.URL, su.Method, su.Headers, su.ChecksumChecked
@@ -316,13 +312,9 @@ func (s *Service) putContent(ctx context.Context, caller driver.Contact, id stri
 	if err != nil {
 		return r, err
 	}
-	ctype := r.FileType
-	if ctype == "" {
-		ctype = "application/octet-stream"
-	}
 	cr := &checkingReader{countingReader: newCountingReader(body, r.FileSize), size: r.FileSize, sum: r.SHA256}
 	defer cr.Close()
-	if err := s.blobs.Put(ctx, r.Key, ctype, cr); err != nil {
+	if err := s.blobs.Put(ctx, r.Key, storedType(r), cr); err != nil {
 		// The store aborted the write and kept what it held (a store that
 		// leaves part of it anyway: Complete refuses it, and the sweep
 		// removes it). Nothing is deleted here: the key may hold the file
@@ -336,6 +328,13 @@ func (s *Service) putContent(ctx context.Context, caller driver.Contact, id stri
 		return r, err
 	}
 	return r, nil
+}
+
+// storedType is the type the object of r is stored with: the declared
+// one, else application/octet-stream (sniffed at Complete). A signed URL
+// and PutContent store it, and Complete checks it.
+func storedType(r driver.Reservation) string {
+	return cmp.Or(r.FileType, "application/octet-stream")
 }
 
 // checkingReader is a countingReader of the bytes of a reservation that
@@ -545,7 +544,7 @@ func (s *Service) inspectObject(ctx context.Context, r driver.Reservation) (int6
 		if err != nil || a.Size != r.FileSize {
 			return a.Size, nil, "", err
 		}
-		ctype := cmp.Or(r.FileType, "application/octet-stream")
+		ctype := storedType(r)
 		if a.ContentType != ctype || a.ContentDisposition != ContentDisposition(ctype, "") {
 			// Only a signed URL lets a client choose them: a bucket
 			// that cannot sign took the bytes through PutContent, and
