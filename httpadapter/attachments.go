@@ -199,6 +199,19 @@ func (b *fileBody) finish() error {
 	}
 }
 
+// emptyTarget refuses a message_id or conversation_id given empty (a
+// conversation_id beside a message_id is the message's): an upload's or
+// a reservation's, which would otherwise be filed nowhere.
+func emptyTarget(hasConv bool, conv string, hasMsg bool, msg string) error {
+	switch {
+	case hasMsg && msg == "":
+		return badParam("message_id", "message_id must not be empty")
+	case !hasMsg && hasConv && conv == "":
+		return badParam("conversation_id", "conversation_id must not be empty")
+	}
+	return nil
+}
+
 func (a *api) upload(w http.ResponseWriter, r *http.Request, caller messaging.Contact, mr *formParts, part *multipart.Part, fields uploadFields, idem messaging.Idempotency) {
 	ctx := r.Context()
 	name := part.FileName()
@@ -214,12 +227,8 @@ func (a *api) upload(w http.ResponseWriter, r *http.Request, caller messaging.Co
 		Body:           body,
 		Idempotency:    idem,
 	}
-	if fields.hasMsg && fields.messageID == "" {
-		a.writeError(w, r, badParam("message_id", "message_id must not be empty"))
-		return
-	}
-	if !fields.hasMsg && fields.hasConv && fields.conversationID == "" {
-		a.writeError(w, r, badParam("conversation_id", "conversation_id must not be empty"))
+	if err := emptyTarget(fields.hasConv, fields.conversationID, fields.hasMsg, fields.messageID); err != nil {
+		a.writeError(w, r, err)
 		return
 	}
 	u.MessageID = fields.messageID

@@ -59,14 +59,7 @@ func (a *api) createUpload(w http.ResponseWriter, r *http.Request, caller messag
 			*f.given = ok
 		}
 	}
-	// Given empty, an id is a 400, as for POST /v1/attachments.
-	switch {
-	case hasMsg && u.MessageID == "":
-		err = badParam("message_id", "message_id must not be empty")
-	case !hasMsg && hasConv && u.ConversationID == "":
-		err = badParam("conversation_id", "conversation_id must not be empty")
-	}
-	if err != nil {
+	if err = emptyTarget(hasConv, u.ConversationID, hasMsg, u.MessageID); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
